@@ -1,0 +1,211 @@
+"""The UI-facing event stream of ``Agent.stream()`` and the request phase machine.
+
+Three channels exist and must not be confused:
+
+- ``AgentEvent`` (this module): what a UI renders, yielded by ``Agent.stream()``;
+- ``ExtensionEvent`` (``zett_agent.extensions.events``): notifications between the runtime
+  and extensions, delivered to ``on_event``;
+- ``ExternalEvent`` (``zett_agent.extensions.external``): replies from outside the process,
+  delivered through ``Agent.emit_external_event``.
+
+Model failures and cancellation propagate as exceptions; they never become events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from zett_agent.exceptions import AgentProtocolError
+
+if TYPE_CHECKING:
+    from zett_agent.extensions.events import CompactionEvent
+    from zett_agent.messages import AgentMessage, AssistantMessage, ToolCall, ToolMessage, UserMessage
+    from zett_agent.model import (
+        ModelResponse,
+        ServerToolCall,
+        ServerToolInputDelta,
+        ServerToolResult,
+        StopInfo,
+        ToolCallDelta,
+    )
+
+__all__ = ["AgentEvent", "AgentEventType", "AgentPhase", "check_transition"]
+
+
+class AgentEventType(StrEnum):
+    """Every kind of ``AgentEvent``; the value is the lower-case member name."""
+
+    MODEL_STARTED = "model_started"
+    REASONING_STARTED = "reasoning_started"
+    REASONING_DELTA = "reasoning_delta"
+    REASONING_COMPLETED = "reasoning_completed"
+    CONTENT_STARTED = "content_started"
+    TEXT_DELTA = "text_delta"
+    CONTENT_COMPLETED = "content_completed"
+    TOOL_CALL_DELTA = "tool_call_delta"
+    SERVER_TOOL_STARTED = "server_tool_started"
+    SERVER_TOOL_INPUT_DELTA = "server_tool_input_delta"
+    SERVER_TOOL_COMPLETED = "server_tool_completed"
+    SERVER_TOOL_FAILED = "server_tool_failed"
+    MODEL_COMPLETED = "model_completed"
+    MODEL_STOPPED = "model_stopped"
+    TOOL_STARTED = "tool_started"
+    TOOL_COMPLETED = "tool_completed"
+    TOOL_FAILED = "tool_failed"
+    TOOL_SKIPPED = "tool_skipped"
+    STEERING_STARTED = "steering_started"
+    STEERING_COMPLETED = "steering_completed"
+    STEERING_INTERRUPTED = "steering_interrupted"
+    INTERNAL_MESSAGE_STARTED = "internal_message_started"
+    INTERNAL_MESSAGE_COMPLETED = "internal_message_completed"
+    INTERNAL_MESSAGE_INTERRUPTED = "internal_message_interrupted"
+    COMPACTION_STARTED = "compaction_started"
+    COMPACTION_TEXT_DELTA = "compaction_text_delta"
+    COMPACTION_REASONING_DELTA = "compaction_reasoning_delta"
+    COMPACTION_COMPLETED = "compaction_completed"
+    RUN_COMPLETED = "run_completed"
+    CUSTOM = "custom"
+
+
+class AgentPhase(StrEnum):
+    """The exclusive phase of one request.
+
+    ::
+
+        CREATED → LOADING_CONTEXT → READY ⇄ GENERATING
+                                          ⇄ RUNNING_TOOL
+                                          ⇄ COMPACTING
+                                    READY → COMPLETED
+        any active phase → FAILED | CANCELLED
+    """
+
+    CREATED = "created"
+    LOADING_CONTEXT = "loading_context"
+    READY = "ready"
+    COMPACTING = "compacting"
+    GENERATING = "generating"
+    RUNNING_TOOL = "running_tool"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_active(self) -> bool:
+        """True while the request is between its start and a terminal phase."""
+        return self in _ACTIVE_PHASES
+
+    @property
+    def is_terminal(self) -> bool:
+        """True for COMPLETED, FAILED and CANCELLED."""
+        return self in _TERMINAL_PHASES
+
+
+_ACTIVE_PHASES = frozenset(
+    {
+        AgentPhase.LOADING_CONTEXT,
+        AgentPhase.READY,
+        AgentPhase.COMPACTING,
+        AgentPhase.GENERATING,
+        AgentPhase.RUNNING_TOOL,
+    }
+)
+_TERMINAL_PHASES = frozenset({AgentPhase.COMPLETED, AgentPhase.FAILED, AgentPhase.CANCELLED})
+
+_LEGAL_MOVES: dict[AgentPhase, frozenset[AgentPhase]] = {
+    AgentPhase.CREATED: frozenset({AgentPhase.LOADING_CONTEXT}),
+    AgentPhase.LOADING_CONTEXT: frozenset({AgentPhase.READY}),
+    AgentPhase.READY: frozenset(
+        {
+            AgentPhase.COMPACTING,
+            AgentPhase.GENERATING,
+            AgentPhase.RUNNING_TOOL,
+            AgentPhase.COMPLETED,
+        }
+    ),
+    AgentPhase.COMPACTING: frozenset({AgentPhase.READY}),
+    AgentPhase.GENERATING: frozenset({AgentPhase.READY}),
+    AgentPhase.RUNNING_TOOL: frozenset({AgentPhase.READY}),
+    AgentPhase.COMPLETED: frozenset(),
+    AgentPhase.FAILED: frozenset(),
+    AgentPhase.CANCELLED: frozenset(),
+}
+for _phase in _ACTIVE_PHASES:
+    _LEGAL_MOVES[_phase] = _LEGAL_MOVES[_phase] | {AgentPhase.FAILED, AgentPhase.CANCELLED}
+
+
+def check_transition(current: AgentPhase, target: AgentPhase) -> None:
+    """Raise ``AgentProtocolError`` unless ``current → target`` is a legal move."""
+    if target not in _LEGAL_MOVES[current]:
+        raise AgentProtocolError(
+            f"Illegal phase transition {current.value} → {target.value}; "
+            f"from {current.value} the legal moves are "
+            f"{sorted(p.value for p in _LEGAL_MOVES[current]) or 'none'}"
+        )
+
+
+@dataclass
+class AgentEvent:
+    """One UI-facing event emitted by ``Agent.stream()``.
+
+    Optional fields are populated according to ``type``; match the type first, then read::
+
+        TEXT_DELTA / REASONING_DELTA   delta
+        TOOL_CALL_DELTA                tool_call_delta
+        TOOL_STARTED                   tool_calls
+        TOOL_COMPLETED / FAILED        tool_calls, message, optional error
+        TOOL_SKIPPED                   tool_calls, message
+        SERVER_TOOL_STARTED            server_tool_call
+        SERVER_TOOL_INPUT_DELTA        server_tool_input_delta
+        SERVER_TOOL_COMPLETED / FAILED server_tool_result
+        MODEL_COMPLETED                response
+        MODEL_STOPPED                  stop, response, message
+        STEERING_*                     steering_message
+        INTERNAL_MESSAGE_*             internal_message
+        COMPACTION_*_DELTA             delta
+        COMPACTION_COMPLETED           applied, compaction
+        RUN_COMPLETED                  message
+        CUSTOM                         name, payload
+    """
+
+    type: AgentEventType
+    #: Session that owns the run emitting this event.
+    session_id: str
+    #: Exclusive request phase when the event was queued; stamped by the runtime.
+    phase: AgentPhase | None = None
+    #: Incremental text or reasoning.
+    delta: str = ""
+    #: Incomplete tool arguments for display, never for execution.
+    tool_call_delta: ToolCallDelta | None = None
+    #: Complete invocations of a tool event; one item per event in sequential execution.
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    server_tool_call: ServerToolCall | None = None
+    server_tool_input_delta: ServerToolInputDelta | None = None
+    server_tool_result: ServerToolResult | None = None
+    #: Final model response, including usage.
+    response: ModelResponse | None = None
+    #: Why the model stopped; only MODEL_STOPPED.
+    stop: StopInfo | None = None
+    #: Tool result or final assistant answer.
+    message: AssistantMessage | ToolMessage | None = None
+    internal_message: AgentMessage | None = None
+    steering_message: UserMessage | None = None
+    #: Tool failure. Model and cancellation exceptions propagate instead.
+    error: Exception | None = None
+    #: Applied compaction details; only COMPACTION_COMPLETED.
+    compaction: CompactionEvent | None = None
+    #: Whether a completed compaction replaced context; None for other events.
+    applied: bool | None = None
+    #: Stable name of a CUSTOM event; required for CUSTOM.
+    name: str | None = None
+    #: Extension-owned, JSON-serializable data of a CUSTOM event.
+    payload: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.type) is not AgentEventType:
+            self.type = AgentEventType(self.type)
+        if self.type is AgentEventType.CUSTOM and (
+            not isinstance(self.name, str) or not self.name.strip()
+        ):
+            raise ValueError("A CUSTOM AgentEvent needs a non-empty name")

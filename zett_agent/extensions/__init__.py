@@ -1,0 +1,1 @@
+"""Extensions: ordered hooks around every stage of a request. See ``extensions.base``."""

@@ -1,0 +1,146 @@
+"""``AgentExtension``: the base class of every extension.
+
+One request calls the hooks below, each stage on every extension in ``priority`` order (lower
+first, ties in registration order). Stages are barriers: every ``on_tool`` finishes before
+any ``on_state`` starts, and so on::
+
+    setup     on_tool → on_state → on_message → (input appended) → before_run
+    turn      before_turn → before_model → on_model_request (onion around the provider)
+              → (answer appended) → after_model
+    each tool before_tool → on_tool_call (onion around the handler) → after_tool
+              → (result appended)
+              after_turn
+    end       after_run → on_success            (success)
+              on_error                          (failure; never on cancellation)
+    anytime   on_event (phase moves, appended messages, cancellation, …)
+    compact   on_tool → on_state → on_compact    (Agent.compact)
+
+``accept`` is not a hook of a request: ``Agent.emit_external_event`` calls it synchronously,
+possibly from another thread. Every hook here is a no-op, and the runtime skips hooks an
+extension does not override, so an unused hook costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zett_agent.agent import AgentRunConfig, AgentRunContext
+    from zett_agent.extensions.events import ExtensionEvent
+    from zett_agent.extensions.external import ExternalEvent
+    from zett_agent.messages import AssistantMessage, ToolCall
+    from zett_agent.model import ModelEvent, ModelRequest, ModelResponse
+    from zett_agent.tools.base import ToolResult
+
+__all__ = ["AgentExtension"]
+
+
+class _SetupHooks:
+    async def on_tool(self, context: AgentRunContext) -> None:
+        """Register local or provider-hosted tools before context restoration."""
+
+    async def on_state(self, context: AgentRunContext) -> None:
+        """Restore history and initialize state before any input conversion."""
+
+    async def on_message(self, context: AgentRunContext) -> None:
+        """Transform ``context.input_message`` after state restoration, before append."""
+
+    async def before_run(self, context: AgentRunContext) -> None:
+        """Run after the transformed user input is appended and published."""
+
+
+class _TurnHooks:
+    async def before_turn(self, context: AgentRunContext) -> None:
+        """Run before this turn's model call."""
+
+    async def before_model(self, context: AgentRunContext, request: ModelRequest) -> None:
+        """Inspect the current request before preprocessing a primary model call."""
+
+    async def on_model_request(
+        self,
+        context: AgentRunContext,
+        request: ModelRequest,
+        call_next: Callable[[ModelRequest], AsyncIterator[ModelEvent]],
+    ) -> AsyncIterator[ModelEvent]:
+        """Wrap one provider request and its complete streamed response."""
+        async with aclosing(call_next(request)) as stream:
+            async for event in stream:
+                yield event
+
+    async def after_model(self, context: AgentRunContext, response: ModelResponse) -> None:
+        """Run after the complete assistant message is appended."""
+
+    async def after_turn(self, context: AgentRunContext, result: AssistantMessage) -> None:
+        """Run once the turn's assistant message and tool results are settled."""
+
+
+class _ToolHooks:
+    async def before_tool(self, context: AgentRunContext, call: ToolCall) -> None:
+        """Run before one requested tool is invoked."""
+
+    async def on_tool_call(
+        self,
+        context: AgentRunContext,
+        call: ToolCall,
+        call_next: Callable[[ToolCall], Awaitable[ToolResult]],
+    ) -> ToolResult:
+        """Wrap one registered local tool handler and return its ``ToolResult``."""
+        return await call_next(call)
+
+    async def after_tool(
+        self,
+        context: AgentRunContext,
+        call: ToolCall,
+        result: ToolResult,
+        error: Exception | None,
+    ) -> None:
+        """Inspect or modify a tool result before it is appended."""
+
+
+class _EndHooks:
+    async def after_run(self, context: AgentRunContext, result: AssistantMessage) -> None:
+        """Run after a successful final answer is appended."""
+
+    async def on_success(self, context: AgentRunContext, result: AssistantMessage) -> None:
+        """Run once after all ``after_run`` hooks succeed, before RUN_COMPLETED."""
+
+    async def on_error(self, context: AgentRunContext, error: Exception) -> None:
+        """Observe the exception that failed the request (not called on cancellation)."""
+
+    async def on_compact(self, context: AgentRunContext) -> None:
+        """Summarize restored context when a caller asks for compaction."""
+
+
+class AgentExtension(_SetupHooks, _TurnHooks, _ToolHooks, _EndHooks):
+    """Base class every extension derives from; override only the hooks you need."""
+
+    #: Lower runs earlier in every stage and is the outer layer of the middleware onions.
+    priority: int = 100
+
+    @property
+    def name(self) -> str:
+        """Unique registration identity, defaulting to the concrete class name."""
+        return self.__dict__.get("_extension_name") or type(self).__name__
+
+    @name.setter
+    def name(self, value: str) -> None:
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"Extension name cannot be empty, got {value!r}")
+        self.__dict__["_extension_name"] = value
+
+    @property
+    def pending(self) -> bool:
+        """Return whether this extension is participating in an active request."""
+        return self.__dict__.get("_active_requests", 0) > 0
+
+    async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
+        """Observe a notification published during a request."""
+
+    def accept(self, config: AgentRunConfig | None, event: ExternalEvent) -> bool:
+        """Claim an external event for a request; return True if this extension took it."""
+        return False
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self.name!r} priority={self.priority}>"

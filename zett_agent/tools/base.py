@@ -1,0 +1,332 @@
+"""Tools: ``@tool`` turns an annotated function into an ``AgentTool``.
+
+The docstring is the tool's documentation for the model::
+
+    def add(a: int, b: int) -> int:
+        '''Add two integers exactly.
+
+        Args:
+            a: The first addend.
+            b: The second addend.
+
+        Snippet:
+            add(a=2, b=3)
+
+        Guidelines:
+            - Use for any integer addition instead of mental arithmetic.
+        '''
+
+The first paragraph is the description, ``Args:`` describes parameters, ``Snippet:`` gives
+an example call and ``Guidelines:`` lists rules. A tool without a description or without a
+guideline is a ``ValueError``. Parameters become a JSON Schema built by pydantic, and the
+model's arguments are validated by the same pydantic model (unknown keys rejected) before the
+body runs. Async bodies run on the event loop; sync bodies run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints, overload
+
+import pydantic
+import pydantic_core
+
+from zett_agent.messages import ContentPart, ImageContent, TextContent
+from zett_agent.model import ToolDefinition
+
+__all__ = ["AgentTool", "ToolResult", "current_tool_call_id", "render_tool_guidance", "tool"]
+
+_current_tool_call_id: ContextVar[str | None] = ContextVar("zett_current_tool_call_id", default=None)
+
+
+def current_tool_call_id() -> str | None:
+    """Return the id of the tool call being executed, or None outside a tool."""
+    return _current_tool_call_id.get()
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What one tool execution produced; ``after_tool`` may edit it before it is appended."""
+
+    content: str | list[ContentPart]
+    success: bool = True
+    #: Copied onto the ToolMessage's ``attributes``; never sent to a provider.
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class AgentTool:
+    """A local tool: its model-facing definition and the handler that runs it.
+
+    ``handler`` receives the validated arguments as keyword arguments and may be sync or
+    async. ``@tool`` builds one from a function; construct it directly for hand-written
+    schemas (the arguments are then checked only by the handler itself).
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: Callable[..., Any]
+    guidelines: tuple[str, ...] = ()
+    snippet: str | None = None
+    _validator: type[pydantic.BaseModel] | None = field(default=None, repr=False, compare=False)
+    _definition: ToolDefinition | None = field(default=None, repr=False, compare=False)
+    _is_async: bool | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
+            raise ValueError(
+                f"Tool name must be 1-64 letters, digits, '_' or '-', got {self.name!r}"
+            )
+        if not isinstance(self.description, str) or not self.description.strip():
+            raise ValueError(f"Tool {self.name!r} needs a description")
+        if not callable(self.handler):
+            raise TypeError(f"Tool {self.name!r} handler must be callable")
+        self.guidelines = tuple(self.guidelines)
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """The definition offered to the model."""
+        if self._definition is None:
+            self._definition = ToolDefinition(self.name, self.description, self.parameters)
+        return self._definition
+
+    def validate_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Return the handler's keyword arguments; raise ``ValueError`` for invalid input."""
+        if not isinstance(arguments, dict):
+            raise ValueError(f"Arguments must be a JSON object, got {type(arguments).__name__}")
+        if self._validator is None:
+            return arguments
+        try:
+            model = self._validator.model_validate(arguments)
+        except pydantic.ValidationError as exc:
+            raise ValueError(_describe_validation_error(self.name, exc)) from None
+        return {name: getattr(model, name) for name in type(model).model_fields}
+
+    async def invoke(self, arguments: dict[str, Any]) -> Any:
+        """Validate ``arguments`` and run the handler; return what it returned."""
+        kwargs = self.validate_arguments(arguments)
+        if self._is_async is None:
+            self._is_async = inspect.iscoroutinefunction(self.handler) or (
+                not inspect.isfunction(self.handler)
+                and inspect.iscoroutinefunction(getattr(self.handler, "__call__", None))
+            )
+        if self._is_async:
+            return await self.handler(**kwargs)
+        result = await asyncio.to_thread(self.handler, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+def to_tool_result(value: Any) -> ToolResult:
+    """Convert a handler's return value into a ``ToolResult``.
+
+    A ``str`` is used as is; a content part or a list of them becomes multimodal content;
+    a ``ToolResult`` passes through; anything else is serialised to JSON (pydantic JSON mode).
+    """
+    if isinstance(value, str):
+        return ToolResult(value)
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, TextContent | ImageContent):
+        return ToolResult([value])
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(part, TextContent | ImageContent) for part in value)
+    ):
+        return ToolResult(list(value))
+    return ToolResult(pydantic_core.to_json(value).decode())
+
+
+def _describe_validation_error(tool_name: str, exc: pydantic.ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        problems.append(f"{where}: {error['msg']}")
+    return f"Invalid arguments for tool {tool_name!r}: " + "; ".join(problems)
+
+
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Snippet|Guidelines|Returns|Raises):\s*$")
+
+
+@dataclass(slots=True)
+class _Docstring:
+    description: str = ""
+    arguments: dict[str, str] = field(default_factory=dict)
+    snippet: str | None = None
+    guidelines: list[str] = field(default_factory=list)
+
+
+def _parse_docstring(doc: str | None) -> _Docstring:
+    """Split a Google-style docstring into description, Args, Snippet and Guidelines."""
+    parsed = _Docstring()
+    if not doc:
+        return parsed
+    lines = inspect.cleandoc(doc).splitlines()
+    sections: dict[str, list[str]] = {"": []}
+    current = ""
+    for line in lines:
+        match = _SECTION.match(line.strip()) if not line.startswith((" ", "\t")) else None
+        if match:
+            current = match.group(1)
+            sections[current] = []
+        else:
+            sections[current].append(line)
+    intro = "\n".join(sections[""]).strip()
+    parsed.description = re.split(r"\n\s*\n", intro, maxsplit=1)[0].strip() if intro else ""
+    parsed.description = " ".join(parsed.description.split())
+
+    arg_lines = sections.get("Args") or sections.get("Arguments") or sections.get("Parameters")
+    if arg_lines:
+        name = None
+        for raw in inspect.cleandoc("\n".join(arg_lines)).splitlines():
+            entry = re.match(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", raw)
+            if entry and not raw.startswith((" ", "\t")):
+                name = entry.group(1).lstrip("*")
+                parsed.arguments[name] = entry.group(2).strip()
+            elif name and raw.strip():
+                parsed.arguments[name] = f"{parsed.arguments[name]} {raw.strip()}".strip()
+    if sections.get("Snippet"):
+        snippet = inspect.cleandoc("\n".join(sections["Snippet"])).strip()
+        parsed.snippet = snippet or None
+    if sections.get("Guidelines"):
+        for raw in inspect.cleandoc("\n".join(sections["Guidelines"])).splitlines():
+            stripped = raw.strip()
+            if stripped.startswith(("- ", "* ")):
+                parsed.guidelines.append(stripped[2:].strip())
+            elif stripped and parsed.guidelines:
+                parsed.guidelines[-1] = f"{parsed.guidelines[-1]} {stripped}"
+            elif stripped:
+                parsed.guidelines.append(stripped)
+    return parsed
+
+
+def _build_validator(
+    function: Callable[..., Any], descriptions: dict[str, str], tool_name: str
+) -> tuple[type[pydantic.BaseModel], dict[str, Any]]:
+    signature = inspect.signature(function)
+    try:
+        hints = get_type_hints(function, include_extras=True)
+    except Exception as exc:  # unresolved forward references
+        raise TypeError(f"Cannot resolve the annotations of tool {tool_name!r}: {exc}") from exc
+    fields: dict[str, Any] = {}
+    for name, parameter in signature.parameters.items():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise TypeError(f"Tool {tool_name!r} cannot take *{name}: list each parameter")
+        if parameter.kind is parameter.POSITIONAL_ONLY:
+            raise TypeError(f"Tool {tool_name!r} parameter {name!r} cannot be positional-only")
+        annotation = hints.get(name, Any)
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[name] = (
+            annotation,
+            pydantic.Field(default, description=descriptions.get(name) or None),
+        )
+    model = pydantic.create_model(
+        f"{tool_name}_arguments",
+        __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+        **fields,
+    )
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    schema.setdefault("properties", {})
+    return model, schema
+
+
+def _make_tool(
+    function: Callable[..., Any],
+    *,
+    name: str | None,
+    snippet: str | None,
+    guidelines: Sequence[str] | None,
+    description: str | None,
+) -> AgentTool:
+    if not callable(function):
+        raise TypeError(f"@tool needs a function, got {type(function).__name__}")
+    tool_name = name or function.__name__
+    doc = _parse_docstring(inspect.getdoc(function))
+    text = description or doc.description
+    if not text:
+        raise ValueError(f"Tool {tool_name!r} needs a description: write a docstring")
+    rules = [rule.strip() for rule in (guidelines if guidelines is not None else doc.guidelines)]
+    rules = [rule for rule in rules if rule]
+    if not rules:
+        raise ValueError(
+            f"Tool {tool_name!r} needs at least one guideline: add a 'Guidelines:' section "
+            "to its docstring or pass guidelines=[...]"
+        )
+    validator, schema = _build_validator(function, doc.arguments, tool_name)
+    return AgentTool(
+        name=tool_name,
+        description=text,
+        parameters=schema,
+        handler=function,
+        guidelines=tuple(rules),
+        snippet=snippet if snippet is not None else doc.snippet,
+        _validator=validator,
+    )
+
+
+@overload
+def tool(function: Callable[..., Any], /) -> AgentTool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    snippet: str | None = None,
+    guidelines: Sequence[str] | None = None,
+    description: str | None = None,
+) -> Callable[[Callable[..., Any]], AgentTool]: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    snippet: str | None = None,
+    guidelines: Sequence[str] | None = None,
+    description: str | None = None,
+) -> AgentTool | Callable[[Callable[..., Any]], AgentTool]:
+    """Turn an annotated function into an ``AgentTool``; usable bare or with options."""
+    if function is not None:
+        return _make_tool(
+            function, name=name, snippet=snippet, guidelines=guidelines, description=description
+        )
+
+    def decorate(inner: Callable[..., Any]) -> AgentTool:
+        return _make_tool(
+            inner, name=name, snippet=snippet, guidelines=guidelines, description=description
+        )
+
+    return decorate
+
+
+def render_tool_guidance(tools: Iterable[AgentTool]) -> str:
+    """Render the "Tool snippets" and "Tool guidelines" sections for a system message.
+
+    Returns an empty string when no tool has a snippet or a guideline.
+    """
+    tools = list(tools)
+    snippets = [t.snippet for t in tools if t.snippet]
+    guided = [t for t in tools if t.guidelines]
+    parts: list[str] = []
+    if snippets:
+        parts.append("# Tool snippets\n\n" + "\n".join(snippets))
+    if guided:
+        blocks = [
+            f"## {t.name}\n" + "\n".join(f"- {rule}" for rule in t.guidelines) for t in guided
+        ]
+        parts.append("# Tool guidelines\n\n" + "\n\n".join(blocks))
+    return "\n\n".join(parts)
+
+
+AsyncHandler = Callable[..., Awaitable[Any]]
