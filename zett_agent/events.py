@@ -21,7 +21,13 @@ from zett_agent.exceptions import AgentProtocolError
 
 if TYPE_CHECKING:
     from zett_agent.extensions.events import CompactionEvent
-    from zett_agent.messages import AgentMessage, AssistantMessage, ToolCall, ToolMessage, UserMessage
+    from zett_agent.messages import (
+        AgentMessage,
+        AssistantMessage,
+        ToolCall,
+        ToolMessage,
+        UserMessage,
+    )
     from zett_agent.model import (
         ModelResponse,
         ServerToolCall,

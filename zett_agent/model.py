@@ -72,9 +72,7 @@ class ToolDefinition:
 
     name: str
     description: str
-    parameters: dict[str, Any] = field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,10 +28,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
 import pydantic
 import pydantic_core
@@ -39,9 +39,32 @@ import pydantic_core
 from zett_agent.messages import ContentPart, ImageContent, TextContent
 from zett_agent.model import ToolDefinition
 
-__all__ = ["AgentTool", "ToolResult", "current_tool_call_id", "render_tool_guidance", "tool"]
+if TYPE_CHECKING:
+    from zett_agent.agent import AgentRunContext
 
-_current_tool_call_id: ContextVar[str | None] = ContextVar("zett_current_tool_call_id", default=None)
+__all__ = [
+    "AgentTool",
+    "ToolResult",
+    "current_run_context",
+    "current_tool_call_id",
+    "render_tool_guidance",
+    "tool",
+]
+
+_current_tool_call_id: ContextVar[str | None] = ContextVar(
+    "zett_current_tool_call_id", default=None
+)
+
+
+_current_run_context: ContextVar[Any] = ContextVar("zett_current_run_context", default=None)
+
+
+def current_run_context() -> AgentRunContext:
+    """Return the AgentRunContext of the tool being executed (``RuntimeError`` outside)."""
+    context = _current_run_context.get()
+    if context is None:
+        raise RuntimeError("current_run_context() is only available while a tool runs")
+    return context
 
 
 def current_tool_call_id() -> str | None:
@@ -112,9 +135,10 @@ class AgentTool:
         """Validate ``arguments`` and run the handler; return what it returned."""
         kwargs = self.validate_arguments(arguments)
         if self._is_async is None:
-            self._is_async = inspect.iscoroutinefunction(self.handler) or (
-                not inspect.isfunction(self.handler)
-                and inspect.iscoroutinefunction(getattr(self.handler, "__call__", None))
+            handler = self.handler
+            self._is_async = inspect.iscoroutinefunction(handler) or (
+                not inspect.isfunction(handler)
+                and inspect.iscoroutinefunction(type(handler).__call__)
             )
         if self._is_async:
             return await self.handler(**kwargs)
@@ -327,6 +351,3 @@ def render_tool_guidance(tools: Iterable[AgentTool]) -> str:
         ]
         parts.append("# Tool guidelines\n\n" + "\n\n".join(blocks))
     return "\n\n".join(parts)
-
-
-AsyncHandler = Callable[..., Awaitable[Any]]

@@ -1,0 +1,1 @@
+"""The chat app: sessions over WebSocket, ORM persistence, admin and pages."""

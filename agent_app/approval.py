@@ -1,0 +1,122 @@
+"""``ConfirmationExtension``: a tool with a lasting effect runs only after the user approves.
+
+For a call to a tool in ``tools_needing_approval`` (``save_note`` in the demo),
+``before_tool`` registers a wait, emits the CUSTOM event ``approval_requested``
+(``tool_call_id``, ``tool``, ``arguments``, ``question``, ``response_event``) and suspends
+until the client replies with the external event ``approval_response``
+(``{"tool_call_id": …, "approved": true|false}``). The verdict is enforced one step later,
+in the ``on_tool_call`` middleware: a hook that raises would fail the whole request, while a
+middleware that raises only fails this tool call, so a denied call becomes an unsuccessful
+``ToolMessage`` with a clear reason and the model carries on.
+
+Waiting, cancellation and duplicate replies are the base class's business
+(``ExternalEventExtension``): cancelling the request cancels the wait, a second reply for
+the same call is rejected. Calls with invalid arguments are not shown to the user at all:
+the tool fails on validation as any other tool would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection
+from typing import TYPE_CHECKING
+
+from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.extensions.external import ExternalEventExtension
+from zett_agent.tools.base import ToolResult
+
+if TYPE_CHECKING:
+    from zett_agent.agent import AgentRunContext
+    from zett_agent.extensions.events import ExtensionEvent
+    from zett_agent.messages import ToolCall
+
+__all__ = ["APPROVAL_REQUESTED_EVENT", "APPROVAL_RESPONSE_EVENT", "ApprovalDenied", "ConfirmationExtension"]
+
+APPROVAL_REQUESTED_EVENT = "approval_requested"
+APPROVAL_RESPONSE_EVENT = "approval_response"
+
+
+class ApprovalDenied(PermissionError):
+    """The user did not approve a tool call; its ToolMessage carries this text."""
+
+
+class ConfirmationExtension(ExternalEventExtension):
+    """Asks the user to approve each call of the listed tools before it runs."""
+
+    def __init__(self, tools_needing_approval: Collection[str]) -> None:
+        super().__init__(
+            response_event_name=APPROVAL_RESPONSE_EVENT, correlation_field="tool_call_id"
+        )
+        self.tools_needing_approval = frozenset(tools_needing_approval)
+        #: Verdicts between ``before_tool`` and ``on_tool_call``, keyed by request and call.
+        self._verdicts: dict[tuple[str, str], str | None] = {}
+
+    async def before_tool(self, context: AgentRunContext, call: ToolCall) -> None:
+        agent_tool = context.tools.get(call.name)
+        if call.name not in self.tools_needing_approval or agent_tool is None:
+            return
+        try:
+            arguments = agent_tool.validate_arguments(call.arguments)
+        except ValueError:
+            return  # the call fails on validation anyway; never ask about it
+        async with self._wait_for_external_event(context, call.id):
+            await context.emit(
+                AgentEvent(
+                    AgentEventType.CUSTOM,
+                    context.session_id,
+                    name=APPROVAL_REQUESTED_EVENT,
+                    payload={
+                        "tool_call_id": call.id,
+                        "tool": call.name,
+                        "arguments": _json_safe(arguments),
+                        "question": f"Allow {call.name} to run with these arguments?",
+                        "response_event": APPROVAL_RESPONSE_EVENT,
+                    },
+                )
+            )
+        reply = self._take_external_event(context)
+        approved = reply.payload.get("approved")
+        if approved is True:
+            denial = None
+        elif approved is False:
+            denial = f"The user denied the {call.name} call; it did not run."
+        else:
+            denial = (
+                f"The approval reply for {call.name} had no boolean 'approved' "
+                f"(got {approved!r}); the call did not run."
+            )
+        self._verdicts[(context.request_id, call.id)] = denial
+
+    async def on_tool_call(
+        self,
+        context: AgentRunContext,
+        call: ToolCall,
+        call_next: Callable[[ToolCall], Awaitable[ToolResult]],
+    ) -> ToolResult:
+        key = (context.request_id, call.id)
+        if key in self._verdicts:
+            denial = self._verdicts.pop(key)
+            if denial is not None:
+                raise ApprovalDenied(denial)
+        return await call_next(call)
+
+    async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
+        await super().on_event(context, event)
+        from zett_agent.extensions.events import PhaseTransitionEvent
+
+        if isinstance(event, PhaseTransitionEvent) and event.current_phase.is_terminal:
+            self._forget(context)
+
+    async def on_error(self, context: AgentRunContext, error: Exception) -> None:
+        await super().on_error(context, error)
+        self._forget(context)
+
+    def _forget(self, context: AgentRunContext) -> None:
+        for key in [key for key in self._verdicts if key[0] == context.request_id]:
+            del self._verdicts[key]
+
+
+def _json_safe(arguments: dict) -> dict:
+    """Validated arguments may hold non-JSON values (dates, enums): show them as text."""
+    import json
+
+    return json.loads(json.dumps(arguments, default=str))

@@ -1,0 +1,259 @@
+"""The frame protocol of ``/ws/sessions/<uuid>/`` (SPEC B3; docs/protocol.md in prose).
+
+Every frame is one JSON object with a ``type``. ``parse_frame`` turns raw socket text into
+one of the inbound models or raises ``FrameError`` carrying the error code to send back;
+checks run from the cheapest to the most specific, so each bad frame gets the code that
+names its first problem: size, JSON syntax, shape, type, fields, content size. Outbound
+frames are models too, dumped with ``frame.dump()``, so the wire format lives in one file.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "MAX_CONTENT_BYTES",
+    "MAX_FRAME_BYTES",
+    "AgentEventFrame",
+    "CancelFrame",
+    "ErrorCode",
+    "ErrorFrame",
+    "ExternalEventFrame",
+    "ExternalEventResultFrame",
+    "FrameError",
+    "InboundFrame",
+    "PingFrame",
+    "PongFrame",
+    "RunCancelledFrame",
+    "RunFailedFrame",
+    "SessionFrame",
+    "SteerFrame",
+    "UserMessageFrame",
+    "parse_frame",
+]
+
+#: Largest user text (``user_message`` / ``steer`` content), in UTF-8 bytes.
+MAX_CONTENT_BYTES = 32 * 1024
+#: Largest inbound frame, in UTF-8 bytes.
+MAX_FRAME_BYTES = 256 * 1024
+
+
+class ErrorCode(StrEnum):
+    """The ``code`` of an ``error`` frame."""
+
+    BAD_JSON = "bad_json"
+    BAD_FRAME = "bad_frame"
+    UNKNOWN_TYPE = "unknown_type"
+    TOO_LARGE = "too_large"
+    BUSY = "busy"
+    NOT_RUNNING = "not_running"
+    FORBIDDEN = "forbidden"
+    RATE_LIMITED = "rate_limited"
+
+
+class FrameError(Exception):
+    """An inbound frame was refused; ``code`` and ``message`` become an ``error`` frame."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def frame(self) -> ErrorFrame:
+        return ErrorFrame(code=self.code, message=self.message)
+
+
+# --- client → server -------------------------------------------------------------------
+
+NonBlank = Annotated[str, Field(min_length=1, pattern=r"\S")]
+
+
+class _Inbound(BaseModel):
+    # Unknown keys are ignored so that a newer client stays compatible with this server.
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+
+
+class UserMessageFrame(_Inbound):
+    """Start a request with this text."""
+
+    type: Literal["user_message"]
+    content: NonBlank
+
+
+class ExternalEventFrame(_Inbound):
+    """Deliver a reply (ask-user answer, approval …) to the running request."""
+
+    type: Literal["external_event"]
+    name: NonBlank
+    payload: dict[str, Any]
+
+
+class SteerFrame(_Inbound):
+    """Redirect the running request with new user text."""
+
+    type: Literal["steer"]
+    content: NonBlank
+
+
+class CancelFrame(_Inbound):
+    """Cancel the running request."""
+
+    type: Literal["cancel"]
+
+
+class PingFrame(_Inbound):
+    """Ask for a ``pong`` (keep-alive, latency check)."""
+
+    type: Literal["ping"]
+
+
+InboundFrame = UserMessageFrame | ExternalEventFrame | SteerFrame | CancelFrame | PingFrame
+
+_INBOUND: dict[str, type[_Inbound]] = {
+    "user_message": UserMessageFrame,
+    "external_event": ExternalEventFrame,
+    "steer": SteerFrame,
+    "cancel": CancelFrame,
+    "ping": PingFrame,
+}
+
+
+def parse_frame(text: str) -> InboundFrame:
+    """Validate one inbound text frame; raise ``FrameError`` with the code to report."""
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_FRAME_BYTES:
+        raise FrameError(
+            ErrorCode.TOO_LARGE, f"Frame is {size} bytes; the limit is {MAX_FRAME_BYTES} bytes"
+        )
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise FrameError(ErrorCode.BAD_JSON, f"Frame is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise FrameError(
+            ErrorCode.BAD_FRAME, f"A frame must be a JSON object, got {_json_kind(data)}"
+        )
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        raise FrameError(
+            ErrorCode.BAD_FRAME,
+            "A frame needs a string 'type'"
+            + ("" if "type" not in data else f", got {_json_kind(kind)}"),
+        )
+    model = _INBOUND.get(kind)
+    if model is None:
+        raise FrameError(
+            ErrorCode.UNKNOWN_TYPE,
+            f"Unknown frame type {kind!r}; expected one of {sorted(_INBOUND)}",
+        )
+    try:
+        frame = model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise FrameError(ErrorCode.BAD_FRAME, _describe(kind, exc)) from None
+    if isinstance(frame, UserMessageFrame | SteerFrame):
+        content_size = len(frame.content.encode("utf-8", errors="surrogatepass"))
+        if content_size > MAX_CONTENT_BYTES:
+            raise FrameError(
+                ErrorCode.TOO_LARGE,
+                f"{kind} content is {content_size} bytes; the limit is {MAX_CONTENT_BYTES} bytes",
+            )
+    return frame
+
+
+def _json_kind(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return "a number"
+    return names.get(type(value), type(value).__name__)
+
+
+def _describe(kind: str, exc: pydantic.ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False):
+        field = ".".join(str(part) for part in error["loc"]) or "frame"
+        if error["type"] == "missing":
+            problems.append(f"'{field}' is required")
+        elif error["type"] == "string_pattern_mismatch":
+            problems.append(f"'{field}' cannot be blank")
+        else:
+            problems.append(f"'{field}': {error['msg']}")
+    return f"Invalid {kind} frame: " + "; ".join(problems)
+
+
+# --- server → client -------------------------------------------------------------------
+
+
+class _Outbound(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON-ready dict sent on the socket."""
+        return self.model_dump(mode="json")
+
+
+class SessionFrame(_Outbound):
+    """Sent once on connect: what the session already holds and whether it is running."""
+
+    type: Literal["session"] = "session"
+    session_id: str
+    #: Persisted non-system messages, oldest first, as ``zett_agent.serialization`` dicts.
+    history: list[dict[str, Any]]
+    active_request_id: str | None
+
+
+class AgentEventFrame(_Outbound):
+    """One ``AgentEvent`` of a request, numbered per session."""
+
+    type: Literal["agent_event"] = "agent_event"
+    seq: int
+    request_id: str
+    event: dict[str, Any]
+
+
+class ErrorInfo(BaseModel):
+    type: str
+    message: str
+
+
+class RunFailedFrame(_Outbound):
+    """The request failed: a model, hook or configuration error."""
+
+    type: Literal["run_failed"] = "run_failed"
+    request_id: str
+    error: ErrorInfo
+
+
+class RunCancelledFrame(_Outbound):
+    """The request was cancelled (``cancel`` frame, or its socket closed)."""
+
+    type: Literal["run_cancelled"] = "run_cancelled"
+    request_id: str
+
+
+class ExternalEventResultFrame(_Outbound):
+    """The answer to every ``external_event`` (and ``steer``) frame."""
+
+    type: Literal["external_event_result"] = "external_event_result"
+    name: str
+    correlation_id: str | None
+    #: Names of the extensions that claimed the event; ``[]`` means rejected.
+    accepted_by: list[str]
+
+
+class ErrorFrame(_Outbound):
+    """A refused frame; the connection stays open."""
+
+    type: Literal["error"] = "error"
+    code: ErrorCode
+    message: str
+
+
+class PongFrame(_Outbound):
+    type: Literal["pong"] = "pong"

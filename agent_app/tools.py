@@ -1,0 +1,231 @@
+"""The demo tools every chat agent gets: exact arithmetic, the current time, saving a note.
+
+They are real (the calculator is exact, the note is a database row) and harmless (nothing
+leaves the process). ``save_note`` has an effect the user should consent to, so it is listed
+in ``TOOLS_NEEDING_APPROVAL`` and ``agent_app.approval`` asks before it runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation, localcontext
+from fractions import Fraction
+from typing import Annotated
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field
+
+from zett_agent.tools.base import AgentTool, tool
+
+__all__ = [
+    "TOOLS_NEEDING_APPROVAL",
+    "CalculationError",
+    "calculate",
+    "current_time",
+    "demo_tools",
+    "evaluate",
+    "format_number",
+    "make_save_note",
+]
+
+#: Names of the tools that run only after the user approved the call.
+TOOLS_NEEDING_APPROVAL = frozenset({"save_note"})
+
+#: Bounds that keep one expression from eating the CPU or memory of the server.
+MAX_EXPRESSION_LENGTH = 500
+MAX_EXPONENT = 10_000
+MAX_DIGITS = 10_000
+#: Significant digits shown for a result that has no finite decimal expansion.
+APPROXIMATION_DIGITS = 30
+
+
+class CalculationError(ValueError):
+    """The expression is not plain arithmetic, or cannot be computed exactly."""
+
+
+_BINARY: dict[type[ast.operator], Callable[[Fraction, Fraction], Fraction]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: lambda a, b: Fraction(a // b),
+    ast.Mod: operator.mod,
+}
+
+
+def evaluate(expression: str) -> Fraction:
+    """Evaluate ``+ - * / // % **`` and parentheses over exact rationals.
+
+    Only literals and those operators are accepted: the expression is parsed by ``ast``
+    and walked here, never handed to ``eval``. Decimal literals are read exactly
+    (``0.1`` is one tenth, not the nearest float).
+    """
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        raise CalculationError(
+            f"Expression is {len(expression)} characters; the limit is {MAX_EXPRESSION_LENGTH}"
+        )
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise CalculationError(f"Not an arithmetic expression: {exc.msg}") from None
+    return _walk(tree.body)
+
+
+def _walk(node: ast.expr) -> Fraction:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return _exact(node)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd | ast.USub):
+        value = _walk(node.operand)
+        return value if isinstance(node.op, ast.UAdd) else -value
+    if isinstance(node, ast.BinOp):
+        left, right = _walk(node.left), _walk(node.right)
+        if isinstance(node.op, ast.Pow):
+            return _power(left, right)
+        if isinstance(node.op, ast.BitXor):
+            raise CalculationError("'^' is not a power here: write 2**10 for two to the tenth")
+        apply = _BINARY.get(type(node.op))
+        if apply is None:
+            raise CalculationError(f"Unsupported operator {type(node.op).__name__}")
+        if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod) and right == 0:
+            raise CalculationError("Division by zero")
+        return _bounded(apply(left, right))
+    raise CalculationError(
+        f"Only numbers, + - * / // % ** and parentheses are allowed, got {ast.unparse(node)!r}"
+    )
+
+
+def _exact(node: ast.Constant) -> Fraction:
+    if isinstance(node.value, int):
+        return Fraction(node.value)
+    # The source text, not the float, holds the exact value the user wrote.
+    source = ast.unparse(node)
+    try:
+        return Fraction(Decimal(source))
+    except (InvalidOperation, ValueError):
+        raise CalculationError(f"Cannot read the number {source!r} exactly") from None
+
+
+def _power(base: Fraction, exponent: Fraction) -> Fraction:
+    if exponent.denominator != 1:
+        raise CalculationError("Only whole-number exponents give exact results")
+    if abs(exponent) > MAX_EXPONENT:
+        raise CalculationError(f"Exponent {exponent} is larger than {MAX_EXPONENT}")
+    if base == 0 and exponent < 0:
+        raise CalculationError("Division by zero")
+    digits = max(len(str(base.numerator)), len(str(base.denominator)))
+    if digits * abs(exponent.numerator) > MAX_DIGITS:
+        raise CalculationError(f"The result would have more than {MAX_DIGITS} digits")
+    return _bounded(base ** int(exponent))
+
+
+def _bounded(value: Fraction) -> Fraction:
+    if len(str(value.numerator)) > MAX_DIGITS or len(str(value.denominator)) > MAX_DIGITS:
+        raise CalculationError(f"The result would have more than {MAX_DIGITS} digits")
+    return value
+
+
+def format_number(value: Fraction) -> str:
+    """Integers as integers, terminating fractions as exact decimals, others as ``p/q (≈ d)``."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    denominator = value.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    if denominator == 1:
+        places = 0
+        while (value * 10**places).denominator != 1:
+            places += 1
+        scaled = abs(value * 10**places).numerator
+        whole, fraction = divmod(scaled, 10**places)
+        sign = "-" if value < 0 else ""
+        return f"{sign}{whole}.{fraction:0{places}d}"
+    with localcontext(prec=APPROXIMATION_DIGITS + 5):
+        approximate = Decimal(value.numerator) / Decimal(value.denominator)
+        shown = f"{approximate:.{APPROXIMATION_DIGITS}g}"
+    return f"{value.numerator}/{value.denominator} (≈ {shown})"
+
+
+@tool
+def calculate(expression: Annotated[str, Field(min_length=1, max_length=MAX_EXPRESSION_LENGTH)]):
+    """Evaluate an arithmetic expression exactly.
+
+    Args:
+        expression: Numbers with + - * / // % ** and parentheses, e.g. "12*(3+4)/5".
+
+    Snippet:
+        calculate(expression="(1.1 + 2.2) * 3")
+
+    Guidelines:
+        - Use for every calculation instead of doing arithmetic in your head.
+        - Write powers as ** (2**10); ^ is refused.
+        - Report the result exactly as returned; fractions come with a decimal approximation.
+    """
+    return format_number(evaluate(expression))
+
+
+@tool
+def current_time(timezone: str | None = None) -> str:
+    """Tell the current date and time.
+
+    Args:
+        timezone: An IANA time zone such as "Europe/Paris"; UTC when omitted.
+
+    Snippet:
+        current_time(timezone="Asia/Tokyo")
+
+    Guidelines:
+        - Use whenever the answer depends on today's date or the time of day.
+        - Pass an IANA zone name (Region/City), not an abbreviation like CET.
+    """
+    if timezone is None or not timezone.strip():
+        zone = UTC
+    else:
+        try:
+            zone = ZoneInfo(timezone.strip())
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"Unknown time zone {timezone!r}; use an IANA name like 'Europe/Paris'"
+            ) from None
+    now = datetime.now(zone)
+    return f"{now.isoformat(timespec='seconds')} ({now.tzname()}, {now:%A %d %B %Y})"
+
+
+def make_save_note(session_id: str | None) -> AgentTool:
+    """Build ``save_note`` bound to one chat session, so each note knows where it came from."""
+
+    @tool(name="save_note")
+    async def save_note(
+        title: Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")],
+        text: Annotated[str, Field(min_length=1, max_length=10_000, pattern=r"\S")],
+    ) -> str:
+        """Save a note in the database for the user.
+
+        Args:
+            title: A short title for the note.
+            text: The note itself.
+
+        Snippet:
+            save_note(title="Groceries", text="Milk, eggs, bread")
+
+        Guidelines:
+            - Use only when the user asks to save, keep or remember something.
+            - The user must approve each note; if they deny it, say so and do not retry.
+        """
+        from agent_app.models import ChatSession, Note
+
+        session = None
+        if session_id is not None:
+            session = await ChatSession.objects.filter(pk=session_id).afirst()
+        note = await Note.objects.acreate(session=session, title=title.strip(), text=text)
+        return f"Saved note #{note.pk}: {note.title}"
+
+    return save_note
+
+
+def demo_tools(session_id: str | None) -> list[AgentTool]:
+    """The tools of one session's agent."""
+    return [calculate, current_time, make_save_note(session_id)]

@@ -1,0 +1,37 @@
+"""Fixtures shared by the runtime tests.
+
+Every test runs under ``no_leaked_tasks``: a test that leaves an asyncio task running (a
+request that was never closed, a tool that was never cancelled, a waiter that never woke)
+fails, because such a task outlives its request and would fire into the next one. The check
+needs no sleeping: every test awaits the cleanup it starts (closing its streams, awaiting
+its tasks), so anything still pending at teardown is a leak by definition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+
+def leaked_tasks(before: set[asyncio.Task]) -> list[asyncio.Task]:
+    """Return the unfinished tasks created since ``before`` was taken, except the caller."""
+    current = asyncio.current_task()
+    return [
+        task
+        for task in asyncio.all_tasks()
+        if task not in before and task is not current and not task.done()
+    ]
+
+
+@pytest.fixture(autouse=True)
+async def no_leaked_tasks():
+    """Fail the test if it leaves asyncio tasks behind; cancel them so later tests are clean."""
+    before = set(asyncio.all_tasks())
+    yield
+    leaked = leaked_tasks(before)
+    if leaked:
+        for task in leaked:
+            task.cancel()
+        await asyncio.gather(*leaked, return_exceptions=True)
+        pytest.fail(f"The test leaked {len(leaked)} asyncio task(s): {leaked!r}")

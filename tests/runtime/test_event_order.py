@@ -1,0 +1,325 @@
+"""The order and content of the ``AgentEvent`` stream (SPEC A4, A6; seed 004)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent.events import AgentEvent, AgentEventType, AgentPhase
+from zett_agent.exceptions import AgentProtocolError
+from zett_agent.extensions.base import AgentExtension
+from zett_agent.messages import AssistantMessage, ToolMessage
+from zett_agent.model import ModelEvent, ModelResponse, ModelUsage, ToolCallDelta
+from zett_agent.tools.base import tool
+
+from .support import (
+    ProbeModel,
+    answer,
+    call,
+    calls,
+    collect,
+    let_other_tasks_run,
+    lookup,
+    types,
+    without_deltas,
+)
+
+T = AgentEventType
+CONFIG = AgentRunConfig(session_id="session-1", request_id="request-1")
+
+
+async def test_a_text_answer_streams_one_content_segment_then_completes():
+    agent = await Agent.create(ProbeModel(answer("Hello")), extensions=[])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert types(events) == [
+        T.MODEL_STARTED,
+        T.CONTENT_STARTED,
+        T.TEXT_DELTA,
+        T.CONTENT_COMPLETED,
+        T.MODEL_COMPLETED,
+        T.RUN_COMPLETED,
+    ]
+    assert events[2].delta == "Hello"
+
+
+async def test_reasoning_and_content_are_separate_segments_in_stream_order():
+    turn = [
+        ModelEvent.reasoning("Let me "),
+        ModelEvent.reasoning("think."),
+        ModelEvent.text("Four"),
+        ModelEvent.text("."),
+        ModelEvent.completed(ModelResponse(AssistantMessage(content="Four.", reasoning="..."))),
+    ]
+    agent = await Agent.create(ProbeModel(turn), extensions=[])
+    events = await collect(agent, "2+2?", config=CONFIG)
+    assert types(events) == [
+        T.MODEL_STARTED,
+        T.REASONING_STARTED,
+        T.REASONING_DELTA,
+        T.REASONING_DELTA,
+        T.REASONING_COMPLETED,
+        T.CONTENT_STARTED,
+        T.TEXT_DELTA,
+        T.TEXT_DELTA,
+        T.CONTENT_COMPLETED,
+        T.MODEL_COMPLETED,
+        T.RUN_COMPLETED,
+    ]
+    assert [e.delta for e in events if e.type is T.REASONING_DELTA] == ["Let me ", "think."]
+    assert [e.delta for e in events if e.type is T.TEXT_DELTA] == ["Four", "."]
+
+
+async def test_empty_deltas_are_streamed_but_open_no_segment():
+    turn = [
+        ModelEvent.text(""),
+        ModelEvent.text("hi"),
+        ModelEvent.completed(ModelResponse(AssistantMessage(content="hi"))),
+    ]
+    agent = await Agent.create(ProbeModel(turn), extensions=[])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert types(events) == [
+        T.MODEL_STARTED,
+        T.TEXT_DELTA,
+        T.CONTENT_STARTED,
+        T.TEXT_DELTA,
+        T.CONTENT_COMPLETED,
+        T.MODEL_COMPLETED,
+        T.RUN_COMPLETED,
+    ]
+    assert [e.delta for e in events if e.type is T.TEXT_DELTA] == ["", "hi"]
+
+
+async def test_a_stream_of_only_empty_deltas_opens_no_segment_at_all():
+    turn = [
+        ModelEvent.text(""),
+        ModelEvent.completed(ModelResponse(AssistantMessage(content=""))),
+    ]
+    agent = await Agent.create(ProbeModel(turn), extensions=[])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert types(events) == [T.MODEL_STARTED, T.TEXT_DELTA, T.MODEL_COMPLETED, T.RUN_COMPLETED]
+
+
+async def test_one_tool_call_then_an_answer_yields_the_documented_sequence():
+    model = ProbeModel(calls(call("lookup", key="k")), answer("done"))
+    agent = await Agent.create(model, tools=[lookup], extensions=[])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert without_deltas(events) == [
+        T.MODEL_STARTED,
+        T.MODEL_COMPLETED,
+        T.TOOL_STARTED,
+        T.TOOL_COMPLETED,
+        T.MODEL_STARTED,
+        T.MODEL_COMPLETED,
+        T.RUN_COMPLETED,
+    ]
+
+
+async def test_tool_events_carry_one_call_and_its_result():
+    model = ProbeModel(calls(call("lookup", "call-9", key="k")), answer("done"))
+    agent = await Agent.create(model, tools=[lookup], extensions=[])
+    events = await collect(agent, "hi", config=CONFIG)
+    started = next(e for e in events if e.type is T.TOOL_STARTED)
+    completed = next(e for e in events if e.type is T.TOOL_COMPLETED)
+    assert [(c.id, c.name, c.arguments) for c in started.tool_calls] == [
+        ("call-9", "lookup", {"key": "k"})
+    ]
+    assert [c.id for c in completed.tool_calls] == ["call-9"]
+    assert isinstance(completed.message, ToolMessage)
+    assert completed.message.tool_call_id == "call-9"
+    assert completed.message.name == "lookup"
+    assert completed.message.content == "value of k"
+    assert completed.message.success is True
+    assert completed.error is None
+
+
+async def test_several_tool_calls_run_one_at_a_time_in_model_order():
+    running: list[str] = []
+    overlaps: list[str] = []
+
+    @tool
+    async def step(label: str) -> str:
+        """Run one step.
+
+        Guidelines:
+            - Use for each step.
+        """
+        if running:
+            overlaps.append(label)
+        running.append(label)
+        await let_other_tasks_run()  # an overlapping call would run now
+        running.remove(label)
+        return label
+
+    model = ProbeModel(
+        calls(call("step", "c1", label="one"), call("step", "c2", label="two")), answer("ok")
+    )
+    agent = await Agent.create(model, tools=[step], extensions=[])
+    events = await collect(agent, "hi", config=CONFIG)
+    tool_events = [
+        (e.type, e.tool_calls[0].id) for e in events if e.type in {T.TOOL_STARTED, T.TOOL_COMPLETED}
+    ]
+    assert tool_events == [
+        (T.TOOL_STARTED, "c1"),
+        (T.TOOL_COMPLETED, "c1"),
+        (T.TOOL_STARTED, "c2"),
+        (T.TOOL_COMPLETED, "c2"),
+    ]
+    assert overlaps == []
+    results = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
+    assert [(m.tool_call_id, m.content) for m in results] == [("c1", "one"), ("c2", "two")]
+
+
+async def test_streamed_tool_call_fragments_become_tool_call_delta_events():
+    turn = [
+        ModelEvent.tool_call(ToolCallDelta(index=0, id="c1", name="lookup")),
+        ModelEvent.tool_call(ToolCallDelta(index=0, arguments_delta='{"key": "k"}')),
+        *calls(call("lookup", "c1", key="k")),
+    ]
+    agent = await Agent.create(ProbeModel(turn, answer("ok")), tools=[lookup], extensions=[])
+    events = await collect(agent, "hi", config=CONFIG)
+    deltas = [e.tool_call_delta for e in events if e.type is T.TOOL_CALL_DELTA]
+    assert deltas == [
+        ToolCallDelta(index=0, id="c1", name="lookup"),
+        ToolCallDelta(index=0, arguments_delta='{"key": "k"}'),
+    ]
+    assert types(events).index(T.TOOL_CALL_DELTA) < types(events).index(T.MODEL_COMPLETED)
+
+
+async def test_model_completed_carries_the_response_with_usage():
+    usage = ModelUsage(input_tokens=12, output_tokens=3)
+    agent = await Agent.create(ProbeModel(answer("hi", usage=usage)), extensions=[])
+    events = await collect(agent, "hi", config=CONFIG)
+    completed = next(e for e in events if e.type is T.MODEL_COMPLETED)
+    assert completed.response.message.content == "hi"
+    assert completed.response.usage == usage
+
+
+async def test_run_completed_is_last_and_carries_the_final_answer():
+    agent = await Agent.create(ProbeModel(answer("The end.")), extensions=[])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert events[-1].type is T.RUN_COMPLETED
+    assert isinstance(events[-1].message, AssistantMessage)
+    assert events[-1].message.content == "The end."
+    assert types(events).count(T.RUN_COMPLETED) == 1
+
+
+async def test_every_event_names_the_session_of_its_request():
+    model = ProbeModel(calls(call("lookup", key="k")), answer("done"))
+    agent = await Agent.create(model, tools=[lookup], extensions=[])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert {e.session_id for e in events} == {"session-1"}
+
+
+async def test_every_event_is_stamped_with_the_phase_current_when_it_was_queued():
+    model = ProbeModel(calls(call("lookup", key="k")), answer("done"))
+    agent = await Agent.create(model, tools=[lookup], extensions=[])
+    events = await collect(agent, "hi", config=CONFIG)
+    phases = {e.type: e.phase for e in events}
+    assert phases[T.MODEL_STARTED] is AgentPhase.GENERATING
+    assert phases[T.TEXT_DELTA] is AgentPhase.GENERATING
+    assert phases[T.MODEL_COMPLETED] is AgentPhase.READY
+    assert phases[T.TOOL_STARTED] is AgentPhase.RUNNING_TOOL
+    assert phases[T.TOOL_COMPLETED] is AgentPhase.READY
+    assert phases[T.RUN_COMPLETED] is AgentPhase.COMPLETED
+
+
+async def test_custom_events_from_after_model_come_before_model_completed():
+    class Announce(AgentExtension):
+        async def after_model(self, context, response):
+            await context.emit(
+                AgentEvent(T.CUSTOM, session_id=context.session_id, name="usage", payload={})
+            )
+
+    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[Announce()])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert without_deltas(events) == [T.MODEL_STARTED, T.CUSTOM, T.MODEL_COMPLETED, T.RUN_COMPLETED]
+    custom = events[types(events).index(T.CUSTOM)]
+    assert custom.name == "usage"
+    assert custom.phase is AgentPhase.READY
+
+
+async def test_custom_events_keep_their_name_and_payload():
+    class Announce(AgentExtension):
+        async def before_run(self, context):
+            await context.emit(
+                AgentEvent(
+                    T.CUSTOM,
+                    session_id=context.session_id,
+                    name="progress",
+                    payload={"percent": 10},
+                )
+            )
+
+    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[Announce()])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert events[0].type is T.CUSTOM
+    assert (events[0].name, events[0].payload, events[0].session_id) == (
+        "progress",
+        {"percent": 10},
+        "session-1",
+    )
+
+
+async def test_extensions_may_emit_compaction_events():
+    class Compactor(AgentExtension):
+        async def before_run(self, context):
+            await context.emit(AgentEvent(T.COMPACTION_STARTED, session_id=context.session_id))
+
+    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[Compactor()])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert events[0].type is T.COMPACTION_STARTED
+
+
+@pytest.mark.parametrize("kind", [T.TEXT_DELTA, T.RUN_COMPLETED, T.TOOL_STARTED, T.MODEL_STARTED])
+async def test_extensions_may_not_emit_runtime_event_types(kind):
+    class Impostor(AgentExtension):
+        async def before_run(self, context):
+            await context.emit(AgentEvent(kind, session_id=context.session_id))
+
+    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[Impostor()])
+    with pytest.raises(AgentProtocolError, match=f"(?i){kind.value}"):
+        await collect(agent, "hi", config=CONFIG)
+
+
+async def test_extensions_may_not_emit_events_for_another_session():
+    class Impostor(AgentExtension):
+        async def before_run(self, context):
+            await context.emit(AgentEvent(T.CUSTOM, session_id="someone-else", name="x"))
+
+    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[Impostor()])
+    with pytest.raises(AgentProtocolError, match="someone-else"):
+        await collect(agent, "hi", config=CONFIG)
+
+
+async def test_events_emitted_from_a_tool_arrive_between_its_start_and_completion():
+    @tool
+    async def report() -> str:
+        """Report progress.
+
+        Guidelines:
+            - Use to report.
+        """
+        return "reported"
+
+    class Progress(AgentExtension):
+        async def on_tool_call(self, context, call, call_next):
+            await context.emit(
+                AgentEvent(T.CUSTOM, session_id=context.session_id, name="tool_progress")
+            )
+            return await call_next(call)
+
+    model = ProbeModel(calls(call("report")), answer("ok"))
+    agent = await Agent.create(model, tools=[report], extensions=[Progress()])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert without_deltas(events)[2:5] == [T.TOOL_STARTED, T.CUSTOM, T.TOOL_COMPLETED]
+
+
+async def test_the_stream_can_be_consumed_with_aclosing_and_async_for():
+    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[])
+    seen = []
+    async with contextlib.aclosing(agent.stream("hi", config=CONFIG)) as events:
+        async for event in events:
+            seen.append(event.type)
+    assert seen[-1] is T.RUN_COMPLETED

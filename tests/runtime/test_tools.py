@@ -1,0 +1,184 @@
+"""``@tool``, ``AgentTool`` and ``current_tool_call_id`` (SPEC A2)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Literal
+
+import pytest
+
+from zett_agent.model import ToolDefinition
+from zett_agent.tools import AgentTool as ReexportedAgentTool
+from zett_agent.tools import tool as reexported_tool
+from zett_agent.tools.base import AgentTool, ToolResult, current_tool_call_id, tool
+
+
+@tool
+def add(a: int, b: int = 0) -> int:
+    """Add two integers exactly.
+
+    Only whole numbers are supported.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+
+    Snippet:
+        add(a=2, b=3)
+
+    Guidelines:
+        - Use for any integer addition.
+        - Never add numbers in your head.
+    """
+    return a + b
+
+
+def test_the_tools_package_reexports_the_base_module():
+    assert ReexportedAgentTool is AgentTool
+    assert reexported_tool is tool
+
+
+def test_a_bare_decorator_turns_a_function_into_a_tool():
+    assert isinstance(add, AgentTool)
+    assert add.name == "add"
+    assert add.snippet == "add(a=2, b=3)"
+    assert add.guidelines == ("Use for any integer addition.", "Never add numbers in your head.")
+
+
+def test_the_description_is_the_first_paragraph_of_the_docstring():
+    assert add.description == "Add two integers exactly."
+
+
+def test_parameters_become_a_json_schema_with_argument_descriptions():
+    schema = add.parameters
+    assert schema["type"] == "object"
+    assert schema["properties"]["a"]["type"] == "integer"
+    assert schema["properties"]["a"]["description"] == "The first addend."
+    assert schema["properties"]["b"]["description"] == "The second addend."
+    assert schema["required"] == ["a"]
+
+
+def test_the_definition_offered_to_the_model_mirrors_the_tool():
+    assert add.definition == ToolDefinition(
+        name="add", description="Add two integers exactly.", parameters=add.parameters
+    )
+
+
+def test_decorator_options_override_the_docstring():
+    @tool(name="sum_two", snippet="sum_two(a=1)", guidelines=["Prefer this tool."])
+    def anything(a: int) -> int:
+        """Sum things."""
+        return a
+
+    assert anything.name == "sum_two"
+    assert anything.snippet == "sum_two(a=1)"
+    assert anything.guidelines == ("Prefer this tool.",)
+
+
+def test_a_tool_without_a_description_is_rejected():
+    def undocumented(a: int) -> int:
+        return a
+
+    with pytest.raises(ValueError, match="description"):
+        tool(undocumented)
+
+
+def test_a_tool_without_a_guideline_is_rejected():
+    def unguided(a: int) -> int:
+        """Do something."""
+        return a
+
+    with pytest.raises(ValueError, match="guideline"):
+        tool(unguided)
+
+
+def test_enumerated_parameters_appear_in_the_schema():
+    @tool
+    def paint(colour: Literal["red", "blue"]) -> str:
+        """Paint the wall.
+
+        Guidelines:
+            - Ask before painting.
+        """
+        return colour
+
+    assert paint.parameters["properties"]["colour"]["enum"] == ["red", "blue"]
+
+
+async def test_arguments_are_validated_before_the_body_runs():
+    ran = []
+
+    @tool
+    async def record(count: int) -> str:
+        """Record a count.
+
+        Guidelines:
+            - Use to record.
+        """
+        ran.append(count)
+        return "ok"
+
+    with pytest.raises(ValueError, match="count"):
+        await record.invoke({"count": "many"})
+    assert ran == []
+
+
+async def test_unknown_argument_keys_are_rejected():
+    with pytest.raises(ValueError, match="extra"):
+        await add.invoke({"a": 1, "extra": 2})
+
+
+async def test_missing_required_arguments_are_rejected():
+    with pytest.raises(ValueError, match="a"):
+        await add.invoke({"b": 2})
+
+
+async def test_validated_arguments_are_coerced_and_defaulted():
+    assert await add.invoke({"a": "2"}) == 2
+
+
+async def test_sync_bodies_run_in_a_worker_thread():
+    loop_thread = threading.get_ident()
+
+    @tool
+    def where() -> int:
+        """Report the thread.
+
+        Guidelines:
+            - Use in tests only.
+        """
+        return threading.get_ident()
+
+    assert await where.invoke({}) != loop_thread
+
+
+async def test_async_bodies_run_on_the_event_loop_thread():
+    loop_thread = threading.get_ident()
+
+    @tool
+    async def where() -> int:
+        """Report the thread.
+
+        Guidelines:
+            - Use in tests only.
+        """
+        return threading.get_ident()
+
+    assert await where.invoke({}) == loop_thread
+
+
+def test_there_is_no_current_tool_call_outside_a_tool():
+    assert current_tool_call_id() is None
+
+
+def test_a_hand_written_tool_needs_a_valid_name_and_description():
+    with pytest.raises(ValueError, match="name"):
+        AgentTool(name="has space", description="d", parameters={}, handler=lambda: None)
+    with pytest.raises(ValueError, match="description"):
+        AgentTool(name="ok", description=" ", parameters={}, handler=lambda: None)
+
+
+def test_a_tool_result_succeeds_by_default():
+    result = ToolResult(content="done")
+    assert result.success is True
+    assert result.attributes == {}

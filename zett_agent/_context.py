@@ -1,0 +1,230 @@
+"""Per-request objects: ``AgentRunConfig``, ``AgentState`` and ``AgentRunContext``.
+
+They are exported from ``zett_agent.agent``; this module only keeps ``agent.py`` short.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from zett_agent.events import AgentEvent, AgentEventType, AgentPhase
+from zett_agent.exceptions import AgentProtocolError
+from zett_agent.messages import AnyMessage, Message, UserMessage
+from zett_agent.model import AgentModel, ServerToolDefinition
+from zett_agent.tools.base import AgentTool
+
+if TYPE_CHECKING:
+    from zett_agent._request import Request
+    from zett_agent.extensions.base import AgentExtension
+    from zett_agent.extensions.events import ExtensionEvent
+
+__all__ = ["AgentRunConfig", "AgentRunContext", "AgentState", "uuid7"]
+
+
+def uuid7() -> str:
+    """A time-ordered UUID (RFC 9562 version 7) as a string."""
+    millis = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (millis & 0xFFFF_FFFF_FFFF) << 80
+    value |= 0x7 << 76 | ((rand >> 62) & 0xFFF) << 64
+    value |= 0b10 << 62 | (rand & ((1 << 62) - 1))
+    return str(uuid.UUID(int=value))
+
+
+def _normalise_id(value: str | None, field: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be a str or None, got {type(value).__name__}")
+    value = value.strip()
+    return value or None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRunConfig:
+    """Routing identity of a request. Blank ids normalise to None.
+
+    A request fills a missing ``session_id`` (the agent's initialized one, else a new
+    UUIDv7) and a missing ``request_id`` (a new UUIDv7).
+    """
+
+    session_id: str | None = None
+    request_id: str | None = None
+    parent_session_id: str | None = None
+
+    def __post_init__(self) -> None:
+        for field in ("session_id", "request_id", "parent_session_id"):
+            object.__setattr__(self, field, _normalise_id(getattr(self, field), field))
+
+
+AgentRunConfig.__module__ = "zett_agent.agent"
+
+#: Event types an extension may emit through ``AgentRunContext.emit``.
+_EXTENSION_EVENT_TYPES = frozenset(
+    {
+        AgentEventType.CUSTOM,
+        AgentEventType.COMPACTION_STARTED,
+        AgentEventType.COMPACTION_TEXT_DELTA,
+        AgentEventType.COMPACTION_REASONING_DELTA,
+        AgentEventType.COMPACTION_COMPLETED,
+    }
+)
+
+
+class AgentState:
+    """The context of one request: its messages (read-only view) and its phase."""
+
+    __slots__ = ("_messages", "_snapshot", "phase", "request_id", "session_id")
+
+    def __init__(self, session_id: str, request_id: str) -> None:
+        self.session_id = session_id
+        self.request_id = request_id
+        self.phase = AgentPhase.CREATED
+        self._messages: list[AnyMessage] = []
+        self._snapshot: tuple[AnyMessage, ...] | None = ()
+
+    @property
+    def messages(self) -> tuple[AnyMessage, ...]:
+        """The request's messages in order; edit them through the context."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            snapshot = self._snapshot = tuple(self._messages)
+        return snapshot
+
+    def __repr__(self) -> str:
+        return (
+            f"<AgentState session_id={self.session_id!r} phase={self.phase.value} "
+            f"messages={len(self._messages)}>"
+        )
+
+
+AgentState.__module__ = "zett_agent.agent"
+
+
+class AgentRunContext:
+    """Everything one request shares with its extensions.
+
+    ``tools`` and ``server_tools`` are request-scoped registries seeded from the agent;
+    ``metadata`` and ``tags`` come from ``Agent.stream``. Messages added with
+    ``add_message`` or ``replace_messages`` are published to extensions as
+    ``MessageAppendedEvent`` when the current hook stage ends (setup additions after
+    ``on_message``).
+    """
+
+    __slots__ = (
+        "_request",
+        "_unpublished",
+        "config",
+        "extensions",
+        "input_message",
+        "metadata",
+        "model",
+        "server_tools",
+        "state",
+        "tags",
+        "tools",
+    )
+
+    def __init__(
+        self,
+        *,
+        request: Request,
+        config: AgentRunConfig,
+        model: AgentModel,
+        input_message: UserMessage | None,
+        tools: dict[str, AgentTool],
+        extensions: tuple[AgentExtension, ...],
+        metadata: dict[str, Any],
+        tags: tuple[str, ...],
+    ) -> None:
+        assert config.session_id is not None and config.request_id is not None
+        self._request = request
+        self.config = config
+        self.state = AgentState(config.session_id, config.request_id)
+        self.model = model
+        self.input_message = input_message
+        self.tools = tools
+        self.server_tools: list[ServerToolDefinition] = []
+        self.extensions = extensions
+        self.metadata = metadata
+        self.tags = tags
+        self._unpublished: list[AnyMessage] = []
+
+    @property
+    def session_id(self) -> str:
+        return self.config.session_id  # type: ignore[return-value]
+
+    @property
+    def request_id(self) -> str:
+        return self.config.request_id  # type: ignore[return-value]
+
+    async def emit(self, event: AgentEvent) -> None:
+        """Stream a CUSTOM or COMPACTION_* event of this session to the consumer."""
+        if event.type not in _EXTENSION_EVENT_TYPES:
+            raise AgentProtocolError(
+                f"Extensions may emit CUSTOM and COMPACTION_* events only, got {event.type.value}"
+            )
+        if event.session_id != self.session_id:
+            raise AgentProtocolError(
+                f"Cannot emit an event of session {event.session_id!r} "
+                f"from a request of session {self.session_id!r}"
+            )
+        await self._request.emit_from_extension(event)
+
+    async def publish(
+        self, event: ExtensionEvent, *, target: AgentExtension | str | None = None
+    ) -> None:
+        """Deliver an extension event to every extension's ``on_event`` (or to ``target``)."""
+        await self._request.publish(event, target=target)
+
+    def register_tool(self, tool: AgentTool) -> None:
+        """Offer a local tool for this request only."""
+        if not isinstance(tool, AgentTool):
+            raise TypeError(f"register_tool needs an AgentTool (use @tool), got {tool!r}")
+        if tool.name in self.tools:
+            raise ValueError(f"A tool named {tool.name!r} is already registered")
+        self.tools[tool.name] = tool
+
+    def register_server_tool(self, tool: ServerToolDefinition) -> None:
+        """Offer a provider-hosted tool for this request only."""
+        if not isinstance(tool, ServerToolDefinition):
+            raise TypeError(f"register_server_tool needs a ServerToolDefinition, got {tool!r}")
+        self.server_tools.append(tool)
+
+    def add_message(self, message: AnyMessage, *, index: int | None = None) -> None:
+        """Insert a message into the context (append when ``index`` is None)."""
+        if not isinstance(message, Message) or type(message) is Message:
+            raise TypeError(f"add_message needs a message, got {type(message).__name__}")
+        messages = self.state._messages
+        if index is None:
+            messages.append(message)
+        else:
+            messages.insert(index, message)
+        self.state._snapshot = None
+        self._unpublished.append(message)
+
+    def replace_messages(self, messages: Iterable[AnyMessage], *, emit_new: bool = True) -> None:
+        """Replace the whole context; publish messages that were not in it before."""
+        new = list(messages)
+        for message in new:
+            if not isinstance(message, Message) or type(message) is Message:
+                raise TypeError(f"replace_messages needs messages, got {type(message).__name__}")
+        if emit_new:
+            known = {id(message) for message in self.state._messages}
+            self._unpublished.extend(m for m in new if id(m) not in known)
+        self.state._messages = new
+        self.state._snapshot = None
+
+    def __repr__(self) -> str:
+        return (
+            f"<AgentRunContext session_id={self.session_id!r} request_id={self.request_id!r} "
+            f"phase={self.state.phase.value}>"
+        )
+
+
+AgentRunContext.__module__ = "zett_agent.agent"

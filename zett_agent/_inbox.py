@@ -1,0 +1,86 @@
+"""Steering and internal messages waiting for one running request.
+
+Replies arrive from any thread (``Agent.emit_external_event``) while the request runs on
+its event loop, and a reply may race the request's final answer. One lock orders the two:
+a push succeeds only while the inbox is open, and the runtime closes the inbox in the same
+locked step in which it finds nothing left to answer. So a message is accepted if and only
+if the request will process it: never lost, never delivered twice.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from zett_agent.messages import AgentMessage, UserMessage
+
+__all__ = ["RequestInbox"]
+
+
+class RequestInbox:
+    """Pending steering and internal messages of one request."""
+
+    __slots__ = (
+        "_internal",
+        "_internal_accepted",
+        "_lock",
+        "_open",
+        "_steering",
+        "max_internal",
+        "request_id",
+    )
+
+    def __init__(self, request_id: str, max_internal: int) -> None:
+        self.request_id = request_id
+        self.max_internal = max_internal
+        self._lock = threading.Lock()
+        self._steering: list[UserMessage] = []
+        self._internal: list[AgentMessage] = []
+        self._internal_accepted = 0
+        self._open = True
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def push_steering(self, message: UserMessage) -> bool:
+        """Queue a steering message; False once the request has settled its final answer."""
+        with self._lock:
+            if not self._open:
+                return False
+            self._steering.append(message)
+            return True
+
+    def push_internal(self, message: AgentMessage) -> bool:
+        """Queue an internal message; False when closed or over ``max_internal``."""
+        with self._lock:
+            if not self._open or self._internal_accepted >= self.max_internal:
+                return False
+            self._internal_accepted += 1
+            self._internal.append(message)
+            return True
+
+    def has_steering(self) -> bool:
+        return bool(self._steering)
+
+    def take_steering(self) -> list[UserMessage]:
+        """Take every queued steering message (at a checkpoint inside a turn)."""
+        with self._lock:
+            taken, self._steering = self._steering, []
+            return taken
+
+    def take_final(self) -> list[UserMessage] | AgentMessage | None:
+        """At a final answer: steering first, then one internal message, else close."""
+        with self._lock:
+            if self._steering:
+                taken, self._steering = self._steering, []
+                return taken
+            if self._internal:
+                return self._internal.pop(0)
+            self._open = False
+            return None
+
+    def close(self) -> None:
+        with self._lock:
+            self._open = False
+            self._steering.clear()
+            self._internal.clear()

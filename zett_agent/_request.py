@@ -1,0 +1,613 @@
+"""One request's lifecycle: setup, turns, tools, and how it ends.
+
+Order (SPEC A6): setup stages run as barriers (every ``on_tool`` before any ``on_state``);
+each turn calls the model through the ``on_model_request`` onion, appends its answer, then
+runs the requested tools one at a time through the ``on_tool_call`` onion. Checkpoints after
+every model response and every tool let steering supersede the rest of a turn.
+
+Endings:
+
+- success: ``after_turn`` → ``after_run`` → ``on_success`` → COMPLETED → RUN_COMPLETED;
+- failure: any ``Exception`` from the model or a hook moves to FAILED and calls ``on_error``
+  on every extension; errors raised while doing so become notes on the original, and the
+  original object is re-raised;
+- cancellation (``CancelledError`` thrown in by the driver or the task): tool calls left
+  without a result are closed with unsuccessful ToolMessages, the phase moves to CANCELLED
+  and ``RunCancelledEvent`` is published; ``on_error`` is not called and the same
+  ``CancelledError`` is re-raised.
+
+Whatever the ending, ``finally`` releases the session so it accepts a new request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from zett_agent._context import AgentRunContext
+from zett_agent._driver import Driver, Emission
+from zett_agent._hooks import HookTable
+from zett_agent._inbox import RequestInbox
+from zett_agent.events import AgentEvent, AgentEventType, AgentPhase, check_transition
+from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
+from zett_agent.extensions.events import (
+    ExtensionEvent,
+    InternalMessageEvent,
+    MessageAppendedEvent,
+    MessageTiming,
+    PhaseTransitionEvent,
+    RunCancelledEvent,
+    SteeringMessageEvent,
+)
+from zett_agent.messages import (
+    AgentMessage,
+    AnyMessage,
+    AssistantMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from zett_agent.model import ModelEvent, ModelEventType, ModelRequest, ModelResponse
+from zett_agent.tools.base import (
+    ToolResult,
+    _current_run_context,
+    _current_tool_call_id,
+    to_tool_result,
+)
+
+if TYPE_CHECKING:
+    from zett_agent.extensions.base import AgentExtension
+
+__all__ = ["Request"]
+
+E = AgentEventType
+P = AgentPhase
+
+CANCELLED_TOOL_CONTENT = "Request cancelled before tool completion"
+SKIPPED_TOOL_CONTENT = "Superseded by a steering message"
+
+
+class Request:
+    """Runs one request (or one compaction pass) of one session."""
+
+    def __init__(
+        self,
+        *,
+        hooks: HookTable,
+        max_iterations: int,
+        inbox: RequestInbox,
+        release: Callable[[Request], None],
+    ) -> None:
+        self.hooks = hooks
+        self.max_iterations = max_iterations
+        self.inbox = inbox
+        self._release = release
+        self.context: AgentRunContext  # set by the Agent right after construction
+        self.driver: Driver | None = None  # set by the Agent before the first step
+        self._setup = True
+        self._unsettled: list[ToolCall] = []
+        self._active_steering: UserMessage | None = None
+        self._active_internal: AgentMessage | None = None
+        self.final: AssistantMessage | None = None
+
+    # -- emission and publication ------------------------------------------------------
+
+    def emit(self, event: AgentEvent) -> Emission:
+        """Stamp the current phase and hand the event to the consumer (await the result)."""
+        event.phase = self.context.state.phase
+        return Emission(event)
+
+    async def emit_from_extension(self, event: AgentEvent) -> None:
+        if self.context.state.phase.is_terminal:
+            raise AgentProtocolError(
+                f"Cannot emit {event.type.value}: the request is {self.context.state.phase.value}"
+            )
+        driver = self.driver
+        if driver is not None and asyncio.current_task() is not driver.task:
+            raise AgentProtocolError(
+                "context.emit must be awaited by the request itself (a hook or a tool), "
+                "not from another task"
+            )
+        await self.emit(event)
+
+    async def publish(
+        self, event: ExtensionEvent, *, target: AgentExtension | str | None = None
+    ) -> None:
+        if not isinstance(event, ExtensionEvent):
+            raise TypeError(f"publish needs an ExtensionEvent, got {type(event).__name__}")
+        if type(event) is SteeringMessageEvent:
+            if not self.inbox.push_steering(event.message):
+                raise AgentProtocolError("The request no longer accepts steering messages")
+        elif type(event) is InternalMessageEvent and not self.inbox.push_internal(event.message):
+            raise AgentProtocolError(
+                "The request no longer accepts internal messages "
+                f"(closed, or max_internal_messages={self.inbox.max_internal} reached)"
+            )
+        context = self.context
+        if target is None:
+            for extension in self.hooks.on_event:
+                await extension.on_event(context, event)
+            return
+        for extension in self.hooks.extensions:
+            if extension is target or extension.name == target:
+                await extension.on_event(context, event)
+                return
+        raise ValueError(f"No extension {target!r} is registered on this agent")
+
+    async def _publish_appended(self, message: AnyMessage) -> None:
+        listeners = self.hooks.on_event
+        if not listeners:
+            return
+        event = MessageAppendedEvent(message, MessageTiming(datetime.now(UTC), time.monotonic_ns()))
+        context = self.context
+        for extension in listeners:
+            await extension.on_event(context, event)
+
+    async def flush(self) -> None:
+        """Publish messages extensions added during the stage that just ended."""
+        pending = self.context._unpublished
+        while pending:
+            message = pending.pop(0)
+            await self._publish_appended(message)
+
+    async def append(self, message: AnyMessage) -> None:
+        """Append a runtime message and publish it."""
+        state = self.context.state
+        state._messages.append(message)
+        state._snapshot = None
+        await self._publish_appended(message)
+
+    async def move(self, target: AgentPhase) -> None:
+        state = self.context.state
+        previous = state.phase
+        check_transition(previous, target)
+        state.phase = target
+        listeners = self.hooks.on_event
+        if listeners:
+            event = PhaseTransitionEvent(previous, target, datetime.now(UTC), time.monotonic_ns())
+            context = self.context
+            for extension in listeners:
+                await extension.on_event(context, event)
+
+    async def stage(self, extensions: tuple[AgentExtension, ...], hook: str, *args: Any) -> None:
+        """Run one hook on every participating extension, then publish added messages."""
+        context = self.context
+        for extension in extensions:
+            await getattr(extension, hook)(context, *args)
+        if context._unpublished and not self._setup:
+            await self.flush()
+
+    # -- the request -------------------------------------------------------------------
+
+    async def execute(self) -> None:
+        """The whole request; driven by ``Driver``."""
+        hooks = self.hooks
+        try:
+            await self._load_context()
+            context = self.context
+            message = context.input_message
+            if not isinstance(message, UserMessage):
+                raise AgentProtocolError(
+                    "The input must be a UserMessage after on_message, "
+                    f"got {type(message).__name__}"
+                )
+            await self.flush()
+            await self.move(P.READY)
+            await self.append(message)
+            await self.stage(hooks.before_run, "before_run")
+            final = await self._turns()
+            await self.stage(hooks.after_run, "after_run", final)
+            await self.stage(hooks.on_success, "on_success", final)
+            await self.move(P.COMPLETED)
+            self.final = final
+            await self.emit(AgentEvent(E.RUN_COMPLETED, self.context.session_id, message=final))
+        except asyncio.CancelledError as cancel:
+            await self._cancelled(cancel)
+            raise
+        except Exception as error:
+            await self._failed(error)
+            raise
+        finally:
+            self.inbox.close()
+            self._release(self)
+
+    async def compact(self) -> None:
+        """A compaction pass: restore context, run ``on_compact``, append nothing."""
+        try:
+            await self._load_context()
+            await self.flush()
+            await self.move(P.READY)
+            await self.stage(self.hooks.on_compact, "on_compact")
+            await self.move(P.COMPLETED)
+        except asyncio.CancelledError as cancel:
+            await self._cancelled(cancel)
+            raise
+        except Exception as error:
+            await self._failed(error)
+            raise
+        finally:
+            self.inbox.close()
+            self._release(self)
+
+    async def _load_context(self) -> None:
+        hooks = self.hooks
+        await self.move(P.LOADING_CONTEXT)
+        await self.stage(hooks.on_tool, "on_tool")
+        await self.stage(hooks.on_state, "on_state")
+        if self.context.input_message is not None:
+            await self.stage(hooks.on_message, "on_message")
+        self._setup = False
+
+    async def _turns(self) -> AssistantMessage:
+        """Run turns until a final answer nobody superseded; return that answer."""
+        hooks = self.hooks
+        context = self.context
+        session_id = context.session_id
+        calls_for_input = 0
+        while True:
+            await self.stage(hooks.before_turn, "before_turn")
+            request = await self._prepare_model_request()
+            calls_for_input += 1
+            if calls_for_input > self.max_iterations:
+                raise AgentIterationLimitError(
+                    f"One input needed more than max_iterations={self.max_iterations} model calls"
+                )
+            response = await self._call_model(request)
+            message = response.message
+            await self.append(message)
+            await self.stage(hooks.after_model, "after_model", response)
+            if response.stop is not None:
+                await self.emit(
+                    AgentEvent(
+                        E.MODEL_STOPPED,
+                        session_id,
+                        stop=response.stop,
+                        response=response,
+                        message=message,
+                    )
+                )
+            else:
+                await self.emit(AgentEvent(E.MODEL_COMPLETED, session_id, response=response))
+
+            if message.tool_calls and response.stop is None:
+                self._unsettled = list(message.tool_calls)
+                while self._unsettled and not self.inbox.has_steering():
+                    await self._run_tool(self._unsettled[0])
+                if self._unsettled or self.inbox.has_steering():
+                    await self._skip_unsettled()
+                    await self._start_steering(self.inbox.take_steering())
+                    await self.stage(hooks.after_turn, "after_turn", message)
+                    calls_for_input = 0
+                    continue
+                await self.stage(hooks.after_turn, "after_turn", message)
+                continue
+
+            # A final answer: answer pending steering / internal messages before ending.
+            queued = self.inbox.take_final()
+            if queued is None:
+                await self._complete_active()
+                await self.stage(hooks.after_turn, "after_turn", message)
+                return message
+            if isinstance(queued, list):
+                await self._start_steering(queued)
+            else:
+                await self._complete_active()
+                self._active_internal = queued
+                await self.append(queued)
+                await self.emit(
+                    AgentEvent(E.INTERNAL_MESSAGE_STARTED, session_id, internal_message=queued)
+                )
+            await self.stage(hooks.after_turn, "after_turn", message)
+            calls_for_input = 0
+
+    async def _prepare_model_request(self) -> ModelRequest:
+        hooks = self.hooks
+        request = self._build_model_request()
+        for extension in hooks.before_model:
+            await extension.before_model(self.context, request)
+            if self.context._unpublished:
+                await self.flush()
+            request = self._build_model_request()
+        return request
+
+    def _build_model_request(self) -> ModelRequest:
+        context = self.context
+        return ModelRequest(
+            messages=context.state.messages,
+            tools=tuple(tool.definition for tool in context.tools.values()),
+            server_tools=tuple(context.server_tools),
+            cache_key=context.session_id,
+        )
+
+    def _open_model_stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        context = self.context
+        call: Callable[[ModelRequest], AsyncIterator[ModelEvent]] = context.model.stream
+        for extension in reversed(self.hooks.on_model_request):
+            call = _model_layer(extension, context, call)
+        return call(request)
+
+    async def _call_model(self, request: ModelRequest) -> ModelResponse:
+        """Stream one model call, mirroring its deltas as events; return its response."""
+        session_id = self.context.session_id
+        await self.move(P.GENERATING)
+        await self.emit(AgentEvent(E.MODEL_STARTED, session_id))
+        response: ModelResponse | None = None
+        segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
+        open_server_calls: set[str] = set()
+        seen_server_calls: set[str] = set()
+        stream = self._open_model_stream(request)
+        try:
+            async for item in stream:
+                if response is not None:
+                    raise AgentProtocolError(
+                        f"Model stream yielded {_kind(item)} after its completed event"
+                    )
+                kind = item.type
+                if kind is ModelEventType.TEXT:
+                    if item.delta and segment is not E.CONTENT_STARTED:
+                        if segment is E.REASONING_STARTED:
+                            await self.emit(AgentEvent(E.REASONING_COMPLETED, session_id))
+                        segment = E.CONTENT_STARTED
+                        await self.emit(AgentEvent(E.CONTENT_STARTED, session_id))
+                    await self.emit(AgentEvent(E.TEXT_DELTA, session_id, delta=item.delta))
+                elif kind is ModelEventType.REASONING:
+                    if item.delta and segment is not E.REASONING_STARTED:
+                        if segment is E.CONTENT_STARTED:
+                            await self.emit(AgentEvent(E.CONTENT_COMPLETED, session_id))
+                        segment = E.REASONING_STARTED
+                        await self.emit(AgentEvent(E.REASONING_STARTED, session_id))
+                    await self.emit(AgentEvent(E.REASONING_DELTA, session_id, delta=item.delta))
+                elif kind is ModelEventType.TOOL_CALL:
+                    await self.emit(
+                        AgentEvent(
+                            E.TOOL_CALL_DELTA, session_id, tool_call_delta=item.tool_call_delta
+                        )
+                    )
+                elif kind is ModelEventType.COMPLETED:
+                    if not isinstance(item.response, ModelResponse):
+                        raise AgentProtocolError("A completed model event needs a ModelResponse")
+                    if open_server_calls:
+                        raise AgentProtocolError(
+                            "Model stream completed while server tool calls were still open: "
+                            f"{sorted(open_server_calls)}"
+                        )
+                    response = item.response
+                    if segment is not None:
+                        closing = (
+                            E.CONTENT_COMPLETED
+                            if segment is E.CONTENT_STARTED
+                            else E.REASONING_COMPLETED
+                        )
+                        segment = None
+                        await self.emit(AgentEvent(closing, session_id))
+                else:
+                    await self._server_tool_event(item, open_server_calls, seen_server_calls)
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if response is None:
+            raise AgentProtocolError("Model stream ended without a response")
+        await self.move(P.READY)
+        return response
+
+    async def _server_tool_event(
+        self, item: ModelEvent, open_calls: set[str], seen_calls: set[str]
+    ) -> None:
+        session_id = self.context.session_id
+        kind = item.type
+        if kind is ModelEventType.SERVER_TOOL_STARTED:
+            call = item.server_tool_call
+            if call is None:
+                raise AgentProtocolError("server_tool_started needs a ServerToolCall")
+            if call.id in seen_calls:
+                raise AgentProtocolError(f"Server tool call {call.id!r} started twice")
+            seen_calls.add(call.id)
+            open_calls.add(call.id)
+            await self.emit(AgentEvent(E.SERVER_TOOL_STARTED, session_id, server_tool_call=call))
+        elif kind is ModelEventType.SERVER_TOOL_INPUT:
+            delta = item.server_tool_input_delta
+            if delta is None or delta.call_id not in open_calls:
+                raise AgentProtocolError(
+                    f"Server tool input for a call that is not open: "
+                    f"{getattr(delta, 'call_id', None)!r}"
+                )
+            await self.emit(
+                AgentEvent(E.SERVER_TOOL_INPUT_DELTA, session_id, server_tool_input_delta=delta)
+            )
+        elif kind in (ModelEventType.SERVER_TOOL_COMPLETED, ModelEventType.SERVER_TOOL_FAILED):
+            result = item.server_tool_result
+            if result is None or result.call_id not in open_calls:
+                raise AgentProtocolError(
+                    f"Server tool result for a call that is not open: "
+                    f"{getattr(result, 'call_id', None)!r}"
+                )
+            open_calls.discard(result.call_id)
+            event_type = (
+                E.SERVER_TOOL_COMPLETED
+                if kind is ModelEventType.SERVER_TOOL_COMPLETED
+                else E.SERVER_TOOL_FAILED
+            )
+            await self.emit(AgentEvent(event_type, session_id, server_tool_result=result))
+        else:
+            raise AgentProtocolError(f"Unknown model event type {kind!r}")
+
+    # -- tools ---------------------------------------------------------------------------
+
+    async def _run_tool(self, call: ToolCall) -> None:
+        hooks = self.hooks
+        context = self.context
+        token = _current_tool_call_id.set(call.id)
+        context_token = _current_run_context.set(context)
+        try:
+            await self.stage(hooks.before_tool, "before_tool", call)
+            await self.move(P.RUNNING_TOOL)
+            await self.emit(AgentEvent(E.TOOL_STARTED, context.session_id, tool_calls=[call]))
+            result, error = await self._execute_tool(call)
+            await self.move(P.READY)
+            await self.stage(hooks.after_tool, "after_tool", call, result, error)
+            message = ToolMessage(
+                call.id,
+                call.name,
+                result.content,
+                success=result.success,
+                attributes=dict(result.attributes),
+            )
+            await self._settle(call, message)
+            await self.emit(
+                AgentEvent(
+                    E.TOOL_COMPLETED if message.success else E.TOOL_FAILED,
+                    context.session_id,
+                    tool_calls=[call],
+                    message=message,
+                    error=error,
+                )
+            )
+        finally:
+            _current_run_context.reset(context_token)
+            _current_tool_call_id.reset(token)
+
+    async def _execute_tool(self, call: ToolCall) -> tuple[ToolResult, Exception | None]:
+        context = self.context
+
+        async def invoke(requested: ToolCall) -> ToolResult:
+            tool = context.tools.get(requested.name)
+            if tool is None:
+                available = ", ".join(sorted(context.tools)) or "none"
+                raise LookupError(f"Unknown tool {requested.name!r}; available tools: {available}")
+            return to_tool_result(await tool.invoke(requested.arguments))
+
+        call_next: Callable[[ToolCall], Awaitable[ToolResult]] = invoke
+        for extension in reversed(self.hooks.on_tool_call):
+            call_next = _tool_layer(extension, context, call_next)
+        try:
+            result = await call_next(call)
+        except Exception as error:
+            return ToolResult(_error_text(error), success=False), error
+        if not isinstance(result, ToolResult):
+            result = to_tool_result(result)
+        return result, None
+
+    async def _skip_unsettled(self) -> None:
+        session_id = self.context.session_id
+        while self._unsettled:
+            call = self._unsettled[0]
+            message = ToolMessage(call.id, call.name, SKIPPED_TOOL_CONTENT, success=False)
+            await self._settle(call, message)
+            await self.emit(
+                AgentEvent(E.TOOL_SKIPPED, session_id, tool_calls=[call], message=message)
+            )
+
+    async def _settle(self, call: ToolCall, message: ToolMessage) -> None:
+        """Append a call's result; from here on cancellation no longer closes the call."""
+        if self._unsettled and self._unsettled[0] is call:
+            self._unsettled.pop(0)
+        await self.append(message)
+
+    # -- steering and internal messages ------------------------------------------------
+
+    async def _start_steering(self, messages: list[UserMessage]) -> None:
+        session_id = self.context.session_id
+        for message in messages:
+            await self._interrupt_active()
+            self._active_steering = message
+            await self.append(message)
+            await self.emit(AgentEvent(E.STEERING_STARTED, session_id, steering_message=message))
+
+    async def _interrupt_active(self) -> None:
+        session_id = self.context.session_id
+        if self._active_internal is not None:
+            internal, self._active_internal = self._active_internal, None
+            await self.emit(
+                AgentEvent(E.INTERNAL_MESSAGE_INTERRUPTED, session_id, internal_message=internal)
+            )
+        if self._active_steering is not None:
+            steering, self._active_steering = self._active_steering, None
+            await self.emit(
+                AgentEvent(E.STEERING_INTERRUPTED, session_id, steering_message=steering)
+            )
+
+    async def _complete_active(self) -> None:
+        session_id = self.context.session_id
+        if self._active_steering is not None:
+            steering, self._active_steering = self._active_steering, None
+            await self.emit(AgentEvent(E.STEERING_COMPLETED, session_id, steering_message=steering))
+        if self._active_internal is not None:
+            internal, self._active_internal = self._active_internal, None
+            await self.emit(
+                AgentEvent(E.INTERNAL_MESSAGE_COMPLETED, session_id, internal_message=internal)
+            )
+
+    # -- endings -------------------------------------------------------------------------
+
+    async def _cancelled(self, cancel: asyncio.CancelledError) -> None:
+        state = self.context.state
+        previous = state.phase
+        self.inbox.close()
+        try:
+            while self._unsettled:
+                call = self._unsettled[0]
+                await self._settle(
+                    call, ToolMessage(call.id, call.name, CANCELLED_TOOL_CONTENT, success=False)
+                )
+            if previous.is_active:
+                await self.move(P.CANCELLED)
+            else:
+                state.phase = P.CANCELLED
+            await self.publish(RunCancelledEvent(previous, datetime.now(UTC), time.monotonic_ns()))
+        except Exception as error:
+            cancel.add_note(f"While cancelling the request: {type(error).__name__}: {error}")
+
+    async def _failed(self, error: Exception) -> None:
+        state = self.context.state
+        self.inbox.close()
+        try:
+            if state.phase.is_active:
+                await self.move(P.FAILED)
+            else:
+                state.phase = P.FAILED
+        except Exception as secondary:
+            state.phase = P.FAILED
+            error.add_note(f"While failing the request: {type(secondary).__name__}: {secondary}")
+        for extension in self.hooks.on_error:
+            try:
+                await extension.on_error(self.context, error)
+            except Exception as secondary:
+                error.add_note(
+                    f"{extension.name}.on_error raised {type(secondary).__name__}: {secondary}"
+                )
+
+
+def _model_layer(
+    extension: AgentExtension,
+    context: AgentRunContext,
+    call_next: Callable[[ModelRequest], AsyncIterator[ModelEvent]],
+) -> Callable[[ModelRequest], AsyncIterator[ModelEvent]]:
+    def layer(request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return extension.on_model_request(context, request, call_next)
+
+    return layer
+
+
+def _tool_layer(
+    extension: AgentExtension,
+    context: AgentRunContext,
+    call_next: Callable[[ToolCall], Awaitable[ToolResult]],
+) -> Callable[[ToolCall], Awaitable[ToolResult]]:
+    def layer(call: ToolCall) -> Awaitable[ToolResult]:
+        return extension.on_tool_call(context, call, call_next)
+
+    return layer
+
+
+def _error_text(error: Exception) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _kind(item: Any) -> str:
+    kind = getattr(item, "type", None)
+    return getattr(kind, "value", repr(item))

@@ -1,0 +1,347 @@
+"""``Agent``: runs requests of many sessions, one active request per session.
+
+The loop itself lives in ``zett_agent._request`` and the back-pressure machinery in
+``zett_agent._driver``; this module owns construction, session claims and routing of
+external events. Choices where SPEC is silent:
+
+- ``get_state(session_id)`` returns the active request's state, else the last finished
+  one of that session, else None;
+- the agent's built-in ``InternalMessageExtension`` and ``SteeringExtension`` are
+  registered after the caller's extensions (priority 100, so they keep that place among
+  equals);
+- ``context.emit`` must be awaited from the request's own task (a hook or a tool); an emit
+  from another task raises ``AgentProtocolError``;
+- when the model stops abnormally (MODEL_STOPPED) its tool calls are neither executed nor
+  given ToolMessages; memory and persistence drop such unanswered batches on restore.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import aclosing
+from typing import Any
+
+from zett_agent._context import AgentRunConfig, AgentRunContext, AgentState, uuid7
+from zett_agent._driver import FINISHED, Driver
+from zett_agent._hooks import HookTable
+from zett_agent._inbox import RequestInbox
+from zett_agent._request import Request
+from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.exceptions import AgentProtocolError
+from zett_agent.extensions.base import AgentExtension
+from zett_agent.extensions.events import CompactionEvent
+from zett_agent.extensions.external import ExternalEvent
+from zett_agent.extensions.internal_message import InternalMessageExtension
+from zett_agent.extensions.memory import InMemoryMessageAccumulator
+from zett_agent.extensions.steering import SteeringExtension
+from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension
+from zett_agent.messages import AssistantMessage, SystemMessage, UserMessage
+from zett_agent.model import AgentModel
+from zett_agent.tools.base import AgentTool
+
+__all__ = ["Agent", "AgentRunConfig", "AgentRunContext", "AgentState"]
+
+_BUILTIN_TYPES = (InternalMessageExtension, SteeringExtension)
+
+
+class Agent:
+    """A model, a system prompt, tools and ordered extensions, serving many sessions.
+
+    Build it with ``await Agent.create(model, ...)`` (or construct, then ``await
+    agent.initialize(config)``). ``extensions=None`` means the defaults
+    ``[InMemoryMessageAccumulator(), ToolGuidelinesExtension()]``; an explicit list, even
+    an empty one, replaces them.
+    """
+
+    def __init__(
+        self,
+        model: AgentModel,
+        *,
+        system_prompt: str | None = "You are a helpful assistant.",
+        tools: Iterable[AgentTool] = (),
+        extensions: Sequence[AgentExtension] | None = None,
+        max_iterations: int = 36,
+        max_internal_messages: int = 8,
+    ) -> None:
+        if not callable(getattr(model, "stream", None)):
+            raise TypeError(f"model must have a stream(request) method, got {model!r}")
+        if not isinstance(max_iterations, int) or max_iterations < 1:
+            raise ValueError(f"max_iterations must be >= 1, got {max_iterations!r}")
+        if not isinstance(max_internal_messages, int) or max_internal_messages < 0:
+            raise ValueError(f"max_internal_messages must be >= 0, got {max_internal_messages!r}")
+        self.model = model
+        self.system_prompt = system_prompt
+        self.max_iterations = max_iterations
+        self.max_internal_messages = max_internal_messages
+        self.tools: dict[str, AgentTool] = {}
+        for agent_tool in tools:
+            if not isinstance(agent_tool, AgentTool):
+                raise TypeError(f"tools must be AgentTool objects (use @tool), got {agent_tool!r}")
+            if agent_tool.name in self.tools:
+                raise ValueError(f"Two tools are named {agent_tool.name!r}")
+            self.tools[agent_tool.name] = agent_tool
+
+        if extensions is None:
+            chosen: list[AgentExtension] = [InMemoryMessageAccumulator(), ToolGuidelinesExtension()]
+        else:
+            chosen = list(extensions)
+        for extension in chosen:
+            if not isinstance(extension, AgentExtension):
+                raise TypeError(f"extensions must be AgentExtension objects, got {extension!r}")
+            if isinstance(extension, _BUILTIN_TYPES):
+                raise ValueError(
+                    f"{type(extension).__name__} is built into every Agent; do not pass it"
+                )
+        self._inboxes: dict[str, RequestInbox] = {}
+        chosen += [InternalMessageExtension(self._inboxes), SteeringExtension(self._inboxes)]
+        names: set[str] = set()
+        for extension in chosen:
+            if extension.name in names:
+                raise ValueError(
+                    f"Two extensions are named {extension.name!r}; names must be unique"
+                )
+            names.add(extension.name)
+        ordered = sorted(chosen, key=lambda extension: extension.priority)
+        self.extensions: tuple[AgentExtension, ...] = tuple(ordered)
+        self._hooks = HookTable(self.extensions)
+
+        self._config: AgentRunConfig | None = None
+        self._initialized = False
+        self._lock = threading.Lock()
+        self._active: dict[str, Request] = {}
+        self._last_state: dict[str, AgentState] = {}
+
+    @classmethod
+    async def create(
+        cls,
+        model: AgentModel,
+        *,
+        config: AgentRunConfig | None = None,
+        system_prompt: str | None = "You are a helpful assistant.",
+        tools: Iterable[AgentTool] = (),
+        extensions: Sequence[AgentExtension] | None = None,
+        max_iterations: int = 36,
+        max_internal_messages: int = 8,
+    ) -> Agent:
+        """Construct and initialize an agent."""
+        agent = cls(
+            model,
+            system_prompt=system_prompt,
+            tools=tools,
+            extensions=extensions,
+            max_iterations=max_iterations,
+            max_internal_messages=max_internal_messages,
+        )
+        await agent.initialize(config)
+        return agent
+
+    async def initialize(self, config: AgentRunConfig | None = None) -> None:
+        """Make the agent usable; ``config`` supplies default session and request ids."""
+        if config is not None and not isinstance(config, AgentRunConfig):
+            raise TypeError(f"config must be an AgentRunConfig, got {type(config).__name__}")
+        self._config = config
+        self._initialized = True
+
+    @property
+    def config(self) -> AgentRunConfig | None:
+        """The config given at initialization, if any."""
+        return self._config
+
+    @property
+    def pending(self) -> bool:
+        """True while any session has an active request."""
+        return bool(self._active)
+
+    def is_conflict(self, session_id: str) -> bool:
+        """True when ``session_id`` has an active request (a new one would be refused)."""
+        return session_id in self._active
+
+    def get_state(self, session_id: str) -> AgentState | None:
+        """The active request's state of a session, else its last finished one."""
+        request = self._active.get(session_id)
+        if request is not None:
+            return request.context.state
+        return self._last_state.get(session_id)
+
+    # -- requests ------------------------------------------------------------------------
+
+    async def stream(
+        self,
+        message: str | UserMessage,
+        *,
+        config: AgentRunConfig | None = None,
+        model: AgentModel | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Iterable[str] | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Run one request and yield its events; the runtime waits for the consumer."""
+        if isinstance(message, str):
+            message = UserMessage(message)
+        elif not isinstance(message, UserMessage):
+            raise TypeError(f"message must be a str or a UserMessage, got {type(message).__name__}")
+        request = self._claim(config, model, message, metadata, tags)
+        driver = request.driver = Driver(request.execute())
+        try:
+            while True:
+                event = await driver.advance()
+                if event is FINISHED:
+                    return
+                yield event
+        finally:
+            await driver.abort()
+
+    async def run(
+        self,
+        message: str | UserMessage,
+        *,
+        config: AgentRunConfig | None = None,
+        model: AgentModel | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Iterable[str] | None = None,
+    ) -> AssistantMessage:
+        """Run one request to its end and return the final assistant message."""
+        final: AssistantMessage | None = None
+        async with aclosing(
+            self.stream(message, config=config, model=model, metadata=metadata, tags=tags)
+        ) as events:
+            async for event in events:
+                if event.type is AgentEventType.RUN_COMPLETED:
+                    final = event.message  # type: ignore[assignment]
+        if final is None:  # pragma: no cover - the runtime always ends with RUN_COMPLETED
+            raise AgentProtocolError("The request ended without RUN_COMPLETED")
+        return final
+
+    async def compact_stream(
+        self, *, config: AgentRunConfig | None = None, model: AgentModel | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """Run a compaction pass for a session and yield the events it emits."""
+        request = self._claim(config, model, None, None, None)
+        driver = request.driver = Driver(request.compact())
+        try:
+            while True:
+                event = await driver.advance()
+                if event is FINISHED:
+                    return
+                yield event
+        finally:
+            await driver.abort()
+
+    async def compact(
+        self, *, config: AgentRunConfig | None = None, model: AgentModel | None = None
+    ) -> CompactionEvent | None:
+        """Run a compaction pass; return the applied compaction, or None."""
+        applied: CompactionEvent | None = None
+        async with aclosing(self.compact_stream(config=config, model=model)) as events:
+            async for event in events:
+                if event.type is AgentEventType.COMPACTION_COMPLETED and event.applied:
+                    applied = event.compaction
+        return applied
+
+    def _resolve_config(self, config: AgentRunConfig | None) -> AgentRunConfig:
+        if config is not None and not isinstance(config, AgentRunConfig):
+            raise TypeError(f"config must be an AgentRunConfig, got {type(config).__name__}")
+        base = config or self._config or AgentRunConfig()
+        session_id = base.session_id or (self._config and self._config.session_id) or uuid7()
+        return AgentRunConfig(
+            session_id=session_id,
+            request_id=base.request_id or uuid7(),
+            parent_session_id=base.parent_session_id,
+        )
+
+    def _claim(
+        self,
+        config: AgentRunConfig | None,
+        model: AgentModel | None,
+        message: UserMessage | None,
+        metadata: Mapping[str, Any] | None,
+        tags: Iterable[str] | None,
+    ) -> Request:
+        if not self._initialized:
+            raise AgentProtocolError(
+                "The agent was never initialized: use `await Agent.create(...)` "
+                "or `await agent.initialize()`"
+            )
+        resolved = self._resolve_config(config)
+        session_id = resolved.session_id
+        assert session_id is not None and resolved.request_id is not None
+        inbox = RequestInbox(resolved.request_id, self.max_internal_messages)
+        request = Request(
+            hooks=self._hooks,
+            max_iterations=self.max_iterations,
+            inbox=inbox,
+            release=self._release,
+        )
+        context = AgentRunContext(
+            request=request,
+            config=resolved,
+            model=model or self.model,
+            input_message=message,
+            tools=dict(self.tools),
+            extensions=self.extensions,
+            metadata=dict(metadata or {}),
+            tags=tuple(tags or ()),
+        )
+        if self.system_prompt:
+            context.state._messages.append(SystemMessage(self.system_prompt))
+            context.state._snapshot = None
+        request.context = context
+        with self._lock:
+            active = self._active.get(session_id)
+            if active is not None:
+                raise AgentProtocolError(
+                    f"Session {session_id!r} already has an active request "
+                    f"({active.context.request_id!r}); wait for it or cancel it first"
+                )
+            self._active[session_id] = request
+            self._inboxes[session_id] = inbox
+        for extension in self.extensions:
+            extension.__dict__["_active_requests"] = (
+                extension.__dict__.get("_active_requests", 0) + 1
+            )
+        return request
+
+    def _release(self, request: Request) -> None:
+        session_id = request.context.session_id
+        with self._lock:
+            if self._active.get(session_id) is request:
+                del self._active[session_id]
+            if self._inboxes.get(session_id) is request.inbox:
+                del self._inboxes[session_id]
+            self._last_state[session_id] = request.context.state
+        for extension in self.extensions:
+            extension.__dict__["_active_requests"] = (
+                extension.__dict__.get("_active_requests", 1) - 1
+            )
+
+    # -- external events -----------------------------------------------------------------
+
+    def emit_external_event(
+        self, event: ExternalEvent, *, config: AgentRunConfig | None = None
+    ) -> list[str]:
+        """Offer an external reply to every extension; return the names that accepted it.
+
+        Synchronous and thread-safe. Without ``config`` the reply goes to the single active
+        request, else to the initialized config; with several active sessions a config is
+        required. Neither the event nor its payload is modified or read for routing.
+        """
+        if not isinstance(event, ExternalEvent):
+            raise TypeError(f"emit_external_event needs an ExternalEvent, got {event!r}")
+        if config is not None and not isinstance(config, AgentRunConfig):
+            raise TypeError(f"config must be an AgentRunConfig, got {type(config).__name__}")
+        if config is None:
+            with self._lock:
+                active = list(self._active.values())
+            if len(active) > 1:
+                raise AgentProtocolError(
+                    f"{len(active)} sessions are active; pass config=AgentRunConfig(session_id=…) "
+                    "to say which one the external event is for"
+                )
+            config = active[0].context.config if active else self._config
+        return [extension.name for extension in self.extensions if extension.accept(config, event)]
+
+    def __repr__(self) -> str:
+        return (
+            f"<Agent model={type(self.model).__name__} extensions="
+            f"{[extension.name for extension in self.extensions]} active={len(self._active)}>"
+        )

@@ -1,0 +1,1 @@
+"""The Django project that serves zett: settings, URL and ASGI routing."""

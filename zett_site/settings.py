@@ -1,0 +1,155 @@
+"""Settings for zett, read from the environment with embedded defaults.
+
+With no environment at all the site runs on a fresh machine: a SQLite file next to
+``manage.py``, the in-memory channel layer, the offline demo model and debug mode. Each
+service is switched on by one variable:
+
+=======================  ===============================================================
+``DATABASE_URL``         any dj-database-url URL, e.g. ``postgres://user@host/db``
+``REDIS_URL``            ``redis://host:6379/0`` → channels_redis instead of in-memory
+``ZETT_MODEL``           ``demo`` | ``openai:<model>`` | ``anthropic:<model>`` |
+                         ``package.module:factory`` (a callable returning a model)
+``ZETT_DEMO_PACE``       seconds between the demo model's words (default 0.02)
+``DJANGO_SECRET_KEY``    required in production; setting it also turns debug off by default
+``DJANGO_DEBUG``         ``1``/``true``/``yes`` or ``0``/``false``/``no``
+``DJANGO_ALLOWED_HOSTS`` comma-separated host names
+=======================  ===============================================================
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"{name} must be one of {sorted(_TRUE | _FALSE)}, got {raw!r}")
+
+
+def _env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+# The fallback key is for local development only: its name says so, and leaving it in
+# place keeps DEBUG on, which no production deployment should run with.
+_DEV_SECRET_KEY = "django-insecure-zett-development-key-do-not-use-in-production"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or _DEV_SECRET_KEY
+DEBUG = _env_bool("DJANGO_DEBUG", default=SECRET_KEY == _DEV_SECRET_KEY)
+ALLOWED_HOSTS = _env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+
+INSTALLED_APPS = [
+    # First, so that ``runserver`` is Daphne's ASGI server (websockets included).
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "agent_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "zett_site.urls"
+WSGI_APPLICATION = "zett_site.wsgi.application"
+ASGI_APPLICATION = "zett_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.config(
+        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+        conn_max_age=0,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Agent runs write from worker threads while pages read: wait for the lock instead of
+    # failing at once with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+
+_REDIS_URL = os.environ.get("REDIS_URL")
+if _REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [_REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LOGIN_URL = "/admin/login/"
+
+# --- zett -----------------------------------------------------------------------------
+
+#: Which model answers: resolved by ``agent_app.agents`` each time a session goes live.
+ZETT_MODEL = os.environ.get("ZETT_MODEL", "demo").strip() or "demo"
+#: Seconds the demo model waits between streamed words, so the page visibly streams.
+ZETT_DEMO_PACE = float(os.environ.get("ZETT_DEMO_PACE", "0.02"))
+#: Per-socket frame budget: a burst of ``burst`` frames, refilled at ``per_second``.
+ZETT_WS_RATE_LIMIT = {
+    "burst": int(os.environ.get("ZETT_WS_RATE_BURST", "60")),
+    "per_second": float(os.environ.get("ZETT_WS_RATE_PER_SECOND", "20")),
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {
+        "agent_app": {"handlers": ["console"], "level": os.environ.get("ZETT_LOG_LEVEL", "INFO")},
+    },
+}
