@@ -17,8 +17,7 @@ PREVIEW_LENGTH = 80
 def _preview(content: object) -> str:
     if isinstance(content, list):
         text = " ".join(
-            part.get("text", "[image]") if isinstance(part, dict) else str(part)
-            for part in content
+            part.get("text", "[image]") if isinstance(part, dict) else str(part) for part in content
         )
     else:
         text = str(content or "")
@@ -114,7 +113,12 @@ class VerdictFilter(admin.SimpleListFilter):
 @admin.register(ExternalEventRecord)
 class ExternalEventRecordAdmin(admin.ModelAdmin):
     list_display = ["name", "verdict", "received_at", "session", "request_id"]
-    list_filter = [VerdictFilter, "name", "received_at", ("session", admin.RelatedOnlyFieldListFilter)]
+    list_filter = [
+        VerdictFilter,
+        "name",
+        "received_at",
+        ("session", admin.RelatedOnlyFieldListFilter),
+    ]
     search_fields = ["name", "request_id", "session__id", "session__title"]
     list_select_related = ["session"]
     readonly_fields = [field.name for field in ExternalEventRecord._meta.fields]

@@ -17,10 +17,14 @@ the tool fails on validation as any other tool would.
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Awaitable, Callable, Collection
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.extensions.events import PhaseTransitionEvent
 from zett_agent.extensions.external import ExternalEventExtension
 from zett_agent.tools.base import ToolResult
 
@@ -29,7 +33,12 @@ if TYPE_CHECKING:
     from zett_agent.extensions.events import ExtensionEvent
     from zett_agent.messages import ToolCall
 
-__all__ = ["APPROVAL_REQUESTED_EVENT", "APPROVAL_RESPONSE_EVENT", "ApprovalDenied", "ConfirmationExtension"]
+__all__ = [
+    "APPROVAL_REQUESTED_EVENT",
+    "APPROVAL_RESPONSE_EVENT",
+    "ApprovalDenied",
+    "ConfirmationExtension",
+]
 
 APPROVAL_REQUESTED_EVENT = "approval_requested"
 APPROVAL_RESPONSE_EVENT = "approval_response"
@@ -47,8 +56,9 @@ class ConfirmationExtension(ExternalEventExtension):
             response_event_name=APPROVAL_RESPONSE_EVENT, correlation_field="tool_call_id"
         )
         self.tools_needing_approval = frozenset(tools_needing_approval)
-        #: Verdicts between ``before_tool`` and ``on_tool_call``, keyed by request and call.
-        self._verdicts: dict[tuple[str, str], str | None] = {}
+        #: Verdicts between ``before_tool`` and ``on_tool_call``, keyed by request and call:
+        #: the arguments the user approved, or the reason the call may not run.
+        self._verdicts: dict[tuple[str, str], _Verdict] = {}
 
     async def before_tool(self, context: AgentRunContext, call: ToolCall) -> None:
         agent_tool = context.tools.get(call.name)
@@ -76,15 +86,15 @@ class ConfirmationExtension(ExternalEventExtension):
         reply = self._take_external_event(context)
         approved = reply.payload.get("approved")
         if approved is True:
-            denial = None
+            verdict = _Verdict(approved_arguments=copy.deepcopy(call.arguments))
         elif approved is False:
-            denial = f"The user denied the {call.name} call; it did not run."
+            verdict = _Verdict(denial=f"The user denied the {call.name} call; it did not run.")
         else:
-            denial = (
-                f"The approval reply for {call.name} had no boolean 'approved' "
+            verdict = _Verdict(
+                denial=f"The approval reply for {call.name} had no boolean 'approved' "
                 f"(got {approved!r}); the call did not run."
             )
-        self._verdicts[(context.request_id, call.id)] = denial
+        self._verdicts[(context.request_id, call.id)] = verdict
 
     async def on_tool_call(
         self,
@@ -92,17 +102,29 @@ class ConfirmationExtension(ExternalEventExtension):
         call: ToolCall,
         call_next: Callable[[ToolCall], Awaitable[ToolResult]],
     ) -> ToolResult:
-        key = (context.request_id, call.id)
-        if key in self._verdicts:
-            denial = self._verdicts.pop(key)
-            if denial is not None:
-                raise ApprovalDenied(denial)
+        if call.name not in self.tools_needing_approval:
+            return await call_next(call)
+        verdict = self._verdicts.pop((context.request_id, call.id), None)
+        if verdict is None:
+            # Never asked: only calls with invalid arguments get here, and the next layer
+            # fails them with the validation error. Anything else must not run unapproved.
+            agent_tool = context.tools.get(call.name)
+            try:
+                if agent_tool is not None:
+                    agent_tool.validate_arguments(call.arguments)
+            except ValueError:
+                return await call_next(call)
+            raise ApprovalDenied(f"The {call.name} call was not approved; it did not run.")
+        if verdict.denial is not None:
+            raise ApprovalDenied(verdict.denial)
+        if call.arguments != verdict.approved_arguments:
+            raise ApprovalDenied(
+                f"The {call.name} arguments changed after the user approved them; it did not run."
+            )
         return await call_next(call)
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
         await super().on_event(context, event)
-        from zett_agent.extensions.events import PhaseTransitionEvent
-
         if isinstance(event, PhaseTransitionEvent) and event.current_phase.is_terminal:
             self._forget(context)
 
@@ -115,8 +137,12 @@ class ConfirmationExtension(ExternalEventExtension):
             del self._verdicts[key]
 
 
-def _json_safe(arguments: dict) -> dict:
-    """Validated arguments may hold non-JSON values (dates, enums): show them as text."""
-    import json
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    approved_arguments: dict[str, Any] | None = None
+    denial: str | None = None
 
+
+def _json_safe(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Validated arguments may hold non-JSON values (dates, enums): show them as text."""
     return json.loads(json.dumps(arguments, default=str))

@@ -37,7 +37,9 @@ TOOLS_NEEDING_APPROVAL = frozenset({"save_note"})
 #: Bounds that keep one expression from eating the CPU or memory of the server.
 MAX_EXPRESSION_LENGTH = 500
 MAX_EXPONENT = 10_000
-MAX_DIGITS = 10_000
+#: Below Python's 4300-digit limit on int-to-text conversion, so every result can be shown.
+MAX_DIGITS = 4_000
+_MAX_BITS = int(MAX_DIGITS * 3.32)  # log2(10) ≈ 3.32 bits per decimal digit
 #: Significant digits shown for a result that has no finite decimal expansion.
 APPROXIMATION_DIGITS = 30
 
@@ -115,14 +117,14 @@ def _power(base: Fraction, exponent: Fraction) -> Fraction:
         raise CalculationError(f"Exponent {exponent} is larger than {MAX_EXPONENT}")
     if base == 0 and exponent < 0:
         raise CalculationError("Division by zero")
-    digits = max(len(str(base.numerator)), len(str(base.denominator)))
-    if digits * abs(exponent.numerator) > MAX_DIGITS:
+    bits = max(base.numerator.bit_length(), base.denominator.bit_length())
+    if (bits - 1) * abs(exponent.numerator) > _MAX_BITS:
         raise CalculationError(f"The result would have more than {MAX_DIGITS} digits")
     return _bounded(base ** int(exponent))
 
 
 def _bounded(value: Fraction) -> Fraction:
-    if len(str(value.numerator)) > MAX_DIGITS or len(str(value.denominator)) > MAX_DIGITS:
+    if max(value.numerator.bit_length(), value.denominator.bit_length()) > _MAX_BITS:
         raise CalculationError(f"The result would have more than {MAX_DIGITS} digits")
     return value
 
@@ -132,13 +134,16 @@ def format_number(value: Fraction) -> str:
     if value.denominator == 1:
         return str(value.numerator)
     denominator = value.denominator
+    exponents = []
     for prime in (2, 5):
+        count = 0
         while denominator % prime == 0:
             denominator //= prime
-    if denominator == 1:
-        places = 0
-        while (value * 10**places).denominator != 1:
-            places += 1
+            count += 1
+        exponents.append(count)
+    if denominator == 1 and max(exponents) <= MAX_DIGITS:
+        # p / (2^a 5^b) has exactly max(a, b) decimal places.
+        places = max(exponents)
         scaled = abs(value * 10**places).numerator
         whole, fraction = divmod(scaled, 10**places)
         sign = "-" if value < 0 else ""

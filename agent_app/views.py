@@ -63,6 +63,7 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
             # Read by chat.js through json_script, so no value is ever spliced into code.
             "chat_config": {
                 "sessionId": str(session.pk),
+                "title": session.title,
                 "socketPath": f"/ws/sessions/{session.pk}/",
             },
         },

@@ -73,12 +73,15 @@ class SocketModel:
     """The socket benchmark's model; see the module docstring for its commands."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        last_user = next(
-            (m for m in reversed(request.messages) if isinstance(m, UserMessage)), None
-        )
-        command = content_text(last_user.content).split() if last_user else []
-        after_user = request.messages[request.messages.index(last_user) + 1 :] if last_user else ()
-        answered = any(isinstance(m, ToolMessage) for m in after_user)
+        # Only the latest user turn counts: the session's history holds earlier ones.
+        command: list[str] = []
+        answered = False
+        for message in reversed(request.messages):
+            if isinstance(message, ToolMessage):
+                answered = True
+            elif isinstance(message, UserMessage):
+                command = content_text(message.content).split()
+                break
         if command[:1] == ["ask"] and not answered:
             call = ToolCall("ask_1", "ask_user", {"question": "Proceed?"})
             yield ModelEvent.completed(

@@ -9,6 +9,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -181,6 +182,10 @@ class AgentRunContext:
     ) -> None:
         """Deliver an extension event to every extension's ``on_event`` (or to ``target``)."""
         await self._request.publish(event, target=target)
+
+    def _compacting(self) -> AbstractAsyncContextManager[None]:
+        """Hold the COMPACTING phase around a summary (``async with``); for compaction only."""
+        return self._request.compacting()
 
     def register_tool(self, tool: AgentTool) -> None:
         """Offer a local tool for this request only."""

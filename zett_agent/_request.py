@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -172,6 +173,17 @@ class Request:
             for extension in listeners:
                 await extension.on_event(context, event)
 
+    @asynccontextmanager
+    async def compacting(self) -> AsyncIterator[None]:
+        """Hold COMPACTING while an extension summarises; back to READY when its body ends.
+
+        An exception leaves the phase at COMPACTING on purpose: the request's failure or
+        cancellation handling then moves it to FAILED or CANCELLED.
+        """
+        await self.move(P.COMPACTING)
+        yield
+        await self.move(P.READY)
+
     async def stage(self, extensions: tuple[AgentExtension, ...], hook: str, *args: Any) -> None:
         """Run one hook on every participating extension, then publish added messages."""
         context = self.context
@@ -248,13 +260,13 @@ class Request:
         session_id = context.session_id
         calls_for_input = 0
         while True:
-            await self.stage(hooks.before_turn, "before_turn")
-            request = await self._prepare_model_request()
             calls_for_input += 1
             if calls_for_input > self.max_iterations:
                 raise AgentIterationLimitError(
                     f"One input needed more than max_iterations={self.max_iterations} model calls"
                 )
+            await self.stage(hooks.before_turn, "before_turn")
+            request = await self._prepare_model_request()
             response = await self._call_model(request)
             message = response.message
             await self.append(message)

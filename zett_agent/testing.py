@@ -9,6 +9,7 @@ Give it the turns the model should take, in order. A turn is an ``AssistantMessa
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TypeAlias
@@ -62,7 +63,8 @@ class ScriptedModel:
         events = [ModelEvent.reasoning(word) for word in _words(message.reasoning or "")]
         events += [ModelEvent.text(word) for word in _words(message.content)]
         for index, call in enumerate(message.tool_calls):
-            events.append(ModelEvent.tool_call(ToolCallDelta(index, call.id, call.name)))
+            arguments = json.dumps(call.arguments, separators=(",", ":"))
+            events.append(ModelEvent.tool_call(ToolCallDelta(index, call.id, call.name, arguments)))
         finish = "tool_calls" if message.tool_calls else "stop"
         events.append(ModelEvent.completed(ModelResponse(message, finish, self.usage)))
         return events

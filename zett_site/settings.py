@@ -106,11 +106,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
 
 _REDIS_URL = os.environ.get("REDIS_URL")
+#: channels_redis waits up to 5 s in a blocking pop for each socket's next message, and
+#: redis-py's default read timeout is also 5 s: the two race and idle sockets fail with
+#: "Timeout reading from …". Reads must be allowed to outlast the blocking pop.
+REDIS_SOCKET_TIMEOUT = 15
 if _REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [_REDIS_URL]},
+            "CONFIG": {"hosts": [{"address": _REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT}]},
         }
     }
 else:

@@ -110,9 +110,7 @@ class LangGraphRunner:
         self._config = {"recursion_limit": 4 * workload.model_calls + 10}
 
     async def request(self) -> None:
-        async for _ in self._graph.astream(
-            self._input, self._config, stream_mode="messages"
-        ):
+        async for _ in self._graph.astream(self._input, self._config, stream_mode="messages"):
             pass
 
     async def observe(self) -> Observation:

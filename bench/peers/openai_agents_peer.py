@@ -201,7 +201,10 @@ class OpenAIAgentsRunner:
         deltas = 0
         result = self._start()
         async for event in result.stream_events():
-            if event.type == "raw_response_event" and event.data.type == "response.output_text.delta":
+            if (
+                event.type == "raw_response_event"
+                and event.data.type == "response.output_text.delta"
+            ):
                 deltas += 1
         return Observation(self.counter.calls - before, deltas, str(result.final_output))
 

@@ -55,7 +55,9 @@ class PydanticAIRunner:
             for delta in ANSWER_DELTAS:
                 yield delta
 
-        self._agent = Agent(FunctionModel(stream_function=stream_function), instructions=SYSTEM_PROMPT)
+        self._agent = Agent(
+            FunctionModel(stream_function=stream_function), instructions=SYSTEM_PROMPT
+        )
 
         @self._agent.tool_plain(name=TOOL_NAME)
         async def add(a: int, b: int) -> int:

@@ -222,7 +222,12 @@ async def test_extensions_run_in_priority_order_with_ties_in_registration_order(
 
     agent = await Agent.create(
         ProbeModel(answer("ok")),
-        extensions=[Named("late", 200), Named("tie-a", 100), Named("early", 10), Named("tie-b", 100)],
+        extensions=[
+            Named("late", 200),
+            Named("tie-a", 100),
+            Named("early", 10),
+            Named("tie-b", 100),
+        ],
     )
     await agent.run("hi")
     assert order == ["early", "tie-a", "tie-b", "late"]

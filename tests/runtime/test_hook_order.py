@@ -157,7 +157,9 @@ async def test_each_setup_stage_finishes_on_every_extension_before_the_next_star
         async def before_run(self, context):
             order.append((self.name, "before_run"))
 
-    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Stage("b", 20), Stage("a", 10)])
+    agent = await Agent.create(
+        ProbeModel(answer("ok")), extensions=[Stage("b", 20), Stage("a", 10)]
+    )
     await agent.run("hi")
     assert order == [
         ("a", "on_tool"),
@@ -211,7 +213,9 @@ async def test_the_first_extension_is_the_outermost_model_middleware():
         for event in answer("ok"):
             yield event
 
-    agent = await Agent.create(ProbeModel(provider), extensions=[Layer("inner", 20), Layer("outer", 10)])
+    agent = await Agent.create(
+        ProbeModel(provider), extensions=[Layer("inner", 20), Layer("outer", 10)]
+    )
     await agent.run("hi")
     assert order == ["outer enter", "inner enter", "provider", "inner exit", "outer exit"]
 
@@ -356,7 +360,9 @@ async def test_on_message_may_replace_the_input_before_it_is_appended():
 
     class Mode(AgentExtension):
         async def on_message(self, context):
-            context.input_message = UserMessage(content=f"[plan mode] {context.input_message.content}")
+            context.input_message = UserMessage(
+                content=f"[plan mode] {context.input_message.content}"
+            )
 
         async def before_run(self, context):
             seen_in_before_run.append(context.state.messages[-1])
@@ -408,7 +414,11 @@ async def test_messages_restored_with_emit_new_false_are_not_published():
 
         async def on_state(self, context):
             context.replace_messages(
-                [*context.state.messages, UserMessage(content="old"), AssistantMessage(content="old")],
+                [
+                    *context.state.messages,
+                    UserMessage(content="old"),
+                    AssistantMessage(content="old"),
+                ],
                 emit_new=False,
             )
 

@@ -70,7 +70,9 @@ def _import_model(spec: str, module_name: str, attribute: str) -> AgentModel:
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as error:
-        raise ValueError(f"Model spec {spec!r}: cannot import {module_name!r}: {error}") from error
+        raise ValueError(
+            f"Model spec {spec!r}: cannot import {module_name!r} ({error}); use {_ACCEPTED}"
+        ) from error
     for part in attribute.split("."):
         try:
             target = getattr(target, part)

@@ -163,7 +163,7 @@ class OpenAIModel:
             return "OpenAI"
         if self.base_url is None:
             return "OpenAI"
-        return f"the OpenAI-compatible server at {self.base_url}"
+        return f"OpenAI-compatible server at {self.base_url}"
 
     async def _attempt(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         client = self._get_client()
@@ -185,14 +185,14 @@ class OpenAIModel:
                 except StopAsyncIteration:
                     break
                 except Exception as error:
-                    raise self._translate(error) from error
+                    raise self._translate(error, streaming=True) from error
                 for event in reader.feed(chunk):
                     yield event
             yield ModelEvent.completed(reader.finish())
         finally:
             await sdk_stream.close()
 
-    def _translate(self, error: Exception) -> Exception:
+    def _translate(self, error: Exception, *, streaming: bool = False) -> Exception:
         """Turn an SDK (or decoding) exception into a ProviderError; others pass unchanged."""
         import openai
 
@@ -214,8 +214,9 @@ class OpenAIModel:
             )
         if isinstance(error, openai.APIConnectionError):
             cause = error.__cause__ or error
+            failure = "Lost the connection to" if streaming else "Could not connect to"
             return ProviderConnectionError(
-                f"Could not reach {label} at {error.request.url}: {cause}",
+                f"{failure} {error.request.url} ({label}): {cause}",
                 provider=PROVIDER,
                 url=str(error.request.url),
             )

@@ -67,6 +67,17 @@ function argumentPreview(args) {
   return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS - 1)}…` : text;
 }
 
+function askUserArguments(payload) {
+  const args = { question: payload.question };
+  if (payload.options) {
+    args.options = payload.options;
+  }
+  if (payload.allow_multiple) {
+    args.allow_multiple = true;
+  }
+  return args;
+}
+
 /** A Markdown block that can grow delta by delta. */
 class TextSegment {
   constructor(transcript) {
@@ -321,6 +332,7 @@ export class Transcript {
       case "tool_started":
         for (const call of event.tool_calls ?? []) {
           this.cardFor(turn, call).setState("running");
+          this.widgets.answeredElsewhere(call.id);
         }
         break;
       case "tool_completed":
@@ -373,9 +385,25 @@ export class Transcript {
     if (widget === null) {
       return;
     }
-    turn.cards.get(payload.tool_call_id)?.setState("waiting");
+    // The question comes from the tool's before_tool hook, ahead of TOOL_STARTED: open the
+    // call's card now so the widget sits under the card it belongs to.
+    const call =
+      event.name === "ask_user"
+        ? { id: payload.tool_call_id, name: "ask_user", arguments: askUserArguments(payload) }
+        : { id: payload.tool_call_id, name: payload.tool, arguments: payload.arguments };
+    this.cardFor(turn, call).setState("waiting");
     this.append(widget, turn.el);
     widget.scrollIntoView({ block: "nearest" });
+    // The agent is blocked on this answer: take the keyboard there, unless the user is in
+    // the middle of typing something else. An approval gets focus on the widget itself, not
+    // on its Approve button, so a stray Enter cannot consent to anything.
+    const active = document.activeElement;
+    const idle = active === document.body || (active?.id === "composer-input" && !active.value);
+    if (idle) {
+      const target =
+        event.name === "approval_requested" ? widget : widget.querySelector("textarea, input, button");
+      target?.focus({ preventScroll: true });
+    }
   }
 
   finishTool(turn, event) {

@@ -113,6 +113,7 @@ export class ReplyWidgets {
     const tool = String(payload.tool ?? "a tool");
     const question = payload.question || `Allow ${tool} to run?`;
     const { form, body, actions } = this.frame("approval", "Approval needed", question);
+    form.tabIndex = -1;
     const args = element("pre", "widget__arguments");
     args.append(element("code", "", JSON.stringify(payload.arguments ?? {}, null, 2)));
     body.append(element("p", "widget__tool", `Tool: ${tool}`), args);
@@ -123,7 +124,7 @@ export class ReplyWidgets {
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const approved = event.submitter?.value === "approve";
-      this.submit(payload.tool_call_id, form, "approval_response", {
+      this.submit(payload.tool_call_id, form, payload.response_event || "approval_response", {
         tool_call_id: payload.tool_call_id,
         approved,
       }, approved ? "You approved this." : "You denied this.");
@@ -143,6 +144,20 @@ export class ReplyWidgets {
       this.say(widget.form, widget.summary);
     } else {
       this.expire(widget, "Not delivered: the agent is no longer waiting for this answer.");
+    }
+  }
+
+  /**
+   * The agent went on with `toolCallId`, so someone answered it: another window of this
+   * chat, if this widget is still open.
+   */
+  answeredElsewhere(toolCallId) {
+    const widget = this.widgets.get(toolCallId);
+    if (widget?.state === "open") {
+      widget.state = "answered";
+      widget.form.dataset.state = "answered";
+      this.disable(widget.form);
+      this.say(widget.form, "Answered in another window.");
     }
   }
 

@@ -6,8 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.runtime.providers.fake_server import FakeServer
 from zett_agent.providers.base import RetryPolicy
+
+from .fake_server import FakeServer
 
 
 class RecordedSleep:

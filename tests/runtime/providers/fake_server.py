@@ -100,8 +100,12 @@ class FakeServer:
             if request is None:
                 return
             self.requests.append(request)
-            reply = self.replies.pop(0) if self.replies else Reply.error(
-                599, {"error": {"message": f"fake server has no reply for {request.path}"}}
+            reply = (
+                self.replies.pop(0)
+                if self.replies
+                else Reply.error(
+                    599, {"error": {"message": f"fake server has no reply for {request.path}"}}
+                )
             )
             await self._send(reply, reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError):

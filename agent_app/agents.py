@@ -1,0 +1,105 @@
+"""The agent factory: which model answers, and what every chat session's agent is made of.
+
+``resolve_model`` reads ``settings.ZETT_MODEL`` each time it is called (when a session goes
+live), so a test's settings override takes effect without reloading anything:
+
+- ``demo`` → the offline ``DemoModel`` at ``settings.ZETT_DEMO_PACE``;
+- ``openai:<model>``, ``anthropic:<model>`` → ``zett_agent.providers.load_model``;
+- ``package.module:attribute`` → that attribute; a callable is called (no arguments) to
+  build the model. This is also the seam tests use to plug in a scripted model.
+
+``build_agent`` gives each session one ``Agent`` with the demo tools, the ORM persistence,
+``ask_user``, the approval gate for tools that change something, and tool guidelines.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from agent_app.approval import ConfirmationExtension
+from agent_app.persistence import OrmPersistenceExtension
+from agent_app.tools import TOOLS_NEEDING_APPROVAL, demo_tools
+from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent.extensions.ask_user import AskUserExtension
+from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension
+from zett_agent.model import AgentModel
+
+__all__ = ["PROVIDER_PREFIXES", "SYSTEM_PROMPT", "build_agent", "resolve_model"]
+
+#: ``ZETT_MODEL`` prefixes handed to the provider adapters.
+PROVIDER_PREFIXES = ("openai", "anthropic")
+
+SYSTEM_PROMPT = (
+    "You are zett, a helpful assistant in a web chat. Answer concisely in Markdown. "
+    "Use the calculate tool for any arithmetic and current_time for dates and times. "
+    "When a request is ambiguous, ask one short question with ask_user instead of guessing. "
+    "save_note changes the database, so the user approves each call: if they deny it, say "
+    "so and do not try again."
+)
+
+
+def resolve_model(spec: str | None = None) -> AgentModel:
+    """Build the model named by ``spec`` (default ``settings.ZETT_MODEL``)."""
+    spec = (spec if spec is not None else getattr(settings, "ZETT_MODEL", "demo")).strip()
+    if spec in ("", "demo"):
+        from zett_agent.providers.demo import DemoModel
+
+        return DemoModel(pace=float(getattr(settings, "ZETT_DEMO_PACE", 0.0)))
+    prefix, _, rest = spec.partition(":")
+    if prefix in PROVIDER_PREFIXES:
+        return _provider_model(spec)
+    if not rest:
+        raise ImproperlyConfigured(
+            f"ZETT_MODEL={spec!r} is not a model spec; use 'demo', "
+            "'openai:<model>', 'anthropic:<model>' or 'package.module:attribute'"
+        )
+    return _imported_model(spec, prefix, rest)
+
+
+def _provider_model(spec: str) -> AgentModel:
+    try:
+        from zett_agent.providers import load_model
+    except ImportError as error:  # the adapters are optional in a stripped-down install
+        raise ImproperlyConfigured(
+            f"ZETT_MODEL={spec!r} needs zett_agent.providers.load_model, "
+            f"which cannot be imported: {error}"
+        ) from error
+    try:
+        return load_model(spec)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"ZETT_MODEL={spec!r}: {error}") from error
+
+
+def _imported_model(spec: str, module_name: str, attribute: str) -> AgentModel:
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as error:
+        raise ImproperlyConfigured(f"ZETT_MODEL={spec!r} cannot be imported: {error}") from error
+    model = target() if callable(target) and not hasattr(target, "stream") else target
+    if not callable(getattr(model, "stream", None)):
+        raise ImproperlyConfigured(
+            f"ZETT_MODEL={spec!r} gave {model!r}, which has no stream(request) method"
+        )
+    return model
+
+
+async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent:
+    """The agent of one chat session (``model`` defaults to ``resolve_model()``)."""
+    return await Agent.create(
+        model if model is not None else resolve_model(),
+        config=AgentRunConfig(session_id=session_id),
+        system_prompt=SYSTEM_PROMPT,
+        tools=demo_tools(session_id),
+        extensions=[
+            OrmPersistenceExtension(),
+            AskUserExtension(),
+            ConfirmationExtension(TOOLS_NEEDING_APPROVAL),
+            ToolGuidelinesExtension(),
+        ],
+    )

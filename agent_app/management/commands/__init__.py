@@ -1,0 +1,1 @@
+"""``python manage.py <command>`` entry points of the zett app."""

@@ -1,0 +1,187 @@
+"""Fixtures of the app tests: sockets on the real ASGI application, scripted models.
+
+``sockets`` opens WebSocket connections through ``zett_site.asgi.application`` (origin
+check, auth middleware, URL router, consumer: nothing is bypassed). At teardown it closes
+every socket it opened and fails the test if an asyncio task outlived them: a run that was
+not cancelled, a wait that never woke. Every receive has a timeout that only turns a hang
+into a failure; no test waits for time to pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+
+from tests.app.llm_doubles import SEAM
+
+#: Upper bound for one frame to arrive; reaching it means the app hung.
+RECEIVE_TIMEOUT = 10
+
+
+class Socket:
+    """A connected test client speaking the frame protocol."""
+
+    def __init__(self, communicator: WebsocketCommunicator, session_id: str) -> None:
+        self.communicator = communicator
+        self.session_id = session_id
+        self.closed = False
+        self.connected = False
+        self.session_frame: dict[str, Any] | None = None
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        await self.communicator.send_to(text_data=json.dumps(frame))
+
+    async def send_raw(self, text: str | None = None, data: bytes | None = None) -> None:
+        await self.communicator.send_to(text_data=text, bytes_data=data)
+
+    async def receive(self) -> dict[str, Any]:
+        return json.loads(await self.communicator.receive_from(timeout=RECEIVE_TIMEOUT))
+
+    async def expect(self, frame_type: str, **fields: Any) -> dict[str, Any]:
+        """The next frame, which must be of ``frame_type`` with ``fields``."""
+        frame = await self.receive()
+        assert frame["type"] == frame_type, f"expected a {frame_type} frame, got {frame}"
+        for key, value in fields.items():
+            assert frame[key] == value, f"expected {key}={value!r} in {frame}"
+        return frame
+
+    async def expect_error(self, code: str) -> dict[str, Any]:
+        frame = await self.expect("error", code=code)
+        assert frame["message"].strip()
+        return frame
+
+    async def until(self, match: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+        """Frames up to and including the first that ``match``es."""
+        frames = []
+        while True:
+            frame = await self.receive()
+            frames.append(frame)
+            if match(frame):
+                return frames
+
+    async def until_event(self, event_type: str, name: str | None = None) -> list[dict]:
+        """Frames up to the ``agent_event`` of ``event_type`` (and CUSTOM ``name``)."""
+
+        def match(frame: dict[str, Any]) -> bool:
+            if frame["type"] in ("run_failed", "run_cancelled") and event_type not in (
+                "run_failed",
+                "run_cancelled",
+            ):
+                raise AssertionError(f"the run ended before {event_type}: {frame}")
+            if frame["type"] == event_type:
+                return True
+            return (
+                frame["type"] == "agent_event"
+                and frame["event"]["type"] == event_type
+                and (name is None or frame["event"].get("name") == name)
+            )
+
+        return await self.until(match)
+
+    async def run_to_completion(self) -> list[dict[str, Any]]:
+        """Every frame of the running request up to its ``run_completed`` event."""
+        return await self.until_event("run_completed")
+
+    async def assert_quiet(self) -> None:
+        """No frame is pending: a ping is answered by the very next frame."""
+        await self.send({"type": "ping"})
+        await self.expect("pong")
+
+    async def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            await self.communicator.disconnect(timeout=RECEIVE_TIMEOUT)
+
+
+def leaked_tasks(before: set[asyncio.Task]) -> list[asyncio.Task]:
+    current = asyncio.current_task()
+    return [t for t in asyncio.all_tasks() if t not in before and t is not current and not t.done()]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def expected_services():
+    """In the services run (``test_services``), prove the settings really use them."""
+    if os.environ.get("ZETT_EXPECT_SERVICES") == "1":
+        from django.conf import settings
+
+        assert settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+        backend = settings.CHANNEL_LAYERS["default"]["BACKEND"]
+        assert backend == "channels_redis.core.RedisChannelLayer"
+
+
+@pytest.fixture
+def use_model(settings):
+    """Make sessions that go live from now on use ``model`` (a scripted LLM)."""
+
+    def install(model: Any) -> Any:
+        settings.ZETT_MODEL = SEAM
+        settings.ZETT_TEST_MODEL = model
+        return model
+
+    return install
+
+
+@pytest.fixture
+async def sockets():
+    """``await sockets(session_id=None, origin=..., cookie=None) -> Socket`` (connected)."""
+    from zett_site.asgi import application
+
+    before = set(asyncio.all_tasks())
+    opened: list[Socket] = []
+
+    async def connect(
+        session_id: str | None = None,
+        *,
+        origin: str = "http://testserver",
+        cookie: str | None = None,
+        expect_session: bool = True,
+    ) -> Socket:
+        session_id = session_id or str(uuid.uuid4())
+        headers = [(b"origin", origin.encode())] if origin else []
+        if cookie:
+            headers.append((b"cookie", cookie.encode()))
+        communicator = WebsocketCommunicator(
+            application, f"/ws/sessions/{session_id}/", headers=headers
+        )
+        socket = Socket(communicator, session_id)
+        opened.append(socket)
+        connected, _ = await communicator.connect(timeout=RECEIVE_TIMEOUT)
+        if not connected:
+            return socket  # still closed at teardown: the refusing app awaits its disconnect
+        socket.connected = True
+        if expect_session:
+            socket.session_frame = await socket.expect("session", session_id=session_id)
+        return socket
+
+    yield connect
+    for socket in opened:
+        await socket.close()
+    leaked = leaked_tasks(before)
+    if leaked:
+        for task in leaked:
+            task.cancel()
+        await asyncio.gather(*leaked, return_exceptions=True)
+        pytest.fail(f"The test leaked {len(leaked)} asyncio task(s): {leaked!r}")
+
+
+@pytest.fixture
+def login_cookie(django_user_model):
+    """``await login_cookie(username) -> (user, "sessionid=…")`` for a signed-in socket."""
+
+    @sync_to_async
+    def login(username: str):
+        user = django_user_model.objects.create_user(username=username, password="unused-pw")
+        client = Client()
+        client.force_login(user)
+        return user, f"sessionid={client.cookies['sessionid'].value}"
+
+    return login

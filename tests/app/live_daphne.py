@@ -1,0 +1,52 @@
+"""Serve the real ASGI application with Daphne, for the browser test, in a process of its own.
+
+Run as ``python tests/app/live_daphne.py`` from the repository root, with the environment
+that selects the database (``DATABASE_URL``) and the model (``ZETT_MODEL``). It migrates that
+database, binds 127.0.0.1 on a port the OS picks, and prints ``LISTENING <port>`` once the
+socket is bound: the test waits for that line instead of guessing when the server is up.
+Static files are served by Django's ASGI static handler, as ``runserver`` does.
+
+A process of its own, rather than a thread of the test process, because Twisted's reactor
+runs once per process and a SQLite database is then simply a file both sides can open.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+READY_PREFIX = "LISTENING "
+
+
+def main() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "zett_site.settings")
+
+    import django
+
+    django.setup()
+
+    from django.core.management import call_command
+
+    call_command("migrate", interactive=False, verbosity=0)
+
+    from channels.routing import get_default_application
+    from daphne.endpoints import build_endpoint_description_strings
+    from daphne.server import Server
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    class AnnouncingServer(Server):
+        def listen_success(self, port):  # type: ignore[no-untyped-def]
+            super().listen_success(port)
+            print(f"{READY_PREFIX}{port.getHost().port}", flush=True)
+
+    AnnouncingServer(
+        application=ASGIStaticFilesHandler(get_default_application()),
+        endpoints=build_endpoint_description_strings(host="127.0.0.1", port=0),
+        signal_handlers=True,
+    ).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""LLM doubles for the app tests: the only test doubles the app suite uses.
+
+The app resolves its model from ``settings.ZETT_MODEL`` whenever a session goes live. Tests
+point it at ``model_from_settings`` (``use_model`` in conftest does) and put the model
+object itself in ``settings.ZETT_TEST_MODEL``, so each test scripts its own model without
+module globals.
+
+``GatedModel`` is for the tests that must see inside a stream: it can park a turn on an
+``asyncio.Event`` and it records when the runtime closed its stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+
+from django.conf import settings
+
+from zett_agent.messages import AssistantMessage, ToolCall
+from zett_agent.model import ModelEvent, ModelRequest, ModelResponse
+
+#: The ``ZETT_MODEL`` import string of the seam below.
+SEAM = "tests.app.llm_doubles:model_from_settings"
+
+
+def model_from_settings():
+    """The ``ZETT_MODEL`` factory of the tests: whatever the test put in the settings."""
+    return settings.ZETT_TEST_MODEL
+
+
+def say(text: str) -> AssistantMessage:
+    """A scripted final answer."""
+    return AssistantMessage(content=text)
+
+
+def call_tool(name: str, call_id: str = "call-1", **arguments) -> AssistantMessage:
+    """A scripted turn that requests one tool call."""
+    return AssistantMessage(tool_calls=(ToolCall(id=call_id, name=name, arguments=arguments),))
+
+
+Step = ModelEvent | asyncio.Event
+
+
+class GatedModel:
+    """Streams scripted steps; an ``asyncio.Event`` step parks the stream until it is set."""
+
+    def __init__(self, *turns: Sequence[Step]) -> None:
+        self.turns = [list(turn) for turn in turns]
+        self.requests: list[ModelRequest] = []
+        #: Set when a stream starts (the run reached the model).
+        self.started = asyncio.Event()
+        #: Set when the runtime closed (or finished) a stream: its ``finally`` ran.
+        self.closed = asyncio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
+        steps = self.turns.pop(0)
+        self.started.set()
+        try:
+            for step in steps:
+                if isinstance(step, asyncio.Event):
+                    await step.wait()
+                else:
+                    yield step
+        finally:
+            self.closed.set()
+
+
+def completed(text: str) -> ModelEvent:
+    return ModelEvent.completed(ModelResponse(AssistantMessage(content=text)))

@@ -1,0 +1,613 @@
+"""The chat page in a real headless Chromium against the real ASGI app on Daphne.
+
+Each server (``live_daphne.py``) runs in its own process on a fresh SQLite file. Most tests
+use the offline demo model, so their flows are the product's own: the demo really calls the
+calculator, asks through ``ask_user`` and asks for approval before ``save_note`` writes a
+row. A second server runs the scripted LLM of ``browser_model.py`` for what the demo never
+does: reasoning, an answer cut off at the length limit, a failing model, rich Markdown.
+The browser is Debian's ``chromium`` driven by Playwright; without it the tests skip
+locally and fail under CI (``CI=true``), where ``.ci/run`` installs it.
+
+Every wait is on a condition (Playwright's ``expect`` and locators), never a sleep.
+Screenshots of each test's last state land in ``tests/app/artifacts/``; with
+``ZETT_UPDATE_SCREENSHOT=1`` the approval flow also refreshes ``docs/screenshot.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+#: Generous, because two cores run the server, the browser and pytest at once. A bound on
+#: waiting for a condition, not a pause.
+WAIT_MS = 20_000
+SERVER_START_TIMEOUT_S = 120
+CHAT_URL = re.compile(r"/s/[0-9a-f-]{36}/$")
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{reason}; the browser test must run in CI", pytrace=False)
+    pytest.skip(reason)
+
+
+try:
+    from playwright.sync_api import Browser, Page, expect, sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    sync_playwright = None
+else:
+    expect.set_options(timeout=WAIT_MS)
+
+
+# --- the live server ---------------------------------------------------------------------
+
+
+@dataclass
+class LiveServer:
+    """A Daphne process serving the app, and the SQLite file it writes."""
+
+    url: str
+    database: Path
+    log: Path
+
+    def rows(self, sql: str, *params: object) -> list[tuple]:
+        """Query the server's database read-only: what the app really stored."""
+        with closing(sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)) as connection:
+            return connection.execute(sql, params).fetchall()
+
+
+def _read_lines(stream, lines: queue.Queue, log_path: Path) -> None:
+    with log_path.open("w") as log:
+        for line in stream:
+            log.write(line)
+            log.flush()
+            lines.put(line)
+    lines.put(None)
+
+
+@contextmanager
+def serve(work: Path, name: str, model: str) -> Iterator[LiveServer]:
+    """Run ``live_daphne.py`` on a fresh SQLite file with ``model``; stop it on exit."""
+    database = work / f"{name}.sqlite3"
+    ARTIFACTS.mkdir(exist_ok=True)
+    log_path = ARTIFACTS / f"{name}-server.log"
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}
+    }
+    env.update(
+        DATABASE_URL=f"sqlite:///{database}",
+        DJANGO_SETTINGS_MODULE="zett_site.settings",
+        DJANGO_DEBUG="1",
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        ZETT_MODEL=model,
+        ZETT_DEMO_PACE="0",
+        PYTHONUNBUFFERED="1",
+    )
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("live_daphne.py"))],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: queue.Queue = queue.Queue()
+    reader = threading.Thread(
+        target=_read_lines, args=(process.stdout, lines, log_path), daemon=True
+    )
+    reader.start()
+    try:
+        port = _wait_for_port(lines, log_path)
+        yield LiveServer(url=f"http://127.0.0.1:{port}", database=database, log=log_path)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        reader.join(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def daphne_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The app as users run it by default: the offline demo model."""
+    with serve(tmp_path_factory.mktemp("demo"), "demo", "demo") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def scripted_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The app on ``browser_model.BrowserScriptModel``: reasoning, cut-offs, failures."""
+    model = "tests.app.browser_model:browser_script_model"
+    with serve(tmp_path_factory.mktemp("scripted"), "scripted", model) as server:
+        yield server
+
+
+def _wait_for_port(lines: queue.Queue, log_path: Path) -> int:
+    while True:
+        try:
+            line = lines.get(timeout=SERVER_START_TIMEOUT_S)
+        except queue.Empty:
+            raise RuntimeError(
+                f"Daphne did not report its port within {SERVER_START_TIMEOUT_S} s"
+            ) from None
+        if line is None:
+            raise RuntimeError(f"Daphne exited before listening; see {log_path}")
+        if line.startswith("LISTENING "):
+            return int(line.split()[1])
+
+
+# --- the browser -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if sync_playwright is None:
+        _unavailable("Playwright for Python is not installed")
+    if not CHROMIUM.exists():
+        _unavailable(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@dataclass
+class PageProbe:
+    """JavaScript errors and WebSocket frames the page produced during one test."""
+
+    errors: list[str] = field(default_factory=list)
+    frames: list[dict] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def frames_of(self, event_type: str) -> list[dict]:
+        return [
+            frame
+            for frame in self.frames
+            if frame.get("type") == "agent_event" and frame["event"]["type"] == event_type
+        ]
+
+
+@pytest.fixture
+def probe() -> PageProbe:
+    return PageProbe()
+
+
+@pytest.fixture
+def page(browser: Browser, probe: PageProbe, request: pytest.FixtureRequest) -> Iterator[Page]:
+    viewport = getattr(request, "param", {"width": 1280, "height": 820})
+    context = browser.new_context(viewport=viewport)
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    page.on("pageerror", lambda error: probe.errors.append(str(error)))
+    page.on(
+        "console",
+        lambda message: probe.errors.append(message.text) if message.type == "error" else None,
+    )
+
+    def watch(socket) -> None:
+        socket.on("framereceived", lambda payload: probe.frames.append(json.loads(payload)))
+
+    page.on("websocket", watch)
+
+    def refuse_dialog(dialog) -> None:
+        probe.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", refuse_dialog)
+    yield page
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+    assert probe.errors == [], f"the page logged errors: {probe.errors}"
+    assert probe.dialogs == [], f"the page opened dialogs: {probe.dialogs}"
+
+
+def open_new_chat(page: Page, server: LiveServer) -> str:
+    """Start a chat from the list page, as a user would; return its session id."""
+    page.goto(f"{server.url}/")
+    page.get_by_role("button", name="New chat").click()
+    expect(page).to_have_url(CHAT_URL)
+    expect(page.locator("#connection-label")).to_have_text("Connected")
+    return page.url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def send(page: Page, text: str) -> None:
+    composer = page.get_by_label("Message", exact=True)
+    composer.fill(text)
+    composer.press("Enter")
+
+
+def last_answer(page: Page):
+    return page.locator(".msg--assistant").last
+
+
+def expect_idle(page: Page) -> None:
+    """The run is over: the composer sends again and Stop is gone."""
+    expect(page.locator("#send-button")).to_have_text("Send")
+    expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+
+
+# --- tests -------------------------------------------------------------------------------
+
+
+def test_a_new_chat_streams_an_answer_computed_by_the_calculator(
+    page: Page, daphne_server: LiveServer, probe: PageProbe
+) -> None:
+    open_new_chat(page, daphne_server)
+    send(page, "What is 12 * (3 + 4) / 5?")
+
+    expect(page.locator(".msg--user").last).to_contain_text("What is 12 * (3 + 4) / 5?")
+    expect(last_answer(page).locator("strong")).to_have_text("16.8")
+    expect(last_answer(page).locator("code")).to_have_text("12 * (3 + 4) / 5")
+    expect_idle(page)
+    assert len(probe.frames_of("text_delta")) > 2, "the answer arrived in one piece"
+
+    card = page.locator(".tool-card", has_text="calculate")
+    expect(card).to_have_attribute("data-state", "done")
+    card.locator("summary").click()
+    arguments = card.locator(".tool-card__code").first
+    expect(arguments).to_contain_text('"expression": "12 * (3 + 4) / 5"')
+    expect(card.locator(".tool-card__result")).to_have_text("16.8")
+
+
+def test_answering_the_question_and_approving_the_note_saves_it(
+    page: Page, daphne_server: LiveServer
+) -> None:
+    session_id = open_new_chat(page, daphne_server)
+    send(page, "Save a note")
+
+    question = page.locator(".widget--ask")
+    expect(question).to_contain_text("What should the note say?")
+    expect(question.get_by_label("Your answer")).to_be_focused()
+    page.keyboard.type("Buy oat milk and coffee")
+    page.keyboard.press("Enter")
+    expect(question.locator(".widget__status")).to_have_text(
+        "You answered: Buy oat milk and coffee"
+    )
+
+    approval = page.locator(".widget--approval")
+    expect(approval).to_contain_text("Allow save_note to run with these arguments?")
+    expect(approval.locator(".widget__arguments")).to_contain_text("Buy oat milk and coffee")
+    expect(approval).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(approval.get_by_role("button", name="Approve")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(approval.locator(".widget__status")).to_have_text("You approved this.")
+
+    expect(last_answer(page)).to_contain_text("Saved note")
+    expect(page.locator(".tool-card", has_text="save_note")).to_have_attribute("data-state", "done")
+    expect_idle(page)
+    notes = daphne_server.rows(
+        "SELECT text FROM agent_app_note WHERE session_id = ?", session_id.replace("-", "")
+    )
+    assert notes == [("Buy oat milk and coffee",)]
+
+    if os.environ.get("ZETT_UPDATE_SCREENSHOT") == "1":
+        page.set_viewport_size({"width": 1280, "height": 900})
+        expect(page.get_by_role("heading", name="Save a note")).to_be_visible()
+        page.screenshot(path=str(ROOT / "docs" / "screenshot.png"))
+
+
+def test_denying_the_note_leaves_no_row(page: Page, daphne_server: LiveServer) -> None:
+    session_id = open_new_chat(page, daphne_server)
+    send(page, "Save a note: call the plumber")
+
+    approval = page.locator(".widget--approval")
+    approval.get_by_role("button", name="Deny").click()
+    expect(approval.locator(".widget__status")).to_have_text("You denied this.")
+
+    expect(last_answer(page)).to_contain_text("I did not save the note.")
+    expect(page.locator(".tool-card", has_text="save_note")).to_have_attribute(
+        "data-state", "failed"
+    )
+    expect_idle(page)
+    notes = daphne_server.rows(
+        "SELECT text FROM agent_app_note WHERE session_id = ?", session_id.replace("-", "")
+    )
+    assert notes == []
+
+
+def test_choosing_an_offered_option_answers_the_question(
+    page: Page, daphne_server: LiveServer
+) -> None:
+    open_new_chat(page, daphne_server)
+    send(page, "help")
+
+    question = page.locator(".widget--ask")
+    expect(question).to_contain_text("What would you like to try?")
+    question.get_by_role("button", name="The current time").click()
+
+    expect(question.locator(".widget__status")).to_have_text("You answered: The current time")
+    expect(last_answer(page)).to_contain_text("what time is it in Asia/Tokyo?")
+    expect_idle(page)
+
+
+def test_stop_cancels_a_run_that_waits_for_an_answer(page: Page, daphne_server: LiveServer) -> None:
+    open_new_chat(page, daphne_server)
+    send(page, "Save a note")
+    question = page.locator(".widget--ask")
+    expect(question).to_contain_text("What should the note say?")
+
+    page.get_by_role("button", name="Stop").click()
+
+    expect(page.locator(".note", has_text="Stopped.")).to_be_visible()
+    expect(question).to_have_attribute("data-state", "expired")
+    expect(question.get_by_label("Your answer")).to_be_disabled()
+    expect_idle(page)
+
+
+def test_reloading_the_page_rebuilds_the_conversation_from_history(
+    page: Page, daphne_server: LiveServer
+) -> None:
+    open_new_chat(page, daphne_server)
+    send(page, "What is 2**10?")
+    expect(last_answer(page).locator("strong")).to_have_text("1024")
+    expect_idle(page)
+
+    page.reload()
+
+    expect(page.locator("#connection-label")).to_have_text("Connected")
+    expect(page.locator(".msg--user .msg__body")).to_have_text(["What is 2**10?"])
+    expect(page.locator(".tool-card", has_text="calculate")).to_have_attribute("data-state", "done")
+    expect(last_answer(page).locator("strong")).to_have_text("1024")
+
+
+def test_markup_in_the_conversation_is_shown_as_text_and_never_runs(
+    page: Page, daphne_server: LiveServer
+) -> None:
+    open_new_chat(page, daphne_server)
+    markup = '<img src=x onerror="window.zettInjected=1"><b>bold</b>'
+    send(page, f"Save a note: {markup}")
+    page.locator(".widget--approval").get_by_role("button", name="Approve").click()
+
+    expect(last_answer(page)).to_contain_text("Saved note")
+    expect(last_answer(page)).to_contain_text("<b>bold</b>")
+    expect(page.locator(".msg--user").last).to_contain_text(markup)
+    assert page.locator("#transcript img").count() == 0
+    assert page.locator("#transcript b").count() == 0
+    assert page.evaluate("window.zettInjected") is None
+
+
+def test_the_session_list_shows_chats_and_marks_the_open_one(
+    page: Page, daphne_server: LiveServer
+) -> None:
+    session_id = open_new_chat(page, daphne_server)
+    send(page, "What is 1/3 + 1/6?")
+    expect_idle(page)
+
+    current = page.get_by_role("navigation", name="Chats").locator("a[aria-current=page]")
+    expect(current).to_have_attribute("href", f"/s/{session_id}/")
+
+    page.goto(f"{daphne_server.url}/")
+    expect(page.get_by_role("heading", name="Recent chats")).to_be_visible()
+    expect(page.locator(f'a[href="/s/{session_id}/"]')).to_be_visible()
+
+
+@pytest.mark.parametrize("page", [{"width": 390, "height": 800}], indirect=True)
+def test_on_a_narrow_screen_the_chat_list_is_a_drawer(
+    page: Page, daphne_server: LiveServer
+) -> None:
+    open_new_chat(page, daphne_server)
+    sidebar = page.get_by_role("navigation", name="Chats")
+    toggle = page.get_by_role("button", name="Chats")
+    expect(sidebar).to_be_hidden()
+
+    toggle.click()
+    expect(sidebar).to_be_visible()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+
+    page.keyboard.press("Escape")
+    expect(sidebar).to_be_hidden()
+    expect(toggle).to_be_focused()
+
+    send(page, "What is 6 * 7?")
+    expect(last_answer(page).locator("strong")).to_have_text("42")
+
+
+#: Keeps a handle on every WebSocket the page opens, so a test can drop the link the way a
+#: flaky network would, without touching the server.
+TRACK_SOCKETS = """
+window.zettSockets = [];
+const NativeWebSocket = window.WebSocket;
+window.WebSocket = class extends NativeWebSocket {
+  constructor(...args) {
+    super(...args);
+    window.zettSockets.push(this);
+  }
+};
+"""
+
+
+def drop_socket(page: Page) -> None:
+    page.evaluate("window.zettSockets.at(-1).close()")
+
+
+def test_after_the_link_drops_the_page_reconnects_and_rebuilds_the_conversation(
+    page: Page, daphne_server: LiveServer, probe: PageProbe
+) -> None:
+    page.add_init_script(TRACK_SOCKETS)
+    open_new_chat(page, daphne_server)
+    send(page, "What is 2**16?")
+    expect(last_answer(page).locator("strong")).to_have_text("65536")
+    expect_idle(page)
+    page.evaluate("document.querySelector('#transcript > *').dataset.before = 'drop'")
+
+    drop_socket(page)
+
+    expect(page.locator("#transcript [data-before]")).to_have_count(0)
+    expect(page.locator("#connection-label")).to_have_text("Connected")
+    expect(page.locator(".msg--user .msg__body")).to_have_text(["What is 2**16?"])
+    expect(last_answer(page).locator("strong")).to_have_text("65536")
+    assert page.evaluate("window.zettSockets.length") == 2
+    assert [frame["type"] for frame in probe.frames].count("session") == 2
+
+
+def test_a_run_cut_off_by_a_dropped_link_leaves_the_page_ready_for_the_next_message(
+    page: Page, daphne_server: LiveServer
+) -> None:
+    page.add_init_script(TRACK_SOCKETS)
+    open_new_chat(page, daphne_server)
+    send(page, "Save a note")
+    expect(page.locator(".widget--ask")).to_contain_text("What should the note say?")
+
+    drop_socket(page)
+
+    expect(page.locator("#connection-label")).to_have_text("Connected")
+    expect_idle(page)
+    expect(page.locator(".widget--ask")).to_have_count(0)
+    send(page, "What is 6 * 7?")
+    expect(last_answer(page).locator("strong")).to_have_text("42")
+
+
+def test_steering_while_the_agent_waits_redirects_the_next_answer(
+    page: Page, daphne_server: LiveServer
+) -> None:
+    open_new_chat(page, daphne_server)
+    send(page, "Save a note")
+    question = page.locator(".widget--ask")
+    expect(question).to_contain_text("What should the note say?")
+
+    steer = page.get_by_label("Steer the answer")
+    steer.fill("What is 6 * 7?")
+    steer.press("Enter")
+    expect(page.locator("#composer-hint")).to_have_text("Steer sent.")
+    question.get_by_label("Your answer").fill("Buy milk")
+    question.get_by_role("button", name="Send answer").click()
+
+    steered = page.locator(".msg--steer")
+    expect(steered.locator(".msg__body")).to_have_text("What is 6 * 7?")
+    expect(last_answer(page).locator("strong")).to_have_text("42")
+    expect_idle(page)
+
+
+def test_an_error_frame_becomes_a_dismissable_notice(page: Page, daphne_server: LiveServer) -> None:
+    page.add_init_script(TRACK_SOCKETS)
+    open_new_chat(page, daphne_server)
+
+    page.evaluate("window.zettSockets.at(-1).send('this is not JSON')")
+
+    notice = page.locator(".notice")
+    expect(notice).to_contain_text("The server could not read a message from this page.")
+    notice.get_by_role("button", name=re.compile("^Dismiss")).click()
+    expect(notice).to_have_count(0)
+    expect(page.locator("#connection-label")).to_have_text("Connected")
+
+
+def test_a_message_over_the_size_limit_is_kept_and_not_sent(
+    page: Page, daphne_server: LiveServer, probe: PageProbe
+) -> None:
+    open_new_chat(page, daphne_server)
+    too_long = "a" * (33 * 1024)
+
+    send(page, too_long)
+
+    expect(page.locator("#composer-hint")).to_have_text(
+        "This is 33 KiB; the limit is 32 KiB. Shorten it to send."
+    )
+    expect(page.get_by_label("Message", exact=True)).to_have_value(too_long)
+    expect(page.locator(".msg--user")).to_have_count(0)
+
+
+def test_a_second_window_follows_the_run_and_can_answer_for_the_first(
+    page: Page, browser: Browser, daphne_server: LiveServer
+) -> None:
+    open_new_chat(page, daphne_server)
+    send(page, "Save a note: water the plants")
+    first_approval = page.locator(".widget--approval")
+    expect(first_approval).to_be_visible()
+
+    context = browser.new_context()
+    try:
+        second = context.new_page()
+        second.goto(page.url)
+        expect(second.locator("#connection-label")).to_have_text("Connected")
+        expect(second.get_by_role("button", name="Stop")).to_be_visible()
+        second.get_by_role("button", name="Stop").click()
+        expect(second.locator(".note", has_text="Stopped.")).to_be_visible()
+        expect_idle(second)
+    finally:
+        context.close()
+
+    expect(page.locator(".note", has_text="Stopped.")).to_be_visible()
+    expect(first_approval).to_have_attribute("data-state", "expired")
+    expect_idle(page)
+
+
+def test_reasoning_starts_collapsed_and_a_cut_off_answer_says_why(
+    page: Page, scripted_server: LiveServer
+) -> None:
+    open_new_chat(page, scripted_server)
+    send(page, "cut off")
+
+    expect(last_answer(page)).to_have_text("Here is the first half of a long answer")
+    expect(page.locator(".note--warning")).to_have_text(
+        "The answer was cut off (it reached the length limit: limit of 12 tokens)."
+    )
+    reasoning = page.locator("details.reasoning")
+    expect(reasoning).to_have_js_property("open", False)
+    reasoning.locator("summary").click()
+    expect(reasoning.locator(".reasoning__body")).to_have_text(
+        "The user wants a long answer; I only have a few tokens left."
+    )
+    expect_idle(page)
+
+
+def test_a_failed_run_is_reported_in_the_conversation_which_goes_on(
+    page: Page, scripted_server: LiveServer
+) -> None:
+    open_new_chat(page, scripted_server)
+    send(page, "fail")
+
+    expect(page.locator(".note--error")).to_have_text(
+        "The answer failed: The model service is unavailable (RuntimeError)."
+    )
+    expect_idle(page)
+    send(page, "hello again")
+    expect(last_answer(page)).to_have_text("A scripted reply.")
+
+
+def test_markdown_from_the_model_renders_with_links_that_open_safely(
+    page: Page, scripted_server: LiveServer
+) -> None:
+    open_new_chat(page, scripted_server)
+    send(page, "markdown")
+
+    answer = last_answer(page)
+    expect(answer.locator("h2")).to_have_text("Shopping list")
+    expect(answer.locator("ol > li")).to_have_text(["Oat milk", "Coffee"])
+    expect(answer.locator("pre code")).to_have_text("brew --strong\n")
+    expect(answer.locator("td")).to_have_text(["cups", "2"])
+    link = answer.get_by_role("link", name="the docs")
+    expect(link).to_have_attribute("href", "https://example.org/coffee")
+    expect(link).to_have_attribute("target", "_blank")
+    expect(link).to_have_attribute("rel", re.compile(r"\bnoopener\b"))

@@ -1,0 +1,518 @@
+"""The chat socket end to end: every frame of the protocol, through the real ASGI app.
+
+The model is scripted (``ScriptedModel``, or ``GatedModel`` where a test must hold the run
+at a precise point); everything else — origin check, consumer, runtime, extensions, ORM — is
+the product's own code on the test database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from agent_app.models import ChatMessage, ChatSession, ExternalEventRecord, Note
+from agent_app.protocol import MAX_CONTENT_BYTES, MAX_FRAME_BYTES
+from tests.app.llm_doubles import GatedModel, call_tool, completed, say
+from zett_agent.model import ModelEvent
+from zett_agent.testing import ScriptedModel
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def rows(session_id: str) -> list[tuple[str, object]]:
+    """(role, content) of a session's stored messages, in order."""
+    return [
+        (m.role, m.content)
+        async for m in ChatMessage.objects.filter(session_id=session_id).order_by("position")
+    ]
+
+
+def answer_of(frames: list[dict]) -> str:
+    return frames[-1]["event"]["message"]["content"]
+
+
+# --- connecting -------------------------------------------------------------------------
+
+
+async def test_a_new_socket_gets_an_empty_session_frame_and_creates_the_session(sockets, use_model):
+    use_model(ScriptedModel())
+    socket = await sockets()
+    assert socket.session_frame == {
+        "type": "session",
+        "session_id": socket.session_id,
+        "history": [],
+        "active_request_id": None,
+    }
+    assert await ChatSession.objects.filter(pk=socket.session_id).aexists()
+
+
+async def test_a_socket_from_another_origin_is_refused(sockets, use_model):
+    use_model(ScriptedModel())
+    socket = await sockets(origin="http://evil.example")
+    assert not socket.connected
+    assert not await ChatSession.objects.filter(pk=socket.session_id).aexists()
+
+
+async def test_a_socket_without_an_origin_is_refused(sockets, use_model):
+    use_model(ScriptedModel())
+    socket = await sockets(origin="")
+    assert not socket.connected
+
+
+async def test_a_session_owned_by_someone_else_is_forbidden(sockets, use_model, login_cookie):
+    use_model(ScriptedModel())
+    owner, _ = await login_cookie("owner")
+    session = await ChatSession.objects.acreate(owner=owner)
+    _, stranger_cookie = await login_cookie("stranger")
+    socket = await sockets(str(session.pk), cookie=stranger_cookie, expect_session=False)
+    await socket.expect_error("forbidden")
+    closing = await socket.communicator.receive_output(timeout=10)
+    assert closing == {"type": "websocket.close", "code": 4403}
+
+
+async def test_the_owner_and_anonymous_visitors_of_unowned_sessions_get_in(
+    sockets, use_model, login_cookie
+):
+    use_model(ScriptedModel())
+    owner, cookie = await login_cookie("owner")
+    session = await ChatSession.objects.acreate(owner=owner)
+    mine = await sockets(str(session.pk), cookie=cookie)
+    assert mine.session_frame["session_id"] == str(session.pk)
+    anonymous = await sockets()
+    assert anonymous.session_frame["history"] == []
+
+
+async def test_a_signed_in_user_who_opens_a_new_session_owns_it(sockets, use_model, login_cookie):
+    use_model(ScriptedModel())
+    user, cookie = await login_cookie("alice")
+    socket = await sockets(cookie=cookie)
+    session = await ChatSession.objects.aget(pk=socket.session_id)
+    assert session.owner_id == user.pk
+
+
+# --- a request --------------------------------------------------------------------------
+
+
+async def test_a_user_message_streams_numbered_agent_events_until_run_completed(sockets, use_model):
+    use_model(ScriptedModel([say("Hello there, friend.")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Hi"})
+    frames = await socket.run_to_completion()
+    assert all(frame["type"] == "agent_event" for frame in frames)
+    seqs = [frame["seq"] for frame in frames]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    assert len({frame["request_id"] for frame in frames}) == 1
+    assert {frame["event"]["session_id"] for frame in frames} == {socket.session_id}
+    text = "".join(f["event"]["delta"] for f in frames if f["event"]["type"] == "text_delta")
+    assert text == "Hello there, friend."
+    assert answer_of(frames) == "Hello there, friend."
+    await socket.assert_quiet()
+    assert await rows(socket.session_id) == [
+        ("user", "Hi"),
+        ("assistant", "Hello there, friend."),
+    ]
+
+
+async def test_the_next_message_is_accepted_as_soon_as_run_completed_arrives(sockets, use_model):
+    use_model(ScriptedModel([say("One."), say("Two.")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "first"})
+    first = await socket.run_to_completion()
+    await socket.send({"type": "user_message", "content": "second"})
+    second = await socket.run_to_completion()
+    assert answer_of(second) == "Two."
+    assert second[0]["seq"] > first[-1]["seq"]
+    assert second[0]["request_id"] != first[0]["request_id"]
+
+
+async def test_a_tool_call_is_streamed_with_its_result(sockets, use_model):
+    use_model(ScriptedModel([call_tool("calculate", expression="1/3 + 1/6"), say("It is 0.5.")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "1/3 + 1/6?"})
+    frames = await socket.run_to_completion()
+    completed_tool = next(f["event"] for f in frames if f["event"]["type"] == "tool_completed")
+    assert completed_tool["message"]["content"] == "0.5"
+    assert completed_tool["tool_calls"][0]["name"] == "calculate"
+    assert [role for role, _ in await rows(socket.session_id)] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+
+
+async def test_history_is_sent_again_on_reconnect(sockets, use_model):
+    use_model(ScriptedModel([say("Stored answer.")]))
+    first = await sockets()
+    await first.send({"type": "user_message", "content": "Remember me"})
+    await first.run_to_completion()
+    await first.close()
+    again = await sockets(first.session_id)
+    history = again.session_frame["history"]
+    assert [(m["role"], m["content"]) for m in history] == [
+        ("user", "Remember me"),
+        ("assistant", "Stored answer."),
+    ]
+    assert again.session_frame["active_request_id"] is None
+
+
+async def test_seq_keeps_increasing_after_every_socket_closed(sockets, use_model):
+    use_model(ScriptedModel([say("a"), say("b")]))
+    first = await sockets()
+    await first.send({"type": "user_message", "content": "one"})
+    before = await first.run_to_completion()
+    await first.close()
+    again = await sockets(first.session_id)
+    await again.send({"type": "user_message", "content": "two"})
+    after = await again.run_to_completion()
+    assert after[0]["seq"] > before[-1]["seq"]
+
+
+async def test_a_model_failure_is_run_failed_and_the_next_request_works(sockets, use_model):
+    def broken(request):
+        raise RuntimeError("provider exploded")
+
+    use_model(ScriptedModel([broken, say("Back again.")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "try"})
+    frames = await socket.until_event("run_failed")
+    failed = frames[-1]
+    assert failed["error"] == {"type": "RuntimeError", "message": "provider exploded"}
+    assert failed["request_id"] == frames[0]["request_id"]
+    await socket.send({"type": "user_message", "content": "again"})
+    assert answer_of(await socket.run_to_completion()) == "Back again."
+    assert await rows(socket.session_id) == [
+        ("user", "try"),
+        ("user", "again"),
+        ("assistant", "Back again."),
+    ]
+
+
+async def test_a_model_that_cannot_be_built_fails_each_request_clearly(sockets, settings):
+    settings.ZETT_MODEL = "tests.app.llm_doubles:no_such_factory"
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "hello"})
+    failed = await socket.expect("run_failed")
+    assert failed["error"]["type"] == "ImproperlyConfigured"
+    assert "no_such_factory" in failed["error"]["message"]
+    await socket.assert_quiet()
+
+
+# --- ask_user and approvals -------------------------------------------------------------
+
+
+async def test_ask_user_waits_for_the_answer_and_feeds_it_to_the_model(sockets, use_model):
+    model = use_model(
+        ScriptedModel(
+            [
+                call_tool("ask_user", "ask-1", question="Which city?", options=["Paris", "Rome"]),
+                lambda request: say(
+                    f"You chose {json.loads(request.messages[-1].content)['answer']}."
+                ),
+            ]
+        )
+    )
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Plan a trip"})
+    frames = await socket.until_event("custom", "ask_user")
+    question = frames[-1]["event"]["payload"]
+    assert question["question"] == "Which city?"
+    assert question["options"] == ["Paris", "Rome"]
+    assert question["tool_call_id"] == "ask-1"
+    assert question["response_event"] == "ask_user_response"
+    await socket.send(
+        {
+            "type": "external_event",
+            "name": "ask_user_response",
+            "payload": {"tool_call_id": "ask-1", "answer": "Rome"},
+        }
+    )
+    result = await socket.expect("external_event_result")
+    assert result == {
+        "type": "external_event_result",
+        "name": "ask_user_response",
+        "correlation_id": "ask-1",
+        "accepted_by": ["AskUserExtension"],
+    }
+    assert answer_of(await socket.run_to_completion()) == "You chose Rome."
+    assert len(model.requests) == 2
+    record = await ExternalEventRecord.objects.aget(session_id=socket.session_id)
+    assert record.name == "ask_user_response"
+    assert record.accepted_by == ["AskUserExtension"]
+    assert record.request_id == frames[0]["request_id"]
+    assert record.payload == {"tool_call_id": "ask-1", "answer": "Rome"}
+    stored = await rows(socket.session_id)
+    assert [role for role, _ in stored] == ["user", "assistant", "tool", "assistant"]
+    assert json.loads(stored[2][1])["answer"] == "Rome"
+
+
+async def test_a_duplicate_or_unknown_reply_is_rejected_with_an_empty_accepted_by(
+    sockets, use_model
+):
+    use_model(ScriptedModel([call_tool("ask_user", "ask-1", question="Name?"), say("Thanks.")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Hi"})
+    await socket.until_event("custom", "ask_user")
+    unknown = {"tool_call_id": "nope", "answer": "x"}
+    await socket.send({"type": "external_event", "name": "ask_user_response", "payload": unknown})
+    await socket.expect("external_event_result", correlation_id="nope", accepted_by=[])
+    reply = {"tool_call_id": "ask-1", "answer": "Ada"}
+    await socket.send({"type": "external_event", "name": "ask_user_response", "payload": reply})
+    await socket.expect("external_event_result", accepted_by=["AskUserExtension"])
+    await socket.run_to_completion()
+    await socket.send({"type": "external_event", "name": "ask_user_response", "payload": reply})
+    await socket.expect_error("not_running")
+    await socket.expect("external_event_result", correlation_id="ask-1", accepted_by=[])
+    verdicts = [
+        r.accepted_by
+        async for r in ExternalEventRecord.objects.filter(session_id=socket.session_id).order_by(
+            "received_at", "pk"
+        )
+    ]
+    assert verdicts == [[], ["AskUserExtension"], []]
+
+
+async def test_an_approved_tool_runs_and_writes_its_note(sockets, use_model):
+    use_model(
+        ScriptedModel(
+            [call_tool("save_note", "note-1", title="Milk", text="Buy milk"), say("Saved.")]
+        )
+    )
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Note: buy milk"})
+    frames = await socket.until_event("custom", "approval_requested")
+    request = frames[-1]["event"]["payload"]
+    assert request["tool_call_id"] == "note-1"
+    assert request["tool"] == "save_note"
+    assert request["arguments"] == {"title": "Milk", "text": "Buy milk"}
+    assert request["response_event"] == "approval_response"
+    assert not await Note.objects.aexists()
+    approval = {"tool_call_id": "note-1", "approved": True}
+    await socket.send({"type": "external_event", "name": "approval_response", "payload": approval})
+    await socket.expect("external_event_result", accepted_by=["ConfirmationExtension"])
+    frames = await socket.run_to_completion()
+    assert any(f["event"]["type"] == "tool_completed" for f in frames)
+    note = await Note.objects.aget()
+    assert (note.title, note.text, str(note.session_id)) == ("Milk", "Buy milk", socket.session_id)
+    record = await ExternalEventRecord.objects.aget(session_id=socket.session_id)
+    assert record.accepted
+
+
+async def test_a_denied_tool_fails_clearly_and_the_agent_carries_on(sockets, use_model):
+    model = use_model(
+        ScriptedModel([call_tool("save_note", "note-1", title="T", text="x"), say("Understood.")])
+    )
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "save it"})
+    await socket.until_event("custom", "approval_requested")
+    denial = {"tool_call_id": "note-1", "approved": False}
+    await socket.send({"type": "external_event", "name": "approval_response", "payload": denial})
+    await socket.expect("external_event_result", accepted_by=["ConfirmationExtension"])
+    frames = await socket.run_to_completion()
+    failed = next(f["event"] for f in frames if f["event"]["type"] == "tool_failed")
+    assert failed["error"]["type"] == "ApprovalDenied"
+    assert "denied" in failed["message"]["content"]
+    assert failed["message"]["success"] is False
+    assert answer_of(frames) == "Understood."
+    assert not await Note.objects.aexists()
+    tool_result = model.requests[1].messages[-1]
+    assert tool_result.success is False and "denied" in tool_result.content
+
+
+# --- cancel, steer, disconnect ----------------------------------------------------------
+
+
+async def test_cancel_while_waiting_for_an_answer_then_a_new_message_works(sockets, use_model):
+    use_model(
+        ScriptedModel([call_tool("ask_user", "ask-1", question="Sure?"), say("Fresh start.")])
+    )
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "first"})
+    frames = await socket.until_event("custom", "ask_user")
+    await socket.send({"type": "cancel"})
+    cancelled = await socket.until_event("run_cancelled")
+    assert cancelled[-1] == {"type": "run_cancelled", "request_id": frames[0]["request_id"]}
+    late = {"tool_call_id": "ask-1", "answer": "yes"}
+    await socket.send({"type": "external_event", "name": "ask_user_response", "payload": late})
+    await socket.expect_error("not_running")
+    await socket.expect("external_event_result", accepted_by=[])
+    await socket.send({"type": "user_message", "content": "second"})
+    assert answer_of(await socket.run_to_completion()) == "Fresh start."
+    stored = await rows(socket.session_id)
+    assert stored[0] == ("user", "first")
+    assert stored[-2:] == [("user", "second"), ("assistant", "Fresh start.")]
+
+
+async def test_closing_the_socket_mid_run_cancels_it_and_keeps_the_user_message(sockets, use_model):
+    gate = asyncio.Event()
+    model = use_model(GatedModel([ModelEvent.text("Thinking"), gate, completed("never")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Keep this"})
+    await socket.until_event("text_delta")
+    await socket.close()
+    await model.closed.wait()  # the runtime closed the model stream
+    assert not gate.is_set()
+    assert await rows(socket.session_id) == [("user", "Keep this")]
+    # ``sockets`` fails the test at teardown if the run task (or anything) is left.
+
+
+async def test_steer_redirects_the_running_request(sockets, use_model):
+    gate = asyncio.Event()
+    model = use_model(
+        GatedModel(
+            [ModelEvent.text("Working on A"), gate, completed("Working on A")],
+            [ModelEvent.text("Now B."), completed("Now B.")],
+        )
+    )
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Do A"})
+    await socket.until_event("text_delta")
+    await socket.send({"type": "steer", "content": "Actually do B"})
+    result = await socket.expect("external_event_result", name="steering_message")
+    assert result["accepted_by"] == ["SteeringExtension"]
+    assert result["correlation_id"] is None
+    gate.set()
+    frames = await socket.run_to_completion()
+    assert "steering_started" in [f["event"]["type"] for f in frames]
+    assert answer_of(frames) == "Now B."
+    assert model.requests[1].messages[-1].content == "Actually do B"
+
+
+async def test_cancel_and_steer_without_a_run_are_not_running(sockets, use_model):
+    use_model(ScriptedModel())
+    socket = await sockets()
+    await socket.send({"type": "cancel"})
+    await socket.expect_error("not_running")
+    await socket.send({"type": "steer", "content": "go left"})
+    await socket.expect_error("not_running")
+    await socket.send({"type": "external_event", "name": "anything", "payload": {}})
+    await socket.expect_error("not_running")
+    await socket.expect("external_event_result", name="anything", accepted_by=[])
+    await socket.assert_quiet()
+
+
+async def test_a_second_message_while_running_is_busy(sockets, use_model):
+    gate = asyncio.Event()
+    use_model(GatedModel([ModelEvent.text("Busy"), gate, completed("Busy")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "one"})
+    await socket.until_event("text_delta")
+    await socket.send({"type": "user_message", "content": "two"})
+    await socket.expect_error("busy")
+    gate.set()
+    await socket.run_to_completion()
+
+
+async def test_two_sockets_on_one_session_share_the_stream_and_the_busy_state(sockets, use_model):
+    gate = asyncio.Event()
+    use_model(GatedModel([ModelEvent.text("Shared"), gate, completed("Shared")]))
+    first = await sockets()
+    second = await sockets(first.session_id)
+    await first.send({"type": "user_message", "content": "hello"})
+    seen_first = await first.until_event("text_delta")
+    seen_second = await second.until_event("text_delta")
+    assert [f["seq"] for f in seen_first] == [f["seq"] for f in seen_second]
+    await second.send({"type": "user_message", "content": "me too"})
+    await second.expect_error("busy")
+    third = await sockets(first.session_id)
+    assert third.session_frame["active_request_id"] == seen_first[0]["request_id"]
+    gate.set()
+    end_first = await first.run_to_completion()
+    end_second = await second.run_to_completion()
+    assert [f["seq"] for f in end_first] == [f["seq"] for f in end_second]
+
+
+async def test_a_watcher_closing_does_not_cancel_the_run_of_another_socket(sockets, use_model):
+    gate = asyncio.Event()
+    use_model(GatedModel([ModelEvent.text("Still"), gate, completed("Still here")]))
+    owner = await sockets()
+    watcher = await sockets(owner.session_id)
+    await owner.send({"type": "user_message", "content": "go"})
+    await owner.until_event("text_delta")
+    await watcher.close()
+    gate.set()
+    assert answer_of(await owner.run_to_completion()) == "Still here"
+
+
+# --- bad frames -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        ("{not json", "bad_json"),
+        ("   ", "bad_json"),
+        ("[1, 2]", "bad_frame"),
+        ('"user_message"', "bad_frame"),
+        ("{}", "bad_frame"),
+        ('{"type": 7}', "bad_frame"),
+        ('{"type": "user_message"}', "bad_frame"),
+        ('{"type": "user_message", "content": "   "}', "bad_frame"),
+        ('{"type": "user_message", "content": ["hi"]}', "bad_frame"),
+        ('{"type": "external_event", "name": "x"}', "bad_frame"),
+        ('{"type": "external_event", "name": "x", "payload": [1]}', "bad_frame"),
+        ('{"type": "external_event", "name": "", "payload": {}}', "bad_frame"),
+        ('{"type": "steer"}', "bad_frame"),
+        ('{"type": "launch_rockets"}', "unknown_type"),
+    ],
+)
+async def test_a_bad_frame_gets_an_error_and_the_socket_stays_open(sockets, use_model, raw, code):
+    use_model(ScriptedModel([say("Still fine.")]))
+    socket = await sockets()
+    await socket.send_raw(raw)
+    await socket.expect_error(code)
+    await socket.send({"type": "user_message", "content": "ok?"})
+    assert answer_of(await socket.run_to_completion()) == "Still fine."
+
+
+async def test_a_binary_frame_that_is_not_utf8_is_bad_json(sockets, use_model):
+    use_model(ScriptedModel())
+    socket = await sockets()
+    await socket.send_raw(data=b"\xff\xfe")
+    await socket.expect_error("bad_json")
+    await socket.send_raw(data=b'{"type": "ping"}')
+    await socket.expect("pong")
+
+
+async def test_content_up_to_32_kib_is_accepted_and_beyond_is_too_large(sockets, use_model):
+    use_model(ScriptedModel([say("Got it.")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "x" * (MAX_CONTENT_BYTES + 1)})
+    await socket.expect_error("too_large")
+    await socket.send({"type": "user_message", "content": "é" * (MAX_CONTENT_BYTES // 2 + 1)})
+    await socket.expect_error("too_large")
+    await socket.send({"type": "user_message", "content": "x" * MAX_CONTENT_BYTES})
+    assert answer_of(await socket.run_to_completion()) == "Got it."
+    assert not any(
+        [r async for r in ChatMessage.objects.filter(content="x" * (MAX_CONTENT_BYTES + 1))]
+    )
+
+
+async def test_a_frame_over_256_kib_is_too_large(sockets, use_model):
+    use_model(ScriptedModel())
+    socket = await sockets()
+    payload = {"blob": "y" * MAX_FRAME_BYTES}
+    await socket.send({"type": "external_event", "name": "big", "payload": payload})
+    await socket.expect_error("too_large")
+    await socket.assert_quiet()
+    assert not await ExternalEventRecord.objects.aexists()
+
+
+async def test_ping_is_answered_by_pong(sockets, use_model):
+    use_model(ScriptedModel())
+    socket = await sockets()
+    await socket.send({"type": "ping"})
+    assert await socket.receive() == {"type": "pong"}
+
+
+async def test_a_flood_of_frames_is_rate_limited(sockets, use_model, settings):
+    settings.ZETT_WS_RATE_LIMIT = {"burst": 3, "per_second": 0.0}
+    use_model(ScriptedModel())
+    socket = await sockets()
+    for _ in range(3):
+        await socket.send({"type": "ping"})
+        await socket.expect("pong")
+    await socket.send({"type": "ping"})
+    await socket.expect_error("rate_limited")

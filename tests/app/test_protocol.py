@@ -1,0 +1,160 @@
+"""Frame parsing and the wire shape of outbound frames (agent_app.protocol)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_app.protocol import (
+    MAX_CONTENT_BYTES,
+    MAX_FRAME_BYTES,
+    AgentEventFrame,
+    CancelFrame,
+    ErrorCode,
+    ErrorFrame,
+    ExternalEventFrame,
+    ExternalEventResultFrame,
+    FrameError,
+    PingFrame,
+    PongFrame,
+    RunCancelledFrame,
+    RunFailedFrame,
+    SessionFrame,
+    SteerFrame,
+    UserMessageFrame,
+    parse_frame,
+)
+
+
+def code_of(text: str) -> ErrorCode:
+    with pytest.raises(FrameError) as caught:
+        parse_frame(text)
+    assert caught.value.message.strip()
+    return caught.value.code
+
+
+def test_each_inbound_type_parses_into_its_frame():
+    assert parse_frame('{"type": "user_message", "content": "hi"}') == UserMessageFrame(
+        type="user_message", content="hi"
+    )
+    assert parse_frame(
+        '{"type": "external_event", "name": "n", "payload": {"a": [1]}}'
+    ) == ExternalEventFrame(type="external_event", name="n", payload={"a": [1]})
+    assert parse_frame('{"type": "steer", "content": "left"}') == SteerFrame(
+        type="steer", content="left"
+    )
+    assert parse_frame('{"type": "cancel"}') == CancelFrame(type="cancel")
+    assert parse_frame('{"type": "ping"}') == PingFrame(type="ping")
+
+
+def test_unknown_extra_keys_are_ignored_for_forward_compatibility():
+    assert parse_frame('{"type": "ping", "id": 4}') == PingFrame(type="ping")
+
+
+def test_invalid_json_is_bad_json():
+    assert code_of("{oops") is ErrorCode.BAD_JSON
+
+
+@pytest.mark.parametrize("text", ["[]", "3", "null", '"ping"', "{}", '{"type": null}'])
+def test_anything_but_an_object_with_a_string_type_is_bad_frame(text):
+    assert code_of(text) is ErrorCode.BAD_FRAME
+
+
+def test_an_unknown_type_is_unknown_type_and_names_the_known_ones():
+    with pytest.raises(FrameError) as caught:
+        parse_frame('{"type": "dance"}')
+    assert caught.value.code is ErrorCode.UNKNOWN_TYPE
+    assert "user_message" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {"type": "user_message"},
+        {"type": "user_message", "content": ""},
+        {"type": "user_message", "content": " \n\t"},
+        {"type": "user_message", "content": 12},
+        {"type": "external_event", "payload": {}},
+        {"type": "external_event", "name": 3, "payload": {}},
+        {"type": "external_event", "name": "x", "payload": "yes"},
+        {"type": "steer", "content": None},
+    ],
+)
+def test_missing_blank_or_ill_typed_fields_are_bad_frame(frame):
+    assert code_of(json.dumps(frame)) is ErrorCode.BAD_FRAME
+
+
+def test_the_message_of_a_bad_frame_names_the_field():
+    with pytest.raises(FrameError, match="'content' is required"):
+        parse_frame('{"type": "user_message"}')
+
+
+def test_content_is_limited_to_32_kib_of_utf8():
+    parse_frame(json.dumps({"type": "user_message", "content": "a" * MAX_CONTENT_BYTES}))
+    too_long = json.dumps({"type": "steer", "content": "a" * (MAX_CONTENT_BYTES + 1)})
+    assert code_of(too_long) is ErrorCode.TOO_LARGE
+    wide = json.dumps({"type": "user_message", "content": "€" * (MAX_CONTENT_BYTES // 3 + 1)})
+    assert code_of(wide) is ErrorCode.TOO_LARGE
+
+
+def test_frames_are_limited_to_256_kib_before_they_are_parsed():
+    assert code_of("x" * (MAX_FRAME_BYTES + 1)) is ErrorCode.TOO_LARGE
+    envelope = json.dumps({"type": "external_event", "name": "n", "payload": {"f": ""}})
+    exactly = json.dumps(
+        {
+            "type": "external_event",
+            "name": "n",
+            "payload": {"f": "y" * (MAX_FRAME_BYTES - len(envelope))},
+        }
+    )
+    assert len(exactly) == MAX_FRAME_BYTES
+    parse_frame(exactly)
+
+
+def test_outbound_frames_dump_to_the_documented_shapes():
+    assert SessionFrame(session_id="s", history=[], active_request_id=None).dump() == {
+        "type": "session",
+        "session_id": "s",
+        "history": [],
+        "active_request_id": None,
+    }
+    assert AgentEventFrame(seq=3, request_id="r", event={"type": "text_delta"}).dump() == {
+        "type": "agent_event",
+        "seq": 3,
+        "request_id": "r",
+        "event": {"type": "text_delta"},
+    }
+    failed = RunFailedFrame(request_id="r", error={"type": "ValueError", "message": "m"})
+    assert failed.dump() == {
+        "type": "run_failed",
+        "request_id": "r",
+        "error": {"type": "ValueError", "message": "m"},
+    }
+    assert RunCancelledFrame(request_id="r").dump() == {"type": "run_cancelled", "request_id": "r"}
+    result = ExternalEventResultFrame(name="n", correlation_id=None, accepted_by=[])
+    assert result.dump() == {
+        "type": "external_event_result",
+        "name": "n",
+        "correlation_id": None,
+        "accepted_by": [],
+    }
+    assert ErrorFrame(code=ErrorCode.BUSY, message="m").dump() == {
+        "type": "error",
+        "code": "busy",
+        "message": "m",
+    }
+    assert PongFrame().dump() == {"type": "pong"}
+
+
+def test_the_error_codes_are_exactly_those_of_the_spec():
+    assert {code.value for code in ErrorCode} == {
+        "bad_json",
+        "bad_frame",
+        "unknown_type",
+        "too_large",
+        "busy",
+        "not_running",
+        "forbidden",
+        "rate_limited",
+    }

@@ -1,0 +1,68 @@
+"""The app on the services of a real deployment: PostgreSQL and the Redis channel layer.
+
+The socket, persistence and demo suites run again in a child pytest whose settings come
+from ``DATABASE_URL`` and ``REDIS_URL``, exactly as a deployment configures them (settings
+are read once per process, so a child process is the honest way to switch). The child's
+conftest asserts that it really runs on PostgreSQL and Redis (``ZETT_EXPECT_SERVICES``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from channels_redis.core import RedisChannelLayer
+
+from tests.app.services import POSTGRES_URL, REDIS_URL, require_service
+from zett_site.settings import REDIS_SOCKET_TIMEOUT
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITES = [
+    "tests/app/test_consumer.py",
+    "tests/app/test_persistence.py",
+    "tests/app/test_demo_model.py",
+]
+
+
+async def test_the_redis_channel_layer_delivers_group_messages():
+    url = require_service("Redis", REDIS_URL)
+    layer = RedisChannelLayer(hosts=[{"address": url, "socket_timeout": REDIS_SOCKET_TIMEOUT}])
+    channel = await layer.new_channel()
+    try:
+        await layer.group_add("zett-services-check", channel)
+        await layer.group_send("zett-services-check", {"type": "chat.ping", "n": 1})
+        assert await asyncio.wait_for(layer.receive(channel), 10) == {"type": "chat.ping", "n": 1}
+    finally:
+        await layer.group_discard("zett-services-check", channel)
+        await layer.flush()
+        await layer.close_pools()
+
+
+def test_the_socket_and_persistence_suites_pass_on_postgresql_and_redis():
+    database_url = require_service("PostgreSQL", POSTGRES_URL)
+    redis_url = require_service("Redis", REDIS_URL)
+    # A database name of this run's own: pytest-django creates "test_<name>", and two
+    # runs sharing one (another developer's suite on the same server) would drop each
+    # other's database.
+    base, _, _ = database_url.rpartition("/")
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"{base}/zett_services_{os.getpid()}",
+        "REDIS_URL": redis_url,
+        "ZETT_EXPECT_SERVICES": "1",
+    }
+    child = subprocess.run(
+        [sys.executable, "-m", "pytest", *SUITES, "-q", "-p", "no:cacheprovider", "--no-header"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    summary = child.stdout.strip().splitlines()[-1:] or [child.stderr[-2000:]]
+    assert child.returncode == 0, child.stdout[-6000:] + child.stderr[-3000:]
+    assert "passed" in summary[0] and "skipped" not in summary[0], summary

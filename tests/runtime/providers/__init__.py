@@ -1,0 +1,1 @@
+"""Tests of the provider adapters against a local scripted HTTP server."""

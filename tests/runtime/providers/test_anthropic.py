@@ -1,0 +1,872 @@
+"""AnthropicModel against a local server speaking the Messages streaming format."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zett_agent.agent import Agent
+from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.messages import (
+    AgentMessage,
+    AssistantMessage,
+    ImageBytesSource,
+    ImageContent,
+    ImageUrlSource,
+    SystemMessage,
+    TextContent,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from zett_agent.model import (
+    ModelEvent,
+    ModelEventType,
+    ModelRequest,
+    ModelUsage,
+    ReasoningEffort,
+    ServerToolCall,
+    ServerToolDefinition,
+    ServerToolInputDelta,
+    ServerToolResult,
+    StopReason,
+    ToolCallDelta,
+    ToolDefinition,
+)
+from zett_agent.providers.anthropic import SIGNATURE_ATTRIBUTE, AnthropicModel
+from zett_agent.providers.base import (
+    ProviderAuthError,
+    ProviderError,
+    ProviderResponseError,
+    RetryPolicy,
+)
+from zett_agent.tools import tool
+
+from .fake_server import FakeServer, Reply, sse
+
+MODEL = "claude-test"
+HELLO = ModelRequest(messages=(SystemMessage("Be brief."), UserMessage("Say hello")))
+
+
+def event(kind: str, **fields: Any) -> bytes:
+    return sse({"type": kind, **fields}, event=kind)
+
+
+def message_start(input_tokens: int = 25, **usage: int) -> bytes:
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": 1, **usage},
+    }
+    return event("message_start", message=message)
+
+
+def block_start(index: int, block: dict[str, Any]) -> bytes:
+    return event("content_block_start", index=index, content_block=block)
+
+
+def block_delta(index: int, delta: dict[str, Any]) -> bytes:
+    return event("content_block_delta", index=index, delta=delta)
+
+
+def text_delta(index: int, text: str) -> bytes:
+    return block_delta(index, {"type": "text_delta", "text": text})
+
+
+def json_delta(index: int, partial: str) -> bytes:
+    return block_delta(index, {"type": "input_json_delta", "partial_json": partial})
+
+
+def block_stop(index: int) -> bytes:
+    return event("content_block_stop", index=index)
+
+
+def message_end(
+    stop_reason: str = "end_turn", output_tokens: int = 15, **extra: Any
+) -> list[bytes]:
+    delta = {"stop_reason": stop_reason, "stop_sequence": None, **extra.pop("delta", {})}
+    usage = {"output_tokens": output_tokens, **extra.pop("usage", {})}
+    return [event("message_delta", delta=delta, usage=usage), event("message_stop")]
+
+
+def text_stream(*pieces: str, stop_reason: str = "end_turn") -> list[bytes]:
+    return [
+        message_start(),
+        block_start(0, {"type": "text", "text": ""}),
+        event("ping"),
+        *(text_delta(0, piece) for piece in pieces),
+        block_stop(0),
+        *message_end(stop_reason),
+    ]
+
+
+@pytest.fixture
+async def model(server: FakeServer, retry_policy: RetryPolicy) -> AsyncIterator[AnthropicModel]:
+    adapter = AnthropicModel(
+        MODEL, api_key="sk-ant-test", base_url=server.url, retry_policy=retry_policy
+    )
+    yield adapter
+    await adapter.aclose()
+
+
+async def collect(model: AnthropicModel, request: ModelRequest = HELLO) -> list[ModelEvent]:
+    async with contextlib.aclosing(model.stream(request)) as stream:
+        return [item async for item in stream]
+
+
+def deltas(events: list[ModelEvent], kind: ModelEventType) -> list[str]:
+    return [item.delta for item in events if item.type is kind]
+
+
+# --- streaming ---------------------------------------------------------------------------
+
+
+async def test_plain_text_streams_as_text_deltas_and_completes_with_the_message(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(Reply.stream(text_stream("Hel", "lo", "!")))
+
+    events = await collect(model)
+
+    assert deltas(events, ModelEventType.TEXT) == ["Hel", "lo", "!"]
+    response = events[-1].response
+    assert events[-1].type is ModelEventType.COMPLETED
+    assert response.message.content == "Hello!"
+    assert (response.message.provider, response.message.model) == ("anthropic", MODEL)
+    assert (response.finish_reason, response.stop) == ("end_turn", None)
+
+
+async def test_request_reaches_the_messages_endpoint_with_key_system_and_streaming(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(Reply.stream(text_stream("ok")))
+
+    await collect(model)
+
+    [request] = server.requests
+    assert (request.method, request.path) == ("POST", "/v1/messages")
+    assert request.headers["authorization"] == "Bearer sk-ant-test"  # how this SDK sends keys
+    assert "anthropic-version" in request.headers
+    body = request.json()
+    assert body == {
+        "model": MODEL,
+        "max_tokens": 4096,
+        "stream": True,
+        "system": "Be brief.",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Say hello"}]}],
+    }
+
+
+async def test_thinking_streams_as_reasoning_and_keeps_its_signature_for_replay(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                message_start(),
+                block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+                block_delta(0, {"type": "thinking_delta", "thinking": "Two plus two "}),
+                block_delta(0, {"type": "thinking_delta", "thinking": "is four."}),
+                block_delta(0, {"type": "signature_delta", "signature": "sig-abc"}),
+                block_stop(0),
+                block_start(1, {"type": "text", "text": ""}),
+                text_delta(1, "It is 4."),
+                block_stop(1),
+                *message_end(),
+            ]
+        )
+    )
+
+    events = await collect(model)
+
+    assert [item.type for item in events] == [
+        ModelEventType.REASONING,
+        ModelEventType.REASONING,
+        ModelEventType.TEXT,
+        ModelEventType.COMPLETED,
+    ]
+    message = events[-1].response.message
+    assert message.reasoning == "Two plus two is four."
+    assert message.content == "It is 4."
+    assert message.attributes == {SIGNATURE_ATTRIBUTE: "sig-abc"}
+
+
+@pytest.mark.parametrize(
+    ("effort", "thinking", "max_tokens"),
+    [
+        (ReasoningEffort.NONE, None, 4096),
+        (ReasoningEffort.MEDIUM, None, 4096),
+        (ReasoningEffort.LOW, {"type": "enabled", "budget_tokens": 1024}, 4096 + 1024),
+        (ReasoningEffort.HIGH, {"type": "enabled", "budget_tokens": 8192}, 4096 + 8192),
+    ],
+)
+async def test_reasoning_effort_maps_to_a_thinking_budget_on_top_of_max_tokens(
+    server: FakeServer,
+    model: AnthropicModel,
+    effort: ReasoningEffort,
+    thinking: dict[str, Any] | None,
+    max_tokens: int,
+) -> None:
+    server.reply(Reply.stream(text_stream("ok")))
+
+    await collect(model, ModelRequest(messages=(UserMessage("hi"),), reasoning_effort=effort))
+
+    body = server.requests[0].json()
+    assert body.get("thinking") == thinking
+    assert body["max_tokens"] == max_tokens
+
+
+async def test_one_tool_call_with_arguments_split_across_chunks_is_assembled(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                message_start(),
+                block_start(0, {"type": "text", "text": ""}),
+                text_delta(0, "Let me check."),
+                block_stop(0),
+                block_start(
+                    1, {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}
+                ),
+                json_delta(1, '{"ci'),
+                json_delta(1, 'ty": "Par'),
+                json_delta(1, 'is"}'),
+                block_stop(1),
+                *message_end("tool_use"),
+            ]
+        )
+    )
+
+    events = await collect(model)
+
+    assert [item.tool_call_delta for item in events if item.type is ModelEventType.TOOL_CALL] == [
+        ToolCallDelta(0, "toolu_1", "get_weather", ""),
+        ToolCallDelta(0, None, None, '{"ci'),
+        ToolCallDelta(0, None, None, 'ty": "Par'),
+        ToolCallDelta(0, None, None, 'is"}'),
+    ]
+    response = events[-1].response
+    assert response.message.content == "Let me check."
+    assert response.message.tool_calls == (ToolCall("toolu_1", "get_weather", {"city": "Paris"}),)
+    assert (response.finish_reason, response.stop) == ("tool_use", None)
+
+
+async def test_several_tool_calls_are_numbered_in_order_and_parameterless_ones_get_no_arguments(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                message_start(),
+                block_start(0, {"type": "tool_use", "id": "toolu_a", "name": "get_weather"}),
+                json_delta(0, '{"city": '),
+                json_delta(0, '"Oslo"}'),
+                block_stop(0),
+                block_start(1, {"type": "tool_use", "id": "toolu_b", "name": "get_weather"}),
+                json_delta(1, '{"city": "Rome"}'),
+                block_stop(1),
+                block_start(2, {"type": "tool_use", "id": "toolu_c", "name": "get_time"}),
+                block_stop(2),
+                *message_end("tool_use"),
+            ]
+        )
+    )
+
+    events = await collect(model)
+
+    indexes = [e.tool_call_delta.index for e in events if e.type is ModelEventType.TOOL_CALL]
+    assert indexes == [0, 0, 0, 1, 1, 2]
+    assert events[-1].response.message.tool_calls == (
+        ToolCall("toolu_a", "get_weather", {"city": "Oslo"}),
+        ToolCall("toolu_b", "get_weather", {"city": "Rome"}),
+        ToolCall("toolu_c", "get_time", {}),
+    )
+
+
+async def test_server_tools_are_sent_and_reported_as_server_tool_events(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    results = [{"type": "web_search_result", "title": "Zett", "url": "https://zett.test"}]
+    server.reply(
+        Reply.stream(
+            [
+                message_start(),
+                block_start(
+                    0, {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search"}
+                ),
+                json_delta(0, '{"query": '),
+                json_delta(0, '"zett"}'),
+                block_stop(0),
+                block_start(
+                    1,
+                    {
+                        "type": "web_search_tool_result",
+                        "tool_use_id": "srvtoolu_1",
+                        "content": results,
+                    },
+                ),
+                block_stop(1),
+                block_start(
+                    2, {"type": "server_tool_use", "id": "srvtoolu_2", "name": "web_search"}
+                ),
+                block_stop(2),
+                block_start(
+                    3,
+                    {
+                        "type": "web_search_tool_result",
+                        "tool_use_id": "srvtoolu_2",
+                        "content": {
+                            "type": "web_search_tool_result_error",
+                            "error_code": "max_uses_exceeded",
+                        },
+                    },
+                ),
+                block_stop(3),
+                block_start(4, {"type": "text", "text": ""}),
+                text_delta(4, "Zett is an agent runtime."),
+                block_stop(4),
+                *message_end(usage={"server_tool_use": {"web_search_requests": 2}}),
+            ]
+        )
+    )
+    search = ServerToolDefinition("web_search_20250305", {"max_uses": 2})
+
+    events = await collect(
+        model, ModelRequest(messages=(UserMessage("What is zett?"),), server_tools=(search,))
+    )
+
+    assert server.requests[0].json()["tools"] == [
+        {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
+    ]
+    assert events[:-2] == [
+        ModelEvent.server_tool_started(ServerToolCall("srvtoolu_1", "web_search", {})),
+        ModelEvent.server_tool_input(ServerToolInputDelta("srvtoolu_1", '{"query": ')),
+        ModelEvent.server_tool_input(ServerToolInputDelta("srvtoolu_1", '"zett"}')),
+        ModelEvent.server_tool_completed(ServerToolResult("srvtoolu_1", "web_search", results)),
+        ModelEvent.server_tool_started(ServerToolCall("srvtoolu_2", "web_search", {})),
+        ModelEvent.server_tool_failed(
+            ServerToolResult(
+                "srvtoolu_2",
+                "web_search",
+                {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"},
+                "max_uses_exceeded",
+            )
+        ),
+    ]
+    assert events[-2] == ModelEvent.text("Zett is an agent runtime.")
+    message = events[-1].response.message
+    assert (message.content, message.tool_calls) == ("Zett is an agent runtime.", ())
+
+
+async def test_usage_adds_cached_input_and_reports_cache_and_thinking_tokens(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                message_start(
+                    input_tokens=20, cache_read_input_tokens=100, cache_creation_input_tokens=30
+                ),
+                block_start(0, {"type": "text", "text": ""}),
+                text_delta(0, "Hi"),
+                block_stop(0),
+                *message_end(
+                    output_tokens=42, usage={"output_tokens_details": {"thinking_tokens": 12}}
+                ),
+            ]
+        )
+    )
+
+    events = await collect(model)
+
+    assert events[-1].response.usage == ModelUsage(
+        input_tokens=150,
+        output_tokens=42,
+        cache_read_tokens=100,
+        cache_write_tokens=30,
+        reasoning_tokens=12,
+    )
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "reason"),
+    [
+        ("max_tokens", StopReason.MAX_TOKENS),
+        ("model_context_window_exceeded", StopReason.MAX_TOKENS),
+        ("refusal", StopReason.REFUSAL),
+        ("pause_turn", StopReason.OTHER),
+    ],
+)
+async def test_abnormal_stop_reasons_set_stop_info(
+    server: FakeServer, model: AnthropicModel, stop_reason: str, reason: StopReason
+) -> None:
+    server.reply(Reply.stream(text_stream("Once upon a", stop_reason=stop_reason)))
+
+    response = (await collect(model))[-1].response
+
+    assert response.stop is not None
+    assert (response.stop.reason, response.stop.detail) == (reason, stop_reason)
+    assert response.finish_reason == stop_reason
+
+
+async def test_a_refusal_with_details_carries_the_explanation(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    details = {"type": "refusal", "category": "cyber", "explanation": "Exploit development."}
+    server.reply(
+        Reply.stream(
+            [
+                message_start(),
+                *message_end("refusal", delta={"stop_details": details}),
+            ]
+        )
+    )
+
+    response = (await collect(model))[-1].response
+
+    assert response.stop.reason is StopReason.REFUSAL
+    assert response.stop.detail == "Exploit development."
+
+
+async def test_a_stream_cut_before_the_stop_reason_is_a_response_error(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(Reply.stream([message_start(), block_start(0, {"type": "text", "text": ""})]))
+
+    with pytest.raises(ProviderResponseError, match="ended without a stop reason"):
+        await collect(model)
+
+
+async def test_malformed_tool_arguments_raise_a_response_error_naming_the_tool(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                message_start(),
+                block_start(0, {"type": "tool_use", "id": "toolu_x", "name": "get_weather"}),
+                json_delta(0, '{"city": Paris}'),
+                block_stop(0),
+                *message_end("tool_use"),
+            ]
+        )
+    )
+
+    with pytest.raises(ProviderResponseError, match=r"malformed JSON arguments.*'get_weather'"):
+        await collect(model)
+
+
+# --- request mapping ---------------------------------------------------------------------
+
+
+async def test_images_in_a_user_message_are_sent_as_base64_and_url_sources(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(Reply.stream(text_stream("Cats.")))
+    png = b"\x89PNG\r\n\x1a\nfake"
+    message = UserMessage(
+        [
+            TextContent("What is in these pictures?"),
+            ImageContent(ImageBytesSource(png, "image/png")),
+            ImageContent(ImageUrlSource("https://example.test/cat.jpg")),
+            ImageContent(ImageUrlSource("data:image/gif;base64,R0lGODlh")),
+        ]
+    )
+
+    await collect(model, ModelRequest(messages=(message,)))
+
+    [sent] = server.requests[0].json()["messages"]
+    assert sent["content"] == [
+        {"type": "text", "text": "What is in these pictures?"},
+        {
+            "type": "image",
+            "source": {
+                "type": "base64",
+                "media_type": "image/png",
+                "data": base64.b64encode(png).decode(),
+            },
+        },
+        {"type": "image", "source": {"type": "url", "url": "https://example.test/cat.jpg"}},
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/gif", "data": "R0lGODlh"},
+        },
+    ]
+
+
+async def test_history_becomes_alternating_turns_with_tool_results_first(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(Reply.stream(text_stream("done")))
+    request = ModelRequest(
+        messages=(
+            SystemMessage("Be brief."),
+            SystemMessage("Use tools."),
+            UserMessage("Weather in Oslo and Rome?"),
+            AssistantMessage(
+                "Checking.",
+                reasoning="Call the tool twice.",
+                tool_calls=(
+                    ToolCall("toolu_a", "get_weather", {"city": "Oslo"}),
+                    ToolCall("toolu_b", "get_weather", {"city": "Rome"}),
+                ),
+                attributes={SIGNATURE_ATTRIBUTE: "sig-1"},
+            ),
+            ToolMessage("toolu_a", "get_weather", "Sunny"),
+            ToolMessage("toolu_b", "get_weather", "city not found", success=False),
+            AgentMessage("Answer in one line."),
+            AssistantMessage("Oslo is sunny.", reasoning="No signature, so not replayed."),
+            UserMessage("Thanks"),
+        ),
+        tools=(ToolDefinition("get_weather", "Current weather.", {"type": "object"}),),
+        tool_choice="required",
+    )
+
+    await collect(model, request)
+
+    body = server.requests[0].json()
+    assert body["system"] == "Be brief.\n\nUse tools."
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo and Rome?"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "Call the tool twice.", "signature": "sig-1"},
+                {"type": "text", "text": "Checking."},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_a",
+                    "name": "get_weather",
+                    "input": {"city": "Oslo"},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "toolu_b",
+                    "name": "get_weather",
+                    "input": {"city": "Rome"},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_a", "content": "Sunny"},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_b",
+                    "content": "city not found",
+                    "is_error": True,
+                },
+                {"type": "text", "text": "Answer in one line."},
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "Oslo is sunny."}]},
+        {"role": "user", "content": [{"type": "text", "text": "Thanks"}]},
+    ]
+    assert body["tools"] == [
+        {
+            "name": "get_weather",
+            "description": "Current weather.",
+            "input_schema": {"type": "object"},
+        }
+    ]
+    assert body["tool_choice"] == {"type": "any"}
+
+
+async def test_tool_results_with_images_keep_them_as_content_blocks(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(Reply.stream(text_stream("A chart.")))
+    request = ModelRequest(
+        messages=(
+            UserMessage("Plot it"),
+            AssistantMessage(tool_calls=(ToolCall("toolu_p", "plot", {}),)),
+            ToolMessage(
+                "toolu_p",
+                "plot",
+                [TextContent("Here:"), ImageContent(ImageBytesSource(b"GIF89a", "image/gif"))],
+            ),
+        )
+    )
+
+    await collect(model, request)
+
+    assert server.requests[0].json()["messages"][2]["content"] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_p",
+            "content": [
+                {"type": "text", "text": "Here:"},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/gif", "data": "R0lGODlh"},
+                },
+            ],
+        }
+    ]
+
+
+# --- errors and retries ------------------------------------------------------------------
+
+
+OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+
+async def test_a_rate_limit_before_any_output_is_retried_after_retry_after(
+    server: FakeServer, model: AnthropicModel, sleeps: Any
+) -> None:
+    limited = {"type": "error", "error": {"type": "rate_limit_error", "message": "Slow down"}}
+    server.reply(Reply.error(429, limited, {"Retry-After": "0"}), Reply.stream(text_stream("Hi")))
+
+    events = await collect(model)
+
+    assert events[-1].response.message.content == "Hi"
+    assert (len(server.requests), sleeps.delays) == (2, [0.0])
+
+
+async def test_an_overloaded_error_event_before_any_output_is_retried(
+    server: FakeServer, model: AnthropicModel, sleeps: Any
+) -> None:
+    server.reply(
+        Reply.stream([message_start(), sse(OVERLOADED, event="error")]),
+        Reply.stream(text_stream("Hi")),
+    )
+
+    events = await collect(model)
+
+    assert deltas(events, ModelEventType.TEXT) == ["Hi"]
+    assert (len(server.requests), sleeps.delays) == (2, [0.5])
+
+
+async def test_an_error_event_after_the_first_event_surfaces_without_a_retry(
+    server: FakeServer, model: AnthropicModel, sleeps: Any
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                message_start(),
+                block_start(0, {"type": "text", "text": ""}),
+                text_delta(0, "Hel"),
+                sse(OVERLOADED, event="error"),
+            ]
+        ),
+        Reply.stream(text_stream("Hello")),
+    )
+    seen: list[ModelEvent] = []
+
+    with pytest.raises(ProviderError, match="overloaded_error while streaming") as caught:
+        async with contextlib.aclosing(model.stream(HELLO)) as stream:
+            async for item in stream:
+                seen.append(item)
+
+    assert caught.value.retryable
+    assert seen == [ModelEvent.text("Hel")]
+    assert (len(server.requests), sleeps.delays) == (1, [])
+
+
+async def test_a_server_error_status_is_retried_and_then_surfaces(
+    server: FakeServer, model: AnthropicModel, sleeps: Any
+) -> None:
+    failure = {"type": "error", "error": {"type": "api_error", "message": "Internal error"}}
+    server.reply(*(Reply.error(500, failure) for _ in range(3)))
+
+    with pytest.raises(ProviderError, match=r"HTTP 500.*Internal error") as caught:
+        await collect(model)
+
+    assert caught.value.status_code == 500
+    assert (len(server.requests), sleeps.delays) == (3, [0.5, 1.0])
+
+
+async def test_a_rejected_key_raises_an_auth_error_naming_the_variable(
+    server: FakeServer, model: AnthropicModel, sleeps: Any
+) -> None:
+    invalid = {
+        "type": "error",
+        "error": {"type": "authentication_error", "message": "invalid x-api-key"},
+    }
+    server.reply(Reply.error(401, invalid))
+
+    with pytest.raises(ProviderAuthError, match="ANTHROPIC_API_KEY") as caught:
+        await collect(model)
+
+    assert "invalid x-api-key" in str(caught.value)
+    assert (len(server.requests), sleeps.delays) == (1, [])
+
+
+async def test_a_missing_key_raises_an_auth_error_before_any_request(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # no saved profile in ~/.config/anthropic either
+    model = AnthropicModel(MODEL, base_url=server.url)
+
+    with pytest.raises(ProviderAuthError, match="set ANTHROPIC_API_KEY"):
+        await collect(model)
+
+    assert server.requests == []
+
+
+# --- cancellation ------------------------------------------------------------------------
+
+
+async def test_cancelling_the_reading_task_mid_stream_closes_the_connection(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(
+        Reply.stream(
+            [message_start(), block_start(0, {"type": "text", "text": ""}), text_delta(0, "Once")],
+            hold=True,
+        )
+    )
+    first_event = asyncio.Event()
+
+    async def read() -> None:
+        async with contextlib.aclosing(model.stream(HELLO)) as stream:
+            async for _ in stream:
+                first_event.set()
+
+    reader = asyncio.create_task(read())
+    await asyncio.wait_for(first_event.wait(), timeout=5)
+    reader.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reader
+
+    await asyncio.wait_for(server.disconnected.wait(), timeout=5)
+
+
+# --- through the agent -------------------------------------------------------------------
+
+
+@tool
+async def get_weather(city: str) -> str:
+    """Current weather for a city.
+
+    Args:
+        city: The city name.
+
+    Guidelines:
+        - Use for questions about today's weather.
+    """
+    return f"Sunny in {city}"
+
+
+async def agent_events(agent: Agent, text: str) -> list[AgentEvent]:
+    async with contextlib.aclosing(agent.stream(text)) as stream:
+        return [item async for item in stream]
+
+
+async def test_an_agent_runs_a_whole_tool_loop_over_the_api(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                message_start(),
+                block_start(0, {"type": "tool_use", "id": "toolu_1", "name": "get_weather"}),
+                json_delta(0, '{"city"'),
+                json_delta(0, ': "Oslo"}'),
+                block_stop(0),
+                *message_end("tool_use"),
+            ]
+        ),
+        Reply.stream(text_stream("It is ", "sunny in Oslo.")),
+    )
+    agent = await Agent.create(model, system_prompt="Be brief.", tools=[get_weather])
+
+    events = await agent_events(agent, "Weather in Oslo?")
+
+    kinds = [item.type for item in events]
+    assert kinds.count(AgentEventType.MODEL_COMPLETED) == 2
+    assert AgentEventType.TOOL_COMPLETED in kinds
+    assert kinds[-1] is AgentEventType.RUN_COMPLETED
+    assert events[-1].message.content == "It is sunny in Oslo."
+    first, second = (request.json() for request in server.requests)
+    assert first["system"].startswith("Be brief.")
+    assert first["tools"][0]["name"] == "get_weather"
+    assert second["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo?"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "get_weather",
+                    "input": {"city": "Oslo"},
+                }
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Sunny in Oslo"}
+            ],
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "reason"),
+    [("max_tokens", StopReason.MAX_TOKENS), ("refusal", StopReason.REFUSAL)],
+)
+async def test_an_abnormal_stop_ends_the_agent_run_with_model_stopped(
+    server: FakeServer, model: AnthropicModel, stop_reason: str, reason: StopReason
+) -> None:
+    server.reply(Reply.stream(text_stream("Once upon", stop_reason=stop_reason)))
+    agent = await Agent.create(model, tools=[get_weather])
+
+    events = await agent_events(agent, "Tell me a story")
+
+    [stopped] = [item for item in events if item.type is AgentEventType.MODEL_STOPPED]
+    assert stopped.stop.reason is reason
+    assert AgentEventType.MODEL_COMPLETED not in {item.type for item in events}
+    assert events[-1].type is AgentEventType.RUN_COMPLETED
+    assert len(server.requests) == 1
+
+
+async def test_server_tool_events_reach_the_agent_stream(
+    server: FakeServer, model: AnthropicModel
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                message_start(),
+                block_start(
+                    0, {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search"}
+                ),
+                json_delta(0, '{"query": "zett"}'),
+                block_stop(0),
+                block_start(
+                    1,
+                    {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+                ),
+                block_stop(1),
+                block_start(2, {"type": "text", "text": ""}),
+                text_delta(2, "Nothing found."),
+                block_stop(2),
+                *message_end(),
+            ]
+        )
+    )
+    agent = await Agent.create(model)
+
+    events = await agent_events(agent, "Search zett")
+
+    kinds = [item.type for item in events]
+    assert [kind for kind in kinds if kind.name.startswith("SERVER_TOOL")] == [
+        AgentEventType.SERVER_TOOL_STARTED,
+        AgentEventType.SERVER_TOOL_INPUT_DELTA,
+        AgentEventType.SERVER_TOOL_COMPLETED,
+    ]
+    assert events[-1].message.content == "Nothing found."

@@ -1,0 +1,790 @@
+"""OpenAIModel against a local server speaking the Chat Completions streaming format."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from zett_agent.agent import Agent
+from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.messages import (
+    AgentMessage,
+    AssistantMessage,
+    ImageBytesSource,
+    ImageContent,
+    ImageUrlSource,
+    SystemMessage,
+    TextContent,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from zett_agent.model import (
+    ModelEvent,
+    ModelEventType,
+    ModelRequest,
+    ModelUsage,
+    ReasoningEffort,
+    ServerToolDefinition,
+    StopReason,
+    ToolCallDelta,
+    ToolDefinition,
+)
+from zett_agent.providers.base import (
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderResponseError,
+    RetryPolicy,
+)
+from zett_agent.providers.openai import OpenAIModel
+from zett_agent.tools import tool
+
+from .fake_server import FakeServer, Reply, sse
+
+MODEL = "gpt-test"
+DONE = b"data: [DONE]\n\n"
+HELLO = ModelRequest(messages=(SystemMessage("Be brief."), UserMessage("Say hello")))
+
+
+def chunk(
+    delta: dict[str, Any] | None = None,
+    *,
+    finish: str | None = None,
+    usage: dict[str, Any] | None = None,
+    choices: bool = True,
+) -> bytes:
+    body: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": MODEL,
+        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}] if choices else [],
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return sse(body)
+
+
+def text_stream(*pieces: str, finish: str = "stop") -> list[bytes]:
+    return [
+        chunk({"role": "assistant", "content": ""}),
+        *(chunk({"content": piece}) for piece in pieces),
+        chunk(finish=finish),
+        DONE,
+    ]
+
+
+def tool_fragment(
+    index: int, arguments: str, *, call_id: str | None = None, name: str | None = None
+) -> bytes:
+    function: dict[str, Any] = {"arguments": arguments}
+    if name is not None:
+        function["name"] = name
+    call: dict[str, Any] = {"index": index, "function": function}
+    if call_id is not None:
+        call.update(id=call_id, type="function")
+    return chunk({"tool_calls": [call]})
+
+
+@pytest.fixture
+async def model(server: FakeServer, retry_policy: RetryPolicy) -> AsyncIterator[OpenAIModel]:
+    adapter = OpenAIModel(
+        MODEL, api_key="sk-test", base_url=f"{server.url}/v1", retry_policy=retry_policy
+    )
+    yield adapter
+    await adapter.aclose()
+
+
+async def collect(model: OpenAIModel, request: ModelRequest = HELLO) -> list[ModelEvent]:
+    async with contextlib.aclosing(model.stream(request)) as stream:
+        return [event async for event in stream]
+
+
+def deltas(events: list[ModelEvent], kind: ModelEventType) -> list[str]:
+    return [event.delta for event in events if event.type is kind]
+
+
+# --- streaming ---------------------------------------------------------------------------
+
+
+async def test_plain_text_streams_as_text_deltas_and_completes_with_the_message(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(Reply.stream(text_stream("Hel", "lo", "!")))
+
+    events = await collect(model)
+
+    assert deltas(events, ModelEventType.TEXT) == ["Hel", "lo", "!"]
+    assert [event.type for event in events][-1] is ModelEventType.COMPLETED
+    response = events[-1].response
+    assert response is not None
+    assert response.message.content == "Hello!"
+    assert response.message.reasoning is None
+    assert (response.message.provider, response.message.model) == ("openai", MODEL)
+    assert (response.finish_reason, response.stop) == ("stop", None)
+
+
+async def test_request_reaches_the_chat_completions_endpoint_with_key_and_streaming_options(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(Reply.stream(text_stream("ok")))
+
+    await collect(model)
+
+    [request] = server.requests
+    assert (request.method, request.path) == ("POST", "/v1/chat/completions")
+    assert request.headers["authorization"] == "Bearer sk-test"
+    body = request.json()
+    assert body["model"] == MODEL
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Say hello"},
+    ]
+    # MEDIUM is the default, so models without a reasoning knob never see one.
+    assert "reasoning_effort" not in body
+    assert "tools" not in body
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_reasoning_streams_before_text_and_lands_in_the_message(
+    server: FakeServer, model: OpenAIModel, field: str
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                chunk({"role": "assistant", field: "Two plus "}),
+                chunk({field: "two is four."}),
+                chunk({"content": "It is "}),
+                chunk({"content": "4."}),
+                chunk(finish="stop"),
+                DONE,
+            ]
+        )
+    )
+
+    events = await collect(model)
+
+    assert [event.type for event in events] == [
+        ModelEventType.REASONING,
+        ModelEventType.REASONING,
+        ModelEventType.TEXT,
+        ModelEventType.TEXT,
+        ModelEventType.COMPLETED,
+    ]
+    message = events[-1].response.message
+    assert message.reasoning == "Two plus two is four."
+    assert message.content == "It is 4."
+
+
+async def test_one_tool_call_with_arguments_split_across_chunks_is_assembled(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                chunk({"role": "assistant", "content": None}),
+                tool_fragment(0, "", call_id="call_w1", name="get_weather"),
+                tool_fragment(0, '{"ci'),
+                tool_fragment(0, 'ty": "Par'),
+                tool_fragment(0, 'is", "days": 2}'),
+                chunk(finish="tool_calls"),
+                DONE,
+            ]
+        )
+    )
+
+    events = await collect(model)
+
+    assert [event.tool_call_delta for event in events[:-1]] == [
+        ToolCallDelta(0, "call_w1", "get_weather", ""),
+        ToolCallDelta(0, None, None, '{"ci'),
+        ToolCallDelta(0, None, None, 'ty": "Par'),
+        ToolCallDelta(0, None, None, 'is", "days": 2}'),
+    ]
+    response = events[-1].response
+    assert response.message.tool_calls == (
+        ToolCall("call_w1", "get_weather", {"city": "Paris", "days": 2}),
+    )
+    assert (response.finish_reason, response.stop) == ("tool_calls", None)
+
+
+async def test_several_interleaved_tool_calls_keep_their_order_and_arguments(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                chunk({"content": "Checking both."}),
+                tool_fragment(0, '{"city":', call_id="call_a", name="get_weather"),
+                tool_fragment(1, '{"ci', call_id="call_b", name="get_weather"),
+                tool_fragment(0, ' "Oslo"}'),
+                tool_fragment(1, 'ty": "Rome"}'),
+                tool_fragment(2, "", call_id="call_c", name="get_time"),
+                chunk(finish="tool_calls"),
+                DONE,
+            ]
+        )
+    )
+
+    events = await collect(model)
+
+    indexes = [e.tool_call_delta.index for e in events if e.type is ModelEventType.TOOL_CALL]
+    assert indexes == [0, 1, 0, 1, 2]
+    message = events[-1].response.message
+    assert message.content == "Checking both."
+    assert message.tool_calls == (
+        ToolCall("call_a", "get_weather", {"city": "Oslo"}),
+        ToolCall("call_b", "get_weather", {"city": "Rome"}),
+        ToolCall("call_c", "get_time", {}),
+    )
+
+
+async def test_usage_with_cached_and_reasoning_tokens_is_reported(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    usage = {
+        "prompt_tokens": 120,
+        "completion_tokens": 30,
+        "total_tokens": 150,
+        "prompt_tokens_details": {"cached_tokens": 100},
+        "completion_tokens_details": {"reasoning_tokens": 12},
+    }
+    server.reply(Reply.stream([*text_stream("Hi")[:-1], chunk(choices=False, usage=usage), DONE]))
+
+    events = await collect(model)
+
+    assert events[-1].response.usage == ModelUsage(
+        input_tokens=120, output_tokens=30, cache_read_tokens=100, reasoning_tokens=12
+    )
+
+
+@pytest.mark.parametrize(
+    ("finish", "reason"),
+    [("length", StopReason.MAX_TOKENS), ("content_filter", StopReason.CONTENT_FILTER)],
+)
+async def test_abnormal_finish_reasons_set_stop_info(
+    server: FakeServer, model: OpenAIModel, finish: str, reason: StopReason
+) -> None:
+    server.reply(Reply.stream(text_stream("Once upon a", finish=finish)))
+
+    response = (await collect(model))[-1].response
+
+    assert response.stop is not None
+    assert (response.stop.reason, response.stop.detail) == (reason, finish)
+    assert response.finish_reason == finish
+    assert response.message.content == "Once upon a"
+
+
+async def test_a_refusal_becomes_the_content_and_stops_with_refusal(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                chunk({"role": "assistant", "refusal": "I can't "}),
+                chunk({"refusal": "help with that."}),
+                chunk(finish="stop"),
+                DONE,
+            ]
+        )
+    )
+
+    events = await collect(model)
+
+    assert deltas(events, ModelEventType.TEXT) == ["I can't ", "help with that."]
+    response = events[-1].response
+    assert response.message.content == "I can't help with that."
+    assert response.stop.reason is StopReason.REFUSAL
+
+
+async def test_an_unknown_finish_reason_stops_with_other(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(Reply.stream(text_stream("partial", finish="abort")))
+
+    response = (await collect(model))[-1].response
+
+    assert (response.stop.reason, response.stop.detail) == (StopReason.OTHER, "abort")
+
+
+async def test_a_stream_cut_before_the_finish_reason_is_a_response_error(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(Reply.stream([chunk({"content": "Hel"})]))
+
+    with pytest.raises(ProviderResponseError, match="ended without a finish reason"):
+        await collect(model)
+
+
+async def test_malformed_tool_arguments_raise_a_response_error_naming_the_tool(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                tool_fragment(0, '{"city": "Par', call_id="call_x", name="get_weather"),
+                tool_fragment(0, "is"),
+                chunk(finish="tool_calls"),
+                DONE,
+            ]
+        )
+    )
+
+    with pytest.raises(ProviderResponseError, match=r"malformed JSON arguments.*'get_weather'"):
+        await collect(model)
+
+
+# --- request mapping ---------------------------------------------------------------------
+
+
+async def test_images_in_a_user_message_are_sent_as_image_url_parts(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(Reply.stream(text_stream("A cat.")))
+    png = b"\x89PNG\r\n\x1a\nfake"
+    message = UserMessage(
+        [
+            TextContent("What is in these pictures?"),
+            ImageContent(ImageUrlSource("https://example.test/cat.jpg"), detail="low"),
+            ImageContent(ImageBytesSource(png, "image/png")),
+        ]
+    )
+
+    await collect(model, ModelRequest(messages=(message,)))
+
+    [sent] = server.requests[0].json()["messages"]
+    encoded = base64.b64encode(png).decode()
+    assert sent == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "What is in these pictures?"},
+            {
+                "type": "image_url",
+                "image_url": {"url": "https://example.test/cat.jpg", "detail": "low"},
+            },
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{encoded}"}},
+        ],
+    }
+
+
+async def test_history_tools_and_options_are_mapped_to_chat_completions_fields(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(Reply.stream(text_stream("done")))
+    chart = ImageContent(ImageBytesSource(b"GIF89a", "image/gif"))
+    request = ModelRequest(
+        messages=(
+            SystemMessage("Be brief."),
+            UserMessage("Weather in Oslo and Rome?"),
+            AssistantMessage(
+                "",
+                reasoning="I should call the tool twice.",
+                tool_calls=(
+                    ToolCall("call_a", "get_weather", {"city": "Oslo"}),
+                    ToolCall("call_b", "get_weather", {"city": "Rome"}),
+                ),
+            ),
+            ToolMessage("call_a", "get_weather", [TextContent("Sunny"), chart]),
+            ToolMessage("call_b", "get_weather", "city not found", success=False),
+            AgentMessage("Answer in one line."),
+        ),
+        tools=(ToolDefinition("get_weather", "Current weather.", {"type": "object"}),),
+        tool_choice="get_weather",
+        reasoning_effort=ReasoningEffort.HIGH,
+        server_tools=(ServerToolDefinition("web_search_20250305"),),
+        cache_key="session-1",
+    )
+
+    await collect(model, request)
+
+    body = server.requests[0].json()
+    assert body["messages"][2:] == [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                },
+                {
+                    "id": "call_b",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_a", "content": "Sunny"},
+        {"role": "tool", "tool_call_id": "call_b", "content": "Tool call failed: city not found"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Images returned by tool 'get_weather' (call call_a):"},
+                {"type": "image_url", "image_url": {"url": "data:image/gif;base64,R0lGODlh"}},
+            ],
+        },
+        {"role": "user", "content": "Answer in one line."},
+    ]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Current weather.",
+                "parameters": {"type": "object"},
+            },
+        }
+    ]
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+    assert body["reasoning_effort"] == "high"
+    # A compatible server gets neither OpenAI-only field.
+    assert "prompt_cache_key" not in body
+
+
+async def test_max_tokens_uses_the_field_compatible_servers_understand(
+    server: FakeServer, retry_policy: RetryPolicy
+) -> None:
+    server.reply(Reply.stream(text_stream("ok")))
+    model = OpenAIModel(
+        MODEL,
+        api_key="sk-test",
+        base_url=f"{server.url}/v1",
+        max_tokens=64,
+        retry_policy=retry_policy,
+    )
+    try:
+        await collect(model)
+    finally:
+        await model.aclose()
+
+    body = server.requests[0].json()
+    assert body["max_tokens"] == 64
+    assert "max_completion_tokens" not in body
+
+
+# --- errors and retries ------------------------------------------------------------------
+
+
+RATE_LIMITED = {"error": {"message": "Rate limit reached", "type": "requests"}}
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "expected_delay"),
+    [
+        (429, {"Retry-After": "0"}, 0.0),
+        (429, {"Retry-After": "7"}, 7.0),
+        (429, {"retry-after-ms": "250"}, 0.25),
+        (503, {}, 0.5),
+        (408, {}, 0.5),
+        (409, {}, 0.5),
+    ],
+)
+async def test_a_retryable_status_before_any_output_is_retried_after_the_right_delay(
+    server: FakeServer,
+    model: OpenAIModel,
+    sleeps: Any,
+    status: int,
+    headers: dict[str, str],
+    expected_delay: float,
+) -> None:
+    server.reply(Reply.error(status, RATE_LIMITED, headers), Reply.stream(text_stream("Hi")))
+
+    events = await collect(model)
+
+    assert events[-1].response.message.content == "Hi"
+    assert len(server.requests) == 2
+    assert sleeps.delays == [expected_delay]
+
+
+async def test_retries_back_off_exponentially_and_then_surface_the_error(
+    server: FakeServer, model: OpenAIModel, sleeps: Any
+) -> None:
+    server.reply(*(Reply.error(500, {"error": {"message": "boom"}}) for _ in range(3)))
+
+    with pytest.raises(ProviderError, match=r"HTTP 500.*boom") as caught:
+        await collect(model)
+
+    assert caught.value.status_code == 500
+    assert len(server.requests) == 3
+    assert sleeps.delays == [0.5, 1.0]
+
+
+async def test_a_retry_after_beyond_the_policy_limit_is_not_waited_for(
+    server: FakeServer, model: OpenAIModel, sleeps: Any
+) -> None:
+    server.reply(Reply.error(429, RATE_LIMITED, {"Retry-After": "3600"}))
+
+    with pytest.raises(ProviderError, match="HTTP 429") as caught:
+        await collect(model)
+
+    assert caught.value.retry_after == 3600.0
+    assert (len(server.requests), sleeps.delays) == (1, [])
+
+
+async def test_a_bad_request_is_not_retried(
+    server: FakeServer, model: OpenAIModel, sleeps: Any
+) -> None:
+    server.reply(Reply.error(400, {"error": {"message": "Unknown model gpt-test"}}))
+
+    with pytest.raises(ProviderError, match="Unknown model gpt-test"):
+        await collect(model)
+
+    assert (len(server.requests), sleeps.delays) == (1, [])
+
+
+async def test_a_server_error_after_the_first_event_surfaces_without_a_retry(
+    server: FakeServer, model: OpenAIModel, sleeps: Any
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                chunk({"content": "Hel"}),
+                sse({"error": {"message": "upstream crashed", "type": "server_error"}}),
+            ]
+        ),
+        Reply.stream(text_stream("Hello")),
+    )
+    seen: list[ModelEvent] = []
+
+    with pytest.raises(ProviderError, match="upstream crashed") as caught:
+        async with contextlib.aclosing(model.stream(HELLO)) as stream:
+            async for event in stream:
+                seen.append(event)
+
+    # The error would be retryable before any output; after output it never is.
+    assert caught.value.retryable
+    assert deltas(seen, ModelEventType.TEXT) == ["Hel"]
+    assert (len(server.requests), sleeps.delays) == (1, [])
+
+
+async def test_a_rejected_key_raises_an_auth_error_naming_the_variable(
+    server: FakeServer, model: OpenAIModel, sleeps: Any
+) -> None:
+    server.reply(Reply.error(401, {"error": {"message": "Incorrect API key provided"}}))
+
+    with pytest.raises(ProviderAuthError, match="OPENAI_API_KEY") as caught:
+        await collect(model)
+
+    assert "Incorrect API key provided" in str(caught.value)
+    assert caught.value.status_code == 401
+    assert (len(server.requests), sleeps.delays) == (1, [])
+
+
+async def test_a_missing_key_raises_an_auth_error_before_any_request(
+    server: FakeServer,
+) -> None:
+    model = OpenAIModel(MODEL, base_url=f"{server.url}/v1")
+
+    with pytest.raises(ProviderAuthError, match="set OPENAI_API_KEY"):
+        await collect(model)
+
+    assert server.requests == []
+
+
+async def test_the_key_defaults_to_the_sdk_environment_variable(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    server.reply(Reply.stream(text_stream("ok")))
+    model = OpenAIModel(MODEL, base_url=f"{server.url}/v1")
+    try:
+        await collect(model)
+    finally:
+        await model.aclose()
+
+    assert server.requests[0].headers["authorization"] == "Bearer sk-from-env"
+
+
+async def test_an_unreachable_server_raises_a_connection_error_with_the_url(
+    retry_policy: RetryPolicy,
+) -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago has no listener
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    model = OpenAIModel(
+        MODEL, api_key="sk-test", base_url=f"http://127.0.0.1:{port}/v1", retry_policy=retry_policy
+    )
+    try:
+        with pytest.raises(ProviderConnectionError) as caught:
+            await collect(model)
+    finally:
+        await model.aclose()
+
+    assert caught.value.url == f"http://127.0.0.1:{port}/v1/chat/completions"
+    assert f"http://127.0.0.1:{port}/v1/chat/completions" in str(caught.value)
+
+
+async def test_a_closed_model_refuses_new_requests(model: OpenAIModel) -> None:
+    await model.aclose()
+
+    with pytest.raises(ProviderError, match="has been closed"):
+        await collect(model)
+
+
+# --- cancellation ------------------------------------------------------------------------
+
+
+async def test_cancelling_the_reading_task_mid_stream_closes_the_connection(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(Reply.stream([chunk({"content": "Once"})], hold=True))
+    first_event = asyncio.Event()
+
+    async def read() -> None:
+        async with contextlib.aclosing(model.stream(HELLO)) as stream:
+            async for _ in stream:
+                first_event.set()
+
+    reader = asyncio.create_task(read())
+    await asyncio.wait_for(first_event.wait(), timeout=5)
+    reader.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reader
+
+    await asyncio.wait_for(server.disconnected.wait(), timeout=5)
+
+
+async def test_closing_the_stream_after_the_first_event_closes_the_connection(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(Reply.stream([chunk({"content": "Once"})], hold=True))
+
+    stream = model.stream(HELLO)
+    first = await anext(stream)
+    await stream.aclose()
+
+    assert first == ModelEvent.text("Once")
+    await asyncio.wait_for(server.disconnected.wait(), timeout=5)
+
+
+# --- through the agent -------------------------------------------------------------------
+
+
+@tool
+async def get_weather(city: str) -> str:
+    """Current weather for a city.
+
+    Args:
+        city: The city name.
+
+    Guidelines:
+        - Use for questions about today's weather.
+    """
+    return f"Sunny in {city}"
+
+
+async def agent_events(agent: Agent, text: str) -> list[AgentEvent]:
+    async with contextlib.aclosing(agent.stream(text)) as stream:
+        return [item async for item in stream]
+
+
+async def test_an_agent_runs_a_whole_tool_loop_over_the_api(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(
+        Reply.stream(
+            [
+                tool_fragment(0, '{"city"', call_id="call_1", name="get_weather"),
+                tool_fragment(0, ': "Oslo"}'),
+                chunk(finish="tool_calls"),
+                DONE,
+            ]
+        ),
+        Reply.stream(text_stream("It is ", "sunny in Oslo.")),
+    )
+    agent = await Agent.create(model, system_prompt="Be brief.", tools=[get_weather])
+
+    events = await agent_events(agent, "Weather in Oslo?")
+
+    kinds = [item.type for item in events]
+    assert kinds.count(AgentEventType.MODEL_COMPLETED) == 2
+    assert AgentEventType.TOOL_COMPLETED in kinds
+    assert kinds[-1] is AgentEventType.RUN_COMPLETED
+    assert events[-1].message.content == "It is sunny in Oslo."
+    first, second = (request.json() for request in server.requests)
+    assert first["tools"][0]["function"]["name"] == "get_weather"
+    assert second["messages"][-2:] == [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "Sunny in Oslo"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("stream", "reason"),
+    [
+        (text_stream("Once upon", finish="length"), StopReason.MAX_TOKENS),
+        (text_stream("Once upon", finish="content_filter"), StopReason.CONTENT_FILTER),
+        ([chunk({"refusal": "I can't."}), chunk(finish="stop"), DONE], StopReason.REFUSAL),
+    ],
+)
+async def test_an_abnormal_finish_ends_the_agent_run_with_model_stopped(
+    server: FakeServer, model: OpenAIModel, stream: list[bytes], reason: StopReason
+) -> None:
+    server.reply(Reply.stream(stream))
+    agent = await Agent.create(model, tools=[get_weather])
+
+    events = await agent_events(agent, "Tell me a story")
+
+    [stopped] = [item for item in events if item.type is AgentEventType.MODEL_STOPPED]
+    assert stopped.stop.reason is reason
+    assert AgentEventType.MODEL_COMPLETED not in {item.type for item in events}
+    assert events[-1].type is AgentEventType.RUN_COMPLETED
+    assert len(server.requests) == 1
+
+
+async def test_a_provider_failure_reaches_the_agent_caller_unchanged(
+    server: FakeServer, model: OpenAIModel
+) -> None:
+    server.reply(Reply.error(401, {"error": {"message": "Incorrect API key provided"}}))
+    agent = await Agent.create(model)
+
+    with pytest.raises(ProviderAuthError, match="OPENAI_API_KEY"):
+        await agent.run("Hello")
+
+
+async def test_cancelling_during_the_retry_backoff_stops_without_another_attempt(
+    server: FakeServer,
+) -> None:
+    server.reply(Reply.error(429, RATE_LIMITED), Reply.stream(text_stream("too late")))
+    backing_off = asyncio.Event()
+
+    async def sleep_until_cancelled(seconds: float) -> None:
+        backing_off.set()
+        await asyncio.Event().wait()
+
+    model = OpenAIModel(
+        MODEL,
+        api_key="sk-test",
+        base_url=f"{server.url}/v1",
+        retry_policy=RetryPolicy(sleep=sleep_until_cancelled),
+    )
+    reader = asyncio.create_task(collect(model))
+    try:
+        await asyncio.wait_for(backing_off.wait(), timeout=5)
+        reader.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reader
+    finally:
+        await model.aclose()
+
+    assert len(server.requests) == 1

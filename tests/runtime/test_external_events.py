@@ -1,0 +1,813 @@
+"""``ExternalEventExtension`` and ``Agent.emit_external_event`` (seed 000, SPEC A5, A7).
+
+``ConfirmationExtension`` below is seed 000's example exactly as written there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+
+import pytest
+
+from zett_agent.agent import Agent, AgentRunConfig, AgentRunContext
+from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.exceptions import AgentProtocolError
+from zett_agent.extensions.base import AgentExtension
+from zett_agent.extensions.events import MessageAppendedEvent, RunCancelledEvent
+from zett_agent.extensions.external import ExternalEvent, ExternalEventExtension
+from zett_agent.messages import ToolCall, ToolMessage
+from zett_agent.tools.base import tool
+
+from .support import ProbeModel, answer, calls, let_other_tasks_run
+
+T = AgentEventType
+CANCELLED_TEXT = "Request cancelled before tool completion"
+
+
+# --- seed 000's example, verbatim -------------------------------------------------------
+
+
+class ConfirmationExtension(ExternalEventExtension):
+    def __init__(self) -> None:
+        super().__init__(
+            response_event_name="confirmation_response",
+            correlation_field="tool_call_id",
+        )
+
+    async def on_tool(self, context: AgentRunContext) -> None:
+        @tool
+        async def confirm() -> bool:
+            """Ask the user whether to proceed.
+
+            Snippet:
+                confirm()
+
+            Guidelines:
+                - Use when proceeding requires an explicit user decision.
+            """
+            response = self._take_external_event(context)
+            approved = response.payload.get("approved")
+            if not isinstance(approved, bool):
+                raise ValueError("approved must be a boolean")
+            return approved
+
+        context.register_tool(confirm)
+
+    async def before_tool(self, context: AgentRunContext, call: ToolCall) -> None:
+        if call.name != "confirm":
+            return
+        async with self._wait_for_external_event(context, call.id):
+            await context.emit(
+                AgentEvent(
+                    AgentEventType.CUSTOM,
+                    session_id=context.session_id,
+                    name="confirmation_requested",
+                    payload={"tool_call_id": call.id, "question": "Proceed?"},
+                )
+            )
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+class ConfirmModel:
+    """Asks for confirmation, then reports the tool result it got back."""
+
+    def __init__(self, call_id: str = "call-7") -> None:
+        self.call_id = call_id
+        self.requests = []
+
+    async def stream(self, request):
+        self.requests.append(request)
+        last = request.messages[-1]
+        if isinstance(last, ToolMessage):
+            events = answer(f"{last.success}:{last.content}")
+        else:
+            events = calls(ToolCall(id=self.call_id, name="confirm"))
+        for event in events:
+            yield event
+
+
+class RequestWatch(AgentExtension):
+    """Records errors, cancellations and tool results of the requests it sees."""
+
+    def __init__(self) -> None:
+        self.errors: list[Exception] = []
+        self.cancelled: list[RunCancelledEvent] = []
+        self.tool_messages: list[ToolMessage] = []
+
+    async def on_event(self, context, event):
+        if isinstance(event, RunCancelledEvent):
+            self.cancelled.append(event)
+        elif isinstance(event, MessageAppendedEvent) and isinstance(event.message, ToolMessage):
+            self.tool_messages.append(event.message)
+
+    async def on_error(self, context, error):
+        self.errors.append(error)
+
+
+def reply(call_id: str = "call-7", approved: object = True, **extra) -> ExternalEvent:
+    return ExternalEvent(
+        name="confirmation_response",
+        payload={"tool_call_id": call_id, "approved": approved, **extra},
+    )
+
+
+class Session:
+    """Runs one request in a task; ``requested`` is set when the confirmation is asked."""
+
+    def __init__(self, agent: Agent, config: AgentRunConfig) -> None:
+        self.agent = agent
+        self.config = config
+        self.requested = asyncio.Event()
+        self.request_event: AgentEvent | None = None
+        self.events: list[AgentEvent] = []
+        self.task = asyncio.create_task(self._consume())
+
+    async def _consume(self):
+        async with contextlib.aclosing(self.agent.stream("Deploy?", config=self.config)) as stream:
+            async for event in stream:
+                self.events.append(event)
+                if event.type is T.CUSTOM and event.name == "confirmation_requested":
+                    self.request_event = event
+                    self.requested.set()
+        return self.events[-1].message
+
+    async def waiting(self) -> None:
+        """Return once the request is parked on its confirmation."""
+        await self.requested.wait()
+        await let_other_tasks_run()
+
+
+async def confirmation_agent(config: AgentRunConfig | None = None, *extra: AgentExtension):
+    return await Agent.create(
+        ConfirmModel(), config=config, extensions=[ConfirmationExtension(), *extra]
+    )
+
+
+# --- ExternalEvent ----------------------------------------------------------------------
+
+
+def test_an_external_event_needs_a_name():
+    with pytest.raises(ValueError, match="name"):
+        ExternalEvent(name=" ", payload={})
+
+
+def test_an_external_event_payload_must_be_a_dict_with_string_keys():
+    with pytest.raises(TypeError, match="payload"):
+        ExternalEvent(name="x", payload=["not", "a", "dict"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        ExternalEvent(name="x", payload={1: "numeric key"})  # type: ignore[dict-item]
+
+
+# --- the seed example end to end --------------------------------------------------------
+
+
+async def test_the_seed_confirmation_example_runs_end_to_end():
+    config = AgentRunConfig(session_id="session-42", request_id="request-1")
+    model = ConfirmModel()
+    agent = await Agent.create(model, config=config, extensions=[ConfirmationExtension()])
+    accepted_by = []
+    events = []
+    async with contextlib.aclosing(agent.stream("Deploy?", config=config)) as stream:
+        async for event in stream:
+            events.append(event)
+            if event.type is T.CUSTOM and event.name == "confirmation_requested":
+                accepted_by.append(
+                    agent.emit_external_event(
+                        ExternalEvent(
+                            name="confirmation_response",
+                            payload={
+                                "tool_call_id": event.payload["tool_call_id"],
+                                "approved": True,
+                            },
+                        ),
+                        config=config,
+                    )
+                )
+    assert accepted_by == [["ConfirmationExtension"]]
+    custom = next(e for e in events if e.type is T.CUSTOM)
+    assert custom.session_id == "session-42"
+    assert custom.payload == {"tool_call_id": "call-7", "question": "Proceed?"}
+    kinds = [
+        e.type
+        for e in events
+        if e.type not in {T.TEXT_DELTA, T.CONTENT_STARTED, T.CONTENT_COMPLETED}
+    ]
+    assert kinds == [
+        T.MODEL_STARTED,
+        T.MODEL_COMPLETED,
+        T.CUSTOM,
+        T.TOOL_STARTED,
+        T.TOOL_COMPLETED,
+        T.MODEL_STARTED,
+        T.MODEL_COMPLETED,
+        T.RUN_COMPLETED,
+    ]
+    completed = next(e for e in events if e.type is T.TOOL_COMPLETED)
+    assert completed.message.success is True
+    assert json.loads(completed.message.content) is True
+    assert events[-1].message.content == "True:true"
+    assert model.requests[0].tools[0].name == "confirm"
+
+
+async def test_the_seed_usage_works_when_the_stream_runs_under_the_initialized_config():
+    config = AgentRunConfig(session_id="session-42", request_id="request-1")
+    agent = await Agent.create(ConfirmModel(), config=config, extensions=[ConfirmationExtension()])
+    accepted_by = []
+    async with contextlib.aclosing(agent.stream("Deploy?")) as stream:
+        async for event in stream:
+            if event.type is T.CUSTOM:
+                accepted_by.append(
+                    agent.emit_external_event(
+                        ExternalEvent(
+                            name="confirmation_response",
+                            payload={"tool_call_id": "call-7", "approved": True},
+                        ),
+                        config=config,
+                    )
+                )
+    assert accepted_by == [["ConfirmationExtension"]]
+
+
+async def test_a_rejection_reaches_the_model_as_a_successful_false():
+    config = AgentRunConfig(session_id="s")
+    agent = await confirmation_agent(config)
+    session = Session(agent, config)
+    await session.waiting()
+    assert agent.emit_external_event(reply(approved=False), config=config) == [
+        "ConfirmationExtension"
+    ]
+    final = await session.task
+    assert final.content == "True:false"
+
+
+async def test_a_reply_sent_while_the_request_event_is_being_handled_is_accepted():
+    """The consumer replies before asking for the next event: the wait already exists."""
+    config = AgentRunConfig(session_id="s", request_id="r")
+    agent = await confirmation_agent(config)
+    order = []
+    async with contextlib.aclosing(agent.stream("Deploy?", config=config)) as stream:
+        async for event in stream:
+            order.append(event.type)
+            if event.type is T.CUSTOM:
+                order.append(agent.emit_external_event(reply(), config=config))
+    custom = order.index(T.CUSTOM)
+    assert order[custom + 1] == ["ConfirmationExtension"]
+    assert order[custom + 2] is T.TOOL_STARTED
+    assert order[-1] is T.RUN_COMPLETED
+
+
+# --- stale, duplicate and misrouted replies ---------------------------------------------
+
+
+async def test_a_reply_before_any_request_is_rejected():
+    config = AgentRunConfig(session_id="s")
+    agent = await confirmation_agent(config)
+    assert agent.emit_external_event(reply(), config=config) == []
+
+
+async def test_a_reply_after_the_request_finished_is_rejected():
+    config = AgentRunConfig(session_id="s")
+    agent = await confirmation_agent(config)
+    session = Session(agent, config)
+    await session.waiting()
+    agent.emit_external_event(reply(), config=config)
+    await session.task
+    assert agent.emit_external_event(reply(), config=config) == []
+
+
+async def test_a_duplicate_reply_is_rejected_and_the_first_one_wins():
+    config = AgentRunConfig(session_id="s")
+    agent = await confirmation_agent(config)
+    session = Session(agent, config)
+    await session.waiting()
+    assert agent.emit_external_event(reply(approved=True), config=config) == [
+        "ConfirmationExtension"
+    ]
+    assert agent.emit_external_event(reply(approved=False), config=config) == []
+    assert (await session.task).content == "True:true"
+
+
+async def test_a_reply_for_another_session_is_rejected():
+    config = AgentRunConfig(session_id="mine")
+    agent = await confirmation_agent(config)
+    session = Session(agent, config)
+    await session.waiting()
+    assert agent.emit_external_event(reply(), config=AgentRunConfig(session_id="theirs")) == []
+    assert not session.task.done()
+    assert agent.emit_external_event(reply(), config=config) == ["ConfirmationExtension"]
+    await session.task
+
+
+async def test_a_reply_for_another_request_of_the_same_session_is_rejected():
+    config = AgentRunConfig(session_id="s", request_id="request-2")
+    agent = await confirmation_agent(config)
+    session = Session(agent, config)
+    await session.waiting()
+    stale = AgentRunConfig(session_id="s", request_id="request-1")
+    assert agent.emit_external_event(reply(), config=stale) == []
+    assert agent.emit_external_event(reply(), config=config) == ["ConfirmationExtension"]
+    await session.task
+
+
+async def test_a_reply_routed_by_session_alone_reaches_the_active_request():
+    config = AgentRunConfig(session_id="s", request_id="r")
+    agent = await confirmation_agent(config)
+    session = Session(agent, config)
+    await session.waiting()
+    assert agent.emit_external_event(reply(), config=AgentRunConfig(session_id="s")) == [
+        "ConfirmationExtension"
+    ]
+    await session.task
+
+
+async def test_a_reply_with_an_unknown_correlation_id_is_rejected():
+    config = AgentRunConfig(session_id="s")
+    agent = await confirmation_agent(config)
+    session = Session(agent, config)
+    await session.waiting()
+    assert agent.emit_external_event(reply(call_id="call-8"), config=config) == []
+    assert agent.emit_external_event(reply(), config=config) == ["ConfirmationExtension"]
+    await session.task
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        ExternalEvent(name="other_response", payload={"tool_call_id": "call-7", "approved": True}),
+        ExternalEvent(name="confirmation_response", payload={"approved": True}),
+        ExternalEvent(name="confirmation_response", payload={"tool_call_id": 7, "approved": True}),
+        ExternalEvent(
+            name="confirmation_response", payload={"tool_call_id": " ", "approved": True}
+        ),
+    ],
+    ids=["wrong-name", "no-correlation", "non-string-correlation", "blank-correlation"],
+)
+async def test_a_malformed_reply_is_rejected_and_the_wait_survives(event):
+    config = AgentRunConfig(session_id="s")
+    agent = await confirmation_agent(config)
+    session = Session(agent, config)
+    await session.waiting()
+    assert agent.emit_external_event(event, config=config) == []
+    assert agent.emit_external_event(reply(), config=config) == ["ConfirmationExtension"]
+    await session.task
+
+
+async def test_accept_without_a_config_is_rejected():
+    config = AgentRunConfig(session_id="s")
+    extension = ConfirmationExtension()
+    agent = await Agent.create(ConfirmModel(), config=config, extensions=[extension])
+    session = Session(agent, config)
+    await session.waiting()
+    assert extension.accept(None, reply()) is False
+    assert extension.accept(AgentRunConfig(), reply()) is False
+    assert extension.accept(config, reply()) is True
+    await session.task
+
+
+async def test_routing_ignores_ids_inside_the_payload_and_leaves_it_untouched():
+    config = AgentRunConfig(session_id="s", request_id="r")
+    agent = await confirmation_agent(config)
+    session = Session(agent, config)
+    await session.waiting()
+    event = reply(session_id="elsewhere", request_id="not-this-one")
+    snapshot = json.dumps(event.payload, sort_keys=True)
+    assert agent.emit_external_event(event, config=config) == ["ConfirmationExtension"]
+    await session.task
+    assert json.dumps(event.payload, sort_keys=True) == snapshot
+
+
+async def test_a_payload_that_fails_business_validation_is_still_accepted_but_fails_the_tool():
+    config = AgentRunConfig(session_id="s")
+    watch = RequestWatch()
+    agent = await confirmation_agent(config, watch)
+    session = Session(agent, config)
+    await session.waiting()
+    assert agent.emit_external_event(reply(approved="yes"), config=config) == [
+        "ConfirmationExtension"
+    ]
+    final = await session.task
+    (result,) = watch.tool_messages
+    assert result.success is False
+    assert "approved must be a boolean" in result.content
+    assert final.content.startswith("False:")
+    assert watch.errors == []
+
+
+# --- threads ----------------------------------------------------------------------------
+
+
+async def test_a_reply_from_another_thread_wakes_the_waiting_request():
+    config = AgentRunConfig(session_id="s", request_id="r")
+    agent = await confirmation_agent(config)
+    session = Session(agent, config)
+    await session.waiting()
+    accepted = await asyncio.to_thread(agent.emit_external_event, reply(), config=config)
+    assert accepted == ["ConfirmationExtension"]
+    assert (await session.task).content == "True:true"
+
+
+async def test_a_reply_from_a_plain_thread_started_by_the_ui_callback_is_accepted():
+    config = AgentRunConfig(session_id="s")
+    agent = await confirmation_agent(config)
+    results: list[list[str]] = []
+    threads: list[threading.Thread] = []
+
+    async with contextlib.aclosing(agent.stream("Deploy?", config=config)) as stream:
+        async for event in stream:
+            if event.type is T.CUSTOM:
+                thread = threading.Thread(
+                    target=lambda: results.append(agent.emit_external_event(reply(), config=config))
+                )
+                thread.start()
+                threads.append(thread)
+            final = event
+    await asyncio.to_thread(threads[0].join)
+    assert results == [["ConfirmationExtension"]]
+    assert final.message.content == "True:true"
+
+
+async def test_concurrent_duplicate_replies_from_threads_are_accepted_exactly_once():
+    config = AgentRunConfig(session_id="s")
+    agent = await confirmation_agent(config)
+    session = Session(agent, config)
+    await session.waiting()
+    racers = 4  # at most the default executor's worker count on a 2-core machine
+    start = threading.Barrier(racers)
+
+    def racer():
+        start.wait()
+        return agent.emit_external_event(reply(), config=config)
+
+    results = await asyncio.gather(*(asyncio.to_thread(racer) for _ in range(racers)))
+    assert sorted(results) == [[]] * (racers - 1) + [["ConfirmationExtension"]]
+    await session.task
+
+
+# --- cancellation and failure -----------------------------------------------------------
+
+
+async def test_cancelling_a_waiting_request_cancels_the_wait_and_rejects_late_replies():
+    config = AgentRunConfig(session_id="s")
+    watch = RequestWatch()
+    agent = await confirmation_agent(config, watch)
+    session = Session(agent, config)
+    await session.waiting()
+    session.task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await session.task
+    assert agent.emit_external_event(reply(), config=config) == []
+    assert [(m.tool_call_id, m.success, m.content) for m in watch.tool_messages] == [
+        ("call-7", False, CANCELLED_TEXT)
+    ]
+    assert len(watch.cancelled) == 1
+    assert watch.errors == []
+
+
+async def test_closing_the_stream_at_the_request_event_rejects_late_replies():
+    config = AgentRunConfig(session_id="s")
+    watch = RequestWatch()
+    agent = await confirmation_agent(config, watch)
+    async with contextlib.aclosing(agent.stream("Deploy?", config=config)) as stream:
+        async for event in stream:
+            if event.type is T.CUSTOM:
+                break
+    assert agent.emit_external_event(reply(), config=config) == []
+    assert len(watch.cancelled) == 1
+    assert [m.content for m in watch.tool_messages] == [CANCELLED_TEXT]
+
+
+async def test_a_session_whose_wait_was_cancelled_can_wait_again():
+    config = AgentRunConfig(session_id="s")
+    agent = await confirmation_agent(config)
+    first = Session(agent, config)
+    await first.waiting()
+    first.task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first.task
+    second = Session(agent, config)
+    await second.waiting()
+    assert agent.emit_external_event(reply(), config=config) == ["ConfirmationExtension"]
+    assert (await second.task).content == "True:true"
+
+
+async def test_on_error_fails_a_pending_wait_with_the_original_error():
+    boom = ConnectionError("the request failed")
+    outcome: list[BaseException] = []
+    registered = asyncio.Event()
+
+    class Waiter(ExternalEventExtension):
+        def __init__(self) -> None:
+            super().__init__(response_event_name="answer", correlation_field="id")
+
+        async def before_run(self, context):
+            async def wait():
+                async with self._wait_for_external_event(context, "op-1"):
+                    registered.set()
+
+            waiter = asyncio.create_task(wait())
+            await registered.wait()
+            await self.on_error(context, boom)
+            try:
+                await waiter
+            except BaseException as error:
+                outcome.append(error)
+
+    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Waiter()])
+    await agent.run("hi", config=AgentRunConfig(session_id="s"))
+    assert outcome == [boom]
+    assert outcome[0] is boom
+
+
+async def test_a_request_that_fails_while_asking_leaves_no_wait_behind():
+    boom = RuntimeError("could not reach the UI")
+    config = AgentRunConfig(session_id="s")
+
+    class Flaky(ConfirmationExtension):
+        async def before_tool(self, context, call):
+            async with self._wait_for_external_event(context, call.id):
+                raise boom
+
+    watch = RequestWatch()
+    agent = await Agent.create(ConfirmModel(), config=config, extensions=[Flaky(), watch])
+    with pytest.raises(RuntimeError) as caught:
+        await agent.run("Deploy?", config=config)
+    assert caught.value is boom
+    assert watch.errors == [boom]
+    assert agent.emit_external_event(reply(), config=config) == []
+
+
+# --- two sessions, one tool_call_id -----------------------------------------------------
+
+
+async def test_two_sessions_waiting_on_the_same_tool_call_id_get_their_own_replies():
+    agent = await confirmation_agent()
+    config_a = AgentRunConfig(session_id="a")
+    config_b = AgentRunConfig(session_id="b")
+    session_a, session_b = Session(agent, config_a), Session(agent, config_b)
+    await session_a.waiting()
+    await session_b.waiting()
+    assert session_a.request_event.payload["tool_call_id"] == "call-7"
+    assert session_b.request_event.payload["tool_call_id"] == "call-7"
+
+    assert agent.emit_external_event(reply(approved=True), config=config_a) == [
+        "ConfirmationExtension"
+    ]
+    assert (await session_a.task).content == "True:true"
+    assert not session_b.task.done()
+    assert agent.emit_external_event(reply(approved=True), config=config_a) == []
+
+    assert agent.emit_external_event(reply(approved=False), config=config_b) == [
+        "ConfirmationExtension"
+    ]
+    assert (await session_b.task).content == "True:false"
+
+
+# --- the wait helpers -------------------------------------------------------------------
+
+
+async def test_a_second_wait_for_the_same_key_is_an_error():
+    errors: list[Exception] = []
+    registered = asyncio.Event()
+
+    class Twice(ExternalEventExtension):
+        def __init__(self) -> None:
+            super().__init__(response_event_name="answer", correlation_field="id")
+
+        async def before_run(self, context):
+            async def first_wait():
+                async with self._wait_for_external_event(context, "op-1"):
+                    registered.set()
+
+            first = asyncio.create_task(first_wait())
+            await registered.wait()
+            try:
+                async with self._wait_for_external_event(context, "op-1"):
+                    pass
+            except RuntimeError as error:
+                errors.append(error)
+            first.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await first
+
+    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Twice()])
+    await agent.run("hi", config=AgentRunConfig(session_id="s"))
+    assert len(errors) == 1
+
+
+async def test_a_blank_correlation_id_is_rejected():
+    errors: list[Exception] = []
+
+    class Blank(ExternalEventExtension):
+        def __init__(self) -> None:
+            super().__init__(response_event_name="answer", correlation_field="id")
+
+        async def before_run(self, context):
+            try:
+                async with self._wait_for_external_event(context, " "):
+                    pass
+            except ValueError as error:
+                errors.append(error)
+
+    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Blank()])
+    await agent.run("hi", config=AgentRunConfig(session_id="s"))
+    assert len(errors) == 1
+
+
+async def test_taking_a_reply_that_was_never_staged_is_an_error():
+    errors: list[Exception] = []
+
+    class Eager(ExternalEventExtension):
+        def __init__(self) -> None:
+            super().__init__(response_event_name="answer", correlation_field="id")
+
+        async def before_run(self, context):
+            try:
+                self._take_external_event(context)
+            except RuntimeError as error:
+                errors.append(error)
+
+    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Eager()])
+    await agent.run("hi", config=AgentRunConfig(session_id="s"))
+    assert len(errors) == 1
+
+
+async def test_a_staged_reply_can_be_taken_only_once():
+    taken: list[object] = []
+
+    class Greedy(ConfirmationExtension):
+        async def on_tool(self, context):
+            @tool
+            async def confirm() -> str:
+                """Ask twice.
+
+                Guidelines:
+                    - Use in tests.
+                """
+                taken.append(self._take_external_event(context))
+                try:
+                    self._take_external_event(context)
+                except RuntimeError as error:
+                    taken.append(error)
+                return "ok"
+
+            context.register_tool(confirm)
+
+    config = AgentRunConfig(session_id="s")
+    agent = await Agent.create(ConfirmModel(), config=config, extensions=[Greedy()])
+    session = Session(agent, config)
+    await session.waiting()
+    agent.emit_external_event(reply(), config=config)
+    await session.task
+    first, second = taken
+    assert isinstance(first, ExternalEvent)
+    assert first.payload == {"tool_call_id": "call-7", "approved": True}
+    assert isinstance(second, RuntimeError)
+
+
+async def test_an_extension_may_accept_several_response_names():
+    class Either(ConfirmationExtension):
+        def __init__(self) -> None:
+            ExternalEventExtension.__init__(
+                self,
+                response_event_name=("confirmation_response", "approval"),
+                correlation_field="tool_call_id",
+            )
+
+    config = AgentRunConfig(session_id="s")
+    agent = await Agent.create(ConfirmModel(), config=config, extensions=[Either()])
+    session = Session(agent, config)
+    await session.waiting()
+    event = ExternalEvent(name="approval", payload={"tool_call_id": "call-7", "approved": True})
+    assert agent.emit_external_event(event, config=config) == ["Either"]
+    await session.task
+
+
+async def test_a_wait_may_restrict_itself_to_one_of_the_configured_names():
+    class Strict(ConfirmationExtension):
+        def __init__(self) -> None:
+            ExternalEventExtension.__init__(
+                self,
+                response_event_name=["confirmation_response", "approval"],
+                correlation_field="tool_call_id",
+            )
+
+        async def before_tool(self, context, call):
+            async with self._wait_for_external_event(
+                context, call.id, response_event_name="approval"
+            ):
+                await context.emit(
+                    AgentEvent(
+                        T.CUSTOM,
+                        session_id=context.session_id,
+                        name="confirmation_requested",
+                        payload={"tool_call_id": call.id},
+                    )
+                )
+
+    config = AgentRunConfig(session_id="s")
+    agent = await Agent.create(ConfirmModel(), config=config, extensions=[Strict()])
+    session = Session(agent, config)
+    await session.waiting()
+    assert agent.emit_external_event(reply(), config=config) == []
+    approval = ExternalEvent(name="approval", payload={"tool_call_id": "call-7", "approved": True})
+    assert agent.emit_external_event(approval, config=config) == ["Strict"]
+    await session.task
+
+
+async def test_the_extension_is_pending_only_during_a_request():
+    config = AgentRunConfig(session_id="s")
+    extension = ConfirmationExtension()
+    agent = await Agent.create(ConfirmModel(), config=config, extensions=[extension])
+    assert extension.pending is False
+    session = Session(agent, config)
+    await session.waiting()
+    assert extension.pending is True
+    agent.emit_external_event(reply(), config=config)
+    await session.task
+    assert extension.pending is False
+
+
+# --- Agent.emit_external_event routing --------------------------------------------------
+
+
+class Claims(AgentExtension):
+    """Accepts every event and records the config it was routed with."""
+
+    def __init__(self, name: str, priority: int, log: list, verdict: bool = True) -> None:
+        self.name, self.priority, self.log, self.verdict = name, priority, log, verdict
+
+    def accept(self, config, event):
+        self.log.append((self.name, config))
+        return self.verdict
+
+
+async def test_every_extension_is_asked_in_priority_order_even_after_one_accepted():
+    log: list = []
+    agent = await Agent.create(
+        ProbeModel(),
+        config=AgentRunConfig(session_id="s"),
+        extensions=[
+            Claims("third", 30, log),
+            Claims("first", 10, log),
+            Claims("second", 20, log, False),
+        ],
+    )
+    accepted = agent.emit_external_event(ExternalEvent("ping", {}), config=AgentRunConfig("s"))
+    assert accepted == ["first", "third"]
+    assert [name for name, _ in log] == ["first", "second", "third"]
+
+
+async def test_no_config_routes_to_the_initialized_config_when_nothing_runs():
+    log: list = []
+    agent = await Agent.create(
+        ProbeModel(), config=AgentRunConfig(session_id="initial"), extensions=[Claims("c", 1, log)]
+    )
+    agent.emit_external_event(ExternalEvent("ping", {}))
+    ((_, config),) = log
+    assert config.session_id == "initial"
+
+
+async def test_no_config_routes_to_the_single_active_request():
+    log: list = []
+    config = AgentRunConfig(session_id="active", request_id="req-1")
+    agent = await confirmation_agent(AgentRunConfig(session_id="initial"), Claims("c", 200, log))
+    session = Session(agent, config)
+    await session.waiting()
+    assert agent.emit_external_event(reply()) == ["ConfirmationExtension", "c"]
+    ((_, routed),) = log
+    assert (routed.session_id, routed.request_id) == ("active", "req-1")
+    await session.task
+
+
+async def test_no_config_with_several_active_sessions_is_an_error():
+    agent = await confirmation_agent()
+    session_a = Session(agent, AgentRunConfig(session_id="a"))
+    session_b = Session(agent, AgentRunConfig(session_id="b"))
+    await session_a.waiting()
+    await session_b.waiting()
+    with pytest.raises(AgentProtocolError):
+        agent.emit_external_event(reply())
+    agent.emit_external_event(reply(), config=AgentRunConfig(session_id="a"))
+    agent.emit_external_event(reply(), config=AgentRunConfig(session_id="b"))
+    await asyncio.gather(session_a.task, session_b.task)
+
+
+async def test_the_event_reaches_accept_unmodified():
+    seen: list[ExternalEvent] = []
+
+    class Inspect(AgentExtension):
+        def accept(self, config, event):
+            seen.append(event)
+            return False
+
+    agent = await Agent.create(ProbeModel(), extensions=[Inspect()])
+    event = ExternalEvent("ping", {"nested": {"k": [1, 2]}})
+    assert agent.emit_external_event(event, config=AgentRunConfig(session_id="s")) == []
+    assert seen[0].name == "ping"
+    assert seen[0].payload == {"nested": {"k": [1, 2]}}
+    assert event.payload == {"nested": {"k": [1, 2]}}

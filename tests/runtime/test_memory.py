@@ -1,0 +1,163 @@
+"""``InMemoryMessageAccumulator``: per-session history restored into every request."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent.extensions.base import AgentExtension
+from zett_agent.extensions.events import MessageAppendedEvent
+from zett_agent.extensions.memory import InMemoryMessageAccumulator
+from zett_agent.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
+from zett_agent.tools.base import tool
+
+from .support import ProbeModel, answer, call, calls, lookup
+
+
+def dialogue(messages) -> list[tuple[str, str]]:
+    """The non-system messages of a request as (role, text) pairs."""
+    return [
+        (m.role.value, m.content if isinstance(m.content, str) else "<parts>")
+        for m in messages
+        if not isinstance(m, SystemMessage)
+    ]
+
+
+async def test_a_session_remembers_its_previous_turns():
+    model = ProbeModel(answer("Hi Ada."), answer("You are Ada."))
+    agent = await Agent.create(model, extensions=[InMemoryMessageAccumulator()])
+    config = AgentRunConfig(session_id="s")
+    await agent.run("I am Ada.", config=config)
+    await agent.run("Who am I?", config=config)
+    assert dialogue(model.requests[1].messages) == [
+        ("user", "I am Ada."),
+        ("assistant", "Hi Ada."),
+        ("user", "Who am I?"),
+    ]
+
+
+async def test_sessions_do_not_share_history():
+    model = ProbeModel(answer("one"), answer("two"))
+    agent = await Agent.create(model, extensions=[InMemoryMessageAccumulator()])
+    await agent.run("first", config=AgentRunConfig(session_id="a"))
+    await agent.run("second", config=AgentRunConfig(session_id="b"))
+    assert dialogue(model.requests[1].messages) == [("user", "second")]
+
+
+async def test_system_messages_are_rebuilt_not_restored():
+    model = ProbeModel(answer("one"), answer("two"))
+    agent = await Agent.create(
+        model, system_prompt="Be brief.", extensions=[InMemoryMessageAccumulator()]
+    )
+    config = AgentRunConfig(session_id="s")
+    await agent.run("first", config=config)
+    await agent.run("second", config=config)
+    system = [m for m in model.requests[1].messages if isinstance(m, SystemMessage)]
+    assert [m.content for m in system] == ["Be brief."]
+    assert isinstance(model.requests[1].messages[0], SystemMessage)
+
+
+async def test_tool_calls_and_results_are_restored_in_order():
+    model = ProbeModel(calls(call("lookup", "c1", key="k")), answer("found"), answer("again"))
+    agent = await Agent.create(model, tools=[lookup], extensions=[InMemoryMessageAccumulator()])
+    config = AgentRunConfig(session_id="s")
+    await agent.run("look it up", config=config)
+    await agent.run("thanks", config=config)
+    restored = [m for m in model.requests[2].messages if not isinstance(m, SystemMessage)]
+    assert [type(m) for m in restored] == [
+        UserMessage,
+        AssistantMessage,
+        ToolMessage,
+        AssistantMessage,
+        UserMessage,
+    ]
+    assert restored[1].tool_calls[0].id == restored[2].tool_call_id == "c1"
+
+
+async def test_messages_that_opt_out_of_history_are_not_restored():
+    class Annotate(AgentExtension):
+        def __init__(self) -> None:
+            self.done = False
+
+        async def before_run(self, context):
+            if not self.done:
+                self.done = True
+                context.add_message(UserMessage(content="ephemeral", include_in_messages=False))
+
+    model = ProbeModel(answer("one"), answer("two"))
+    agent = await Agent.create(model, extensions=[InMemoryMessageAccumulator(), Annotate()])
+    config = AgentRunConfig(session_id="s")
+    await agent.run("first", config=config)
+    await agent.run("second", config=config)
+    assert ("user", "ephemeral") in dialogue(model.requests[0].messages)
+    assert ("user", "ephemeral") not in dialogue(model.requests[1].messages)
+    assert ("user", "first") in dialogue(model.requests[1].messages)
+
+
+async def test_restored_history_is_not_published_again():
+    appended: list[list[str]] = []
+
+    class Count(AgentExtension):
+        async def on_tool(self, context):
+            appended.append([])
+
+        async def on_event(self, context, event):
+            if isinstance(event, MessageAppendedEvent) and not isinstance(
+                event.message, SystemMessage
+            ):
+                appended[-1].append(event.message.role.value)
+
+    model = ProbeModel(answer("one"), answer("two"))
+    agent = await Agent.create(model, extensions=[InMemoryMessageAccumulator(), Count()])
+    config = AgentRunConfig(session_id="s")
+    await agent.run("first", config=config)
+    await agent.run("second", config=config)
+    assert appended == [["user", "assistant"], ["user", "assistant"]]
+
+
+async def test_a_cancelled_tool_call_is_remembered_with_its_cancellation_result():
+    started = asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Be slow.
+
+        Guidelines:
+            - Use in tests.
+        """
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    model = ProbeModel(calls(call("slow", "c1")), answer("after the cancel"))
+    agent = await Agent.create(model, tools=[slow], extensions=[InMemoryMessageAccumulator()])
+    config = AgentRunConfig(session_id="s")
+
+    async def consume():
+        async with contextlib.aclosing(agent.stream("start", config=config)) as events:
+            async for _ in events:
+                pass
+
+    task = asyncio.create_task(consume())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await agent.run("go on", config=config)
+    assert dialogue(model.requests[1].messages) == [
+        ("user", "start"),
+        ("assistant", ""),
+        ("tool", "Request cancelled before tool completion"),
+        ("user", "go on"),
+    ]
+
+
+async def test_the_agent_state_holds_the_whole_conversation_after_a_request():
+    agent = await Agent.create(
+        ProbeModel(answer("hello")), extensions=[InMemoryMessageAccumulator()]
+    )
+    await agent.run("hi", config=AgentRunConfig(session_id="s"))
+    assert dialogue(agent.get_state("s").messages) == [("user", "hi"), ("assistant", "hello")]
