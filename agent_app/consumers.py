@@ -35,12 +35,12 @@ from agent_app.protocol import (
     ExternalEventResultFrame,
     FrameError,
     InboundFrame,
+    OutboundFrame,
     PingFrame,
     PongFrame,
     SessionFrame,
     SteerFrame,
     UserMessageFrame,
-    _Outbound,
     parse_frame,
 )
 
@@ -109,11 +109,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             live, self.live = self.live, None
             await live_sessions().detach(live, self)
 
-    async def send_frame(self, frame: _Outbound) -> None:
+    async def send_frame(self, frame: OutboundFrame) -> None:
         async with self._send_lock:
             await self._send_now(frame)
 
-    async def _send_now(self, frame: _Outbound) -> None:
+    async def _send_now(self, frame: OutboundFrame) -> None:
         await self.send(text_data=json.dumps(frame.dump(), ensure_ascii=False))
 
     # --- inbound -----------------------------------------------------------------------

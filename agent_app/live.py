@@ -44,7 +44,7 @@ from typing import Any, Protocol
 
 from agent_app.agents import build_agent
 from agent_app.models import ChatSession
-from agent_app.protocol import AgentEventFrame, RunCancelledFrame, RunFailedFrame, _Outbound
+from agent_app.protocol import AgentEventFrame, OutboundFrame, RunCancelledFrame, RunFailedFrame
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType
 from zett_agent.extensions.external import ExternalEvent
@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 class Subscriber(Protocol):
     """A socket of the session: the live session only ever sends it frames."""
 
-    async def send_frame(self, frame: _Outbound) -> None: ...
+    async def send_frame(self, frame: OutboundFrame) -> None: ...
 
 
 class Busy(Exception):
@@ -131,7 +131,7 @@ class LiveSession:
     async def _execute(self, agent: Agent, request_id: str, content: str) -> None:
         config = AgentRunConfig(session_id=self.session_id, request_id=request_id)
         final: dict[str, Any] | None = None
-        outcome: _Outbound | None = None
+        outcome: OutboundFrame | None = None
         try:
             async with aclosing(agent.stream(content, config=config)) as events:
                 async for event in events:
@@ -177,12 +177,12 @@ class LiveSession:
             frame = AgentEventFrame(seq=self.seq, request_id=request_id, event=event)
             await self._send_all(frame)
 
-    async def broadcast(self, frame: _Outbound) -> None:
+    async def broadcast(self, frame: OutboundFrame) -> None:
         """Send a session-wide frame (run outcome) to every socket."""
         async with self._broadcast_lock:
             await self._send_all(frame)
 
-    async def _send_all(self, frame: _Outbound) -> None:
+    async def _send_all(self, frame: OutboundFrame) -> None:
         for subscriber in list(self.subscribers):
             try:
                 await subscriber.send_frame(frame)

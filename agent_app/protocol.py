@@ -27,6 +27,7 @@ __all__ = [
     "ExternalEventResultFrame",
     "FrameError",
     "InboundFrame",
+    "OutboundFrame",
     "PingFrame",
     "PongFrame",
     "RunCancelledFrame",
@@ -190,7 +191,9 @@ def _describe(kind: str, exc: pydantic.ValidationError) -> str:
 # --- server → client -------------------------------------------------------------------
 
 
-class _Outbound(BaseModel):
+class OutboundFrame(BaseModel):
+    """Base of every server → client frame."""
+
     model_config = ConfigDict(frozen=True)
 
     def dump(self) -> dict[str, Any]:
@@ -198,7 +201,7 @@ class _Outbound(BaseModel):
         return self.model_dump(mode="json")
 
 
-class SessionFrame(_Outbound):
+class SessionFrame(OutboundFrame):
     """Sent once on connect: what the session already holds and whether it is running."""
 
     type: Literal["session"] = "session"
@@ -208,7 +211,7 @@ class SessionFrame(_Outbound):
     active_request_id: str | None
 
 
-class AgentEventFrame(_Outbound):
+class AgentEventFrame(OutboundFrame):
     """One ``AgentEvent`` of a request, numbered per session."""
 
     type: Literal["agent_event"] = "agent_event"
@@ -222,7 +225,7 @@ class ErrorInfo(BaseModel):
     message: str
 
 
-class RunFailedFrame(_Outbound):
+class RunFailedFrame(OutboundFrame):
     """The request failed: a model, hook or configuration error."""
 
     type: Literal["run_failed"] = "run_failed"
@@ -230,14 +233,14 @@ class RunFailedFrame(_Outbound):
     error: ErrorInfo
 
 
-class RunCancelledFrame(_Outbound):
+class RunCancelledFrame(OutboundFrame):
     """The request was cancelled (``cancel`` frame, or its socket closed)."""
 
     type: Literal["run_cancelled"] = "run_cancelled"
     request_id: str
 
 
-class ExternalEventResultFrame(_Outbound):
+class ExternalEventResultFrame(OutboundFrame):
     """The answer to every ``external_event`` (and ``steer``) frame."""
 
     type: Literal["external_event_result"] = "external_event_result"
@@ -247,7 +250,7 @@ class ExternalEventResultFrame(_Outbound):
     accepted_by: list[str]
 
 
-class ErrorFrame(_Outbound):
+class ErrorFrame(OutboundFrame):
     """A refused frame; the connection stays open."""
 
     type: Literal["error"] = "error"
@@ -255,5 +258,5 @@ class ErrorFrame(_Outbound):
     message: str
 
 
-class PongFrame(_Outbound):
+class PongFrame(OutboundFrame):
     type: Literal["pong"] = "pong"

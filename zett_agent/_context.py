@@ -219,6 +219,9 @@ class AgentRunContext:
         for message in new:
             if not isinstance(message, Message) or type(message) is Message:
                 raise TypeError(f"replace_messages needs messages, got {type(message).__name__}")
+        kept = {id(message) for message in new}
+        # A message added earlier in this stage but replaced away is no longer news.
+        self._unpublished = [m for m in self._unpublished if id(m) in kept]
         if emit_new:
             known = {id(message) for message in self.state._messages}
             self._unpublished.extend(m for m in new if id(m) not in known)

@@ -149,10 +149,9 @@ class Request:
 
     async def flush(self) -> None:
         """Publish messages extensions added during the stage that just ended."""
-        pending = self.context._unpublished
-        while pending:
-            message = pending.pop(0)
-            await self._publish_appended(message)
+        context = self.context
+        while context._unpublished:
+            await self._publish_appended(context._unpublished.pop(0))
 
     async def append(self, message: AnyMessage) -> None:
         """Append a runtime message and publish it."""

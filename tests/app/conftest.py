@@ -107,6 +107,26 @@ def leaked_tasks(before: set[asyncio.Task]) -> list[asyncio.Task]:
     return [t for t in asyncio.all_tasks() if t not in before and t is not current and not t.done()]
 
 
+@pytest.fixture(autouse=True)
+def _async_tests_leak_no_tasks(request):
+    """Every async test of this folder runs under ``no_leaked_tasks``."""
+    if request.node.get_closest_marker("asyncio") is not None:
+        request.getfixturevalue("no_leaked_tasks")
+
+
+@pytest.fixture
+async def no_leaked_tasks():
+    """Fail an async test that leaves asyncio tasks running (a run, a wait, a stream)."""
+    before = set(asyncio.all_tasks())
+    yield
+    leaked = leaked_tasks(before)
+    if leaked:
+        for task in leaked:
+            task.cancel()
+        await asyncio.gather(*leaked, return_exceptions=True)
+        pytest.fail(f"The test leaked {len(leaked)} asyncio task(s): {leaked!r}")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def expected_services():
     """In the services run (``test_services``), prove the settings really use them."""

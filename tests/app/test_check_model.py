@@ -18,45 +18,28 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.runtime.providers.fake_server import FakeServer, Reply, sse
+from tests.runtime.providers.fake_server import FakeServer, Reply
+from tests.runtime.providers.openai_chunks import DONE, chunk
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-    return sse(
-        {
-            "id": "chatcmpl-1",
-            "object": "chat.completion.chunk",
-            "created": 1_700_000_000,
-            "model": "gpt-test",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-    )
-
-
-USAGE = sse(
-    {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1_700_000_000,
-        "model": "gpt-test",
-        "choices": [],
-        "usage": {
-            "prompt_tokens": 21,
-            "completion_tokens": 7,
-            "total_tokens": 28,
-            "prompt_tokens_details": {"cached_tokens": 4},
-        },
-    }
+USAGE = chunk(
+    choices=False,
+    usage={
+        "prompt_tokens": 21,
+        "completion_tokens": 7,
+        "total_tokens": 28,
+        "prompt_tokens_details": {"cached_tokens": 4},
+    },
 )
 HEARD = [
     chunk({"role": "assistant", "content": ""}),
     chunk({"content": "Yes, I "}),
     chunk({"content": "hear you."}),
-    chunk({}, finish="stop"),
+    chunk(finish="stop"),
     USAGE,
-    b"data: [DONE]\n\n",
+    DONE,
 ]
 
 
@@ -113,7 +96,7 @@ async def test_it_checks_the_model_configured_in_the_settings(
 
 @pytest.mark.usefixtures("openai_env")
 async def test_an_early_stop_is_reported_as_a_warning(server: FakeServer) -> None:
-    server.reply(Reply.stream([chunk({"content": "Yes, I"}), chunk({}, finish="length")]))
+    server.reply(Reply.stream([chunk({"content": "Yes, I"}), chunk(finish="length")]))
 
     output = await check_model("--model", "openai:gpt-test")
 

@@ -189,7 +189,10 @@ class AnthropicModel:
         try:
             sdk_stream = await client.messages.create(**params)
         except Exception as error:
-            raise self._translate(error) from error
+            translated = self._translate(error)
+            if translated is None:
+                raise
+            raise translated from error
         reader = MessageStreamReader(self.model)
         try:
             while True:
@@ -198,15 +201,18 @@ class AnthropicModel:
                 except StopAsyncIteration:
                     break
                 except Exception as error:
-                    raise self._translate(error, streaming=True) from error
+                    translated = self._translate(error, streaming=True)
+                    if translated is None:
+                        raise
+                    raise translated from error
                 for model_event in reader.feed(event):
                     yield model_event
             yield ModelEvent.completed(reader.finish())
         finally:
             await sdk_stream.close()
 
-    def _translate(self, error: Exception, *, streaming: bool = False) -> Exception:
-        """Turn an SDK (or transport) exception into a ProviderError; others pass unchanged."""
+    def _translate(self, error: Exception, *, streaming: bool = False) -> ProviderError | None:
+        """Turn an SDK (or transport) exception into a ProviderError; None for anything else."""
         import anthropic
         import httpx2
 
@@ -264,7 +270,7 @@ class AnthropicModel:
             )
         if isinstance(error, anthropic.AnthropicError):
             return ProviderError(f"{label}: {error}", provider=PROVIDER)
-        return error
+        return None
 
 
 # --- request mapping ---------------------------------------------------------------------

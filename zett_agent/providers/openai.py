@@ -176,7 +176,10 @@ class OpenAIModel:
         try:
             sdk_stream = await client.chat.completions.create(**params)
         except Exception as error:
-            raise self._translate(error) from error
+            translated = self._translate(error)
+            if translated is None:
+                raise
+            raise translated from error
         reader = ChatStreamReader(self.model)
         try:
             while True:
@@ -185,15 +188,18 @@ class OpenAIModel:
                 except StopAsyncIteration:
                     break
                 except Exception as error:
-                    raise self._translate(error, streaming=True) from error
+                    translated = self._translate(error, streaming=True)
+                    if translated is None:
+                        raise
+                    raise translated from error
                 for event in reader.feed(chunk):
                     yield event
             yield ModelEvent.completed(reader.finish())
         finally:
             await sdk_stream.close()
 
-    def _translate(self, error: Exception, *, streaming: bool = False) -> Exception:
-        """Turn an SDK (or decoding) exception into a ProviderError; others pass unchanged."""
+    def _translate(self, error: Exception, *, streaming: bool = False) -> ProviderError | None:
+        """Turn an SDK (or decoding) exception into a ProviderError; None for anything else."""
         import openai
 
         label = self._label()
@@ -239,7 +245,7 @@ class OpenAIModel:
             )
         if isinstance(error, openai.OpenAIError):
             return ProviderError(f"{label}: {error}", provider=PROVIDER)
-        return error
+        return None
 
 
 def _is_retryable_stream_error(body: dict[str, Any]) -> bool:

@@ -9,16 +9,7 @@ import pytest
 from zett_agent.providers.base import RetryPolicy
 
 from .fake_server import FakeServer
-
-
-class RecordedSleep:
-    """Stands in for ``asyncio.sleep`` in the retry policy: records the delays, waits none."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
+from .support import RecordedSleep
 
 
 @pytest.fixture

@@ -91,7 +91,9 @@ class FakeServer:
             task.cancel()
         await asyncio.gather(*self._handlers, return_exceptions=True)
 
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._handlers.add(task)

@@ -1,18 +1,16 @@
-"""AnthropicModel against a local server speaking the Messages streaming format."""
+"""AnthropicModel against a local server speaking the Messages streaming format:
+what it sends, how it maps the stream, and a whole agent run over it."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from zett_agent.agent import Agent
-from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.events import AgentEventType
 from zett_agent.messages import (
     AgentMessage,
     AssistantMessage,
@@ -40,75 +38,21 @@ from zett_agent.model import (
     ToolDefinition,
 )
 from zett_agent.providers.anthropic import SIGNATURE_ATTRIBUTE, AnthropicModel
-from zett_agent.providers.base import (
-    ProviderAuthError,
-    ProviderError,
-    ProviderResponseError,
-    RetryPolicy,
+from zett_agent.providers.base import ProviderResponseError, RetryPolicy
+
+from .anthropic_events import (
+    MODEL,
+    block_delta,
+    block_start,
+    block_stop,
+    json_delta,
+    message_end,
+    message_start,
+    text_delta,
+    text_stream,
 )
-from zett_agent.tools import tool
-
-from .fake_server import FakeServer, Reply, sse
-
-MODEL = "claude-test"
-HELLO = ModelRequest(messages=(SystemMessage("Be brief."), UserMessage("Say hello")))
-
-
-def event(kind: str, **fields: Any) -> bytes:
-    return sse({"type": kind, **fields}, event=kind)
-
-
-def message_start(input_tokens: int = 25, **usage: int) -> bytes:
-    message = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": MODEL,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": 1, **usage},
-    }
-    return event("message_start", message=message)
-
-
-def block_start(index: int, block: dict[str, Any]) -> bytes:
-    return event("content_block_start", index=index, content_block=block)
-
-
-def block_delta(index: int, delta: dict[str, Any]) -> bytes:
-    return event("content_block_delta", index=index, delta=delta)
-
-
-def text_delta(index: int, text: str) -> bytes:
-    return block_delta(index, {"type": "text_delta", "text": text})
-
-
-def json_delta(index: int, partial: str) -> bytes:
-    return block_delta(index, {"type": "input_json_delta", "partial_json": partial})
-
-
-def block_stop(index: int) -> bytes:
-    return event("content_block_stop", index=index)
-
-
-def message_end(
-    stop_reason: str = "end_turn", output_tokens: int = 15, **extra: Any
-) -> list[bytes]:
-    delta = {"stop_reason": stop_reason, "stop_sequence": None, **extra.pop("delta", {})}
-    usage = {"output_tokens": output_tokens, **extra.pop("usage", {})}
-    return [event("message_delta", delta=delta, usage=usage), event("message_stop")]
-
-
-def text_stream(*pieces: str, stop_reason: str = "end_turn") -> list[bytes]:
-    return [
-        message_start(),
-        block_start(0, {"type": "text", "text": ""}),
-        event("ping"),
-        *(text_delta(0, piece) for piece in pieces),
-        block_stop(0),
-        *message_end(stop_reason),
-    ]
+from .fake_server import FakeServer, Reply
+from .support import agent_events, collect, deltas, get_weather
 
 
 @pytest.fixture
@@ -118,15 +62,6 @@ async def model(server: FakeServer, retry_policy: RetryPolicy) -> AsyncIterator[
     )
     yield adapter
     await adapter.aclose()
-
-
-async def collect(model: AnthropicModel, request: ModelRequest = HELLO) -> list[ModelEvent]:
-    async with contextlib.aclosing(model.stream(request)) as stream:
-        return [item async for item in stream]
-
-
-def deltas(events: list[ModelEvent], kind: ModelEventType) -> list[str]:
-    return [item.delta for item in events if item.type is kind]
 
 
 # --- streaming ---------------------------------------------------------------------------
@@ -618,152 +553,7 @@ async def test_tool_results_with_images_keep_them_as_content_blocks(
     ]
 
 
-# --- errors and retries ------------------------------------------------------------------
-
-
-OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-
-
-async def test_a_rate_limit_before_any_output_is_retried_after_retry_after(
-    server: FakeServer, model: AnthropicModel, sleeps: Any
-) -> None:
-    limited = {"type": "error", "error": {"type": "rate_limit_error", "message": "Slow down"}}
-    server.reply(Reply.error(429, limited, {"Retry-After": "0"}), Reply.stream(text_stream("Hi")))
-
-    events = await collect(model)
-
-    assert events[-1].response.message.content == "Hi"
-    assert (len(server.requests), sleeps.delays) == (2, [0.0])
-
-
-async def test_an_overloaded_error_event_before_any_output_is_retried(
-    server: FakeServer, model: AnthropicModel, sleeps: Any
-) -> None:
-    server.reply(
-        Reply.stream([message_start(), sse(OVERLOADED, event="error")]),
-        Reply.stream(text_stream("Hi")),
-    )
-
-    events = await collect(model)
-
-    assert deltas(events, ModelEventType.TEXT) == ["Hi"]
-    assert (len(server.requests), sleeps.delays) == (2, [0.5])
-
-
-async def test_an_error_event_after_the_first_event_surfaces_without_a_retry(
-    server: FakeServer, model: AnthropicModel, sleeps: Any
-) -> None:
-    server.reply(
-        Reply.stream(
-            [
-                message_start(),
-                block_start(0, {"type": "text", "text": ""}),
-                text_delta(0, "Hel"),
-                sse(OVERLOADED, event="error"),
-            ]
-        ),
-        Reply.stream(text_stream("Hello")),
-    )
-    seen: list[ModelEvent] = []
-
-    with pytest.raises(ProviderError, match="overloaded_error while streaming") as caught:
-        async with contextlib.aclosing(model.stream(HELLO)) as stream:
-            async for item in stream:
-                seen.append(item)
-
-    assert caught.value.retryable
-    assert seen == [ModelEvent.text("Hel")]
-    assert (len(server.requests), sleeps.delays) == (1, [])
-
-
-async def test_a_server_error_status_is_retried_and_then_surfaces(
-    server: FakeServer, model: AnthropicModel, sleeps: Any
-) -> None:
-    failure = {"type": "error", "error": {"type": "api_error", "message": "Internal error"}}
-    server.reply(*(Reply.error(500, failure) for _ in range(3)))
-
-    with pytest.raises(ProviderError, match=r"HTTP 500.*Internal error") as caught:
-        await collect(model)
-
-    assert caught.value.status_code == 500
-    assert (len(server.requests), sleeps.delays) == (3, [0.5, 1.0])
-
-
-async def test_a_rejected_key_raises_an_auth_error_naming_the_variable(
-    server: FakeServer, model: AnthropicModel, sleeps: Any
-) -> None:
-    invalid = {
-        "type": "error",
-        "error": {"type": "authentication_error", "message": "invalid x-api-key"},
-    }
-    server.reply(Reply.error(401, invalid))
-
-    with pytest.raises(ProviderAuthError, match="ANTHROPIC_API_KEY") as caught:
-        await collect(model)
-
-    assert "invalid x-api-key" in str(caught.value)
-    assert (len(server.requests), sleeps.delays) == (1, [])
-
-
-async def test_a_missing_key_raises_an_auth_error_before_any_request(
-    server: FakeServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path))  # no saved profile in ~/.config/anthropic either
-    model = AnthropicModel(MODEL, base_url=server.url)
-
-    with pytest.raises(ProviderAuthError, match="set ANTHROPIC_API_KEY"):
-        await collect(model)
-
-    assert server.requests == []
-
-
-# --- cancellation ------------------------------------------------------------------------
-
-
-async def test_cancelling_the_reading_task_mid_stream_closes_the_connection(
-    server: FakeServer, model: AnthropicModel
-) -> None:
-    server.reply(
-        Reply.stream(
-            [message_start(), block_start(0, {"type": "text", "text": ""}), text_delta(0, "Once")],
-            hold=True,
-        )
-    )
-    first_event = asyncio.Event()
-
-    async def read() -> None:
-        async with contextlib.aclosing(model.stream(HELLO)) as stream:
-            async for _ in stream:
-                first_event.set()
-
-    reader = asyncio.create_task(read())
-    await asyncio.wait_for(first_event.wait(), timeout=5)
-    reader.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await reader
-
-    await asyncio.wait_for(server.disconnected.wait(), timeout=5)
-
-
 # --- through the agent -------------------------------------------------------------------
-
-
-@tool
-async def get_weather(city: str) -> str:
-    """Current weather for a city.
-
-    Args:
-        city: The city name.
-
-    Guidelines:
-        - Use for questions about today's weather.
-    """
-    return f"Sunny in {city}"
-
-
-async def agent_events(agent: Agent, text: str) -> list[AgentEvent]:
-    async with contextlib.aclosing(agent.stream(text)) as stream:
-        return [item async for item in stream]
 
 
 async def test_an_agent_runs_a_whole_tool_loop_over_the_api(
