@@ -4,18 +4,15 @@
 live), so a test's settings override takes effect without reloading anything:
 
 - ``demo`` → the offline ``DemoModel`` at ``settings.ZETT_DEMO_PACE``;
-- ``openai:<model>``, ``anthropic:<model>`` → ``zett_agent.providers.load_model``;
-- ``package.module:attribute`` → that attribute; a callable is called (no arguments) to
-  build the model. This is also the seam tests use to plug in a scripted model.
+- anything else → ``zett_agent.providers.load_model``: ``openai:<model>``,
+  ``anthropic:<model>``, or ``package.module:attribute`` (a model, or a class or callable
+  building one). The import string is also the seam tests use to plug in a scripted model.
 
 ``build_agent`` gives each session one ``Agent`` with the demo tools, the ORM persistence,
 ``ask_user``, the approval gate for tools that change something, and tool guidelines.
 """
 
 from __future__ import annotations
-
-import importlib
-from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -27,11 +24,10 @@ from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.ask_user import AskUserExtension
 from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension
 from zett_agent.model import AgentModel
+from zett_agent.providers import load_model
+from zett_agent.providers.demo import DemoModel
 
-__all__ = ["PROVIDER_PREFIXES", "SYSTEM_PROMPT", "build_agent", "resolve_model"]
-
-#: ``ZETT_MODEL`` prefixes handed to the provider adapters.
-PROVIDER_PREFIXES = ("openai", "anthropic")
+__all__ = ["SYSTEM_PROMPT", "build_agent", "resolve_model"]
 
 SYSTEM_PROMPT = (
     "You are zett, a helpful assistant in a web chat. Answer concisely in Markdown. "
@@ -43,50 +39,18 @@ SYSTEM_PROMPT = (
 
 
 def resolve_model(spec: str | None = None) -> AgentModel:
-    """Build the model named by ``spec`` (default ``settings.ZETT_MODEL``)."""
+    """Build the model named by ``spec`` (default ``settings.ZETT_MODEL``).
+
+    ``demo`` is built here so ``settings.ZETT_DEMO_PACE`` applies; every other spec goes
+    to ``zett_agent.providers.load_model``, whose errors become ``ImproperlyConfigured``.
+    """
     spec = (spec if spec is not None else getattr(settings, "ZETT_MODEL", "demo")).strip()
     if spec in ("", "demo"):
-        from zett_agent.providers.demo import DemoModel
-
         return DemoModel(pace=float(getattr(settings, "ZETT_DEMO_PACE", 0.0)))
-    prefix, _, rest = spec.partition(":")
-    if prefix in PROVIDER_PREFIXES:
-        return _provider_model(spec)
-    if not rest:
-        raise ImproperlyConfigured(
-            f"ZETT_MODEL={spec!r} is not a model spec; use 'demo', "
-            "'openai:<model>', 'anthropic:<model>' or 'package.module:attribute'"
-        )
-    return _imported_model(spec, prefix, rest)
-
-
-def _provider_model(spec: str) -> AgentModel:
-    try:
-        from zett_agent.providers import load_model
-    except ImportError as error:  # the adapters are optional in a stripped-down install
-        raise ImproperlyConfigured(
-            f"ZETT_MODEL={spec!r} needs zett_agent.providers.load_model, "
-            f"which cannot be imported: {error}"
-        ) from error
     try:
         return load_model(spec)
     except ValueError as error:
         raise ImproperlyConfigured(f"ZETT_MODEL={spec!r}: {error}") from error
-
-
-def _imported_model(spec: str, module_name: str, attribute: str) -> AgentModel:
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError) as error:
-        raise ImproperlyConfigured(f"ZETT_MODEL={spec!r} cannot be imported: {error}") from error
-    model = target() if callable(target) and not hasattr(target, "stream") else target
-    if not callable(getattr(model, "stream", None)):
-        raise ImproperlyConfigured(
-            f"ZETT_MODEL={spec!r} gave {model!r}, which has no stream(request) method"
-        )
-    return model
 
 
 async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent:

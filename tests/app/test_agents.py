@@ -39,11 +39,11 @@ def test_an_import_string_naming_a_model_object_is_used_as_is():
 @pytest.mark.parametrize(
     ("spec", "problem"),
     [
-        ("no_such_module_zett:factory", "cannot be imported"),
-        ("tests.app.llm_doubles:missing", "cannot be imported"),
-        ("tests.app.llm_doubles:SEAM", "no stream"),
-        ("gpt-4o", "not a model spec"),
-        ("openai:", "openai"),
+        ("no_such_module_zett:factory", "cannot import"),
+        ("tests.app.llm_doubles:missing", "has no attribute"),
+        ("tests.app.llm_doubles:SEAM", "not a model"),
+        ("gpt-4o", "Unknown model spec"),
+        ("openai:", "names no model"),
     ],
 )
 def test_a_bad_spec_is_improperly_configured_with_the_reason(spec, problem):
