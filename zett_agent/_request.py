@@ -32,6 +32,7 @@ from zett_agent._context import AgentRunContext
 from zett_agent._driver import Driver, Emission
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
+from zett_agent._model_call import call_model
 from zett_agent.events import AgentEvent, AgentEventType, AgentPhase, check_transition
 from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.events import (
@@ -51,7 +52,7 @@ from zett_agent.messages import (
     ToolMessage,
     UserMessage,
 )
-from zett_agent.model import ModelEvent, ModelEventType, ModelRequest, ModelResponse
+from zett_agent.model import ModelRequest
 from zett_agent.tools.base import (
     ToolResult,
     _current_run_context,
@@ -266,7 +267,7 @@ class Request:
                 )
             await self.stage(hooks.before_turn, "before_turn")
             request = await self._prepare_model_request()
-            response = await self._call_model(request)
+            response = await call_model(self, request)
             message = response.message
             await self.append(message)
             await self.stage(hooks.after_model, "after_model", response)
@@ -332,119 +333,6 @@ class Request:
             server_tools=tuple(context.server_tools),
             cache_key=context.session_id,
         )
-
-    def _open_model_stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        context = self.context
-        call: Callable[[ModelRequest], AsyncIterator[ModelEvent]] = context.model.stream
-        for extension in reversed(self.hooks.on_model_request):
-            call = _model_layer(extension, context, call)
-        return call(request)
-
-    async def _call_model(self, request: ModelRequest) -> ModelResponse:
-        """Stream one model call, mirroring its deltas as events; return its response."""
-        session_id = self.context.session_id
-        await self.move(P.GENERATING)
-        await self.emit(AgentEvent(E.MODEL_STARTED, session_id))
-        response: ModelResponse | None = None
-        segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
-        open_server_calls: set[str] = set()
-        seen_server_calls: set[str] = set()
-        stream = self._open_model_stream(request)
-        try:
-            async for item in stream:
-                if response is not None:
-                    raise AgentProtocolError(
-                        f"Model stream yielded {_kind(item)} after its completed event"
-                    )
-                kind = item.type
-                if kind is ModelEventType.TEXT:
-                    if item.delta and segment is not E.CONTENT_STARTED:
-                        if segment is E.REASONING_STARTED:
-                            await self.emit(AgentEvent(E.REASONING_COMPLETED, session_id))
-                        segment = E.CONTENT_STARTED
-                        await self.emit(AgentEvent(E.CONTENT_STARTED, session_id))
-                    await self.emit(AgentEvent(E.TEXT_DELTA, session_id, delta=item.delta))
-                elif kind is ModelEventType.REASONING:
-                    if item.delta and segment is not E.REASONING_STARTED:
-                        if segment is E.CONTENT_STARTED:
-                            await self.emit(AgentEvent(E.CONTENT_COMPLETED, session_id))
-                        segment = E.REASONING_STARTED
-                        await self.emit(AgentEvent(E.REASONING_STARTED, session_id))
-                    await self.emit(AgentEvent(E.REASONING_DELTA, session_id, delta=item.delta))
-                elif kind is ModelEventType.TOOL_CALL:
-                    await self.emit(
-                        AgentEvent(
-                            E.TOOL_CALL_DELTA, session_id, tool_call_delta=item.tool_call_delta
-                        )
-                    )
-                elif kind is ModelEventType.COMPLETED:
-                    if not isinstance(item.response, ModelResponse):
-                        raise AgentProtocolError("A completed model event needs a ModelResponse")
-                    if open_server_calls:
-                        raise AgentProtocolError(
-                            "Model stream completed while server tool calls were still open: "
-                            f"{sorted(open_server_calls)}"
-                        )
-                    response = item.response
-                    if segment is not None:
-                        closing = (
-                            E.CONTENT_COMPLETED
-                            if segment is E.CONTENT_STARTED
-                            else E.REASONING_COMPLETED
-                        )
-                        segment = None
-                        await self.emit(AgentEvent(closing, session_id))
-                else:
-                    await self._server_tool_event(item, open_server_calls, seen_server_calls)
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        if response is None:
-            raise AgentProtocolError("Model stream ended without a response")
-        await self.move(P.READY)
-        return response
-
-    async def _server_tool_event(
-        self, item: ModelEvent, open_calls: set[str], seen_calls: set[str]
-    ) -> None:
-        session_id = self.context.session_id
-        kind = item.type
-        if kind is ModelEventType.SERVER_TOOL_STARTED:
-            call = item.server_tool_call
-            if call is None:
-                raise AgentProtocolError("server_tool_started needs a ServerToolCall")
-            if call.id in seen_calls:
-                raise AgentProtocolError(f"Server tool call {call.id!r} started twice")
-            seen_calls.add(call.id)
-            open_calls.add(call.id)
-            await self.emit(AgentEvent(E.SERVER_TOOL_STARTED, session_id, server_tool_call=call))
-        elif kind is ModelEventType.SERVER_TOOL_INPUT:
-            delta = item.server_tool_input_delta
-            if delta is None or delta.call_id not in open_calls:
-                raise AgentProtocolError(
-                    f"Server tool input for a call that is not open: "
-                    f"{getattr(delta, 'call_id', None)!r}"
-                )
-            await self.emit(
-                AgentEvent(E.SERVER_TOOL_INPUT_DELTA, session_id, server_tool_input_delta=delta)
-            )
-        elif kind in (ModelEventType.SERVER_TOOL_COMPLETED, ModelEventType.SERVER_TOOL_FAILED):
-            result = item.server_tool_result
-            if result is None or result.call_id not in open_calls:
-                raise AgentProtocolError(
-                    f"Server tool result for a call that is not open: "
-                    f"{getattr(result, 'call_id', None)!r}"
-                )
-            open_calls.discard(result.call_id)
-            event_type = (
-                E.SERVER_TOOL_COMPLETED
-                if kind is ModelEventType.SERVER_TOOL_COMPLETED
-                else E.SERVER_TOOL_FAILED
-            )
-            await self.emit(AgentEvent(event_type, session_id, server_tool_result=result))
-        else:
-            raise AgentProtocolError(f"Unknown model event type {kind!r}")
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -592,17 +480,6 @@ class Request:
                 )
 
 
-def _model_layer(
-    extension: AgentExtension,
-    context: AgentRunContext,
-    call_next: Callable[[ModelRequest], AsyncIterator[ModelEvent]],
-) -> Callable[[ModelRequest], AsyncIterator[ModelEvent]]:
-    def layer(request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        return extension.on_model_request(context, request, call_next)
-
-    return layer
-
-
 def _tool_layer(
     extension: AgentExtension,
     context: AgentRunContext,
@@ -617,8 +494,3 @@ def _tool_layer(
 def _error_text(error: Exception) -> str:
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _kind(item: Any) -> str:
-    kind = getattr(item, "type", None)
-    return getattr(kind, "value", repr(item))

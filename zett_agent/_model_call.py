@@ -1,0 +1,158 @@
+"""One primary model call: stream it through the middleware onion and mirror it as events.
+
+The stream is validated as it is read (SPEC A3): deltas, then exactly one ``completed``;
+nothing after it; server tool calls started before their input or result, with matching
+ids, and all closed before ``completed``. Text and reasoning deltas open a segment
+(``CONTENT_STARTED`` / ``REASONING_STARTED``) before their first non-empty delta, and the
+segment is closed when the other kind starts or the response arrives. The stream is always
+closed (``aclose``), so cancellation and early errors reach the provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+from zett_agent.events import AgentEvent, AgentEventType, AgentPhase
+from zett_agent.exceptions import AgentProtocolError
+from zett_agent.model import ModelEvent, ModelEventType, ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from zett_agent._context import AgentRunContext
+    from zett_agent._request import Request
+    from zett_agent.extensions.base import AgentExtension
+
+__all__ = ["call_model"]
+
+E = AgentEventType
+P = AgentPhase
+
+
+def _open_model_stream(run: Request, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    context = run.context
+    call: Callable[[ModelRequest], AsyncIterator[ModelEvent]] = context.model.stream
+    for extension in reversed(run.hooks.on_model_request):
+        call = _model_layer(extension, context, call)
+    return call(request)
+
+
+async def call_model(run: Request, request: ModelRequest) -> ModelResponse:
+    """Stream one model call, mirroring its deltas as events; return its response."""
+    session_id = run.context.session_id
+    await run.move(P.GENERATING)
+    await run.emit(AgentEvent(E.MODEL_STARTED, session_id))
+    response: ModelResponse | None = None
+    segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
+    open_server_calls: set[str] = set()
+    seen_server_calls: set[str] = set()
+    stream = _open_model_stream(run, request)
+    try:
+        async for item in stream:
+            if response is not None:
+                raise AgentProtocolError(
+                    f"Model stream yielded {_kind(item)} after its completed event"
+                )
+            kind = item.type
+            if kind is ModelEventType.TEXT:
+                if item.delta and segment is not E.CONTENT_STARTED:
+                    if segment is E.REASONING_STARTED:
+                        await run.emit(AgentEvent(E.REASONING_COMPLETED, session_id))
+                    segment = E.CONTENT_STARTED
+                    await run.emit(AgentEvent(E.CONTENT_STARTED, session_id))
+                await run.emit(AgentEvent(E.TEXT_DELTA, session_id, delta=item.delta))
+            elif kind is ModelEventType.REASONING:
+                if item.delta and segment is not E.REASONING_STARTED:
+                    if segment is E.CONTENT_STARTED:
+                        await run.emit(AgentEvent(E.CONTENT_COMPLETED, session_id))
+                    segment = E.REASONING_STARTED
+                    await run.emit(AgentEvent(E.REASONING_STARTED, session_id))
+                await run.emit(AgentEvent(E.REASONING_DELTA, session_id, delta=item.delta))
+            elif kind is ModelEventType.TOOL_CALL:
+                await run.emit(
+                    AgentEvent(E.TOOL_CALL_DELTA, session_id, tool_call_delta=item.tool_call_delta)
+                )
+            elif kind is ModelEventType.COMPLETED:
+                if not isinstance(item.response, ModelResponse):
+                    raise AgentProtocolError("A completed model event needs a ModelResponse")
+                if open_server_calls:
+                    raise AgentProtocolError(
+                        "Model stream completed while server tool calls were still open: "
+                        f"{sorted(open_server_calls)}"
+                    )
+                response = item.response
+                if segment is not None:
+                    closing = (
+                        E.CONTENT_COMPLETED
+                        if segment is E.CONTENT_STARTED
+                        else E.REASONING_COMPLETED
+                    )
+                    segment = None
+                    await run.emit(AgentEvent(closing, session_id))
+            else:
+                await _server_tool_event(run, item, open_server_calls, seen_server_calls)
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    if response is None:
+        raise AgentProtocolError("Model stream ended without a response")
+    await run.move(P.READY)
+    return response
+
+
+async def _server_tool_event(
+    run: Request, item: ModelEvent, open_calls: set[str], seen_calls: set[str]
+) -> None:
+    session_id = run.context.session_id
+    kind = item.type
+    if kind is ModelEventType.SERVER_TOOL_STARTED:
+        call = item.server_tool_call
+        if call is None:
+            raise AgentProtocolError("server_tool_started needs a ServerToolCall")
+        if call.id in seen_calls:
+            raise AgentProtocolError(f"Server tool call {call.id!r} started twice")
+        seen_calls.add(call.id)
+        open_calls.add(call.id)
+        await run.emit(AgentEvent(E.SERVER_TOOL_STARTED, session_id, server_tool_call=call))
+    elif kind is ModelEventType.SERVER_TOOL_INPUT:
+        delta = item.server_tool_input_delta
+        if delta is None or delta.call_id not in open_calls:
+            raise AgentProtocolError(
+                f"Server tool input for a call that is not open: "
+                f"{getattr(delta, 'call_id', None)!r}"
+            )
+        await run.emit(
+            AgentEvent(E.SERVER_TOOL_INPUT_DELTA, session_id, server_tool_input_delta=delta)
+        )
+    elif kind in (ModelEventType.SERVER_TOOL_COMPLETED, ModelEventType.SERVER_TOOL_FAILED):
+        result = item.server_tool_result
+        if result is None or result.call_id not in open_calls:
+            raise AgentProtocolError(
+                f"Server tool result for a call that is not open: "
+                f"{getattr(result, 'call_id', None)!r}"
+            )
+        open_calls.discard(result.call_id)
+        event_type = (
+            E.SERVER_TOOL_COMPLETED
+            if kind is ModelEventType.SERVER_TOOL_COMPLETED
+            else E.SERVER_TOOL_FAILED
+        )
+        await run.emit(AgentEvent(event_type, session_id, server_tool_result=result))
+    else:
+        raise AgentProtocolError(f"Unknown model event type {kind!r}")
+
+
+def _model_layer(
+    extension: AgentExtension,
+    context: AgentRunContext,
+    call_next: Callable[[ModelRequest], AsyncIterator[ModelEvent]],
+) -> Callable[[ModelRequest], AsyncIterator[ModelEvent]]:
+    def layer(request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return extension.on_model_request(context, request, call_next)
+
+    return layer
+
+
+def _kind(item: Any) -> str:
+    kind = getattr(item, "type", None)
+    return getattr(kind, "value", repr(item))
