@@ -163,3 +163,13 @@ async def test_cancelling_while_the_user_thinks_rejects_the_late_answer():
         await task
     assert agent.emit_external_event(answer_event(answer="late"), config=CONFIG) == []
     assert agent.is_conflict("s") is False
+
+
+async def test_a_question_without_options_says_so_in_the_event():
+    model = AskingModel(question="What is your name?")
+    agent = await Agent.create(model, extensions=[AskUserExtension()])
+    events, accepted = await ask(agent, answer_event(answer="Ada"))
+    (event,) = [e for e in events if e.type is T.CUSTOM]
+    assert event.payload["options"] is None
+    assert event.payload["allow_multiple"] is False
+    assert accepted == [["AskUserExtension"]]

@@ -325,3 +325,47 @@ async def test_cancellation_is_not_reported_as_a_failure_even_by_run():
         await runner
     assert watch.errors == []
     assert len(watch.cancelled) == 1
+
+
+async def test_closing_at_a_tool_calling_answer_closes_every_call_it_requested():
+    watch = CancelWatch()
+    batch = calls(call("lookup", "c1", key="a"), call("lookup", "c2", key="b"))
+    agent = await Agent.create(ProbeModel(batch), tools=[lookup], extensions=[watch])
+    async with contextlib.aclosing(agent.stream("hi", config=CONFIG)) as events:
+        async for event in events:
+            if event.type is T.MODEL_COMPLETED:
+                break
+    assert [(m.tool_call_id, m.success, m.content) for m in watch.tool_messages] == [
+        ("c1", False, CANCELLED_TEXT),
+        ("c2", False, CANCELLED_TEXT),
+    ]
+    assert [e.previous_phase for e in watch.cancelled] == [AgentPhase.READY]
+
+
+async def test_an_error_in_the_consumer_propagates_unchanged_and_cancels_the_request():
+    watch = CancelWatch()
+    model = ProbeModel(endless_text())
+    agent = await Agent.create(model, extensions=[watch])
+    ui_error = ValueError("the UI could not render")
+    with pytest.raises(ValueError) as caught:
+        async with contextlib.aclosing(agent.stream("hi", config=CONFIG)) as events:
+            async for event in events:
+                if event.type is T.TEXT_DELTA:
+                    raise ui_error
+    assert caught.value is ui_error
+    assert model.streams_closed == 1
+    assert len(watch.cancelled) == 1
+    assert watch.errors == []
+    assert agent.is_conflict("s") is False
+
+
+async def test_a_stream_closed_before_its_first_event_runs_nothing():
+    watch = CancelWatch()
+    model = ProbeModel(answer("never"))
+    agent = await Agent.create(model, extensions=[watch])
+    stream = agent.stream("hi", config=CONFIG)
+    await stream.aclose()
+    assert model.requests == []
+    assert watch.phases == []
+    assert agent.is_conflict("s") is False
+    assert (await agent.run("now", config=CONFIG)).content == "never"

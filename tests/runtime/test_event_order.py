@@ -323,3 +323,38 @@ async def test_the_stream_can_be_consumed_with_aclosing_and_async_for():
         async for event in events:
             seen.append(event.type)
     assert seen[-1] is T.RUN_COMPLETED
+
+
+async def test_a_context_kept_after_its_request_ended_can_no_longer_emit():
+    kept = []
+
+    class Keep(AgentExtension):
+        async def on_tool(self, context):
+            kept.append(context)
+
+    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[Keep()])
+    await collect(agent, "hi", config=CONFIG)
+    with pytest.raises(AgentProtocolError):
+        await kept[0].emit(AgentEvent(T.CUSTOM, session_id="session-1", name="late"))
+
+
+async def test_alternating_reasoning_and_text_open_a_new_segment_each_time():
+    turn = [
+        ModelEvent.reasoning("a"),
+        ModelEvent.text("b"),
+        ModelEvent.reasoning("c"),
+        ModelEvent.completed(ModelResponse(AssistantMessage(content="b", reasoning="ac"))),
+    ]
+    agent = await Agent.create(ProbeModel(turn), extensions=[])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert types(events)[1:-2] == [
+        T.REASONING_STARTED,
+        T.REASONING_DELTA,
+        T.REASONING_COMPLETED,
+        T.CONTENT_STARTED,
+        T.TEXT_DELTA,
+        T.CONTENT_COMPLETED,
+        T.REASONING_STARTED,
+        T.REASONING_DELTA,
+        T.REASONING_COMPLETED,
+    ]

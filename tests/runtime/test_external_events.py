@@ -811,3 +811,20 @@ async def test_the_event_reaches_accept_unmodified():
     assert seen[0].name == "ping"
     assert seen[0].payload == {"nested": {"k": [1, 2]}}
     assert event.payload == {"nested": {"k": [1, 2]}}
+
+
+async def test_a_reply_staged_for_a_cancelled_request_is_not_seen_by_the_next_one():
+    config = AgentRunConfig(session_id="s")
+    agent = await confirmation_agent(config)
+    async with contextlib.aclosing(agent.stream("Deploy?", config=config)) as stream:
+        async for event in stream:
+            if event.type is T.CUSTOM:
+                agent.emit_external_event(reply(approved=True), config=config)
+            if event.type is T.TOOL_STARTED:
+                break
+    second = Session(agent, config)
+    await second.waiting()
+    assert agent.emit_external_event(reply(approved=False), config=config) == [
+        "ConfirmationExtension"
+    ]
+    assert (await second.task).content == "True:false"

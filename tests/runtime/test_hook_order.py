@@ -512,3 +512,22 @@ async def test_message_appended_events_carry_timing():
     assert len(timings) >= 2
     assert all(t.occurred_at.tzinfo is not None for t in timings)
     assert [t.monotonic_ns for t in timings] == sorted(t.monotonic_ns for t in timings)
+
+
+async def test_tools_registered_in_a_request_belong_to_that_request_only():
+    class Once(AgentExtension):
+        def __init__(self) -> None:
+            self.registered = False
+
+        async def on_tool(self, context):
+            if not self.registered:
+                self.registered = True
+                context.register_tool(lookup)
+
+    model = ProbeModel(answer("one"), answer("two"))
+    agent = await Agent.create(model, extensions=[Once()])
+    config = AgentRunConfig(session_id="s")
+    await agent.run("first", config=config)
+    await agent.run("second", config=config)
+    assert [t.name for t in model.requests[0].tools] == ["lookup"]
+    assert model.requests[1].tools == ()

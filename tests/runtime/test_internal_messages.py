@@ -12,7 +12,7 @@ from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.extensions.base import AgentExtension
-from zett_agent.extensions.events import InternalMessageEvent
+from zett_agent.extensions.events import InternalMessageEvent, SteeringMessageEvent
 from zett_agent.extensions.external import ExternalEvent
 from zett_agent.messages import AgentMessage, AssistantMessage, UserMessage
 from zett_agent.model import ModelEvent
@@ -150,8 +150,6 @@ async def test_an_instruction_superseded_by_steering_is_interrupted():
     class SteerDuringInstruction(AgentExtension):
         async def before_turn(self, context):
             if context.state.messages and isinstance(context.state.messages[-1], AgentMessage):
-                from zett_agent.extensions.events import SteeringMessageEvent
-
                 await context.publish(SteeringMessageEvent(UserMessage(content="never mind")))
 
     class Nudge(AgentExtension):

@@ -161,3 +161,43 @@ async def test_the_agent_state_holds_the_whole_conversation_after_a_request():
     )
     await agent.run("hi", config=AgentRunConfig(session_id="s"))
     assert dialogue(agent.get_state("s").messages) == [("user", "hi"), ("assistant", "hello")]
+
+
+def unanswered_tool_calls(messages) -> list[str]:
+    """Ids of tool calls that no ToolMessage answers; providers reject such histories."""
+    requested = [c.id for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    return [call_id for call_id in requested if call_id not in answered]
+
+
+async def test_a_request_that_failed_mid_batch_leaves_no_unanswered_call_in_the_history():
+    class FailSecond(AgentExtension):
+        async def before_tool(self, context, call):
+            if call.id == "c2":
+                raise RuntimeError("hook failed")
+
+    batch = calls(call("lookup", "c1", key="a"), call("lookup", "c2", key="b"))
+    model = ProbeModel(batch, answer("fresh"))
+    agent = await Agent.create(
+        model, tools=[lookup], extensions=[InMemoryMessageAccumulator(), FailSecond()]
+    )
+    config = AgentRunConfig(session_id="s")
+    with pytest.raises(RuntimeError, match="hook failed"):
+        await agent.run("start", config=config)
+    await agent.run("again", config=config)
+    assert unanswered_tool_calls(model.requests[1].messages) == []
+    assert model.requests[1].messages[-1] == UserMessage(content="again")
+
+
+async def test_a_request_that_failed_in_the_model_after_a_tool_keeps_a_valid_history():
+    async def broken(request):
+        raise ConnectionError("gone")
+        yield  # pragma: no cover
+
+    model = ProbeModel(calls(call("lookup", "c1", key="a")), broken, answer("fresh"))
+    agent = await Agent.create(model, tools=[lookup], extensions=[InMemoryMessageAccumulator()])
+    config = AgentRunConfig(session_id="s")
+    with pytest.raises(ConnectionError):
+        await agent.run("start", config=config)
+    await agent.run("again", config=config)
+    assert unanswered_tool_calls(model.requests[2].messages) == []

@@ -248,3 +248,10 @@ async def test_a_failure_after_a_tool_ran_still_reaches_the_caller_unchanged():
         await agent.run("hi", config=CONFIG)
     assert caught.value is boom
     assert watch.ended == ["after_turn"]
+
+
+async def test_a_stream_item_that_is_not_a_model_event_is_a_protocol_error():
+    model = ProbeModel(["not an event", *answer("ok")])
+    agent = await Agent.create(model, extensions=[])
+    with pytest.raises(AgentProtocolError):
+        await agent.run("hi", config=CONFIG)

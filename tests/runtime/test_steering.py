@@ -336,12 +336,12 @@ async def test_steering_racing_the_end_of_a_request_is_processed_exactly_when_ac
         config = AgentRunConfig(session_id=f"race-{index}")
         go = threading.Event()
         verdict: list[list[str]] = []
-        thread = threading.Thread(
-            target=lambda c=config, g=go, v=verdict: (
-                g.wait(),
-                v.append(agent.emit_external_event(steer("racing"), config=c)),
-            )
-        )
+
+        def steer_when_told(c=config, g=go, v=verdict):
+            g.wait()
+            v.append(agent.emit_external_event(steer("racing"), config=c))
+
+        thread = threading.Thread(target=steer_when_told)
         thread.start()
         events: list[AgentEvent] = []
         release_at = index % 10  # sweep the release over every event of the request
@@ -357,3 +357,24 @@ async def test_steering_racing_the_end_of_a_request_is_processed_exactly_when_ac
         assert processed == accepted, f"run {index}: accepted={accepted} processed={processed}"
         outcomes["accepted" if accepted else "rejected"] += 1
     assert sum(outcomes.values()) == 100
+
+
+async def test_after_turn_already_sees_the_steering_message_appended():
+    started, release = asyncio.Event(), asyncio.Event()
+    last_seen: list[object] = []
+
+    class Look(AgentExtension):
+        async def after_turn(self, context, result):
+            last_seen.append(context.state.messages[-1])
+
+    agent = await Agent.create(
+        ProbeModel(calls(call("slow", "c1")), answer("ok")),
+        tools=[gated_tool(started, release)],
+        extensions=[Look()],
+    )
+    run = asyncio.create_task(agent.run("go", config=CONFIG))
+    await started.wait()
+    agent.emit_external_event(steer("turn left"), config=CONFIG)
+    release.set()
+    await run
+    assert last_seen[0] == UserMessage(content="turn left")

@@ -1,0 +1,80 @@
+"""MODEL_STOPPED: a model that ends abnormally ends the run normally (SPEC A6)."""
+
+from __future__ import annotations
+
+from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent.events import AgentEventType
+from zett_agent.extensions.base import AgentExtension
+from zett_agent.messages import AssistantMessage, ToolCall
+from zett_agent.model import ModelEvent, ModelResponse, StopInfo, StopReason
+
+from .support import ProbeModel, collect, lookup, without_deltas
+
+T = AgentEventType
+CONFIG = AgentRunConfig(session_id="s")
+STOP = StopInfo(StopReason.MAX_TOKENS, detail="length")
+
+
+def stopped(message: AssistantMessage) -> list[ModelEvent]:
+    return [
+        ModelEvent.text(message.content),
+        ModelEvent.completed(ModelResponse(message, finish_reason="length", stop=STOP)),
+    ]
+
+
+class Ends(AgentExtension):
+    def __init__(self) -> None:
+        self.log: list[tuple[str, AssistantMessage]] = []
+
+    async def after_turn(self, context, result):
+        self.log.append(("after_turn", result))
+
+    async def after_run(self, context, result):
+        self.log.append(("after_run", result))
+
+    async def on_success(self, context, result):
+        self.log.append(("on_success", result))
+
+    async def on_error(self, context, error):
+        self.log.append(("on_error", error))
+
+
+async def test_a_stopped_answer_emits_model_stopped_instead_of_model_completed():
+    message = AssistantMessage(content="The answer is cut")
+    ends = Ends()
+    agent = await Agent.create(ProbeModel(stopped(message)), extensions=[ends])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert without_deltas(events) == [T.MODEL_STARTED, T.MODEL_STOPPED, T.RUN_COMPLETED]
+    stop_event = next(e for e in events if e.type is T.MODEL_STOPPED)
+    assert stop_event.stop == STOP
+    assert stop_event.response.stop == STOP
+    assert stop_event.message.content == "The answer is cut"
+    assert events[-1].message.content == "The answer is cut"
+    assert [name for name, _ in ends.log] == ["after_turn", "after_run", "on_success"]
+
+
+async def test_tool_calls_of_a_stopped_message_are_not_executed():
+    ran: list[str] = []
+
+    class Spy(AgentExtension):
+        async def before_tool(self, context, call):
+            ran.append(call.id)
+
+    message = AssistantMessage(
+        content="Let me look", tool_calls=(ToolCall(id="c1", name="lookup", arguments={}),)
+    )
+    model = ProbeModel(stopped(message))
+    agent = await Agent.create(model, tools=[lookup], extensions=[Spy()])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert ran == []
+    assert T.TOOL_STARTED not in [e.type for e in events]
+    assert len(model.requests) == 1
+    assert events[-1].type is T.RUN_COMPLETED
+    assert events[-1].message.tool_calls[0].id == "c1"
+
+
+async def test_run_returns_the_stopped_message():
+    agent = await Agent.create(
+        ProbeModel(stopped(AssistantMessage(content="partial"))), extensions=[]
+    )
+    assert (await agent.run("hi", config=CONFIG)).content == "partial"
