@@ -52,6 +52,10 @@ async def call_model(run: Request, request: ModelRequest) -> ModelResponse:
                 raise AgentProtocolError(
                     f"Model stream yielded {_kind(item)} after its completed event"
                 )
+            if not isinstance(item, ModelEvent):
+                raise AgentProtocolError(
+                    f"A model stream must yield ModelEvent objects, got {type(item).__name__}"
+                )
             kind = item.type
             if kind is ModelEventType.TEXT:
                 if item.delta and segment is not E.CONTENT_STARTED:

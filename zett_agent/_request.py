@@ -269,6 +269,10 @@ class Request:
             request = await self._prepare_model_request()
             response = await call_model(self, request)
             message = response.message
+            runs_tools = bool(message.tool_calls) and response.stop is None
+            if runs_tools:
+                # From the moment the answer is in the context, cancellation closes its calls.
+                self._unsettled = list(message.tool_calls)
             await self.append(message)
             await self.stage(hooks.after_model, "after_model", response)
             if response.stop is not None:
@@ -284,8 +288,7 @@ class Request:
             else:
                 await self.emit(AgentEvent(E.MODEL_COMPLETED, session_id, response=response))
 
-            if message.tool_calls and response.stop is None:
-                self._unsettled = list(message.tool_calls)
+            if runs_tools:
                 while self._unsettled and not self.inbox.has_steering():
                     await self._run_tool(self._unsettled[0])
                 if self._unsettled or self.inbox.has_steering():

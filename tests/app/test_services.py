@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from channels_redis.core import RedisChannelLayer
 
 from tests.app.services import POSTGRES_URL, REDIS_URL, require_service
@@ -41,6 +42,7 @@ async def test_the_redis_channel_layer_delivers_group_messages():
         await layer.close_pools()
 
 
+@pytest.mark.timeout(900)
 def test_the_socket_and_persistence_suites_pass_on_postgresql_and_redis():
     database_url = require_service("PostgreSQL", POSTGRES_URL)
     redis_url = require_service("Redis", REDIS_URL)

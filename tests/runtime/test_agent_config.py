@@ -239,3 +239,24 @@ async def test_the_iteration_limit_defaults_to_thirty_six():
     with pytest.raises(AgentIterationLimitError, match="36"):
         await agent.run("loop forever")
     assert len(model.requests) == 36
+
+
+async def test_a_request_config_without_a_session_id_runs_in_the_initialized_session():
+    recorder = ContextRecorder()
+    agent = await Agent.create(
+        ProbeModel(answer("hi")),
+        config=AgentRunConfig(session_id="session-init"),
+        extensions=[recorder],
+    )
+    await agent.run("hello", config=AgentRunConfig(request_id="request-9"))
+    (context,) = recorder.contexts
+    assert (context.session_id, context.request_id) == ("session-init", "request-9")
+
+
+@pytest.mark.parametrize("message", [42, None, ["hello"]], ids=["int", "none", "list"])
+async def test_an_input_that_is_not_text_or_a_user_message_is_a_type_error(message):
+    model = ProbeModel(answer("hi"))
+    agent = await Agent.create(model, extensions=[])
+    with pytest.raises(TypeError, match="UserMessage"):
+        await agent.run(message)
+    assert model.requests == []

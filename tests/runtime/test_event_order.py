@@ -358,3 +358,15 @@ async def test_alternating_reasoning_and_text_open_a_new_segment_each_time():
         T.REASONING_DELTA,
         T.REASONING_COMPLETED,
     ]
+
+
+async def test_the_runtime_stamps_the_phase_of_extension_events_itself():
+    class Liar(AgentExtension):
+        async def before_run(self, context):
+            await context.emit(
+                AgentEvent(T.CUSTOM, context.session_id, AgentPhase.FAILED, name="claims-failed")
+            )
+
+    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[Liar()])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert events[0].phase is AgentPhase.READY

@@ -1,0 +1,144 @@
+"""Seed 000's ``ConfirmationExtension`` example, verbatim, and what its tests share.
+
+``Session`` runs one request in a task and sets ``requested`` when the confirmation is asked;
+``waiting()`` returns once the request is parked on its reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from zett_agent.agent import Agent, AgentRunConfig, AgentRunContext
+from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.extensions.base import AgentExtension
+from zett_agent.extensions.events import MessageAppendedEvent, RunCancelledEvent
+from zett_agent.extensions.external import ExternalEvent, ExternalEventExtension
+from zett_agent.messages import ToolCall, ToolMessage
+from zett_agent.tools.base import tool
+
+from .support import answer, calls, let_other_tasks_run
+
+T = AgentEventType
+CANCELLED_TEXT = "Request cancelled before tool completion"
+
+
+# --- seed 000's example, verbatim -------------------------------------------------------
+
+
+# fmt: off
+class ConfirmationExtension(ExternalEventExtension):
+    def __init__(self) -> None:
+        super().__init__(
+            response_event_name="confirmation_response",
+            correlation_field="tool_call_id",
+        )
+
+    async def on_tool(self, context: AgentRunContext) -> None:
+        @tool
+        async def confirm() -> bool:
+            '''Ask the user whether to proceed.
+
+            Snippet:
+                confirm()
+
+            Guidelines:
+                - Use when proceeding requires an explicit user decision.
+            '''
+            response = self._take_external_event(context)
+            approved = response.payload.get("approved")
+            if not isinstance(approved, bool):
+                raise ValueError("approved must be a boolean")
+            return approved
+
+        context.register_tool(confirm)
+
+    async def before_tool(self, context: AgentRunContext, call: ToolCall) -> None:
+        if call.name != "confirm":
+            return
+        async with self._wait_for_external_event(context, call.id):
+            await context.emit(AgentEvent(
+                AgentEventType.CUSTOM,
+                session_id=context.session_id,
+                name="confirmation_requested",
+                payload={"tool_call_id": call.id, "question": "Proceed?"},
+            ))
+# fmt: on
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+class ConfirmModel:
+    """Asks for confirmation, then reports the tool result it got back."""
+
+    def __init__(self, call_id: str = "call-7") -> None:
+        self.call_id = call_id
+        self.requests = []
+
+    async def stream(self, request):
+        self.requests.append(request)
+        last = request.messages[-1]
+        if isinstance(last, ToolMessage):
+            events = answer(f"{last.success}:{last.content}")
+        else:
+            events = calls(ToolCall(id=self.call_id, name="confirm"))
+        for event in events:
+            yield event
+
+
+class RequestWatch(AgentExtension):
+    """Records errors, cancellations and tool results of the requests it sees."""
+
+    def __init__(self) -> None:
+        self.errors: list[Exception] = []
+        self.cancelled: list[RunCancelledEvent] = []
+        self.tool_messages: list[ToolMessage] = []
+
+    async def on_event(self, context, event):
+        if isinstance(event, RunCancelledEvent):
+            self.cancelled.append(event)
+        elif isinstance(event, MessageAppendedEvent) and isinstance(event.message, ToolMessage):
+            self.tool_messages.append(event.message)
+
+    async def on_error(self, context, error):
+        self.errors.append(error)
+
+
+def reply(call_id: str = "call-7", approved: object = True, **extra) -> ExternalEvent:
+    return ExternalEvent(
+        name="confirmation_response",
+        payload={"tool_call_id": call_id, "approved": approved, **extra},
+    )
+
+
+class Session:
+    """Runs one request in a task; ``requested`` is set when the confirmation is asked."""
+
+    def __init__(self, agent: Agent, config: AgentRunConfig) -> None:
+        self.agent = agent
+        self.config = config
+        self.requested = asyncio.Event()
+        self.request_event: AgentEvent | None = None
+        self.events: list[AgentEvent] = []
+        self.task = asyncio.create_task(self._consume())
+
+    async def _consume(self):
+        async with contextlib.aclosing(self.agent.stream("Deploy?", config=self.config)) as stream:
+            async for event in stream:
+                self.events.append(event)
+                if event.type is T.CUSTOM and event.name == "confirmation_requested":
+                    self.request_event = event
+                    self.requested.set()
+        return self.events[-1].message
+
+    async def waiting(self) -> None:
+        """Return once the request is parked on its confirmation."""
+        await self.requested.wait()
+        await let_other_tasks_run()
+
+
+async def confirmation_agent(config: AgentRunConfig | None = None, *extra: AgentExtension):
+    return await Agent.create(
+        ConfirmModel(), config=config, extensions=[ConfirmationExtension(), *extra]
+    )
