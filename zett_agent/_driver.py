@@ -1,22 +1,30 @@
 """Back-pressure: how ``Agent.stream`` runs a request inside its consumer's task.
 
-A request is one coroutine, ``_Request.execute``. It is not wrapped in a task and no queue
+A request is one coroutine, ``Request.execute``. It is not wrapped in a task and no queue
 sits between it and the consumer. Instead ``advance`` steps the coroutine by hand, in the
 consumer's task: when the runtime emits an event it awaits an ``Emission``, which yields
 the event object up through every frame of the coroutine. ``advance`` recognises it, stops
-stepping and returns the event to the consumer. Every other object the coroutine yields is
-a real asyncio suspension (a future); ``advance`` passes it up to the task unchanged and
-sends the result, or throws the exception, back down. So:
+stepping and returns the event to the consumer. So the runtime does no work between two
+events until the consumer asks for the next one (it runs zero events ahead), and emitting
+costs a few generator frames, not a task switch.
 
-- the runtime does no work between two events until the consumer asks for the next one
-  (it runs zero events ahead), and emitting costs a few generator frames, not a task
-  switch;
+Every other object the coroutine yields is a real asyncio suspension. A bare ``yield``
+(``asyncio.sleep(0)``) is passed up to the task unchanged. A future is awaited on the
+runtime's behalf: ``advance`` waits on a small wake-up future that completes when the
+runtime's future does, or when another task emits an event for this request (a tool's
+subtask reporting progress through ``context.emit``). Such foreign events are handed to the
+consumer while the runtime stays suspended, and each emitter resumes once its event was
+taken, so they get the same back-pressure as the runtime's own events.
+
+Cancellation:
+
 - cancelling the consumer's task while the runtime waits (model, tool, external reply)
-  throws ``CancelledError`` straight into the runtime's await, so work stops at once;
-- closing the iterator between events calls ``abort``, which throws ``CancelledError`` in
-  at the suspended emission and drives the runtime's cancellation handling to its end
-  (it may await hooks), discarding anything it still emits. The runtime then re-raises that
-  same ``CancelledError`` object, which ``abort`` swallows; any other exception escapes.
+  cancels the future the runtime awaits and throws ``CancelledError`` into the runtime, as
+  a task would: work stops at once and the runtime's cancellation handling runs;
+- closing the iterator between events calls ``abort``, which does the same at the
+  suspended emission (or wait) and drives the cancellation handling to its end (it may
+  await hooks), discarding anything still emitted. The runtime re-raises that same
+  ``CancelledError`` object, which ``abort`` swallows; any other exception escapes.
 
 Each step runs in a ``contextvars.Context`` of the request's own, like a task would, so
 context variables set by the runtime never leak into the consumer.
@@ -27,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import types
+from collections import deque
 from collections.abc import Coroutine, Generator
 from typing import Any
 
@@ -51,17 +60,46 @@ class Emission:
 FINISHED: Any = object()
 
 
+def _wake(waker: asyncio.Future[None], _: object = None) -> None:
+    if not waker.done():
+        waker.set_result(None)
+
+
 class Driver:
     """Steps one request coroutine on behalf of whichever task consumes its events."""
 
-    __slots__ = ("context", "coro", "finished", "task")
+    __slots__ = (
+        "_blocked_on",
+        "_foreign",
+        "_waker",
+        "aborting",
+        "context",
+        "coro",
+        "finished",
+        "task",
+    )
 
     def __init__(self, coro: Coroutine[Any, Any, None]) -> None:
         self.coro = coro
         self.context = contextvars.copy_context()
         self.finished = False
-        #: The task currently stepping the coroutine; emissions must come from it.
+        self.aborting = False
+        #: The task currently stepping the coroutine; its emissions need no hand-off.
         self.task: asyncio.Task[Any] | None = None
+        #: The future the suspended runtime awaits, while ``advance`` waits on its behalf.
+        self._blocked_on: asyncio.Future[Any] | None = None
+        self._waker: asyncio.Future[None] | None = None
+        self._foreign: deque[tuple[AgentEvent, asyncio.Future[None]]] = deque()
+
+    async def emit_foreign(self, event: AgentEvent) -> None:
+        """Hand an event from another task to the consumer; return once it was taken."""
+        if self.finished or self.aborting:
+            return
+        delivered = asyncio.get_running_loop().create_future()
+        self._foreign.append((event, delivered))
+        if self._waker is not None:
+            _wake(self._waker)
+        await delivered
 
     @types.coroutine
     def advance(self) -> Generator[Any, Any, Any]:
@@ -71,32 +109,97 @@ class Driver:
         value: Any = None
         error: BaseException | None = None
         while True:
+            if self._foreign:
+                event, delivered = self._foreign.popleft()
+                _wake(delivered)
+                return event
+            blocked = self._blocked_on
+            if blocked is not None and error is None:
+                error = yield from self._wait(blocked)
+                if error is None and not blocked.done():
+                    continue  # woken by a foreign event: hand it over first
+                self._blocked_on = None
             try:
                 signal = run(coro.send, value) if error is None else run(coro.throw, error)
             except StopIteration:
-                self.finished = True
+                self._finish()
                 return FINISHED
             except BaseException:
-                self.finished = True
+                self._finish()
                 raise
+            value = error = None
             if type(signal) is Emission:
                 return signal.event
-            value = error = None
+            if getattr(signal, "_asyncio_future_blocking", False):
+                signal._asyncio_future_blocking = False  # what a task does when it takes over
+                self._blocked_on = signal
+                continue
             try:
                 value = yield signal
             except BaseException as exc:
                 error = exc
+
+    def _wait(self, blocked: asyncio.Future[Any]) -> Generator[Any, Any, BaseException | None]:
+        """Wait for ``blocked`` or a foreign event; return the exception to throw, if any.
+
+        Cancellation behaves as for a task: the awaited future is cancelled and, when that
+        was accepted, waited for until it settles, so the runtime reads its outcome (a
+        ``CancelledError``, or a result a shielded wait still produced) as usual.
+        """
+        cancelling = False
+        while not blocked.done():
+            if self._foreign and not cancelling:
+                return None
+            waker = self._waker = blocked.get_loop().create_future()
+            waker._asyncio_future_blocking = True  # type: ignore[attr-defined]
+            callback = _waker_for(waker)
+            blocked.add_done_callback(callback)
+            try:
+                yield waker
+            except asyncio.CancelledError as exc:
+                if cancelling or not blocked.cancel():
+                    self._blocked_on = None
+                    return exc
+                cancelling = True
+            except BaseException as exc:
+                self._blocked_on = None
+                return exc
+            finally:
+                blocked.remove_done_callback(callback)
+                self._waker = None
+        return None
 
     @types.coroutine
     def abort(self) -> Generator[Any, Any, None]:
         """Cancel the suspended request and drive its cleanup to completion."""
         if self.finished:
             return
-        coro, run = self.coro, self.context.run
+        self.aborting = True
         self.task = asyncio.current_task()
+        self._discard_foreign()
+        coro, run = self.coro, self.context.run
         cancel = asyncio.CancelledError()
-        value: Any = None
         error: BaseException | None = cancel
+        blocked, self._blocked_on = self._blocked_on, None
+        if blocked is not None and blocked.cancel():
+            # Let the cancelled wait settle (a gather cancels its children) before
+            # throwing in, and read its outcome so nothing is left unretrieved.
+            while not blocked.done():
+                waker = self._waker = blocked.get_loop().create_future()
+                waker._asyncio_future_blocking = True  # type: ignore[attr-defined]
+                callback = _waker_for(waker)
+                blocked.add_done_callback(callback)
+                try:
+                    yield waker
+                except BaseException as exc:  # the consumer itself is cancelled meanwhile
+                    error = exc
+                    break
+                finally:
+                    blocked.remove_done_callback(callback)
+                    self._waker = None
+            if blocked.done() and not blocked.cancelled():
+                blocked.exception()
+        value: Any = None
         try:
             while True:
                 try:
@@ -115,4 +218,20 @@ class Driver:
                 except BaseException as exc:
                     error = exc
         finally:
-            self.finished = True
+            self._finish()
+
+    def _finish(self) -> None:
+        self.finished = True
+        self._discard_foreign()
+
+    def _discard_foreign(self) -> None:
+        while self._foreign:
+            _, delivered = self._foreign.popleft()
+            _wake(delivered)
+
+
+def _waker_for(waker: asyncio.Future[None]) -> Any:
+    def callback(_: asyncio.Future[Any]) -> None:
+        _wake(waker)
+
+    return callback

@@ -109,10 +109,9 @@ class Request:
             )
         driver = self.driver
         if driver is not None and asyncio.current_task() is not driver.task:
-            raise AgentProtocolError(
-                "context.emit must be awaited by the request itself (a hook or a tool), "
-                "not from another task"
-            )
+            event.phase = self.context.state.phase
+            await driver.emit_foreign(event)  # a tool's subtask: hand over, wait until taken
+            return
         await self.emit(event)
 
     async def publish(

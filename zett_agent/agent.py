@@ -9,8 +9,9 @@ external events. Choices where SPEC is silent:
 - the agent's built-in ``InternalMessageExtension`` and ``SteeringExtension`` are
   registered after the caller's extensions (priority 100, so they keep that place among
   equals);
-- ``context.emit`` must be awaited from the request's own task (a hook or a tool); an emit
-  from another task raises ``AgentProtocolError``;
+- ``context.emit`` may also be awaited from another task of the request (a tool's
+  subtasks reporting progress): the event is handed to the consumer while the runtime
+  waits, and the emitter resumes once it was taken (see ``_driver``);
 - when the model stops abnormally (MODEL_STOPPED) its tool calls are neither executed nor
   given ToolMessages; memory and persistence drop such unanswered batches on restore.
 """
