@@ -109,7 +109,7 @@ class Driver:
         value: Any = None
         error: BaseException | None = None
         while True:
-            if self._foreign:
+            if self._foreign and error is None:
                 event, delivered = self._foreign.popleft()
                 _wake(delivered)
                 return event
@@ -147,15 +147,10 @@ class Driver:
         ``CancelledError``, or a result a shielded wait still produced) as usual.
         """
         cancelling = False
-        while not blocked.done():
-            if self._foreign and not cancelling:
-                return None
-            waker = self._waker = blocked.get_loop().create_future()
-            waker._asyncio_future_blocking = True  # type: ignore[attr-defined]
-            callback = _waker_for(waker)
-            blocked.add_done_callback(callback)
+        while True:
             try:
-                yield waker
+                yield from self._until_done(blocked, foreign_wakes=not cancelling)
+                return None
             except asyncio.CancelledError as exc:
                 if cancelling or not blocked.cancel():
                     self._blocked_on = None
@@ -164,10 +159,23 @@ class Driver:
             except BaseException as exc:
                 self._blocked_on = None
                 return exc
+
+    def _until_done(
+        self, blocked: asyncio.Future[Any], *, foreign_wakes: bool
+    ) -> Generator[Any, Any, None]:
+        """Yield to the task until ``blocked`` is done, or a foreign event waits."""
+        while not blocked.done():
+            if foreign_wakes and self._foreign:
+                return
+            waker = self._waker = blocked.get_loop().create_future()
+            waker._asyncio_future_blocking = True  # type: ignore[attr-defined]
+            callback = _waker_for(waker)
+            blocked.add_done_callback(callback)
+            try:
+                yield waker
             finally:
                 blocked.remove_done_callback(callback)
                 self._waker = None
-        return None
 
     @types.coroutine
     def abort(self) -> Generator[Any, Any, None]:
@@ -184,19 +192,10 @@ class Driver:
         if blocked is not None and blocked.cancel():
             # Let the cancelled wait settle (a gather cancels its children) before
             # throwing in, and read its outcome so nothing is left unretrieved.
-            while not blocked.done():
-                waker = self._waker = blocked.get_loop().create_future()
-                waker._asyncio_future_blocking = True  # type: ignore[attr-defined]
-                callback = _waker_for(waker)
-                blocked.add_done_callback(callback)
-                try:
-                    yield waker
-                except BaseException as exc:  # the consumer itself is cancelled meanwhile
-                    error = exc
-                    break
-                finally:
-                    blocked.remove_done_callback(callback)
-                    self._waker = None
+            try:
+                yield from self._until_done(blocked, foreign_wakes=False)
+            except BaseException as exc:  # the consumer itself is cancelled meanwhile
+                error = exc
             if blocked.done() and not blocked.cancelled():
                 blocked.exception()
         value: Any = None

@@ -194,27 +194,14 @@ class Request:
     # -- the request -------------------------------------------------------------------
 
     async def execute(self) -> None:
-        """The whole request; driven by ``Driver``."""
-        hooks = self.hooks
+        """The whole request, or a compaction pass when there is no input; driven by ``Driver``."""
+        answering = self.context.input_message is not None
         try:
             await self._load_context()
-            context = self.context
-            message = context.input_message
-            if not isinstance(message, UserMessage):
-                raise AgentProtocolError(
-                    "The input must be a UserMessage after on_message, "
-                    f"got {type(message).__name__}"
-                )
-            await self.flush()
-            await self.move(P.READY)
-            await self.append(message)
-            await self.stage(hooks.before_run, "before_run")
-            final = await self._turns()
-            await self.stage(hooks.after_run, "after_run", final)
-            await self.stage(hooks.on_success, "on_success", final)
-            await self.move(P.COMPLETED)
-            self.final = final
-            await self.emit(AgentEvent(E.RUN_COMPLETED, self.context.session_id, message=final))
+            if answering:
+                await self._answer()
+            else:
+                await self._compaction_pass()
         except asyncio.CancelledError as cancel:
             await self._cancelled(cancel)
             raise
@@ -225,23 +212,30 @@ class Request:
             self.inbox.close()
             self._release(self)
 
-    async def compact(self) -> None:
-        """A compaction pass: restore context, run ``on_compact``, append nothing."""
-        try:
-            await self._load_context()
-            await self.flush()
-            await self.move(P.READY)
-            await self.stage(self.hooks.on_compact, "on_compact")
-            await self.move(P.COMPLETED)
-        except asyncio.CancelledError as cancel:
-            await self._cancelled(cancel)
-            raise
-        except Exception as error:
-            await self._failed(error)
-            raise
-        finally:
-            self.inbox.close()
-            self._release(self)
+    async def _answer(self) -> None:
+        hooks = self.hooks
+        message = self.context.input_message
+        if not isinstance(message, UserMessage):
+            raise AgentProtocolError(
+                f"The input must be a UserMessage after on_message, got {type(message).__name__}"
+            )
+        await self.flush()
+        await self.move(P.READY)
+        await self.append(message)
+        await self.stage(hooks.before_run, "before_run")
+        final = await self._turns()
+        await self.stage(hooks.after_run, "after_run", final)
+        await self.stage(hooks.on_success, "on_success", final)
+        await self.move(P.COMPLETED)
+        self.final = final
+        await self.emit(AgentEvent(E.RUN_COMPLETED, self.context.session_id, message=final))
+
+    async def _compaction_pass(self) -> None:
+        """Restore context, run ``on_compact``, append nothing, call no primary model."""
+        await self.flush()
+        await self.move(P.READY)
+        await self.stage(self.hooks.on_compact, "on_compact")
+        await self.move(P.COMPLETED)
 
     async def _load_context(self) -> None:
         hooks = self.hooks

@@ -167,7 +167,7 @@ class Agent:
 
     # -- requests ------------------------------------------------------------------------
 
-    async def stream(
+    def stream(
         self,
         message: str | UserMessage,
         *,
@@ -176,21 +176,16 @@ class Agent:
         metadata: Mapping[str, Any] | None = None,
         tags: Iterable[str] | None = None,
     ) -> AsyncIterator[AgentEvent]:
-        """Run one request and yield its events; the runtime waits for the consumer."""
+        """Run one request and yield its events; the runtime waits for the consumer.
+
+        The session is claimed when iteration starts, so an iterator that is never
+        iterated holds nothing.
+        """
         if isinstance(message, str):
             message = UserMessage(message)
         elif not isinstance(message, UserMessage):
             raise TypeError(f"message must be a str or a UserMessage, got {type(message).__name__}")
-        request = self._claim(config, model, message, metadata, tags)
-        driver = request.driver = Driver(request.execute())
-        try:
-            while True:
-                event = await driver.advance()
-                if event is FINISHED:
-                    return
-                yield event
-        finally:
-            await driver.abort()
+        return self._events(config, model, message, metadata, tags)
 
     async def run(
         self,
@@ -213,20 +208,11 @@ class Agent:
             raise AgentProtocolError("The request ended without RUN_COMPLETED")
         return final
 
-    async def compact_stream(
+    def compact_stream(
         self, *, config: AgentRunConfig | None = None, model: AgentModel | None = None
     ) -> AsyncIterator[AgentEvent]:
         """Run a compaction pass for a session and yield the events it emits."""
-        request = self._claim(config, model, None, None, None)
-        driver = request.driver = Driver(request.compact())
-        try:
-            while True:
-                event = await driver.advance()
-                if event is FINISHED:
-                    return
-                yield event
-        finally:
-            await driver.abort()
+        return self._events(config, model, None, None, None)
 
     async def compact(
         self, *, config: AgentRunConfig | None = None, model: AgentModel | None = None
@@ -238,6 +224,26 @@ class Agent:
                 if event.type is AgentEventType.COMPACTION_COMPLETED and event.applied:
                     applied = event.compaction
         return applied
+
+    async def _events(
+        self,
+        config: AgentRunConfig | None,
+        model: AgentModel | None,
+        message: UserMessage | None,
+        metadata: Mapping[str, Any] | None,
+        tags: Iterable[str] | None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Claim the session, then drive the request in the consumer's task (``_driver``)."""
+        request = self._claim(config, model, message, metadata, tags)
+        driver = request.driver = Driver(request.execute())
+        try:
+            while True:
+                event = await driver.advance()
+                if event is FINISHED:
+                    return
+                yield event
+        finally:
+            await driver.abort()
 
     def _resolve_config(self, config: AgentRunConfig | None) -> AgentRunConfig:
         if config is not None and not isinstance(config, AgentRunConfig):
