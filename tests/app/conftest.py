@@ -22,6 +22,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from tests.app.llm_doubles import SEAM
+from tests.leaks import fail_on_leaked_tasks
 
 #: Upper bound for one frame to arrive; reaching it means the app hung.
 RECEIVE_TIMEOUT = 10
@@ -102,11 +103,6 @@ class Socket:
             await self.communicator.disconnect(timeout=RECEIVE_TIMEOUT)
 
 
-def leaked_tasks(before: set[asyncio.Task]) -> list[asyncio.Task]:
-    current = asyncio.current_task()
-    return [t for t in asyncio.all_tasks() if t not in before and t is not current and not t.done()]
-
-
 @pytest.fixture(autouse=True)
 def _async_tests_leak_no_tasks(request):
     """Every async test of this folder runs under ``no_leaked_tasks``."""
@@ -119,12 +115,7 @@ async def no_leaked_tasks():
     """Fail an async test that leaves asyncio tasks running (a run, a wait, a stream)."""
     before = set(asyncio.all_tasks())
     yield
-    leaked = leaked_tasks(before)
-    if leaked:
-        for task in leaked:
-            task.cancel()
-        await asyncio.gather(*leaked, return_exceptions=True)
-        pytest.fail(f"The test leaked {len(leaked)} asyncio task(s): {leaked!r}")
+    await fail_on_leaked_tasks(before)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -185,12 +176,7 @@ async def sockets():
     yield connect
     for socket in opened:
         await socket.close()
-    leaked = leaked_tasks(before)
-    if leaked:
-        for task in leaked:
-            task.cancel()
-        await asyncio.gather(*leaked, return_exceptions=True)
-        pytest.fail(f"The test leaked {len(leaked)} asyncio task(s): {leaked!r}")
+    await fail_on_leaked_tasks(before)
 
 
 @pytest.fixture
