@@ -170,12 +170,11 @@ class Server:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"daphne exited early:\n{self.log_tail()}")
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5),
-            ):
-                return
-            time.sleep(0.05)  # polling a port that is not open yet: there is no event to await
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.05)  # a port of another process offers no event to await
         raise RuntimeError(f"daphne did not listen within 30 s:\n{self.log_tail()}")
 
     def log_tail(self) -> str:
@@ -266,9 +265,14 @@ class HoldClient:
         self.process.stdin.flush()
 
     def close(self) -> None:
-        if self.process.poll() is None:
+        """Let a finished client exit on its own; kill one that is still holding sockets."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
             self.process.kill()
-        self.process.wait(timeout=10)
+            self.process.wait(timeout=10)
 
 
 def prepare_database(env: dict[str, str]) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.runtime.providers.fake_server import FakeServer, Reply
+from tests.runtime.providers.fake_server import FakeServer, Reply, unused_port
 from tests.runtime.providers.openai_chunks import DONE, chunk
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,10 +44,8 @@ HEARD = [
 
 @pytest.fixture
 async def server() -> AsyncIterator[FakeServer]:
-    fake = FakeServer()
-    await fake.start()
-    yield fake
-    await fake.stop()
+    async with FakeServer() as fake:
+        yield fake
 
 
 @pytest.fixture
@@ -126,9 +123,7 @@ async def test_a_rejected_key_is_diagnosed_as_an_auth_error(server: FakeServer) 
 async def test_an_unreachable_server_is_diagnosed_with_the_url_it_tried(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with socket.socket() as probe:  # a port that was free a moment ago has no listener
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = unused_port()
     monkeypatch.setenv("ZETT_OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
 

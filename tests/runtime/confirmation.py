@@ -1,7 +1,8 @@
 """Seed 000's ``ConfirmationExtension`` example, verbatim, and what its tests share.
 
 ``Session`` runs one request in a task and sets ``requested`` when the confirmation is asked;
-``waiting()`` returns once the request is parked on its reply.
+``waiting()`` returns once the request is parked on its reply. ``WaitsInBeforeRun`` drives
+the wait helpers of ``ExternalEventExtension`` directly, outside any tool.
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ import contextlib
 from zett_agent.agent import Agent, AgentRunConfig, AgentRunContext
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.extensions.base import AgentExtension
-from zett_agent.extensions.events import MessageAppendedEvent, RunCancelledEvent
 from zett_agent.extensions.external import ExternalEvent, ExternalEventExtension
-from zett_agent.messages import ToolCall, ToolMessage
+from zett_agent.messages import ToolCall
 from zett_agent.tools.base import tool
 
-from .support import answer, calls, let_other_tasks_run
+from .support import CallThenReport, let_other_tasks_run
 
 T = AgentEventType
 CANCELLED_TEXT = "Request cancelled before tool completion"
@@ -69,40 +69,12 @@ class ConfirmationExtension(ExternalEventExtension):
 # --- helpers ----------------------------------------------------------------------------
 
 
-class ConfirmModel:
+ACCEPTED = ["ConfirmationExtension"]
+
+
+def confirming_model(call_id: str = "call-7") -> CallThenReport:
     """Asks for confirmation, then reports the tool result it got back."""
-
-    def __init__(self, call_id: str = "call-7") -> None:
-        self.call_id = call_id
-        self.requests = []
-
-    async def stream(self, request):
-        self.requests.append(request)
-        last = request.messages[-1]
-        if isinstance(last, ToolMessage):
-            events = answer(f"{last.success}:{last.content}")
-        else:
-            events = calls(ToolCall(id=self.call_id, name="confirm"))
-        for event in events:
-            yield event
-
-
-class RequestWatch(AgentExtension):
-    """Records errors, cancellations and tool results of the requests it sees."""
-
-    def __init__(self) -> None:
-        self.errors: list[Exception] = []
-        self.cancelled: list[RunCancelledEvent] = []
-        self.tool_messages: list[ToolMessage] = []
-
-    async def on_event(self, context, event):
-        if isinstance(event, RunCancelledEvent):
-            self.cancelled.append(event)
-        elif isinstance(event, MessageAppendedEvent) and isinstance(event.message, ToolMessage):
-            self.tool_messages.append(event.message)
-
-    async def on_error(self, context, error):
-        self.errors.append(error)
+    return CallThenReport(ToolCall(id=call_id, name="confirm"))
 
 
 def reply(call_id: str = "call-7", approved: object = True, **extra) -> ExternalEvent:
@@ -123,6 +95,13 @@ class Session:
         self.events: list[AgentEvent] = []
         self.task = asyncio.create_task(self._consume())
 
+    @classmethod
+    async def parked(cls, agent: Agent, config: AgentRunConfig) -> Session:
+        """Start a request on ``config`` and return once it waits for its confirmation."""
+        session = cls(agent, config)
+        await session.waiting()
+        return session
+
     async def _consume(self):
         async with contextlib.aclosing(self.agent.stream("Deploy?", config=self.config)) as stream:
             async for event in stream:
@@ -140,5 +119,34 @@ class Session:
 
 async def confirmation_agent(config: AgentRunConfig | None = None, *extra: AgentExtension):
     return await Agent.create(
-        ConfirmModel(), config=config, extensions=[ConfirmationExtension(), *extra]
+        confirming_model(), config=config, extensions=[ConfirmationExtension(), *extra]
     )
+
+
+async def waiting_session(
+    config: AgentRunConfig, *extensions: AgentExtension
+) -> tuple[Agent, Session]:
+    """An agent (with ``extensions``, else one ``ConfirmationExtension``) whose request on
+    ``config`` is parked on its confirmation."""
+    agent = await Agent.create(
+        confirming_model(), config=config, extensions=list(extensions) or [ConfirmationExtension()]
+    )
+    return agent, await Session.parked(agent, config)
+
+
+class WaitsInBeforeRun(ExternalEventExtension):
+    """Runs ``action(self, context)`` in ``before_run`` and keeps the error it raises.
+
+    Its replies are events named ``answer``, correlated by their ``id`` field.
+    """
+
+    def __init__(self, action) -> None:
+        super().__init__(response_event_name="answer", correlation_field="id")
+        self.action = action
+        self.errors: list[Exception] = []
+
+    async def before_run(self, context):
+        try:
+            await self.action(self, context)
+        except Exception as error:
+            self.errors.append(error)

@@ -35,3 +35,9 @@ async def no_leaked_tasks():
             task.cancel()
         await asyncio.gather(*leaked, return_exceptions=True)
         pytest.fail(f"The test leaked {len(leaked)} asyncio task(s): {leaked!r}")
+
+
+@pytest.fixture
+def offline_estimate(monkeypatch, tmp_path):
+    """No cached tiktoken encoding, so compaction's default counter is ``estimate_tokens``."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))

@@ -12,52 +12,40 @@ from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.extensions.ask_user import AskUserEvent, AskUserExtension
 from zett_agent.extensions.external import ExternalEvent
-from zett_agent.messages import ToolCall, ToolMessage
+from zett_agent.messages import ToolCall
 
-from .support import answer, calls, let_other_tasks_run
+from .support import CallThenReport, cancel_when
 
 T = AgentEventType
 CONFIG = AgentRunConfig(session_id="s", request_id="r")
 
 
-class AskingModel:
-    """Calls ask_user with the given arguments, then echoes the tool result."""
-
-    def __init__(self, **arguments) -> None:
-        self.arguments = arguments
-        self.requests = []
-
-    async def stream(self, request):
-        self.requests.append(request)
-        last = request.messages[-1]
-        if isinstance(last, ToolMessage):
-            events = answer(f"{last.success}|{last.content}")
-        else:
-            events = calls(ToolCall(id="ask-1", name="ask_user", arguments=self.arguments))
-        for event in events:
-            yield event
+def asking_model(**arguments) -> CallThenReport:
+    """Calls ask_user with ``arguments``, then reports the tool result it got back."""
+    return CallThenReport(ToolCall(id="ask-1", name="ask_user", arguments=arguments))
 
 
 def answer_event(**payload) -> ExternalEvent:
     return ExternalEvent(name="ask_user_response", payload={"tool_call_id": "ask-1", **payload})
 
 
-async def ask(agent: Agent, reply: ExternalEvent | None):
-    """Run one request, replying to the question (if any) when it is asked."""
+async def ask(model: CallThenReport, reply: ExternalEvent):
+    """Run one request on an agent with ``AskUserExtension``, replying to the question (if
+    any) when it is asked; return the events and the replies' verdicts."""
+    agent = await Agent.create(model, extensions=[AskUserExtension()])
     events: list[AgentEvent] = []
     accepted: list[list[str]] = []
     async with contextlib.aclosing(agent.stream("help me choose", config=CONFIG)) as stream:
         async for event in stream:
             events.append(event)
-            if event.type is T.CUSTOM and reply is not None:
+            if event.type is T.CUSTOM:
                 accepted.append(agent.emit_external_event(reply, config=CONFIG))
     return events, accepted
 
 
 async def test_the_extension_offers_an_ask_user_tool_with_the_documented_parameters():
-    model = AskingModel(question="Which colour?")
-    agent = await Agent.create(model, extensions=[AskUserExtension()])
-    await ask(agent, answer_event(answer="red"))
+    model = asking_model(question="Which colour?")
+    await ask(model, answer_event(answer="red"))
     (definition,) = [t for t in model.requests[0].tools if t.name == "ask_user"]
     properties = definition.parameters["properties"]
     assert {"question", "options", "allow_multiple"} <= set(properties)
@@ -65,9 +53,8 @@ async def test_the_extension_offers_an_ask_user_tool_with_the_documented_paramet
 
 
 async def test_asking_emits_an_ask_user_event_with_the_documented_payload():
-    model = AskingModel(question="Which colour?", options=["red", "blue"])
-    agent = await Agent.create(model, extensions=[AskUserExtension()])
-    events, _ = await ask(agent, answer_event(answer="red"))
+    model = asking_model(question="Which colour?", options=["red", "blue"])
+    events, _ = await ask(model, answer_event(answer="red"))
     (event,) = [e for e in events if e.type is T.CUSTOM]
     assert isinstance(event, AskUserEvent)
     assert isinstance(event, AgentEvent)
@@ -85,9 +72,8 @@ async def test_asking_emits_an_ask_user_event_with_the_documented_payload():
 
 
 async def test_the_reply_payload_is_returned_to_the_model():
-    model = AskingModel(question="Which colour?", options=["red", "blue"])
-    agent = await Agent.create(model, extensions=[AskUserExtension()])
-    events, accepted = await ask(agent, answer_event(answer="blue"))
+    model = asking_model(question="Which colour?", options=["red", "blue"])
+    events, accepted = await ask(model, answer_event(answer="blue"))
     assert accepted == [["AskUserExtension"]]
     result = next(e for e in events if e.type is T.TOOL_COMPLETED).message
     assert result.success is True
@@ -96,9 +82,8 @@ async def test_the_reply_payload_is_returned_to_the_model():
 
 
 async def test_multiple_choice_questions_say_so_in_the_event():
-    model = AskingModel(question="Which toppings?", options=["a", "b", "c"], allow_multiple=True)
-    agent = await Agent.create(model, extensions=[AskUserExtension()])
-    events, _ = await ask(agent, answer_event(answer=["a", "c"]))
+    model = asking_model(question="Which toppings?", options=["a", "b", "c"], allow_multiple=True)
+    events, _ = await ask(model, answer_event(answer=["a", "c"]))
     (event,) = [e for e in events if e.type is T.CUSTOM]
     assert event.payload["allow_multiple"] is True
 
@@ -114,9 +99,8 @@ async def test_multiple_choice_questions_say_so_in_the_event():
     ids=["no-question", "options-not-a-list", "allow-multiple-not-bool", "unknown-argument"],
 )
 async def test_invalid_arguments_fail_the_tool_without_asking(arguments):
-    model = AskingModel(**arguments)
-    agent = await Agent.create(model, extensions=[AskUserExtension()])
-    events, accepted = await ask(agent, answer_event(answer="red"))
+    model = asking_model(**arguments)
+    events, accepted = await ask(model, answer_event(answer="red"))
     assert [e for e in events if e.type is T.CUSTOM] == []
     assert accepted == []
     failed = next(e for e in events if e.type is T.TOOL_FAILED)
@@ -125,29 +109,21 @@ async def test_invalid_arguments_fail_the_tool_without_asking(arguments):
 
 
 async def test_a_reply_with_the_wrong_tool_call_id_is_rejected():
-    model = AskingModel(question="Which colour?")
-    agent = await Agent.create(model, extensions=[AskUserExtension()])
+    agent = await Agent.create(asking_model(question="Which?"), extensions=[AskUserExtension()])
     wrong = ExternalEvent(name="ask_user_response", payload={"tool_call_id": "ask-2"})
     pending: list[list[str]] = []
-
-    async def consume():
-        async with contextlib.aclosing(agent.stream("q", config=CONFIG)) as stream:
-            async for event in stream:
-                if event.type is T.CUSTOM:
-                    pending.append(agent.emit_external_event(wrong, config=CONFIG))
-                    pending.append(
-                        agent.emit_external_event(answer_event(answer="red"), config=CONFIG)
-                    )
-        return event
-
-    final = await consume()
+    async with contextlib.aclosing(agent.stream("q", config=CONFIG)) as stream:
+        async for event in stream:
+            if event.type is T.CUSTOM:
+                pending.append(agent.emit_external_event(wrong, config=CONFIG))
+                pending.append(agent.emit_external_event(answer_event(answer="red"), config=CONFIG))
     assert pending == [[], ["AskUserExtension"]]
-    assert final.type is T.RUN_COMPLETED
+    assert event.type is T.RUN_COMPLETED
 
 
 async def test_cancelling_while_the_user_thinks_rejects_the_late_answer():
     asked = asyncio.Event()
-    agent = await Agent.create(AskingModel(question="Which?"), extensions=[AskUserExtension()])
+    agent = await Agent.create(asking_model(question="Which?"), extensions=[AskUserExtension()])
 
     async def consume():
         async with contextlib.aclosing(agent.stream("q", config=CONFIG)) as stream:
@@ -155,20 +131,14 @@ async def test_cancelling_while_the_user_thinks_rejects_the_late_answer():
                 if event.type is T.CUSTOM:
                     asked.set()
 
-    task = asyncio.create_task(consume())
-    await asked.wait()
-    await let_other_tasks_run()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancel_when(asked, consume())
     assert agent.emit_external_event(answer_event(answer="late"), config=CONFIG) == []
     assert agent.is_conflict("s") is False
 
 
 async def test_a_question_without_options_says_so_in_the_event():
-    model = AskingModel(question="What is your name?")
-    agent = await Agent.create(model, extensions=[AskUserExtension()])
-    events, accepted = await ask(agent, answer_event(answer="Ada"))
+    model = asking_model(question="What is your name?")
+    events, accepted = await ask(model, answer_event(answer="Ada"))
     (event,) = [e for e in events if e.type is T.CUSTOM]
     assert event.payload["options"] is None
     assert event.payload["allow_multiple"] is False

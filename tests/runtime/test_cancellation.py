@@ -16,103 +16,38 @@ import pytest
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType, AgentPhase
 from zett_agent.extensions.base import AgentExtension
-from zett_agent.extensions.events import (
-    MessageAppendedEvent,
-    PhaseTransitionEvent,
-    RunCancelledEvent,
-)
 from zett_agent.messages import AssistantMessage, ToolMessage
 from zett_agent.model import ModelEvent
 from zett_agent.tools.base import tool
 
-from .support import ProbeModel, answer, call, calls, lookup
+from .support import (
+    Observer,
+    ProbeModel,
+    answer,
+    call,
+    calls,
+    cancel_when,
+    close_at,
+    collect,
+    lookup,
+    parked_tool,
+    parked_turn,
+)
 
 T = AgentEventType
 CONFIG = AgentRunConfig(session_id="s")
 CANCELLED_TEXT = "Request cancelled before tool completion"
 
 
-class CancelWatch(AgentExtension):
-    """Records cancellation, errors, end hooks, phases and appended tool results."""
-
-    def __init__(self) -> None:
-        self.cancelled: list[RunCancelledEvent] = []
-        self.errors: list[Exception] = []
-        self.ended: list[str] = []
-        self.phases: list[AgentPhase] = []
-        self.tool_messages: list[ToolMessage] = []
-
-    async def on_event(self, context, event):
-        if isinstance(event, RunCancelledEvent):
-            self.cancelled.append(event)
-        elif isinstance(event, PhaseTransitionEvent):
-            self.phases.append(event.current_phase)
-        elif isinstance(event, MessageAppendedEvent) and isinstance(event.message, ToolMessage):
-            self.tool_messages.append(event.message)
-
-    async def on_error(self, context, error):
-        self.errors.append(error)
-
-    async def after_turn(self, context, result):
-        self.ended.append("after_turn")
-
-    async def after_run(self, context, result):
-        self.ended.append("after_run")
-
-    async def on_success(self, context, result):
-        self.ended.append("on_success")
-
-
 def endless_text(deltas: int = 1000):
     return [ModelEvent.text(f"w{i} ") for i in range(deltas)] + answer("never reached")
 
 
-def parked_turn(reached: asyncio.Event, released: asyncio.Event):
-    """A model turn that streams one delta, then waits until released."""
-
-    async def turn(request):
-        yield ModelEvent.text("thinking ")
-        reached.set()
-        await released.wait()
-        for event in answer("late"):
-            yield event
-
-    return turn
-
-
-def parked_tool(started: asyncio.Event, outcome: list[str]):
-    @tool
-    async def slow(label: str = "x") -> str:
-        """Take a long time.
-
-        Guidelines:
-            - Use when slowness is wanted.
-        """
-        started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            outcome.append(f"{label} cancelled")
-            raise
-        return "finished"
-
-    return slow
-
-
-async def consume_until_cancelled(stream_factory, received: list):
-    async with contextlib.aclosing(stream_factory()) as events:
-        async for event in events:
-            received.append(event)
-
-
 async def test_closing_the_iterator_mid_stream_cancels_the_request_and_closes_the_model():
-    watch = CancelWatch()
+    watch = Observer()
     model = ProbeModel(endless_text())
     agent = await Agent.create(model, extensions=[watch])
-    async with contextlib.aclosing(agent.stream("hi", config=CONFIG)) as events:
-        async for event in events:
-            if event.type is T.TEXT_DELTA:
-                break
+    await close_at(agent, "hi", T.TEXT_DELTA, config=CONFIG)
     assert model.streams_closed == 1
     assert model.produced <= 2
     assert [e.previous_phase for e in watch.cancelled] == [AgentPhase.GENERATING]
@@ -123,26 +58,27 @@ async def test_closing_the_iterator_mid_stream_cancels_the_request_and_closes_th
 
 async def test_cancelling_the_consumer_while_the_model_waits_propagates_cancelled_error():
     reached, released = asyncio.Event(), asyncio.Event()
-    watch = CancelWatch()
+    watch = Observer()
     model = ProbeModel(parked_turn(reached, released))
     agent = await Agent.create(model, extensions=[watch])
     received: list = []
-    consumer = asyncio.create_task(
-        consume_until_cancelled(lambda: agent.stream("hi", config=CONFIG), received)
-    )
-    await reached.wait()
-    consumer.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await consumer
+
+    async def consume():
+        async with contextlib.aclosing(agent.stream("hi", config=CONFIG)) as events:
+            async for event in events:
+                received.append(event)
+
+    await cancel_when(reached, consume())
     assert model.streams_closed == 1
     assert [e.previous_phase for e in watch.cancelled] == [AgentPhase.GENERATING]
     assert watch.errors == []
+    assert T.TEXT_DELTA in [e.type for e in received]
     assert T.RUN_COMPLETED not in [e.type for e in received]
 
 
 async def test_cancelling_a_consumer_that_holds_an_event_cancels_the_request():
     holding = asyncio.Event()
-    watch = CancelWatch()
+    watch = Observer()
     model = ProbeModel(endless_text())
     agent = await Agent.create(model, extensions=[watch])
 
@@ -153,11 +89,7 @@ async def test_cancelling_a_consumer_that_holds_an_event_cancels_the_request():
                     holding.set()
                     await asyncio.Event().wait()  # the UI is busy; the user hits stop
 
-    consumer = asyncio.create_task(slow_consumer())
-    await holding.wait()
-    consumer.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await consumer
+    await cancel_when(holding, slow_consumer())
     assert model.streams_closed == 1
     assert len(watch.cancelled) == 1
     assert watch.errors == []
@@ -165,16 +97,12 @@ async def test_cancelling_a_consumer_that_holds_an_event_cancels_the_request():
 
 async def test_cancelling_during_a_tool_cancels_the_tool_and_closes_its_call():
     started, outcome = asyncio.Event(), []
-    watch = CancelWatch()
+    watch = Observer()
     model = ProbeModel(calls(call("slow", "c1")), answer("never"))
-    agent = await Agent.create(model, tools=[parked_tool(started, outcome)], extensions=[watch])
-    consumer = asyncio.create_task(
-        consume_until_cancelled(lambda: agent.stream("hi", config=CONFIG), [])
+    agent = await Agent.create(
+        model, tools=[parked_tool(started, cancelled=outcome)], extensions=[watch]
     )
-    await started.wait()
-    consumer.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await consumer
+    await cancel_when(started, collect(agent, "hi", config=CONFIG))
     assert outcome == ["x cancelled"]
     assert [(m.tool_call_id, m.name, m.success, m.content) for m in watch.tool_messages] == [
         ("c1", "slow", False, CANCELLED_TEXT)
@@ -187,7 +115,7 @@ async def test_cancelling_during_a_tool_cancels_the_tool_and_closes_its_call():
 
 async def test_every_unanswered_call_of_the_batch_is_closed_in_model_order():
     started, outcome = asyncio.Event(), []
-    watch = CancelWatch()
+    watch = Observer()
     batch = calls(
         call("lookup", "c1", key="k"),
         call("slow", "c2", label="second"),
@@ -195,16 +123,11 @@ async def test_every_unanswered_call_of_the_batch_is_closed_in_model_order():
     )
     agent = await Agent.create(
         ProbeModel(batch, answer("never")),
-        tools=[lookup, parked_tool(started, outcome)],
+        tools=[lookup, parked_tool(started, cancelled=outcome)],
         extensions=[watch],
     )
-    consumer = asyncio.create_task(
-        consume_until_cancelled(lambda: agent.stream("hi", config=CONFIG), [])
-    )
-    await started.wait()
-    consumer.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await consumer
+    await cancel_when(started, collect(agent, "hi", config=CONFIG))
+    assert outcome == ["second cancelled"]
     assert [(m.tool_call_id, m.success, m.content) for m in watch.tool_messages] == [
         ("c1", True, "value of k"),
         ("c2", False, CANCELLED_TEXT),
@@ -213,13 +136,10 @@ async def test_every_unanswered_call_of_the_batch_is_closed_in_model_order():
 
 
 async def test_closing_between_a_tool_result_and_the_next_turn_makes_no_further_model_call():
-    watch = CancelWatch()
+    watch = Observer()
     model = ProbeModel(calls(call("lookup", "c1", key="k")), answer("never"))
     agent = await Agent.create(model, tools=[lookup], extensions=[watch])
-    async with contextlib.aclosing(agent.stream("hi", config=CONFIG)) as events:
-        async for event in events:
-            if event.type is T.TOOL_COMPLETED:
-                break
+    await close_at(agent, "hi", T.TOOL_COMPLETED, config=CONFIG)
     assert len(model.requests) == 1
     assert len(watch.cancelled) == 1
     assert [m.tool_call_id for m in watch.tool_messages] == ["c1"]
@@ -227,7 +147,7 @@ async def test_closing_between_a_tool_result_and_the_next_turn_makes_no_further_
 
 
 async def test_cancelling_a_sync_tool_in_a_worker_thread_still_closes_its_call():
-    entered, release = threading.Event(), threading.Event()
+    release = threading.Event()
     started = asyncio.Event()
     loop = asyncio.get_running_loop()
 
@@ -239,24 +159,17 @@ async def test_cancelling_a_sync_tool_in_a_worker_thread_still_closes_its_call()
             - Use in tests.
         """
         loop.call_soon_threadsafe(started.set)
-        entered.set()
         release.wait()
         return "finished"
 
-    watch = CancelWatch()
+    watch = Observer()
     agent = await Agent.create(
         ProbeModel(calls(call("blocking", "c1")), answer("never")),
         tools=[blocking],
         extensions=[watch],
     )
-    consumer = asyncio.create_task(
-        consume_until_cancelled(lambda: agent.stream("hi", config=CONFIG), [])
-    )
-    await started.wait()
-    consumer.cancel()
     try:
-        with pytest.raises(asyncio.CancelledError):
-            await consumer
+        await cancel_when(started, collect(agent, "hi", config=CONFIG))
     finally:
         release.set()
     assert [(m.tool_call_id, m.content) for m in watch.tool_messages] == [("c1", CANCELLED_TEXT)]
@@ -270,32 +183,20 @@ async def test_cancelling_during_a_hook_cancels_the_request_without_on_error():
             in_hook.set()
             await asyncio.Event().wait()
 
-    watch = CancelWatch()
+    watch = Observer()
     model = ProbeModel(answer("never"))
     agent = await Agent.create(model, extensions=[Slow(), watch])
-    consumer = asyncio.create_task(
-        consume_until_cancelled(lambda: agent.stream("hi", config=CONFIG), [])
-    )
-    await in_hook.wait()
-    consumer.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await consumer
+    await cancel_when(in_hook, collect(agent, "hi", config=CONFIG))
     assert [e.previous_phase for e in watch.cancelled] == [AgentPhase.READY]
     assert watch.errors == []
     assert model.requests == []
 
 
 async def test_a_cancelled_session_accepts_the_next_request_with_a_consistent_history():
-    started, outcome = asyncio.Event(), []
+    started = asyncio.Event()
     model = ProbeModel(calls(call("slow", "c1")), answer("fresh start"))
-    agent = await Agent.create(model, tools=[parked_tool(started, outcome)])
-    consumer = asyncio.create_task(
-        consume_until_cancelled(lambda: agent.stream("hi", config=CONFIG), [])
-    )
-    await started.wait()
-    consumer.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await consumer
+    agent = await Agent.create(model, tools=[parked_tool(started)])
+    await cancel_when(started, collect(agent, "hi", config=CONFIG))
     assert agent.is_conflict("s") is False
     assert agent.pending is False
     assert agent.get_state("s").phase is AgentPhase.CANCELLED
@@ -316,25 +217,18 @@ async def test_a_cancelled_session_accepts_the_next_request_with_a_consistent_hi
 
 async def test_cancellation_is_not_reported_as_a_failure_even_by_run():
     reached, released = asyncio.Event(), asyncio.Event()
-    watch = CancelWatch()
+    watch = Observer()
     agent = await Agent.create(ProbeModel(parked_turn(reached, released)), extensions=[watch])
-    runner = asyncio.create_task(agent.run("hi", config=CONFIG))
-    await reached.wait()
-    runner.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await runner
+    await cancel_when(reached, agent.run("hi", config=CONFIG))
     assert watch.errors == []
     assert len(watch.cancelled) == 1
 
 
 async def test_closing_at_a_tool_calling_answer_closes_every_call_it_requested():
-    watch = CancelWatch()
+    watch = Observer()
     batch = calls(call("lookup", "c1", key="a"), call("lookup", "c2", key="b"))
     agent = await Agent.create(ProbeModel(batch), tools=[lookup], extensions=[watch])
-    async with contextlib.aclosing(agent.stream("hi", config=CONFIG)) as events:
-        async for event in events:
-            if event.type is T.MODEL_COMPLETED:
-                break
+    await close_at(agent, "hi", T.MODEL_COMPLETED, config=CONFIG)
     assert [(m.tool_call_id, m.success, m.content) for m in watch.tool_messages] == [
         ("c1", False, CANCELLED_TEXT),
         ("c2", False, CANCELLED_TEXT),
@@ -343,7 +237,7 @@ async def test_closing_at_a_tool_calling_answer_closes_every_call_it_requested()
 
 
 async def test_an_error_in_the_consumer_propagates_unchanged_and_cancels_the_request():
-    watch = CancelWatch()
+    watch = Observer()
     model = ProbeModel(endless_text())
     agent = await Agent.create(model, extensions=[watch])
     ui_error = ValueError("the UI could not render")
@@ -360,7 +254,7 @@ async def test_an_error_in_the_consumer_propagates_unchanged_and_cancels_the_req
 
 
 async def test_a_stream_closed_before_its_first_event_runs_nothing():
-    watch = CancelWatch()
+    watch = Observer()
     model = ProbeModel(answer("never"))
     agent = await Agent.create(model, extensions=[watch])
     stream = agent.stream("hi", config=CONFIG)

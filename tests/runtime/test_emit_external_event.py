@@ -13,6 +13,7 @@ from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.external import ExternalEvent
 
 from .confirmation import (
+    ACCEPTED,
     Session,
     confirmation_agent,
     reply,
@@ -63,9 +64,8 @@ async def test_no_config_routes_to_the_single_active_request():
     log: list = []
     config = AgentRunConfig(session_id="active", request_id="req-1")
     agent = await confirmation_agent(AgentRunConfig(session_id="initial"), Claims("c", 200, log))
-    session = Session(agent, config)
-    await session.waiting()
-    assert agent.emit_external_event(reply()) == ["ConfirmationExtension", "c"]
+    session = await Session.parked(agent, config)
+    assert agent.emit_external_event(reply()) == [*ACCEPTED, "c"]
     ((_, routed),) = log
     assert (routed.session_id, routed.request_id) == ("active", "req-1")
     await session.task
@@ -73,10 +73,8 @@ async def test_no_config_routes_to_the_single_active_request():
 
 async def test_no_config_with_several_active_sessions_is_an_error():
     agent = await confirmation_agent()
-    session_a = Session(agent, AgentRunConfig(session_id="a"))
-    session_b = Session(agent, AgentRunConfig(session_id="b"))
-    await session_a.waiting()
-    await session_b.waiting()
+    session_a = await Session.parked(agent, AgentRunConfig(session_id="a"))
+    session_b = await Session.parked(agent, AgentRunConfig(session_id="b"))
     with pytest.raises(AgentProtocolError):
         agent.emit_external_event(reply())
     agent.emit_external_event(reply(), config=AgentRunConfig(session_id="a"))

@@ -11,7 +11,7 @@ from zett_agent.events import AgentEvent, AgentEventType, AgentPhase
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.messages import AssistantMessage, ToolMessage
-from zett_agent.model import ModelEvent, ModelResponse, ModelUsage, ToolCallDelta
+from zett_agent.model import ModelEvent, ModelEventType, ModelResponse, ModelUsage, ToolCallDelta
 from zett_agent.tools.base import tool
 
 from .support import (
@@ -20,6 +20,7 @@ from .support import (
     call,
     calls,
     collect,
+    events_of,
     let_other_tasks_run,
     lookup,
     types,
@@ -28,83 +29,83 @@ from .support import (
 
 T = AgentEventType
 CONFIG = AgentRunConfig(session_id="session-1", request_id="request-1")
+DELTA_OF = {ModelEventType.TEXT: T.TEXT_DELTA, ModelEventType.REASONING: T.REASONING_DELTA}
 
 
-async def test_a_text_answer_streams_one_content_segment_then_completes():
-    agent = await Agent.create(ProbeModel(answer("Hello")), extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
-    assert types(events) == [
-        T.MODEL_STARTED,
-        T.CONTENT_STARTED,
-        T.TEXT_DELTA,
-        T.CONTENT_COMPLETED,
-        T.MODEL_COMPLETED,
-        T.RUN_COMPLETED,
-    ]
-    assert events[2].delta == "Hello"
+SEGMENTS = [
+    pytest.param(
+        answer("Hello"),
+        [T.CONTENT_STARTED, T.TEXT_DELTA, T.CONTENT_COMPLETED],
+        id="a text answer streams one content segment then completes",
+    ),
+    pytest.param(
+        [
+            ModelEvent.reasoning("Let me "),
+            ModelEvent.reasoning("think."),
+            ModelEvent.text("Four"),
+            ModelEvent.text("."),
+            ModelEvent.completed(ModelResponse(AssistantMessage(content="Four.", reasoning="..."))),
+        ],
+        [
+            T.REASONING_STARTED,
+            T.REASONING_DELTA,
+            T.REASONING_DELTA,
+            T.REASONING_COMPLETED,
+            T.CONTENT_STARTED,
+            T.TEXT_DELTA,
+            T.TEXT_DELTA,
+            T.CONTENT_COMPLETED,
+        ],
+        id="reasoning and content are separate segments in stream order",
+    ),
+    pytest.param(
+        [
+            ModelEvent.text(""),
+            ModelEvent.text("hi"),
+            ModelEvent.completed(ModelResponse(AssistantMessage(content="hi"))),
+        ],
+        [T.TEXT_DELTA, T.CONTENT_STARTED, T.TEXT_DELTA, T.CONTENT_COMPLETED],
+        id="empty deltas are streamed but open no segment",
+    ),
+    pytest.param(
+        [ModelEvent.text(""), ModelEvent.completed(ModelResponse(AssistantMessage(content="")))],
+        [T.TEXT_DELTA],
+        id="a stream of only empty deltas opens no segment at all",
+    ),
+    pytest.param(
+        [
+            ModelEvent.reasoning("a"),
+            ModelEvent.text("b"),
+            ModelEvent.reasoning("c"),
+            ModelEvent.completed(ModelResponse(AssistantMessage(content="b", reasoning="ac"))),
+        ],
+        [
+            T.REASONING_STARTED,
+            T.REASONING_DELTA,
+            T.REASONING_COMPLETED,
+            T.CONTENT_STARTED,
+            T.TEXT_DELTA,
+            T.CONTENT_COMPLETED,
+            T.REASONING_STARTED,
+            T.REASONING_DELTA,
+            T.REASONING_COMPLETED,
+        ],
+        id="alternating reasoning and text open a new segment each time",
+    ),
+]
 
 
-async def test_reasoning_and_content_are_separate_segments_in_stream_order():
-    turn = [
-        ModelEvent.reasoning("Let me "),
-        ModelEvent.reasoning("think."),
-        ModelEvent.text("Four"),
-        ModelEvent.text("."),
-        ModelEvent.completed(ModelResponse(AssistantMessage(content="Four.", reasoning="..."))),
-    ]
-    agent = await Agent.create(ProbeModel(turn), extensions=[])
-    events = await collect(agent, "2+2?", config=CONFIG)
-    assert types(events) == [
-        T.MODEL_STARTED,
-        T.REASONING_STARTED,
-        T.REASONING_DELTA,
-        T.REASONING_DELTA,
-        T.REASONING_COMPLETED,
-        T.CONTENT_STARTED,
-        T.TEXT_DELTA,
-        T.TEXT_DELTA,
-        T.CONTENT_COMPLETED,
-        T.MODEL_COMPLETED,
-        T.RUN_COMPLETED,
-    ]
-    assert [e.delta for e in events if e.type is T.REASONING_DELTA] == ["Let me ", "think."]
-    assert [e.delta for e in events if e.type is T.TEXT_DELTA] == ["Four", "."]
-
-
-async def test_empty_deltas_are_streamed_but_open_no_segment():
-    turn = [
-        ModelEvent.text(""),
-        ModelEvent.text("hi"),
-        ModelEvent.completed(ModelResponse(AssistantMessage(content="hi"))),
-    ]
-    agent = await Agent.create(ProbeModel(turn), extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
-    assert types(events) == [
-        T.MODEL_STARTED,
-        T.TEXT_DELTA,
-        T.CONTENT_STARTED,
-        T.TEXT_DELTA,
-        T.CONTENT_COMPLETED,
-        T.MODEL_COMPLETED,
-        T.RUN_COMPLETED,
-    ]
-    assert [e.delta for e in events if e.type is T.TEXT_DELTA] == ["", "hi"]
-
-
-async def test_a_stream_of_only_empty_deltas_opens_no_segment_at_all():
-    turn = [
-        ModelEvent.text(""),
-        ModelEvent.completed(ModelResponse(AssistantMessage(content=""))),
-    ]
-    agent = await Agent.create(ProbeModel(turn), extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
-    assert types(events) == [T.MODEL_STARTED, T.TEXT_DELTA, T.MODEL_COMPLETED, T.RUN_COMPLETED]
+@pytest.mark.parametrize(("turn", "segments"), SEGMENTS)
+async def test_model_deltas_stream_in_order_grouped_into_segments(turn, segments):
+    events = await events_of(ProbeModel(turn), config=CONFIG)
+    assert types(events) == [T.MODEL_STARTED, *segments, T.MODEL_COMPLETED, T.RUN_COMPLETED]
+    streamed = [(e.type, e.delta) for e in events if e.type in DELTA_OF.values()]
+    assert streamed == [(DELTA_OF[m.type], m.delta) for m in turn if m.type in DELTA_OF]
 
 
 async def test_one_tool_call_then_an_answer_yields_the_documented_sequence():
     model = ProbeModel(calls(call("lookup", key="k")), answer("done"))
-    agent = await Agent.create(model, tools=[lookup], extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[lookup], config=CONFIG)
     assert without_deltas(events) == [
         T.MODEL_STARTED,
         T.MODEL_COMPLETED,
@@ -118,8 +119,7 @@ async def test_one_tool_call_then_an_answer_yields_the_documented_sequence():
 
 async def test_tool_events_carry_one_call_and_its_result():
     model = ProbeModel(calls(call("lookup", "call-9", key="k")), answer("done"))
-    agent = await Agent.create(model, tools=[lookup], extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[lookup], config=CONFIG)
     started = next(e for e in events if e.type is T.TOOL_STARTED)
     completed = next(e for e in events if e.type is T.TOOL_COMPLETED)
     assert [(c.id, c.name, c.arguments) for c in started.tool_calls] == [
@@ -155,8 +155,7 @@ async def test_several_tool_calls_run_one_at_a_time_in_model_order():
     model = ProbeModel(
         calls(call("step", "c1", label="one"), call("step", "c2", label="two")), answer("ok")
     )
-    agent = await Agent.create(model, tools=[step], extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[step], config=CONFIG)
     tool_events = [
         (e.type, e.tool_calls[0].id) for e in events if e.type in {T.TOOL_STARTED, T.TOOL_COMPLETED}
     ]
@@ -177,8 +176,7 @@ async def test_streamed_tool_call_fragments_become_tool_call_delta_events():
         ModelEvent.tool_call(ToolCallDelta(index=0, arguments_delta='{"key": "k"}')),
         *calls(call("lookup", "c1", key="k")),
     ]
-    agent = await Agent.create(ProbeModel(turn, answer("ok")), tools=[lookup], extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(ProbeModel(turn, answer("ok")), tools=[lookup], config=CONFIG)
     deltas = [e.tool_call_delta for e in events if e.type is T.TOOL_CALL_DELTA]
     assert deltas == [
         ToolCallDelta(index=0, id="c1", name="lookup"),
@@ -189,16 +187,14 @@ async def test_streamed_tool_call_fragments_become_tool_call_delta_events():
 
 async def test_model_completed_carries_the_response_with_usage():
     usage = ModelUsage(input_tokens=12, output_tokens=3)
-    agent = await Agent.create(ProbeModel(answer("hi", usage=usage)), extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(ProbeModel(answer("hi", usage=usage)), config=CONFIG)
     completed = next(e for e in events if e.type is T.MODEL_COMPLETED)
     assert completed.response.message.content == "hi"
     assert completed.response.usage == usage
 
 
 async def test_run_completed_is_last_and_carries_the_final_answer():
-    agent = await Agent.create(ProbeModel(answer("The end.")), extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(ProbeModel(answer("The end.")), config=CONFIG)
     assert events[-1].type is T.RUN_COMPLETED
     assert isinstance(events[-1].message, AssistantMessage)
     assert events[-1].message.content == "The end."
@@ -207,15 +203,13 @@ async def test_run_completed_is_last_and_carries_the_final_answer():
 
 async def test_every_event_names_the_session_of_its_request():
     model = ProbeModel(calls(call("lookup", key="k")), answer("done"))
-    agent = await Agent.create(model, tools=[lookup], extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[lookup], config=CONFIG)
     assert {e.session_id for e in events} == {"session-1"}
 
 
 async def test_every_event_is_stamped_with_the_phase_current_when_it_was_queued():
     model = ProbeModel(calls(call("lookup", key="k")), answer("done"))
-    agent = await Agent.create(model, tools=[lookup], extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[lookup], config=CONFIG)
     phases = {e.type: e.phase for e in events}
     assert phases[T.MODEL_STARTED] is AgentPhase.GENERATING
     assert phases[T.TEXT_DELTA] is AgentPhase.GENERATING
@@ -232,8 +226,7 @@ async def test_custom_events_from_after_model_come_before_model_completed():
                 AgentEvent(T.CUSTOM, session_id=context.session_id, name="usage", payload={})
             )
 
-    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[Announce()])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(ProbeModel(answer("hi")), extensions=[Announce()], config=CONFIG)
     assert without_deltas(events) == [T.MODEL_STARTED, T.CUSTOM, T.MODEL_COMPLETED, T.RUN_COMPLETED]
     custom = events[types(events).index(T.CUSTOM)]
     assert custom.name == "usage"
@@ -252,8 +245,7 @@ async def test_custom_events_keep_their_name_and_payload():
                 )
             )
 
-    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[Announce()])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(ProbeModel(answer("hi")), extensions=[Announce()], config=CONFIG)
     assert events[0].type is T.CUSTOM
     assert (events[0].name, events[0].payload, events[0].session_id) == (
         "progress",
@@ -267,8 +259,7 @@ async def test_extensions_may_emit_compaction_events():
         async def before_run(self, context):
             await context.emit(AgentEvent(T.COMPACTION_STARTED, session_id=context.session_id))
 
-    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[Compactor()])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(ProbeModel(answer("hi")), extensions=[Compactor()], config=CONFIG)
     assert events[0].type is T.COMPACTION_STARTED
 
 
@@ -311,8 +302,7 @@ async def test_events_emitted_from_a_tool_arrive_between_its_start_and_completio
             return await call_next(call)
 
     model = ProbeModel(calls(call("report")), answer("ok"))
-    agent = await Agent.create(model, tools=[report], extensions=[Progress()])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[report], extensions=[Progress()], config=CONFIG)
     assert without_deltas(events)[2:5] == [T.TOOL_STARTED, T.CUSTOM, T.TOOL_COMPLETED]
 
 
@@ -338,28 +328,6 @@ async def test_a_context_kept_after_its_request_ended_can_no_longer_emit():
         await kept[0].emit(AgentEvent(T.CUSTOM, session_id="session-1", name="late"))
 
 
-async def test_alternating_reasoning_and_text_open_a_new_segment_each_time():
-    turn = [
-        ModelEvent.reasoning("a"),
-        ModelEvent.text("b"),
-        ModelEvent.reasoning("c"),
-        ModelEvent.completed(ModelResponse(AssistantMessage(content="b", reasoning="ac"))),
-    ]
-    agent = await Agent.create(ProbeModel(turn), extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
-    assert types(events)[1:-2] == [
-        T.REASONING_STARTED,
-        T.REASONING_DELTA,
-        T.REASONING_COMPLETED,
-        T.CONTENT_STARTED,
-        T.TEXT_DELTA,
-        T.CONTENT_COMPLETED,
-        T.REASONING_STARTED,
-        T.REASONING_DELTA,
-        T.REASONING_COMPLETED,
-    ]
-
-
 async def test_the_runtime_stamps_the_phase_of_extension_events_itself():
     class Liar(AgentExtension):
         async def before_run(self, context):
@@ -367,6 +335,5 @@ async def test_the_runtime_stamps_the_phase_of_extension_events_itself():
                 AgentEvent(T.CUSTOM, context.session_id, AgentPhase.FAILED, name="claims-failed")
             )
 
-    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[Liar()])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(ProbeModel(answer("hi")), extensions=[Liar()], config=CONFIG)
     assert events[0].phase is AgentPhase.READY

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import pytest
+
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.extensions.external import ExternalEvent, ExternalEventExtension
@@ -14,79 +16,63 @@ from zett_agent.tools.base import tool
 
 from .confirmation import (
     ConfirmationExtension,
-    ConfirmModel,
     Session,
+    WaitsInBeforeRun,
+    confirming_model,
     reply,
+    waiting_session,
 )
 from .support import ProbeModel, answer
 
 T = AgentEventType
+CONFIG = AgentRunConfig(session_id="s")
+APPROVAL = ExternalEvent(name="approval", payload={"tool_call_id": "call-7", "approved": True})
 
 
-async def test_a_second_wait_for_the_same_key_is_an_error():
-    errors: list[Exception] = []
+async def wait_twice_for_one_key(extension, context):
     registered = asyncio.Event()
 
-    class Twice(ExternalEventExtension):
-        def __init__(self) -> None:
-            super().__init__(response_event_name="answer", correlation_field="id")
+    async def first_wait():
+        async with extension._wait_for_external_event(context, "op-1"):
+            registered.set()
 
-        async def before_run(self, context):
-            async def first_wait():
-                async with self._wait_for_external_event(context, "op-1"):
-                    registered.set()
-
-            first = asyncio.create_task(first_wait())
-            await registered.wait()
-            try:
-                async with self._wait_for_external_event(context, "op-1"):
-                    pass
-            except RuntimeError as error:
-                errors.append(error)
-            first.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await first
-
-    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Twice()])
-    await agent.run("hi", config=AgentRunConfig(session_id="s"))
-    assert len(errors) == 1
+    first = asyncio.create_task(first_wait())
+    try:
+        await registered.wait()
+        async with extension._wait_for_external_event(context, "op-1"):
+            pass
+    finally:
+        first.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
 
 
-async def test_a_blank_correlation_id_is_rejected():
-    errors: list[Exception] = []
-
-    class Blank(ExternalEventExtension):
-        def __init__(self) -> None:
-            super().__init__(response_event_name="answer", correlation_field="id")
-
-        async def before_run(self, context):
-            try:
-                async with self._wait_for_external_event(context, " "):
-                    pass
-            except ValueError as error:
-                errors.append(error)
-
-    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Blank()])
-    await agent.run("hi", config=AgentRunConfig(session_id="s"))
-    assert len(errors) == 1
+async def wait_for_a_blank_id(extension, context):
+    async with extension._wait_for_external_event(context, " "):
+        pass
 
 
-async def test_taking_a_reply_that_was_never_staged_is_an_error():
-    errors: list[Exception] = []
+async def take_a_reply_that_was_never_staged(extension, context):
+    extension._take_external_event(context)
 
-    class Eager(ExternalEventExtension):
-        def __init__(self) -> None:
-            super().__init__(response_event_name="answer", correlation_field="id")
 
-        async def before_run(self, context):
-            try:
-                self._take_external_event(context)
-            except RuntimeError as error:
-                errors.append(error)
-
-    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Eager()])
-    await agent.run("hi", config=AgentRunConfig(session_id="s"))
-    assert len(errors) == 1
+@pytest.mark.parametrize(
+    ("misuse", "error"),
+    [
+        pytest.param(wait_twice_for_one_key, RuntimeError, id="a second wait for the same key"),
+        pytest.param(wait_for_a_blank_id, ValueError, id="a blank correlation id"),
+        pytest.param(
+            take_a_reply_that_was_never_staged,
+            RuntimeError,
+            id="taking a reply that was never staged",
+        ),
+    ],
+)
+async def test_misusing_the_wait_helpers_is_an_error(misuse, error):
+    waits = WaitsInBeforeRun(misuse)
+    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[waits])
+    await agent.run("hi", config=CONFIG)
+    assert [type(e) for e in waits.errors] == [error]
 
 
 async def test_a_staged_reply_can_be_taken_only_once():
@@ -110,11 +96,8 @@ async def test_a_staged_reply_can_be_taken_only_once():
 
             context.register_tool(confirm)
 
-    config = AgentRunConfig(session_id="s")
-    agent = await Agent.create(ConfirmModel(), config=config, extensions=[Greedy()])
-    session = Session(agent, config)
-    await session.waiting()
-    agent.emit_external_event(reply(), config=config)
+    agent, session = await waiting_session(CONFIG, Greedy())
+    agent.emit_external_event(reply(), config=CONFIG)
     await session.task
     first, second = taken
     assert isinstance(first, ExternalEvent)
@@ -131,12 +114,8 @@ async def test_an_extension_may_accept_several_response_names():
                 correlation_field="tool_call_id",
             )
 
-    config = AgentRunConfig(session_id="s")
-    agent = await Agent.create(ConfirmModel(), config=config, extensions=[Either()])
-    session = Session(agent, config)
-    await session.waiting()
-    event = ExternalEvent(name="approval", payload={"tool_call_id": "call-7", "approved": True})
-    assert agent.emit_external_event(event, config=config) == ["Either"]
+    agent, session = await waiting_session(CONFIG, Either())
+    assert agent.emit_external_event(APPROVAL, config=CONFIG) == ["Either"]
     await session.task
 
 
@@ -162,24 +141,18 @@ async def test_a_wait_may_restrict_itself_to_one_of_the_configured_names():
                     )
                 )
 
-    config = AgentRunConfig(session_id="s")
-    agent = await Agent.create(ConfirmModel(), config=config, extensions=[Strict()])
-    session = Session(agent, config)
-    await session.waiting()
-    assert agent.emit_external_event(reply(), config=config) == []
-    approval = ExternalEvent(name="approval", payload={"tool_call_id": "call-7", "approved": True})
-    assert agent.emit_external_event(approval, config=config) == ["Strict"]
+    agent, session = await waiting_session(CONFIG, Strict())
+    assert agent.emit_external_event(reply(), config=CONFIG) == []
+    assert agent.emit_external_event(APPROVAL, config=CONFIG) == ["Strict"]
     await session.task
 
 
 async def test_the_extension_is_pending_only_during_a_request():
-    config = AgentRunConfig(session_id="s")
     extension = ConfirmationExtension()
-    agent = await Agent.create(ConfirmModel(), config=config, extensions=[extension])
+    agent = await Agent.create(confirming_model(), config=CONFIG, extensions=[extension])
     assert extension.pending is False
-    session = Session(agent, config)
-    await session.waiting()
+    session = await Session.parked(agent, CONFIG)
     assert extension.pending is True
-    agent.emit_external_event(reply(), config=config)
+    agent.emit_external_event(reply(), config=CONFIG)
     await session.task
     assert extension.pending is False

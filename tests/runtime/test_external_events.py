@@ -13,20 +13,23 @@ import pytest
 
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType
-from zett_agent.extensions.external import ExternalEvent, ExternalEventExtension
+from zett_agent.extensions.external import ExternalEvent
 
 from .confirmation import (
+    ACCEPTED,
     CANCELLED_TEXT,
     ConfirmationExtension,
-    ConfirmModel,
-    RequestWatch,
     Session,
+    WaitsInBeforeRun,
     confirmation_agent,
+    confirming_model,
     reply,
+    waiting_session,
 )
-from .support import ProbeModel, answer
+from .support import Observer, ProbeModel, answer, close_at
 
 T = AgentEventType
+CONFIG = AgentRunConfig(session_id="s")
 
 
 # --- ExternalEvent ----------------------------------------------------------------------
@@ -49,7 +52,7 @@ def test_an_external_event_payload_must_be_a_dict_with_string_keys():
 
 async def test_the_seed_confirmation_example_runs_end_to_end():
     config = AgentRunConfig(session_id="session-42", request_id="request-1")
-    model = ConfirmModel()
+    model = confirming_model()
     agent = await Agent.create(model, config=config, extensions=[ConfirmationExtension()])
     accepted_by = []
     events = []
@@ -69,7 +72,7 @@ async def test_the_seed_confirmation_example_runs_end_to_end():
                         config=config,
                     )
                 )
-    assert accepted_by == [["ConfirmationExtension"]]
+    assert accepted_by == [ACCEPTED]
     custom = next(e for e in events if e.type is T.CUSTOM)
     assert custom.session_id == "session-42"
     assert custom.payload == {"tool_call_id": "call-7", "question": "Proceed?"}
@@ -95,182 +98,132 @@ async def test_the_seed_confirmation_example_runs_end_to_end():
     assert model.requests[0].tools[0].name == "confirm"
 
 
-async def test_the_seed_usage_works_when_the_stream_runs_under_the_initialized_config():
-    config = AgentRunConfig(session_id="session-42", request_id="request-1")
-    agent = await Agent.create(ConfirmModel(), config=config, extensions=[ConfirmationExtension()])
-    accepted_by = []
-    async with contextlib.aclosing(agent.stream("Deploy?")) as stream:
-        async for event in stream:
-            if event.type is T.CUSTOM:
-                accepted_by.append(
-                    agent.emit_external_event(
-                        ExternalEvent(
-                            name="confirmation_response",
-                            payload={"tool_call_id": "call-7", "approved": True},
-                        ),
-                        config=config,
-                    )
-                )
-    assert accepted_by == [["ConfirmationExtension"]]
-
-
-async def test_a_rejection_reaches_the_model_as_a_successful_false():
-    config = AgentRunConfig(session_id="s")
-    agent = await confirmation_agent(config)
-    session = Session(agent, config)
-    await session.waiting()
-    assert agent.emit_external_event(reply(approved=False), config=config) == [
-        "ConfirmationExtension"
-    ]
-    final = await session.task
-    assert final.content == "True:false"
-
-
-async def test_a_reply_sent_while_the_request_event_is_being_handled_is_accepted():
+@pytest.mark.parametrize(
+    "stream_config",
+    [None, AgentRunConfig(session_id="s", request_id="r")],
+    ids=["under the initialized config", "under its own config"],
+)
+async def test_a_reply_sent_while_the_request_event_is_being_handled_is_accepted(stream_config):
     """The consumer replies before asking for the next event: the wait already exists."""
     config = AgentRunConfig(session_id="s", request_id="r")
     agent = await confirmation_agent(config)
     order = []
-    async with contextlib.aclosing(agent.stream("Deploy?", config=config)) as stream:
+    async with contextlib.aclosing(agent.stream("Deploy?", config=stream_config)) as stream:
         async for event in stream:
             order.append(event.type)
             if event.type is T.CUSTOM:
                 order.append(agent.emit_external_event(reply(), config=config))
     custom = order.index(T.CUSTOM)
-    assert order[custom + 1] == ["ConfirmationExtension"]
+    assert order[custom + 1] == ACCEPTED
     assert order[custom + 2] is T.TOOL_STARTED
     assert order[-1] is T.RUN_COMPLETED
+
+
+async def test_a_rejection_reaches_the_model_as_a_successful_false():
+    agent, session = await waiting_session(CONFIG)
+    assert agent.emit_external_event(reply(approved=False), config=CONFIG) == ACCEPTED
+    assert (await session.task).content == "True:false"
 
 
 # --- stale, duplicate and misrouted replies ---------------------------------------------
 
 
 async def test_a_reply_before_any_request_is_rejected():
-    config = AgentRunConfig(session_id="s")
-    agent = await confirmation_agent(config)
-    assert agent.emit_external_event(reply(), config=config) == []
+    agent = await confirmation_agent(CONFIG)
+    assert agent.emit_external_event(reply(), config=CONFIG) == []
 
 
 async def test_a_reply_after_the_request_finished_is_rejected():
-    config = AgentRunConfig(session_id="s")
-    agent = await confirmation_agent(config)
-    session = Session(agent, config)
-    await session.waiting()
-    agent.emit_external_event(reply(), config=config)
+    agent, session = await waiting_session(CONFIG)
+    agent.emit_external_event(reply(), config=CONFIG)
     await session.task
-    assert agent.emit_external_event(reply(), config=config) == []
+    assert agent.emit_external_event(reply(), config=CONFIG) == []
 
 
 async def test_a_duplicate_reply_is_rejected_and_the_first_one_wins():
-    config = AgentRunConfig(session_id="s")
-    agent = await confirmation_agent(config)
-    session = Session(agent, config)
-    await session.waiting()
-    assert agent.emit_external_event(reply(approved=True), config=config) == [
-        "ConfirmationExtension"
-    ]
-    assert agent.emit_external_event(reply(approved=False), config=config) == []
+    agent, session = await waiting_session(CONFIG)
+    assert agent.emit_external_event(reply(approved=True), config=CONFIG) == ACCEPTED
+    assert agent.emit_external_event(reply(approved=False), config=CONFIG) == []
     assert (await session.task).content == "True:true"
 
 
-async def test_a_reply_for_another_session_is_rejected():
-    config = AgentRunConfig(session_id="mine")
-    agent = await confirmation_agent(config)
-    session = Session(agent, config)
-    await session.waiting()
-    assert agent.emit_external_event(reply(), config=AgentRunConfig(session_id="theirs")) == []
-    assert not session.task.done()
-    assert agent.emit_external_event(reply(), config=config) == ["ConfirmationExtension"]
-    await session.task
-
-
-async def test_a_reply_for_another_request_of_the_same_session_is_rejected():
-    config = AgentRunConfig(session_id="s", request_id="request-2")
-    agent = await confirmation_agent(config)
-    session = Session(agent, config)
-    await session.waiting()
-    stale = AgentRunConfig(session_id="s", request_id="request-1")
-    assert agent.emit_external_event(reply(), config=stale) == []
-    assert agent.emit_external_event(reply(), config=config) == ["ConfirmationExtension"]
-    await session.task
-
-
-async def test_a_reply_routed_by_session_alone_reaches_the_active_request():
-    config = AgentRunConfig(session_id="s", request_id="r")
-    agent = await confirmation_agent(config)
-    session = Session(agent, config)
-    await session.waiting()
-    assert agent.emit_external_event(reply(), config=AgentRunConfig(session_id="s")) == [
-        "ConfirmationExtension"
-    ]
-    await session.task
-
-
-async def test_a_reply_with_an_unknown_correlation_id_is_rejected():
-    config = AgentRunConfig(session_id="s")
-    agent = await confirmation_agent(config)
-    session = Session(agent, config)
-    await session.waiting()
-    assert agent.emit_external_event(reply(call_id="call-8"), config=config) == []
-    assert agent.emit_external_event(reply(), config=config) == ["ConfirmationExtension"]
-    await session.task
+OWN = AgentRunConfig(session_id="s", request_id="request-2")
 
 
 @pytest.mark.parametrize(
-    "event",
+    ("event", "routed_by"),
     [
-        ExternalEvent(name="other_response", payload={"tool_call_id": "call-7", "approved": True}),
-        ExternalEvent(name="confirmation_response", payload={"approved": True}),
-        ExternalEvent(name="confirmation_response", payload={"tool_call_id": 7, "approved": True}),
-        ExternalEvent(
-            name="confirmation_response", payload={"tool_call_id": " ", "approved": True}
+        pytest.param(reply(), AgentRunConfig(session_id="theirs"), id="for another session"),
+        pytest.param(
+            reply(),
+            AgentRunConfig(session_id="s", request_id="request-1"),
+            id="for another request of the same session",
+        ),
+        pytest.param(reply(call_id="call-8"), OWN, id="with an unknown correlation id"),
+        pytest.param(
+            ExternalEvent(
+                name="other_response", payload={"tool_call_id": "call-7", "approved": True}
+            ),
+            OWN,
+            id="wrong-name",
+        ),
+        pytest.param(
+            ExternalEvent(name="confirmation_response", payload={"approved": True}),
+            OWN,
+            id="no-correlation",
+        ),
+        pytest.param(
+            ExternalEvent(
+                name="confirmation_response", payload={"tool_call_id": 7, "approved": True}
+            ),
+            OWN,
+            id="non-string-correlation",
+        ),
+        pytest.param(
+            ExternalEvent(
+                name="confirmation_response", payload={"tool_call_id": " ", "approved": True}
+            ),
+            OWN,
+            id="blank-correlation",
         ),
     ],
-    ids=["wrong-name", "no-correlation", "non-string-correlation", "blank-correlation"],
 )
-async def test_a_malformed_reply_is_rejected_and_the_wait_survives(event):
-    config = AgentRunConfig(session_id="s")
-    agent = await confirmation_agent(config)
-    session = Session(agent, config)
-    await session.waiting()
-    assert agent.emit_external_event(event, config=config) == []
-    assert agent.emit_external_event(reply(), config=config) == ["ConfirmationExtension"]
+async def test_a_misrouted_or_malformed_reply_is_rejected_and_the_wait_survives(event, routed_by):
+    agent, session = await waiting_session(OWN)
+    assert agent.emit_external_event(event, config=routed_by) == []
+    assert not session.task.done()
+    assert agent.emit_external_event(reply(), config=OWN) == ACCEPTED
+    assert (await session.task).content == "True:true"
+
+
+async def test_a_reply_routed_by_session_alone_reaches_the_active_request():
+    agent, session = await waiting_session(OWN)
+    assert agent.emit_external_event(reply(), config=AgentRunConfig(session_id="s")) == ACCEPTED
     await session.task
 
 
 async def test_accept_without_a_config_is_rejected():
-    config = AgentRunConfig(session_id="s")
     extension = ConfirmationExtension()
-    agent = await Agent.create(ConfirmModel(), config=config, extensions=[extension])
-    session = Session(agent, config)
-    await session.waiting()
+    _, session = await waiting_session(CONFIG, extension)
     assert extension.accept(None, reply()) is False
     assert extension.accept(AgentRunConfig(), reply()) is False
-    assert extension.accept(config, reply()) is True
+    assert extension.accept(CONFIG, reply()) is True
     await session.task
 
 
 async def test_routing_ignores_ids_inside_the_payload_and_leaves_it_untouched():
-    config = AgentRunConfig(session_id="s", request_id="r")
-    agent = await confirmation_agent(config)
-    session = Session(agent, config)
-    await session.waiting()
+    agent, session = await waiting_session(OWN)
     event = reply(session_id="elsewhere", request_id="not-this-one")
     snapshot = json.dumps(event.payload, sort_keys=True)
-    assert agent.emit_external_event(event, config=config) == ["ConfirmationExtension"]
+    assert agent.emit_external_event(event, config=OWN) == ACCEPTED
     await session.task
     assert json.dumps(event.payload, sort_keys=True) == snapshot
 
 
 async def test_a_payload_that_fails_business_validation_is_still_accepted_but_fails_the_tool():
-    config = AgentRunConfig(session_id="s")
-    watch = RequestWatch()
-    agent = await confirmation_agent(config, watch)
-    session = Session(agent, config)
-    await session.waiting()
-    assert agent.emit_external_event(reply(approved="yes"), config=config) == [
-        "ConfirmationExtension"
-    ]
+    watch = Observer()
+    agent, session = await waiting_session(CONFIG, ConfirmationExtension(), watch)
+    assert agent.emit_external_event(reply(approved="yes"), config=CONFIG) == ACCEPTED
     final = await session.task
     (result,) = watch.tool_messages
     assert result.success is False
@@ -283,49 +236,42 @@ async def test_a_payload_that_fails_business_validation_is_still_accepted_but_fa
 
 
 async def test_a_reply_from_another_thread_wakes_the_waiting_request():
-    config = AgentRunConfig(session_id="s", request_id="r")
-    agent = await confirmation_agent(config)
-    session = Session(agent, config)
-    await session.waiting()
-    accepted = await asyncio.to_thread(agent.emit_external_event, reply(), config=config)
-    assert accepted == ["ConfirmationExtension"]
+    agent, session = await waiting_session(OWN)
+    accepted = await asyncio.to_thread(agent.emit_external_event, reply(), config=OWN)
+    assert accepted == ACCEPTED
     assert (await session.task).content == "True:true"
 
 
 async def test_a_reply_from_a_plain_thread_started_by_the_ui_callback_is_accepted():
-    config = AgentRunConfig(session_id="s")
-    agent = await confirmation_agent(config)
+    agent = await confirmation_agent(CONFIG)
     results: list[list[str]] = []
     threads: list[threading.Thread] = []
 
-    async with contextlib.aclosing(agent.stream("Deploy?", config=config)) as stream:
+    async with contextlib.aclosing(agent.stream("Deploy?", config=CONFIG)) as stream:
         async for event in stream:
             if event.type is T.CUSTOM:
                 thread = threading.Thread(
-                    target=lambda: results.append(agent.emit_external_event(reply(), config=config))
+                    target=lambda: results.append(agent.emit_external_event(reply(), config=CONFIG))
                 )
                 thread.start()
                 threads.append(thread)
             final = event
     await asyncio.to_thread(threads[0].join)
-    assert results == [["ConfirmationExtension"]]
+    assert results == [ACCEPTED]
     assert final.message.content == "True:true"
 
 
 async def test_concurrent_duplicate_replies_from_threads_are_accepted_exactly_once():
-    config = AgentRunConfig(session_id="s")
-    agent = await confirmation_agent(config)
-    session = Session(agent, config)
-    await session.waiting()
+    agent, session = await waiting_session(CONFIG)
     racers = 4  # at most the default executor's worker count on a 2-core machine
     start = threading.Barrier(racers)
 
     def racer():
         start.wait()
-        return agent.emit_external_event(reply(), config=config)
+        return agent.emit_external_event(reply(), config=CONFIG)
 
     results = await asyncio.gather(*(asyncio.to_thread(racer) for _ in range(racers)))
-    assert sorted(results) == [[]] * (racers - 1) + [["ConfirmationExtension"]]
+    assert sorted(results) == [[]] * (racers - 1) + [ACCEPTED]
     await session.task
 
 
@@ -333,15 +279,12 @@ async def test_concurrent_duplicate_replies_from_threads_are_accepted_exactly_on
 
 
 async def test_cancelling_a_waiting_request_cancels_the_wait_and_rejects_late_replies():
-    config = AgentRunConfig(session_id="s")
-    watch = RequestWatch()
-    agent = await confirmation_agent(config, watch)
-    session = Session(agent, config)
-    await session.waiting()
+    watch = Observer()
+    agent, session = await waiting_session(CONFIG, ConfirmationExtension(), watch)
     session.task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await session.task
-    assert agent.emit_external_event(reply(), config=config) == []
+    assert agent.emit_external_event(reply(), config=CONFIG) == []
     assert [(m.tool_call_id, m.success, m.content) for m in watch.tool_messages] == [
         ("call-7", False, CANCELLED_TEXT)
     ]
@@ -350,76 +293,61 @@ async def test_cancelling_a_waiting_request_cancels_the_wait_and_rejects_late_re
 
 
 async def test_closing_the_stream_at_the_request_event_rejects_late_replies():
-    config = AgentRunConfig(session_id="s")
-    watch = RequestWatch()
-    agent = await confirmation_agent(config, watch)
-    async with contextlib.aclosing(agent.stream("Deploy?", config=config)) as stream:
-        async for event in stream:
-            if event.type is T.CUSTOM:
-                break
-    assert agent.emit_external_event(reply(), config=config) == []
+    watch = Observer()
+    agent = await confirmation_agent(CONFIG, watch)
+    await close_at(agent, "Deploy?", T.CUSTOM, config=CONFIG)
+    assert agent.emit_external_event(reply(), config=CONFIG) == []
     assert len(watch.cancelled) == 1
     assert [m.content for m in watch.tool_messages] == [CANCELLED_TEXT]
 
 
 async def test_a_session_whose_wait_was_cancelled_can_wait_again():
-    config = AgentRunConfig(session_id="s")
-    agent = await confirmation_agent(config)
-    first = Session(agent, config)
-    await first.waiting()
+    agent, first = await waiting_session(CONFIG)
     first.task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await first.task
-    second = Session(agent, config)
-    await second.waiting()
-    assert agent.emit_external_event(reply(), config=config) == ["ConfirmationExtension"]
+    second = await Session.parked(agent, CONFIG)
+    assert agent.emit_external_event(reply(), config=CONFIG) == ACCEPTED
     assert (await second.task).content == "True:true"
 
 
 async def test_on_error_fails_a_pending_wait_with_the_original_error():
     boom = ConnectionError("the request failed")
-    outcome: list[BaseException] = []
-    registered = asyncio.Event()
 
-    class Waiter(ExternalEventExtension):
-        def __init__(self) -> None:
-            super().__init__(response_event_name="answer", correlation_field="id")
+    async def fail_the_request_while_waiting(extension, context):
+        registered = asyncio.Event()
 
-        async def before_run(self, context):
-            async def wait():
-                async with self._wait_for_external_event(context, "op-1"):
-                    registered.set()
+        async def wait():
+            async with extension._wait_for_external_event(context, "op-1"):
+                registered.set()
 
-            waiter = asyncio.create_task(wait())
-            await registered.wait()
-            await self.on_error(context, boom)
-            try:
-                await waiter
-            except BaseException as error:
-                outcome.append(error)
+        waiter = asyncio.create_task(wait())
+        await registered.wait()
+        await extension.on_error(context, boom)
+        await waiter
 
-    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Waiter()])
-    await agent.run("hi", config=AgentRunConfig(session_id="s"))
-    assert outcome == [boom]
-    assert outcome[0] is boom
+    waits = WaitsInBeforeRun(fail_the_request_while_waiting)
+    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[waits])
+    await agent.run("hi", config=CONFIG)
+    assert waits.errors == [boom]
+    assert waits.errors[0] is boom
 
 
 async def test_a_request_that_fails_while_asking_leaves_no_wait_behind():
     boom = RuntimeError("could not reach the UI")
-    config = AgentRunConfig(session_id="s")
 
     class Flaky(ConfirmationExtension):
         async def before_tool(self, context, call):
             async with self._wait_for_external_event(context, call.id):
                 raise boom
 
-    watch = RequestWatch()
-    agent = await Agent.create(ConfirmModel(), config=config, extensions=[Flaky(), watch])
+    watch = Observer()
+    agent = await Agent.create(confirming_model(), config=CONFIG, extensions=[Flaky(), watch])
     with pytest.raises(RuntimeError) as caught:
-        await agent.run("Deploy?", config=config)
+        await agent.run("Deploy?", config=CONFIG)
     assert caught.value is boom
     assert watch.errors == [boom]
-    assert agent.emit_external_event(reply(), config=config) == []
+    assert agent.emit_external_event(reply(), config=CONFIG) == []
 
 
 # --- two sessions, one tool_call_id -----------------------------------------------------
@@ -429,37 +357,28 @@ async def test_two_sessions_waiting_on_the_same_tool_call_id_get_their_own_repli
     agent = await confirmation_agent()
     config_a = AgentRunConfig(session_id="a")
     config_b = AgentRunConfig(session_id="b")
-    session_a, session_b = Session(agent, config_a), Session(agent, config_b)
-    await session_a.waiting()
-    await session_b.waiting()
+    session_a = await Session.parked(agent, config_a)
+    session_b = await Session.parked(agent, config_b)
     assert session_a.request_event.payload["tool_call_id"] == "call-7"
     assert session_b.request_event.payload["tool_call_id"] == "call-7"
 
-    assert agent.emit_external_event(reply(approved=True), config=config_a) == [
-        "ConfirmationExtension"
-    ]
+    assert agent.emit_external_event(reply(approved=True), config=config_a) == ACCEPTED
     assert (await session_a.task).content == "True:true"
     assert not session_b.task.done()
     assert agent.emit_external_event(reply(approved=True), config=config_a) == []
 
-    assert agent.emit_external_event(reply(approved=False), config=config_b) == [
-        "ConfirmationExtension"
-    ]
+    assert agent.emit_external_event(reply(approved=False), config=config_b) == ACCEPTED
     assert (await session_b.task).content == "True:false"
 
 
 async def test_a_reply_staged_for_a_cancelled_request_is_not_seen_by_the_next_one():
-    config = AgentRunConfig(session_id="s")
-    agent = await confirmation_agent(config)
-    async with contextlib.aclosing(agent.stream("Deploy?", config=config)) as stream:
+    agent = await confirmation_agent(CONFIG)
+    async with contextlib.aclosing(agent.stream("Deploy?", config=CONFIG)) as stream:
         async for event in stream:
             if event.type is T.CUSTOM:
-                agent.emit_external_event(reply(approved=True), config=config)
+                agent.emit_external_event(reply(approved=True), config=CONFIG)
             if event.type is T.TOOL_STARTED:
                 break
-    second = Session(agent, config)
-    await second.waiting()
-    assert agent.emit_external_event(reply(approved=False), config=config) == [
-        "ConfirmationExtension"
-    ]
+    second = await Session.parked(agent, CONFIG)
+    assert agent.emit_external_event(reply(approved=False), config=CONFIG) == ACCEPTED
     assert (await second.task).content == "True:false"

@@ -9,7 +9,7 @@ import pytest
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.extensions.base import AgentExtension
-from zett_agent.extensions.events import MessageAppendedEvent, PhaseTransitionEvent
+from zett_agent.extensions.events import MessageAppendedEvent
 from zett_agent.messages import (
     AssistantMessage,
     SystemMessage,
@@ -19,66 +19,7 @@ from zett_agent.messages import (
 from zett_agent.model import ModelResponse
 from zett_agent.tools.base import ToolResult
 
-from .support import ProbeModel, answer, call, calls, lookup
-
-
-class HookLog(AgentExtension):
-    """Records every hook, phase move and appended non-system message, in order."""
-
-    def __init__(self) -> None:
-        self.log: list = []
-
-    async def on_event(self, context, event):
-        if isinstance(event, PhaseTransitionEvent):
-            self.log.append(("phase", event.previous_phase.value, event.current_phase.value))
-        elif isinstance(event, MessageAppendedEvent) and not isinstance(
-            event.message, SystemMessage
-        ):
-            self.log.append(("appended", event.message.role.value))
-
-    async def on_tool(self, context):
-        self.log.append("on_tool")
-
-    async def on_state(self, context):
-        self.log.append("on_state")
-
-    async def on_message(self, context):
-        self.log.append("on_message")
-
-    async def before_run(self, context):
-        self.log.append("before_run")
-
-    async def before_turn(self, context):
-        self.log.append("before_turn")
-
-    async def before_model(self, context, request):
-        self.log.append("before_model")
-
-    async def after_model(self, context, response):
-        self.log.append("after_model")
-
-    async def before_tool(self, context, call):
-        self.log.append("before_tool")
-
-    async def on_tool_call(self, context, call, call_next):
-        self.log.append("on_tool_call")
-        return await call_next(call)
-
-    async def after_tool(self, context, call, result, error):
-        self.log.append("after_tool")
-
-    async def after_turn(self, context, result):
-        self.log.append("after_turn")
-
-    async def after_run(self, context, result):
-        self.log.append("after_run")
-
-    async def on_success(self, context, result):
-        self.log.append("on_success")
-
-    async def on_error(self, context, error):
-        self.log.append("on_error")
-
+from .support import HookLog, ProbeModel, SeededHistory, answer, call, calls, lookup
 
 ONE_TOOL_THEN_ANSWER = [
     ("phase", "created", "loading_context"),
@@ -408,22 +349,11 @@ async def test_messages_added_during_setup_are_published_before_the_input():
 
 async def test_messages_restored_with_emit_new_false_are_not_published():
     log = HookLog()
-
-    class Restore(AgentExtension):
-        priority = 10
-
-        async def on_state(self, context):
-            context.replace_messages(
-                [
-                    *context.state.messages,
-                    UserMessage(content="old"),
-                    AssistantMessage(content="old"),
-                ],
-                emit_new=False,
-            )
-
+    history = SeededHistory(
+        UserMessage(content="old"), AssistantMessage(content="old"), priority=10
+    )
     model = ProbeModel(answer("ok"))
-    agent = await Agent.create(model, extensions=[Restore(), log])
+    agent = await Agent.create(model, extensions=[history, log])
     await agent.run("hi")
     assert [entry for entry in log.log if entry[0] == "appended"] == [
         ("appended", "user"),

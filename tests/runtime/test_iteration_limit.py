@@ -7,10 +7,8 @@ import pytest
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentPhase
 from zett_agent.exceptions import AgentError, AgentIterationLimitError
-from zett_agent.extensions.base import AgentExtension
-from zett_agent.extensions.events import PhaseTransitionEvent
 
-from .support import ProbeModel, answer, call, calls, lookup
+from .support import Observer, ProbeModel, answer, call, calls, lookup
 
 CONFIG = AgentRunConfig(session_id="s")
 
@@ -19,21 +17,8 @@ def tool_turns(count: int):
     return [calls(call("lookup", f"c{i}", key=str(i))) for i in range(count)]
 
 
-class Watch(AgentExtension):
-    def __init__(self) -> None:
-        self.errors: list[Exception] = []
-        self.phases: list[AgentPhase] = []
-
-    async def on_error(self, context, error):
-        self.errors.append(error)
-
-    async def on_event(self, context, event):
-        if isinstance(event, PhaseTransitionEvent):
-            self.phases.append(event.current_phase)
-
-
 async def test_a_model_that_never_stops_calling_tools_hits_the_limit():
-    watch = Watch()
+    watch = Observer()
     model = ProbeModel(*tool_turns(10))
     agent = await Agent.create(model, tools=[lookup], extensions=[watch], max_iterations=3)
     with pytest.raises(AgentIterationLimitError, match="3") as caught:

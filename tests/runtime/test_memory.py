@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import pytest
 
@@ -12,9 +11,8 @@ from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import MessageAppendedEvent
 from zett_agent.extensions.memory import InMemoryMessageAccumulator
 from zett_agent.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
-from zett_agent.tools.base import tool
 
-from .support import ProbeModel, answer, call, calls, lookup
+from .support import ProbeModel, answer, call, calls, cancel_when, collect, lookup, parked_tool
 
 
 def dialogue(messages) -> list[tuple[str, str]]:
@@ -120,32 +118,12 @@ async def test_restored_history_is_not_published_again():
 
 async def test_a_cancelled_tool_call_is_remembered_with_its_cancellation_result():
     started = asyncio.Event()
-
-    @tool
-    async def slow() -> str:
-        """Be slow.
-
-        Guidelines:
-            - Use in tests.
-        """
-        started.set()
-        await asyncio.Event().wait()
-        return "never"
-
     model = ProbeModel(calls(call("slow", "c1")), answer("after the cancel"))
-    agent = await Agent.create(model, tools=[slow], extensions=[InMemoryMessageAccumulator()])
+    agent = await Agent.create(
+        model, tools=[parked_tool(started)], extensions=[InMemoryMessageAccumulator()]
+    )
     config = AgentRunConfig(session_id="s")
-
-    async def consume():
-        async with contextlib.aclosing(agent.stream("start", config=config)) as events:
-            async for _ in events:
-                pass
-
-    task = asyncio.create_task(consume())
-    await started.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancel_when(started, collect(agent, "start", config=config))
     await agent.run("go on", config=config)
     assert dialogue(model.requests[1].messages) == [
         ("user", "start"),

@@ -10,40 +10,12 @@ from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType, AgentPhase
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.extensions.base import AgentExtension
-from zett_agent.extensions.events import PhaseTransitionEvent
 from zett_agent.model import ModelEvent
 
-from .support import ProbeModel, answer, call, calls, lookup
+from .support import Observer, ProbeModel, answer, call, calls, lookup
 
 T = AgentEventType
 CONFIG = AgentRunConfig(session_id="s")
-
-
-class Outcome(AgentExtension):
-    """Records which end-of-request hooks ran and the phases the request moved through."""
-
-    def __init__(self, name: str = "Outcome", priority: int = 100) -> None:
-        self.name = name
-        self.priority = priority
-        self.errors: list[Exception] = []
-        self.ended: list[str] = []
-        self.phases: list[AgentPhase] = []
-
-    async def on_event(self, context, event):
-        if isinstance(event, PhaseTransitionEvent):
-            self.phases.append(event.current_phase)
-
-    async def after_turn(self, context, result):
-        self.ended.append("after_turn")
-
-    async def after_run(self, context, result):
-        self.ended.append("after_run")
-
-    async def on_success(self, context, result):
-        self.ended.append("on_success")
-
-    async def on_error(self, context, error):
-        self.errors.append(error)
 
 
 def failing_turn(error: Exception, *, after_deltas: int = 1):
@@ -65,7 +37,7 @@ async def test_a_model_error_reaches_the_caller_as_the_same_object():
 
 async def test_a_model_error_runs_on_error_on_every_extension_and_no_success_hooks():
     boom = ConnectionError("provider went away")
-    first, second = Outcome("first", 10), Outcome("second", 20)
+    first, second = Observer("first", 10), Observer("second", 20)
     agent = await Agent.create(ProbeModel(failing_turn(boom)), extensions=[second, first])
     with pytest.raises(ConnectionError):
         await agent.run("hi", config=CONFIG)
@@ -93,7 +65,7 @@ async def test_a_model_that_fails_before_streaming_fails_the_request():
         def stream(self, request):
             raise boom
 
-    watch = Outcome()
+    watch = Observer()
     agent = await Agent.create(BrokenModel(), extensions=[watch])
     with pytest.raises(RuntimeError) as caught:
         await agent.run("hi", config=CONFIG)
@@ -102,7 +74,7 @@ async def test_a_model_that_fails_before_streaming_fails_the_request():
 
 
 async def test_a_stream_that_ends_without_a_response_is_a_protocol_error():
-    watch = Outcome()
+    watch = Observer()
     model = ProbeModel([ModelEvent.text("half an answer")])
     agent = await Agent.create(model, extensions=[watch])
     with pytest.raises(AgentProtocolError, match="Model stream ended without a response"):
@@ -148,7 +120,7 @@ async def test_a_raising_hook_fails_the_request_with_its_own_exception(hook):
         raise boom
 
     setattr(Broken, hook, raise_boom)
-    watch = Outcome()
+    watch = Observer()
     agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Broken(), watch])
     with pytest.raises(LookupError, match=f"{hook} broke") as caught:
         await agent.run("hi", config=CONFIG)
@@ -182,7 +154,7 @@ async def test_a_raising_model_middleware_fails_the_request():
             raise boom
             yield  # pragma: no cover - makes this an async generator
 
-    watch = Outcome()
+    watch = Observer()
     agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Broken(), watch])
     with pytest.raises(TimeoutError) as caught:
         await agent.run("hi", config=CONFIG)
@@ -197,7 +169,7 @@ async def test_a_raising_on_success_fails_the_request_without_run_completed():
         async def on_success(self, context, result):
             raise boom
 
-    watch = Outcome()
+    watch = Observer()
     agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Saver(), watch])
     seen = []
     with pytest.raises(OSError, match="could not save") as caught:
@@ -217,7 +189,7 @@ async def test_errors_raised_while_handling_a_failure_become_notes_on_the_origin
         async def on_error(self, context, error):
             raise ValueError("cleanup also failed")
 
-    after_clumsy = Outcome(priority=200)
+    after_clumsy = Observer(priority=200)
     agent = await Agent.create(ProbeModel(failing_turn(boom)), extensions=[Clumsy(), after_clumsy])
     with pytest.raises(ConnectionError) as caught:
         await agent.run("hi", config=CONFIG)
@@ -242,7 +214,7 @@ async def test_a_failed_session_accepts_a_new_request():
 async def test_a_failure_after_a_tool_ran_still_reaches_the_caller_unchanged():
     boom = ConnectionError("second call failed")
     model = ProbeModel(calls(call("lookup", key="k")), failing_turn(boom))
-    watch = Outcome()
+    watch = Observer()
     agent = await Agent.create(model, tools=[lookup], extensions=[watch])
     with pytest.raises(ConnectionError) as caught:
         await agent.run("hi", config=CONFIG)

@@ -8,7 +8,7 @@ from zett_agent.extensions.base import AgentExtension
 from zett_agent.messages import AssistantMessage, ToolCall
 from zett_agent.model import ModelEvent, ModelResponse, StopInfo, StopReason
 
-from .support import ProbeModel, collect, lookup, without_deltas
+from .support import Observer, ProbeModel, events_of, lookup, without_deltas
 
 T = AgentEventType
 CONFIG = AgentRunConfig(session_id="s")
@@ -22,35 +22,18 @@ def stopped(message: AssistantMessage) -> list[ModelEvent]:
     ]
 
 
-class Ends(AgentExtension):
-    def __init__(self) -> None:
-        self.log: list[tuple[str, AssistantMessage]] = []
-
-    async def after_turn(self, context, result):
-        self.log.append(("after_turn", result))
-
-    async def after_run(self, context, result):
-        self.log.append(("after_run", result))
-
-    async def on_success(self, context, result):
-        self.log.append(("on_success", result))
-
-    async def on_error(self, context, error):
-        self.log.append(("on_error", error))
-
-
 async def test_a_stopped_answer_emits_model_stopped_instead_of_model_completed():
     message = AssistantMessage(content="The answer is cut")
-    ends = Ends()
-    agent = await Agent.create(ProbeModel(stopped(message)), extensions=[ends])
-    events = await collect(agent, "hi", config=CONFIG)
+    ends = Observer()
+    events = await events_of(ProbeModel(stopped(message)), extensions=[ends])
     assert without_deltas(events) == [T.MODEL_STARTED, T.MODEL_STOPPED, T.RUN_COMPLETED]
     stop_event = next(e for e in events if e.type is T.MODEL_STOPPED)
     assert stop_event.stop == STOP
     assert stop_event.response.stop == STOP
     assert stop_event.message.content == "The answer is cut"
     assert events[-1].message.content == "The answer is cut"
-    assert [name for name, _ in ends.log] == ["after_turn", "after_run", "on_success"]
+    assert ends.ended == ["after_turn", "after_run", "on_success"]
+    assert ends.errors == []
 
 
 async def test_tool_calls_of_a_stopped_message_are_not_executed():
@@ -64,8 +47,7 @@ async def test_tool_calls_of_a_stopped_message_are_not_executed():
         content="Let me look", tool_calls=(ToolCall(id="c1", name="lookup", arguments={}),)
     )
     model = ProbeModel(stopped(message))
-    agent = await Agent.create(model, tools=[lookup], extensions=[Spy()])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[lookup], extensions=[Spy()])
     assert ran == []
     assert T.TOOL_STARTED not in [e.type for e in events]
     assert len(model.requests) == 1

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 
 import pytest
 
 from zett_agent.agent import Agent, AgentRunConfig
-from zett_agent.events import AgentPhase, check_transition
+from zett_agent.events import AgentEventType, AgentPhase, check_transition
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.extensions.base import AgentExtension
-from zett_agent.extensions.events import PhaseTransitionEvent
 
-from .support import ProbeModel, answer, call, calls, lookup
+from .support import Observer, ProbeModel, answer, call, calls, close_at, lookup, parked_turn
 
 P = AgentPhase
+T = AgentEventType
 CONFIG = AgentRunConfig(session_id="s")
 ACTIVE = {P.LOADING_CONTEXT, P.READY, P.COMPACTING, P.GENERATING, P.RUNNING_TOOL}
 LEGAL = (
@@ -35,18 +34,6 @@ LEGAL = (
     | {(active, P.CANCELLED) for active in ACTIVE}
 )
 EVERY_PAIR = list(itertools.product(AgentPhase, repeat=2))
-
-
-class Phases(AgentExtension):
-    def __init__(self) -> None:
-        self.moves: list[PhaseTransitionEvent] = []
-
-    async def on_event(self, context, event):
-        if isinstance(event, PhaseTransitionEvent):
-            self.moves.append(event)
-
-    def pairs(self) -> list[tuple[AgentPhase, AgentPhase]]:
-        return [(m.previous_phase, m.current_phase) for m in self.moves]
 
 
 @pytest.mark.parametrize(
@@ -74,10 +61,10 @@ def test_only_the_terminal_phases_are_terminal():
 
 
 async def test_a_direct_answer_moves_through_the_documented_phases():
-    phases = Phases()
+    phases = Observer()
     agent = await Agent.create(ProbeModel(answer("ok")), extensions=[phases])
     await agent.run("hi", config=CONFIG)
-    assert phases.pairs() == [
+    assert phases.moves == [
         (P.CREATED, P.LOADING_CONTEXT),
         (P.LOADING_CONTEXT, P.READY),
         (P.READY, P.GENERATING),
@@ -87,26 +74,26 @@ async def test_a_direct_answer_moves_through_the_documented_phases():
 
 
 async def test_a_tool_turn_passes_through_running_tool_and_back():
-    phases = Phases()
+    phases = Observer()
     model = ProbeModel(calls(call("lookup", key="k")), answer("ok"))
     agent = await Agent.create(model, tools=[lookup], extensions=[phases])
     await agent.run("hi", config=CONFIG)
-    assert phases.pairs()[4:6] == [(P.READY, P.RUNNING_TOOL), (P.RUNNING_TOOL, P.READY)]
+    assert phases.moves[4:6] == [(P.READY, P.RUNNING_TOOL), (P.RUNNING_TOOL, P.READY)]
 
 
 async def test_every_published_move_is_legal_and_timestamped_in_order():
-    phases = Phases()
+    phases = Observer()
     model = ProbeModel(calls(call("lookup", key="k")), answer("ok"))
     agent = await Agent.create(model, tools=[lookup], extensions=[phases])
     await agent.run("hi", config=CONFIG)
-    for move in phases.moves:
+    for move in phases.transitions:
         check_transition(move.previous_phase, move.current_phase)
         assert move.occurred_at.tzinfo is not None
-    stamps = [m.monotonic_ns for m in phases.moves]
+    stamps = [m.monotonic_ns for m in phases.transitions]
     assert stamps == sorted(stamps)
     assert all(
         later.previous_phase is earlier.current_phase
-        for earlier, later in itertools.pairwise(phases.moves)
+        for earlier, later in itertools.pairwise(phases.transitions)
     )
 
 
@@ -143,7 +130,7 @@ async def test_hooks_see_the_current_phase_in_the_context_state():
 
 
 async def test_a_failure_ends_in_failed_from_the_phase_it_happened_in():
-    phases = Phases()
+    phases = Observer()
 
     async def broken(request):
         raise ConnectionError("gone")
@@ -152,31 +139,22 @@ async def test_a_failure_ends_in_failed_from_the_phase_it_happened_in():
     agent = await Agent.create(ProbeModel(broken), extensions=[phases])
     with pytest.raises(ConnectionError):
         await agent.run("hi", config=CONFIG)
-    assert phases.pairs()[-1] == (P.GENERATING, P.FAILED)
+    assert phases.moves[-1] == (P.GENERATING, P.FAILED)
 
 
 async def test_a_cancellation_ends_in_cancelled_from_the_phase_it_happened_in():
-    phases = Phases()
+    phases = Observer()
     agent = await Agent.create(ProbeModel(answer("a b c")), extensions=[phases])
-    async with contextlib.aclosing(agent.stream("hi", config=CONFIG)) as events:
-        async for _ in events:
-            break
-    assert phases.pairs()[-1] == (P.GENERATING, P.CANCELLED)
+    await close_at(agent, "hi", T.MODEL_STARTED, config=CONFIG)
+    assert phases.moves[-1] == (P.GENERATING, P.CANCELLED)
 
 
 async def test_the_live_state_phase_tracks_the_request():
-    gate, reached = asyncio.Event(), asyncio.Event()
-
-    async def parked(request):
-        reached.set()
-        await gate.wait()
-        for event in answer("ok"):
-            yield event
-
-    agent = await Agent.create(ProbeModel(parked), extensions=[])
+    reached, release = asyncio.Event(), asyncio.Event()
+    agent = await Agent.create(ProbeModel(parked_turn(reached, release)), extensions=[])
     task = asyncio.create_task(agent.run("hi", config=CONFIG))
     await reached.wait()
     assert agent.get_state("s").phase is P.GENERATING
-    gate.set()
+    release.set()
     await task
     assert agent.get_state("s").phase is P.COMPLETED

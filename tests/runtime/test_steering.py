@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 
 import pytest
 
@@ -13,85 +12,55 @@ from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import SteeringMessageEvent
 from zett_agent.extensions.external import ExternalEvent
-from zett_agent.messages import AssistantMessage, ToolMessage, UserMessage
-from zett_agent.model import ModelEvent
+from zett_agent.messages import ToolMessage, UserMessage
 from zett_agent.tools.base import tool
 
-from .support import ProbeModel, answer, call, calls, collect, lookup
+from .support import (
+    Observer,
+    ProbeModel,
+    Responder,
+    answer,
+    call,
+    calls,
+    collect,
+    lookup,
+    parked_tool,
+    parked_turn,
+    race_against_request_ends,
+)
 
 T = AgentEventType
 CONFIG = AgentRunConfig(session_id="s")
 SKIPPED_TEXT = "Superseded by a steering message"
+ACCEPTED = ["SteeringExtension"]
 
 
 def steer(content: str) -> ExternalEvent:
     return ExternalEvent(name="steering_message", payload={"content": content})
 
 
-class AnswerLastUser:
-    """Answers every request with the text of the last user message."""
-
-    def __init__(self) -> None:
-        self.requests = []
-
-    async def stream(self, request):
-        self.requests.append(request)
-        last_user = next(m for m in reversed(request.messages) if isinstance(m, UserMessage))
-        for event in answer(f"re: {last_user.content}"):
-            yield event
-
-
-class Turns(AgentExtension):
-    def __init__(self) -> None:
-        self.turn_results: list[AssistantMessage] = []
-        self.successes: list[AssistantMessage] = []
-
-    async def after_turn(self, context, result):
-        self.turn_results.append(result)
-
-    async def on_success(self, context, result):
-        self.successes.append(result)
-
-
-def gated_tool(started: asyncio.Event, release: asyncio.Event):
-    @tool
-    async def slow() -> str:
-        """Work slowly.
-
-        Guidelines:
-            - Use in tests.
-        """
-        started.set()
-        await release.wait()
-        return "slow result"
-
-    return slow
+async def steered_while_a_tool_runs(model: ProbeModel, *extensions: AgentExtension, **agent):
+    """Run ``go`` with the ``slow`` tool, steer with ``new input`` once it started, release
+    it; return the agent, the events and the steer's verdict."""
+    started, release = asyncio.Event(), asyncio.Event()
+    tools = [parked_tool(started, release), *agent.pop("tools", [])]
+    steered = await Agent.create(model, tools=tools, extensions=list(extensions), **agent)
+    consumer = asyncio.create_task(collect(steered, "go", config=CONFIG))
+    await started.wait()
+    try:
+        verdict = steered.emit_external_event(steer("new input"), config=CONFIG)
+    finally:
+        release.set()
+    return await consumer, verdict
 
 
 async def test_steering_while_a_tool_runs_skips_the_rest_of_the_batch_and_answers_the_steer():
-    started, release = asyncio.Event(), asyncio.Event()
-    turns = Turns()
+    turns = Observer()
     model = ProbeModel(
         calls(call("slow", "c1"), call("lookup", "c2", key="k")), answer("steered answer")
     )
-    agent = await Agent.create(
-        model, tools=[gated_tool(started, release), lookup], extensions=[turns]
-    )
-    events: list[AgentEvent] = []
-
-    async def consume():
-        async with contextlib.aclosing(agent.stream("start", config=CONFIG)) as stream:
-            async for event in stream:
-                events.append(event)
-
-    consumer = asyncio.create_task(consume())
-    await started.wait()
-    assert agent.emit_external_event(steer("do this instead"), config=CONFIG) == [
-        "SteeringExtension"
-    ]
-    release.set()
-    await consumer
-
+    events, verdict = await steered_while_a_tool_runs(model, turns, tools=[lookup])
+    assert verdict == ACCEPTED
     kinds = [
         e.type
         for e in events
@@ -110,10 +79,10 @@ async def test_steering_while_a_tool_runs_skips_the_rest_of_the_batch_and_answer
     assert (skipped.message.success, skipped.message.content) == (False, SKIPPED_TEXT)
     assert skipped.error is None
     started_event = next(e for e in events if e.type is T.STEERING_STARTED)
-    assert started_event.steering_message == UserMessage(content="do this instead")
+    assert started_event.steering_message == UserMessage(content="new input")
     second_request = model.requests[1].messages
     assert isinstance(second_request[-1], UserMessage)
-    assert second_request[-1].content == "do this instead"
+    assert second_request[-1].content == "new input"
     results = [m for m in second_request if isinstance(m, ToolMessage)]
     assert [(m.tool_call_id, m.success) for m in results] == [("c1", True), ("c2", False)]
     assert turns.turn_results[0].tool_calls[0].id == "c1"
@@ -123,22 +92,12 @@ async def test_steering_while_a_tool_runs_skips_the_rest_of_the_batch_and_answer
 
 async def test_steering_while_the_model_streams_is_answered_in_a_new_turn():
     reached, release = asyncio.Event(), asyncio.Event()
-
-    async def parked(request):
-        yield ModelEvent.text("first ")
-        reached.set()
-        await release.wait()
-        for event in answer("first answer")[1:]:
-            yield event
-
-    turns = Turns()
-    model = ProbeModel(parked, answer("answer to the steer"))
+    turns = Observer()
+    model = ProbeModel(parked_turn(reached, release, "first answer"), answer("answer to the steer"))
     agent = await Agent.create(model, extensions=[turns])
     run = asyncio.create_task(agent.run("start", config=CONFIG))
     await reached.wait()
-    assert agent.emit_external_event(steer("actually, this"), config=CONFIG) == [
-        "SteeringExtension"
-    ]
+    assert agent.emit_external_event(steer("actually, this"), config=CONFIG) == ACCEPTED
     release.set()
     final = await run
     assert final.content == "answer to the steer"
@@ -150,8 +109,7 @@ async def test_steering_while_the_model_streams_is_answered_in_a_new_turn():
 async def test_steering_accepted_at_the_final_answer_is_never_lost():
     """Whether accepted or not while the consumer holds the final MODEL_COMPLETED, the
     answer to 'accepted' must match whether the steer was processed."""
-    model = AnswerLastUser()
-    agent = await Agent.create(model)
+    agent = await Agent.create(Responder())
     accepted: list[list[str]] = []
     events: list[AgentEvent] = []
     async with contextlib.aclosing(agent.stream("start", config=CONFIG)) as stream:
@@ -160,13 +118,13 @@ async def test_steering_accepted_at_the_final_answer_is_never_lost():
             if event.type is T.MODEL_COMPLETED and not accepted:
                 accepted.append(agent.emit_external_event(steer("late steer"), config=CONFIG))
     processed = any(e.type is T.STEERING_STARTED for e in events)
-    assert processed == (accepted == [["SteeringExtension"]])
+    assert processed == (accepted == [ACCEPTED])
     if processed:
         assert events[-1].message.content == "re: late steer"
 
 
 async def test_steering_while_the_consumer_holds_run_completed_is_rejected():
-    agent = await Agent.create(AnswerLastUser())
+    agent = await Agent.create(Responder())
     results = []
     async with contextlib.aclosing(agent.stream("start", config=CONFIG)) as stream:
         async for event in stream:
@@ -176,7 +134,7 @@ async def test_steering_while_the_consumer_holds_run_completed_is_rejected():
 
 
 async def test_steering_before_or_after_a_request_is_rejected():
-    agent = await Agent.create(AnswerLastUser(), config=CONFIG)
+    agent = await Agent.create(Responder(), config=CONFIG)
     assert agent.emit_external_event(steer("early"), config=CONFIG) == []
     await agent.run("hi", config=CONFIG)
     assert agent.emit_external_event(steer("late"), config=CONFIG) == []
@@ -188,18 +146,13 @@ async def test_steering_before_or_after_a_request_is_rejected():
 async def test_a_malformed_steering_payload_is_rejected(payload):
     started, release = asyncio.Event(), asyncio.Event()
     agent = await Agent.create(
-        ProbeModel(calls(call("slow")), answer("done")),
-        tools=[gated_tool(started, release)],
+        ProbeModel(calls(call("slow")), answer("done")), tools=[parked_tool(started, release)]
     )
     run = asyncio.create_task(agent.run("go", config=CONFIG))
     await started.wait()
+    malformed = ExternalEvent(name="steering_message", payload=payload)
     try:
-        assert (
-            agent.emit_external_event(
-                ExternalEvent(name="steering_message", payload=payload), config=CONFIG
-            )
-            == []
-        )
+        assert agent.emit_external_event(malformed, config=CONFIG) == []
     finally:
         release.set()
     assert (await run).content == "done"
@@ -208,14 +161,16 @@ async def test_a_malformed_steering_payload_is_rejected(payload):
 async def test_steering_is_routed_by_config_not_by_payload():
     started, release = asyncio.Event(), asyncio.Event()
     agent = await Agent.create(
-        ProbeModel(calls(call("slow")), answer("steered")), tools=[gated_tool(started, release)]
+        ProbeModel(calls(call("slow")), answer("steered")), tools=[parked_tool(started, release)]
     )
     run = asyncio.create_task(agent.run("go", config=CONFIG))
     await started.wait()
     wrong = ExternalEvent(name="steering_message", payload={"content": "x", "session_id": "s"})
-    assert agent.emit_external_event(wrong, config=AgentRunConfig(session_id="other")) == []
-    assert agent.emit_external_event(steer("right"), config=CONFIG) == ["SteeringExtension"]
-    release.set()
+    try:
+        assert agent.emit_external_event(wrong, config=AgentRunConfig(session_id="other")) == []
+        assert agent.emit_external_event(steer("right"), config=CONFIG) == ACCEPTED
+    finally:
+        release.set()
     assert (await run).content == "steered"
 
 
@@ -257,21 +212,14 @@ async def test_a_steer_superseded_by_another_steer_is_interrupted():
 
     model = ProbeModel(calls(call("slow", "c1")), calls(call("slow", "c2")), answer("final"))
     agent = await Agent.create(model, tools=[slow])
-    events: list[AgentEvent] = []
-
-    async def consume():
-        async with contextlib.aclosing(agent.stream("go", config=CONFIG)) as stream:
-            async for event in stream:
-                events.append(event)
-
-    consumer = asyncio.create_task(consume())
+    consumer = asyncio.create_task(collect(agent, "go", config=CONFIG))
     await started[0].wait()
     agent.emit_external_event(steer("first steer"), config=CONFIG)
     releases[0].set()
     await started[1].wait()
     agent.emit_external_event(steer("second steer"), config=CONFIG)
     releases[1].set()
-    await consumer
+    events = await consumer
     steering = [
         (e.type, e.steering_message.content)
         for e in events
@@ -286,18 +234,12 @@ async def test_a_steer_superseded_by_another_steer_is_interrupted():
 
 
 async def test_steering_resets_the_iteration_budget():
-    started, release = asyncio.Event(), asyncio.Event()
     model = ProbeModel(
         calls(call("slow", "c1")), calls(call("lookup", "c2", key="k")), answer("done")
     )
-    agent = await Agent.create(
-        model, tools=[gated_tool(started, release), lookup], max_iterations=2
-    )
-    run = asyncio.create_task(agent.run("go", config=CONFIG))
-    await started.wait()
-    agent.emit_external_event(steer("new input"), config=CONFIG)
-    release.set()
-    assert (await run).content == "done"
+    events, verdict = await steered_while_a_tool_runs(model, tools=[lookup], max_iterations=2)
+    assert verdict == ACCEPTED
+    assert events[-1].message.content == "done"
     assert len(model.requests) == 3
 
 
@@ -316,65 +258,22 @@ async def test_passing_a_built_in_extension_is_an_error():
 
 async def test_steering_racing_the_end_of_a_request_is_processed_exactly_when_accepted():
     """100 runs: a thread steers while the request finishes; accepted ⇔ processed."""
-
-    class HandsOffTheGil:
-        """Streams a few words, each after a round trip through a worker thread, so the
-        steering thread gets real chances to run at every point of the request."""
-
-        async def stream(self, request):
-            last_user = next(m for m in reversed(request.messages) if isinstance(m, UserMessage))
-            words = f"re: {last_user.content}".split(" ")
-            for word in words:
-                await asyncio.to_thread(lambda: None)
-                yield ModelEvent.text(word + " ")
-            for event in answer(" ".join(words) + " ")[1:]:
-                yield event
-
-    agent = await Agent.create(HandsOffTheGil(), extensions=[])
-    outcomes = {"accepted": 0, "rejected": 0}
-    for index in range(100):
-        config = AgentRunConfig(session_id=f"race-{index}")
-        go = threading.Event()
-        verdict: list[list[str]] = []
-
-        def steer_when_told(c=config, g=go, v=verdict):
-            g.wait()
-            v.append(agent.emit_external_event(steer("racing"), config=c))
-
-        thread = threading.Thread(target=steer_when_told)
-        thread.start()
-        events: list[AgentEvent] = []
-        release_at = index % 10  # sweep the release over every event of the request
-        async with contextlib.aclosing(agent.stream("start", config=config)) as stream:
-            async for event in stream:
-                events.append(event)
-                if len(events) == release_at:
-                    go.set()
-        go.set()
-        await asyncio.to_thread(thread.join)
+    outcomes = await race_against_request_ends(steer("racing"))
+    for index, (verdict, events) in enumerate(outcomes):
         processed = any(e.type is T.STEERING_STARTED for e in events)
-        accepted = verdict == [["SteeringExtension"]]
+        accepted = verdict == ACCEPTED
         assert processed == accepted, f"run {index}: accepted={accepted} processed={processed}"
-        outcomes["accepted" if accepted else "rejected"] += 1
-    assert sum(outcomes.values()) == 100
+    assert len(outcomes) == 100
 
 
 async def test_after_turn_already_sees_the_steering_message_appended():
-    started, release = asyncio.Event(), asyncio.Event()
     last_seen: list[object] = []
 
     class Look(AgentExtension):
         async def after_turn(self, context, result):
             last_seen.append(context.state.messages[-1])
 
-    agent = await Agent.create(
-        ProbeModel(calls(call("slow", "c1")), answer("ok")),
-        tools=[gated_tool(started, release)],
-        extensions=[Look()],
-    )
-    run = asyncio.create_task(agent.run("go", config=CONFIG))
-    await started.wait()
-    agent.emit_external_event(steer("turn left"), config=CONFIG)
-    release.set()
-    await run
-    assert last_seen[0] == UserMessage(content="turn left")
+    model = ProbeModel(calls(call("slow", "c1")), answer("ok"))
+    _, verdict = await steered_while_a_tool_runs(model, Look())
+    assert verdict == ACCEPTED
+    assert last_seen[0] == UserMessage(content="new input")

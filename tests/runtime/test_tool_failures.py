@@ -12,24 +12,20 @@ from zett_agent.extensions.base import AgentExtension
 from zett_agent.messages import ImageContent, ImageUrlSource, TextContent, ToolMessage
 from zett_agent.tools.base import current_tool_call_id, tool
 
-from .support import ProbeModel, answer, call, calls, collect, lookup
+from .support import (
+    Observer,
+    ProbeModel,
+    answer,
+    call,
+    calls,
+    collect,
+    counting_tool,
+    events_of,
+    lookup,
+)
 
 T = AgentEventType
 CONFIG = AgentRunConfig(session_id="s")
-
-
-class ErrorWatch(AgentExtension):
-    """Records request failures and the errors ``after_tool`` saw."""
-
-    def __init__(self) -> None:
-        self.request_errors: list[Exception] = []
-        self.tool_errors: list[Exception | None] = []
-
-    async def after_tool(self, context, call, result, error):
-        self.tool_errors.append(error)
-
-    async def on_error(self, context, error):
-        self.request_errors.append(error)
 
 
 @tool
@@ -47,35 +43,22 @@ def tool_results(model: ProbeModel) -> list[ToolMessage]:
 
 
 async def test_an_unknown_tool_fails_the_call_and_the_loop_continues():
-    watch = ErrorWatch()
+    watch = Observer()
     model = ProbeModel(calls(call("teleport", "c1")), answer("sorry"))
-    agent = await Agent.create(model, tools=[lookup], extensions=[watch])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[lookup], extensions=[watch])
     failed = next(e for e in events if e.type is T.TOOL_FAILED)
     assert failed.message.success is False
     assert "teleport" in failed.message.content
     assert failed.error is not None
     assert events[-1].type is T.RUN_COMPLETED
     assert [(m.tool_call_id, m.success) for m in tool_results(model)] == [("c1", False)]
-    assert watch.request_errors == []
+    assert watch.errors == []
 
 
 async def test_invalid_arguments_fail_the_call_without_running_the_handler():
-    ran: list[object] = []
-
-    @tool
-    async def count(number: int) -> str:
-        """Count.
-
-        Guidelines:
-            - Use to count.
-        """
-        ran.append(number)
-        return "counted"
-
+    ran: list[int] = []
     model = ProbeModel(calls(call("count", number="many")), answer("ok"))
-    agent = await Agent.create(model, tools=[count], extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[counting_tool(ran)])
     failed = next(e for e in events if e.type is T.TOOL_FAILED)
     assert ran == []
     assert "number" in failed.message.content
@@ -84,24 +67,22 @@ async def test_invalid_arguments_fail_the_call_without_running_the_handler():
 
 async def test_unknown_argument_keys_fail_the_call():
     model = ProbeModel(calls(call("lookup", key="k", surprise=1)), answer("ok"))
-    agent = await Agent.create(model, tools=[lookup], extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[lookup])
     failed = next(e for e in events if e.type is T.TOOL_FAILED)
     assert "surprise" in failed.message.content
 
 
 async def test_a_raising_handler_fails_the_call_with_its_error_text():
-    watch = ErrorWatch()
+    watch = Observer()
     model = ProbeModel(calls(call("explode", reason="on purpose")), answer("ok"))
-    agent = await Agent.create(model, tools=[explode], extensions=[watch])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[explode], extensions=[watch])
     failed = next(e for e in events if e.type is T.TOOL_FAILED)
     assert isinstance(failed.error, RuntimeError)
     assert str(failed.error) == "exploded: on purpose"
     assert "exploded: on purpose" in failed.message.content
     assert failed.message.success is False
     assert watch.tool_errors == [failed.error]
-    assert watch.request_errors == []
+    assert watch.errors == []
     assert events[-1].type is T.RUN_COMPLETED
 
 
@@ -116,27 +97,25 @@ async def test_a_raising_sync_handler_fails_the_call_too():
         return a / b
 
     model = ProbeModel(calls(call("divide", a=1, b=0)), answer("ok"))
-    agent = await Agent.create(model, tools=[divide], extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[divide])
     failed = next(e for e in events if e.type is T.TOOL_FAILED)
     assert isinstance(failed.error, ZeroDivisionError)
     assert failed.message.success is False
 
 
 async def test_a_raising_tool_middleware_fails_the_call_not_the_request():
-    watch = ErrorWatch()
+    watch = Observer()
 
     class Guard(AgentExtension):
         async def on_tool_call(self, context, call, call_next):
             raise PermissionError("lookup is not allowed here")
 
     model = ProbeModel(calls(call("lookup", key="k")), answer("ok"))
-    agent = await Agent.create(model, tools=[lookup], extensions=[Guard(), watch])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[lookup], extensions=[Guard(), watch])
     failed = next(e for e in events if e.type is T.TOOL_FAILED)
     assert isinstance(failed.error, PermissionError)
     assert "lookup is not allowed here" in failed.message.content
-    assert watch.request_errors == []
+    assert watch.errors == []
     assert events[-1].type is T.RUN_COMPLETED
 
 
@@ -144,8 +123,7 @@ async def test_one_failed_call_does_not_stop_the_next_call_in_the_batch():
     model = ProbeModel(
         calls(call("explode", "c1", reason="x"), call("lookup", "c2", key="k")), answer("ok")
     )
-    agent = await Agent.create(model, tools=[explode, lookup], extensions=[])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[explode, lookup])
     outcomes = [
         (e.type, e.tool_calls[0].id) for e in events if e.type in {T.TOOL_FAILED, T.TOOL_COMPLETED}
     ]
@@ -157,58 +135,38 @@ async def test_one_failed_call_does_not_stop_the_next_call_in_the_batch():
 
 
 async def test_after_tool_receives_the_original_handler_exception():
-    watch = ErrorWatch()
+    watch = Observer()
     model = ProbeModel(calls(call("explode", reason="x")), answer("ok"))
-    agent = await Agent.create(model, tools=[explode], extensions=[watch])
-    events = await collect(agent, "hi", config=CONFIG)
+    events = await events_of(model, tools=[explode], extensions=[watch])
     failed = next(e for e in events if e.type is T.TOOL_FAILED)
     assert watch.tool_errors[0] is failed.error
 
 
-async def test_a_raising_after_tool_fails_the_request_and_drops_the_result():
-    appended: list = []
-    boom = ValueError("after_tool broke")
+@pytest.mark.parametrize("hook", ["before_tool", "after_tool"])
+async def test_a_raising_tool_hook_fails_the_request_and_drops_the_result(hook):
+    boom = ValueError(f"{hook} broke")
 
     class Broken(AgentExtension):
-        async def after_tool(self, context, call, result, error):
-            raise boom
+        pass
 
-        async def on_event(self, context, event):
-            message = getattr(event, "message", None)
-            if isinstance(message, ToolMessage):
-                appended.append(message)
+    async def raise_boom(self, *args):
+        raise boom
 
-    watch = ErrorWatch()
+    setattr(Broken, hook, raise_boom)
+    watch = Observer()
     model = ProbeModel(calls(call("lookup", key="k")), answer("never"))
     agent = await Agent.create(model, tools=[lookup], extensions=[Broken(), watch])
-    with pytest.raises(ValueError, match="after_tool broke") as caught:
+    with pytest.raises(ValueError, match=f"{hook} broke") as caught:
         await collect(agent, "hi", config=CONFIG)
     assert caught.value is boom
-    assert watch.request_errors == [boom]
-    assert all(m.content != "value of k" for m in appended)
+    assert watch.errors == [boom]
+    assert all(m.content != "value of k" for m in watch.tool_messages)
     assert len(model.requests) == 1
-
-
-async def test_a_raising_before_tool_fails_the_request():
-    boom = RuntimeError("before_tool broke")
-
-    class Broken(AgentExtension):
-        async def before_tool(self, context, call):
-            raise boom
-
-    watch = ErrorWatch()
-    model = ProbeModel(calls(call("lookup", key="k")), answer("never"))
-    agent = await Agent.create(model, tools=[lookup], extensions=[Broken(), watch])
-    with pytest.raises(RuntimeError, match="before_tool broke") as caught:
-        await collect(agent, "hi", config=CONFIG)
-    assert caught.value is boom
-    assert watch.request_errors == [boom]
 
 
 async def test_a_string_result_is_used_as_is():
     model = ProbeModel(calls(call("lookup", key="k")), answer("ok"))
-    agent = await Agent.create(model, tools=[lookup], extensions=[])
-    await collect(agent, "hi", config=CONFIG)
+    await events_of(model, tools=[lookup])
     assert tool_results(model)[0].content == "value of k"
 
 
@@ -223,8 +181,7 @@ async def test_other_results_are_serialised_to_json():
         return {"count": 2, "names": ["a", "b"], "ok": True}
 
     model = ProbeModel(calls(call("stats")), answer("ok"))
-    agent = await Agent.create(model, tools=[stats], extensions=[])
-    await collect(agent, "hi", config=CONFIG)
+    await events_of(model, tools=[stats])
     assert json.loads(tool_results(model)[0].content) == {
         "count": 2,
         "names": ["a", "b"],
@@ -245,8 +202,7 @@ async def test_content_parts_become_multimodal_tool_content():
         return [TextContent(text="Here is the chart"), image]
 
     model = ProbeModel(calls(call("chart")), answer("ok"))
-    agent = await Agent.create(model, tools=[chart], extensions=[])
-    await collect(agent, "hi", config=CONFIG)
+    await events_of(model, tools=[chart])
     assert tool_results(model)[0].content == [TextContent(text="Here is the chart"), image]
 
 
@@ -274,7 +230,6 @@ async def test_a_tool_knows_the_id_of_the_call_it_serves():
         return "ok"
 
     model = ProbeModel(calls(call("whoami", "call-a"), call("whoami_sync", "call-b")), answer("ok"))
-    agent = await Agent.create(model, tools=[whoami, whoami_sync], extensions=[])
-    await collect(agent, "hi", config=CONFIG)
+    await events_of(model, tools=[whoami, whoami_sync])
     assert seen == ["call-a", "call-b"]
     assert current_tool_call_id() is None

@@ -8,7 +8,7 @@ from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension
 from zett_agent.messages import AssistantMessage, SystemMessage, UserMessage
 from zett_agent.tools.base import AgentTool, render_tool_guidance, tool
 
-from .support import ProbeModel, answer, lookup
+from .support import ProbeModel, SeededHistory, answer, lookup
 
 
 @tool
@@ -65,26 +65,18 @@ def test_a_tool_without_a_snippet_still_gets_its_guidelines():
 
 
 async def test_the_extension_puts_guidance_after_the_other_system_messages():
-    class RulesAndHistory(AgentExtension):
-        priority = 10
-
-        async def on_state(self, context):
-            context.replace_messages(
-                [
-                    *context.state.messages,
-                    SystemMessage(content="House rules."),
-                    UserMessage(content="earlier question"),
-                    AssistantMessage(content="earlier answer"),
-                ],
-                emit_new=False,
-            )
-
+    rules_and_history = SeededHistory(
+        SystemMessage(content="House rules."),
+        UserMessage(content="earlier question"),
+        AssistantMessage(content="earlier answer"),
+        priority=10,
+    )
     model = ProbeModel(answer("ok"))
     agent = await Agent.create(
         model,
         system_prompt="You are helpful.",
         tools=[lookup, weather],
-        extensions=[RulesAndHistory(), ToolGuidelinesExtension()],
+        extensions=[rules_and_history, ToolGuidelinesExtension()],
     )
     await agent.run("hi", config=AgentRunConfig(session_id="s"))
     assert [m.content for m in model.requests[0].messages] == [

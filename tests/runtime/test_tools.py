@@ -12,6 +12,8 @@ from zett_agent.tools import AgentTool as ReexportedAgentTool
 from zett_agent.tools import tool as reexported_tool
 from zett_agent.tools.base import AgentTool, ToolResult, current_tool_call_id, tool
 
+from .support import counting_tool
+
 
 @tool
 def add(a: int, b: int = 0) -> int:
@@ -106,20 +108,9 @@ def test_enumerated_parameters_appear_in_the_schema():
 
 
 async def test_arguments_are_validated_before_the_body_runs():
-    ran = []
-
-    @tool
-    async def record(count: int) -> str:
-        """Record a count.
-
-        Guidelines:
-            - Use to record.
-        """
-        ran.append(count)
-        return "ok"
-
-    with pytest.raises(ValueError, match="count"):
-        await record.invoke({"count": "many"})
+    ran: list[int] = []
+    with pytest.raises(ValueError, match="number"):
+        await counting_tool(ran).invoke({"number": "many"})
     assert ran == []
 
 

@@ -25,6 +25,7 @@ Choices this adapter makes (each keeps a request valid on servers that differ):
   ``stop``/``tool_calls`` are normal; any other value → OTHER. A stream that ends without a
   finish reason was cut off and raises ``ProviderResponseError``.
 
+The client, one attempt and the errors both SDKs share live in ``_sdk_model.SDKModel``.
 Retries and cancellation follow ``zett_agent.providers.base``.
 """
 
@@ -34,7 +35,6 @@ import base64
 import json
 import logging
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -62,16 +62,12 @@ from zett_agent.model import (
     StopReason,
     ToolCallDelta,
 )
+from zett_agent.providers._sdk_model import SDKModel
 from zett_agent.providers.base import (
     ProviderAuthError,
-    ProviderConnectionError,
     ProviderError,
     ProviderResponseError,
-    RetryPolicy,
-    parse_retry_after,
     parse_tool_arguments,
-    status_error,
-    stream_with_retries,
 )
 
 if TYPE_CHECKING:
@@ -92,71 +88,24 @@ _ABNORMAL_FINISH = {"length": StopReason.MAX_TOKENS, "content_filter": StopReaso
 _RETRYABLE_STREAM_ERRORS = frozenset({"server_error", "internal_error", "rate_limit_exceeded"})
 
 
-class OpenAIModel:
+class OpenAIModel(SDKModel["AsyncOpenAI"]):
     """An ``AgentModel`` on the OpenAI Chat Completions streaming API."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = 60.0,
-        max_tokens: int | None = None,
-        retry_policy: RetryPolicy | None = None,
-    ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError("model cannot be empty")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-        if max_tokens is not None and max_tokens <= 0:
-            raise ValueError(f"max_tokens must be > 0, got {max_tokens}")
-        self.model = model.strip()
-        self.base_url = base_url
-        self.timeout = timeout
-        self.max_tokens = max_tokens
-        self.retry_policy = retry_policy or RetryPolicy()
-        self._api_key = api_key
-        self._client: AsyncOpenAI | None = None
-        self._closed = False
+    provider = PROVIDER
+    sdk_name = "openai"
+    key_variable = KEY_VARIABLE
+    stream_item = "chunk"
 
-    def __repr__(self) -> str:
-        where = f", base_url={self.base_url!r}" if self.base_url else ""
-        return f"OpenAIModel({self.model!r}{where})"
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        """Stream one completion, retrying failures that happen before the first event."""
-        return stream_with_retries(lambda: self._attempt(request), self.retry_policy)
-
-    async def aclose(self) -> None:
-        """Release the HTTP client; the model cannot be used afterwards."""
-        self._closed = True
-        client, self._client = self._client, None
-        if client is not None:
-            await client.close()
-
-    def _get_client(self) -> AsyncOpenAI:
-        if self._closed:
-            raise ProviderError(
-                "Cannot send a request, as the OpenAIModel has been closed.", provider=PROVIDER
-            )
-        if self._client is None:
-            import openai
-
-            try:
-                self._client = openai.AsyncOpenAI(
-                    api_key=self._api_key,
-                    base_url=self.base_url,
-                    timeout=self.timeout,
-                    max_retries=0,  # base.stream_with_retries owns the retry policy
-                )
-            except openai.OpenAIError as error:
-                raise ProviderAuthError(
-                    f"No API key for {self._label()}: set {KEY_VARIABLE} (a server that needs "
-                    f"no key, such as Ollama, accepts any value, e.g. {KEY_VARIABLE}=ollama).",
-                    provider=PROVIDER,
-                ) from error
-        return self._client
+    def _build_client(self) -> AsyncOpenAI:
+        openai = self._sdk()
+        try:
+            return openai.AsyncOpenAI(**self._client_options())
+        except openai.OpenAIError as error:
+            raise ProviderAuthError(
+                f"No API key for {self._label()}: set {KEY_VARIABLE} (a server that needs "
+                f"no key, such as Ollama, accepts any value, e.g. {KEY_VARIABLE}=ollama).",
+                provider=PROVIDER,
+            ) from error
 
     def _label(self) -> str:
         if self._client is not None and self._client.base_url.host == OFFICIAL_HOST:
@@ -165,72 +114,24 @@ class OpenAIModel:
             return "OpenAI"
         return f"OpenAI-compatible server at {self.base_url}"
 
-    async def _attempt(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        client = self._get_client()
+    async def _open_stream(self, client: AsyncOpenAI, request: ModelRequest) -> Any:
         params = build_chat_params(
             request,
             model=self.model,
             max_tokens=self.max_tokens,
             official=client.base_url.host == OFFICIAL_HOST,
         )
-        try:
-            sdk_stream = await client.chat.completions.create(**params)
-        except Exception as error:
-            translated = self._translate(error)
-            if translated is None:
-                raise
-            raise translated from error
-        reader = ChatStreamReader(self.model)
-        try:
-            while True:
-                try:
-                    chunk = await anext(sdk_stream)
-                except StopAsyncIteration:
-                    break
-                except Exception as error:
-                    translated = self._translate(error, streaming=True)
-                    if translated is None:
-                        raise
-                    raise translated from error
-                for event in reader.feed(chunk):
-                    yield event
-            yield ModelEvent.completed(reader.finish())
-        finally:
-            await sdk_stream.close()
+        return await client.chat.completions.create(**params)
 
-    def _translate(self, error: Exception, *, streaming: bool = False) -> ProviderError | None:
-        """Turn an SDK (or decoding) exception into a ProviderError; None for anything else."""
-        import openai
+    def _reader(self) -> ChatStreamReader:
+        return ChatStreamReader(self.model)
 
-        label = self._label()
-        if isinstance(error, openai.APIStatusError):
-            return status_error(
-                provider=PROVIDER,
-                label=label,
-                status=error.status_code,
-                detail=_error_detail(error.body, error.message),
-                key_variable=KEY_VARIABLE,
-                retry_after=parse_retry_after(error.response.headers),
-            )
-        if isinstance(error, openai.APITimeoutError):
-            return ProviderConnectionError(
-                f"{label} did not answer within {self.timeout:g}s ({error.request.url})",
-                provider=PROVIDER,
-                url=str(error.request.url),
-            )
-        if isinstance(error, openai.APIConnectionError):
-            cause = error.__cause__ or error
-            failure = "Lost the connection to" if streaming else "Could not connect to"
-            return ProviderConnectionError(
-                f"{failure} {error.request.url} ({label}): {cause}",
-                provider=PROVIDER,
-                url=str(error.request.url),
-            )
-        if isinstance(error, openai.APIResponseValidationError):
-            return ProviderResponseError(
-                f"{label} sent a response that does not match the API: {error.message}",
-                provider=PROVIDER,
-            )
+    def _translate_status(self, error: Any, label: str) -> ProviderError:
+        detail = _error_detail(error.body, error.message)
+        return self._status_error(label, error.status_code, detail, error.response.headers)
+
+    def _translate_other(self, error: Exception, label: str) -> ProviderError | None:
+        openai = self._sdk()
         if isinstance(error, openai.APIError):
             # An error event inside an HTTP 200 stream.
             body = error.body if isinstance(error.body, dict) else {}
@@ -238,10 +139,6 @@ class OpenAIModel:
                 f"{label} reported an error while streaming: {_error_detail(body, error.message)}",
                 provider=PROVIDER,
                 retryable=_is_retryable_stream_error(body),
-            )
-        if isinstance(error, json.JSONDecodeError):
-            return ProviderResponseError(
-                f"{label} sent a stream chunk that is not JSON: {error.msg}", provider=PROVIDER
             )
         if isinstance(error, openai.OpenAIError):
             return ProviderError(f"{label}: {error}", provider=PROVIDER)

@@ -66,4 +66,15 @@ def text_stream(*pieces: str, stop_reason: str = "end_turn") -> list[bytes]:
     ]
 
 
+def tool_use_stream(call_id: str, name: str, *arguments: str) -> list[bytes]:
+    """One ``tool_use`` block whose JSON input arrives in the given pieces, then its stop."""
+    return [
+        message_start(),
+        block_start(0, {"type": "tool_use", "id": call_id, "name": name}),
+        *(json_delta(0, piece) for piece in arguments),
+        block_stop(0),
+        *message_end("tool_use"),
+    ]
+
+
 OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}

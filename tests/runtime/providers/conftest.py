@@ -1,4 +1,5 @@
-"""Fixtures for the provider tests: a local scripted server and a retry policy that never waits."""
+"""Fixtures for the provider tests: a local scripted server, a retry policy that never waits,
+and adapters pointed at the server."""
 
 from __future__ import annotations
 
@@ -6,18 +7,18 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from zett_agent.providers.anthropic import AnthropicModel
 from zett_agent.providers.base import RetryPolicy
+from zett_agent.providers.openai import OpenAIModel
 
 from .fake_server import FakeServer
-from .support import RecordedSleep
+from .support import Adapters, RecordedSleep
 
 
 @pytest.fixture
 async def server() -> AsyncIterator[FakeServer]:
-    fake = FakeServer()
-    await fake.start()
-    yield fake
-    await fake.stop()
+    async with FakeServer() as fake:
+        yield fake
 
 
 @pytest.fixture
@@ -29,6 +30,23 @@ def sleeps() -> RecordedSleep:
 def retry_policy(sleeps: RecordedSleep) -> RetryPolicy:
     # No jitter, so the recorded delays are exact.
     return RetryPolicy(max_retries=2, initial_delay=0.5, jitter=0.0, sleep=sleeps)
+
+
+@pytest.fixture
+async def adapters(server: FakeServer, retry_policy: RetryPolicy) -> AsyncIterator[Adapters]:
+    built = Adapters(server, retry_policy)
+    yield built
+    await built.aclose()
+
+
+@pytest.fixture
+def openai_model(adapters: Adapters) -> OpenAIModel:
+    return adapters.openai()
+
+
+@pytest.fixture
+def anthropic_model(adapters: Adapters) -> AnthropicModel:
+    return adapters.anthropic()
 
 
 @pytest.fixture(autouse=True)

@@ -12,11 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
-__all__ = ["FakeServer", "RecordedRequest", "Reply", "sse"]
+__all__ = ["FakeServer", "RecordedRequest", "Reply", "sse", "unused_port"]
+
+
+def unused_port() -> int:
+    """A local port with no listener: it was free a moment ago, and nothing opened it since."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def sse(data: Any, *, event: str | None = None) -> bytes:
@@ -59,7 +67,7 @@ class Reply:
 
 
 class FakeServer:
-    """Start with ``await server.start()``; stop with ``await server.stop()``."""
+    """Serves inside ``async with FakeServer() as server:`` (or between ``start`` and ``stop``)."""
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
@@ -82,6 +90,13 @@ class FakeServer:
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._on_connection, "127.0.0.1", 0)
         self.port = self._server.sockets[0].getsockname()[1]
+
+    async def __aenter__(self) -> FakeServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
 
     async def stop(self) -> None:
         assert self._server is not None

@@ -50,4 +50,15 @@ def tool_fragment(
     return chunk({"tool_calls": [call]})
 
 
+def tool_call_stream(call_id: str, name: str, *arguments: str) -> list[bytes]:
+    """One tool call whose JSON arguments arrive in the given pieces, then its finish."""
+    first, *rest = arguments
+    return [
+        tool_fragment(0, first, call_id=call_id, name=name),
+        *(tool_fragment(0, piece) for piece in rest),
+        chunk(finish="tool_calls"),
+        DONE,
+    ]
+
+
 RATE_LIMITED = {"error": {"message": "Rate limit reached", "type": "requests"}}

@@ -4,7 +4,6 @@ what it sends, how it maps the stream, and a whole agent run over it."""
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -38,7 +37,7 @@ from zett_agent.model import (
     ToolDefinition,
 )
 from zett_agent.providers.anthropic import SIGNATURE_ATTRIBUTE, AnthropicModel
-from zett_agent.providers.base import ProviderResponseError, RetryPolicy
+from zett_agent.providers.base import ProviderResponseError
 
 from .anthropic_events import (
     MODEL,
@@ -50,29 +49,20 @@ from .anthropic_events import (
     message_start,
     text_delta,
     text_stream,
+    tool_use_stream,
 )
 from .fake_server import FakeServer, Reply
-from .support import agent_events, collect, deltas, get_weather
-
-
-@pytest.fixture
-async def model(server: FakeServer, retry_policy: RetryPolicy) -> AsyncIterator[AnthropicModel]:
-    adapter = AnthropicModel(
-        MODEL, api_key="sk-ant-test", base_url=server.url, retry_policy=retry_policy
-    )
-    yield adapter
-    await adapter.aclose()
-
+from .support import agent_events, ask_weather_in_oslo, collect, deltas, run_stopped_early
 
 # --- streaming ---------------------------------------------------------------------------
 
 
 async def test_plain_text_streams_as_text_deltas_and_completes_with_the_message(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     server.reply(Reply.stream(text_stream("Hel", "lo", "!")))
 
-    events = await collect(model)
+    events = await collect(anthropic_model)
 
     assert deltas(events, ModelEventType.TEXT) == ["Hel", "lo", "!"]
     response = events[-1].response
@@ -83,11 +73,11 @@ async def test_plain_text_streams_as_text_deltas_and_completes_with_the_message(
 
 
 async def test_request_reaches_the_messages_endpoint_with_key_system_and_streaming(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     server.reply(Reply.stream(text_stream("ok")))
 
-    await collect(model)
+    await collect(anthropic_model)
 
     [request] = server.requests
     assert (request.method, request.path) == ("POST", "/v1/messages")
@@ -104,7 +94,7 @@ async def test_request_reaches_the_messages_endpoint_with_key_system_and_streami
 
 
 async def test_thinking_streams_as_reasoning_and_keeps_its_signature_for_replay(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     server.reply(
         Reply.stream(
@@ -123,7 +113,7 @@ async def test_thinking_streams_as_reasoning_and_keeps_its_signature_for_replay(
         )
     )
 
-    events = await collect(model)
+    events = await collect(anthropic_model)
 
     assert [item.type for item in events] == [
         ModelEventType.REASONING,
@@ -148,14 +138,16 @@ async def test_thinking_streams_as_reasoning_and_keeps_its_signature_for_replay(
 )
 async def test_reasoning_effort_maps_to_a_thinking_budget_on_top_of_max_tokens(
     server: FakeServer,
-    model: AnthropicModel,
+    anthropic_model: AnthropicModel,
     effort: ReasoningEffort,
     thinking: dict[str, Any] | None,
     max_tokens: int,
 ) -> None:
     server.reply(Reply.stream(text_stream("ok")))
 
-    await collect(model, ModelRequest(messages=(UserMessage("hi"),), reasoning_effort=effort))
+    await collect(
+        anthropic_model, ModelRequest(messages=(UserMessage("hi"),), reasoning_effort=effort)
+    )
 
     body = server.requests[0].json()
     assert body.get("thinking") == thinking
@@ -163,7 +155,7 @@ async def test_reasoning_effort_maps_to_a_thinking_budget_on_top_of_max_tokens(
 
 
 async def test_one_tool_call_with_arguments_split_across_chunks_is_assembled(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     server.reply(
         Reply.stream(
@@ -184,7 +176,7 @@ async def test_one_tool_call_with_arguments_split_across_chunks_is_assembled(
         )
     )
 
-    events = await collect(model)
+    events = await collect(anthropic_model)
 
     assert [item.tool_call_delta for item in events if item.type is ModelEventType.TOOL_CALL] == [
         ToolCallDelta(0, "toolu_1", "get_weather", ""),
@@ -199,7 +191,7 @@ async def test_one_tool_call_with_arguments_split_across_chunks_is_assembled(
 
 
 async def test_several_tool_calls_are_numbered_in_order_and_parameterless_ones_get_no_arguments(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     server.reply(
         Reply.stream(
@@ -219,7 +211,7 @@ async def test_several_tool_calls_are_numbered_in_order_and_parameterless_ones_g
         )
     )
 
-    events = await collect(model)
+    events = await collect(anthropic_model)
 
     indexes = [e.tool_call_delta.index for e in events if e.type is ModelEventType.TOOL_CALL]
     assert indexes == [0, 0, 0, 1, 1, 2]
@@ -231,7 +223,7 @@ async def test_several_tool_calls_are_numbered_in_order_and_parameterless_ones_g
 
 
 async def test_server_tools_are_sent_and_reported_as_server_tool_events(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     results = [{"type": "web_search_result", "title": "Zett", "url": "https://zett.test"}]
     server.reply(
@@ -279,7 +271,8 @@ async def test_server_tools_are_sent_and_reported_as_server_tool_events(
     search = ServerToolDefinition("web_search_20250305", {"max_uses": 2})
 
     events = await collect(
-        model, ModelRequest(messages=(UserMessage("What is zett?"),), server_tools=(search,))
+        anthropic_model,
+        ModelRequest(messages=(UserMessage("What is zett?"),), server_tools=(search,)),
     )
 
     assert server.requests[0].json()["tools"] == [
@@ -306,7 +299,7 @@ async def test_server_tools_are_sent_and_reported_as_server_tool_events(
 
 
 async def test_usage_adds_cached_input_and_reports_cache_and_thinking_tokens(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     server.reply(
         Reply.stream(
@@ -324,7 +317,7 @@ async def test_usage_adds_cached_input_and_reports_cache_and_thinking_tokens(
         )
     )
 
-    events = await collect(model)
+    events = await collect(anthropic_model)
 
     assert events[-1].response.usage == ModelUsage(
         input_tokens=150,
@@ -345,11 +338,11 @@ async def test_usage_adds_cached_input_and_reports_cache_and_thinking_tokens(
     ],
 )
 async def test_abnormal_stop_reasons_set_stop_info(
-    server: FakeServer, model: AnthropicModel, stop_reason: str, reason: StopReason
+    server: FakeServer, anthropic_model: AnthropicModel, stop_reason: str, reason: StopReason
 ) -> None:
     server.reply(Reply.stream(text_stream("Once upon a", stop_reason=stop_reason)))
 
-    response = (await collect(model))[-1].response
+    response = (await collect(anthropic_model))[-1].response
 
     assert response.stop is not None
     assert (response.stop.reason, response.stop.detail) == (reason, stop_reason)
@@ -357,7 +350,7 @@ async def test_abnormal_stop_reasons_set_stop_info(
 
 
 async def test_a_refusal_with_details_carries_the_explanation(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     details = {"type": "refusal", "category": "cyber", "explanation": "Exploit development."}
     server.reply(
@@ -369,45 +362,35 @@ async def test_a_refusal_with_details_carries_the_explanation(
         )
     )
 
-    response = (await collect(model))[-1].response
+    response = (await collect(anthropic_model))[-1].response
 
     assert response.stop.reason is StopReason.REFUSAL
     assert response.stop.detail == "Exploit development."
 
 
 async def test_a_stream_cut_before_the_stop_reason_is_a_response_error(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     server.reply(Reply.stream([message_start(), block_start(0, {"type": "text", "text": ""})]))
 
     with pytest.raises(ProviderResponseError, match="ended without a stop reason"):
-        await collect(model)
+        await collect(anthropic_model)
 
 
 async def test_malformed_tool_arguments_raise_a_response_error_naming_the_tool(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
-    server.reply(
-        Reply.stream(
-            [
-                message_start(),
-                block_start(0, {"type": "tool_use", "id": "toolu_x", "name": "get_weather"}),
-                json_delta(0, '{"city": Paris}'),
-                block_stop(0),
-                *message_end("tool_use"),
-            ]
-        )
-    )
+    server.reply(Reply.stream(tool_use_stream("toolu_x", "get_weather", '{"city": Paris}')))
 
     with pytest.raises(ProviderResponseError, match=r"malformed JSON arguments.*'get_weather'"):
-        await collect(model)
+        await collect(anthropic_model)
 
 
 # --- request mapping ---------------------------------------------------------------------
 
 
 async def test_images_in_a_user_message_are_sent_as_base64_and_url_sources(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     server.reply(Reply.stream(text_stream("Cats.")))
     png = b"\x89PNG\r\n\x1a\nfake"
@@ -420,7 +403,7 @@ async def test_images_in_a_user_message_are_sent_as_base64_and_url_sources(
         ]
     )
 
-    await collect(model, ModelRequest(messages=(message,)))
+    await collect(anthropic_model, ModelRequest(messages=(message,)))
 
     [sent] = server.requests[0].json()["messages"]
     assert sent["content"] == [
@@ -442,7 +425,7 @@ async def test_images_in_a_user_message_are_sent_as_base64_and_url_sources(
 
 
 async def test_history_becomes_alternating_turns_with_tool_results_first(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     server.reply(Reply.stream(text_stream("done")))
     request = ModelRequest(
@@ -469,7 +452,7 @@ async def test_history_becomes_alternating_turns_with_tool_results_first(
         tool_choice="required",
     )
 
-    await collect(model, request)
+    await collect(anthropic_model, request)
 
     body = server.requests[0].json()
     assert body["system"] == "Be brief.\n\nUse tools."
@@ -521,7 +504,7 @@ async def test_history_becomes_alternating_turns_with_tool_results_first(
 
 
 async def test_tool_results_with_images_keep_them_as_content_blocks(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     server.reply(Reply.stream(text_stream("A chart.")))
     request = ModelRequest(
@@ -536,7 +519,7 @@ async def test_tool_results_with_images_keep_them_as_content_blocks(
         )
     )
 
-    await collect(model, request)
+    await collect(anthropic_model, request)
 
     assert server.requests[0].json()["messages"][2]["content"] == [
         {
@@ -557,31 +540,15 @@ async def test_tool_results_with_images_keep_them_as_content_blocks(
 
 
 async def test_an_agent_runs_a_whole_tool_loop_over_the_api(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     server.reply(
-        Reply.stream(
-            [
-                message_start(),
-                block_start(0, {"type": "tool_use", "id": "toolu_1", "name": "get_weather"}),
-                json_delta(0, '{"city"'),
-                json_delta(0, ': "Oslo"}'),
-                block_stop(0),
-                *message_end("tool_use"),
-            ]
-        ),
+        Reply.stream(tool_use_stream("toolu_1", "get_weather", '{"city"', ': "Oslo"}')),
         Reply.stream(text_stream("It is ", "sunny in Oslo.")),
     )
-    agent = await Agent.create(model, system_prompt="Be brief.", tools=[get_weather])
 
-    events = await agent_events(agent, "Weather in Oslo?")
+    first, second = await ask_weather_in_oslo(anthropic_model, server)
 
-    kinds = [item.type for item in events]
-    assert kinds.count(AgentEventType.MODEL_COMPLETED) == 2
-    assert AgentEventType.TOOL_COMPLETED in kinds
-    assert kinds[-1] is AgentEventType.RUN_COMPLETED
-    assert events[-1].message.content == "It is sunny in Oslo."
-    first, second = (request.json() for request in server.requests)
     assert first["system"].startswith("Be brief.")
     assert first["tools"][0]["name"] == "get_weather"
     assert second["messages"] == [
@@ -611,22 +578,17 @@ async def test_an_agent_runs_a_whole_tool_loop_over_the_api(
     [("max_tokens", StopReason.MAX_TOKENS), ("refusal", StopReason.REFUSAL)],
 )
 async def test_an_abnormal_stop_ends_the_agent_run_with_model_stopped(
-    server: FakeServer, model: AnthropicModel, stop_reason: str, reason: StopReason
+    server: FakeServer, anthropic_model: AnthropicModel, stop_reason: str, reason: StopReason
 ) -> None:
     server.reply(Reply.stream(text_stream("Once upon", stop_reason=stop_reason)))
-    agent = await Agent.create(model, tools=[get_weather])
 
-    events = await agent_events(agent, "Tell me a story")
+    stop = await run_stopped_early(anthropic_model, server)
 
-    [stopped] = [item for item in events if item.type is AgentEventType.MODEL_STOPPED]
-    assert stopped.stop.reason is reason
-    assert AgentEventType.MODEL_COMPLETED not in {item.type for item in events}
-    assert events[-1].type is AgentEventType.RUN_COMPLETED
-    assert len(server.requests) == 1
+    assert stop.reason is reason
 
 
 async def test_server_tool_events_reach_the_agent_stream(
-    server: FakeServer, model: AnthropicModel
+    server: FakeServer, anthropic_model: AnthropicModel
 ) -> None:
     server.reply(
         Reply.stream(
@@ -649,7 +611,7 @@ async def test_server_tool_events_reach_the_agent_stream(
             ]
         )
     )
-    agent = await Agent.create(model)
+    agent = await Agent.create(anthropic_model)
 
     events = await agent_events(agent, "Search zett")
 

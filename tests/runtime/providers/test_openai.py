@@ -4,12 +4,10 @@ what it sends, how it maps the stream, and a whole agent run over it."""
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
 
 import pytest
 
 from zett_agent.agent import Agent
-from zett_agent.events import AgentEventType
 from zett_agent.messages import (
     AgentMessage,
     AssistantMessage,
@@ -32,32 +30,22 @@ from zett_agent.model import (
     ToolCallDelta,
     ToolDefinition,
 )
-from zett_agent.providers.base import ProviderAuthError, ProviderResponseError, RetryPolicy
+from zett_agent.providers.base import ProviderAuthError, ProviderResponseError
 from zett_agent.providers.openai import OpenAIModel
 
 from .fake_server import FakeServer, Reply
-from .openai_chunks import DONE, MODEL, chunk, text_stream, tool_fragment
-from .support import agent_events, collect, deltas, get_weather
-
-
-@pytest.fixture
-async def model(server: FakeServer, retry_policy: RetryPolicy) -> AsyncIterator[OpenAIModel]:
-    adapter = OpenAIModel(
-        MODEL, api_key="sk-test", base_url=f"{server.url}/v1", retry_policy=retry_policy
-    )
-    yield adapter
-    await adapter.aclose()
-
+from .openai_chunks import DONE, MODEL, chunk, text_stream, tool_call_stream, tool_fragment
+from .support import Adapters, ask_weather_in_oslo, collect, deltas, run_stopped_early
 
 # --- streaming ---------------------------------------------------------------------------
 
 
 async def test_plain_text_streams_as_text_deltas_and_completes_with_the_message(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     server.reply(Reply.stream(text_stream("Hel", "lo", "!")))
 
-    events = await collect(model)
+    events = await collect(openai_model)
 
     assert deltas(events, ModelEventType.TEXT) == ["Hel", "lo", "!"]
     assert [event.type for event in events][-1] is ModelEventType.COMPLETED
@@ -70,11 +58,11 @@ async def test_plain_text_streams_as_text_deltas_and_completes_with_the_message(
 
 
 async def test_request_reaches_the_chat_completions_endpoint_with_key_and_streaming_options(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     server.reply(Reply.stream(text_stream("ok")))
 
-    await collect(model)
+    await collect(openai_model)
 
     [request] = server.requests
     assert (request.method, request.path) == ("POST", "/v1/chat/completions")
@@ -94,7 +82,7 @@ async def test_request_reaches_the_chat_completions_endpoint_with_key_and_stream
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
 async def test_reasoning_streams_before_text_and_lands_in_the_message(
-    server: FakeServer, model: OpenAIModel, field: str
+    server: FakeServer, openai_model: OpenAIModel, field: str
 ) -> None:
     server.reply(
         Reply.stream(
@@ -109,7 +97,7 @@ async def test_reasoning_streams_before_text_and_lands_in_the_message(
         )
     )
 
-    events = await collect(model)
+    events = await collect(openai_model)
 
     assert [event.type for event in events] == [
         ModelEventType.REASONING,
@@ -124,7 +112,7 @@ async def test_reasoning_streams_before_text_and_lands_in_the_message(
 
 
 async def test_one_tool_call_with_arguments_split_across_chunks_is_assembled(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     server.reply(
         Reply.stream(
@@ -140,7 +128,7 @@ async def test_one_tool_call_with_arguments_split_across_chunks_is_assembled(
         )
     )
 
-    events = await collect(model)
+    events = await collect(openai_model)
 
     assert [event.tool_call_delta for event in events[:-1]] == [
         ToolCallDelta(0, "call_w1", "get_weather", ""),
@@ -156,7 +144,7 @@ async def test_one_tool_call_with_arguments_split_across_chunks_is_assembled(
 
 
 async def test_several_interleaved_tool_calls_keep_their_order_and_arguments(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     server.reply(
         Reply.stream(
@@ -173,7 +161,7 @@ async def test_several_interleaved_tool_calls_keep_their_order_and_arguments(
         )
     )
 
-    events = await collect(model)
+    events = await collect(openai_model)
 
     indexes = [e.tool_call_delta.index for e in events if e.type is ModelEventType.TOOL_CALL]
     assert indexes == [0, 1, 0, 1, 2]
@@ -187,7 +175,7 @@ async def test_several_interleaved_tool_calls_keep_their_order_and_arguments(
 
 
 async def test_usage_with_cached_and_reasoning_tokens_is_reported(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     usage = {
         "prompt_tokens": 120,
@@ -198,7 +186,7 @@ async def test_usage_with_cached_and_reasoning_tokens_is_reported(
     }
     server.reply(Reply.stream([*text_stream("Hi")[:-1], chunk(choices=False, usage=usage), DONE]))
 
-    events = await collect(model)
+    events = await collect(openai_model)
 
     assert events[-1].response.usage == ModelUsage(
         input_tokens=120, output_tokens=30, cache_read_tokens=100, reasoning_tokens=12
@@ -210,11 +198,11 @@ async def test_usage_with_cached_and_reasoning_tokens_is_reported(
     [("length", StopReason.MAX_TOKENS), ("content_filter", StopReason.CONTENT_FILTER)],
 )
 async def test_abnormal_finish_reasons_set_stop_info(
-    server: FakeServer, model: OpenAIModel, finish: str, reason: StopReason
+    server: FakeServer, openai_model: OpenAIModel, finish: str, reason: StopReason
 ) -> None:
     server.reply(Reply.stream(text_stream("Once upon a", finish=finish)))
 
-    response = (await collect(model))[-1].response
+    response = (await collect(openai_model))[-1].response
 
     assert response.stop is not None
     assert (response.stop.reason, response.stop.detail) == (reason, finish)
@@ -223,7 +211,7 @@ async def test_abnormal_finish_reasons_set_stop_info(
 
 
 async def test_a_refusal_becomes_the_content_and_stops_with_refusal(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     server.reply(
         Reply.stream(
@@ -236,7 +224,7 @@ async def test_a_refusal_becomes_the_content_and_stops_with_refusal(
         )
     )
 
-    events = await collect(model)
+    events = await collect(openai_model)
 
     assert deltas(events, ModelEventType.TEXT) == ["I can't ", "help with that."]
     response = events[-1].response
@@ -245,47 +233,38 @@ async def test_a_refusal_becomes_the_content_and_stops_with_refusal(
 
 
 async def test_an_unknown_finish_reason_stops_with_other(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     server.reply(Reply.stream(text_stream("partial", finish="abort")))
 
-    response = (await collect(model))[-1].response
+    response = (await collect(openai_model))[-1].response
 
     assert (response.stop.reason, response.stop.detail) == (StopReason.OTHER, "abort")
 
 
 async def test_a_stream_cut_before_the_finish_reason_is_a_response_error(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     server.reply(Reply.stream([chunk({"content": "Hel"})]))
 
     with pytest.raises(ProviderResponseError, match="ended without a finish reason"):
-        await collect(model)
+        await collect(openai_model)
 
 
 async def test_malformed_tool_arguments_raise_a_response_error_naming_the_tool(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
-    server.reply(
-        Reply.stream(
-            [
-                tool_fragment(0, '{"city": "Par', call_id="call_x", name="get_weather"),
-                tool_fragment(0, "is"),
-                chunk(finish="tool_calls"),
-                DONE,
-            ]
-        )
-    )
+    server.reply(Reply.stream(tool_call_stream("call_x", "get_weather", '{"city": "Par', "is")))
 
     with pytest.raises(ProviderResponseError, match=r"malformed JSON arguments.*'get_weather'"):
-        await collect(model)
+        await collect(openai_model)
 
 
 # --- request mapping ---------------------------------------------------------------------
 
 
 async def test_images_in_a_user_message_are_sent_as_image_url_parts(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     server.reply(Reply.stream(text_stream("A cat.")))
     png = b"\x89PNG\r\n\x1a\nfake"
@@ -297,7 +276,7 @@ async def test_images_in_a_user_message_are_sent_as_image_url_parts(
         ]
     )
 
-    await collect(model, ModelRequest(messages=(message,)))
+    await collect(openai_model, ModelRequest(messages=(message,)))
 
     [sent] = server.requests[0].json()["messages"]
     encoded = base64.b64encode(png).decode()
@@ -315,7 +294,7 @@ async def test_images_in_a_user_message_are_sent_as_image_url_parts(
 
 
 async def test_history_tools_and_options_are_mapped_to_chat_completions_fields(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     server.reply(Reply.stream(text_stream("done")))
     chart = ImageContent(ImageBytesSource(b"GIF89a", "image/gif"))
@@ -342,7 +321,7 @@ async def test_history_tools_and_options_are_mapped_to_chat_completions_fields(
         cache_key="session-1",
     )
 
-    await collect(model, request)
+    await collect(openai_model, request)
 
     body = server.requests[0].json()
     assert body["messages"][2:] == [
@@ -390,20 +369,11 @@ async def test_history_tools_and_options_are_mapped_to_chat_completions_fields(
 
 
 async def test_max_tokens_uses_the_field_compatible_servers_understand(
-    server: FakeServer, retry_policy: RetryPolicy
+    server: FakeServer, adapters: Adapters
 ) -> None:
     server.reply(Reply.stream(text_stream("ok")))
-    model = OpenAIModel(
-        MODEL,
-        api_key="sk-test",
-        base_url=f"{server.url}/v1",
-        max_tokens=64,
-        retry_policy=retry_policy,
-    )
-    try:
-        await collect(model)
-    finally:
-        await model.aclose()
+
+    await collect(adapters.openai(max_tokens=64))
 
     body = server.requests[0].json()
     assert body["max_tokens"] == 64
@@ -414,29 +384,15 @@ async def test_max_tokens_uses_the_field_compatible_servers_understand(
 
 
 async def test_an_agent_runs_a_whole_tool_loop_over_the_api(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     server.reply(
-        Reply.stream(
-            [
-                tool_fragment(0, '{"city"', call_id="call_1", name="get_weather"),
-                tool_fragment(0, ': "Oslo"}'),
-                chunk(finish="tool_calls"),
-                DONE,
-            ]
-        ),
+        Reply.stream(tool_call_stream("call_1", "get_weather", '{"city"', ': "Oslo"}')),
         Reply.stream(text_stream("It is ", "sunny in Oslo.")),
     )
-    agent = await Agent.create(model, system_prompt="Be brief.", tools=[get_weather])
 
-    events = await agent_events(agent, "Weather in Oslo?")
+    first, second = await ask_weather_in_oslo(openai_model, server)
 
-    kinds = [item.type for item in events]
-    assert kinds.count(AgentEventType.MODEL_COMPLETED) == 2
-    assert AgentEventType.TOOL_COMPLETED in kinds
-    assert kinds[-1] is AgentEventType.RUN_COMPLETED
-    assert events[-1].message.content == "It is sunny in Oslo."
-    first, second = (request.json() for request in server.requests)
     assert first["tools"][0]["function"]["name"] == "get_weather"
     assert second["messages"][-2:] == [
         {
@@ -463,25 +419,20 @@ async def test_an_agent_runs_a_whole_tool_loop_over_the_api(
     ],
 )
 async def test_an_abnormal_finish_ends_the_agent_run_with_model_stopped(
-    server: FakeServer, model: OpenAIModel, stream: list[bytes], reason: StopReason
+    server: FakeServer, openai_model: OpenAIModel, stream: list[bytes], reason: StopReason
 ) -> None:
     server.reply(Reply.stream(stream))
-    agent = await Agent.create(model, tools=[get_weather])
 
-    events = await agent_events(agent, "Tell me a story")
+    stop = await run_stopped_early(openai_model, server)
 
-    [stopped] = [item for item in events if item.type is AgentEventType.MODEL_STOPPED]
-    assert stopped.stop.reason is reason
-    assert AgentEventType.MODEL_COMPLETED not in {item.type for item in events}
-    assert events[-1].type is AgentEventType.RUN_COMPLETED
-    assert len(server.requests) == 1
+    assert stop.reason is reason
 
 
 async def test_a_provider_failure_reaches_the_agent_caller_unchanged(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     server.reply(Reply.error(401, {"error": {"message": "Incorrect API key provided"}}))
-    agent = await Agent.create(model)
+    agent = await Agent.create(openai_model)
 
     with pytest.raises(ProviderAuthError, match="OPENAI_API_KEY"):
         await agent.run("Hello")

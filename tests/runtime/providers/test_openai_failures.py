@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -18,19 +15,17 @@ from zett_agent.providers.base import (
 )
 from zett_agent.providers.openai import OpenAIModel
 
-from .fake_server import FakeServer, Reply, sse
-from .openai_chunks import MODEL, RATE_LIMITED, chunk, text_stream
-from .support import HELLO, RecordedSleep, collect, deltas
-
-
-@pytest.fixture
-async def model(server: FakeServer, retry_policy: RetryPolicy) -> AsyncIterator[OpenAIModel]:
-    adapter = OpenAIModel(
-        MODEL, api_key="sk-test", base_url=f"{server.url}/v1", retry_policy=retry_policy
-    )
-    yield adapter
-    await adapter.aclose()
-
+from .fake_server import FakeServer, Reply, sse, unused_port
+from .openai_chunks import RATE_LIMITED, chunk, text_stream
+from .support import (
+    HELLO,
+    Adapters,
+    RecordedSleep,
+    cancel_reader_at_first_event,
+    collect,
+    collect_into,
+    deltas,
+)
 
 # --- errors and retries ------------------------------------------------------------------
 
@@ -48,7 +43,7 @@ async def model(server: FakeServer, retry_policy: RetryPolicy) -> AsyncIterator[
 )
 async def test_a_retryable_status_before_any_output_is_retried_after_the_right_delay(
     server: FakeServer,
-    model: OpenAIModel,
+    openai_model: OpenAIModel,
     sleeps: RecordedSleep,
     status: int,
     headers: dict[str, str],
@@ -56,7 +51,7 @@ async def test_a_retryable_status_before_any_output_is_retried_after_the_right_d
 ) -> None:
     server.reply(Reply.error(status, RATE_LIMITED, headers), Reply.stream(text_stream("Hi")))
 
-    events = await collect(model)
+    events = await collect(openai_model)
 
     assert events[-1].response.message.content == "Hi"
     assert len(server.requests) == 2
@@ -64,12 +59,12 @@ async def test_a_retryable_status_before_any_output_is_retried_after_the_right_d
 
 
 async def test_retries_back_off_exponentially_and_then_surface_the_error(
-    server: FakeServer, model: OpenAIModel, sleeps: RecordedSleep
+    server: FakeServer, openai_model: OpenAIModel, sleeps: RecordedSleep
 ) -> None:
     server.reply(*(Reply.error(500, {"error": {"message": "boom"}}) for _ in range(3)))
 
     with pytest.raises(ProviderError, match=r"HTTP 500.*boom") as caught:
-        await collect(model)
+        await collect(openai_model)
 
     assert caught.value.status_code == 500
     assert len(server.requests) == 3
@@ -77,30 +72,30 @@ async def test_retries_back_off_exponentially_and_then_surface_the_error(
 
 
 async def test_a_retry_after_beyond_the_policy_limit_is_not_waited_for(
-    server: FakeServer, model: OpenAIModel, sleeps: RecordedSleep
+    server: FakeServer, openai_model: OpenAIModel, sleeps: RecordedSleep
 ) -> None:
     server.reply(Reply.error(429, RATE_LIMITED, {"Retry-After": "3600"}))
 
     with pytest.raises(ProviderError, match="HTTP 429") as caught:
-        await collect(model)
+        await collect(openai_model)
 
     assert caught.value.retry_after == 3600.0
     assert (len(server.requests), sleeps.delays) == (1, [])
 
 
 async def test_a_bad_request_is_not_retried(
-    server: FakeServer, model: OpenAIModel, sleeps: RecordedSleep
+    server: FakeServer, openai_model: OpenAIModel, sleeps: RecordedSleep
 ) -> None:
     server.reply(Reply.error(400, {"error": {"message": "Unknown model gpt-test"}}))
 
     with pytest.raises(ProviderError, match="Unknown model gpt-test"):
-        await collect(model)
+        await collect(openai_model)
 
     assert (len(server.requests), sleeps.delays) == (1, [])
 
 
 async def test_a_server_error_after_the_first_event_surfaces_without_a_retry(
-    server: FakeServer, model: OpenAIModel, sleeps: RecordedSleep
+    server: FakeServer, openai_model: OpenAIModel, sleeps: RecordedSleep
 ) -> None:
     server.reply(
         Reply.stream(
@@ -114,9 +109,7 @@ async def test_a_server_error_after_the_first_event_surfaces_without_a_retry(
     seen: list[ModelEvent] = []
 
     with pytest.raises(ProviderError, match="upstream crashed") as caught:
-        async with contextlib.aclosing(model.stream(HELLO)) as stream:
-            async for event in stream:
-                seen.append(event)
+        await collect_into(seen, openai_model)
 
     # The error would be retryable before any output; after output it never is.
     assert caught.value.retryable
@@ -125,12 +118,12 @@ async def test_a_server_error_after_the_first_event_surfaces_without_a_retry(
 
 
 async def test_a_rejected_key_raises_an_auth_error_naming_the_variable(
-    server: FakeServer, model: OpenAIModel, sleeps: RecordedSleep
+    server: FakeServer, openai_model: OpenAIModel, sleeps: RecordedSleep
 ) -> None:
     server.reply(Reply.error(401, {"error": {"message": "Incorrect API key provided"}}))
 
     with pytest.raises(ProviderAuthError, match="OPENAI_API_KEY") as caught:
-        await collect(model)
+        await collect(openai_model)
 
     assert "Incorrect API key provided" in str(caught.value)
     assert caught.value.status_code == 401
@@ -138,85 +131,63 @@ async def test_a_rejected_key_raises_an_auth_error_naming_the_variable(
 
 
 async def test_a_missing_key_raises_an_auth_error_before_any_request(
-    server: FakeServer,
+    server: FakeServer, adapters: Adapters
 ) -> None:
-    model = OpenAIModel(MODEL, base_url=f"{server.url}/v1")
-
     with pytest.raises(ProviderAuthError, match="set OPENAI_API_KEY"):
-        await collect(model)
+        await collect(adapters.openai(api_key=None))
 
     assert server.requests == []
 
 
 async def test_the_key_defaults_to_the_sdk_environment_variable(
-    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+    server: FakeServer, adapters: Adapters, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     server.reply(Reply.stream(text_stream("ok")))
-    model = OpenAIModel(MODEL, base_url=f"{server.url}/v1")
-    try:
-        await collect(model)
-    finally:
-        await model.aclose()
+
+    await collect(adapters.openai(api_key=None))
 
     assert server.requests[0].headers["authorization"] == "Bearer sk-from-env"
 
 
 async def test_an_unreachable_server_raises_a_connection_error_with_the_url(
-    retry_policy: RetryPolicy,
+    adapters: Adapters,
 ) -> None:
-    with socket.socket() as probe:  # a port that was free a moment ago has no listener
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    model = OpenAIModel(
-        MODEL, api_key="sk-test", base_url=f"http://127.0.0.1:{port}/v1", retry_policy=retry_policy
-    )
-    try:
-        with pytest.raises(ProviderConnectionError) as caught:
-            await collect(model)
-    finally:
-        await model.aclose()
+    port = unused_port()
+
+    with pytest.raises(ProviderConnectionError) as caught:
+        await collect(adapters.openai(base_url=f"http://127.0.0.1:{port}/v1"))
 
     assert caught.value.url == f"http://127.0.0.1:{port}/v1/chat/completions"
     assert f"http://127.0.0.1:{port}/v1/chat/completions" in str(caught.value)
 
 
-async def test_a_closed_model_refuses_new_requests(model: OpenAIModel) -> None:
-    await model.aclose()
+async def test_a_closed_model_refuses_new_requests(openai_model: OpenAIModel) -> None:
+    await openai_model.aclose()
 
     with pytest.raises(ProviderError, match="has been closed"):
-        await collect(model)
+        await collect(openai_model)
 
 
 # --- cancellation ------------------------------------------------------------------------
 
 
 async def test_cancelling_the_reading_task_mid_stream_closes_the_connection(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     server.reply(Reply.stream([chunk({"content": "Once"})], hold=True))
-    first_event = asyncio.Event()
 
-    async def read() -> None:
-        async with contextlib.aclosing(model.stream(HELLO)) as stream:
-            async for _ in stream:
-                first_event.set()
-
-    reader = asyncio.create_task(read())
-    await asyncio.wait_for(first_event.wait(), timeout=5)
-    reader.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await reader
+    await cancel_reader_at_first_event(openai_model)
 
     await asyncio.wait_for(server.disconnected.wait(), timeout=5)
 
 
 async def test_closing_the_stream_after_the_first_event_closes_the_connection(
-    server: FakeServer, model: OpenAIModel
+    server: FakeServer, openai_model: OpenAIModel
 ) -> None:
     server.reply(Reply.stream([chunk({"content": "Once"})], hold=True))
 
-    stream = model.stream(HELLO)
+    stream = openai_model.stream(HELLO)
     first = await anext(stream)
     await stream.aclose()
 
@@ -225,7 +196,7 @@ async def test_closing_the_stream_after_the_first_event_closes_the_connection(
 
 
 async def test_cancelling_during_the_retry_backoff_stops_without_another_attempt(
-    server: FakeServer,
+    server: FakeServer, adapters: Adapters
 ) -> None:
     server.reply(Reply.error(429, RATE_LIMITED), Reply.stream(text_stream("too late")))
     backing_off = asyncio.Event()
@@ -234,19 +205,12 @@ async def test_cancelling_during_the_retry_backoff_stops_without_another_attempt
         backing_off.set()
         await asyncio.Event().wait()
 
-    model = OpenAIModel(
-        MODEL,
-        api_key="sk-test",
-        base_url=f"{server.url}/v1",
-        retry_policy=RetryPolicy(sleep=sleep_until_cancelled),
-    )
+    model = adapters.openai(retry_policy=RetryPolicy(sleep=sleep_until_cancelled))
+
     reader = asyncio.create_task(collect(model))
-    try:
-        await asyncio.wait_for(backing_off.wait(), timeout=5)
-        reader.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await reader
-    finally:
-        await model.aclose()
+    await asyncio.wait_for(backing_off.wait(), timeout=5)
+    reader.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reader
 
     assert len(server.requests) == 1
