@@ -76,7 +76,7 @@ class Driver:
         "context",
         "coro",
         "finished",
-        "task",
+        "stepping",
     )
 
     def __init__(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -84,8 +84,9 @@ class Driver:
         self.context = contextvars.copy_context()
         self.finished = False
         self.aborting = False
-        #: The task currently stepping the coroutine; its emissions need no hand-off.
-        self.task: asyncio.Task[Any] | None = None
+        #: True while the coroutine runs: an emit seen then is the runtime's own, and one
+        #: seen while it is False comes from another task and needs a hand-off.
+        self.stepping = False
         #: The future the suspended runtime awaits, while ``advance`` waits on its behalf.
         self._blocked_on: asyncio.Future[Any] | None = None
         self._waker: asyncio.Future[None] | None = None
@@ -105,7 +106,6 @@ class Driver:
     def advance(self) -> Generator[Any, Any, Any]:
         """Run the request until its next event; return it, or ``FINISHED``."""
         coro, run = self.coro, self.context.run
-        self.task = asyncio.current_task()
         value: Any = None
         error: BaseException | None = None
         while True:
@@ -119,6 +119,7 @@ class Driver:
                 if error is None and not blocked.done():
                     continue  # woken by a foreign event: hand it over first
                 self._blocked_on = None
+            self.stepping = True
             try:
                 signal = run(coro.send, value) if error is None else run(coro.throw, error)
             except StopIteration:
@@ -127,6 +128,8 @@ class Driver:
             except BaseException:
                 self._finish()
                 raise
+            finally:
+                self.stepping = False
             value = error = None
             if type(signal) is Emission:
                 return signal.event
@@ -183,7 +186,6 @@ class Driver:
         if self.finished:
             return
         self.aborting = True
-        self.task = asyncio.current_task()
         self._discard_foreign()
         coro, run = self.coro, self.context.run
         cancel = asyncio.CancelledError()
@@ -201,6 +203,7 @@ class Driver:
         value: Any = None
         try:
             while True:
+                self.stepping = True
                 try:
                     signal = run(coro.send, value) if error is None else run(coro.throw, error)
                 except StopIteration:
@@ -209,6 +212,8 @@ class Driver:
                     if exc is cancel:
                         return
                     raise
+                finally:
+                    self.stepping = False
                 value = error = None
                 if type(signal) is Emission:
                     continue

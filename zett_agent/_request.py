@@ -108,7 +108,7 @@ class Request:
                 f"Cannot emit {event.type.value}: the request is {self.context.state.phase.value}"
             )
         driver = self.driver
-        if driver is not None and asyncio.current_task() is not driver.task:
+        if driver is not None and not driver.stepping:
             event.phase = self.context.state.phase
             await driver.emit_foreign(event)  # a tool's subtask: hand over, wait until taken
             return

@@ -5,7 +5,8 @@ The loop itself lives in ``zett_agent._request`` and the back-pressure machinery
 external events. Choices where SPEC is silent:
 
 - ``get_state(session_id)`` returns the active request's state, else the last finished
-  one of that session, else None;
+  one of that session (kept for the ``FINISHED_STATES_KEPT`` most recently finished
+  sessions, so a long-lived agent serving many sessions does not grow), else None;
 - the agent's built-in ``InternalMessageExtension`` and ``SteeringExtension`` are
   registered after the caller's extensions (priority 100, so they keep that place among
   equals);
@@ -44,6 +45,9 @@ from zett_agent.tools.base import AgentTool
 __all__ = ["Agent", "AgentRunConfig", "AgentRunContext", "AgentState"]
 
 _BUILTIN_TYPES = (InternalMessageExtension, SteeringExtension)
+
+#: How many sessions' last finished states ``get_state`` remembers.
+FINISHED_STATES_KEPT = 1024
 
 
 class Agent:
@@ -315,7 +319,11 @@ class Agent:
                 del self._active[session_id]
             if self._inboxes.get(session_id) is request.inbox:
                 del self._inboxes[session_id]
-            self._last_state[session_id] = request.context.state
+            finished = self._last_state
+            finished.pop(session_id, None)
+            finished[session_id] = request.context.state
+            if len(finished) > FINISHED_STATES_KEPT:
+                del finished[next(iter(finished))]
         for extension in self.extensions:
             extension.__dict__["_active_requests"] = (
                 extension.__dict__.get("_active_requests", 1) - 1

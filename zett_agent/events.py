@@ -151,7 +151,7 @@ def check_transition(current: AgentPhase, target: AgentPhase) -> None:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class AgentEvent:
     """One UI-facing event emitted by ``Agent.stream()``.
 
@@ -209,9 +209,10 @@ class AgentEvent:
     payload: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        if type(self.type) is not AgentEventType:
-            self.type = AgentEventType(self.type)
-        if self.type is AgentEventType.CUSTOM and (
+        kind = self.type
+        if type(kind) is not AgentEventType:
+            kind = self.type = AgentEventType(kind)
+        if kind is AgentEventType.CUSTOM and (
             not isinstance(self.name, str) or not self.name.strip()
         ):
             raise ValueError("A CUSTOM AgentEvent needs a non-empty name")

@@ -150,3 +150,16 @@ class WaitsInBeforeRun(ExternalEventExtension):
             await self.action(self, context)
         except Exception as error:
             self.errors.append(error)
+
+
+async def waiting_in_a_task(extension, context, key: str) -> asyncio.Task:
+    """Start ``extension``'s wait for ``key`` in a task; return once it is registered."""
+    registered = asyncio.Event()
+
+    async def wait():
+        async with extension._wait_for_external_event(context, key):
+            registered.set()
+
+    waiter = asyncio.create_task(wait())
+    await registered.wait()
+    return waiter

@@ -303,6 +303,15 @@ class Observer(AgentExtension):
         ]
 
 
+def raising_in(hook: str, error: Exception) -> AgentExtension:
+    """An extension whose ``hook`` raises ``error`` (whatever arguments the hook takes)."""
+
+    async def raise_error(self, *args):
+        raise error
+
+    return type(f"RaisingIn_{hook}", (AgentExtension,), {hook: raise_error})()
+
+
 def _logs(hook: str):
     async def record(self, context, *args) -> None:
         self.log.append(hook)
@@ -451,17 +460,18 @@ async def cancel_when(gate: asyncio.Event, work: Coroutine[Any, Any, Any]) -> No
         await task
 
 
-async def race_against_request_ends(
-    event: ExternalEvent, runs: int = 100
-) -> list[tuple[list[str], list[AgentEvent]]]:
-    """Emit ``event`` from a thread while a request finishes, ``runs`` times.
+async def races_lost(
+    event: ExternalEvent, accepted_by: list[str], started: AgentEventType, runs: int = 100
+) -> list[str]:
+    """Emit ``event`` from a thread while a request finishes, ``runs`` times, and return the
+    runs in which "accepted" (the verdict is ``accepted_by``) and "processed" (the request
+    yielded a ``started`` event) disagree; the answer should be none.
 
     Each run releases the thread at a different event of the request (the run index modulo
-    ten), so together the runs sweep the whole request. Returns, per run, the names that
-    accepted the event and every event the request yielded.
+    ten), so together the runs sweep the whole request.
     """
     agent = await Agent.create(ThreadHoppingResponder(), extensions=[])
-    outcomes: list[tuple[list[str], list[AgentEvent]]] = []
+    lost: list[str] = []
     for index in range(runs):
         config = AgentRunConfig(session_id=f"race-{index}")
         go = threading.Event()
@@ -484,5 +494,8 @@ async def race_against_request_ends(
         finally:
             go.set()
             await asyncio.to_thread(thread.join)
-        outcomes.append((verdict[0], events))
-    return outcomes
+        accepted = verdict[0] == accepted_by
+        processed = any(item.type is started for item in events)
+        if accepted != processed:
+            lost.append(f"run {index}: accepted={verdict[0]} processed={processed}")
+    return lost

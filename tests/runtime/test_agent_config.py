@@ -51,18 +51,57 @@ def test_a_config_keeps_the_ids_it_is_given():
     assert (config.session_id, config.request_id, config.parent_session_id) == ("s", "r", "p")
 
 
-async def test_a_request_without_a_config_runs_in_the_initialized_session():
+@pytest.mark.parametrize(
+    ("initialized", "config", "session_id", "request_id"),
+    [
+        pytest.param(
+            "session-init",
+            None,
+            "session-init",
+            None,
+            id="without a config it runs in the initialized session",
+        ),
+        pytest.param(
+            "session-init",
+            AgentRunConfig(request_id="request-9"),
+            "session-init",
+            "request-9",
+            id="a config without a session id runs in the initialized session",
+        ),
+        pytest.param(
+            None,
+            AgentRunConfig(session_id="s-1"),
+            "s-1",
+            None,
+            id="a config without a request id gets a fresh uuid7",
+        ),
+        pytest.param(
+            None,
+            AgentRunConfig(session_id="s-1", request_id="r-1"),
+            "s-1",
+            "r-1",
+            id="it keeps the ids of its config",
+        ),
+    ],
+)
+async def test_a_request_runs_in_the_session_and_request_its_config_names(
+    initialized, config, session_id, request_id
+):
     recorder = ContextRecorder()
     agent = await Agent.create(
         ProbeModel(answer("hi")),
-        config=AgentRunConfig(session_id="session-init"),
+        config=AgentRunConfig(session_id=initialized) if initialized else None,
         extensions=[recorder],
     )
-    await agent.run("hello")
+    events = await collect(agent, "hello", config=config)
     (context,) = recorder.contexts
-    assert context.session_id == "session-init"
-    assert context.config.session_id == "session-init"
-    assert is_uuid7(context.request_id)
+    assert (context.session_id, context.config.session_id) == (session_id, session_id)
+    if request_id is None:
+        assert is_uuid7(context.request_id)
+    else:
+        assert context.request_id == request_id
+    assert context.config.request_id == context.request_id
+    assert {event.session_id for event in events} == {session_id}
 
 
 async def test_a_request_without_any_session_id_gets_a_new_uuid7_session():
@@ -74,28 +113,6 @@ async def test_a_request_without_any_session_id_gets_a_new_uuid7_session():
     assert is_uuid7(first.session_id)
     assert is_uuid7(first.request_id)
     assert first.request_id != second.request_id
-
-
-async def test_a_request_config_without_a_request_id_gets_a_fresh_uuid7():
-    recorder = ContextRecorder()
-    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[recorder])
-    await agent.run("hello", config=AgentRunConfig(session_id="s-1"))
-    (context,) = recorder.contexts
-    assert context.session_id == "s-1"
-    assert context.config.session_id == "s-1"
-    assert is_uuid7(context.request_id)
-    assert context.config.request_id == context.request_id
-
-
-async def test_a_request_keeps_the_ids_of_its_config():
-    recorder = ContextRecorder()
-    agent = await Agent.create(ProbeModel(answer("hi")), extensions=[recorder])
-    events = await collect(
-        agent, "hello", config=AgentRunConfig(session_id="s-1", request_id="r-1")
-    )
-    (context,) = recorder.contexts
-    assert (context.session_id, context.request_id) == ("s-1", "r-1")
-    assert {event.session_id for event in events} == {"s-1"}
 
 
 async def test_an_agent_that_was_never_initialized_refuses_requests():
@@ -239,18 +256,6 @@ async def test_the_iteration_limit_defaults_to_thirty_six():
     with pytest.raises(AgentIterationLimitError, match="36"):
         await agent.run("loop forever")
     assert len(model.requests) == 36
-
-
-async def test_a_request_config_without_a_session_id_runs_in_the_initialized_session():
-    recorder = ContextRecorder()
-    agent = await Agent.create(
-        ProbeModel(answer("hi")),
-        config=AgentRunConfig(session_id="session-init"),
-        extensions=[recorder],
-    )
-    await agent.run("hello", config=AgentRunConfig(request_id="request-9"))
-    (context,) = recorder.contexts
-    assert (context.session_id, context.request_id) == ("session-init", "request-9")
 
 
 @pytest.mark.parametrize("message", [42, None, ["hello"]], ids=["int", "none", "list"])

@@ -20,6 +20,7 @@ from .confirmation import (
     WaitsInBeforeRun,
     confirming_model,
     reply,
+    waiting_in_a_task,
     waiting_session,
 )
 from .support import ProbeModel, answer
@@ -30,15 +31,8 @@ APPROVAL = ExternalEvent(name="approval", payload={"tool_call_id": "call-7", "ap
 
 
 async def wait_twice_for_one_key(extension, context):
-    registered = asyncio.Event()
-
-    async def first_wait():
-        async with extension._wait_for_external_event(context, "op-1"):
-            registered.set()
-
-    first = asyncio.create_task(first_wait())
+    first = await waiting_in_a_task(extension, context, "op-1")
     try:
-        await registered.wait()
         async with extension._wait_for_external_event(context, "op-1"):
             pass
     finally:

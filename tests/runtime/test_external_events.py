@@ -24,6 +24,7 @@ from .confirmation import (
     confirmation_agent,
     confirming_model,
     reply,
+    waiting_in_a_task,
     waiting_session,
 )
 from .support import Observer, ProbeModel, answer, close_at
@@ -315,14 +316,7 @@ async def test_on_error_fails_a_pending_wait_with_the_original_error():
     boom = ConnectionError("the request failed")
 
     async def fail_the_request_while_waiting(extension, context):
-        registered = asyncio.Event()
-
-        async def wait():
-            async with extension._wait_for_external_event(context, "op-1"):
-                registered.set()
-
-        waiter = asyncio.create_task(wait())
-        await registered.wait()
+        waiter = await waiting_in_a_task(extension, context, "op-1")
         await extension.on_error(context, boom)
         await waiter
 

@@ -13,9 +13,10 @@ from zett_agent.messages import AssistantMessage
 from zett_agent.testing import ScriptedModel
 from zett_agent.tools.base import current_run_context, tool
 
-from .support import call
+from .support import call, cancel_when, close_at, collect
 
 E = AgentEventType
+CONFIG = AgentRunConfig(session_id="s")
 
 
 def progress(context, step: str) -> AgentEvent:
@@ -54,7 +55,7 @@ async def test_progress_from_subtasks_arrives_between_tool_started_and_tool_comp
         script(), tools=[gathering_tool(["a", "b", "c"], emitted)], extensions=[]
     )
     types = []
-    async with aclosing(agent.stream("go", config=AgentRunConfig(session_id="s"))) as events:
+    async with aclosing(agent.stream("go", config=CONFIG)) as events:
         async for event in events:
             types.append(event.name if event.type is E.CUSTOM else event.type.value)
             if event.type is E.CUSTOM:
@@ -69,7 +70,7 @@ async def test_progress_from_subtasks_arrives_between_tool_started_and_tool_comp
 async def test_a_subtask_waits_until_the_consumer_took_its_event():
     emitted: list[str] = []
     agent = await Agent.create(script(), tools=[gathering_tool(["a"], emitted)], extensions=[])
-    async with aclosing(agent.stream("go", config=AgentRunConfig(session_id="s"))) as events:
+    async with aclosing(agent.stream("go", config=CONFIG)) as events:
         async for event in events:
             if event.type is E.CUSTOM:
                 # The subtask is still parked in its emit while we hold the event.
@@ -81,11 +82,7 @@ async def test_a_subtask_waits_until_the_consumer_took_its_event():
 async def test_closing_the_stream_while_a_subtask_emits_cancels_the_tool_cleanly():
     emitted: list[str] = []
     agent = await Agent.create(script(), tools=[gathering_tool(["a", "b"], emitted)], extensions=[])
-    config = AgentRunConfig(session_id="s")
-    async with aclosing(agent.stream("go", config=config)) as events:
-        async for event in events:
-            if event.type is E.CUSTOM:
-                break
+    await close_at(agent, "go", E.CUSTOM, config=CONFIG)
     state = agent.get_state("s")
     assert state.phase.value == "cancelled"
     assert state.messages[-1].content == "Request cancelled before tool completion"
@@ -120,16 +117,7 @@ async def test_cancelling_the_consumer_while_subtasks_wait_cancels_them_too():
     model = ScriptedModel([AssistantMessage(tool_calls=[call("wait_in_children", "c1")])])
     agent = await Agent.create(model, tools=[wait_in_children], extensions=[])
 
-    async def consume() -> None:
-        async with aclosing(agent.stream("go", config=AgentRunConfig(session_id="s"))) as events:
-            async for _ in events:
-                pass
-
-    consumer = asyncio.create_task(consume())
-    await entered.wait()
-    consumer.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await consumer
+    await cancel_when(entered, collect(agent, "go", config=CONFIG))
     assert children_cancelled == 2
     assert agent.get_state("s").phase.value == "cancelled"
 
@@ -150,9 +138,6 @@ async def test_abandoned_subtask_waits_leave_no_unretrieved_errors(loop_errors):
 
     for stop_at in (E.CUSTOM, E.TOOL_STARTED):
         agent = await Agent.create(script(), tools=[gathering_tool(["a", "b"], [])], extensions=[])
-        async with aclosing(agent.stream("go", config=AgentRunConfig(session_id="s"))) as events:
-            async for event in events:
-                if event.type is stop_at:
-                    break
+        await close_at(agent, "go", stop_at, config=CONFIG)
         gc.collect()
     assert loop_errors == []

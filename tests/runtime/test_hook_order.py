@@ -21,7 +21,7 @@ from zett_agent.tools.base import ToolResult
 
 from .support import HookLog, ProbeModel, SeededHistory, answer, call, calls, lookup
 
-ONE_TOOL_THEN_ANSWER = [
+SETUP = [
     ("phase", "created", "loading_context"),
     "on_tool",
     "on_state",
@@ -29,32 +29,24 @@ ONE_TOOL_THEN_ANSWER = [
     ("phase", "loading_context", "ready"),
     ("appended", "user"),
     "before_run",
-    # first turn: the model asks for a tool
+]
+MODEL_CALL = [
     "before_turn",
     "before_model",
     ("phase", "ready", "generating"),
     ("phase", "generating", "ready"),
     ("appended", "assistant"),
     "after_model",
+]
+TOOL_CALL = [
     "before_tool",
     ("phase", "ready", "running_tool"),
     "on_tool_call",
     ("phase", "running_tool", "ready"),
     "after_tool",
     ("appended", "tool"),
-    "after_turn",
-    # second turn: the final answer
-    "before_turn",
-    "before_model",
-    ("phase", "ready", "generating"),
-    ("phase", "generating", "ready"),
-    ("appended", "assistant"),
-    "after_model",
-    "after_turn",
-    "after_run",
-    "on_success",
-    ("phase", "ready", "completed"),
 ]
+SUCCESS = ["after_run", "on_success", ("phase", "ready", "completed")]
 
 
 async def test_one_tool_call_then_an_answer_runs_every_hook_in_the_documented_order():
@@ -62,21 +54,22 @@ async def test_one_tool_call_then_an_answer_runs_every_hook_in_the_documented_or
     model = ProbeModel(calls(call("lookup", key="k")), answer("done"))
     agent = await Agent.create(model, tools=[lookup], extensions=[log])
     await agent.run("hi")
-    assert log.log == ONE_TOOL_THEN_ANSWER
+    assert log.log == [
+        *SETUP,
+        *MODEL_CALL,  # the model asks for a tool
+        *TOOL_CALL,
+        "after_turn",
+        *MODEL_CALL,  # the final answer
+        "after_turn",
+        *SUCCESS,
+    ]
 
 
 async def test_a_direct_answer_skips_the_tool_hooks():
     log = HookLog()
     agent = await Agent.create(ProbeModel(answer("done")), extensions=[log])
     await agent.run("hi")
-    assert "before_tool" not in log.log
-    assert log.log[-5:] == [
-        "after_model",
-        "after_turn",
-        "after_run",
-        "on_success",
-        ("phase", "ready", "completed"),
-    ]
+    assert log.log == [*SETUP, *MODEL_CALL, "after_turn", *SUCCESS]
 
 
 async def test_each_setup_stage_finishes_on_every_extension_before_the_next_starts():
@@ -445,17 +438,13 @@ async def test_message_appended_events_carry_timing():
 
 
 async def test_tools_registered_in_a_request_belong_to_that_request_only():
-    class Once(AgentExtension):
-        def __init__(self) -> None:
-            self.registered = False
-
+    class FirstRequestOnly(AgentExtension):
         async def on_tool(self, context):
-            if not self.registered:
-                self.registered = True
+            if context.input_message.content == "first":
                 context.register_tool(lookup)
 
     model = ProbeModel(answer("one"), answer("two"))
-    agent = await Agent.create(model, extensions=[Once()])
+    agent = await Agent.create(model, extensions=[FirstRequestOnly()])
     config = AgentRunConfig(session_id="s")
     await agent.run("first", config=config)
     await agent.run("second", config=config)

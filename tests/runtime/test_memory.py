@@ -14,6 +14,8 @@ from zett_agent.messages import AssistantMessage, SystemMessage, ToolMessage, Us
 
 from .support import ProbeModel, answer, call, calls, cancel_when, collect, lookup, parked_tool
 
+CONFIG = AgentRunConfig(session_id="s")
+
 
 def dialogue(messages) -> list[tuple[str, str]]:
     """The non-system messages of a request as (role, text) pairs."""
@@ -24,12 +26,19 @@ def dialogue(messages) -> list[tuple[str, str]]:
     ]
 
 
+async def two_requests(model, *extensions, first="first", second="second", **options) -> None:
+    """Send ``first``, then ``second``, to session ``s`` of an agent that remembers history
+    with ``InMemoryMessageAccumulator`` (followed by ``extensions``)."""
+    agent = await Agent.create(
+        model, extensions=[InMemoryMessageAccumulator(), *extensions], **options
+    )
+    await agent.run(first, config=CONFIG)
+    await agent.run(second, config=CONFIG)
+
+
 async def test_a_session_remembers_its_previous_turns():
     model = ProbeModel(answer("Hi Ada."), answer("You are Ada."))
-    agent = await Agent.create(model, extensions=[InMemoryMessageAccumulator()])
-    config = AgentRunConfig(session_id="s")
-    await agent.run("I am Ada.", config=config)
-    await agent.run("Who am I?", config=config)
+    await two_requests(model, first="I am Ada.", second="Who am I?")
     assert dialogue(model.requests[1].messages) == [
         ("user", "I am Ada."),
         ("assistant", "Hi Ada."),
@@ -47,12 +56,7 @@ async def test_sessions_do_not_share_history():
 
 async def test_system_messages_are_rebuilt_not_restored():
     model = ProbeModel(answer("one"), answer("two"))
-    agent = await Agent.create(
-        model, system_prompt="Be brief.", extensions=[InMemoryMessageAccumulator()]
-    )
-    config = AgentRunConfig(session_id="s")
-    await agent.run("first", config=config)
-    await agent.run("second", config=config)
+    await two_requests(model, system_prompt="Be brief.")
     system = [m for m in model.requests[1].messages if isinstance(m, SystemMessage)]
     assert [m.content for m in system] == ["Be brief."]
     assert isinstance(model.requests[1].messages[0], SystemMessage)
@@ -60,10 +64,7 @@ async def test_system_messages_are_rebuilt_not_restored():
 
 async def test_tool_calls_and_results_are_restored_in_order():
     model = ProbeModel(calls(call("lookup", "c1", key="k")), answer("found"), answer("again"))
-    agent = await Agent.create(model, tools=[lookup], extensions=[InMemoryMessageAccumulator()])
-    config = AgentRunConfig(session_id="s")
-    await agent.run("look it up", config=config)
-    await agent.run("thanks", config=config)
+    await two_requests(model, first="look it up", second="thanks", tools=[lookup])
     restored = [m for m in model.requests[2].messages if not isinstance(m, SystemMessage)]
     assert [type(m) for m in restored] == [
         UserMessage,
@@ -77,19 +78,12 @@ async def test_tool_calls_and_results_are_restored_in_order():
 
 async def test_messages_that_opt_out_of_history_are_not_restored():
     class Annotate(AgentExtension):
-        def __init__(self) -> None:
-            self.done = False
-
         async def before_run(self, context):
-            if not self.done:
-                self.done = True
+            if context.input_message.content == "first":
                 context.add_message(UserMessage(content="ephemeral", include_in_messages=False))
 
     model = ProbeModel(answer("one"), answer("two"))
-    agent = await Agent.create(model, extensions=[InMemoryMessageAccumulator(), Annotate()])
-    config = AgentRunConfig(session_id="s")
-    await agent.run("first", config=config)
-    await agent.run("second", config=config)
+    await two_requests(model, Annotate())
     assert ("user", "ephemeral") in dialogue(model.requests[0].messages)
     assert ("user", "ephemeral") not in dialogue(model.requests[1].messages)
     assert ("user", "first") in dialogue(model.requests[1].messages)
@@ -109,10 +103,7 @@ async def test_restored_history_is_not_published_again():
                 appended[-1].append(event.message.role.value)
 
     model = ProbeModel(answer("one"), answer("two"))
-    agent = await Agent.create(model, extensions=[InMemoryMessageAccumulator(), Count()])
-    config = AgentRunConfig(session_id="s")
-    await agent.run("first", config=config)
-    await agent.run("second", config=config)
+    await two_requests(model, Count())
     assert appended == [["user", "assistant"], ["user", "assistant"]]
 
 
@@ -122,9 +113,8 @@ async def test_a_cancelled_tool_call_is_remembered_with_its_cancellation_result(
     agent = await Agent.create(
         model, tools=[parked_tool(started)], extensions=[InMemoryMessageAccumulator()]
     )
-    config = AgentRunConfig(session_id="s")
-    await cancel_when(started, collect(agent, "start", config=config))
-    await agent.run("go on", config=config)
+    await cancel_when(started, collect(agent, "start", config=CONFIG))
+    await agent.run("go on", config=CONFIG)
     assert dialogue(model.requests[1].messages) == [
         ("user", "start"),
         ("assistant", ""),
@@ -137,7 +127,7 @@ async def test_the_agent_state_holds_the_whole_conversation_after_a_request():
     agent = await Agent.create(
         ProbeModel(answer("hello")), extensions=[InMemoryMessageAccumulator()]
     )
-    await agent.run("hi", config=AgentRunConfig(session_id="s"))
+    await agent.run("hi", config=CONFIG)
     assert dialogue(agent.get_state("s").messages) == [("user", "hi"), ("assistant", "hello")]
 
 
@@ -159,10 +149,9 @@ async def test_a_request_that_failed_mid_batch_leaves_no_unanswered_call_in_the_
     agent = await Agent.create(
         model, tools=[lookup], extensions=[InMemoryMessageAccumulator(), FailSecond()]
     )
-    config = AgentRunConfig(session_id="s")
     with pytest.raises(RuntimeError, match="hook failed"):
-        await agent.run("start", config=config)
-    await agent.run("again", config=config)
+        await agent.run("start", config=CONFIG)
+    await agent.run("again", config=CONFIG)
     assert unanswered_tool_calls(model.requests[1].messages) == []
     assert model.requests[1].messages[-1] == UserMessage(content="again")
 
@@ -174,8 +163,7 @@ async def test_a_request_that_failed_in_the_model_after_a_tool_keeps_a_valid_his
 
     model = ProbeModel(calls(call("lookup", "c1", key="a")), broken, answer("fresh"))
     agent = await Agent.create(model, tools=[lookup], extensions=[InMemoryMessageAccumulator()])
-    config = AgentRunConfig(session_id="s")
     with pytest.raises(ConnectionError):
-        await agent.run("start", config=config)
-    await agent.run("again", config=config)
+        await agent.run("start", config=CONFIG)
+    await agent.run("again", config=CONFIG)
     assert unanswered_tool_calls(model.requests[2].messages) == []

@@ -12,7 +12,7 @@ from zett_agent.exceptions import AgentProtocolError
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.model import ModelEvent
 
-from .support import Observer, ProbeModel, answer, call, calls, lookup
+from .support import Observer, ProbeModel, answer, call, calls, lookup, raising_in
 
 T = AgentEventType
 CONFIG = AgentRunConfig(session_id="s")
@@ -112,16 +112,8 @@ async def test_a_model_error_leaves_the_model_stream_closed():
 )
 async def test_a_raising_hook_fails_the_request_with_its_own_exception(hook):
     boom = LookupError(f"{hook} broke")
-
-    class Broken(AgentExtension):
-        pass
-
-    async def raise_boom(self, *args):
-        raise boom
-
-    setattr(Broken, hook, raise_boom)
     watch = Observer()
-    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Broken(), watch])
+    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[raising_in(hook, boom), watch])
     with pytest.raises(LookupError, match=f"{hook} broke") as caught:
         await agent.run("hi", config=CONFIG)
     assert caught.value is boom

@@ -10,11 +10,10 @@ import pytest
 from zett_agent.agent import Agent, AgentRunConfig, AgentState
 from zett_agent.events import AgentEventType, AgentPhase
 from zett_agent.exceptions import AgentProtocolError
-from zett_agent.extensions.base import AgentExtension
 from zett_agent.messages import AssistantMessage, SystemMessage, UserMessage
 from zett_agent.model import ModelEvent, ModelRequest
 
-from .support import ProbeModel, answer, collect, let_other_tasks_run
+from .support import HookLog, ProbeModel, answer, collect, let_other_tasks_run
 
 T = AgentEventType
 
@@ -35,14 +34,6 @@ class EchoModel:
             await self.gates[text].wait()
         for event in answer(f"echo: {text}"):
             yield event
-
-
-class HookCounter(AgentExtension):
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def on_tool(self, context):
-        self.calls += 1
 
 
 async def test_two_sessions_run_concurrently_and_finish_in_any_order():
@@ -76,15 +67,15 @@ async def test_each_session_sees_only_its_own_events_and_history():
 async def test_a_second_request_for_a_busy_session_is_refused_before_any_hook():
     gate = asyncio.Event()
     model = EchoModel({"first": gate})
-    counter = HookCounter()
-    agent = await Agent.create(model, extensions=[counter])
+    hooks = HookLog()
+    agent = await Agent.create(model, extensions=[hooks])
     config = AgentRunConfig(session_id="busy")
     running = asyncio.create_task(agent.run("first", config=config))
     await model.waiting["first"].wait()
     with pytest.raises(AgentProtocolError, match="busy"):
         async with contextlib.aclosing(agent.stream("second", config=config)) as events:
             await anext(events)
-    assert counter.calls == 1
+    assert hooks.log.count("on_tool") == 1
     assert len(model.requests) == 1
     gate.set()
     assert (await running).content == "echo: first"
@@ -155,7 +146,7 @@ async def test_state_messages_cannot_be_mutated_in_place():
 
 async def test_a_shared_extension_stays_pending_until_every_agent_using_it_finishes():
     gates = {"one": asyncio.Event(), "two": asyncio.Event()}
-    shared = HookCounter()
+    shared = HookLog()
     model_one, model_two = EchoModel({"one": gates["one"]}), EchoModel({"two": gates["two"]})
     agent_one = await Agent.create(model_one, extensions=[shared])
     agent_two = await Agent.create(model_two, extensions=[shared])
@@ -193,3 +184,18 @@ async def test_many_sessions_interleave_their_deltas_without_mixing_them():
 
     texts = await asyncio.gather(*(one(f"s{i}") for i in range(5)))
     assert texts == [f"s{i} says one two three " for i in range(5)]
+
+
+async def test_finished_states_are_kept_for_the_most_recent_sessions_only(monkeypatch):
+    """A long-lived agent does not keep the state of every session it ever served."""
+    import zett_agent.agent as agent_module
+    from zett_agent.messages import AssistantMessage
+    from zett_agent.testing import ScriptedModel
+
+    monkeypatch.setattr(agent_module, "FINISHED_STATES_KEPT", 2)
+    model = ScriptedModel([AssistantMessage("one"), AssistantMessage("two"), AssistantMessage("3")])
+    agent = await agent_module.Agent.create(model, extensions=[])
+    for session in ("a", "b", "c"):
+        await agent.run("hi", config=agent_module.AgentRunConfig(session_id=session))
+    assert agent.get_state("a") is None
+    assert agent.get_state("b") is not None and agent.get_state("c") is not None

@@ -22,6 +22,7 @@ from .support import (
     counting_tool,
     events_of,
     lookup,
+    raising_in,
 )
 
 T = AgentEventType
@@ -145,17 +146,9 @@ async def test_after_tool_receives_the_original_handler_exception():
 @pytest.mark.parametrize("hook", ["before_tool", "after_tool"])
 async def test_a_raising_tool_hook_fails_the_request_and_drops_the_result(hook):
     boom = ValueError(f"{hook} broke")
-
-    class Broken(AgentExtension):
-        pass
-
-    async def raise_boom(self, *args):
-        raise boom
-
-    setattr(Broken, hook, raise_boom)
     watch = Observer()
     model = ProbeModel(calls(call("lookup", key="k")), answer("never"))
-    agent = await Agent.create(model, tools=[lookup], extensions=[Broken(), watch])
+    agent = await Agent.create(model, tools=[lookup], extensions=[raising_in(hook, boom), watch])
     with pytest.raises(ValueError, match=f"{hook} broke") as caught:
         await collect(agent, "hi", config=CONFIG)
     assert caught.value is boom
