@@ -72,9 +72,9 @@ class ConfirmationExtension(ExternalEventExtension):
 ACCEPTED = ["ConfirmationExtension"]
 
 
-def confirming_model(call_id: str = "call-7") -> CallThenReport:
-    """Asks for confirmation, then reports the tool result it got back."""
-    return CallThenReport(ToolCall(id=call_id, name="confirm"))
+def confirming_model() -> CallThenReport:
+    """Asks for confirmation (call ``call-7``), then reports the tool result it got back."""
+    return CallThenReport(ToolCall(id="call-7", name="confirm"))
 
 
 def reply(call_id: str = "call-7", approved: object = True, **extra) -> ExternalEvent:

@@ -13,28 +13,15 @@ import asyncio
 
 import pytest
 
-
-def leaked_tasks(before: set[asyncio.Task]) -> list[asyncio.Task]:
-    """Return the unfinished tasks created since ``before`` was taken, except the caller."""
-    current = asyncio.current_task()
-    return [
-        task
-        for task in asyncio.all_tasks()
-        if task not in before and task is not current and not task.done()
-    ]
+from tests.leaks import fail_on_leaked_tasks
 
 
 @pytest.fixture(autouse=True)
 async def no_leaked_tasks():
-    """Fail the test if it leaves asyncio tasks behind; cancel them so later tests are clean."""
+    """Fail the test if it leaves asyncio tasks behind (``tests/leaks.py``)."""
     before = set(asyncio.all_tasks())
     yield
-    leaked = leaked_tasks(before)
-    if leaked:
-        for task in leaked:
-            task.cancel()
-        await asyncio.gather(*leaked, return_exceptions=True)
-        pytest.fail(f"The test leaked {len(leaked)} asyncio task(s): {leaked!r}")
+    await fail_on_leaked_tasks(before)
 
 
 @pytest.fixture

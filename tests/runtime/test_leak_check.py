@@ -1,10 +1,10 @@
-"""The leak check every runtime test runs under (``conftest.no_leaked_tasks``)."""
+"""The leak check every runtime test runs under (``no_leaked_tasks``, from ``tests/leaks.py``)."""
 
 from __future__ import annotations
 
 import asyncio
 
-from .conftest import leaked_tasks
+from tests.leaks import leaked_tasks
 
 
 async def test_a_task_still_pending_at_the_end_counts_as_leaked():
