@@ -1,7 +1,8 @@
 """ASGI entry point: HTTP goes to Django, websockets to the chat consumer.
 
 Websockets pass the origin check first (a page on another site cannot open a socket with
-the visitor's cookies), then the session/auth middleware that puts ``scope["user"]``.
+the visitor's cookies; see ``agent_app.security`` for why a client sending no Origin is
+admitted), then the session/auth middleware that puts ``scope["user"]``.
 """
 
 import os
@@ -15,15 +16,13 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from agent_app.routing import websocket_urlpatterns  # noqa: E402
+from agent_app.security import BrowserOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        "websocket": BrowserOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

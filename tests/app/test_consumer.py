@@ -55,9 +55,16 @@ async def test_a_socket_from_another_origin_is_refused(sockets, use_model):
     assert not await ChatSession.objects.filter(pk=socket.session_id).aexists()
 
 
-async def test_a_socket_without_an_origin_is_refused(sockets, use_model):
+async def test_a_client_that_sends_no_origin_is_not_a_browser_and_is_admitted(sockets, use_model):
     use_model(ScriptedModel())
     socket = await sockets(origin="")
+    assert socket.connected
+    assert socket.session_frame["session_id"] == socket.session_id
+
+
+async def test_a_socket_from_a_lookalike_host_is_refused(sockets, use_model):
+    use_model(ScriptedModel())
+    socket = await sockets(origin="http://testserver.evil.example")
     assert not socket.connected
 
 
