@@ -1,7 +1,8 @@
 """The agent factory: which model answers, and what every chat session's agent is made of.
 
-``resolve_model`` reads ``settings.ZETT_MODEL`` each time it is called (when a session goes
-live), so a test's settings override takes effect without reloading anything:
+``resolve_model`` reads ``settings.ZETT_MODEL`` each time it is called (when a session's
+first request builds its agent), so a test's settings override takes effect without
+reloading anything:
 
 - ``demo`` → the offline ``DemoModel`` at ``settings.ZETT_DEMO_PACE``;
 - anything else → ``zett_agent.providers.load_model``: ``openai:<model>``,
@@ -9,7 +10,11 @@ live), so a test's settings override takes effect without reloading anything:
   building one). The import string is also the seam tests use to plug in a scripted model.
 
 ``build_agent`` gives each session one ``Agent`` with the demo tools, the ORM persistence,
-``ask_user``, the approval gate for tools that change something, and tool guidelines.
+``ask_user``, the approval gate for tools that change something, and tool guidelines. Only
+the persistence extension is the session's own (it keeps the session's rows); the tools
+and the other extensions keep their state per session and request, as every extension
+of an ``Agent`` serving many sessions must, so one instance of each serves all sessions
+(``ask_user`` alone builds a pydantic model for its tool).
 """
 
 from __future__ import annotations
@@ -53,17 +58,20 @@ def resolve_model(spec: str | None = None) -> AgentModel:
         raise ImproperlyConfigured(f"ZETT_MODEL={spec!r}: {error}") from error
 
 
+#: One instance of each for every session's agent (see the module docstring).
+_SHARED_EXTENSIONS = (
+    AskUserExtension(),
+    ConfirmationExtension(TOOLS_NEEDING_APPROVAL),
+    ToolGuidelinesExtension(),
+)
+
+
 async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent:
-    """The agent of one chat session (``model`` defaults to ``resolve_model()``)."""
+    """The agent of one session (``model`` defaults to ``resolve_model()``)."""
     return await Agent.create(
         model if model is not None else resolve_model(),
         config=AgentRunConfig(session_id=session_id),
         system_prompt=SYSTEM_PROMPT,
-        tools=demo_tools(session_id),
-        extensions=[
-            OrmPersistenceExtension(),
-            AskUserExtension(),
-            ConfirmationExtension(TOOLS_NEEDING_APPROVAL),
-            ToolGuidelinesExtension(),
-        ],
+        tools=demo_tools(),
+        extensions=[OrmPersistenceExtension(), *_SHARED_EXTENSIONS],
     )

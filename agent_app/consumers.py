@@ -7,6 +7,10 @@ task (``agent_app.live``), never here, which is why ``cancel``, ``steer`` and
 ``external_event`` are read while a request runs. The concurrency story (runs, ``seq``,
 cancellation, several sockets on one session) is told once, in ``agent_app.live``.
 
+The consumer joins no channel layer: live sessions are shared in process, so a layer
+channel per socket (with Redis, a blocking read kept open for every idle socket) would
+carry nothing.
+
 Access: a session without an owner is open to anyone who knows its id (like the pages in
 ``agent_app.views``); an owned session only to its owner. A socket for an unknown id
 creates the session, owned by the signed-in user if there is one.
@@ -15,7 +19,6 @@ creates the session, owned by the signed-in user if there is one.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import Any
@@ -41,6 +44,7 @@ from agent_app.protocol import (
     SessionFrame,
     SteerFrame,
     UserMessageFrame,
+    encode_frame,
     parse_frame,
 )
 
@@ -80,6 +84,9 @@ class FrameBudget:
 class ChatConsumer(AsyncWebsocketConsumer):
     """Parses frames, routes them to the live session, and forwards its frames."""
 
+    #: No channel layer (see the module docstring): ``get_channel_layer`` answers None
+    #: for an alias that is not configured.
+    channel_layer_alias = None
     live: LiveSession | None = None
 
     async def connect(self) -> None:
@@ -110,11 +117,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await live_sessions().detach(live, self)
 
     async def send_frame(self, frame: OutboundFrame) -> None:
+        await self.send_text(encode_frame(frame.dump()))
+
+    async def send_text(self, text: str) -> None:
+        """Send one encoded frame (the live session encodes each once for all its sockets)."""
         async with self._send_lock:
-            await self._send_now(frame)
+            await self.send(text_data=text)
 
     async def _send_now(self, frame: OutboundFrame) -> None:
-        await self.send(text_data=json.dumps(frame.dump(), ensure_ascii=False))
+        await self.send(text_data=encode_frame(frame.dump()))
 
     # --- inbound -----------------------------------------------------------------------
 
@@ -171,18 +182,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._error(ErrorCode.NOT_RUNNING, "No request is running to cancel")
 
     async def _deliver(self, name: str, payload: dict[str, Any]) -> None:
-        """Hand a reply to the running request, record it, and tell the client who took it."""
+        """Hand a reply to the running request, tell the client who took it, record it."""
         assert self.live is not None
         correlation = payload.get("tool_call_id")
 
-        async def answer(request_id: str | None, accepted_by: list[str]) -> None:
-            await ExternalEventRecord.objects.acreate(
-                session_id=self.session_id,
-                request_id=request_id or "",
-                name=name,
-                payload=payload,
-                accepted_by=accepted_by,
-            )
+        async def answer(accepted_by: list[str]) -> None:
             await self.send_frame(
                 ExternalEventResultFrame(
                     name=name,
@@ -191,7 +195,24 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 )
             )
 
-        await self.live.deliver(name, payload, answer)
+        request_id, accepted_by = await self.live.deliver(name, payload, answer)
+        # After the verdict, outside the session's lock: the run the reply woke goes on
+        # while the row is written, and this socket's next frame waits for it.
+        try:
+            await ExternalEventRecord.objects.acreate(
+                session_id=self.session_id,
+                request_id=request_id or "",
+                name=name,
+                payload=payload,
+                accepted_by=accepted_by,
+            )
+        except Exception:
+            logger.exception(
+                "Could not record the %s reply to session %s (accepted by %s)",
+                name,
+                self.session_id,
+                accepted_by,
+            )
 
     async def _error(self, code: ErrorCode, message: str) -> None:
         await self.send_frame(ErrorFrame(code=code, message=message))

@@ -1,10 +1,10 @@
-"""``OrmPersistenceExtension``: a session's conversation lives in the database, not in memory.
+"""``OrmPersistenceExtension``: a session's conversation lives in the database.
 
-Every request starts from the database: ``on_state`` loads the session's rows, turns them
-back into messages and keeps only what a provider accepts (``valid_history``: no result
-without its call, no tool batch with missing results). The request's own messages are
-collected from ``MessageAppendedEvent``s (system messages never: instructions are rebuilt
-for every request) and written in one transaction:
+Every request starts from the stored rows: ``on_state`` restores them as messages and keeps
+only what a provider accepts (``valid_history``: no result without its call, no tool batch
+with missing results). The request's own messages are collected from
+``MessageAppendedEvent``s (system messages never: instructions are rebuilt for every
+request) and written in one transaction:
 
 - in ``after_run``, all of them;
 - on failure (``on_error``) and cancellation (``RunCancelledEvent``), the settled ones,
@@ -15,6 +15,14 @@ Positions continue from the last stored row, so the rows of a session are its co
 in order. All ORM work runs in worker threads (``database_sync_to_async``), never on the
 event loop. Rows written by a cancelled request are complete before the cancellation
 reaches the caller: the runtime awaits this hook before re-raising.
+
+The rows are read once per session, not at every request: the extension keeps them as
+messages, appends what each request writes, and at each request checks with one aggregate
+query (row count, highest row id) that nobody else changed them. Another process writing
+the session, or a message deleted in the admin, makes it read them again. A row is never
+edited in place (the admin cannot change a message, and nothing else does), so those two
+numbers catch every change that matters; messages are values the runtime never edits, so
+the kept ones are handed to each request as they are.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agent_app.models import TITLE_LENGTH, ChatMessage, ChatSession
@@ -77,16 +85,61 @@ def message_from_row(row: ChatMessage) -> AnyMessage:
     return message_from_dict(data)
 
 
-def _stored_messages(session_id: str) -> list[tuple[int, AnyMessage]]:
+@dataclass
+class _StoredRows:
+    """A session's rows as messages: what this extension last read or wrote."""
+
+    #: ``(position, message)`` of every readable row, in order.
+    messages: list[tuple[int, AnyMessage]]
+    next_position: int
+    #: ``(row count, highest row id)`` of the rows the messages came from.
+    fingerprint: tuple[int, int | None]
+    #: Whether a write since the rows were read found (or gave) the session a title.
+    titled: bool = False
+
+
+def _read_rows(session_id: str) -> _StoredRows:
     messages = []
+    count, highest_id, next_position = 0, None, 0
     for row in ChatMessage.objects.filter(session_id=session_id).order_by("position"):
+        count += 1
+        highest_id = row.pk if highest_id is None else max(highest_id, row.pk)
+        next_position = row.position + 1
         try:
             messages.append((row.position, message_from_row(row)))
         except (ValueError, KeyError, TypeError) as error:
             logger.error(
                 "Skipping unreadable message row %s of session %s: %s", row.pk, session_id, error
             )
-    return messages
+    return _StoredRows(messages, next_position, (count, highest_id))
+
+
+def _current_rows(session_id: str, cached: _StoredRows | None) -> _StoredRows:
+    """``cached`` if the session's rows are still exactly those, else the rows read anew."""
+    if cached is not None and _fingerprint(session_id) == cached.fingerprint:
+        return cached
+    return _read_rows(session_id)
+
+
+def _fingerprint(session_id: str) -> tuple[int, int | None]:
+    """``(row count, highest row id)`` of a session's messages.
+
+    Plain SQL on purpose: it runs at every request, and the ORM's aggregate path cost about
+    fifteen times the query itself (0.4 ms against 0.03 ms on SQLite). Table and column
+    names come from the model and are quoted by the backend; the session id is prepared
+    by its own field, so the statement means the same on SQLite and PostgreSQL.
+    """
+    meta = ChatMessage._meta
+    session = meta.get_field("session")
+    quote = connection.ops.quote_name
+    sql = (
+        f"SELECT COUNT(*), MAX({quote(meta.pk.column)}) FROM {quote(meta.db_table)} "
+        f"WHERE {quote(session.column)} = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [session.target_field.get_db_prep_value(session_id, connection)])
+        count, highest_id = cursor.fetchone()
+    return count, highest_id
 
 
 @database_sync_to_async
@@ -94,7 +147,7 @@ def load_history(session_id: str) -> list[dict[str, Any]]:
     """The persisted non-system messages of a session as JSON dicts, oldest first."""
     return [
         message_to_dict(message)
-        for _, message in _stored_messages(session_id)
+        for _, message in _read_rows(session_id).messages
         if not isinstance(message, SystemMessage)
     ]
 
@@ -117,16 +170,19 @@ class OrmPersistenceExtension(AgentExtension):
 
     def __init__(self) -> None:
         self._requests: dict[str, _RequestLog] = {}
+        #: Rows by session (the app gives each session an agent, so this holds one).
+        self._rows: dict[str, _StoredRows] = {}
 
     async def on_state(self, context: AgentRunContext) -> None:
-        stored = await database_sync_to_async(_stored_messages)(context.session_id)
+        session_id = context.session_id
+        stored = await database_sync_to_async(_current_rows)(session_id, self._rows.get(session_id))
+        self._rows[session_id] = stored
         history = valid_history(
             message
-            for _, message in stored
+            for _, message in stored.messages
             if message.include_in_messages and not isinstance(message, SystemMessage)
         )
-        next_position = stored[-1][0] + 1 if stored else 0
-        self._requests[context.request_id] = _RequestLog(next_position)
+        self._requests[context.request_id] = _RequestLog(stored.next_position)
         current = list(context.state.messages)
         system = [m for m in current if isinstance(m, SystemMessage)]
         rest = [m for m in current if not isinstance(m, SystemMessage)]
@@ -171,21 +227,35 @@ class OrmPersistenceExtension(AgentExtension):
                     **row_fields(message),
                 )
             )
-        await database_sync_to_async(_save_rows)(context.session_id, rows)
+        session_id = context.session_id
+        # Forgotten first: if the write fails, the next request reads the rows anew.
+        stored = self._rows.pop(session_id, None)
+        titled = stored is not None and stored.titled
+        titled = await database_sync_to_async(_save_rows)(session_id, rows, titled)
+        if stored is not None and all(row.pk is not None for row in rows):
+            stored.titled = titled
+            stored.messages.extend(zip((row.position for row in rows), messages, strict=True))
+            stored.next_position = rows[-1].position + 1
+            # Row ids only grow, so the new rows hold the session's highest id.
+            stored.fingerprint = (stored.fingerprint[0] + len(rows), rows[-1].pk)
+            self._rows[session_id] = stored
 
 
-def _save_rows(session_id: str, rows: list[ChatMessage]) -> None:
+def _save_rows(session_id: str, rows: list[ChatMessage], titled: bool) -> bool:
+    """Insert ``rows`` and touch their session (created if missing) in one transaction.
+
+    A session without a title takes it from the first user message written, unless
+    ``titled`` says an earlier write already saw to it. Returns whether it has one now.
+    """
+    first_user = next((row for row in rows if row.role == MessageRole.USER), None)
+    title = _title(first_user.content) if first_user is not None and not titled else ""
     with transaction.atomic():
-        session, _ = ChatSession.objects.select_for_update().get_or_create(pk=session_id)
+        if not ChatSession.objects.filter(pk=session_id).update(updated_at=timezone.now()):
+            ChatSession.objects.get_or_create(pk=session_id, defaults={"title": title})
+        elif title:
+            ChatSession.objects.filter(pk=session_id, title="").update(title=title)
         ChatMessage.objects.bulk_create(rows)
-        session.updated_at = timezone.now()
-        update = ["updated_at"]
-        if not session.title:
-            first_user = next((r for r in rows if r.role == MessageRole.USER), None)
-            if first_user is not None:
-                session.title = _title(first_user.content)
-                update.append("title")
-        session.save(update_fields=update)
+    return titled or bool(title)
 
 
 def _title(content: Any) -> str:

@@ -5,6 +5,10 @@ one of the inbound models or raises ``FrameError`` carrying the error code to se
 checks run from the cheapest to the most specific, so each bad frame gets the code that
 names its first problem: size, JSON syntax, shape, type, fields, content size. Outbound
 frames are models too, dumped with ``frame.dump()``, so the wire format lives in one file.
+The one exception is the hot path: a request sends an ``agent_event`` per streamed delta,
+so ``agent_event_frame`` builds that frame as a plain dict (the event is already JSON-safe,
+``zett_agent.serialization.event_to_dict``); ``AgentEventFrame`` documents the same shape
+and the tests hold the two equal. ``encode_frame`` turns any frame into the socket's text.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ __all__ = [
     "SessionFrame",
     "SteerFrame",
     "UserMessageFrame",
+    "agent_event_frame",
+    "encode_frame",
     "parse_frame",
 ]
 
@@ -212,12 +218,25 @@ class SessionFrame(OutboundFrame):
 
 
 class AgentEventFrame(OutboundFrame):
-    """One ``AgentEvent`` of a request, numbered per session."""
+    """One ``AgentEvent`` of a request, numbered per session (sent via ``agent_event_frame``)."""
 
     type: Literal["agent_event"] = "agent_event"
     seq: int
     request_id: str
     event: dict[str, Any]
+
+
+def agent_event_frame(seq: int, request_id: str, event: dict[str, Any]) -> dict[str, Any]:
+    """``AgentEventFrame(...).dump()`` without the model: ``event`` must be JSON-safe."""
+    return {"type": "agent_event", "seq": seq, "request_id": request_id, "event": event}
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
+def encode_frame(frame: dict[str, Any]) -> str:
+    """The text sent on the socket for a dumped frame (UTF-8 as is, no ``\\u`` escapes)."""
+    return _ENCODER.encode(frame)
 
 
 class ErrorInfo(BaseModel):

@@ -3,6 +3,9 @@
 They are real (the calculator is exact, the note is a database row) and harmless (nothing
 leaves the process). ``save_note`` has an effect the user should consent to, so it is listed
 in ``TOOLS_NEEDING_APPROVAL`` and ``agent_app.approval`` asks before it runs.
+
+The tools are built once and shared by every session's agent (``@tool`` builds a pydantic
+model per tool): ``save_note`` learns its session from the run that calls it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field
 
-from zett_agent.tools.base import AgentTool, tool
+from zett_agent.tools.base import AgentTool, current_run_context, tool
 
 __all__ = [
     "TOOLS_NEEDING_APPROVAL",
@@ -28,7 +31,7 @@ __all__ = [
     "demo_tools",
     "evaluate",
     "format_number",
-    "make_save_note",
+    "save_note",
 ]
 
 #: Names of the tools that run only after the user approved the call.
@@ -199,38 +202,31 @@ def current_time(timezone: str | None = None) -> str:
     return f"{now.isoformat(timespec='seconds')} ({now.tzname()}, {now:%A %d %B %Y})"
 
 
-def make_save_note(session_id: str | None) -> AgentTool:
-    """Build ``save_note`` bound to one chat session, so each note knows where it came from."""
+@tool
+async def save_note(
+    title: Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")],
+    text: Annotated[str, Field(min_length=1, max_length=10_000, pattern=r"\S")],
+) -> str:
+    """Save a note in the database for the user.
 
-    @tool(name="save_note")
-    async def save_note(
-        title: Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")],
-        text: Annotated[str, Field(min_length=1, max_length=10_000, pattern=r"\S")],
-    ) -> str:
-        """Save a note in the database for the user.
+    Args:
+        title: A short title for the note.
+        text: The note itself.
 
-        Args:
-            title: A short title for the note.
-            text: The note itself.
+    Snippet:
+        save_note(title="Groceries", text="Milk, eggs, bread")
 
-        Snippet:
-            save_note(title="Groceries", text="Milk, eggs, bread")
+    Guidelines:
+        - Use only when the user asks to save, keep or remember something.
+        - The user must approve each note; if they deny it, say so and do not retry.
+    """
+    from agent_app.models import ChatSession, Note
 
-        Guidelines:
-            - Use only when the user asks to save, keep or remember something.
-            - The user must approve each note; if they deny it, say so and do not retry.
-        """
-        from agent_app.models import ChatSession, Note
-
-        session = None
-        if session_id is not None:
-            session = await ChatSession.objects.filter(pk=session_id).afirst()
-        note = await Note.objects.acreate(session=session, title=title.strip(), text=text)
-        return f"Saved note #{note.pk}: {note.title}"
-
-    return save_note
+    session = await ChatSession.objects.filter(pk=current_run_context().session_id).afirst()
+    note = await Note.objects.acreate(session=session, title=title.strip(), text=text)
+    return f"Saved note #{note.pk}: {note.title}"
 
 
-def demo_tools(session_id: str | None) -> list[AgentTool]:
-    """The tools of one session's agent."""
-    return [calculate, current_time, make_save_note(session_id)]
+def demo_tools() -> list[AgentTool]:
+    """The tools of every session's agent (the same objects for all)."""
+    return [calculate, current_time, save_note]

@@ -6,6 +6,7 @@ service is switched on by one variable:
 
 =======================  ===============================================================
 ``DATABASE_URL``         any dj-database-url URL, e.g. ``postgres://user@host/db``
+``ZETT_DB_POOL_SIZE``    most PostgreSQL connections the process opens (default 10)
 ``REDIS_URL``            ``redis://host:6379/0`` → channels_redis instead of in-memory
 ``ZETT_MODEL``           ``demo`` | ``openai:<model>`` | ``anthropic:<model>`` |
                          ``package.module:factory`` (a callable returning a model)
@@ -94,16 +95,27 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=0,
-    )
-}
+DATABASES = {"default": dj_database_url.config(default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+# Connections. Every socket's ORM work runs in one worker thread (Channels'
+# ``database_sync_to_async``), several times per agent request: opening a connection for
+# each call was a sizeable share of a request's cost. But under ASGI each HTTP request runs
+# its ORM calls in a thread of its own, where a persistent connection (CONN_MAX_AGE) is
+# never reused and is only dropped when the thread ends. So PostgreSQL uses Django's
+# psycopg pool (CONN_MAX_AGE stays 0: closing hands the connection back to the pool), and
+# SQLite, which has no pool and whose connection is a file handle, keeps connections open
+# with a health check before reuse.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"].update(CONN_MAX_AGE=600, CONN_HEALTH_CHECKS=True)
     # Agent runs write from worker threads while pages read: wait for the lock instead of
     # failing at once with "database is locked".
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": int(os.environ.get("ZETT_DB_POOL_SIZE", "10")),
+        # A request that finds every connection busy fails after this long instead of hanging.
+        "timeout": 10,
+    }
 
 _REDIS_URL = os.environ.get("REDIS_URL")
 #: channels_redis waits up to 5 s in a blocking pop for each socket's next message, and
@@ -139,7 +151,8 @@ LOGIN_URL = "/admin/login/"
 
 # --- zett -----------------------------------------------------------------------------
 
-#: Which model answers: resolved by ``agent_app.agents`` each time a session goes live.
+#: Which model answers: resolved by ``agent_app.agents`` when a session's first request
+#: builds its agent.
 ZETT_MODEL = os.environ.get("ZETT_MODEL", "demo").strip() or "demo"
 #: Seconds the demo model waits between streamed words, so the page visibly streams.
 ZETT_DEMO_PACE = float(os.environ.get("ZETT_DEMO_PACE", "0.02"))

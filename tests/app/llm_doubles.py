@@ -1,12 +1,13 @@
 """LLM doubles for the app tests: the only test doubles the app suite uses.
 
-The app resolves its model from ``settings.ZETT_MODEL`` whenever a session goes live. Tests
-point it at ``model_from_settings`` (``use_model`` in conftest does) and put the model
-object itself in ``settings.ZETT_TEST_MODEL``, so each test scripts its own model without
-module globals.
+The app resolves its model from ``settings.ZETT_MODEL`` when a session's first request
+builds its agent. Tests point it at ``model_from_settings`` (``use_model`` in conftest does)
+and put the model object itself in ``settings.ZETT_TEST_MODEL``, so each test scripts its
+own model without module globals.
 
 ``GatedModel`` is for the tests that must see inside a stream: it can park a turn on an
-``asyncio.Event`` and it records when the runtime closed its stream.
+``asyncio.Event`` and it records when the runtime closed its stream. ``EndlessModel`` never
+waits at all, like a model whose answer is already buffered, and never ends.
 """
 
 from __future__ import annotations
@@ -62,6 +63,20 @@ class GatedModel:
                     await step.wait()
                 else:
                     yield step
+        finally:
+            self.closed.set()
+
+
+class EndlessModel:
+    """Streams text deltas forever and never waits: only cancellation ends its stream."""
+
+    def __init__(self) -> None:
+        self.closed = asyncio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        try:
+            while True:
+                yield ModelEvent.text("x")
         finally:
             self.closed.set()
 

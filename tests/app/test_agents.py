@@ -66,3 +66,17 @@ async def test_each_session_agent_has_the_tools_and_extensions_of_the_app():
         assert expected in kinds
     gate = next(e for e in agent.extensions if isinstance(e, ConfirmationExtension))
     assert gate.tools_needing_approval == {"save_note"}
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_sessions_share_tools_and_extensions_but_each_keeps_its_own_persistence():
+    first = await build_agent("9d6f1c1e-0000-4000-8000-000000000002", ScriptedModel())
+    second = await build_agent("9d6f1c1e-0000-4000-8000-000000000003", ScriptedModel())
+    assert all(first.tools[name] is second.tools[name] for name in first.tools)
+    for kind in (AskUserExtension, ConfirmationExtension, ToolGuidelinesExtension):
+        mine, theirs = ([e for e in a.extensions if isinstance(e, kind)] for a in (first, second))
+        assert mine == theirs and mine[0] is theirs[0]
+    (mine,), (theirs,) = (
+        [e for e in a.extensions if isinstance(e, OrmPersistenceExtension)] for a in (first, second)
+    )
+    assert mine is not theirs

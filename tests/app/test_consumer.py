@@ -14,7 +14,7 @@ import pytest
 
 from agent_app.models import ChatMessage, ChatSession, ExternalEventRecord, Note
 from agent_app.protocol import MAX_CONTENT_BYTES, MAX_FRAME_BYTES
-from tests.app.llm_doubles import GatedModel, call_tool, completed, say
+from tests.app.llm_doubles import EndlessModel, GatedModel, call_tool, completed, say
 from zett_agent.model import ModelEvent
 from zett_agent.testing import ScriptedModel
 
@@ -46,6 +46,22 @@ async def test_a_new_socket_gets_an_empty_session_frame_and_creates_the_session(
         "active_request_id": None,
     }
     assert await ChatSession.objects.filter(pk=socket.session_id).aexists()
+
+
+async def test_a_socket_joins_no_channel_layer(sockets, use_model):
+    from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+    from agent_app.consumers import ChatConsumer
+
+    assert get_channel_layer(ChatConsumer.channel_layer_alias) is None
+    use_model(ScriptedModel([say("Hi.")]))
+    layer = get_channel_layer()
+    channels = layer.channels if isinstance(layer, InMemoryChannelLayer) else {}
+    before = set(channels)
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Hi"})
+    await socket.run_to_completion()
+    assert set(channels) == before  # no channel was opened for the socket
 
 
 async def test_a_socket_from_another_origin_is_refused(sockets, use_model):
@@ -197,6 +213,26 @@ async def test_a_model_failure_is_run_failed_and_the_next_request_works(sockets,
     ]
 
 
+async def test_the_agent_is_built_by_the_first_request_not_by_connecting(
+    sockets, settings, use_model
+):
+    settings.ZETT_MODEL = "tests.app.llm_doubles:no_such_factory"
+    socket = await sockets()  # connecting resolves no model, so this bad one is not noticed
+    use_model(ScriptedModel([say("Built now.")]))
+    await socket.send({"type": "user_message", "content": "hello"})
+    assert answer_of(await socket.run_to_completion()) == "Built now."
+
+
+async def test_a_request_after_a_failed_build_tries_again(sockets, settings, use_model):
+    settings.ZETT_MODEL = "tests.app.llm_doubles:no_such_factory"
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "hello"})
+    await socket.expect("run_failed")
+    use_model(ScriptedModel([say("Fixed.")]))
+    await socket.send({"type": "user_message", "content": "again"})
+    assert answer_of(await socket.run_to_completion()) == "Fixed."
+
+
 async def test_a_model_that_cannot_be_built_fails_each_request_clearly(sockets, settings):
     settings.ZETT_MODEL = "tests.app.llm_doubles:no_such_factory"
     socket = await sockets()
@@ -272,6 +308,7 @@ async def test_a_duplicate_or_unknown_reply_is_rejected_with_an_empty_accepted_b
     await socket.send({"type": "external_event", "name": "ask_user_response", "payload": reply})
     await socket.expect_error("not_running")
     await socket.expect("external_event_result", correlation_id="ask-1", accepted_by=[])
+    await socket.assert_quiet()  # the socket reads its next frame once the row is written
     verdicts = [
         r.accepted_by
         async for r in ExternalEventRecord.objects.filter(session_id=socket.session_id).order_by(
@@ -328,6 +365,24 @@ async def test_a_denied_tool_fails_clearly_and_the_agent_carries_on(sockets, use
     assert tool_result.success is False and "denied" in tool_result.content
 
 
+async def test_a_reply_whose_audit_row_cannot_be_written_is_still_answered_and_taken(
+    sockets, use_model, caplog
+):
+    use_model(ScriptedModel([call_tool("ask_user", "ask-1", question="Sure?"), say("Done.")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "go"})
+    await socket.until_event("custom", "ask_user")
+    # The session's row vanishes under the paused run: the audit row has nothing to point to.
+    await ChatSession.objects.filter(pk=socket.session_id).adelete()
+    reply = {"tool_call_id": "ask-1", "answer": "yes"}
+    await socket.send({"type": "external_event", "name": "ask_user_response", "payload": reply})
+    await socket.expect("external_event_result", accepted_by=["AskUserExtension"])
+    assert answer_of(await socket.run_to_completion()) == "Done."
+    await socket.assert_quiet()
+    assert not await ExternalEventRecord.objects.aexists()
+    assert "Could not record the ask_user_response reply" in caplog.text
+
+
 # --- cancel, steer, disconnect ----------------------------------------------------------
 
 
@@ -363,6 +418,19 @@ async def test_closing_the_socket_mid_run_cancels_it_and_keeps_the_user_message(
     assert not gate.is_set()
     assert await rows(socket.session_id) == [("user", "Keep this")]
     # ``sockets`` fails the test at teardown if the run task (or anything) is left.
+
+
+async def test_a_model_that_never_waits_still_streams_and_hears_cancel(sockets, use_model):
+    # The run task lets the event loop go round while it streams, or this socket would
+    # see nothing and read nothing until the stream ended, which here is never.
+    model = use_model(EndlessModel())
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Go on forever"})
+    await socket.until_event("text_delta")
+    await socket.send({"type": "cancel"})
+    await socket.until_event("run_cancelled")
+    assert model.closed.is_set()
+    assert await rows(socket.session_id) == [("user", "Go on forever")]
 
 
 async def test_steer_redirects_the_running_request(sockets, use_model):

@@ -226,3 +226,72 @@ async def test_history_for_the_client_is_the_stored_messages_as_json(session_id)
     await (await agent_for(session_id, model)).run("ping", config=AgentRunConfig(session_id))
     history = await load_history(session_id)
     assert [(m["role"], m["content"]) for m in history] == [("user", "ping"), ("assistant", "pong")]
+
+
+# --- the rows kept in memory between requests -------------------------------------------
+
+
+async def test_rows_are_read_once_per_session_and_then_kept_in_memory(session_id):
+    model = ScriptedModel([AssistantMessage("First."), AssistantMessage("Second.")])
+    agent = await agent_for(session_id, model)
+    await agent.run("one", config=AgentRunConfig(session_id))
+    # Nothing in the app edits a row in place; doing it here shows the kept copy is used.
+    await ChatMessage.objects.filter(session_id=session_id, position=0).aupdate(content="edited")
+    await agent.run("two", config=AgentRunConfig(session_id))
+    assert conversation(model.requests[1].messages) == [
+        ("user", "one"),
+        ("assistant", "First."),
+        ("user", "two"),
+    ]
+    assert [r.position for r in await stored(session_id)] == [0, 1, 2, 3]
+
+
+async def test_rows_another_writer_added_are_read_by_the_next_request(session_id):
+    model = ScriptedModel([AssistantMessage("First."), AssistantMessage("Second.")])
+    agent = await agent_for(session_id, model)
+    await agent.run("one", config=AgentRunConfig(session_id))
+    other_process = await agent_for(session_id, ScriptedModel([AssistantMessage("Elsewhere.")]))
+    await other_process.run("meanwhile", config=AgentRunConfig(session_id))
+    await agent.run("two", config=AgentRunConfig(session_id))
+    assert conversation(model.requests[1].messages) == [
+        ("user", "one"),
+        ("assistant", "First."),
+        ("user", "meanwhile"),
+        ("assistant", "Elsewhere."),
+        ("user", "two"),
+    ]
+    assert [r.position for r in await stored(session_id)] == list(range(6))
+
+
+async def test_a_row_deleted_underneath_is_gone_from_the_next_request(session_id):
+    model = ScriptedModel([AssistantMessage("First."), AssistantMessage("Second.")])
+    agent = await agent_for(session_id, model)
+    await agent.run("forget me", config=AgentRunConfig(session_id))
+    await ChatMessage.objects.filter(session_id=session_id, role="user").adelete()
+    await agent.run("two", config=AgentRunConfig(session_id))
+    assert conversation(model.requests[1].messages) == [
+        ("assistant", "First."),
+        ("user", "two"),
+    ]
+    assert [r.position for r in await stored(session_id)] == [1, 2, 3]
+
+
+async def test_a_deleted_session_starts_over_empty_in_a_new_row(session_id):
+    model = ScriptedModel([AssistantMessage("First."), AssistantMessage("Second.")])
+    agent = await agent_for(session_id, model)
+    await agent.run("one", config=AgentRunConfig(session_id))
+    await ChatSession.objects.filter(pk=session_id).adelete()
+    await agent.run("two", config=AgentRunConfig(session_id))
+    assert conversation(model.requests[1].messages) == [("user", "two")]
+    assert [(r.position, r.content) for r in await stored(session_id)] == [
+        (0, "two"),
+        (1, "Second."),
+    ]
+    assert (await ChatSession.objects.aget(pk=session_id)).title == "two"
+
+
+async def test_an_existing_title_is_kept(session_id):
+    await ChatSession.objects.filter(pk=session_id).aupdate(title="Named by hand")
+    agent = await agent_for(session_id, ScriptedModel([AssistantMessage("a")]))
+    await agent.run("hello", config=AgentRunConfig(session_id))
+    assert (await ChatSession.objects.aget(pk=session_id)).title == "Named by hand"

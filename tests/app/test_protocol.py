@@ -23,8 +23,13 @@ from agent_app.protocol import (
     SessionFrame,
     SteerFrame,
     UserMessageFrame,
+    agent_event_frame,
+    encode_frame,
     parse_frame,
 )
+from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
+from zett_agent.serialization import event_to_dict
 
 
 def code_of(text: str) -> ErrorCode:
@@ -145,6 +150,33 @@ def test_outbound_frames_dump_to_the_documented_shapes():
         "message": "m",
     }
     assert PongFrame().dump() == {"type": "pong"}
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        AgentEvent(AgentEventType.TEXT_DELTA, "s", delta='héllo \u2028 "x"'),
+        AgentEvent(AgentEventType.TOOL_STARTED, "s", tool_calls=[ToolCall("c", "t", {"a": [1]})]),
+        AgentEvent(
+            AgentEventType.TOOL_COMPLETED,
+            "s",
+            tool_calls=[ToolCall("c", "t", {})],
+            message=ToolMessage("c", "t", "42"),
+        ),
+        AgentEvent(AgentEventType.RUN_COMPLETED, "s", message=AssistantMessage("done")),
+        AgentEvent(AgentEventType.CUSTOM, "s", name="ask_user", payload={"options": ["ü"]}),
+    ],
+)
+def test_the_fast_agent_event_frame_is_exactly_the_documented_model(event):
+    data = event_to_dict(event)
+    fast = agent_event_frame(7, "r", data)
+    assert fast == AgentEventFrame(seq=7, request_id="r", event=data).dump()
+    assert json.loads(encode_frame(fast)) == fast
+
+
+def test_frames_are_encoded_as_utf8_text_without_escapes():
+    text = encode_frame(ErrorFrame(code=ErrorCode.BUSY, message="déjà ✓").dump())
+    assert text == '{"type": "error", "code": "busy", "message": "déjà ✓"}'
 
 
 def test_the_error_codes_are_exactly_those_of_the_spec():

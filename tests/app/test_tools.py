@@ -17,8 +17,11 @@ from agent_app.tools import (
     demo_tools,
     evaluate,
     format_number,
-    make_save_note,
+    save_note,
 )
+from tests.app.llm_doubles import call_tool, say
+from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent.testing import ScriptedModel
 
 
 @pytest.mark.parametrize(
@@ -111,22 +114,33 @@ async def test_an_unknown_zone_is_a_clear_error(zone):
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_save_note_writes_a_note_of_its_session():
-    session = await ChatSession.objects.acreate()
-    save_note = make_save_note(str(session.pk))
-    result = await save_note.invoke({"title": " Groceries ", "text": "Milk"})
-    note = await Note.objects.aget()
-    assert result == f"Saved note #{note.pk}: Groceries"
-    assert (note.title, note.text, note.session_id) == ("Groceries", "Milk", session.pk)
+async def test_save_note_writes_a_note_of_the_session_whose_run_calls_it():
+    first, second = await ChatSession.objects.acreate(), await ChatSession.objects.acreate()
+    model = ScriptedModel(
+        [
+            call_tool("save_note", title=" Groceries ", text="Milk"),
+            say("Saved."),
+            call_tool("save_note", title="Tickets", text="Rome"),
+            say("Saved."),
+        ]
+    )
+    agent = await Agent.create(model, tools=[save_note], extensions=[])
+    for session in (first, second):
+        await agent.run("note it", config=AgentRunConfig(str(session.pk)))
+    notes = [(n.title, n.text, n.session_id) async for n in Note.objects.order_by("pk")]
+    assert notes == [("Groceries", "Milk", first.pk), ("Tickets", "Rome", second.pk)]
+    result = model.requests[1].messages[-1].content
+    assert result == f"Saved note #{(await Note.objects.order_by('pk').afirst()).pk}: Groceries"
 
 
 async def test_save_note_rejects_a_blank_title():
     with pytest.raises(ValueError, match="title"):
-        await make_save_note(None).invoke({"title": "   ", "text": "x"})
+        await save_note.invoke({"title": "   ", "text": "x"})
 
 
 def test_every_demo_tool_is_documented_for_the_model_and_only_save_note_needs_approval():
-    tools = demo_tools("session")
+    tools = demo_tools()
     assert [t.name for t in tools] == ["calculate", "current_time", "save_note"]
     assert all(t.description and t.guidelines and t.snippet for t in tools)
     assert {"save_note"} == TOOLS_NEEDING_APPROVAL
+    assert all(a is b for a, b in zip(tools, demo_tools(), strict=True)), "shared, not rebuilt"
