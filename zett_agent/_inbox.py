@@ -38,10 +38,6 @@ class RequestInbox:
         self._internal_accepted = 0
         self._open = True
 
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
     def push_steering(self, message: UserMessage) -> bool:
         """Queue a steering message; False once the request has settled its final answer."""
         with self._lock:

@@ -93,7 +93,6 @@ class Request:
         self._unsettled: list[ToolCall] = []
         self._active_steering: UserMessage | None = None
         self._active_internal: AgentMessage | None = None
-        self.final: AssistantMessage | None = None
 
     # -- emission and publication ------------------------------------------------------
 
@@ -227,7 +226,6 @@ class Request:
         await self.stage(hooks.after_run, "after_run", final)
         await self.stage(hooks.on_success, "on_success", final)
         await self.move(P.COMPLETED)
-        self.final = final
         await self.emit(AgentEvent(E.RUN_COMPLETED, self.context.session_id, message=final))
 
     async def _compaction_pass(self) -> None:
