@@ -1,8 +1,14 @@
-"""What a chat leaves in the database: sessions, their messages, external replies, notes.
+"""What a chat leaves in the database: sessions, messages, runs, waits, replies, notes.
 
 A ``ChatMessage`` row is one runtime message: the columns hold what the admin searches and
 filters on, ``extra`` keeps every other field of the serialised message, so a row turns
 back into exactly the message that was saved (see ``agent_app.persistence``).
+
+A ``ChatRun`` row is one request (one press of Send, or the continuation of a paused one):
+it is written before the model is called and says how the request ended, so the history
+can show what happened even when the process that ran it died. A ``ReplyWait`` row is a
+question or approval the agent is waiting for; it is written before the user sees the
+widget, so it survives restarts and can be answered from any worker.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 from zett_agent.messages import MessageRole
 
@@ -19,7 +26,12 @@ TITLE_LENGTH = 80
 
 
 class ChatSession(models.Model):
-    """One conversation; its id is the agent's session id and the socket's URL part."""
+    """One conversation; its id is the agent's session id and the socket's URL part.
+
+    A session belongs to a signed-in ``owner``, or, for anonymous visitors, to the browser
+    session that created it (``browser_key``, a random id kept in the Django session). It
+    is never public: see ``agent_app.access``.
+    """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     title = models.CharField(max_length=200, blank=True)
@@ -27,14 +39,19 @@ class ChatSession(models.Model):
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
+        on_delete=models.CASCADE,
         related_name="chat_sessions",
     )
+    #: The anonymous browser that created the session (empty once a user owns it).
+    browser_key = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
-    #: The last ``seq`` sent in an ``agent_event`` frame, so a session that goes live again
-    #: (new process, all sockets closed meanwhile) keeps numbering upwards.
+    #: The last ``seq`` a finished run sent: the ``last_seq`` of a session nobody runs.
     last_event_seq = models.PositiveBigIntegerField(default=0, editable=False)
+    #: Every ``seq`` up to this one may have been sent: a process that starts numbering a
+    #: session's frames reserves a block above it first, so ``seq`` never goes backwards,
+    #: across crashes and processes (``agent_app.sequence``).
+    seq_reserved = models.PositiveBigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["-updated_at"]
@@ -63,12 +80,23 @@ class ChatMessage(models.Model):
     success = models.BooleanField(null=True, blank=True)
     #: Token usage of the model call that produced an assistant message.
     usage = models.JSONField(null=True, blank=True)
+    #: A user message sent with ``steer`` while a run was going (not a new request).
+    steering = models.BooleanField(default=False)
+    #: An answer the user stopped while it streamed: the text so far, kept and sent to
+    #: the model later like any answer.
+    partial = models.BooleanField(default=False)
+    #: Why the model stopped abnormally (``max_tokens``, ``content_filter`` …): the answer
+    #: was cut off. Empty for answers that ended normally.
+    stop_reason = models.CharField(max_length=32, blank=True)
+    #: Replaced by a regenerated answer or an edited message: kept for the record, never
+    #: sent to the model or shown in the conversation again.
+    superseded = models.BooleanField(default=False)
     #: The rest of the serialised message (attributes, provider, model …).
     extra = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["position"]
+        ordering = ["session", "position"]
         constraints = [
             models.UniqueConstraint(
                 fields=["session", "position"], name="unique_message_position_per_session"
@@ -79,17 +107,136 @@ class ChatMessage(models.Model):
         return f"#{self.position} {self.role}"
 
 
+class RunStatus(models.TextChoices):
+    """How a request stands or ended (docs/protocol.md lists what each means to a user)."""
+
+    RUNNING = "running", "running"
+    COMPLETED = "completed", "completed"
+    FAILED = "failed", "failed"
+    CANCELLED = "cancelled", "cancelled"
+    #: Its process died (crash, kill, lost lease) while it ran.
+    INTERRUPTED = "interrupted", "interrupted"
+    #: Its process ended while it waited for a reply that can still be given.
+    PAUSED = "paused", "paused"
+    #: A paused run that a continuation run took over (see ``ChatRun.resumed_from``).
+    RESUMED = "resumed", "resumed"
+    #: A paused run whose waits passed their deadline before anyone answered.
+    EXPIRED = "expired", "expired"
+
+
+class RunKind(models.TextChoices):
+    """What started a run."""
+
+    MESSAGE = "message", "message"
+    REGENERATE = "regenerate", "regenerate"
+    EDIT = "edit", "edit"
+    RESUME = "resume", "resume"
+
+
+class ChatRun(models.Model):
+    """One request of a session and how it ended."""
+
+    request_id = models.CharField(max_length=64, unique=True)
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(
+        max_length=16, choices=RunStatus.choices, default=RunStatus.RUNNING, db_index=True
+    )
+    kind = models.CharField(max_length=16, choices=RunKind.choices, default=RunKind.MESSAGE)
+    #: The request this one continues (a reply to a paused run's question or approval).
+    resumed_from = models.CharField(max_length=64, blank=True)
+    #: The worker process that ran it (its boot id), for the admin and the logs.
+    worker = models.CharField(max_length=100, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    #: Exception class name of a failed run.
+    error_type = models.CharField(max_length=200, blank=True)
+    #: What the user is told about a failure or interruption: never database or provider
+    #: internals (those go to the log).
+    error_message = models.TextField(blank=True)
+    #: Token usage summed over the run's model calls.
+    usage = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["session", "status"], name="run_session_status")]
+
+    def __str__(self) -> str:
+        return f"{self.request_id} ({self.status})"
+
+
+class WaitKind(models.TextChoices):
+    ASK_USER = "ask_user", "question"
+    APPROVAL = "approval", "approval"
+
+
+class WaitStatus(models.TextChoices):
+    """A wait is answered exactly once; a tool it gates runs at most once."""
+
+    OPEN = "open", "open"
+    #: A reply was accepted and recorded; the tool has not started yet.
+    ANSWERED = "answered", "answered"
+    #: An approved tool started: after a crash it is never run again.
+    EXECUTING = "executing", "executing"
+    DONE = "done", "done"
+    EXPIRED = "expired", "expired"
+    CANCELLED = "cancelled", "cancelled"
+
+
+class ReplyWait(models.Model):
+    """A question or approval shown to the user, waiting for (or holding) their reply."""
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="waits")
+    #: The run that was waiting when the wait was (last) started.
+    request_id = models.CharField(max_length=64)
+    tool_call_id = models.CharField(max_length=255)
+    tool_name = models.CharField(max_length=255)
+    kind = models.CharField(max_length=16, choices=WaitKind.choices)
+    #: The ``custom`` event's ``name`` and the ``external_event`` name that answers it.
+    event_name = models.CharField(max_length=255)
+    response_event = models.CharField(max_length=255)
+    #: The event payload the user was shown.
+    payload = models.JSONField(default=dict)
+    #: For approvals: digest of the tool name and arguments the user was shown.
+    digest = models.CharField(max_length=64, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(
+        max_length=16, choices=WaitStatus.choices, default=WaitStatus.OPEN, db_index=True
+    )
+    #: The accepted reply's payload.
+    reply = models.JSONField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "tool_call_id"],
+                condition=Q(status__in=["open", "answered", "executing"]),
+                name="one_live_wait_per_call",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.tool_call_id} ({self.status})"
+
+
 class ExternalEventRecord(models.Model):
-    """Audit trail of every reply a client sent to a session (approvals, answers, steering)."""
+    """Audit trail of every reply a client sent to a session (approvals, answers, steering).
+
+    The row is written before the reply is delivered; ``accepted_by`` is filled in once the
+    verdict is known (``None`` until then, or if the process died in between).
+    """
 
     session = models.ForeignKey(
         ChatSession, on_delete=models.CASCADE, related_name="external_events"
     )
     request_id = models.CharField(max_length=64, blank=True)
     name = models.CharField(max_length=255)
+    correlation_id = models.CharField(max_length=255, blank=True)
     payload = models.JSONField(default=dict, blank=True)
     #: Names of the extensions that claimed the event; empty means it was rejected.
-    accepted_by = models.JSONField(default=list, blank=True)
+    accepted_by = models.JSONField(null=True, blank=True)
     received_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
