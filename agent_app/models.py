@@ -52,6 +52,9 @@ class ChatSession(models.Model):
     #: session's frames reserves a block above it first, so ``seq`` never goes backwards,
     #: across crashes and processes (``agent_app.sequence``).
     seq_reserved = models.PositiveBigIntegerField(default=0, editable=False)
+    #: Bumped by every write to the session's messages, in the same transaction: a process
+    #: that keeps the rows in memory knows with one primary-key read whether they changed.
+    history_version = models.PositiveBigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["-updated_at"]
