@@ -19,20 +19,29 @@ of an ``Agent`` serving many sessions must, so one instance of each serves all s
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from agent_app.approval import ConfirmationExtension
-from agent_app.persistence import OrmPersistenceExtension
+from agent_app.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
+from agent_app.asking import AppAskUserExtension
+from agent_app.models import WaitStatus
+from agent_app.persistence import OrmPersistenceExtension, settle
 from agent_app.tools import TOOLS_NEEDING_APPROVAL, demo_tools
 from zett_agent.agent import Agent, AgentRunConfig
-from zett_agent.extensions.ask_user import AskUserExtension
+from zett_agent.extensions.ask_user import ASK_USER_TOOL_NAME
 from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension
 from zett_agent.model import AgentModel
 from zett_agent.providers import load_model
 from zett_agent.providers.demo import DemoModel
 
-__all__ = ["SYSTEM_PROMPT", "build_agent", "resolve_model"]
+if TYPE_CHECKING:
+    from zett_agent.agent import AgentRunContext
+    from zett_agent.messages import ToolCall
+
+__all__ = ["SYSTEM_PROMPT", "build_agent", "describe_wait", "resolve_model"]
 
 SYSTEM_PROMPT = (
     "You are zett, a helpful assistant in a web chat. Answer concisely in Markdown. "
@@ -58,12 +67,36 @@ def resolve_model(spec: str | None = None) -> AgentModel:
         raise ImproperlyConfigured(f"ZETT_MODEL={spec!r}: {error}") from error
 
 
+async def _record_execution(context: AgentRunContext, call: ToolCall) -> None:
+    """Before an approved tool runs: after a crash it must not run again (at most once)."""
+    from agent_app import waits
+
+    await settle(
+        database_sync_to_async(waits.mark)(context.session_id, call.id, WaitStatus.EXECUTING)
+    )
+
+
+_ASK_USER = AppAskUserExtension()
+_APPROVAL = ConfirmationExtension(TOOLS_NEEDING_APPROVAL, on_execute=_record_execution)
+_TOOLS = demo_tools()
 #: One instance of each for every session's agent (see the module docstring).
-_SHARED_EXTENSIONS = (
-    AskUserExtension(),
-    ConfirmationExtension(TOOLS_NEEDING_APPROVAL),
-    ToolGuidelinesExtension(),
-)
+_SHARED_EXTENSIONS = (_ASK_USER, _APPROVAL, ToolGuidelinesExtension())
+
+
+def describe_wait(session_id: str, call: ToolCall) -> tuple[str, dict[str, Any]] | None:
+    """``(event name, payload)`` of the wait a call will start, or None if it starts none.
+
+    For recovery: a paused run's calls that never got to their question or approval are
+    shown to the user right away, with the payload the run itself would have sent.
+    """
+    if call.name == ASK_USER_TOOL_NAME:
+        payload = _ASK_USER.question_payload(session_id, call)
+        return None if payload is None else ("ask_user", payload)
+    if call.name in _APPROVAL.tools_needing_approval:
+        tool = next((tool for tool in _TOOLS if tool.name == call.name), None)
+        payload = _APPROVAL.request_payload(call, tool)
+        return None if payload is None else (APPROVAL_REQUESTED_EVENT, payload)
+    return None
 
 
 async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent:
@@ -72,6 +105,6 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
         model if model is not None else resolve_model(),
         config=AgentRunConfig(session_id=session_id),
         system_prompt=SYSTEM_PROMPT,
-        tools=demo_tools(),
+        tools=_TOOLS,
         extensions=[OrmPersistenceExtension(), *_SHARED_EXTENSIONS],
     )

@@ -2,12 +2,18 @@
 
 For a call to a tool in ``tools_needing_approval`` (``save_note`` in the demo),
 ``before_tool`` registers a wait, emits the CUSTOM event ``approval_requested``
-(``tool_call_id``, ``tool``, ``arguments``, ``question``, ``response_event``) and suspends
-until the client replies with the external event ``approval_response``
-(``{"tool_call_id": …, "approved": true|false}``). The verdict is enforced one step later,
-in the ``on_tool_call`` middleware: a hook that raises would fail the whole request, while a
-middleware that raises only fails this tool call, so a denied call becomes an unsuccessful
-``ToolMessage`` with a clear reason and the model carries on.
+(``tool_call_id``, ``tool``, ``arguments``, ``question``, ``response_event``, ``digest``)
+and suspends until the client replies with the external event ``approval_response``
+(``{"tool_call_id": …, "approved": true|false}``, optionally with the ``digest`` it was
+shown: a reply for other arguments than those shown is refused). The verdict is enforced
+one step later, in the ``on_tool_call`` middleware: a hook that raises would fail the whole
+request, while a middleware that raises only fails this tool call, so a denied call becomes
+an unsuccessful ``ToolMessage`` with a clear reason and the model carries on. Right before
+an approved call runs, ``on_execute`` (if given) is awaited: the app records there that the
+call started, so that a crash mid-way never leads to running it a second time.
+
+Every result of a gated call says how the user answered, in its attributes:
+``{"reply": {"kind": "approval", "approved": true|false}}``.
 
 Waiting, cancellation and duplicate replies are the base class's business
 (``ExternalEventExtension``): cancelling the request cancels the wait, a second reply for
@@ -23,6 +29,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_app.waits import digest_of
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.extensions.events import PhaseTransitionEvent
 from zett_agent.extensions.external import ExternalEventExtension
@@ -51,22 +58,29 @@ class ApprovalDenied(PermissionError):
 class ConfirmationExtension(ExternalEventExtension):
     """Asks the user to approve each call of the listed tools before it runs."""
 
-    def __init__(self, tools_needing_approval: Collection[str]) -> None:
+    def __init__(
+        self,
+        tools_needing_approval: Collection[str],
+        *,
+        on_execute: Callable[[AgentRunContext, ToolCall], Awaitable[None]] | None = None,
+    ) -> None:
         super().__init__(
             response_event_name=APPROVAL_RESPONSE_EVENT, correlation_field="tool_call_id"
         )
         self.tools_needing_approval = frozenset(tools_needing_approval)
+        self.on_execute = on_execute
         #: Verdicts between ``before_tool`` and ``on_tool_call``, keyed by request and call:
         #: the arguments the user approved, or the reason the call may not run.
         self._verdicts: dict[tuple[str, str], _Verdict] = {}
+        #: What the user answered, from the gate to ``after_tool`` (for the result's record).
+        self._answers: dict[tuple[str, str], bool] = {}
 
     async def before_tool(self, context: AgentRunContext, call: ToolCall) -> None:
         agent_tool = context.tools.get(call.name)
         if call.name not in self.tools_needing_approval or agent_tool is None:
             return
-        try:
-            arguments = agent_tool.validate_arguments(call.arguments)
-        except ValueError:
+        payload = self.request_payload(call, agent_tool)
+        if payload is None:
             return  # the call fails on validation anyway; never ask about it
         async with self._wait_for_external_event(context, call.id):
             await context.emit(
@@ -74,27 +88,51 @@ class ConfirmationExtension(ExternalEventExtension):
                     AgentEventType.CUSTOM,
                     context.session_id,
                     name=APPROVAL_REQUESTED_EVENT,
-                    payload={
-                        "tool_call_id": call.id,
-                        "tool": call.name,
-                        "arguments": _json_safe(arguments),
-                        "question": f"Allow {call.name} to run with these arguments?",
-                        "response_event": APPROVAL_RESPONSE_EVENT,
-                    },
+                    payload=payload,
                 )
             )
         reply = self._take_external_event(context)
         approved = reply.payload.get("approved")
-        if approved is True:
-            verdict = _Verdict(approved_arguments=copy.deepcopy(call.arguments))
+        digest = reply.payload.get("digest")
+        if digest is not None and digest != payload["digest"]:
+            verdict = _Verdict(
+                denial=f"The approval was given for other arguments than these; {call.name} "
+                "did not run.",
+                approved=False,
+            )
+        elif approved is True:
+            verdict = _Verdict(approved_arguments=copy.deepcopy(call.arguments), approved=True)
         elif approved is False:
-            verdict = _Verdict(denial=f"The user denied the {call.name} call; it did not run.")
+            verdict = _Verdict(
+                denial=f"The user denied the {call.name} call; it did not run.", approved=False
+            )
         else:
             verdict = _Verdict(
                 denial=f"The approval reply for {call.name} had no boolean 'approved' "
                 f"(got {approved!r}); the call did not run."
             )
         self._verdicts[(context.request_id, call.id)] = verdict
+
+    def request_payload(self, call: ToolCall, tool: Any = None) -> dict[str, Any] | None:
+        """The ``approval_requested`` payload for ``call``; None if its arguments are invalid.
+
+        ``tool`` is the call's ``AgentTool`` when there is no request context to look it
+        up in (recovery building a wait for a call that never started).
+        """
+        try:
+            arguments = _json_safe(tool.validate_arguments(call.arguments)) if tool else None
+        except ValueError:
+            return None
+        if tool is None:
+            return None
+        return {
+            "tool_call_id": call.id,
+            "tool": call.name,
+            "arguments": arguments,
+            "question": f"Allow {call.name} to run with these arguments?",
+            "response_event": APPROVAL_RESPONSE_EVENT,
+            "digest": digest_of(call.name, arguments),
+        }
 
     async def on_tool_call(
         self,
@@ -105,6 +143,8 @@ class ConfirmationExtension(ExternalEventExtension):
         if call.name not in self.tools_needing_approval:
             return await call_next(call)
         verdict = self._verdicts.pop((context.request_id, call.id), None)
+        if verdict is not None and verdict.approved is not None:
+            self._answers[(context.request_id, call.id)] = verdict.approved
         if verdict is None:
             # Never asked: only calls with invalid arguments get here, and the next layer
             # fails them with the validation error. Anything else must not run unapproved.
@@ -121,7 +161,22 @@ class ConfirmationExtension(ExternalEventExtension):
             raise ApprovalDenied(
                 f"The {call.name} arguments changed after the user approved them; it did not run."
             )
+        if self.on_execute is not None:
+            await self.on_execute(context, call)
         return await call_next(call)
+
+    async def after_tool(
+        self,
+        context: AgentRunContext,
+        call: ToolCall,
+        result: ToolResult,
+        error: Exception | None,
+    ) -> None:
+        if call.name not in self.tools_needing_approval:
+            return
+        approved = self._answers.pop((context.request_id, call.id), None)
+        if approved is not None:
+            result.attributes["reply"] = {"kind": "approval", "approved": approved}
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
         await super().on_event(context, event)
@@ -133,14 +188,17 @@ class ConfirmationExtension(ExternalEventExtension):
         self._forget(context)
 
     def _forget(self, context: AgentRunContext) -> None:
-        for key in [key for key in self._verdicts if key[0] == context.request_id]:
-            del self._verdicts[key]
+        for table in (self._verdicts, self._answers):
+            for key in [key for key in table if key[0] == context.request_id]:
+                del table[key]
 
 
 @dataclass(frozen=True, slots=True)
 class _Verdict:
     approved_arguments: dict[str, Any] | None = None
     denial: str | None = None
+    #: What the user answered (None when the reply said neither).
+    approved: bool | None = None
 
 
 def _json_safe(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -18,18 +18,17 @@ creates the session, owned by the signed-in user if there is one.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Any
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from agent_app.live import Busy, LiveSession, live_sessions
+from agent_app.live import Busy, LiveSession, NotRunning, Verdict, live_sessions
 from agent_app.models import ChatSession, ExternalEventRecord
-from agent_app.persistence import load_history
 from agent_app.protocol import (
     CancelFrame,
     ErrorCode,
@@ -37,16 +36,18 @@ from agent_app.protocol import (
     ExternalEventFrame,
     ExternalEventResultFrame,
     FrameError,
+    HistoryBeforeFrame,
+    HistoryPageFrame,
     InboundFrame,
     OutboundFrame,
     PingFrame,
     PongFrame,
-    SessionFrame,
     SteerFrame,
     UserMessageFrame,
     encode_frame,
     parse_frame,
 )
+from agent_app.runs import Creator
 
 __all__ = ["FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer", "FrameBudget"]
 
@@ -93,8 +94,6 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.session_id = str(self.scope["url_route"]["kwargs"]["session_id"])
         limits = getattr(settings, "ZETT_WS_RATE_LIMIT", {"burst": 60, "per_second": 20})
         self.budget = FrameBudget(int(limits["burst"]), float(limits["per_second"]))
-        # Held while joining, so no run frame reaches this socket before ``session``.
-        self._send_lock = asyncio.Lock()
         allowed = await _open_session(self.session_id, self.scope.get("user"))
         await self.accept()
         if not allowed:
@@ -103,29 +102,21 @@ class ChatConsumer(AsyncWebsocketConsumer):
             )
             await self.close(code=FORBIDDEN_CLOSE_CODE)
             return
-        async with self._send_lock:
-            self.live = await live_sessions().attach(self.session_id, self)
-            active = self.live.active_request_id
-            history = await load_history(self.session_id)
-            await self._send_now(
-                SessionFrame(session_id=self.session_id, history=history, active_request_id=active)
-            )
+        live = live_sessions().session(self.session_id)
+        await live.join(self, after_seq=_after_seq(self.scope))
+        self.live = live
 
     async def disconnect(self, code: int) -> None:
         if self.live is not None:
             live, self.live = self.live, None
-            await live_sessions().detach(live, self)
+            live.leave(self)
 
     async def send_frame(self, frame: OutboundFrame) -> None:
         await self.send_text(encode_frame(frame.dump()))
 
     async def send_text(self, text: str) -> None:
         """Send one encoded frame (the live session encodes each once for all its sockets)."""
-        async with self._send_lock:
-            await self.send(text_data=text)
-
-    async def _send_now(self, frame: OutboundFrame) -> None:
-        await self.send(text_data=encode_frame(frame.dump()))
+        await self.send(text_data=text)
 
     # --- inbound -----------------------------------------------------------------------
 
@@ -147,27 +138,27 @@ class ChatConsumer(AsyncWebsocketConsumer):
             case UserMessageFrame():
                 await self.on_user_message(frame)
             case ExternalEventFrame():
-                await self.on_external_event(frame)
+                await self.on_external_event(frame.name, frame.payload)
             case SteerFrame():
                 await self.on_steer(frame)
             case CancelFrame():
                 await self.on_cancel()
+            case HistoryBeforeFrame():
+                await self.on_history_before(frame)
             case PingFrame():
                 await self.send_frame(PongFrame())
 
     async def on_user_message(self, frame: UserMessageFrame) -> None:
         assert self.live is not None
+        user = self.scope.get("user")
+        signed_in = user is not None and user.is_authenticated
         try:
-            await self.live.start_run(frame.content, owner=self)
+            await self.live.start(frame.content, Creator(owner_id=user.pk if signed_in else None))
         except Busy as busy:
             await self._error(ErrorCode.BUSY, str(busy))
 
-    async def on_external_event(self, frame: ExternalEventFrame) -> None:
-        assert self.live is not None
-        running = self.live.active_request_id is not None
-        if not running:
-            await self._error(ErrorCode.NOT_RUNNING, "No request is running to receive this")
-        await self._deliver(frame.name, frame.payload)
+    async def on_external_event(self, name: str, payload: dict[str, Any]) -> None:
+        await self._deliver(name, payload)
 
     async def on_steer(self, frame: SteerFrame) -> None:
         assert self.live is not None
@@ -178,44 +169,84 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def on_cancel(self) -> None:
         assert self.live is not None
-        if not await self.live.cancel():
+        try:
+            await self.live.cancel()
+        except NotRunning:
             await self._error(ErrorCode.NOT_RUNNING, "No request is running to cancel")
 
+    async def on_history_before(self, frame: HistoryBeforeFrame) -> None:
+        assert self.live is not None
+        page = await self.live.history_before(frame.position, frame.limit)
+        await self.send_frame(HistoryPageFrame(**page))
+
     async def _deliver(self, name: str, payload: dict[str, Any]) -> None:
-        """Hand a reply to the running request, tell the client who took it, record it."""
+        """Record a reply, hand it to the run, tell the client who took it."""
         assert self.live is not None
         correlation = payload.get("tool_call_id")
+        correlation = correlation if isinstance(correlation, str) else None
+        record = await _audit(
+            self.session_id, self.live.active_request_id, name, correlation, payload
+        )
 
-        async def answer(accepted_by: list[str]) -> None:
+        async def answer(verdict: Verdict) -> None:
             await self.send_frame(
                 ExternalEventResultFrame(
                     name=name,
-                    correlation_id=correlation if isinstance(correlation, str) else None,
-                    accepted_by=accepted_by,
+                    correlation_id=correlation,
+                    accepted_by=verdict.accepted_by,
+                    reason=verdict.reason,
                 )
             )
 
-        request_id, accepted_by = await self.live.deliver(name, payload, answer)
-        # After the verdict, outside the session's lock: the run the reply woke goes on
-        # while the row is written, and this socket's next frame waits for it.
-        try:
-            await ExternalEventRecord.objects.acreate(
-                session_id=self.session_id,
-                request_id=request_id or "",
-                name=name,
-                payload=payload,
-                accepted_by=accepted_by,
-            )
-        except Exception:
-            logger.exception(
-                "Could not record the %s reply to session %s (accepted by %s)",
-                name,
-                self.session_id,
-                accepted_by,
-            )
+        verdict = await self.live.deliver(name, payload, answer)
+        if record is not None:
+            await _record_verdict(record, verdict)
 
     async def _error(self, code: ErrorCode, message: str) -> None:
         await self.send_frame(ErrorFrame(code=code, message=message))
+
+
+def _after_seq(scope: dict[str, Any]) -> int | None:
+    """The ``after_seq`` query parameter: the last ``seq`` the client saw."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("after_seq")
+    if not values:
+        return None
+    try:
+        value = int(values[-1])
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+async def _audit(
+    session_id: str,
+    request_id: str | None,
+    name: str,
+    correlation: str | None,
+    payload: dict[str, Any],
+) -> ExternalEventRecord | None:
+    """Write the audit row of a reply before it is delivered (verdict unknown yet)."""
+    try:
+        return await ExternalEventRecord.objects.acreate(
+            session_id=session_id,
+            request_id=request_id or "",
+            name=name,
+            correlation_id=correlation or "",
+            payload=payload,
+            accepted_by=None,
+        )
+    except Exception:
+        logger.exception("Could not record the %s reply to session %s", name, session_id)
+        return None
+
+
+async def _record_verdict(record: ExternalEventRecord, verdict: Verdict) -> None:
+    try:
+        await ExternalEventRecord.objects.filter(pk=record.pk).aupdate(
+            accepted_by=verdict.accepted_by, request_id=verdict.request_id or record.request_id
+        )
+    except Exception:
+        logger.exception("Could not record the verdict on reply %s", record.pk)
 
 
 def _as_text(text_data: str | None, bytes_data: bytes | None) -> str:

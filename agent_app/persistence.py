@@ -1,265 +1,181 @@
-"""``OrmPersistenceExtension``: a session's conversation lives in the database.
+"""``OrmPersistenceExtension``: a session's conversation lives in the database, written ahead.
 
-Every request starts from the stored rows: ``on_state`` restores them as messages and keeps
-only what a provider accepts (``valid_history``: no result without its call, no tool batch
-with missing results). The request's own messages are collected from
-``MessageAppendedEvent``s (system messages never: instructions are rebuilt for every
-request) and written in one transaction:
+Restoring: ``on_state`` puts the session's stored history (``agent_app.store``) before the
+request's own messages. A request that has no input message resumes a paused run: its
+last, still open tool batch is restored too, so the runtime can run the open calls.
 
-- in ``after_run``, all of them;
-- on failure (``on_error``) and cancellation (``RunCancelledEvent``), the settled ones,
-  which always include the user's message: what the user typed is never lost, while a
-  half-finished tool batch is not kept.
+Writing, as each message settles (never all at the end of a request):
 
-Positions continue from the last stored row, so the rows of a session are its conversation
-in order. All ORM work runs in worker threads (``database_sync_to_async``), never on the
-event loop. Rows written by a cancelled request are complete before the cancellation
-reaches the caller: the runtime awaits this hook before re-raising.
+- the user's message: already stored by ``agent_app.runs.begin_run`` before the agent was
+  built, when the request's metadata says so (``INPUT_STORED``); otherwise it is written
+  when the runtime appends it, which is still before the model is called;
+- each answer when the runtime appends it, with its token usage and, when the model stopped
+  abnormally, the stop reason (both read from the streamed response by ``on_model_request``,
+  which sees the response before the runtime appends its message);
+- each tool result when it is appended (cancelled and skipped calls included);
+- a steering message when it is appended (marked as steering);
+- on cancellation, the answer that was streaming, as far as it got, marked partial: the user
+  saw that text, and the model is told about it later like about any answer.
 
-The rows are read once per session, not at every request: the extension keeps them as
-messages, appends what each request writes, and at each request checks with one aggregate
-query (row count, highest row id) that nobody else changed them. Another process writing
-the session, or a message deleted in the admin, makes it read them again. A row is never
-edited in place (the admin cannot change a message, and nothing else does), so those two
-numbers catch every change that matters; messages are values the runtime never edits, so
-the kept ones are handed to each request as they are.
+Cancellation can never drop a write that was due: each write is shielded and finished
+before the ``CancelledError`` goes on (``settle``), and the runtime awaits this hook before
+it lets the cancellation reach its caller.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from channels.db import database_sync_to_async
-from django.db import connection, transaction
-from django.utils import timezone
 
-from agent_app.models import TITLE_LENGTH, ChatMessage, ChatSession
+from agent_app.store import RowMeta, append_rows, restore_history
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import MessageAppendedEvent, RunCancelledEvent
-from zett_agent.history import valid_history
-from zett_agent.messages import (
-    AnyMessage,
-    AssistantMessage,
-    MessageRole,
-    SystemMessage,
-)
-from zett_agent.serialization import message_from_dict, message_to_dict, usage_to_dict
+from zett_agent.messages import AssistantMessage, SystemMessage, UserMessage
+from zett_agent.model import ModelEventType
+from zett_agent.serialization import usage_to_dict
 
 if TYPE_CHECKING:
     from zett_agent.agent import AgentRunContext
     from zett_agent.extensions.events import ExtensionEvent
-    from zett_agent.model import ModelResponse
+    from zett_agent.model import ModelEvent, ModelRequest, ModelResponse
 
-__all__ = ["OrmPersistenceExtension", "load_history", "message_from_row", "row_fields"]
+__all__ = ["INPUT_STORED", "OrmPersistenceExtension", "settle"]
+
+#: Request metadata key: ``True`` when the input message is already stored.
+INPUT_STORED = "zett.input_stored"
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
-#: Keys of ``message_to_dict`` output that have columns of their own.
-_COLUMNS = ("reasoning", "tool_calls", "tool_call_id", "name", "success")
 
+async def settle(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` to its end even if the caller is cancelled meanwhile.
 
-def row_fields(message: AnyMessage) -> dict[str, Any]:
-    """The ``ChatMessage`` column values for ``message`` (everything but session/position)."""
-    data = message_to_dict(message)
-    fields: dict[str, Any] = {"role": data.pop("role"), "content": data.pop("content")}
-    for column in _COLUMNS:
-        if column in data:
-            value = data.pop(column)
-            fields[column] = "" if value is None and column in ("tool_call_id", "name") else value
-    fields["extra"] = data
-    return fields
-
-
-def message_from_row(row: ChatMessage) -> AnyMessage:
-    """Rebuild the message a row was saved from (``ValueError`` if the row is corrupt)."""
-    data: dict[str, Any] = {**(row.extra or {}), "role": row.role, "content": row.content}
-    if row.role == MessageRole.ASSISTANT:
-        data["reasoning"] = row.reasoning
-        data["tool_calls"] = row.tool_calls or []
-    elif row.role == MessageRole.TOOL:
-        data["tool_call_id"] = row.tool_call_id
-        data["name"] = row.name
-        data["success"] = True if row.success is None else row.success
-    return message_from_dict(data)
-
-
-@dataclass
-class _StoredRows:
-    """A session's rows as messages: what this extension last read or wrote."""
-
-    #: ``(position, message)`` of every readable row, in order.
-    messages: list[tuple[int, AnyMessage]]
-    next_position: int
-    #: ``(row count, highest row id)`` of the rows the messages came from.
-    fingerprint: tuple[int, int | None]
-    #: Whether a write since the rows were read found (or gave) the session a title.
-    titled: bool = False
-
-
-def _read_rows(session_id: str) -> _StoredRows:
-    messages = []
-    count, highest_id, next_position = 0, None, 0
-    for row in ChatMessage.objects.filter(session_id=session_id).order_by("position"):
-        count += 1
-        highest_id = row.pk if highest_id is None else max(highest_id, row.pk)
-        next_position = row.position + 1
-        try:
-            messages.append((row.position, message_from_row(row)))
-        except (ValueError, KeyError, TypeError) as error:
-            logger.error(
-                "Skipping unreadable message row %s of session %s: %s", row.pk, session_id, error
-            )
-    return _StoredRows(messages, next_position, (count, highest_id))
-
-
-def _current_rows(session_id: str, cached: _StoredRows | None) -> _StoredRows:
-    """``cached`` if the session's rows are still exactly those, else the rows read anew."""
-    if cached is not None and _fingerprint(session_id) == cached.fingerprint:
-        return cached
-    return _read_rows(session_id)
-
-
-def _fingerprint(session_id: str) -> tuple[int, int | None]:
-    """``(row count, highest row id)`` of a session's messages.
-
-    Plain SQL on purpose: it runs at every request, and the ORM's aggregate path cost about
-    fifteen times the query itself (0.4 ms against 0.03 ms on SQLite). Table and column
-    names come from the model and are quoted by the backend; the session id is prepared
-    by its own field, so the statement means the same on SQLite and PostgreSQL.
+    The write runs in a task of its own; a cancellation that arrives while it runs is held
+    back until the write has finished, then re-raised (a write that failed meanwhile is
+    logged). So a row that was due is written before the cancellation reaches whoever
+    cancelled.
     """
-    meta = ChatMessage._meta
-    session = meta.get_field("session")
-    quote = connection.ops.quote_name
-    sql = (
-        f"SELECT COUNT(*), MAX({quote(meta.pk.column)}) FROM {quote(meta.db_table)} "
-        f"WHERE {quote(session.column)} = %s"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [session.target_field.get_db_prep_value(session_id, connection)])
-        count, highest_id = cursor.fetchone()
-    return count, highest_id
-
-
-@database_sync_to_async
-def load_history(session_id: str) -> list[dict[str, Any]]:
-    """The persisted non-system messages of a session as JSON dicts, oldest first."""
-    return [
-        message_to_dict(message)
-        for _, message in _read_rows(session_id).messages
-        if not isinstance(message, SystemMessage)
-    ]
+    task = asyncio.ensure_future(awaitable)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        if not task.cancelled() and task.exception() is not None:
+            logger.error(
+                "A write failed while its request was cancelled", exc_info=task.exception()
+            )
+        raise asyncio.CancelledError
+    return task.result()
 
 
 @dataclass
-class _RequestLog:
-    """What one request has appended so far, waiting to be written."""
+class _Request:
+    """What one request has in flight."""
 
-    next_position: int
-    messages: list[AnyMessage] = field(default_factory=list)
-    #: Usage of the model call behind each assistant message, by ``id(message)``.
-    usage: dict[int, dict[str, int]] = field(default_factory=dict)
+    input_stored: bool
+    input_message: UserMessage | None
+    #: The response of the model call that just completed (read when its message lands).
+    response: ModelResponse | None = None
+    #: Text streamed by the model call in progress (for a partial answer on cancellation).
+    streamed: list[str] = field(default_factory=list)
 
 
 class OrmPersistenceExtension(AgentExtension):
-    """Restores a session's history from the ORM and stores each request's messages."""
+    """Restores a session's history from the ORM and stores every message as it settles."""
 
     #: Restore before other extensions look at the context in their own ``on_state``.
     priority = 10
 
     def __init__(self) -> None:
-        self._requests: dict[str, _RequestLog] = {}
-        #: Rows by session (the app gives each session an agent, so this holds one).
-        self._rows: dict[str, _StoredRows] = {}
+        self._requests: dict[str, _Request] = {}
 
     async def on_state(self, context: AgentRunContext) -> None:
-        session_id = context.session_id
-        stored = await database_sync_to_async(_current_rows)(session_id, self._rows.get(session_id))
-        self._rows[session_id] = stored
-        history = valid_history(
-            message
-            for _, message in stored.messages
-            if message.include_in_messages and not isinstance(message, SystemMessage)
+        resuming = context.input_message is None
+        history = await database_sync_to_async(restore_history)(
+            context.session_id, keep_open_tail=resuming
         )
-        self._requests[context.request_id] = _RequestLog(stored.next_position)
-        current = list(context.state.messages)
+        self._requests[context.request_id] = _Request(
+            input_stored=context.metadata.get(INPUT_STORED) is True,
+            input_message=context.input_message,
+        )
+        current = context.state.messages
         system = [m for m in current if isinstance(m, SystemMessage)]
         rest = [m for m in current if not isinstance(m, SystemMessage)]
         context.replace_messages([*system, *history, *rest], emit_new=False)
 
+    async def on_model_request(
+        self,
+        context: AgentRunContext,
+        request: ModelRequest,
+        call_next: Callable[[ModelRequest], AsyncIterator[ModelEvent]],
+    ) -> AsyncIterator[ModelEvent]:
+        state = self._requests.get(context.request_id)
+        if state is None:
+            async with aclosing(call_next(request)) as stream:
+                async for event in stream:
+                    yield event
+            return
+        streamed = state.streamed
+        streamed.clear()
+        async with aclosing(call_next(request)) as stream:
+            async for event in stream:
+                if event.type is ModelEventType.TEXT:
+                    streamed.append(event.delta)
+                elif event.type is ModelEventType.COMPLETED:
+                    state.response = event.response
+                yield event
+
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
-        log = self._requests.get(context.request_id)
-        if log is None:
+        state = self._requests.get(context.request_id)
+        if state is None:
             return
         if isinstance(event, MessageAppendedEvent):
             message = event.message
-            if message.persist and not isinstance(message, SystemMessage):
-                log.messages.append(message)
+            if not message.persist or isinstance(message, SystemMessage):
+                return
+            if message is state.input_message and state.input_stored:
+                return
+            await self._write(context, message, self._meta(state, message))
         elif isinstance(event, RunCancelledEvent):
-            await self._write(context, settled_only=True)
+            self._requests.pop(context.request_id, None)
+            text = "".join(state.streamed)
+            if text.strip():
+                partial = AssistantMessage(text, attributes={"partial": True})
+                await self._write(context, partial, RowMeta(partial=True))
 
-    async def after_model(self, context: AgentRunContext, response: ModelResponse) -> None:
-        log = self._requests.get(context.request_id)
-        if log is not None:
-            log.usage[id(response.message)] = usage_to_dict(response.usage)
-
-    async def after_run(self, context: AgentRunContext, result: AssistantMessage) -> None:
-        await self._write(context, settled_only=False)
+    async def on_success(self, context: AgentRunContext, result: AssistantMessage) -> None:
+        self._requests.pop(context.request_id, None)
 
     async def on_error(self, context: AgentRunContext, error: Exception) -> None:
-        await self._write(context, settled_only=True)
+        self._requests.pop(context.request_id, None)
 
-    async def _write(self, context: AgentRunContext, *, settled_only: bool) -> None:
-        log = self._requests.pop(context.request_id, None)
-        if log is None or not log.messages:
-            return
-        messages = valid_history(log.messages) if settled_only else log.messages
-        rows = []
-        for offset, message in enumerate(messages):
-            usage = log.usage.get(id(message)) if isinstance(message, AssistantMessage) else None
-            rows.append(
-                ChatMessage(
-                    session_id=context.session_id,
-                    position=log.next_position + offset,
-                    request_id=context.request_id,
-                    usage=usage,
-                    **row_fields(message),
-                )
+    @staticmethod
+    def _meta(state: _Request, message: Any) -> RowMeta:
+        if isinstance(message, AssistantMessage):
+            state.streamed.clear()  # the answer landed: nothing of it is partial any more
+            response, state.response = state.response, None
+            if response is None or response.message is not message:
+                return RowMeta()
+            stop = response.stop
+            return RowMeta(
+                usage=usage_to_dict(response.usage),
+                stop_reason=stop.reason.value if stop is not None else "",
             )
-        session_id = context.session_id
-        # Forgotten first: if the write fails, the next request reads the rows anew.
-        stored = self._rows.pop(session_id, None)
-        titled = stored is not None and stored.titled
-        titled = await database_sync_to_async(_save_rows)(session_id, rows, titled)
-        if stored is not None and all(row.pk is not None for row in rows):
-            stored.titled = titled
-            stored.messages.extend(zip((row.position for row in rows), messages, strict=True))
-            stored.next_position = rows[-1].position + 1
-            # Row ids only grow, so the new rows hold the session's highest id.
-            stored.fingerprint = (stored.fingerprint[0] + len(rows), rows[-1].pk)
-            self._rows[session_id] = stored
+        if isinstance(message, UserMessage) and message is not state.input_message:
+            return RowMeta(steering=True)
+        return RowMeta()
 
-
-def _save_rows(session_id: str, rows: list[ChatMessage], titled: bool) -> bool:
-    """Insert ``rows`` and touch their session (created if missing) in one transaction.
-
-    A session without a title takes it from the first user message written, unless
-    ``titled`` says an earlier write already saw to it. Returns whether it has one now.
-    """
-    first_user = next((row for row in rows if row.role == MessageRole.USER), None)
-    title = _title(first_user.content) if first_user is not None and not titled else ""
-    with transaction.atomic():
-        if not ChatSession.objects.filter(pk=session_id).update(updated_at=timezone.now()):
-            ChatSession.objects.get_or_create(pk=session_id, defaults={"title": title})
-        elif title:
-            ChatSession.objects.filter(pk=session_id, title="").update(title=title)
-        ChatMessage.objects.bulk_create(rows)
-    return titled or bool(title)
-
-
-def _title(content: Any) -> str:
-    if isinstance(content, list):
-        content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
-    text = " ".join(str(content).split())
-    return text if len(text) <= TITLE_LENGTH else text[: TITLE_LENGTH - 1] + "…"
+    async def _write(self, context: AgentRunContext, message: Any, meta: RowMeta) -> None:
+        write = database_sync_to_async(append_rows)
+        await settle(write(context.session_id, context.request_id, [(message, meta)]))

@@ -30,17 +30,21 @@ __all__ = [
     "ExternalEventFrame",
     "ExternalEventResultFrame",
     "FrameError",
+    "HistoryBeforeFrame",
+    "HistoryPageFrame",
     "InboundFrame",
     "OutboundFrame",
     "PingFrame",
     "PongFrame",
     "RunCancelledFrame",
     "RunFailedFrame",
+    "RunStartedFrame",
     "SessionFrame",
     "SteerFrame",
     "UserMessageFrame",
     "agent_event_frame",
     "encode_frame",
+    "fit_event",
     "parse_frame",
 ]
 
@@ -61,6 +65,7 @@ class ErrorCode(StrEnum):
     NOT_RUNNING = "not_running"
     FORBIDDEN = "forbidden"
     RATE_LIMITED = "rate_limited"
+    INTERNAL = "internal"
 
 
 class FrameError(Exception):
@@ -119,7 +124,26 @@ class PingFrame(_Inbound):
     type: Literal["ping"]
 
 
-InboundFrame = UserMessageFrame | ExternalEventFrame | SteerFrame | CancelFrame | PingFrame
+#: Most messages one ``history_before`` may ask for.
+MAX_HISTORY_LIMIT = 100
+
+
+class HistoryBeforeFrame(_Inbound):
+    """Ask for the stored messages before ``position`` (older history, page by page)."""
+
+    type: Literal["history_before"]
+    position: Annotated[int, Field(ge=0, le=2**31)]
+    limit: Annotated[int, Field(ge=1, le=MAX_HISTORY_LIMIT)] = 50
+
+
+InboundFrame = (
+    UserMessageFrame
+    | ExternalEventFrame
+    | SteerFrame
+    | CancelFrame
+    | PingFrame
+    | HistoryBeforeFrame
+)
 
 _INBOUND: dict[str, type[_Inbound]] = {
     "user_message": UserMessageFrame,
@@ -127,6 +151,7 @@ _INBOUND: dict[str, type[_Inbound]] = {
     "steer": SteerFrame,
     "cancel": CancelFrame,
     "ping": PingFrame,
+    "history_before": HistoryBeforeFrame,
 }
 
 
@@ -208,13 +233,36 @@ class OutboundFrame(BaseModel):
 
 
 class SessionFrame(OutboundFrame):
-    """Sent once on connect: what the session already holds and whether it is running."""
+    """Sent once on connect: the newest history, how runs ended, what is running or pending.
+
+    Built as a plain dict by ``agent_app.live`` (its items come from ``agent_app.history``);
+    this model documents the shape and the tests hold the two equal.
+    """
 
     type: Literal["session"] = "session"
     session_id: str
-    #: Persisted non-system messages, oldest first, as ``zett_agent.serialization`` dicts.
+    title: str
+    #: The newest stored messages, oldest first (``agent_app.history.history_item``).
     history: list[dict[str, Any]]
+    has_more_history: bool
+    runs: list[dict[str, Any]]
+    pending: list[dict[str, Any]]
     active_request_id: str | None
+    last_seq: int
+
+
+class RunStartedFrame(OutboundFrame):
+    """A run started: every socket gets it before the run's first ``agent_event``."""
+
+    type: Literal["run_started"] = "run_started"
+    seq: int
+    request_id: str
+    #: The user's text; None for a continuation of a paused run.
+    content: str | None
+    kind: str
+    resumed_from: str | None
+    position: int | None
+    created_at: str
 
 
 class AgentEventFrame(OutboundFrame):
@@ -239,24 +287,88 @@ def encode_frame(frame: dict[str, Any]) -> str:
     return _ENCODER.encode(frame)
 
 
+#: Largest frame the server sends, in UTF-8 bytes.
+MAX_OUTBOUND_BYTES = 512 * 1024
+#: A tool result longer than this is cut when its event would not fit a frame.
+TOOL_RESULT_KEEP = 64 * 1024
+#: Events whose final text the deltas already carried.
+_FINAL_TEXT_EVENTS = frozenset({"model_completed", "model_stopped", "run_completed"})
+#: Events that carry a tool result.
+_TOOL_RESULT_EVENTS = frozenset({"tool_completed", "tool_failed", "tool_skipped"})
+
+
+def fit_event(event: dict[str, Any]) -> dict[str, Any]:
+    """``event`` as it may be sent: shortened when its frame would pass 512 KiB.
+
+    Events are small nearly always; only those with a message are measured. The final text
+    of an answer is dropped (``content_omitted``: the deltas carried it), a tool result cut
+    (``content_truncated``); the stored message stays whole.
+    """
+    if "message" not in event and "response" not in event:
+        return event
+    text = _ENCODER.encode(event)
+    if len(text) * 4 < MAX_OUTBOUND_BYTES - 1024 or _bytes(text) < MAX_OUTBOUND_BYTES - 1024:
+        return event
+    kind = event.get("type")
+    fitted = dict(event)
+    if kind in _FINAL_TEXT_EVENTS:
+        for key in ("message", "response"):
+            holder = fitted.get(key)
+            if isinstance(holder, dict) and key == "response":
+                holder = {**holder, "message": {**(holder.get("message") or {}), "content": ""}}
+                fitted[key] = holder
+            elif isinstance(holder, dict):
+                fitted[key] = {**holder, "content": ""}
+        fitted["content_omitted"] = True
+    elif kind in _TOOL_RESULT_EVENTS and isinstance(fitted.get("message"), dict):
+        message = fitted["message"]
+        content = message.get("content")
+        content = content if isinstance(content, str) else _ENCODER.encode(content)
+        fitted["message"] = {
+            **message,
+            "content": content[:TOOL_RESULT_KEEP] + f"\n… [cut: {len(content)} characters in all]",
+        }
+        fitted["content_truncated"] = True
+    if _bytes(_ENCODER.encode(fitted)) >= MAX_OUTBOUND_BYTES - 1024:
+        # Still too large (huge arguments, reasoning …): keep only what identifies it.
+        fitted = {key: fitted[key] for key in ("type", "session_id", "phase") if key in fitted}
+        fitted["content_omitted"] = True
+    return fitted
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 class ErrorInfo(BaseModel):
     type: str
     message: str
 
 
 class RunFailedFrame(OutboundFrame):
-    """The request failed: a model, hook or configuration error."""
+    """The request failed: a model, hook or configuration error (a message for people)."""
 
     type: Literal["run_failed"] = "run_failed"
+    seq: int
     request_id: str
     error: ErrorInfo
 
 
 class RunCancelledFrame(OutboundFrame):
-    """The request was cancelled (``cancel`` frame, or its socket closed)."""
+    """The request was cancelled by a ``cancel`` frame."""
 
     type: Literal["run_cancelled"] = "run_cancelled"
+    seq: int
     request_id: str
+
+
+class HistoryPageFrame(OutboundFrame):
+    """The answer to ``history_before``."""
+
+    type: Literal["history_page"] = "history_page"
+    messages: list[dict[str, Any]]
+    runs: list[dict[str, Any]]
+    has_more: bool
 
 
 class ExternalEventResultFrame(OutboundFrame):
@@ -267,6 +379,9 @@ class ExternalEventResultFrame(OutboundFrame):
     correlation_id: str | None
     #: Names of the extensions that claimed the event; ``[]`` means rejected.
     accepted_by: list[str]
+    #: Why nobody took it: ``not_running``, ``not_allowed``, ``expired``, ``stale``,
+    #: ``mismatch``; None when accepted.
+    reason: str | None = None
 
 
 class ErrorFrame(OutboundFrame):

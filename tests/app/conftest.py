@@ -176,7 +176,20 @@ async def sockets():
     yield connect
     for socket in opened:
         await socket.close()
+    await stop_live_runs()
     await fail_on_leaked_tasks(before)
+
+
+async def stop_live_runs() -> None:
+    """Cancel the runs still going at a test's end (runs outlive sockets by design)."""
+    from agent_app.live import NotRunning, live_sessions
+
+    registry = live_sessions()
+    for live in registry:
+        try:
+            await live.cancel()
+        except NotRunning:
+            pass
 
 
 @pytest.fixture

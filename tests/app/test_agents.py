@@ -57,9 +57,9 @@ async def test_each_session_agent_has_the_tools_and_extensions_of_the_app():
     agent = await build_agent("9d6f1c1e-0000-4000-8000-000000000001", ScriptedModel())
     assert set(agent.tools) >= {"calculate", "current_time", "save_note"}
     kinds = [type(e) for e in agent.extensions]
+    assert any(isinstance(e, AskUserExtension) for e in agent.extensions)
     for expected in (
         OrmPersistenceExtension,
-        AskUserExtension,
         ConfirmationExtension,
         ToolGuidelinesExtension,
     ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import aclosing
 
 from agent_app.approval import APPROVAL_RESPONSE_EVENT, ConfirmationExtension
+from agent_app.waits import digest_of
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.extensions.base import AgentExtension
@@ -100,6 +101,7 @@ async def test_an_approved_call_runs_after_the_user_said_yes():
         "arguments": {"target": "moon"},
         "question": "Allow launch to run with these arguments?",
         "response_event": "approval_response",
+        "digest": digest_of("launch", {"target": "moon"}),
     }
     assert verdicts == [["ConfirmationExtension"]]
     assert launched == ["moon"]

@@ -162,12 +162,16 @@ async def test_over_the_socket_the_demo_saves_a_note_once_approved(sockets, sett
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_the_demo_stream_closes_when_the_socket_does(sockets, settings):
+async def test_the_demo_stream_stops_on_cancel_and_keeps_what_was_shown(sockets, settings):
     settings.ZETT_MODEL = "demo"
     settings.ZETT_DEMO_PACE = 3600  # an hour per word: only a cancelled wait lets this end
     socket = await sockets()
     await socket.send({"type": "user_message", "content": "Tell me a story"})
-    await socket.until_event("text_delta")
-    await socket.close()  # cancels the run inside its pace wait
+    shown = (await socket.until_event("text_delta"))[-1]["event"]["delta"]
+    await socket.send({"type": "cancel"})  # cancels the run inside its pace wait
+    await socket.until_event("run_cancelled")
     history = (await sockets(socket.session_id)).session_frame["history"]
-    assert [(m["role"], m["content"]) for m in history] == [("user", "Tell me a story")]
+    assert [(m["role"], m["content"], m["partial"]) for m in history] == [
+        ("user", "Tell me a story", False),
+        ("assistant", shown, True),
+    ]

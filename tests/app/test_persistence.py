@@ -1,19 +1,20 @@
-"""The ORM persistence extension (agent_app.persistence), driven through a real Agent."""
+"""The ORM persistence extension (agent_app.persistence), driven through a real Agent.
+
+Rows are written ahead: each message when the runtime appends it, so these tests look at
+the database while a request is still going, and cancel requests at every point where they
+can be cancelled.
+"""
 
 from __future__ import annotations
 
-import uuid
+import asyncio
 from contextlib import aclosing
 
 import pytest
 
 from agent_app.models import ChatMessage, ChatSession
-from agent_app.persistence import (
-    OrmPersistenceExtension,
-    load_history,
-    message_from_row,
-    row_fields,
-)
+from agent_app.persistence import OrmPersistenceExtension, settle
+from agent_app.store import bump_version, message_from_row, restore_history, row_fields
 from agent_app.tools import calculate
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType
@@ -153,12 +154,14 @@ class FailBeforeTool(AgentExtension):
         raise RuntimeError("tool runner is down")
 
 
-async def test_a_failed_request_keeps_the_user_message_but_not_an_unsettled_batch(session_id):
-    model = ScriptedModel([calc_call()])
+async def test_a_failed_request_keeps_what_settled_and_the_next_skips_the_open_batch(session_id):
+    model = ScriptedModel([calc_call(), AssistantMessage("fine")])
     agent = await agent_for(session_id, model, FailBeforeTool())
     with pytest.raises(RuntimeError, match="tool runner is down"):
         await agent.run("compute", config=AgentRunConfig(session_id))
-    assert [(r.role, r.content) for r in await stored(session_id)] == [("user", "compute")]
+    assert [r.role for r in await stored(session_id)] == ["user", "assistant"]
+    await (await agent_for(session_id, model)).run("again", config=AgentRunConfig(session_id))
+    assert conversation(model.requests[1].messages) == [("user", "compute"), ("user", "again")]
 
 
 async def test_a_cancelled_request_keeps_what_was_settled(session_id):
@@ -173,22 +176,24 @@ async def test_a_cancelled_request_keeps_what_was_settled(session_id):
     assert [r.role for r in await stored(session_id)] == ["user", "assistant", "tool"]
 
 
-async def test_the_title_comes_from_the_first_user_message(session_id):
-    model = ScriptedModel([AssistantMessage("a"), AssistantMessage("b")])
+async def test_a_cancelled_answer_keeps_its_streamed_text_as_a_partial_answer(session_id):
+    model = ScriptedModel([AssistantMessage("one two three four")])
     agent = await agent_for(session_id, model)
-    long_text = "Plan   a trip " + "very " * 40
-    await agent.run(long_text, config=AgentRunConfig(session_id))
-    await agent.run("something else", config=AgentRunConfig(session_id))
-    session = await ChatSession.objects.aget(pk=session_id)
-    assert session.title.startswith("Plan a trip very") and session.title.endswith("…")
-    assert len(session.title) == 80
-
-
-async def test_a_request_for_a_session_without_a_row_creates_the_row():
-    session_id = str(uuid.uuid4())
-    model = ScriptedModel([AssistantMessage("hi")])
-    await (await agent_for(session_id, model)).run("hello", config=AgentRunConfig(session_id))
-    assert (await ChatSession.objects.aget(pk=session_id)).title == "hello"
+    shown = ""
+    async with aclosing(agent.stream("count", config=AgentRunConfig(session_id))) as events:
+        async for event in events:
+            if event.type is AgentEventType.TEXT_DELTA:
+                shown += event.delta
+                if shown.count(" ") == 2:
+                    break
+    rows = await stored(session_id)
+    assert [(r.role, r.content, r.partial) for r in rows] == [
+        ("user", "count", False),
+        ("assistant", shown, True),
+    ]
+    later = ScriptedModel([AssistantMessage("five")])
+    await (await agent_for(session_id, later)).run("go on", config=AgentRunConfig(session_id))
+    assert conversation(later.requests[0].messages)[1] == ("assistant", shown)
 
 
 @pytest.mark.parametrize(
@@ -219,13 +224,6 @@ async def test_a_row_turns_back_into_exactly_the_message_it_was_saved_from(sessi
     )
     fetched = await ChatMessage.objects.aget(pk=row.pk)
     assert message_from_row(fetched) == message
-
-
-async def test_history_for_the_client_is_the_stored_messages_as_json(session_id):
-    model = ScriptedModel([AssistantMessage("pong")])
-    await (await agent_for(session_id, model)).run("ping", config=AgentRunConfig(session_id))
-    history = await load_history(session_id)
-    assert [(m["role"], m["content"]) for m in history] == [("user", "ping"), ("assistant", "pong")]
 
 
 # --- the rows kept in memory between requests -------------------------------------------
@@ -263,35 +261,142 @@ async def test_rows_another_writer_added_are_read_by_the_next_request(session_id
     assert [r.position for r in await stored(session_id)] == list(range(6))
 
 
-async def test_a_row_deleted_underneath_is_gone_from_the_next_request(session_id):
+async def test_rows_superseded_under_a_new_version_are_gone_from_the_next_request(session_id):
     model = ScriptedModel([AssistantMessage("First."), AssistantMessage("Second.")])
     agent = await agent_for(session_id, model)
     await agent.run("forget me", config=AgentRunConfig(session_id))
-    await ChatMessage.objects.filter(session_id=session_id, role="user").adelete()
-    await agent.run("two", config=AgentRunConfig(session_id))
-    assert conversation(model.requests[1].messages) == [
-        ("assistant", "First."),
-        ("user", "two"),
-    ]
-    assert [r.position for r in await stored(session_id)] == [1, 2, 3]
 
+    def supersede_first_turn():
+        from django.db import transaction
+        from django.utils import timezone
 
-async def test_a_deleted_session_starts_over_empty_in_a_new_row(session_id):
-    model = ScriptedModel([AssistantMessage("First."), AssistantMessage("Second.")])
-    agent = await agent_for(session_id, model)
-    await agent.run("one", config=AgentRunConfig(session_id))
-    await ChatSession.objects.filter(pk=session_id).adelete()
+        with transaction.atomic():
+            bump_version(session_id, timezone.now())
+            ChatMessage.objects.filter(session_id=session_id).update(superseded=True)
+
+    from asgiref.sync import sync_to_async
+
+    await sync_to_async(supersede_first_turn)()
     await agent.run("two", config=AgentRunConfig(session_id))
     assert conversation(model.requests[1].messages) == [("user", "two")]
-    assert [(r.position, r.content) for r in await stored(session_id)] == [
-        (0, "two"),
-        (1, "Second."),
-    ]
-    assert (await ChatSession.objects.aget(pk=session_id)).title == "two"
+    assert [r.position for r in await stored(session_id)] == [0, 1, 2, 3]
 
 
-async def test_an_existing_title_is_kept(session_id):
-    await ChatSession.objects.filter(pk=session_id).aupdate(title="Named by hand")
-    agent = await agent_for(session_id, ScriptedModel([AssistantMessage("a")]))
-    await agent.run("hello", config=AgentRunConfig(session_id))
-    assert (await ChatSession.objects.aget(pk=session_id)).title == "Named by hand"
+async def test_writing_to_a_session_whose_row_is_gone_fails_the_request(session_id):
+    agent = await agent_for(session_id, ScriptedModel([AssistantMessage("First.")]))
+    await ChatSession.objects.filter(pk=session_id).adelete()
+    with pytest.raises(ChatSession.DoesNotExist):
+        await agent.run("two", config=AgentRunConfig(session_id))
+
+
+# --- write-ahead ------------------------------------------------------------------------
+
+
+async def test_each_message_is_stored_when_it_is_appended_not_at_the_end(session_id):
+    seen: list[list[str]] = []
+
+    async def look(request):
+        seen.append([r.role async for r in ChatMessage.objects.filter(session_id=session_id)])
+        return calc_call() if len(seen) == 1 else AssistantMessage("42.")
+
+    class Peek:
+        def __init__(self):
+            self.requests = []
+
+        async def stream(self, request):
+            self.requests.append(request)
+            answer = await look(request)
+            async for event in ScriptedModel([answer]).stream(request):
+                yield event
+
+    agent = await agent_for(session_id, Peek())
+    await agent.run("6*7?", config=AgentRunConfig(session_id))
+    # The user's message is stored before the model is first called; the answer with its
+    # tool call and the tool's result before it is called again.
+    assert seen == [["user"], ["user", "assistant", "tool"]]
+
+
+class CancelWhenAppended(AgentExtension):
+    """Cancels the request's own task when the ``nth`` message is appended.
+
+    It runs before the persistence extension (lower priority), so the cancellation is
+    pending when the persistence write starts: the write must still finish.
+    """
+
+    priority = 5
+
+    def __init__(self, nth: int) -> None:
+        self.nth = nth
+        self.count = 0
+
+    async def on_event(self, context, event):
+        from zett_agent.extensions.events import MessageAppendedEvent
+
+        if isinstance(event, MessageAppendedEvent):
+            self.count += 1
+            if self.count == self.nth:
+                asyncio.current_task().cancel()
+
+
+@pytest.mark.parametrize("nth", [1, 2, 3, 4])
+async def test_a_cancellation_that_lands_during_a_write_never_drops_it(session_id, nth):
+    model = ScriptedModel([calc_call(), AssistantMessage("It is 42.")])
+    agent = await agent_for(session_id, model, CancelWhenAppended(nth))
+    config = AgentRunConfig(session_id)
+    with pytest.raises(asyncio.CancelledError):
+        await agent.run("6*7?", config=config)
+    appended = [m for m in agent.get_state(session_id).messages if not isinstance(m, SystemMessage)]
+    rows = await stored(session_id)
+    assert [message_from_row(row) for row in rows] == appended
+    assert rows[0].content == "6*7?"
+
+
+@pytest.mark.parametrize("stop_after", range(12))
+async def test_a_request_cancelled_at_any_event_stores_every_message_it_appended(
+    session_id, stop_after
+):
+    model = ScriptedModel([calc_call(), AssistantMessage("It is forty-two.")])
+    agent = await agent_for(session_id, model)
+    seen = 0
+    async with aclosing(agent.stream("6*7?", config=AgentRunConfig(session_id))) as events:
+        async for _ in events:
+            seen += 1
+            if seen > stop_after:
+                break
+    state = agent.get_state(session_id)
+    appended = [m for m in state.messages if not isinstance(m, SystemMessage)]
+    rows = [row for row in await stored(session_id) if not row.partial]
+    assert [message_from_row(row) for row in rows] == appended
+    assert appended[0] == UserMessage("6*7?")
+
+
+async def test_settle_finishes_the_awaited_work_before_the_cancellation_goes_on():
+    started, release = asyncio.Event(), asyncio.Event()
+    done: list[str] = []
+
+    async def write():
+        started.set()
+        await release.wait()
+        done.append("written")
+
+    task = asyncio.create_task(settle(write()))
+    await started.wait()
+    task.cancel()
+    task.cancel()  # twice: still finished first
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert done == ["written"]
+
+
+async def test_restoring_keeps_an_open_batch_only_for_a_resume(session_id):
+    await ChatMessage.objects.abulk_create(
+        ChatMessage(session_id=session_id, position=i, **row_fields(m))
+        for i, m in enumerate([UserMessage("a"), calc_call("open")])
+    )
+    from asgiref.sync import sync_to_async
+
+    plain = await sync_to_async(restore_history)(session_id)
+    resumable = await sync_to_async(restore_history)(session_id, keep_open_tail=True)
+    assert plain == [UserMessage("a")]
+    assert resumable == [UserMessage("a"), calc_call("open")]

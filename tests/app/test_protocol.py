@@ -16,10 +16,12 @@ from agent_app.protocol import (
     ExternalEventFrame,
     ExternalEventResultFrame,
     FrameError,
+    HistoryPageFrame,
     PingFrame,
     PongFrame,
     RunCancelledFrame,
     RunFailedFrame,
+    RunStartedFrame,
     SessionFrame,
     SteerFrame,
     UserMessageFrame,
@@ -118,11 +120,45 @@ def test_frames_are_limited_to_256_kib_before_they_are_parsed():
 
 
 def test_outbound_frames_dump_to_the_documented_shapes():
-    assert SessionFrame(session_id="s", history=[], active_request_id=None).dump() == {
+    session = SessionFrame(
+        session_id="s",
+        title="",
+        history=[],
+        has_more_history=False,
+        runs=[],
+        pending=[],
+        active_request_id=None,
+        last_seq=0,
+    )
+    assert session.dump() == {
         "type": "session",
         "session_id": "s",
+        "title": "",
         "history": [],
+        "has_more_history": False,
+        "runs": [],
+        "pending": [],
         "active_request_id": None,
+        "last_seq": 0,
+    }
+    started = RunStartedFrame(
+        seq=1,
+        request_id="r",
+        content="hi",
+        kind="message",
+        resumed_from=None,
+        position=0,
+        created_at="2026-11-30T12:00:00Z",
+    )
+    assert started.dump() == {
+        "type": "run_started",
+        "seq": 1,
+        "request_id": "r",
+        "content": "hi",
+        "kind": "message",
+        "resumed_from": None,
+        "position": 0,
+        "created_at": "2026-11-30T12:00:00Z",
     }
     assert AgentEventFrame(seq=3, request_id="r", event={"type": "text_delta"}).dump() == {
         "type": "agent_event",
@@ -130,20 +166,30 @@ def test_outbound_frames_dump_to_the_documented_shapes():
         "request_id": "r",
         "event": {"type": "text_delta"},
     }
-    failed = RunFailedFrame(request_id="r", error={"type": "ValueError", "message": "m"})
+    failed = RunFailedFrame(seq=4, request_id="r", error={"type": "ValueError", "message": "m"})
     assert failed.dump() == {
         "type": "run_failed",
+        "seq": 4,
         "request_id": "r",
         "error": {"type": "ValueError", "message": "m"},
     }
-    assert RunCancelledFrame(request_id="r").dump() == {"type": "run_cancelled", "request_id": "r"}
-    result = ExternalEventResultFrame(name="n", correlation_id=None, accepted_by=[])
+    assert RunCancelledFrame(seq=5, request_id="r").dump() == {
+        "type": "run_cancelled",
+        "seq": 5,
+        "request_id": "r",
+    }
+    result = ExternalEventResultFrame(
+        name="n", correlation_id=None, accepted_by=[], reason="not_running"
+    )
     assert result.dump() == {
         "type": "external_event_result",
         "name": "n",
         "correlation_id": None,
         "accepted_by": [],
+        "reason": "not_running",
     }
+    page = HistoryPageFrame(messages=[], runs=[], has_more=False)
+    assert page.dump() == {"type": "history_page", "messages": [], "runs": [], "has_more": False}
     assert ErrorFrame(code=ErrorCode.BUSY, message="m").dump() == {
         "type": "error",
         "code": "busy",
@@ -189,4 +235,5 @@ def test_the_error_codes_are_exactly_those_of_the_spec():
         "not_running",
         "forbidden",
         "rate_limited",
+        "internal",
     }

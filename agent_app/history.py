@@ -1,0 +1,168 @@
+"""What a client is shown of a session's past: the ``session`` frame and history pages.
+
+A conversation can outgrow any one frame (daphne refuses frames over 1 MiB), so history
+travels in pages, newest first: the ``session`` frame carries the newest messages (at most
+``ZETT_HISTORY_PAGE`` and ``SESSION_FRAME_BUDGET`` bytes), ``history_before`` the ones
+before a position. A single message too large for a page is sent cut
+(``content_truncated``); the stored row stays whole.
+
+Each item is the stored message (``message_to_dict``) plus what the row knows beyond it:
+position, request, time, steering/partial/stop reason, usage. The runs of the listed
+messages come along, so a page can say how each request ended (docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+
+from agent_app.models import ChatMessage, ChatRun, ChatSession
+from agent_app.runs import run_item
+from agent_app.store import message_from_row
+from agent_app.waits import pending_items
+from zett_agent.serialization import message_to_dict
+
+__all__ = [
+    "HISTORY_ITEM_BUDGET",
+    "SESSION_FRAME_BUDGET",
+    "history_item",
+    "page_before",
+    "snapshot",
+]
+
+#: Bytes of history items in a ``session`` frame: with the frame's other fields it stays
+#: under 64 KiB, so opening a chat is fast however long the conversation.
+SESSION_FRAME_BUDGET = 56 * 1024
+#: Bytes of history items in a ``history_page`` frame.
+PAGE_FRAME_BUDGET = 384 * 1024
+#: Largest single history item; a longer message is sent with its content cut.
+HISTORY_ITEM_BUDGET = 48 * 1024
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
+def history_item(row: ChatMessage) -> dict[str, Any]:
+    """A stored message as clients see it (cut to ``HISTORY_ITEM_BUDGET``)."""
+    try:
+        item = message_to_dict(message_from_row(row))
+    except (ValueError, KeyError, TypeError):
+        item = {"role": row.role, "content": "", "attributes": {}, "unreadable": True}
+    item.update(
+        position=row.position,
+        request_id=row.request_id or None,
+        created_at=row.created_at.isoformat().replace("+00:00", "Z"),
+        steering=row.steering,
+        partial=row.partial,
+        stop_reason=row.stop_reason or None,
+        usage=row.usage,
+    )
+    return _fit(item)
+
+
+def _fit(item: dict[str, Any]) -> dict[str, Any]:
+    if _size(item) <= HISTORY_ITEM_BUDGET:
+        return item
+    content = item.get("content")
+    text = content if isinstance(content, str) else _ENCODER.encode(content)
+    keep = HISTORY_ITEM_BUDGET // 2
+    item["content"] = text[:keep]
+    item["content_truncated"] = True
+    if _size(item) > HISTORY_ITEM_BUDGET:  # the rest of the message is huge (arguments …)
+        item["tool_calls"] = []
+        item["reasoning"] = None
+        item["attributes"] = {}
+    return item
+
+
+def _size(value: Any) -> int:
+    return len(_ENCODER.encode(value).encode("utf-8", "surrogatepass"))
+
+
+def _page(
+    session_id: str,
+    *,
+    before: int | None,
+    limit: int,
+    budget: int,
+    exclude_request: str | None = None,
+) -> tuple[list[dict[str, Any]], bool]:
+    """Newest stored messages (before ``before``) that fit ``budget``, oldest first."""
+    rows = ChatMessage.objects.filter(session_id=session_id, superseded=False)
+    if before is not None:
+        rows = rows.filter(position__lt=before)
+    if exclude_request:
+        rows = rows.exclude(request_id=exclude_request)
+    newest = list(rows.order_by("-position")[: limit + 1])
+    items: list[dict[str, Any]] = []
+    used = 0
+    for row in newest[:limit]:
+        item = history_item(row)
+        size = _size(item)
+        if items and used + size > budget:
+            break
+        items.append(item)
+        used += size
+    has_more = len(items) < len(newest)
+    items.reverse()
+    return items, has_more
+
+
+def _runs_of(
+    session_id: str, items: list[dict[str, Any]], also: str | None = None
+) -> list[dict[str, Any]]:
+    request_ids = {item["request_id"] for item in items if item.get("request_id")}
+    if also:
+        request_ids.add(also)
+    if not request_ids:
+        return []
+    runs = ChatRun.objects.filter(session_id=session_id, request_id__in=request_ids)
+    return [run_item(run) for run in runs.order_by("started_at")]
+
+
+def snapshot(session_id: str, *, active_request_id: str | None) -> dict[str, Any]:
+    """The fields of a ``session`` frame (without ``session_id`` and ``last_seq``).
+
+    The active run's own messages are left out: the replay that follows the frame
+    rebuilds that run from its first frame.
+    """
+    session = ChatSession.objects.filter(pk=session_id).only("title", "last_event_seq").first()
+    if session is None:
+        return {
+            "title": "",
+            "history": [],
+            "has_more_history": False,
+            "runs": [],
+            "pending": [],
+            "stored_last_seq": 0,
+        }
+    limit = max(1, int(getattr(settings, "ZETT_HISTORY_PAGE", 50)))
+    items, has_more = _page(
+        session_id,
+        before=None,
+        limit=limit,
+        budget=SESSION_FRAME_BUDGET,
+        exclude_request=active_request_id,
+    )
+    return {
+        "title": session.title,
+        "history": items,
+        "has_more_history": has_more,
+        "runs": _runs_of(session_id, items, also=active_request_id),
+        "pending": pending_items(session_id),
+        "stored_last_seq": session.last_event_seq,
+    }
+
+
+def page_before(
+    session_id: str, position: int, limit: int, *, active_request_id: str | None
+) -> dict[str, Any]:
+    """The fields of a ``history_page`` frame: stored messages before ``position``."""
+    items, has_more = _page(
+        session_id,
+        before=position,
+        limit=limit,
+        budget=PAGE_FRAME_BUDGET,
+        exclude_request=active_request_id,
+    )
+    return {"messages": items, "runs": _runs_of(session_id, items), "has_more": has_more}

@@ -1,0 +1,263 @@
+"""Settling runs whose process died, and closing what a run leaves open when it ends.
+
+A run row says ``running`` while a process runs it. When that process dies (a crash, a
+kill, a lost lease), nobody will end the run, so the next process to touch the session
+settles it (``recover_session``), reading only the database:
+
+- if the run was waiting for replies that can still be given — an open question or
+  approval that has not passed its deadline, or a reply already recorded that its tool
+  never used — it becomes ``paused``: its open tool calls stay open, waits for calls that
+  never got to ask are stored now, and the session lists them as ``pending`` until someone
+  answers (a continuation run then takes over) or they expire;
+- otherwise it becomes ``interrupted``, and each of its open tool calls gets an
+  unsuccessful result saying what happened: a call that had started (an approved tool
+  whose wait says ``executing``) "may or may not have completed" and is never run again; a
+  call that had not started "was not run".
+
+A ``paused`` run whose waits all passed their deadline becomes ``expired`` the same way.
+Each settled run is announced to the session's sockets with numbers from a fresh ``seq``
+block, so they come after everything the dead process sent.
+
+``close_run_calls`` is the same closing for a run that ends here by failing or being
+cancelled: the history never keeps a tool call without a result, except a paused run's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agent_app.models import ChatRun, ChatSession, ReplyWait, RunStatus, WaitStatus
+from agent_app.sequence import reserve_block
+from agent_app.store import RowMeta, bump_version, insert_rows, open_calls
+from agent_app.waits import LIVE_STATUSES, pending_item, record_wait
+from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
+
+__all__ = [
+    "EXPIRED_TOOL_CONTENT",
+    "INTERRUPTED_RUN_MESSAGE",
+    "Settled",
+    "close_run_calls",
+    "recover_session",
+    "stale_runs",
+]
+
+INTERRUPTED_RUN_MESSAGE = "The server stopped while this answer was being written."
+EXPIRED_RUN_MESSAGE = "Nobody answered in time, so this answer was not finished."
+STARTED_TOOL_CONTENT = (
+    "Interrupted: the server stopped while this tool was running; it may or may not have completed."
+)
+NOT_RUN_TOOL_CONTENT = "Not run: the server stopped before this tool ran."
+EXPIRED_TOOL_CONTENT = "Nobody answered in time; the call did not run."
+ABANDONED_TOOL_CONTENT = "Not answered: the user sent a new message instead."
+ENDED_TOOL_CONTENT = {
+    RunStatus.FAILED: "Not run: the request failed first.",
+    RunStatus.CANCELLED: "Not run: the request was stopped.",
+}
+
+
+@dataclass
+class Settled:
+    """A run recovery settled, and the frame that tells the sockets."""
+
+    request_id: str
+    status: RunStatus
+    seq_block: tuple[int, int]
+    pending: list[dict[str, Any]] = field(default_factory=list)
+
+    def frame(self, seq: int) -> dict[str, Any]:
+        if self.status == RunStatus.CANCELLED:
+            return {"type": "run_cancelled", "seq": seq, "request_id": self.request_id}
+        if self.status == RunStatus.PAUSED:
+            return {
+                "type": "run_paused",
+                "seq": seq,
+                "request_id": self.request_id,
+                "pending": self.pending,
+            }
+        message = (
+            EXPIRED_RUN_MESSAGE if self.status == RunStatus.EXPIRED else INTERRUPTED_RUN_MESSAGE
+        )
+        return {
+            "type": "run_interrupted",
+            "seq": seq,
+            "request_id": self.request_id,
+            "status": str(self.status),
+            "message": message,
+        }
+
+
+def stale_runs(session_id: str) -> list[tuple[str, str]]:
+    """``(request_id, status)`` of the session's runs that no ending has settled yet."""
+    return list(
+        ChatRun.objects.filter(
+            session_id=session_id, status__in=[RunStatus.RUNNING, RunStatus.PAUSED]
+        ).values_list("request_id", "status")
+    )
+
+
+def recover_session(
+    session_id: str, dead: Iterable[str], *, abandon_paused: bool = False
+) -> list[Settled]:
+    """Settle the session's ``dead`` running runs and its expired paused ones.
+
+    ``abandon_paused`` also ends a paused run that could still go on: the user sent a new
+    message instead of answering, so its questions are dropped and its open calls closed.
+    """
+    dead = set(dead)
+    settled: list[Settled] = []
+    now = timezone.now()
+    with transaction.atomic():
+        runs = list(
+            ChatRun.objects.select_for_update().filter(
+                session_id=session_id, status__in=[RunStatus.RUNNING, RunStatus.PAUSED]
+            )
+        )
+        for run in runs:
+            if run.status == RunStatus.RUNNING and run.request_id not in dead:
+                continue
+            if run.status == RunStatus.PAUSED and abandon_paused:
+                outcome = _abandon(session_id, run, now)
+            else:
+                outcome = _settle(session_id, run, now)
+            if outcome is not None:
+                settled.append(outcome)
+        if not settled:
+            return []
+        block = reserve_block(session_id)
+        ChatSession.objects.filter(pk=session_id).update(last_event_seq=block[0] + len(settled) - 1)
+    for outcome in settled:
+        outcome.seq_block = block
+    return settled
+
+
+def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
+    """Decide what became of one run and close what it left open."""
+    message, open_ids = open_calls(session_id)
+    calls = _calls(message, open_ids)
+    waits = {
+        wait.tool_call_id: wait
+        for wait in ReplyWait.objects.select_for_update().filter(
+            session_id=session_id, tool_call_id__in=open_ids, status__in=LIVE_STATUSES
+        )
+    }
+    closes: list[tuple[ToolCall, str, dict[str, Any]]] = []
+    resumable = False
+    for call in calls:
+        wait = waits.get(call.id)
+        if wait is not None and wait.status == WaitStatus.EXECUTING:
+            closes.append((call, STARTED_TOOL_CONTENT, {}))
+            wait.status = WaitStatus.DONE
+            wait.save(update_fields=["status"])
+        elif wait is not None and wait.status == WaitStatus.OPEN and _expired(wait, now):
+            closes.append((call, EXPIRED_TOOL_CONTENT, _expired_reply(wait)))
+            wait.status = WaitStatus.EXPIRED
+            wait.save(update_fields=["status"])
+        elif wait is not None:
+            resumable = True  # open and in time, or answered: a continuation can go on
+        elif run.status == RunStatus.RUNNING and _start_wait(session_id, run, call, now):
+            resumable = True
+    if resumable:
+        _insert_results(session_id, run.request_id, closes)
+        if run.status == RunStatus.PAUSED and not closes:
+            return None  # still paused, nothing new to say
+        run.status = RunStatus.PAUSED
+        run.save(update_fields=["status"])
+        pending = [
+            pending_item(wait)
+            for wait in ReplyWait.objects.filter(
+                session_id=session_id, request_id=run.request_id, status=WaitStatus.OPEN
+            ).order_by("created_at")
+        ]
+        return Settled(run.request_id, RunStatus.PAUSED, (0, 0), pending)
+    closed = {call.id for call, _, _ in closes}
+    expiring = run.status == RunStatus.PAUSED
+    rest = EXPIRED_TOOL_CONTENT if expiring else NOT_RUN_TOOL_CONTENT
+    closes.extend((call, rest, {}) for call in calls if call.id not in closed)
+    _insert_results(session_id, run.request_id, closes)
+    run.status = RunStatus.EXPIRED if expiring else RunStatus.INTERRUPTED
+    run.ended_at = now
+    if not expiring:
+        run.error_type = "Interrupted"
+        run.error_message = INTERRUPTED_RUN_MESSAGE
+    else:
+        run.error_type = "Expired"
+        run.error_message = EXPIRED_RUN_MESSAGE
+    run.save(update_fields=["status", "ended_at", "error_type", "error_message"])
+    return Settled(run.request_id, run.status, (0, 0))
+
+
+def _abandon(session_id: str, run: ChatRun, now: Any) -> Settled:
+    """End a paused run nobody answered because the user moved on."""
+    message, open_ids = open_calls(session_id)
+    closes = [(call, ABANDONED_TOOL_CONTENT, {}) for call in _calls(message, open_ids)]
+    _insert_results(session_id, run.request_id, closes)
+    ReplyWait.objects.filter(session_id=session_id, status__in=LIVE_STATUSES).update(
+        status=WaitStatus.CANCELLED
+    )
+    run.status = RunStatus.CANCELLED
+    run.ended_at = now
+    run.save(update_fields=["status", "ended_at"])
+    return Settled(run.request_id, RunStatus.CANCELLED, (0, 0))
+
+
+def _calls(message: AssistantMessage | None, open_ids: list[str]) -> list[ToolCall]:
+    if message is None:
+        return []
+    wanted = set(open_ids)
+    return [call for call in message.tool_calls if call.id in wanted]
+
+
+def _expired(wait: ReplyWait, now: Any) -> bool:
+    return wait.expires_at is not None and wait.expires_at <= now
+
+
+def _expired_reply(wait: ReplyWait) -> dict[str, Any]:
+    return {"reply": {"kind": str(wait.kind), "expired": True}}
+
+
+def _start_wait(session_id: str, run: ChatRun, call: ToolCall, now: Any) -> bool:
+    """Store the wait a never-started call will need, so the user can answer it now."""
+    from agent_app.agents import describe_wait
+
+    described = describe_wait(session_id, call)
+    if described is None:
+        return False
+    event_name, payload = described
+    timeout = float(getattr(settings, "ZETT_REPLY_TIMEOUT", 0) or 0)
+    if timeout > 0:
+        expires_at = now + timedelta(seconds=timeout)
+        payload["expires_at"] = expires_at.isoformat(timespec="milliseconds")
+    record_wait(session_id, run.request_id, event_name, payload)
+    return True
+
+
+def _insert_results(
+    session_id: str, request_id: str, closes: list[tuple[ToolCall, str, dict[str, Any]]]
+) -> None:
+    if not closes:
+        return
+    entries = [
+        (ToolMessage(call.id, call.name, text, success=False, attributes=attributes), RowMeta())
+        for call, text, attributes in closes
+    ]
+    bump_version(session_id, timezone.now())
+    insert_rows(session_id, request_id, entries)
+
+
+def close_run_calls(session_id: str, request_id: str, status: RunStatus) -> None:
+    """Close the calls and waits a failed or cancelled run leaves open."""
+    text = ENDED_TOOL_CONTENT.get(status, NOT_RUN_TOOL_CONTENT)
+    with transaction.atomic():
+        message, open_ids = open_calls(session_id)
+        calls = _calls(message, open_ids)
+        _insert_results(session_id, request_id, [(call, text, {}) for call in calls])
+        ReplyWait.objects.filter(session_id=session_id, status__in=LIVE_STATUSES).update(
+            status=WaitStatus.CANCELLED
+        )

@@ -1,0 +1,150 @@
+"""The frames of a session's active run, kept so a socket that (re)connects can catch up.
+
+A run's frames — from its ``run_started`` to its last event — are appended here as they are
+broadcast, already encoded. A socket that connects while the run is active gets those after
+the ``seq`` it last saw (``frames_after``), then the live ones: nothing lost, nothing twice.
+
+The buffer is bounded by ``limit`` frames. When it grows past the bound, runs of adjacent
+text (or reasoning) delta frames of the same segment are merged into one frame each, which
+carries the ``seq`` of its last delta and remembers where each original delta ended: a
+replay stays complete and in order, and a client that resumes from inside a merged run
+still receives exactly the part it had not seen. Only deltas are merged; a run's other
+frames are few (a handful per model call and tool), so they are kept as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DEFAULT_REPLAY_FRAMES", "MERGEABLE_EVENTS", "ReplayBuffer"]
+
+#: Frames a run keeps before deltas are merged.
+DEFAULT_REPLAY_FRAMES = 10_000
+#: ``agent_event`` types whose frames may be merged (their ``delta`` concatenates).
+MERGEABLE_EVENTS = frozenset({"text_delta", "reasoning_delta"})
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
+@dataclass(slots=True)
+class _Merged:
+    """Several consecutive delta frames as one: ``seqs[i]``'s delta ends at ``ends[i]``."""
+
+    frame: dict[str, Any]
+    seqs: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+
+    @property
+    def seq(self) -> int:
+        return self.seqs[-1]
+
+    def text_after(self, after_seq: int) -> str:
+        """The frame, holding only the deltas numbered above ``after_seq``."""
+        index = bisect_right(self.seqs, after_seq)
+        if index == 0:
+            return _ENCODER.encode(self.frame)
+        delta = self.frame["event"]["delta"]
+        event = {**self.frame["event"], "delta": delta[self.ends[index - 1] :]}
+        return _ENCODER.encode({**self.frame, "event": event})
+
+
+class ReplayBuffer:
+    """The encoded frames of one active run, in ``seq`` order."""
+
+    def __init__(self, limit: int = DEFAULT_REPLAY_FRAMES) -> None:
+        if limit < 2:
+            raise ValueError(f"A replay buffer needs room for at least 2 frames, got {limit}")
+        self.limit = limit
+        #: ``(seq, text, mergeable)`` for plain frames, ``_Merged`` for merged deltas.
+        self._entries: list[tuple[int, str, bool] | _Merged] = []
+        #: Merge when the buffer reaches this many entries (raised after a merge that
+        #: could not shrink it enough, so merging stays amortised O(1) per frame).
+        self._merge_at = limit
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def first_seq(self) -> int | None:
+        if not self._entries:
+            return None
+        entry = self._entries[0]
+        return entry.seqs[0] if isinstance(entry, _Merged) else entry[0]
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._merge_at = self.limit
+
+    def append(self, seq: int, text: str, *, mergeable: bool = False) -> None:
+        """Keep a broadcast frame; ``mergeable`` for text/reasoning deltas."""
+        self._entries.append((seq, text, mergeable))
+        if len(self._entries) > self._merge_at:
+            self._merge()
+            self._merge_at = max(self.limit, 2 * len(self._entries))
+
+    def frames_after(self, after_seq: int | None) -> Iterator[str]:
+        """The kept frames numbered above ``after_seq`` (all of them for None)."""
+        floor = -1 if after_seq is None else after_seq
+        for entry in self._entries:
+            if isinstance(entry, _Merged):
+                if entry.seq > floor:
+                    yield entry.text_after(floor)
+            elif entry[0] > floor:
+                yield entry[1]
+
+    def _merge(self) -> None:
+        merged: list[tuple[int, str, bool] | _Merged] = []
+        for entry in self._entries:
+            group = merged[-1] if merged else None
+            if isinstance(entry, tuple) and not entry[2]:
+                merged.append(entry)
+                continue
+            frame = _decode(entry)
+            if isinstance(group, _Merged) and _same_segment(group.frame, frame):
+                _extend(group, entry, frame)
+            elif (
+                isinstance(group, tuple)
+                and group[2]
+                and _same_segment(first := _decode(group), frame)
+            ):
+                start = _Merged({**first, "event": dict(first["event"])})
+                start.seqs.append(group[0])
+                start.ends.append(len(start.frame["event"]["delta"]))
+                _extend(start, entry, frame)
+                merged[-1] = start
+            else:
+                merged.append(entry)
+        self._entries = merged
+
+
+def _decode(entry: tuple[int, str, bool] | _Merged) -> dict[str, Any]:
+    if isinstance(entry, _Merged):
+        return entry.frame
+    return json.loads(entry[1])
+
+
+def _same_segment(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    ea, eb = a["event"], b["event"]
+    return (
+        a.get("request_id") == b.get("request_id")
+        and ea.get("type") == eb.get("type")
+        and ea.get("type") in MERGEABLE_EVENTS
+        and ea.get("phase") == eb.get("phase")
+    )
+
+
+def _extend(group: _Merged, entry: tuple[int, str, bool] | _Merged, frame: dict[str, Any]) -> None:
+    event = group.frame["event"]
+    if isinstance(entry, _Merged):
+        base = len(event["delta"])
+        event["delta"] += frame["event"]["delta"]
+        group.seqs.extend(entry.seqs)
+        group.ends.extend(base + end for end in entry.ends)
+    else:
+        event["delta"] += frame["event"]["delta"]
+        group.seqs.append(entry[0])
+        group.ends.append(len(event["delta"]))
+    group.frame["seq"] = group.seqs[-1]

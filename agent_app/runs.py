@@ -1,0 +1,178 @@
+"""``ChatRun`` rows: a request is recorded before the model is called and closed when it ends.
+
+``begin_run`` is the write-ahead step of a request. In one transaction it stores the
+session (when this is its first message), the run row (``running``), the user's message,
+and a block of ``seq`` numbers for the run's frames — before any agent is built or model
+called, so a request that fails at once, a bad model configuration, a ``cancel`` a
+millisecond later or a crash all leave the user's message and a run that says what
+happened. ``end_run`` records the outcome.
+
+What users read about a failure is ``user_message_for``: the error's own text, except for
+database errors, which become a generic sentence (their details go to the log only).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import DatabaseError, transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
+from django.utils import timezone
+
+from agent_app.models import ChatRun, ChatSession, RunKind, RunStatus
+from agent_app.sequence import SEQ_BLOCK
+from agent_app.store import RowMeta, bump_version, insert_rows, remember, title_from
+from zett_agent.messages import UserMessage
+
+__all__ = [
+    "Begun",
+    "Creator",
+    "begin_run",
+    "end_run",
+    "run_item",
+    "user_message_for",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Longest error text a run keeps and shows.
+MAX_ERROR_TEXT = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Creator:
+    """Who a session that does not exist yet will belong to."""
+
+    owner_id: int | None = None
+    browser_key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Begun:
+    """What ``begin_run`` stored."""
+
+    #: Position of the user's message (None for a continuation, which has none).
+    position: int | None
+    created_at: datetime
+    #: A block of ``seq`` numbers reserved for the run's frames: ``(first, last)``.
+    seq_block: tuple[int, int]
+    title: str
+
+
+def begin_run(
+    session_id: str,
+    request_id: str,
+    *,
+    content: str | None,
+    worker: str,
+    creator: Creator | None = None,
+    kind: str = RunKind.MESSAGE,
+    resumed_from: str = "",
+) -> Begun:
+    """Store the session if new, the run, the user's message and a ``seq`` block."""
+    now = timezone.now()
+    creator = creator or Creator()
+    title = title_from(content) if content else ""
+    with transaction.atomic():
+        session, _ = ChatSession.objects.get_or_create(
+            pk=session_id,
+            defaults={
+                "owner_id": creator.owner_id,
+                "browser_key": "" if creator.owner_id else creator.browser_key,
+                "title": title,
+            },
+        )
+        if title and not session.title:
+            ChatSession.objects.filter(pk=session_id, title="").update(title=title)
+            session.title = title
+        # The message's version bump also locks the session row for the reservation.
+        version = bump_version(session_id, now)
+        ChatSession.objects.filter(pk=session_id).update(seq_reserved=F("seq_reserved") + SEQ_BLOCK)
+        reserved = (
+            ChatSession.objects.filter(pk=session_id).values_list("seq_reserved", flat=True).get()
+        )
+        ChatRun.objects.create(
+            request_id=request_id,
+            session_id=session_id,
+            kind=kind,
+            resumed_from=resumed_from,
+            worker=worker,
+        )
+        position = None
+        if content is not None:
+            (row,) = insert_rows(session_id, request_id, [(UserMessage(content), RowMeta())])
+            position, now = row.position, row.created_at
+    if content is not None:
+        remember(session_id, version, [UserMessage(content)])
+    else:
+        remember(session_id, version, [])
+    return Begun(position, now, (reserved - SEQ_BLOCK + 1, reserved), session.title)
+
+
+def end_run(
+    request_id: str,
+    status: RunStatus,
+    *,
+    last_seq: int,
+    error: tuple[str, str] | None = None,
+    usage: dict[str, int] | None = None,
+) -> None:
+    """Record how a run ended, and the last ``seq`` its session sent."""
+    fields: dict[str, Any] = {"status": status, "ended_at": timezone.now()}
+    if error is not None:
+        fields["error_type"], fields["error_message"] = error
+    if usage:
+        fields["usage"] = usage
+    with transaction.atomic():
+        session_ids = list(
+            ChatRun.objects.filter(request_id=request_id).values_list("session_id", flat=True)
+        )
+        ChatRun.objects.filter(request_id=request_id, status=RunStatus.RUNNING).update(**fields)
+        ChatSession.objects.filter(pk__in=session_ids).update(
+            last_event_seq=Greatest("last_event_seq", last_seq)
+        )
+
+
+def user_message_for(error: BaseException) -> tuple[str, str]:
+    """``(type, message)`` of a failure, fit to show a user.
+
+    The exception's own text, as the runtime's JSON codec reports errors — except for
+    database errors, whose text describes the server's tables and data: those become a
+    generic sentence and stay in the log.
+    """
+    if isinstance(error, DatabaseError) or type(error).__module__.startswith(
+        ("psycopg", "sqlite3")
+    ):
+        return (
+            type(error).__name__,
+            "The server could not store this conversation. Try again in a moment.",
+        )
+    text = str(error).strip() or type(error).__name__
+    if len(text) > MAX_ERROR_TEXT:
+        text = text[: MAX_ERROR_TEXT - 1] + "…"
+    return type(error).__name__, text
+
+
+def run_item(run: ChatRun) -> dict[str, Any]:
+    """A run as the ``session`` and ``history_page`` frames list it."""
+    error = None
+    if run.error_type or run.error_message:
+        error = {"type": run.error_type, "message": run.error_message}
+    return {
+        "request_id": run.request_id,
+        "status": run.status,
+        "kind": run.kind,
+        "resumed_from": run.resumed_from or None,
+        "started_at": _iso(run.started_at),
+        "ended_at": _iso(run.ended_at),
+        "error": error,
+        "usage": run.usage,
+    }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat().replace("+00:00", "Z")

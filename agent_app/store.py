@@ -1,0 +1,337 @@
+"""A session's messages in the database: writing rows as they settle, restoring history.
+
+Rows are written one settled message at a time (write-ahead: the user's message before the
+model is called, each answer and tool result as soon as the runtime appends it), never
+batched at the end of a request, so a crash loses at most the output still streaming.
+
+Positions: every write runs in one transaction that first bumps the session's
+``history_version`` (taking the row's write lock on PostgreSQL, the database's on SQLite),
+then reads the highest position and inserts after it. Two writers of one session — which
+the run lease already prevents — would queue on that lock instead of colliding on
+``(session, position)``.
+
+Restoring: a request's history is the session's stored live branch (not superseded), as
+messages a provider accepts (``valid_history``). Reading and checking every row at every
+request would make each turn cost O(session length), so the process keeps each session's
+restored history in memory (``_CACHE``) with the ``history_version`` it reflects: one
+primary-key read tells whether it is current; rows this process writes are appended to it;
+any other change (another process, a regenerated answer) bumps the version and the rows are
+read again. Only the part written since the last check is validated.
+
+Every function here is synchronous ORM code, run through ``database_sync_to_async``, which
+runs them one at a time in one thread: the cache is only touched from there.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from agent_app.models import TITLE_LENGTH, ChatMessage, ChatSession
+from zett_agent.history import valid_history
+from zett_agent.messages import (
+    AnyMessage,
+    AssistantMessage,
+    MessageRole,
+    SystemMessage,
+    ToolMessage,
+)
+from zett_agent.serialization import message_from_dict, message_to_dict
+
+__all__ = [
+    "Appended",
+    "RowMeta",
+    "append_rows",
+    "bump_version",
+    "forget",
+    "insert_rows",
+    "message_from_row",
+    "open_calls",
+    "remember",
+    "restore_history",
+    "row_fields",
+    "storable",
+    "title_from",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Keys of ``message_to_dict`` output that have columns of their own.
+_COLUMNS = ("reasoning", "tool_calls", "tool_call_id", "name", "success")
+#: Sessions whose restored history this process keeps.
+CACHED_SESSIONS = 512
+
+
+@dataclass(slots=True)
+class RowMeta:
+    """What a row says about its message beyond the message itself."""
+
+    steering: bool = False
+    partial: bool = False
+    stop_reason: str = ""
+    usage: dict[str, int] | None = None
+
+
+@dataclass(slots=True)
+class Appended:
+    """Rows just written: their positions and time."""
+
+    positions: list[int]
+    created_at: datetime
+
+
+def row_fields(message: AnyMessage) -> dict[str, Any]:
+    """The ``ChatMessage`` column values for ``message`` (everything but session/position).
+
+    Text a database refuses (NUL on PostgreSQL, unpaired surrogates anywhere) cannot come
+    from a client (frames holding it are refused), but a model or a tool may produce it:
+    such characters are stored as U+FFFD, the same on every database.
+    """
+    data = storable(message_to_dict(message))
+    fields: dict[str, Any] = {"role": data.pop("role"), "content": data.pop("content")}
+    for column in _COLUMNS:
+        if column in data:
+            value = data.pop(column)
+            fields[column] = "" if value is None and column in ("tool_call_id", "name") else value
+    fields["extra"] = data
+    return fields
+
+
+def message_from_row(row: ChatMessage) -> AnyMessage:
+    """Rebuild the message a row was saved from (``ValueError`` if the row is corrupt)."""
+    data: dict[str, Any] = {**(row.extra or {}), "role": row.role, "content": row.content}
+    if row.role == MessageRole.ASSISTANT:
+        data["reasoning"] = row.reasoning
+        data["tool_calls"] = row.tool_calls or []
+    elif row.role == MessageRole.TOOL:
+        data["tool_call_id"] = row.tool_call_id
+        data["name"] = row.name
+        data["success"] = True if row.success is None else row.success
+    return message_from_dict(data)
+
+
+def storable(value: Any) -> Any:
+    """``value`` with NUL and unpaired surrogates in its strings replaced by U+FFFD."""
+    if isinstance(value, str):
+        if "\x00" in value or (not value.isascii() and not _encodable(value)):
+            return _REFUSED_TEXT.sub("\ufffd", value)
+        return value
+    if isinstance(value, dict):
+        return {storable(key): storable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(item) for item in value]
+    return value
+
+
+#: NUL, and surrogate code points (a Python string holds them only unpaired).
+_REFUSED_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def title_from(content: Any) -> str:
+    """A session title from the first user message."""
+    if isinstance(content, list):
+        content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    text = " ".join(str(content).split())
+    return text if len(text) <= TITLE_LENGTH else text[: TITLE_LENGTH - 1] + "…"
+
+
+# --- writing ---------------------------------------------------------------------------
+
+
+def append_rows(
+    session_id: str, request_id: str, entries: list[tuple[AnyMessage, RowMeta]]
+) -> Appended:
+    """Store ``entries`` after the session's last message, in one transaction."""
+    now = timezone.now()
+    with transaction.atomic():
+        version = bump_version(session_id, now)
+        rows = insert_rows(session_id, request_id, entries)
+    remember(session_id, version, [message for message, _ in entries])
+    return Appended([row.position for row in rows], rows[0].created_at if rows else now)
+
+
+def bump_version(session_id: str, now: datetime) -> int:
+    """Lock the session row for this transaction; return its new ``history_version``."""
+    updated = ChatSession.objects.filter(pk=session_id).update(
+        history_version=F("history_version") + 1, updated_at=now
+    )
+    if not updated:
+        raise ChatSession.DoesNotExist(f"Session {session_id} is not stored")
+    return ChatSession.objects.filter(pk=session_id).values_list("history_version", flat=True).get()
+
+
+def insert_rows(
+    session_id: str, request_id: str, entries: list[tuple[AnyMessage, RowMeta]]
+) -> list[ChatMessage]:
+    """Insert rows after the last position; the caller holds the session's lock."""
+    highest = ChatMessage.objects.filter(session_id=session_id).aggregate(top=Max("position"))
+    start = 0 if highest["top"] is None else highest["top"] + 1
+    rows = [
+        ChatMessage(
+            session_id=session_id,
+            position=start + offset,
+            request_id=request_id,
+            usage=meta.usage,
+            steering=meta.steering,
+            partial=meta.partial,
+            stop_reason=meta.stop_reason,
+            **row_fields(message),
+        )
+        for offset, (message, meta) in enumerate(entries)
+    ]
+    return ChatMessage.objects.bulk_create(rows)
+
+
+def open_calls(session_id: str) -> tuple[AssistantMessage | None, list[str]]:
+    """The last tool-calling answer of the session and its calls that have no result.
+
+    Only the newest tool batch can be open: every run closes its own calls when it ends,
+    and recovery closes those of a run whose process died.
+    """
+    last = (
+        ChatMessage.objects.filter(session_id=session_id, superseded=False, role="assistant")
+        .exclude(tool_calls=[])
+        .order_by("-position")
+        .first()
+    )
+    if last is None:
+        return None, []
+    message = message_from_row(last)
+    assert isinstance(message, AssistantMessage)
+    answered = set(
+        ChatMessage.objects.filter(
+            session_id=session_id, superseded=False, role="tool", position__gt=last.position
+        ).values_list("tool_call_id", flat=True)
+    )
+    return message, [call.id for call in message.tool_calls if call.id not in answered]
+
+
+# --- restoring -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Restored:
+    """One session's restored history as this process last saw it."""
+
+    version: int
+    #: Model-facing messages of the live branch; ``messages[:clean]`` already validated
+    #: and ending at a settled point (no tool batch open across it).
+    messages: list[AnyMessage] = field(default_factory=list)
+    clean: int = 0
+
+
+_CACHE: OrderedDict[str, _Restored] = OrderedDict()
+
+
+def restore_history(session_id: str, *, keep_open_tail: bool = False) -> list[AnyMessage]:
+    """The session's history as a provider accepts it (a new list the caller may keep).
+
+    ``keep_open_tail`` keeps a last tool batch whose results are incomplete, for resuming
+    a run that stopped while it waited.
+    """
+    version = (
+        ChatSession.objects.filter(pk=session_id).values_list("history_version", flat=True).first()
+    )
+    if version is None:
+        _CACHE.pop(session_id, None)
+        return []
+    restored = _CACHE.get(session_id)
+    if restored is None or restored.version != version:
+        restored = _Restored(version, _read(session_id))
+        _CACHE[session_id] = restored
+    _CACHE.move_to_end(session_id)
+    while len(_CACHE) > CACHED_SESSIONS:
+        _CACHE.popitem(last=False)
+    _validate(restored)
+    if not keep_open_tail:
+        return restored.messages[: restored.clean] + valid_history(
+            restored.messages[restored.clean :]
+        )
+    return list(restored.messages)
+
+
+def _read(session_id: str) -> list[AnyMessage]:
+    messages = []
+    for row in ChatMessage.objects.filter(session_id=session_id, superseded=False).order_by(
+        "position"
+    ):
+        try:
+            message = message_from_row(row)
+        except (ValueError, KeyError, TypeError) as error:
+            logger.error(
+                "Skipping unreadable message row %s of session %s: %s", row.pk, session_id, error
+            )
+            continue
+        if message.include_in_messages and not isinstance(message, SystemMessage):
+            messages.append(message)
+    return messages
+
+
+def _validate(restored: _Restored) -> None:
+    """Validate what was added since the last check, up to its last settled point.
+
+    A trailing tool batch that is still open stays unvalidated (it may be resumed, or
+    closed by the next write); everything before it becomes the clean prefix.
+    """
+    tail = restored.messages[restored.clean :]
+    if not tail:
+        return
+    settled = _settled_length(tail)
+    if settled == 0:
+        return
+    checked = valid_history(tail[:settled])
+    restored.messages[restored.clean :] = checked + tail[settled:]
+    restored.clean += len(checked)
+
+
+def _settled_length(messages: list[AnyMessage]) -> int:
+    """How many leading ``messages`` end at a point where no tool batch is open."""
+    settled = 0
+    open_ids: set[str] = set()
+    for index, message in enumerate(messages):
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            open_ids = {call.id for call in message.tool_calls}
+        elif isinstance(message, ToolMessage):
+            open_ids.discard(message.tool_call_id)
+        elif open_ids:
+            open_ids = set()  # a batch that stays incomplete: valid_history drops it
+        if not open_ids:
+            settled = index + 1
+    return settled
+
+
+def remember(session_id: str, version: int, messages: list[AnyMessage]) -> None:
+    """Append rows this process just wrote to its restored history, if it is current."""
+    restored = _CACHE.get(session_id)
+    if restored is None:
+        return
+    if restored.version != version - 1:
+        del _CACHE[session_id]
+        return
+    restored.version = version
+    restored.messages.extend(
+        message
+        for message in messages
+        if message.include_in_messages and not isinstance(message, SystemMessage)
+    )
+
+
+def forget(session_id: str) -> None:
+    """Drop the session's restored history (its rows changed in a way rows cannot tell)."""
+    _CACHE.pop(session_id, None)

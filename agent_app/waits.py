@@ -1,0 +1,180 @@
+"""Durable waits: questions and approvals that survive the process that asked them.
+
+Life of a wait (one ``ReplyWait`` row per open tool call that needs the user):
+
+- **open** — written when the run emits the ``ask_user`` / ``approval_requested`` event,
+  before any client sees it (``record_wait``);
+- **answered** — a reply was accepted, exactly once: in memory by the waiting run (then
+  recorded with ``mark``), or, when no run is waiting for it (its process died), by the
+  conditional update in ``claim`` that only one of several simultaneous replies wins;
+- **executing** — an approved tool is about to run (``mark`` from the approval gate, before
+  the tool starts). After a crash such a call is never run again: at most once;
+- **done** — its tool result is stored; **expired** — nobody answered by ``expires_at``;
+  **cancelled** — the run was stopped, or the conversation moved on.
+
+A reply that is known before the wait (re)starts — answered while the run was paused, or
+while a continuation had not reached that call yet — is handed to the run as soon as it
+registers the wait (``record_wait`` returns it), so the user never answers twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from agent_app.models import ChatRun, ReplyWait, RunStatus, WaitKind, WaitStatus
+
+__all__ = [
+    "APPROVAL_EVENT",
+    "ASK_USER_EVENT",
+    "Claim",
+    "claim",
+    "digest_of",
+    "mark",
+    "pending_items",
+    "record_wait",
+    "wait_kind",
+]
+
+ASK_USER_EVENT = "ask_user"
+APPROVAL_EVENT = "approval_requested"
+_KINDS = {ASK_USER_EVENT: WaitKind.ASK_USER, APPROVAL_EVENT: WaitKind.APPROVAL}
+#: Waits that still hold a call open.
+LIVE_STATUSES = (WaitStatus.OPEN, WaitStatus.ANSWERED, WaitStatus.EXECUTING)
+
+
+def wait_kind(event_name: str | None, payload: Any) -> WaitKind | None:
+    """The kind of wait a ``custom`` event announces, or None for any other event."""
+    kind = _KINDS.get(event_name or "")
+    if kind is None or not isinstance(payload, dict):
+        return None
+    if not isinstance(payload.get("tool_call_id"), str):
+        return None
+    return kind
+
+
+def digest_of(tool: str, arguments: Any) -> str:
+    """What an approval is bound to: the tool's name and the exact arguments shown."""
+    canonical = json.dumps(
+        {"tool": tool, "arguments": arguments}, sort_keys=True, separators=(",", ":"), default=str
+    )
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def record_wait(
+    session_id: str, request_id: str, event_name: str, payload: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Store the wait an event announces; return the reply if one is already known."""
+    kind = _KINDS[event_name]
+    tool_call_id = payload["tool_call_id"]
+    expires_at = _deadline(payload.get("expires_at"))
+    with transaction.atomic():
+        existing = (
+            ReplyWait.objects.select_for_update()
+            .filter(session_id=session_id, tool_call_id=tool_call_id, status__in=LIVE_STATUSES)
+            .first()
+        )
+        if existing is not None:
+            existing.request_id = request_id
+            existing.payload = payload
+            existing.expires_at = expires_at
+            existing.save(update_fields=["request_id", "payload", "expires_at"])
+            return existing.reply if existing.status == WaitStatus.ANSWERED else None
+        ReplyWait.objects.create(
+            session_id=session_id,
+            request_id=request_id,
+            tool_call_id=tool_call_id,
+            tool_name=payload.get("tool") or ("ask_user" if kind == WaitKind.ASK_USER else ""),
+            kind=kind,
+            event_name=event_name,
+            response_event=str(payload.get("response_event") or ""),
+            payload=payload,
+            digest=str(payload.get("digest") or ""),
+            expires_at=expires_at,
+        )
+    return None
+
+
+def _deadline(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    return parse_datetime(value)
+
+
+def mark(session_id: str, tool_call_id: str, status: WaitStatus, reply: Any = None) -> None:
+    """Move the live wait of a call to ``status`` (``reply`` when it was answered)."""
+    fields: dict[str, Any] = {"status": status}
+    if status == WaitStatus.ANSWERED:
+        fields.update(reply=reply, answered_at=timezone.now())
+    ReplyWait.objects.filter(
+        session_id=session_id, tool_call_id=tool_call_id, status__in=LIVE_STATUSES
+    ).update(**fields)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The verdict on a reply nobody was waiting for in memory."""
+
+    #: ``None`` when accepted, else why not: ``stale``, ``expired``, ``mismatch``.
+    reason: str | None
+    wait: ReplyWait | None = None
+
+
+def claim(session_id: str, name: str, payload: dict[str, Any]) -> Claim:
+    """Accept a reply for an open wait exactly once, or say why it is refused."""
+    tool_call_id = payload.get("tool_call_id")
+    if not isinstance(tool_call_id, str):
+        return Claim("stale")
+    wait = ReplyWait.objects.filter(
+        session_id=session_id, tool_call_id=tool_call_id, status=WaitStatus.OPEN
+    ).first()
+    if wait is None or wait.response_event != name:
+        return Claim("stale")
+    if wait.expires_at is not None and wait.expires_at <= timezone.now():
+        return Claim("expired")
+    if wait.kind == WaitKind.APPROVAL and not _digest_matches(wait, payload):
+        return Claim("mismatch")
+    won = ReplyWait.objects.filter(pk=wait.pk, status=WaitStatus.OPEN).update(
+        status=WaitStatus.ANSWERED, reply=payload, answered_at=timezone.now()
+    )
+    if not won:
+        return Claim("stale")
+    wait.status, wait.reply = WaitStatus.ANSWERED, payload
+    return Claim(None, wait)
+
+
+def _digest_matches(wait: ReplyWait, payload: dict[str, Any]) -> bool:
+    given = payload.get("digest")
+    return given is None or given == wait.digest
+
+
+def pending_items(session_id: str) -> list[dict[str, Any]]:
+    """Open waits of the session's paused run, as the ``session`` frame lists them."""
+    paused = ChatRun.objects.filter(session_id=session_id, status=RunStatus.PAUSED).values_list(
+        "request_id", flat=True
+    )
+    waits = ReplyWait.objects.filter(
+        session_id=session_id, status=WaitStatus.OPEN, request_id__in=list(paused)
+    ).order_by("created_at")
+    return [pending_item(wait) for wait in waits]
+
+
+def pending_item(wait: ReplyWait) -> dict[str, Any]:
+    return {
+        "request_id": wait.request_id,
+        "tool_call_id": wait.tool_call_id,
+        "kind": wait.kind,
+        "name": wait.event_name,
+        "payload": wait.payload,
+        "response_event": wait.response_event,
+        "expires_at": None
+        if wait.expires_at is None
+        else wait.expires_at.isoformat().replace("+00:00", "Z"),
+    }
