@@ -1,6 +1,7 @@
-"""Admin: browse sessions with their messages, the messages themselves, the external-event
-audit trail and the demo notes. Everything a chat writes is read-only here except titles,
-owners and notes: editing a message would silently rewrite what the agent saw."""
+"""Admin: browse sessions with their messages and runs, the messages themselves, the runs and
+how they ended, the waits for replies, the external-event audit trail and the demo notes.
+Everything a chat writes is read-only here except titles, owners and notes: editing or
+deleting a message would silently rewrite what the agent saw (delete the session instead)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from django.contrib import admin
 from django.db.models import Count, Max, QuerySet
 from django.http import HttpRequest
 
-from agent_app.models import ChatMessage, ChatSession, ExternalEventRecord, Note
+from agent_app.models import (
+    ChatMessage,
+    ChatRun,
+    ChatSession,
+    ExternalEventRecord,
+    Note,
+    ReplyWait,
+)
 
 #: Characters of message content shown in list columns.
 PREVIEW_LENGTH = 80
@@ -25,10 +33,24 @@ def _preview(content: object) -> str:
     return text if len(text) <= PREVIEW_LENGTH else text[: PREVIEW_LENGTH - 1] + "…"
 
 
+def _calls(message: ChatMessage) -> str:
+    """The tool calls of an answer, or the tool a result belongs to."""
+    if message.role == "tool":
+        return message.name
+    return ", ".join(
+        str(call.get("name", "?")) for call in message.tool_calls or () if isinstance(call, dict)
+    )
+
+
+def _outcome(message: ChatMessage) -> bool | None:
+    """A tool result's success; None (an empty cell) where it does not apply."""
+    return message.success if message.role == "tool" else None
+
+
 class ChatMessageInline(admin.TabularInline):
     model = ChatMessage
     ordering = ["position"]
-    fields = ["position", "role", "content_preview", "name", "success", "request_id"]
+    fields = ["position", "role", "content_preview", "tool_calls_shown", "succeeded", "request_id"]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -37,6 +59,27 @@ class ChatMessageInline(admin.TabularInline):
     @admin.display(description="content")
     def content_preview(self, message: ChatMessage) -> str:
         return _preview(message.content)
+
+    @admin.display(description="tool calls")
+    def tool_calls_shown(self, message: ChatMessage) -> str:
+        return _calls(message)
+
+    @admin.display(description="success", boolean=True)
+    def succeeded(self, message: ChatMessage) -> bool | None:
+        return _outcome(message)
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+class ChatRunInline(admin.TabularInline):
+    model = ChatRun
+    ordering = ["started_at"]
+    fields = ["request_id", "status", "kind", "started_at", "ended_at", "error_message"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
 
     def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
@@ -51,7 +94,7 @@ class ChatSessionAdmin(admin.ModelAdmin):
     readonly_fields = ["id", "created_at", "updated_at"]
     fields = ["id", "title", "owner", "created_at", "updated_at"]
     raw_id_fields = ["owner"]
-    inlines = [ChatMessageInline]
+    inlines = [ChatMessageInline, ChatRunInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ChatSession]:
         return (
@@ -75,16 +118,68 @@ class ChatSessionAdmin(admin.ModelAdmin):
 
 @admin.register(ChatMessage)
 class ChatMessageAdmin(admin.ModelAdmin):
-    list_display = ["session", "position", "role", "content_preview", "name", "created_at"]
-    list_filter = ["role", "success", "created_at"]
+    list_display = [
+        "session",
+        "position",
+        "role",
+        "content_preview",
+        "tool_calls_shown",
+        "succeeded",
+        "superseded",
+        "created_at",
+    ]
+    list_filter = ["role", "success", "steering", "partial", "superseded", "created_at"]
     search_fields = ["content", "reasoning", "name", "session__title", "request_id"]
     list_select_related = ["session"]
     raw_id_fields = ["session"]
     readonly_fields = [field.name for field in ChatMessage._meta.fields]
+    #: Messages of one session together, in conversation order.
+    ordering = ["session", "position"]
 
     @admin.display(description="content")
     def content_preview(self, message: ChatMessage) -> str:
         return _preview(message.content)
+
+    @admin.display(description="tool calls")
+    def tool_calls_shown(self, message: ChatMessage) -> str:
+        return _calls(message)
+
+    @admin.display(description="success", boolean=True, ordering="success")
+    def succeeded(self, message: ChatMessage) -> bool | None:
+        return _outcome(message)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(ChatRun)
+class ChatRunAdmin(admin.ModelAdmin):
+    list_display = ["request_id", "session", "status", "kind", "started_at", "ended_at", "worker"]
+    list_filter = ["status", "kind", "started_at"]
+    search_fields = ["request_id", "resumed_from", "session__id", "session__title"]
+    list_select_related = ["session"]
+    readonly_fields = [field.name for field in ChatRun._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(ReplyWait)
+class ReplyWaitAdmin(admin.ModelAdmin):
+    list_display = ["tool_call_id", "kind", "tool_name", "status", "session", "expires_at"]
+    list_filter = ["status", "kind", "created_at"]
+    search_fields = ["tool_call_id", "request_id", "session__id"]
+    list_select_related = ["session"]
+    readonly_fields = [field.name for field in ReplyWait._meta.fields]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -156,6 +156,12 @@ LOGIN_URL = "/admin/login/"
 ZETT_MODEL = os.environ.get("ZETT_MODEL", "demo").strip() or "demo"
 #: Seconds the demo model waits between streamed words, so the page visibly streams.
 ZETT_DEMO_PACE = float(os.environ.get("ZETT_DEMO_PACE", "0.02"))
+#: Seconds a question or approval waits for its answer (0 = no deadline).
+ZETT_REPLY_TIMEOUT = float(os.environ.get("ZETT_REPLY_TIMEOUT", "3600") or 0)
+#: Most messages the ``session`` frame carries (older ones are paged in).
+ZETT_HISTORY_PAGE = int(os.environ.get("ZETT_HISTORY_PAGE", "50"))
+#: Frames of an active run kept for replay before its deltas are merged.
+ZETT_REPLAY_FRAMES = int(os.environ.get("ZETT_REPLAY_FRAMES", "10000"))
 #: Per-socket frame budget: a burst of ``burst`` frames, refilled at ``per_second``.
 ZETT_WS_RATE_LIMIT = {
     "burst": int(os.environ.get("ZETT_WS_RATE_BURST", "60")),

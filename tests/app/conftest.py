@@ -143,7 +143,7 @@ def use_model(settings):
 
 @pytest.fixture
 async def sockets():
-    """``await sockets(session_id=None, origin=..., cookie=None) -> Socket`` (connected)."""
+    """``await sockets(session_id=None, origin=..., cookie=None, after_seq=None) -> Socket``."""
     from zett_site.asgi import application
 
     before = set(asyncio.all_tasks())
@@ -155,13 +155,15 @@ async def sockets():
         origin: str = "http://testserver",
         cookie: str | None = None,
         expect_session: bool = True,
+        after_seq: int | None = None,
     ) -> Socket:
         session_id = session_id or str(uuid.uuid4())
+        query = "" if after_seq is None else f"?after_seq={after_seq}"
         headers = [(b"origin", origin.encode())] if origin else []
         if cookie:
             headers.append((b"cookie", cookie.encode()))
         communicator = WebsocketCommunicator(
-            application, f"/ws/sessions/{session_id}/", headers=headers
+            application, f"/ws/sessions/{session_id}/{query}", headers=headers
         )
         socket = Socket(communicator, session_id)
         opened.append(socket)

@@ -83,3 +83,33 @@ class EndlessModel:
 
 def completed(text: str) -> ModelEvent:
     return ModelEvent.completed(ModelResponse(AssistantMessage(content=text)))
+
+
+class SteppedModel:
+    """Streams ``words`` as text deltas, one each time the test calls ``step()``.
+
+    A test holds the run at any point of its stream (to drop and reopen sockets there)
+    without waiting for time to pass: each delta is released by an explicit step.
+    """
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self.words = list(words)
+        self._released = asyncio.Semaphore(0)
+        self.closed = asyncio.Event()
+
+    def step(self, count: int = 1) -> None:
+        for _ in range(count):
+            self._released.release()
+
+    def finish(self) -> None:
+        self.step(len(self.words) + 1)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        try:
+            for word in self.words:
+                await self._released.acquire()
+                yield ModelEvent.text(word)
+            await self._released.acquire()
+            yield completed("".join(self.words))
+        finally:
+            self.closed.set()
