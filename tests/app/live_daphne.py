@@ -1,9 +1,11 @@
 """Serve the real ASGI application with Daphne, for the browser test, in a process of its own.
 
-Run as ``python tests/app/live_daphne.py`` from the repository root, with the environment
-that selects the database (``DATABASE_URL``) and the model (``ZETT_MODEL``). It migrates that
-database, binds 127.0.0.1 on a port the OS picks, and prints ``LISTENING <port>`` once the
-socket is bound: the test waits for that line instead of guessing when the server is up.
+Run as ``python tests/app/live_daphne.py [--port N] [--no-migrate]`` from the repository
+root, with the environment that selects the database (``DATABASE_URL``) and the model
+(``ZETT_MODEL``). It migrates that database (unless ``--no-migrate``: several workers on one
+database are migrated once, before they start), binds 127.0.0.1 on ``--port`` or a port the
+OS picks, and prints ``LISTENING <port>`` once the socket is bound: the test waits for that
+line instead of guessing when the server is up.
 Static files are served by Django's ASGI static handler, as ``runserver`` does.
 
 A process of its own, rather than a thread of the test process, because Twisted's reactor
@@ -12,6 +14,7 @@ runs once per process and a SQLite database is then simply a file both sides can
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -20,6 +23,10 @@ READY_PREFIX = "LISTENING "
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--no-migrate", action="store_true")
+    options = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "zett_site.settings")
 
@@ -29,7 +36,8 @@ def main() -> None:
 
     from django.core.management import call_command
 
-    call_command("migrate", interactive=False, verbosity=0)
+    if not options.no_migrate:
+        call_command("migrate", interactive=False, verbosity=0)
 
     from channels.routing import get_default_application
     from daphne.endpoints import build_endpoint_description_strings
@@ -43,7 +51,7 @@ def main() -> None:
 
     AnnouncingServer(
         application=ASGIStaticFilesHandler(get_default_application()),
-        endpoints=build_endpoint_description_strings(host="127.0.0.1", port=0),
+        endpoints=build_endpoint_description_strings(host="127.0.0.1", port=options.port),
         signal_handlers=True,
     ).run()
 

@@ -1,0 +1,137 @@
+"""Honest restarts: a real daphne process SIGKILLed mid-run, started again on its database.
+
+Nothing in the killed process runs after the kill, so whatever the restarted server knows it
+read from the database: the user's message (stored before the model was called), the run
+row (still ``running``, settled as ``interrupted`` or ``paused`` the next time the session is
+touched), the waits, and the ``seq`` high-water mark. Each scenario runs on SQLite and on
+PostgreSQL, the offline demo model streaming slowly enough to be killed mid-answer.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.app.servers import DaphneProcess, provider_valid, server_env
+from tests.app.services import POSTGRES_URL, require_service
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@contextmanager
+def database(kind: str, tmp_path) -> Iterator[str]:
+    """A database URL of a fresh database of ``kind`` (sqlite or postgres) for one test."""
+    if kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'crash.sqlite3'}"
+        return
+    import psycopg
+
+    url = require_service("PostgreSQL", POSTGRES_URL)
+    name = f"zett_crash_{uuid.uuid4().hex[:12]}"
+    admin = urlsplit(url)._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlsplit(url)._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def server(request, tmp_path) -> Iterator[DaphneProcess]:
+    with database(request.param, tmp_path) as url:
+        process = DaphneProcess(
+            f"crash-{request.param}",
+            server_env(url, ZETT_MODEL="demo", ZETT_DEMO_PACE="0.05"),
+        )
+        process.start()
+        try:
+            yield process
+        finally:
+            process.stop()
+
+
+def text_deltas(count: int):
+    seen = 0
+
+    def match(frame: dict) -> bool:
+        nonlocal seen
+        if frame.get("type") == "agent_event" and frame["event"]["type"] == "text_delta":
+            seen += 1
+        return seen >= count
+
+    return match
+
+
+def custom(name: str):
+    def match(frame: dict) -> bool:
+        event = frame.get("event") or {}
+        return event.get("type") == "custom" and event.get("name") == name
+
+    return match
+
+
+async def answer_a_new_message(client, text: str) -> list[dict]:
+    await client.send({"type": "user_message", "content": text})
+    return await client.until(
+        lambda f: f.get("event", {}).get("type") == "run_completed"
+        or f["type"] in ("run_failed", "error")
+    )
+
+
+async def test_a_crash_mid_stream_keeps_the_message_and_says_the_run_was_interrupted(server):
+    session_id = str(uuid.uuid4())
+    client = await server.socket(session_id)
+    await client.send({"type": "user_message", "content": "hello there, what can you do?"})
+    await client.until(text_deltas(3))
+    sent_before = client.last_seq
+    server.kill()
+    server.start()
+    again = await server.socket(session_id)
+    frame = again.session_frame
+    assert frame["history"][0]["role"] == "user"
+    assert frame["history"][0]["content"] == "hello there, what can you do?"
+    (run,) = frame["runs"]
+    assert run["status"] == "interrupted"
+    assert run["error"]["message"]
+    assert frame["active_request_id"] is None
+    assert provider_valid(frame["history"], frame["pending"])
+    assert frame["last_seq"] >= sent_before
+    frames = await answer_a_new_message(again, "what is 2 + 2?")
+    assert frames[-1]["event"]["type"] == "run_completed", frames[-1]
+    assert min(f["seq"] for f in frames if "seq" in f) > sent_before
+    await again.close()
+
+
+async def test_a_crash_while_an_approval_waits_pauses_the_run_with_its_widget(server):
+    session_id = str(uuid.uuid4())
+    client = await server.socket(session_id)
+    await client.send({"type": "user_message", "content": "save a note: buy milk"})
+    asked = (await client.until(custom("approval_requested")))[-1]["event"]["payload"]
+    sent_before = client.last_seq
+    server.kill()
+    server.start()
+    again = await server.socket(session_id)
+    frame = again.session_frame
+    assert frame["history"][0]["content"] == "save a note: buy milk"
+    assert [run["status"] for run in frame["runs"]] == ["paused"]
+    (pending,) = frame["pending"]
+    assert pending["tool_call_id"] == asked["tool_call_id"]
+    assert pending["kind"] == "approval"
+    assert pending["payload"]["arguments"] == asked["arguments"]
+    assert provider_valid(frame["history"], frame["pending"])
+    # Moving on instead of answering drops the question and closes its call.
+    frames = await answer_a_new_message(again, "what is 2 + 2?")
+    assert frames[0]["type"] == "run_cancelled"
+    assert frames[-1]["event"]["type"] == "run_completed", frames[-1]
+    assert min(f["seq"] for f in frames if "seq" in f) > sent_before
+    await again.close()
+    final = await server.socket(session_id)
+    assert provider_valid(final.session_frame["history"], final.session_frame["pending"])
+    assert [r["status"] for r in final.session_frame["runs"]] == ["cancelled", "completed"]
+    await final.close()
