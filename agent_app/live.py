@@ -280,6 +280,12 @@ class LiveSession:
         if not run.finished:  # cancelled before its first step: nothing of it ran
             await self._finish(run, RunStatus.CANCELLED)
 
+    async def wait_for_run(self) -> None:
+        """Return once the active run (if any) has ended and its outcome is sent."""
+        run = self._run
+        if run is not None and run.task is not None:
+            await asyncio.wait([run.task])
+
     async def _agent(self) -> Agent:
         if self.agent is None:
             self.agent = await self.registry.factory(self.session_id)

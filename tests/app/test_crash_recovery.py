@@ -79,8 +79,10 @@ def custom(name: str):
 async def answer_a_new_message(client, text: str) -> list[dict]:
     await client.send({"type": "user_message", "content": text})
     return await client.until(
-        lambda f: f.get("event", {}).get("type") == "run_completed"
-        or f["type"] in ("run_failed", "error")
+        lambda f: (
+            f.get("event", {}).get("type") == "run_completed"
+            or f["type"] in ("run_failed", "error")
+        )
     )
 
 
