@@ -21,6 +21,7 @@ from zett_agent.tools.base import AgentTool
 
 if TYPE_CHECKING:
     from zett_agent._request import Request
+    from zett_agent._resume import Resumption
     from zett_agent.extensions.base import AgentExtension
     from zett_agent.extensions.events import ExtensionEvent
 
@@ -119,6 +120,7 @@ class AgentRunContext:
 
     __slots__ = (
         "_request",
+        "_resumption",
         "_unpublished",
         "config",
         "extensions",
@@ -142,9 +144,12 @@ class AgentRunContext:
         extensions: tuple[AgentExtension, ...],
         metadata: dict[str, Any],
         tags: tuple[str, ...],
+        resumption: Resumption | None = None,
     ) -> None:
         assert config.session_id is not None and config.request_id is not None
         self._request = request
+        #: Replies and deadlines of a resumed request (``Agent.resume_stream``), else None.
+        self._resumption = resumption
         self.config = config
         self.state = AgentState(config.session_id, config.request_id)
         self.model = model

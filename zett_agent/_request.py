@@ -5,6 +5,11 @@ each turn calls the model through the ``on_model_request`` onion, appends its an
 runs the requested tools one at a time through the ``on_tool_call`` onion. Checkpoints after
 every model response and every tool let steering supersede the rest of a turn.
 
+Three kinds of request share this loop: a new input (``Agent.stream``); a resume
+(``Agent.resume_stream``: no input, the restored history's open tool calls run as the tool
+phase of their turn, then the turns go on, see ``zett_agent._resume``); and a compaction
+pass (``Agent.compact``: no input, only ``on_compact``).
+
 Endings:
 
 - success: ``after_turn`` → ``after_run`` → ``on_success`` → COMPLETED → RUN_COMPLETED;
@@ -33,6 +38,7 @@ from zett_agent._driver import Driver, Emission
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
 from zett_agent._model_call import call_model
+from zett_agent._resume import Resumption, resume_point
 from zett_agent.events import AgentEvent, AgentEventType, AgentPhase, check_transition
 from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.events import (
@@ -82,8 +88,10 @@ class Request:
         max_iterations: int,
         inbox: RequestInbox,
         release: Callable[[Request], None],
+        resumption: Resumption | None = None,
     ) -> None:
         self.hooks = hooks
+        self.resumption = resumption
         self.max_iterations = max_iterations
         self.inbox = inbox
         self._release = release
@@ -193,11 +201,12 @@ class Request:
     # -- the request -------------------------------------------------------------------
 
     async def execute(self) -> None:
-        """The whole request, or a compaction pass when there is no input; driven by ``Driver``."""
-        answering = self.context.input_message is not None
+        """The whole request (a new input, a resume, or a compaction pass); driven by ``Driver``."""
         try:
             await self._load_context()
-            if answering:
+            if self.resumption is not None:
+                await self._resume()
+            elif self.context.input_message is not None:
                 await self._answer()
             else:
                 await self._compaction_pass()
@@ -212,7 +221,6 @@ class Request:
             self._release(self)
 
     async def _answer(self) -> None:
-        hooks = self.hooks
         message = self.context.input_message
         if not isinstance(message, UserMessage):
             raise AgentProtocolError(
@@ -221,8 +229,23 @@ class Request:
         await self.flush()
         await self.move(P.READY)
         await self.append(message)
-        await self.stage(hooks.before_run, "before_run")
-        final = await self._turns()
+        await self.stage(self.hooks.before_run, "before_run")
+        await self._finish(await self._turns())
+
+    async def _resume(self) -> None:
+        """Continue the restored history: run its open calls, then the usual turns."""
+        assert self.resumption is not None
+        point = resume_point(self.context.state.messages)
+        self.resumption.assign(self.hooks.extensions, point.open_calls)
+        # The open calls are in the context: from here on, cancellation closes them.
+        self._unsettled = list(point.open_calls)
+        await self.flush()
+        await self.move(P.READY)
+        await self.stage(self.hooks.before_run, "before_run")
+        await self._finish(await self._turns(resumed=point.message))
+
+    async def _finish(self, final: AssistantMessage) -> None:
+        hooks = self.hooks
         await self.stage(hooks.after_run, "after_run", final)
         await self.stage(hooks.on_success, "on_success", final)
         await self.move(P.COMPLETED)
@@ -244,11 +267,17 @@ class Request:
             await self.stage(hooks.on_message, "on_message")
         self._setup = False
 
-    async def _turns(self) -> AssistantMessage:
-        """Run turns until a final answer nobody superseded; return that answer."""
+    async def _turns(self, resumed: AssistantMessage | None = None) -> AssistantMessage:
+        """Run turns until a final answer nobody superseded; return that answer.
+
+        ``resumed``: a restored message whose open calls (``_unsettled``) run first, as
+        the tool phase of its turn.
+        """
         hooks = self.hooks
         context = self.context
         session_id = context.session_id
+        if resumed is not None:
+            await self._tool_phase(resumed)
         calls_for_input = 0
         while True:
             calls_for_input += 1
@@ -280,15 +309,8 @@ class Request:
                 await self.emit(AgentEvent(E.MODEL_COMPLETED, session_id, response=response))
 
             if runs_tools:
-                while self._unsettled and not self.inbox.has_steering():
-                    await self._run_tool(self._unsettled[0])
-                if self._unsettled or self.inbox.has_steering():
-                    await self._skip_unsettled()
-                    await self._start_steering(self.inbox.take_steering())
-                    await self.stage(hooks.after_turn, "after_turn", message)
+                if await self._tool_phase(message):
                     calls_for_input = 0
-                    continue
-                await self.stage(hooks.after_turn, "after_turn", message)
                 continue
 
             # A final answer: answer pending steering / internal messages before ending.
@@ -308,6 +330,21 @@ class Request:
                 )
             await self.stage(hooks.after_turn, "after_turn", message)
             calls_for_input = 0
+
+    async def _tool_phase(self, message: AssistantMessage) -> bool:
+        """Run ``message``'s unsettled calls in order, then ``after_turn``; True if steered.
+
+        A steering message found after any tool skips the remaining calls and is appended
+        before ``after_turn``, so the next turn answers it.
+        """
+        while self._unsettled and not self.inbox.has_steering():
+            await self._run_tool(self._unsettled[0])
+        steered = bool(self._unsettled) or self.inbox.has_steering()
+        if steered:
+            await self._skip_unsettled()
+            await self._start_steering(self.inbox.take_steering())
+        await self.stage(self.hooks.after_turn, "after_turn", message)
+        return steered
 
     async def _prepare_model_request(self) -> ModelRequest:
         hooks = self.hooks

@@ -15,6 +15,12 @@ external events. Choices where SPEC is silent:
   waits, and the emitter resumes once it was taken (see ``_driver``);
 - when the model stops abnormally (MODEL_STOPPED) its tool calls are neither executed nor
   given ToolMessages; memory and persistence drop such unanswered batches on restore.
+
+``resume_stream`` / ``resume`` continue a session whose stored history ends in tool calls
+without results (a wait that outlived its process): the session is claimed like a request,
+``on_tool`` and ``on_state`` restore the history, no input is appended, the open calls run
+through the usual tool hooks (replies that arrived meanwhile are handed to their waits, so
+nothing waits for them) and the turn loop goes on. ``zett_agent._resume`` has the rules.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import aclosing
+from datetime import datetime
 from typing import Any
 
 from zett_agent._context import AgentRunConfig, AgentRunContext, AgentState, uuid7
@@ -29,6 +36,7 @@ from zett_agent._driver import FINISHED, Driver
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
 from zett_agent._request import Request
+from zett_agent._resume import Resumption
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.extensions.base import AgentExtension
@@ -201,16 +209,59 @@ class Agent:
         tags: Iterable[str] | None = None,
     ) -> AssistantMessage:
         """Run one request to its end and return the final assistant message."""
-        final: AssistantMessage | None = None
-        async with aclosing(
+        return await _final_answer(
             self.stream(message, config=config, model=model, metadata=metadata, tags=tags)
-        ) as events:
-            async for event in events:
-                if event.type is AgentEventType.RUN_COMPLETED:
-                    final = event.message  # type: ignore[assignment]
-        if final is None:  # pragma: no cover - the runtime always ends with RUN_COMPLETED
-            raise AgentProtocolError("The request ended without RUN_COMPLETED")
-        return final
+        )
+
+    def resume_stream(
+        self,
+        *,
+        config: AgentRunConfig | None = None,
+        replies: Iterable[ExternalEvent] = (),
+        deadlines: Mapping[str, datetime] | None = None,
+        model: AgentModel | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Iterable[str] | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Continue a session whose history ends in open tool calls; yield the events.
+
+        Claims the session like ``stream`` and restores it (``on_tool``, ``on_state``; no
+        ``on_message``, no input). The open calls (those of the last assistant message
+        without a result) then run one at a time through the usual tool hooks, and the turn
+        loop continues to a final answer. With no open calls, a history that ends with a
+        user or agent message or a settled tool batch continues with a model call; one that
+        is empty or ends with a final answer fails with ``AgentProtocolError``.
+
+        ``replies``: external events that arrived while nobody was waiting; each must
+        answer a different open call of an ``ExternalEventExtension`` (else the request
+        fails with ``AgentProtocolError``) and is handed to that call's wait when it
+        registers, so it does not wait. ``deadlines``: correlation id → aware datetime,
+        used instead of ``now + timeout`` for the waits that restart.
+        """
+        resumption = Resumption(replies, deadlines)
+        return self._events(config, model, None, metadata, tags, resumption)
+
+    async def resume(
+        self,
+        *,
+        config: AgentRunConfig | None = None,
+        replies: Iterable[ExternalEvent] = (),
+        deadlines: Mapping[str, datetime] | None = None,
+        model: AgentModel | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Iterable[str] | None = None,
+    ) -> AssistantMessage:
+        """Resume a session to its end (see ``resume_stream``); return the final answer."""
+        return await _final_answer(
+            self.resume_stream(
+                config=config,
+                replies=replies,
+                deadlines=deadlines,
+                model=model,
+                metadata=metadata,
+                tags=tags,
+            )
+        )
 
     def compact_stream(
         self, *, config: AgentRunConfig | None = None, model: AgentModel | None = None
@@ -236,9 +287,10 @@ class Agent:
         message: UserMessage | None,
         metadata: Mapping[str, Any] | None,
         tags: Iterable[str] | None,
+        resumption: Resumption | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Claim the session, then drive the request in the consumer's task (``_driver``)."""
-        request = self._claim(config, model, message, metadata, tags)
+        request = self._claim(config, model, message, metadata, tags, resumption)
         driver = request.driver = Driver(request.execute())
         try:
             while True:
@@ -267,6 +319,7 @@ class Agent:
         message: UserMessage | None,
         metadata: Mapping[str, Any] | None,
         tags: Iterable[str] | None,
+        resumption: Resumption | None,
     ) -> Request:
         if not self._initialized:
             raise AgentProtocolError(
@@ -282,6 +335,7 @@ class Agent:
             max_iterations=self.max_iterations,
             inbox=inbox,
             release=self._release,
+            resumption=resumption,
         )
         context = AgentRunContext(
             request=request,
@@ -292,6 +346,7 @@ class Agent:
             extensions=self.extensions,
             metadata=dict(metadata or {}),
             tags=tuple(tags or ()),
+            resumption=resumption,
         )
         if self.system_prompt:
             context.state._messages.append(SystemMessage(self.system_prompt))
@@ -360,3 +415,15 @@ class Agent:
             f"<Agent model={type(self.model).__name__} extensions="
             f"{[extension.name for extension in self.extensions]} active={len(self._active)}>"
         )
+
+
+async def _final_answer(events: AsyncIterator[AgentEvent]) -> AssistantMessage:
+    """Consume a request's events to the end; return the message of its RUN_COMPLETED."""
+    final: AssistantMessage | None = None
+    async with aclosing(events) as stream:
+        async for event in stream:
+            if event.type is AgentEventType.RUN_COMPLETED:
+                final = event.message  # type: ignore[assignment]
+    if final is None:  # pragma: no cover - the runtime always ends with RUN_COMPLETED
+        raise AgentProtocolError("The request ended without RUN_COMPLETED")
+    return final

@@ -5,6 +5,11 @@ assistant message whose tool calls have no (or only some) results, and compactio
 manual edits can leave results whose call is gone. Providers reject both. ``valid_history``
 drops results without a matching call and assistant tool batches whose results are
 incomplete (together with the partial results), keeping everything else in order.
+
+``keep_open_tail=True`` keeps an incomplete batch at the very end (the last assistant
+message with tool calls, followed only by some of its results): that is a session paused
+in a wait that outlived its process, which ``Agent.resume_stream`` continues. A
+persistence extension restores with it when the request is a resume.
 """
 
 from __future__ import annotations
@@ -16,8 +21,14 @@ from zett_agent.messages import AnyMessage, AssistantMessage, ToolMessage
 __all__ = ["valid_history"]
 
 
-def valid_history(messages: Iterable[AnyMessage]) -> list[AnyMessage]:
-    """Return ``messages`` without orphaned tool results and incomplete tool batches."""
+def valid_history(
+    messages: Iterable[AnyMessage], *, keep_open_tail: bool = False
+) -> list[AnyMessage]:
+    """Return ``messages`` without orphaned tool results and incomplete tool batches.
+
+    With ``keep_open_tail`` an incomplete batch at the very end is kept (with its valid
+    results), so a session paused in a tool call can be resumed.
+    """
     messages = list(messages)
     keep = [True] * len(messages)
     index = 0
@@ -39,7 +50,7 @@ def valid_history(messages: Iterable[AnyMessage]) -> list[AnyMessage]:
                 else:
                     seen.add(result.tool_call_id)
                 end += 1
-            if seen != wanted:
+            if seen != wanted and not (keep_open_tail and end == len(messages)):
                 for position in range(index, end):
                     keep[position] = False
             index = end

@@ -92,11 +92,20 @@ async def test_multiple_choice_questions_say_so_in_the_event():
     "arguments",
     [
         {},
+        {"question": "   "},
+        {"question": ""},
         {"question": "Which?", "options": "red"},
         {"question": "Which?", "allow_multiple": "sometimes"},
         {"question": "Which?", "colour": "red"},
     ],
-    ids=["no-question", "options-not-a-list", "allow-multiple-not-bool", "unknown-argument"],
+    ids=[
+        "no-question",
+        "blank-question",
+        "empty-question",
+        "options-not-a-list",
+        "allow-multiple-not-bool",
+        "unknown-argument",
+    ],
 )
 async def test_invalid_arguments_fail_the_tool_without_asking(arguments):
     model = asking_model(**arguments)

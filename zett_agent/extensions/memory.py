@@ -49,7 +49,7 @@ class InMemoryMessageAccumulator(AgentExtension):
         split = 0
         while split < len(current) and isinstance(current[split], SystemMessage):
             split += 1
-        restored = valid_history(history)
+        restored = valid_history(history, keep_open_tail=context._resumption is not None)
         self._sessions[context.session_id] = list(restored)
         context.replace_messages([*current[:split], *restored, *current[split:]], emit_new=False)
 
