@@ -76,11 +76,24 @@ async def _record_execution(context: AgentRunContext, call: ToolCall) -> None:
     )
 
 
-_ASK_USER = AppAskUserExtension()
-_APPROVAL = ConfirmationExtension(TOOLS_NEEDING_APPROVAL, on_execute=_record_execution)
 _TOOLS = demo_tools()
-#: One instance of each for every session's agent (see the module docstring).
-_SHARED_EXTENSIONS = (_ASK_USER, _APPROVAL, ToolGuidelinesExtension())
+_GUIDELINES = ToolGuidelinesExtension()
+#: The reply extensions of each ``ZETT_REPLY_TIMEOUT`` in use (one pair in production;
+#: tests change the setting), shared by every session's agent.
+_REPLY_EXTENSIONS: dict[float, tuple[AppAskUserExtension, ConfirmationExtension]] = {}
+
+
+def _reply_extensions() -> tuple[AppAskUserExtension, ConfirmationExtension]:
+    timeout = float(getattr(settings, "ZETT_REPLY_TIMEOUT", 0) or 0)
+    pair = _REPLY_EXTENSIONS.get(timeout)
+    if pair is None:
+        pair = _REPLY_EXTENSIONS[timeout] = (
+            AppAskUserExtension(timeout=timeout or None),
+            ConfirmationExtension(
+                TOOLS_NEEDING_APPROVAL, timeout=timeout or None, on_execute=_record_execution
+            ),
+        )
+    return pair
 
 
 def describe_wait(session_id: str, call: ToolCall) -> tuple[str, dict[str, Any]] | None:
@@ -89,12 +102,13 @@ def describe_wait(session_id: str, call: ToolCall) -> tuple[str, dict[str, Any]]
     For recovery: a paused run's calls that never got to their question or approval are
     shown to the user right away, with the payload the run itself would have sent.
     """
+    asking, approval = _reply_extensions()
     if call.name == ASK_USER_TOOL_NAME:
-        payload = _ASK_USER.question_payload(session_id, call)
+        payload = asking.question_payload(session_id, call)
         return None if payload is None else ("ask_user", payload)
-    if call.name in _APPROVAL.tools_needing_approval:
+    if call.name in approval.tools_needing_approval:
         tool = next((tool for tool in _TOOLS if tool.name == call.name), None)
-        payload = _APPROVAL.request_payload(call, tool)
+        payload = approval.request_payload(call, tool)
         return None if payload is None else (APPROVAL_REQUESTED_EVENT, payload)
     return None
 
@@ -106,5 +120,5 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
         config=AgentRunConfig(session_id=session_id),
         system_prompt=SYSTEM_PROMPT,
         tools=_TOOLS,
-        extensions=[OrmPersistenceExtension(), *_SHARED_EXTENSIONS],
+        extensions=[OrmPersistenceExtension(), *_reply_extensions(), _GUIDELINES],
     )

@@ -32,11 +32,15 @@ from typing import TYPE_CHECKING, Any
 from agent_app.waits import digest_of
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.extensions.events import PhaseTransitionEvent
-from zett_agent.extensions.external import ExternalEventExtension
+from zett_agent.extensions.external import (
+    ExternalEvent,
+    ExternalEventExpired,
+    ExternalEventExtension,
+)
 from zett_agent.tools.base import ToolResult
 
 if TYPE_CHECKING:
-    from zett_agent.agent import AgentRunContext
+    from zett_agent.agent import AgentRunConfig, AgentRunContext
     from zett_agent.extensions.events import ExtensionEvent
     from zett_agent.messages import ToolCall
 
@@ -62,18 +66,23 @@ class ConfirmationExtension(ExternalEventExtension):
         self,
         tools_needing_approval: Collection[str],
         *,
+        timeout: float | None = None,
         on_execute: Callable[[AgentRunContext, ToolCall], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__(
-            response_event_name=APPROVAL_RESPONSE_EVENT, correlation_field="tool_call_id"
+            response_event_name=APPROVAL_RESPONSE_EVENT,
+            correlation_field="tool_call_id",
+            timeout=timeout,
         )
         self.tools_needing_approval = frozenset(tools_needing_approval)
         self.on_execute = on_execute
+        #: Digest of what each waiting call showed the user, by (session, call id).
+        self._shown: dict[tuple[str, str], str] = {}
         #: Verdicts between ``before_tool`` and ``on_tool_call``, keyed by request and call:
         #: the arguments the user approved, or the reason the call may not run.
         self._verdicts: dict[tuple[str, str], _Verdict] = {}
         #: What the user answered, from the gate to ``after_tool`` (for the result's record).
-        self._answers: dict[tuple[str, str], bool] = {}
+        self._answers: dict[tuple[str, str], _Verdict] = {}
 
     async def before_tool(self, context: AgentRunContext, call: ToolCall) -> None:
         agent_tool = context.tools.get(call.name)
@@ -82,25 +91,33 @@ class ConfirmationExtension(ExternalEventExtension):
         payload = self.request_payload(call, agent_tool)
         if payload is None:
             return  # the call fails on validation anyway; never ask about it
-        async with self._wait_for_external_event(context, call.id):
-            await context.emit(
-                AgentEvent(
-                    AgentEventType.CUSTOM,
-                    context.session_id,
-                    name=APPROVAL_REQUESTED_EVENT,
-                    payload=payload,
+        shown = (context.session_id, call.id)
+        self._shown[shown] = payload["digest"]
+        try:
+            async with self._wait_for_external_event(context, call.id):
+                expires_at = self._wait_expires_at(context, call.id)
+                if expires_at is not None:
+                    payload["expires_at"] = expires_at.isoformat(timespec="milliseconds")
+                await context.emit(
+                    AgentEvent(
+                        AgentEventType.CUSTOM,
+                        context.session_id,
+                        name=APPROVAL_REQUESTED_EVENT,
+                        payload=payload,
+                    )
                 )
+        finally:
+            self._shown.pop(shown, None)
+        try:
+            reply = self._take_external_event(context)
+        except ExternalEventExpired:
+            self._verdicts[(context.request_id, call.id)] = _Verdict(
+                denial=f"Nobody answered in time; the {call.name} call did not run.",
+                expired=True,
             )
-        reply = self._take_external_event(context)
+            return
         approved = reply.payload.get("approved")
-        digest = reply.payload.get("digest")
-        if digest is not None and digest != payload["digest"]:
-            verdict = _Verdict(
-                denial=f"The approval was given for other arguments than these; {call.name} "
-                "did not run.",
-                approved=False,
-            )
-        elif approved is True:
+        if approved is True:
             verdict = _Verdict(approved_arguments=copy.deepcopy(call.arguments), approved=True)
         elif approved is False:
             verdict = _Verdict(
@@ -112,6 +129,18 @@ class ConfirmationExtension(ExternalEventExtension):
                 f"(got {approved!r}); the call did not run."
             )
         self._verdicts[(context.request_id, call.id)] = verdict
+
+    def accept(self, config: AgentRunConfig | None, event: ExternalEvent) -> bool:
+        """Refuse an approval given for other arguments than the ones shown (its digest)."""
+        digest = event.payload.get("digest")
+        call_id = event.payload.get("tool_call_id")
+        if digest is not None and config is not None and config.session_id is not None:
+            shown = (
+                self._shown.get((config.session_id, call_id)) if isinstance(call_id, str) else None
+            )
+            if shown is not None and digest != shown:
+                return False
+        return super().accept(config, event)
 
     def request_payload(self, call: ToolCall, tool: Any = None) -> dict[str, Any] | None:
         """The ``approval_requested`` payload for ``call``; None if its arguments are invalid.
@@ -143,8 +172,8 @@ class ConfirmationExtension(ExternalEventExtension):
         if call.name not in self.tools_needing_approval:
             return await call_next(call)
         verdict = self._verdicts.pop((context.request_id, call.id), None)
-        if verdict is not None and verdict.approved is not None:
-            self._answers[(context.request_id, call.id)] = verdict.approved
+        if verdict is not None and (verdict.approved is not None or verdict.expired):
+            self._answers[(context.request_id, call.id)] = verdict
         if verdict is None:
             # Never asked: only calls with invalid arguments get here, and the next layer
             # fails them with the validation error. Anything else must not run unapproved.
@@ -174,9 +203,11 @@ class ConfirmationExtension(ExternalEventExtension):
     ) -> None:
         if call.name not in self.tools_needing_approval:
             return
-        approved = self._answers.pop((context.request_id, call.id), None)
-        if approved is not None:
-            result.attributes["reply"] = {"kind": "approval", "approved": approved}
+        verdict = self._answers.pop((context.request_id, call.id), None)
+        if verdict is not None and verdict.expired:
+            result.attributes["reply"] = {"kind": "approval", "expired": True}
+        elif verdict is not None:
+            result.attributes["reply"] = {"kind": "approval", "approved": verdict.approved}
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
         await super().on_event(context, event)
@@ -199,6 +230,8 @@ class _Verdict:
     denial: str | None = None
     #: What the user answered (None when the reply said neither).
     approved: bool | None = None
+    #: Nobody answered before the deadline.
+    expired: bool = False
 
 
 def _json_safe(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from zett_agent.extensions.ask_user import ASK_USER_TOOL_NAME, AskUserEvent, AskUserExtension
+from zett_agent.extensions.external import ExternalEventExpired
 
 if TYPE_CHECKING:
     from zett_agent.agent import AgentRunContext
@@ -34,7 +35,12 @@ class AppAskUserExtension(AskUserExtension):
         result: ToolResult,
         error: Exception | None,
     ) -> None:
-        if call.name != ASK_USER_TOOL_NAME or not result.success:
+        if call.name != ASK_USER_TOOL_NAME:
+            return
+        if isinstance(error, ExternalEventExpired):
+            result.attributes["reply"] = {"kind": "ask_user", "expired": True}
+            return
+        if not result.success:
             return
         try:
             reply = json.loads(result.content) if isinstance(result.content, str) else None

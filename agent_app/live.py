@@ -9,8 +9,9 @@ Where a session's state lives, and who may change it (told once, here):
   active run if this process runs it (its task, its agent, its replay buffer) and the
   ``seq`` block it numbers frames from. It exists while the session has a socket or a
   run here, and is dropped when it has neither.
-- **Other processes** (with ``REDIS_URL``): ``agent_app.cluster`` extends this with run
-  leases, cross-process fan-out and a shared replay buffer.
+- **Other processes** (with ``REDIS_URL``): ``agent_app.cluster`` adds run leases,
+  cross-process fan-out and a shared replay stream, and ``agent_app.remote`` is how a
+  session follows a run another worker runs. Replies are ``agent_app.replies``'.
 
 How a run flows:
 
@@ -62,10 +63,11 @@ from typing import Any, Protocol
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from agent_app import recovery, waits
+from agent_app import recovery
 from agent_app.agents import build_agent
+from agent_app.cluster import Cluster, RemoteRun
 from agent_app.history import page_before, snapshot
-from agent_app.models import RunKind, RunStatus, WaitStatus
+from agent_app.models import RunKind, RunStatus
 from agent_app.persistence import INPUT_STORED, settle
 from agent_app.protocol import (
     RunCancelledFrame,
@@ -75,12 +77,13 @@ from agent_app.protocol import (
     encode_frame,
     fit_event,
 )
+from agent_app.remote import RemoteRuns
 from agent_app.replay import DEFAULT_REPLAY_FRAMES, MERGEABLE_EVENTS, ReplayBuffer
+from agent_app.replies import ReplyHandling, Verdict
 from agent_app.runs import Begun, Creator, begin_run, end_run, user_message_for
 from agent_app.sequence import SeqCounter
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType
-from zett_agent.extensions.external import ExternalEvent
 from zett_agent.serialization import event_to_dict
 
 __all__ = [
@@ -91,6 +94,7 @@ __all__ = [
     "LiveSessions",
     "NotRunning",
     "Subscriber",
+    "Verdict",
     "live_sessions",
 ]
 
@@ -151,23 +155,21 @@ class _Run:
     usage: dict[str, int] = field(default_factory=dict)
     #: Calls of this run with a stored wait (marked done when their result lands).
     waits: set[str] = field(default_factory=set)
+    #: Another worker took over this run's lease (``agent_app.remote.lost_lease``).
+    lease_lost: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """What became of a reply: who took it, or why nobody did."""
-
-    request_id: str | None
-    accepted_by: list[str]
-    reason: str | None = None
-
-
-class LiveSession:
+class LiveSession(ReplyHandling, RemoteRuns):
     """The sockets, the active run and the frame numbering of one session in this process."""
 
     def __init__(self, registry: LiveSessions, session_id: str) -> None:
         self.registry = registry
+        self.cluster: Cluster | None = registry.cluster
         self.session_id = session_id
+        #: A run of this session that another worker runs (cluster only).
+        self.remote: RemoteRun | None = None
+        #: Whether this worker receives the session's frames from others (cluster only).
+        self.subscribed = False
         self.sockets: list[Subscriber] = []
         #: Built by the first run; kept while the session is live here.
         self.agent: Agent | None = None
@@ -182,7 +184,9 @@ class LiveSession:
 
     @property
     def active_request_id(self) -> str | None:
-        return self._run.request_id if self._run else None
+        if self._run is not None:
+            return self._run.request_id
+        return self.remote.request_id if self.remote is not None else None
 
     @property
     def idle(self) -> bool:
@@ -192,9 +196,12 @@ class LiveSession:
 
     async def join(self, subscriber: Subscriber, after_seq: int | None = None) -> None:
         """Send ``session`` (and the active run's frames after ``after_seq``); then live."""
+        ready: list[str] = []
         async with self._lock:
-            if self._run is None:
-                await self._recover()
+            if self.cluster is not None:
+                await self._follow()
+            if self._run is None and self.remote is None:
+                ready = await self._recover()
             active = self.active_request_id
             state = await database_sync_to_async(snapshot)(
                 self.session_id, active_request_id=active
@@ -211,7 +218,11 @@ class LiveSession:
             if self._run is not None:
                 for text in self.replay.frames_after(after_seq):
                     await subscriber.send_text(text)
+            elif self.remote is not None:
+                await self._replay_remote(subscriber, after_seq)
             self.sockets.append(subscriber)
+        for paused in ready:
+            await self.resume(paused)
 
     def leave(self, subscriber: Subscriber) -> None:
         """Stop sending to ``subscriber``; the run (if any) goes on."""
@@ -227,14 +238,34 @@ class LiveSession:
 
     # --- runs --------------------------------------------------------------------------
 
-    async def start(self, content: str, creator: Creator | None = None) -> str:
-        """Store and start a request answering ``content``; ``Busy`` if one runs."""
+    async def start(
+        self,
+        content: str | None,
+        creator: Creator | None = None,
+        *,
+        kind: str = RunKind.MESSAGE,
+        resumed_from: str | None = None,
+    ) -> str:
+        """Store and start a request; ``Busy`` if one runs (here or on another worker).
+
+        ``content`` is the user's message; None with ``resumed_from`` continues a paused
+        run instead (``agent_app.replies``).
+        """
         if self._run is not None:
             raise Busy(self._run.request_id)
-        run = self._run = _Run(request_id=str(uuid.uuid4()))
+        run = self._run = _Run(str(uuid.uuid4()), kind=kind, resumed_from=resumed_from)
+        leased = False
+        ready: list[str] = []
         try:
+            if self.cluster is not None:
+                if await self.cluster.acquire(self.session_id, run.request_id) is None:
+                    holder = await self.cluster.holder(self.session_id)
+                    raise Busy(holder.request_id if holder is not None else "of another worker")
+                leased = True
             async with self._lock:
-                await self._recover(abandon_paused=True)
+                self._set_remote_none()
+                if content is not None:
+                    ready = await self._recover(abandon_paused=True, leased=True)
                 begun = await settle(
                     database_sync_to_async(begin_run)(
                         self.session_id,
@@ -242,17 +273,26 @@ class LiveSession:
                         content=content,
                         worker=WORKER_ID,
                         creator=creator,
+                        kind=kind,
+                        resumed_from=resumed_from or "",
                     )
                 )
                 await self._announce(run, begun, content)
         except BaseException:
             if self._run is run:
                 self._run = None
+            if leased:
+                await self.cluster.release(self.session_id)  # type: ignore[union-attr]
             raise
+        assert not ready  # a new message abandons paused runs; nothing is left to resume
         run.task = asyncio.create_task(
             self._execute(run, content), name=f"zett-run-{run.request_id}"
         )
         return run.request_id
+
+    def _set_remote_none(self) -> None:
+        if self.cluster is not None:
+            self._set_remote(None)
 
     async def _announce(self, run: _Run, begun: Begun, content: str | None) -> None:
         """Broadcast ``run_started`` (under the lock): the first frame of the run."""
@@ -270,9 +310,19 @@ class LiveSession:
         )
         await self._broadcast(seq, encode_frame(frame.dump()))
 
-    async def cancel(self) -> None:
-        """Cancel the active run and wait until it has wound down (``NotRunning`` if none)."""
+    async def cancel(self, *, forwarded: bool = False) -> None:
+        """Cancel the active run and wait until it has wound down (``NotRunning`` if none).
+
+        A run another worker runs is cancelled there (unless this was ``forwarded``).
+        """
         run = self._run
+        if (
+            run is None
+            and self.cluster is not None
+            and not forwarded
+            and await self._forward_cancel()
+        ):
+            return
         if run is None or run.task is None:
             raise NotRunning
         run.task.cancel()
@@ -296,7 +346,11 @@ class LiveSession:
         final: dict[str, Any] | None = None
         try:
             agent = await self._agent()
-            stream = agent.stream(content, config=config, metadata={INPUT_STORED: True})
+            if content is None:
+                replies, deadlines = await self._resumption()
+                stream = agent.resume_stream(config=config, replies=replies, deadlines=deadlines)
+            else:
+                stream = agent.stream(content, config=config, metadata={INPUT_STORED: True})
             clock = asyncio.get_running_loop().time
             streak_started = clock()
             async with aclosing(stream) as events:
@@ -310,18 +364,20 @@ class LiveSession:
                     data = event_to_dict(event)
                     if kind is E.CUSTOM:
                         await self._custom(run, data)
+                        await _let_the_loop_write()
                         streak_started = clock()
                         continue
                     if kind is E.MODEL_COMPLETED or kind is E.MODEL_STOPPED:
                         _add_usage(run.usage, data.get("response"))
                     elif kind in _TOOL_ENDS and run.waits:
-                        await self._close_wait(run, data)
+                        await self._close_waits(run, data)
                     await self.broadcast_event(run.request_id, data)
                     if kind not in _DELTAS or clock() - streak_started > _STREAK:
                         await _let_the_loop_write()
                         streak_started = clock()
         except asyncio.CancelledError:
-            await self._finish(run, RunStatus.CANCELLED)
+            status = RunStatus.INTERRUPTED if run.lease_lost else RunStatus.CANCELLED
+            await self._finish(run, status)
             return
         except Exception as error:
             logger.warning(
@@ -345,13 +401,13 @@ class LiveSession:
         run.finished = True
         async with self._lock:
             try:
-                if status is not RunStatus.COMPLETED:
+                if status is not RunStatus.COMPLETED and not run.lease_lost:
                     await settle(
                         database_sync_to_async(recovery.close_run_calls)(
                             self.session_id, run.request_id, status
                         )
                     )
-                seq = await self.seq.take()
+                seq = await self.next_seq()
                 await settle(
                     database_sync_to_async(end_run)(
                         run.request_id, status, last_seq=seq, error=error, usage=run.usage
@@ -359,45 +415,65 @@ class LiveSession:
                 )
             except Exception:
                 logger.exception("Could not record the end of request %s", run.request_id)
-                seq = await self.seq.take()
+                seq = await self.next_seq()
             finally:
                 if self._run is run:
                     self._run = None
-            if status is RunStatus.COMPLETED and final is not None:
-                text = encode_frame(agent_event_frame(seq, run.request_id, fit_event(final)))
-            elif status is RunStatus.CANCELLED:
-                text = encode_frame(RunCancelledFrame(seq=seq, request_id=run.request_id).dump())
-            else:
-                error = error or ("Error", "The answer failed.")
-                text = encode_frame(
-                    RunFailedFrame(
-                        seq=seq,
-                        request_id=run.request_id,
-                        error={"type": error[0], "message": error[1]},
-                    ).dump()
-                )
-            await self._broadcast(seq, text, keep=False)
+            await self._broadcast(seq, _outcome_frame(run, status, seq, final, error), marker="end")
             self.replay.clear()
+        if self.cluster is not None and not run.lease_lost:
+            # Every frame of the run goes out before another run may take the session.
+            await self.cluster.flushed(self.session_id)
+            await self.cluster.release(self.session_id)
         self.registry.drop_if_idle(self)
 
     # --- frames ------------------------------------------------------------------------
 
+    async def next_seq(self) -> int:
+        """The next frame number (the caller holds the lock)."""
+        seq = self.seq.take_nowait()
+        return seq if seq is not None else await self.seq.take()
+
     async def broadcast_event(self, request_id: str, event: dict[str, Any]) -> None:
         """Number one agent event and send it to every socket, in the same order for all."""
         async with self._lock:
-            seq = self.seq.take_nowait()
-            if seq is None:
-                seq = await self.seq.take()
+            seq = await self.next_seq()
             text = encode_frame(agent_event_frame(seq, request_id, fit_event(event)))
-            await self._broadcast(seq, text, mergeable=event["type"] in MERGEABLE_EVENTS)
+            await self._broadcast(
+                seq, text, mergeable=event["type"] in MERGEABLE_EVENTS, request_id=request_id
+            )
 
     async def _broadcast(
-        self, seq: int, text: str, *, keep: bool = True, mergeable: bool = False
+        self,
+        seq: int,
+        text: str,
+        *,
+        marker: str = "",
+        mergeable: bool = False,
+        request_id: str | None = None,
     ) -> None:
-        """Send one encoded frame to every socket (the caller holds the lock)."""
-        self.last_seq = seq
-        if keep:
-            self.replay.append(seq, text, mergeable=mergeable)
+        """Send one numbered frame to every socket, here and on the other workers.
+
+        The caller holds the lock. ``marker``: ``start`` (a run's first frame), ``end``
+        (its last), ``unkept`` (not part of a run), or ``""``. Run frames are kept for
+        replay (``end`` and ``unkept`` ones are not).
+        """
+        previous, self.last_seq = self.last_seq, seq
+        kept = marker in ("", "start")
+        merged = kept and self.replay.append(seq, text, mergeable=mergeable)
+        await self._send_local(text)
+        cluster = self.cluster
+        if cluster is not None:
+            if merged:
+                cluster.rewrite_replay(self.session_id, self.replay.export())
+            waiting = cluster.publish(
+                self.session_id, [seq, previous, text, marker, request_id or ""]
+            )
+            if waiting is not None:
+                await waiting
+
+    async def _send_local(self, text: str) -> None:
+        """Send one encoded frame to this process's sockets of the session."""
         for subscriber in tuple(self.sockets):
             try:
                 await subscriber.send_text(text)
@@ -407,112 +483,75 @@ class LiveSession:
                 if subscriber in self.sockets:
                     self.sockets.remove(subscriber)
 
-    # --- waits and replies -------------------------------------------------------------
-
-    async def _custom(self, run: _Run, event: dict[str, Any]) -> None:
-        """Broadcast a ``custom`` event; store the wait it announces first (write-ahead)."""
-        payload = event.get("payload")
-        kind = waits.wait_kind(event.get("name"), payload)
-        known = None
-        if kind is not None:
-            assert isinstance(payload, dict)
-            run.waits.add(payload["tool_call_id"])
-            known = await settle(
-                database_sync_to_async(waits.record_wait)(
-                    self.session_id, run.request_id, event["name"], payload
-                )
-            )
-        await self.broadcast_event(run.request_id, event)
-        await _let_the_loop_write()
-        if known is not None and self.agent is not None:
-            # Answered while nobody was waiting for it: hand it over now.
-            name = payload.get("response_event") if isinstance(payload, dict) else None
-            if isinstance(name, str):
-                config = AgentRunConfig(session_id=self.session_id, request_id=run.request_id)
-                self.agent.emit_external_event(ExternalEvent(name, known), config=config)
-
-    async def _close_wait(self, run: _Run, event: dict[str, Any]) -> None:
-        calls = event.get("tool_calls") or ()
-        for call in calls:
-            call_id = call.get("id")
-            if call_id in run.waits:
-                run.waits.discard(call_id)
-                await settle(
-                    database_sync_to_async(waits.mark)(self.session_id, call_id, WaitStatus.DONE)
-                )
-
-    async def deliver(
-        self,
-        name: str,
-        payload: dict[str, Any],
-        answer: Callable[[Verdict], Awaitable[None]],
-    ) -> Verdict:
-        """Route a client reply to the run waiting for it and tell every socket.
-
-        ``answer`` sends the verdict to the replying socket under the lock, before any
-        frame the reply causes.
-        """
-        async with self._lock:
-            run = self._run
-            verdict = Verdict(None, [], "not_running")
-            if run is not None and run.task is not None and self.agent is not None:
-                config = AgentRunConfig(session_id=self.session_id, request_id=run.request_id)
-                taken = self.agent.emit_external_event(ExternalEvent(name, payload), config=config)
-                verdict = Verdict(run.request_id, taken, None if taken else "stale")
-                if taken and isinstance(payload.get("tool_call_id"), str):
-                    call_id = payload["tool_call_id"]
-                    if call_id in run.waits:
-                        await settle(
-                            database_sync_to_async(waits.mark)(
-                                self.session_id, call_id, WaitStatus.ANSWERED, payload
-                            )
-                        )
-            await answer(verdict)
-            if verdict.accepted_by:
-                await self._reply_accepted(verdict.request_id, name, payload)
-        return verdict
-
-    async def _reply_accepted(
-        self, request_id: str | None, name: str, payload: dict[str, Any]
-    ) -> None:
-        seq = self.seq.take_nowait()
-        if seq is None:
-            seq = await self.seq.take()
-        correlation = payload.get("tool_call_id")
-        frame = {
-            "type": "reply_accepted",
-            "seq": seq,
-            "request_id": request_id,
-            "name": name,
-            "correlation_id": correlation if isinstance(correlation, str) else None,
-            "payload": payload,
-        }
-        await self._broadcast(seq, encode_frame(frame))
-
     # --- recovery ----------------------------------------------------------------------
 
-    async def _recover(self, *, abandon_paused: bool = False) -> None:
-        """Settle runs whose process died (the caller holds the lock, no run is active).
+    async def _recover(self, *, abandon_paused: bool = False, leased: bool = False) -> list[str]:
+        """Settle runs whose process died (under the lock, no run active here).
 
         ``abandon_paused``: a new message is starting, so a paused run's questions are
-        dropped (the conversation moved on).
+        dropped (the conversation moved on). With a cluster the settling happens under
+        the session's lease (``leased``: the caller holds it already), so two workers never
+        settle one run twice. Returns the paused runs whose replies are all known: the
+        caller continues them.
         """
         stale = await database_sync_to_async(recovery.stale_runs)(self.session_id)
         if not stale:
-            return
+            return []
         dead = [
             request_id
             for request_id, status in stale
-            if status == RunStatus.RUNNING and not await self.registry.is_live(request_id)
+            if status == RunStatus.RUNNING
+            and not await self.registry.is_live(self.session_id, request_id)
         ]
-        settled = await database_sync_to_async(recovery.recover_session)(
-            self.session_id, dead, abandon_paused=abandon_paused
+        cluster = self.cluster
+        took = False
+        if cluster is not None and not leased:
+            took = await cluster.acquire(self.session_id, "") is not None
+            if not took:
+                return []  # another worker runs the session, or settles it right now
+        try:
+            settled = await database_sync_to_async(recovery.recover_session)(
+                self.session_id, dead, abandon_paused=abandon_paused
+            )
+            for outcome in settled:
+                self.seq.add_block(*outcome.seq_block)
+            for outcome in settled:
+                seq = await self.next_seq()
+                await self._broadcast(seq, encode_frame(outcome.frame(seq)), marker="unkept")
+        finally:
+            if took:
+                await cluster.flushed(self.session_id)  # type: ignore[union-attr]
+                await cluster.release(self.session_id)  # type: ignore[union-attr]
+        return [outcome.request_id for outcome in settled if outcome.ready]
+
+
+def _outcome_frame(
+    run: _Run,
+    status: RunStatus,
+    seq: int,
+    final: dict[str, Any] | None,
+    error: tuple[str, str] | None,
+) -> str:
+    """The last frame of a run: its ``run_completed`` event, or how it ended otherwise."""
+    if status is RunStatus.COMPLETED and final is not None:
+        return encode_frame(agent_event_frame(seq, run.request_id, fit_event(final)))
+    if status is RunStatus.CANCELLED:
+        return encode_frame(RunCancelledFrame(seq=seq, request_id=run.request_id).dump())
+    if status is RunStatus.INTERRUPTED:
+        return encode_frame(
+            {
+                "type": "run_interrupted",
+                "seq": seq,
+                "request_id": run.request_id,
+                "status": str(status),
+                "message": recovery.INTERRUPTED_RUN_MESSAGE,
+            }
         )
-        for outcome in settled:
-            self.seq.add_block(*outcome.seq_block)
-        for outcome in settled:
-            seq = await self.seq.take()
-            await self._broadcast(seq, encode_frame(outcome.frame(seq)), keep=False)
+    error = error or ("Error", "The answer failed.")
+    frame = RunFailedFrame(
+        seq=seq, request_id=run.request_id, error={"type": error[0], "message": error[1]}
+    )
+    return encode_frame(frame.dump())
 
 
 def _add_usage(totals: dict[str, int], response: dict[str, Any] | None) -> None:
@@ -536,11 +575,13 @@ async def _let_the_loop_write() -> None:
 
 
 class LiveSessions:
-    """The live sessions of one event loop, by session id."""
+    """The live sessions of one event loop, by session id (and the cluster, if any)."""
 
-    def __init__(self, factory: AgentFactory | None = None) -> None:
+    def __init__(self, factory: AgentFactory | None = None, cluster_url: str | None = None):
         self._sessions: dict[str, LiveSession] = {}
         self.factory = factory or build_agent
+        self.cluster = Cluster(self, cluster_url, WORKER_ID) if cluster_url else None
+        self._cleanups: set[asyncio.Task[None]] = set()
 
     def get(self, session_id: str) -> LiveSession | None:
         return self._sessions.get(session_id)
@@ -552,13 +593,23 @@ class LiveSessions:
             live = self._sessions[session_id] = LiveSession(self, session_id)
         return live
 
-    async def is_live(self, request_id: str) -> bool:
-        """Whether some process runs ``request_id``: here, with one process, this one."""
-        return any(live.active_request_id == request_id for live in self._sessions.values())
+    async def is_live(self, session_id: str, request_id: str) -> bool:
+        """Whether some process runs ``request_id`` (with one process: this one)."""
+        if self.cluster is not None:
+            return await self.cluster.is_live(session_id, request_id)
+        live = self._sessions.get(session_id)
+        return live is not None and live.active_request_id == request_id
 
     def drop_if_idle(self, live: LiveSession) -> None:
-        if live.idle and self._sessions.get(live.session_id) is live:
-            del self._sessions[live.session_id]
+        if not live.idle or self._sessions.get(live.session_id) is not live:
+            return
+        del self._sessions[live.session_id]
+        if live.remote is not None and live.remote.watcher is not None:
+            live.remote.watcher.cancel()
+        if self.cluster is not None and live.subscribed:
+            task = asyncio.create_task(self.cluster.unsubscribe(live.session_id))
+            self._cleanups.add(task)
+            task.add_done_callback(self._cleanups.discard)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -577,5 +628,6 @@ def live_sessions() -> LiveSessions:
     loop = asyncio.get_running_loop()
     registry = _registries.get(loop)
     if registry is None:
-        registry = _registries[loop] = LiveSessions()
+        url = getattr(settings, "ZETT_REDIS_URL", None) or None
+        registry = _registries[loop] = LiveSessions(cluster_url=url)
     return registry

@@ -70,6 +70,8 @@ class Settled:
     status: RunStatus
     seq_block: tuple[int, int]
     pending: list[dict[str, Any]] = field(default_factory=list)
+    #: A paused run whose every reply is known already: it can go on at once.
+    ready: bool = False
 
     def frame(self, seq: int) -> dict[str, Any]:
         if self.status == RunStatus.CANCELLED:
@@ -175,7 +177,7 @@ def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
                 session_id=session_id, request_id=run.request_id, status=WaitStatus.OPEN
             ).order_by("created_at")
         ]
-        return Settled(run.request_id, RunStatus.PAUSED, (0, 0), pending)
+        return Settled(run.request_id, RunStatus.PAUSED, (0, 0), pending, ready=not pending)
     closed = {call.id for call, _, _ in closes}
     expiring = run.status == RunStatus.PAUSED
     rest = EXPIRED_TOOL_CONTENT if expiring else NOT_RUN_TOOL_CONTENT

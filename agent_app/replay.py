@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEFAULT_REPLAY_FRAMES", "MERGEABLE_EVENTS", "ReplayBuffer"]
+__all__ = ["DEFAULT_REPLAY_FRAMES", "MERGEABLE_EVENTS", "ReplayBuffer", "text_from_fields"]
 
 #: Frames a run keeps before deltas are merged.
 DEFAULT_REPLAY_FRAMES = 10_000
@@ -78,12 +78,29 @@ class ReplayBuffer:
         self._entries.clear()
         self._merge_at = self.limit
 
-    def append(self, seq: int, text: str, *, mergeable: bool = False) -> None:
-        """Keep a broadcast frame; ``mergeable`` for text/reasoning deltas."""
+    def append(self, seq: int, text: str, *, mergeable: bool = False) -> bool:
+        """Keep a broadcast frame (``mergeable`` for text/reasoning deltas).
+
+        Returns True when this append made the buffer merge its deltas (its entries
+        changed: a copy of it elsewhere must be rewritten from ``export``).
+        """
         self._entries.append((seq, text, mergeable))
         if len(self._entries) > self._merge_at:
             self._merge()
             self._merge_at = max(self.limit, 2 * len(self._entries))
+            return True
+        return False
+
+    def export(self) -> list[tuple[int, dict[str, str]]]:
+        """The entries as ``(seq, fields)`` for a shared copy (``text_from_fields`` reads)."""
+        exported: list[tuple[int, dict[str, str]]] = []
+        for entry in self._entries:
+            if isinstance(entry, _Merged):
+                merged = {"frame": entry.frame, "seqs": entry.seqs, "ends": entry.ends}
+                exported.append((entry.seq, {"m": _ENCODER.encode(merged)}))
+            else:
+                exported.append((entry[0], {"t": entry[1]}))
+        return exported
 
     def frames_after(self, after_seq: int | None) -> Iterator[str]:
         """The kept frames numbered above ``after_seq`` (all of them for None)."""
@@ -118,6 +135,15 @@ class ReplayBuffer:
             else:
                 merged.append(entry)
         self._entries = merged
+
+
+def text_from_fields(fields: dict[str, str], after_seq: int | None) -> str:
+    """The frame an exported entry holds, without the deltas numbered up to ``after_seq``."""
+    if "t" in fields:
+        return fields["t"]
+    data = json.loads(fields["m"])
+    merged = _Merged(data["frame"], list(data["seqs"]), list(data["ends"]))
+    return merged.text_after(-1 if after_seq is None else after_seq)
 
 
 def _decode(entry: tuple[int, str, bool] | _Merged) -> dict[str, Any]:

@@ -40,11 +40,14 @@ __all__ = [
     "mark",
     "pending_items",
     "record_wait",
+    "resumption",
     "wait_kind",
 ]
 
 ASK_USER_EVENT = "ask_user"
 APPROVAL_EVENT = "approval_requested"
+#: The replies a stored wait can take.
+RESPONSE_EVENTS = frozenset({"ask_user_response", "approval_response"})
 _KINDS = {ASK_USER_EVENT: WaitKind.ASK_USER, APPROVAL_EVENT: WaitKind.APPROVAL}
 #: Waits that still hold a call open.
 LIVE_STATUSES = (WaitStatus.OPEN, WaitStatus.ANSWERED, WaitStatus.EXECUTING)
@@ -122,23 +125,37 @@ def mark(session_id: str, tool_call_id: str, status: WaitStatus, reply: Any = No
 class Claim:
     """The verdict on a reply nobody was waiting for in memory."""
 
-    #: ``None`` when accepted, else why not: ``stale``, ``expired``, ``mismatch``.
+    #: ``None`` when accepted, else why not: ``unknown``, ``stale``, ``expired``,
+    #: ``mismatch``.
     reason: str | None
     wait: ReplyWait | None = None
 
 
 def claim(session_id: str, name: str, payload: dict[str, Any]) -> Claim:
-    """Accept a reply for an open wait exactly once, or say why it is refused."""
+    """Accept a reply for an open wait exactly once, or say why it is refused.
+
+    The reasons: ``unknown`` (no wait for that call), ``expired``, ``mismatch`` (an
+    approval for other arguments than those shown), ``stale`` (answered already, or not
+    a reply this wait takes).
+    """
     tool_call_id = payload.get("tool_call_id")
     if not isinstance(tool_call_id, str):
-        return Claim("stale")
-    wait = ReplyWait.objects.filter(
-        session_id=session_id, tool_call_id=tool_call_id, status=WaitStatus.OPEN
-    ).first()
-    if wait is None or wait.response_event != name:
-        return Claim("stale")
-    if wait.expires_at is not None and wait.expires_at <= timezone.now():
+        return Claim("unknown")
+    wait = (
+        ReplyWait.objects.filter(session_id=session_id, tool_call_id=tool_call_id)
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    if wait is None or wait.status == WaitStatus.CANCELLED:
+        return Claim("unknown")  # nothing waits: its run was stopped, or there never was one
+    if wait.status == WaitStatus.EXPIRED or (
+        wait.status == WaitStatus.OPEN
+        and wait.expires_at is not None
+        and wait.expires_at <= timezone.now()
+    ):
         return Claim("expired")
+    if wait.status != WaitStatus.OPEN or wait.response_event != name:
+        return Claim("stale")
     if wait.kind == WaitKind.APPROVAL and not _digest_matches(wait, payload):
         return Claim("mismatch")
     won = ReplyWait.objects.filter(pk=wait.pk, status=WaitStatus.OPEN).update(
@@ -148,6 +165,24 @@ def claim(session_id: str, name: str, payload: dict[str, Any]) -> Claim:
         return Claim("stale")
     wait.status, wait.reply = WaitStatus.ANSWERED, payload
     return Claim(None, wait)
+
+
+def resumption(session_id: str) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, datetime]]:
+    """What a continuation needs: ``(name, payload)`` of the known replies to the open
+    calls, and the deadlines of the open calls still waiting."""
+    from agent_app.store import open_calls
+
+    _, open_ids = open_calls(session_id)
+    replies: list[tuple[str, dict[str, Any]]] = []
+    deadlines: dict[str, datetime] = {}
+    for wait in ReplyWait.objects.filter(
+        session_id=session_id, tool_call_id__in=open_ids, status__in=LIVE_STATUSES
+    ):
+        if wait.status == WaitStatus.ANSWERED and isinstance(wait.reply, dict):
+            replies.append((wait.response_event, wait.reply))
+        elif wait.status == WaitStatus.OPEN and wait.expires_at is not None:
+            deadlines[wait.tool_call_id] = wait.expires_at
+    return replies, deadlines
 
 
 def _digest_matches(wait: ReplyWait, payload: dict[str, Any]) -> bool:

@@ -322,8 +322,9 @@ async def test_a_duplicate_or_unknown_reply_is_rejected_with_an_empty_accepted_b
     await socket.expect("external_event_result", accepted_by=["AskUserExtension"])
     await socket.run_to_completion()
     await socket.send({"type": "external_event", "name": "ask_user_response", "payload": reply})
+    # Answered already: stale, whether or not a run is going.
     await socket.expect(
-        "external_event_result", correlation_id="ask-1", accepted_by=[], reason="not_running"
+        "external_event_result", correlation_id="ask-1", accepted_by=[], reason="stale"
     )
     await socket.assert_quiet()  # the socket reads its next frame once the row is written
     verdicts = [
