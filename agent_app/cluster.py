@@ -162,15 +162,18 @@ class Cluster:
             self._renewer = asyncio.create_task(self._keep_leases(), name="zett-lease-renewal")
 
     async def close(self) -> None:
-        for task in (self._listener, self._renewer):
-            if task is not None:
-                task.cancel()
-        await asyncio.gather(
-            *(t for t in (self._listener, self._renewer) if t), return_exceptions=True
-        )
-        for outbox in self._outboxes.values():
+        """Stop reading the inbox and renewing leases; close the connections."""
+        for outbox in list(self._outboxes.values()):
             if outbox.task is not None:
-                outbox.task.cancel()
+                await asyncio.wait([outbox.task])
+        background = [t for t in (self._listener, self._renewer, *self._tasks) if t is not None]
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
+        # This loop's pub/sub connections and their reader (the handshake refuser of
+        # Channels opens them too, for the channel it never uses).
+        await self.layer.flush()
+        self.channel = None
         await self.redis.aclose()
 
     # --- leases ------------------------------------------------------------------------
@@ -267,26 +270,31 @@ class Cluster:
         if outbox is not None and outbox.task is not None:
             await asyncio.wait([outbox.task])
 
+    def rewrite_replay(self, session_id: str, entries: list[tuple[int, dict[str, str]]]) -> None:
+        """Queue a rewrite of the replay stream (the owner merged its buffer), in order."""
+        self.publish(session_id, [None, None, entries, "rewrite", ""])
+
     async def _flush(self, session_id: str, outbox: _Outbox) -> None:
+        """Send the queued frames, batch by batch, in order: mirrored first, then fanned out."""
         try:
             while outbox.frames:
                 batch = outbox.frames[:BATCH_FRAMES]
                 del outbox.frames[:BATCH_FRAMES]
+                frames = [frame for frame in batch if frame[3] != "rewrite"]
                 try:
                     await self._mirror(session_id, batch)
-                    await self.layer.group_send(
-                        group_name(session_id),
-                        {
-                            "type": "zett.frames",
-                            "session": session_id,
-                            "worker": self.worker,
-                            "frames": batch,
-                        },
-                    )
+                    if frames:
+                        await self.layer.group_send(
+                            group_name(session_id),
+                            {
+                                "type": "zett.frames",
+                                "session": session_id,
+                                "worker": self.worker,
+                                "frames": frames,
+                            },
+                        )
                 except Exception:
-                    logger.exception(
-                        "Could not send frames of session %s to the cluster", session_id
-                    )
+                    logger.exception("Could not send frames of session %s to others", session_id)
         finally:
             outbox.drained.set()
             if not outbox.frames and self._outboxes.get(session_id) is outbox:

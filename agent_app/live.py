@@ -121,6 +121,8 @@ _DELTAS = frozenset(
 _TOOL_ENDS = frozenset({E.TOOL_COMPLETED, E.TOOL_FAILED, E.TOOL_SKIPPED})
 #: Longest a run keeps the event loop to itself while it streams deltas, in seconds.
 _STREAK = 0.004
+#: Tries to take a lease that an ending run (or a recovery) is about to let go.
+_LEASE_ATTEMPTS = 40
 
 
 class Subscriber(Protocol):
@@ -258,9 +260,7 @@ class LiveSession(ReplyHandling, RemoteRuns):
         ready: list[str] = []
         try:
             if self.cluster is not None:
-                if await self.cluster.acquire(self.session_id, run.request_id) is None:
-                    holder = await self.cluster.holder(self.session_id)
-                    raise Busy(holder.request_id if holder is not None else "of another worker")
+                await self._take_lease(run.request_id)
                 leased = True
             async with self._lock:
                 self._set_remote_none()
@@ -289,6 +289,29 @@ class LiveSession(ReplyHandling, RemoteRuns):
             self._execute(run, content), name=f"zett-run-{run.request_id}"
         )
         return run.request_id
+
+    async def _take_lease(self, request_id: str) -> None:
+        """Take the session's run lease (cluster only); ``Busy`` while another run holds it.
+
+        A run's last frame goes out just before its worker lets the lease go, so a client
+        that answers that frame at once may find the lease still held by a run that has
+        ended: then the lease is taken as soon as it is free (within moments).
+        """
+        cluster = self.cluster
+        assert cluster is not None
+        for attempt in range(_LEASE_ATTEMPTS):
+            if await cluster.acquire(self.session_id, request_id) is not None:
+                return
+            holder = await cluster.holder(self.session_id)
+            if holder is None:
+                continue  # let go meanwhile
+            ending = not holder.request_id or not await database_sync_to_async(recovery.is_running)(
+                holder.request_id
+            )
+            if not ending:
+                raise Busy(holder.request_id)
+            await asyncio.sleep(0.002 * (attempt + 1))
+        raise Busy("of another worker")
 
     def _set_remote_none(self) -> None:
         if self.cluster is not None:
@@ -616,6 +639,16 @@ class LiveSessions:
 
     def __iter__(self) -> Iterator[LiveSession]:
         return iter(list(self._sessions.values()))
+
+    async def close(self) -> None:
+        """Stop this registry's background work (its cluster's inbox and lease renewal)."""
+        for task in list(self._cleanups):
+            await asyncio.wait([task])
+        if self.cluster is not None:
+            await self.cluster.close()
+        loop = asyncio.get_running_loop()
+        if _registries.get(loop) is self:
+            del _registries[loop]
 
 
 _registries: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LiveSessions] = (

@@ -44,6 +44,7 @@ __all__ = [
     "INTERRUPTED_RUN_MESSAGE",
     "Settled",
     "close_run_calls",
+    "is_running",
     "recover_session",
     "stale_runs",
 ]
@@ -93,6 +94,11 @@ class Settled:
             "status": str(self.status),
             "message": message,
         }
+
+
+def is_running(request_id: str) -> bool:
+    """Whether the run's row still says ``running`` (no ending was recorded yet)."""
+    return ChatRun.objects.filter(request_id=request_id, status=RunStatus.RUNNING).exists()
 
 
 def stale_runs(session_id: str) -> list[tuple[str, str]]:

@@ -117,15 +117,23 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         "timeout": 10,
     }
 
-_REDIS_URL = os.environ.get("REDIS_URL")
-#: channels_redis waits up to 5 s in a blocking pop for each socket's next message, and
-#: redis-py's default read timeout is also 5 s: the two race and idle sockets fail with
-#: "Timeout reading from …". Reads must be allowed to outlast the blocking pop.
+_REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+#: With Redis, any number of worker processes serve any session (``agent_app.cluster``):
+#: run leases, fan-out over the channel layer, the shared replay stream.
+ZETT_REDIS_URL = _REDIS_URL or None
+#: Seconds a worker's run lease lasts unrenewed: a dead worker's run is settled this long
+#: after it died, at the latest.
+ZETT_LEASE_SECONDS = float(os.environ.get("ZETT_LEASE_SECONDS", "10"))
+#: Seconds a stopping worker (SIGTERM) lets its runs finish before it marks them interrupted.
+ZETT_SHUTDOWN_GRACE = float(os.environ.get("ZETT_SHUTDOWN_GRACE", "25"))
+#: redis-py's read timeout; the pub/sub layer reads with short timeouts of its own.
 REDIS_SOCKET_TIMEOUT = 15
 if _REDIS_URL:
+    # channels_redis's pub/sub layer: one PUBLISH per group message, delivered in order,
+    # no per-channel capacity that would drop frames of a fast run.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {"hosts": [{"address": _REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT}]},
         }
     }

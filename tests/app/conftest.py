@@ -126,7 +126,8 @@ def expected_services():
 
         assert settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
         backend = settings.CHANNEL_LAYERS["default"]["BACKEND"]
-        assert backend == "channels_redis.core.RedisChannelLayer"
+        assert backend == "channels_redis.pubsub.RedisPubSubChannelLayer"
+        assert settings.ZETT_REDIS_URL  # the cluster path is the one under test
 
 
 @pytest.fixture
@@ -192,6 +193,7 @@ async def stop_live_runs() -> None:
             await live.cancel()
         except NotRunning:
             pass
+    await registry.close()
 
 
 @pytest.fixture
