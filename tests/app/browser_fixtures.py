@@ -68,6 +68,8 @@ def page(browser: Browser, probe: PageProbe, request: pytest.FixtureRequest) -> 
     layout = {**WIDE, "color_scheme": "light", **getattr(request, "param", {})}
     context = browser.new_context(
         viewport={"width": layout["width"], "height": layout["height"]},
+        locale="en-US",
+        timezone_id="UTC",
     )
     context.set_default_timeout(WAIT_MS)
     page = context.new_page()

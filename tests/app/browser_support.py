@@ -230,7 +230,7 @@ def last_answer(page: Page):
 def expect_idle(page: Page) -> None:
     """The run is over: the composer sends again and Stop is gone."""
     expect(page.locator("#send-button")).to_have_text("Send")
-    expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+    expect(page.locator("#stop-button")).to_be_hidden()
 
 
 def open_sidebar(page: Page):
