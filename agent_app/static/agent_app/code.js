@@ -58,7 +58,13 @@ function highlight(code, language) {
   if (!language || !hljs.getLanguage(language)) {
     return;
   }
-  const { value } = hljs.highlight(code.textContent, { language, ignoreIllegals: true });
+  let value;
+  try {
+    ({ value } = hljs.highlight(code.textContent, { language, ignoreIllegals: true }));
+  } catch (error) {
+    console.warn("Showing a code block unhighlighted:", error);
+    return;
+  }
   code.innerHTML = DOMPurify.sanitize(value, HIGHLIGHT_SANITIZE);
 }
 
