@@ -1,6 +1,6 @@
 """The fixtures of the browser tests, loaded by each ``test_browser*.py`` as a plugin
-(``pytest_plugins = ["tests.app.browser_fixtures"]``), so all of them share one headless
-Chromium and the two live servers for the whole run. The helpers they use are in
+(``pytest_plugins = ["tests.app.browser_fixtures"]``), so all of them share the two live
+servers for the whole run (and one headless Chromium per file). The helpers they use are in
 ``browser_support.py``; the tests import those, never this module (a plugin module that a
 test imported first could not have its asserts rewritten).
 """
@@ -45,8 +45,11 @@ def scripted_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSe
         yield server
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Chromium for one test file. Per file, not per run: Playwright's sync API keeps an
+    event loop running while it is started, and pytest-asyncio's tests in the files after
+    the browser tests need none to be."""
     if sync_playwright is None:
         unavailable("Playwright for Python is not installed")
     if not CHROMIUM.exists():

@@ -1,6 +1,6 @@
 """Shared helpers of the browser tests (``tests/app/test_browser*.py``); their fixtures are
 in ``browser_fixtures.py``, which every browser test file loads as a plugin, so all of them
-share one headless Chromium and two live servers for the whole run:
+share two live servers for the whole run:
 
 - ``daphne_server``: the app as users run it by default, on the offline demo model, whose
   flows are the product's own (it really calls the calculator, asks through ``ask_user``,
