@@ -2,27 +2,45 @@
 
 The server imports it through the ``ZETT_MODEL`` seam, naming the factory
 ``tests.app.browser_model:browser_script_model`` (one model per live session). The answer
-depends only on the latest user message, so any session and any test order get the same
-stream:
+depends only on the latest user message (and, for ``fail once``, on how often the session
+asked), so any session and any test order get the same stream:
 
-- ``cut off``  → reasoning, then text that stops at the length limit (``MODEL_STOPPED``);
-- ``fail``     → the model raises, so the run fails (``run_failed``);
-- ``markdown`` → a reply using headings, lists, code, a table and a link;
+- ``cut off``   → reasoning, then text that stops at the length limit (``MODEL_STOPPED``);
+- ``fail``      → the model raises, so the run fails (``run_failed``);
+- ``fail once`` → fails the first time a session asks, answers the second time;
+- ``markdown``  → a reply using headings, lists, code, a table and a link;
+- ``code``      → fenced code in Python and HTML (with markup that must stay text) and one
+  block without a language;
+- ``stall``     → streams an unfinished emphasis (``*what is 12``), then waits until the
+  run is cancelled;
 - anything else → one short sentence.
+
+Every model call reports the same token usage (``USAGE``: 1,234 tokens).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 from zett_agent.messages import AssistantMessage, UserMessage, content_text
-from zett_agent.model import ModelEvent, ModelRequest, ModelResponse, StopInfo, StopReason
+from zett_agent.model import (
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    ModelUsage,
+    StopInfo,
+    StopReason,
+)
 from zett_agent.testing import ScriptedModel
 
 REASONING = "The user wants a long answer; I only have a few tokens left."
 CUT_OFF_TEXT = "Here is the first half of a long answer"
 FAILURE = "The model service is unavailable"
 PLAIN_REPLY = "A scripted reply."
+RECOVERED_REPLY = "Recovered on the second try."
+STALLED_TEXT = "Try *what is 12"
+USAGE = ModelUsage(input_tokens=1200, output_tokens=34)
 MARKDOWN_REPLY = """## Shopping list
 
 1. Oat milk
@@ -40,17 +58,27 @@ brew --strong
 
 See [the docs](https://example.org/coffee).
 """
+PYTHON_CODE = 'def greet(name):\n    return f"Hello, {name}"  # a comment\n'
+HTML_CODE = '<script>window.zettInjected = 1</script>\n<img src=x onerror="zettInjected=2">\n'
+PLAIN_CODE = "just text, no language\n"
+CODE_REPLY = (
+    f"Python:\n\n```python\n{PYTHON_CODE}```\n\n"
+    f"HTML:\n\n```html\n{HTML_CODE}```\n\n"
+    f"Plain:\n\n```\n{PLAIN_CODE}```\n"
+)
 
 
 class BrowserScriptModel:
     """Answers by keyword, streaming word by word like a real provider."""
 
     def __init__(self) -> None:
-        self.streams = ScriptedModel()
+        self.streams = ScriptedModel(usage=USAGE)
+        self.asked: dict[str, int] = {}
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         said = content_text(_last_user_message(request).content).strip().lower()
-        if said == "fail":
+        self.asked[said] = self.asked.get(said, 0) + 1
+        if said == "fail" or (said == "fail once" and self.asked[said] == 1):
             raise RuntimeError(FAILURE)
         if said == "cut off":
             message = AssistantMessage(content=CUT_OFF_TEXT, reasoning=REASONING)
@@ -58,9 +86,18 @@ class BrowserScriptModel:
             for event in deltas:
                 yield event
             stop = StopInfo(StopReason.MAX_TOKENS, "limit of 12 tokens")
-            yield ModelEvent.completed(ModelResponse(message, "length", stop=stop))
+            yield ModelEvent.completed(ModelResponse(message, "length", USAGE, stop=stop))
             return
-        reply = MARKDOWN_REPLY if said == "markdown" else PLAIN_REPLY
+        if said == "stall":
+            *deltas, _ = self.streams.events_for(AssistantMessage(content=STALLED_TEXT))
+            for event in deltas:
+                yield event
+            await asyncio.Event().wait()  # until the run is cancelled
+        reply = {
+            "markdown": MARKDOWN_REPLY,
+            "code": CODE_REPLY,
+            "fail once": RECOVERED_REPLY,
+        }.get(said, PLAIN_REPLY)
         for event in self.streams.events_for(AssistantMessage(content=reply)):
             yield event
 

@@ -1,260 +1,35 @@
-"""The chat page in a real headless Chromium against the real ASGI app on Daphne.
+"""The chat page in a real headless Chromium against the real ASGI app on Daphne: the core
+flows (streaming, tools, questions and approvals, stop, steer, reload, reconnect, errors).
 
-Each server (``live_daphne.py``) runs in its own process on a fresh SQLite file. Most tests
-use the offline demo model, so their flows are the product's own: the demo really calls the
-calculator, asks through ``ask_user`` and asks for approval before ``save_note`` writes a
-row. A second server runs the scripted LLM of ``browser_model.py`` for what the demo never
-does: reasoning, an answer cut off at the length limit, a failing model, rich Markdown.
-The browser is Debian's ``chromium`` driven by Playwright; without it the tests skip
-locally and fail under CI (``CI=true``), where ``.ci/run`` installs it.
-
-Every wait is on a condition (Playwright's ``expect`` and locators), never a sleep.
-Screenshots of each test's last state land in ``tests/app/artifacts/``; with
-``ZETT_UPDATE_SCREENSHOT=1`` the approval flow also refreshes ``docs/screenshot.png``.
+Fixtures and helpers are shared by every browser test file (``browser_support.py``): one
+Chromium and two live servers, the offline demo model and the scripted LLM of
+``browser_model.py``. Every wait is on a condition (Playwright's ``expect`` and locators),
+never a sleep. With ``ZETT_UPDATE_SCREENSHOT=1`` the approval flow also refreshes
+``docs/screenshot.png``.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import queue
 import re
-import sqlite3
-import subprocess
-import sys
-import threading
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Page, expect
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-#: Generous, because two cores run the server, the browser and pytest at once. A bound on
-#: waiting for a condition, not a pause.
-WAIT_MS = 20_000
-SERVER_START_TIMEOUT_S = 120
-CHAT_URL = re.compile(r"/s/[0-9a-f-]{36}/$")
+from tests.app.browser_support import (
+    LAYOUTS,
+    ROOT,
+    TRACK_SOCKETS,
+    LiveServer,
+    PageProbe,
+    drop_socket,
+    expect_idle,
+    last_answer,
+    open_new_chat,
+    send,
+)
 
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{reason}; the browser test must run in CI", pytrace=False)
-    pytest.skip(reason)
-
-
-try:
-    from playwright.sync_api import Browser, Page, expect, sync_playwright
-except ImportError:  # pragma: no cover - depends on the machine
-    sync_playwright = None
-else:
-    expect.set_options(timeout=WAIT_MS)
-
-
-# --- the live server ---------------------------------------------------------------------
-
-
-@dataclass
-class LiveServer:
-    """A Daphne process serving the app, and the SQLite file it writes."""
-
-    url: str
-    database: Path
-    log: Path
-
-    def rows(self, sql: str, *params: object) -> list[tuple]:
-        """Query the server's database read-only: what the app really stored."""
-        with closing(sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)) as connection:
-            return connection.execute(sql, params).fetchall()
-
-
-def _read_lines(stream, lines: queue.Queue, log_path: Path) -> None:
-    with log_path.open("w") as log:
-        for line in stream:
-            log.write(line)
-            log.flush()
-            lines.put(line)
-    lines.put(None)
-
-
-@contextmanager
-def serve(work: Path, name: str, model: str) -> Iterator[LiveServer]:
-    """Run ``live_daphne.py`` on a fresh SQLite file with ``model``; stop it on exit."""
-    database = work / f"{name}.sqlite3"
-    ARTIFACTS.mkdir(exist_ok=True)
-    log_path = ARTIFACTS / f"{name}-server.log"
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}
-    }
-    env.update(
-        DATABASE_URL=f"sqlite:///{database}",
-        DJANGO_SETTINGS_MODULE="zett_site.settings",
-        DJANGO_DEBUG="1",
-        DJANGO_ALLOWED_HOSTS="127.0.0.1",
-        ZETT_MODEL=model,
-        ZETT_DEMO_PACE="0",
-        PYTHONUNBUFFERED="1",
-    )
-    process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("live_daphne.py"))],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: queue.Queue = queue.Queue()
-    reader = threading.Thread(
-        target=_read_lines, args=(process.stdout, lines, log_path), daemon=True
-    )
-    reader.start()
-    try:
-        port = _wait_for_port(lines, log_path)
-        yield LiveServer(url=f"http://127.0.0.1:{port}", database=database, log=log_path)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        reader.join(timeout=15)
-
-
-@pytest.fixture(scope="module")
-def daphne_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """The app as users run it by default: the offline demo model."""
-    with serve(tmp_path_factory.mktemp("demo"), "demo", "demo") as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def scripted_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """The app on ``browser_model.BrowserScriptModel``: reasoning, cut-offs, failures."""
-    model = "tests.app.browser_model:browser_script_model"
-    with serve(tmp_path_factory.mktemp("scripted"), "scripted", model) as server:
-        yield server
-
-
-def _wait_for_port(lines: queue.Queue, log_path: Path) -> int:
-    while True:
-        try:
-            line = lines.get(timeout=SERVER_START_TIMEOUT_S)
-        except queue.Empty:
-            raise RuntimeError(
-                f"Daphne did not report its port within {SERVER_START_TIMEOUT_S} s"
-            ) from None
-        if line is None:
-            raise RuntimeError(f"Daphne exited before listening; see {log_path}")
-        if line.startswith("LISTENING "):
-            return int(line.split()[1])
-
-
-# --- the browser -------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if sync_playwright is None:
-        _unavailable("Playwright for Python is not installed")
-    if not CHROMIUM.exists():
-        _unavailable(f"{CHROMIUM} is missing (apt-get install -y chromium)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@dataclass
-class PageProbe:
-    """JavaScript errors and WebSocket frames the page produced during one test."""
-
-    errors: list[str] = field(default_factory=list)
-    frames: list[dict] = field(default_factory=list)
-    dialogs: list[str] = field(default_factory=list)
-
-    def frames_of(self, event_type: str) -> list[dict]:
-        return [
-            frame
-            for frame in self.frames
-            if frame.get("type") == "agent_event" and frame["event"]["type"] == event_type
-        ]
-
-
-@pytest.fixture
-def probe() -> PageProbe:
-    return PageProbe()
-
-
-@pytest.fixture
-def page(browser: Browser, probe: PageProbe, request: pytest.FixtureRequest) -> Iterator[Page]:
-    viewport = getattr(request, "param", {"width": 1280, "height": 820})
-    context = browser.new_context(viewport=viewport)
-    context.set_default_timeout(WAIT_MS)
-    page = context.new_page()
-    page.on("pageerror", lambda error: probe.errors.append(str(error)))
-    page.on(
-        "console",
-        lambda message: probe.errors.append(message.text) if message.type == "error" else None,
-    )
-
-    def watch(socket) -> None:
-        socket.on("framereceived", lambda payload: probe.frames.append(json.loads(payload)))
-
-    page.on("websocket", watch)
-
-    def refuse_dialog(dialog) -> None:
-        probe.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    page.on("dialog", refuse_dialog)
-    yield page
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
-    context.close()
-    assert probe.errors == [], f"the page logged errors: {probe.errors}"
-    assert probe.dialogs == [], f"the page opened dialogs: {probe.dialogs}"
-
-
-def open_new_chat(page: Page, server: LiveServer) -> str:
-    """Start a chat from the list page, as a user would; return its session id."""
-    page.goto(f"{server.url}/")
-    page.get_by_role("button", name="New chat").click()
-    expect(page).to_have_url(CHAT_URL)
-    expect(page.locator("#connection-label")).to_have_text("Connected")
-    return page.url.rstrip("/").rsplit("/", 1)[-1]
-
-
-def send(page: Page, text: str) -> None:
-    composer = page.get_by_label("Message", exact=True)
-    composer.fill(text)
-    composer.press("Enter")
-
-
-def last_answer(page: Page):
-    return page.locator(".msg--assistant").last
-
-
-def expect_idle(page: Page) -> None:
-    """The run is over: the composer sends again and Stop is gone."""
-    expect(page.locator("#send-button")).to_have_text("Send")
-    expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+pytest_plugins = ["tests.app.browser_fixtures"]
 
 
 # --- tests -------------------------------------------------------------------------------
@@ -413,7 +188,9 @@ def test_the_session_list_shows_chats_and_marks_the_open_one(
     expect(page.locator(f'a[href="/s/{session_id}/"]')).to_be_visible()
 
 
-@pytest.mark.parametrize("page", [{"width": 390, "height": 800}], indirect=True)
+@pytest.mark.parametrize(
+    "page", [LAYOUTS["narrow-light"], LAYOUTS["narrow-dark"]], ids=["light", "dark"], indirect=True
+)
 def test_on_a_narrow_screen_the_chat_list_is_a_drawer(
     page: Page, daphne_server: LiveServer
 ) -> None:
@@ -432,24 +209,6 @@ def test_on_a_narrow_screen_the_chat_list_is_a_drawer(
 
     send(page, "What is 6 * 7?")
     expect(last_answer(page).locator("strong")).to_have_text("42")
-
-
-#: Keeps a handle on every WebSocket the page opens, so a test can drop the link the way a
-#: flaky network would, without touching the server.
-TRACK_SOCKETS = """
-window.zettSockets = [];
-const NativeWebSocket = window.WebSocket;
-window.WebSocket = class extends NativeWebSocket {
-  constructor(...args) {
-    super(...args);
-    window.zettSockets.push(this);
-  }
-};
-"""
-
-
-def drop_socket(page: Page) -> None:
-    page.evaluate("window.zettSockets.at(-1).close()")
 
 
 def test_after_the_link_drops_the_page_reconnects_and_rebuilds_the_conversation(
@@ -588,7 +347,7 @@ def test_a_failed_run_is_reported_in_the_conversation_which_goes_on(
     open_new_chat(page, scripted_server)
     send(page, "fail")
 
-    expect(page.locator(".note--error")).to_have_text(
+    expect(page.locator(".note--error")).to_contain_text(
         "The answer failed: The model service is unavailable (RuntimeError)."
     )
     expect_idle(page)

@@ -5,6 +5,11 @@
  * model wrote into escaped text, so it is shown, never parsed. Second, every string that
  * reaches `innerHTML` has been through DOMPurify. Images become plain links: an <img> would
  * make the browser fetch a URL the model chose, as soon as the text is shown.
+ *
+ * Text that is still streaming, or that was stopped part way, usually ends inside an open
+ * construct: `*what is 12`, `**Saved`, a code fence or a code span without its end. Such
+ * text is rendered as if the construct were closed (`closeUnfinished`), so the reader sees
+ * emphasis and code, never the raw markers. Finished answers are rendered exactly as sent.
  */
 import { Marked } from "./vendor/marked/marked.esm.js";
 import DOMPurify from "./vendor/dompurify/purify.es.mjs";
@@ -40,7 +45,116 @@ const SANITIZE_OPTIONS = {
   FORBID_TAGS: ["style", "form", "img", "video", "audio", "iframe"],
 };
 
-/** Sanitised HTML for a Markdown string. */
-export function renderMarkdown(text) {
-  return DOMPurify.sanitize(markdown.parse(text, { async: false }), SANITIZE_OPTIONS);
+/**
+ * Sanitised HTML for a Markdown string; `unfinished` for text that was cut off (streaming,
+ * or stopped), whose open emphasis, code span or code fence is then closed first.
+ */
+export function renderMarkdown(text, { unfinished = false } = {}) {
+  const source = unfinished ? closeUnfinished(text) : text;
+  return DOMPurify.sanitize(markdown.parse(source, { async: false }), SANITIZE_OPTIONS);
+}
+
+// --- closing what a cut-off text left open --------------------------------------------
+
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+/** A line that starts a block of its own: a list item, a heading or a quote. */
+const BLOCK_START = /^ {0,3}(?:[-+*]\s|\d{1,9}[.)]\s|#{1,6}\s|>)/;
+const INLINE_MARKERS = "*_~`";
+const WORD_CHAR = /[\p{L}\p{N}]/u;
+
+function isSpace(ch) {
+  return ch === undefined || /\s/.test(ch);
+}
+
+function closesFence(line, fence) {
+  const trimmed = line.trim();
+  return trimmed.length >= fence.length && trimmed === fence[0].repeat(trimmed.length);
+}
+
+/**
+ * `text` with whatever its last block left open closed: a code fence, then a code span,
+ * then emphasis and strikethrough markers, innermost first.
+ */
+export function closeUnfinished(text) {
+  const lines = text.split("\n");
+  let fence = null;
+  let blockStart = 0;
+  lines.forEach((line, index) => {
+    if (fence !== null) {
+      if (closesFence(line, fence)) {
+        fence = null;
+        blockStart = index + 1;
+      }
+      return;
+    }
+    const opening = FENCE.exec(line);
+    if (opening) {
+      fence = opening[1];
+    } else if (!line.trim()) {
+      blockStart = index + 1;
+    } else if (BLOCK_START.test(line)) {
+      blockStart = index;
+    }
+  });
+  if (fence !== null) {
+    return `${text.endsWith("\n") ? text : `${text}\n`}${fence}`;
+  }
+  const closers = openInlineMarkers(lines.slice(blockStart).join("\n"));
+  return closers ? `${text.trimEnd()}${closers}` : text;
+}
+
+/** The markers that would close what `text` (one block) leaves open, innermost first. */
+function openInlineMarkers(text) {
+  const open = [];
+  let codeRun = 0;
+  let i = 0;
+  while (i < text.length) {
+    const ch = text[i];
+    if (ch === "\\" && codeRun === 0) {
+      i += 2;
+      continue;
+    }
+    if (!INLINE_MARKERS.includes(ch)) {
+      i += 1;
+      continue;
+    }
+    let end = i;
+    while (text[end] === ch) {
+      end += 1;
+    }
+    const run = end - i;
+    if (ch === "`") {
+      if (codeRun === 0) {
+        codeRun = run;
+      } else if (run === codeRun) {
+        codeRun = 0;
+      }
+    } else if (codeRun === 0) {
+      applyDelimiter(open, ch, run, text[i - 1], text[end]);
+    }
+    i = end;
+  }
+  const closers = open.reverse().join("");
+  return codeRun ? "`".repeat(codeRun) + closers : closers;
+}
+
+/**
+ * One run of `*`, `_` or `~` between the characters `before` and `after`: it closes the
+ * innermost open marker of the same kind when it follows a non-space, else it opens one
+ * when it starts a word. A run inside a word (`2*3`, `snake_case`) or between spaces
+ * (`12 * 3`) does neither, so arithmetic and identifiers are left alone.
+ */
+function applyDelimiter(open, ch, run, before, after) {
+  if (ch === "~" && run > 2) {
+    return;
+  }
+  const top = open.at(-1);
+  if (top?.[0] === ch && !isSpace(before)) {
+    open.pop();
+    return;
+  }
+  const startsWord = !isSpace(after) && (isSpace(before) || !WORD_CHAR.test(before));
+  if (startsWord) {
+    open.push(ch.repeat(Math.min(run, 3)));
+  }
 }

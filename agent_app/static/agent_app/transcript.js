@@ -8,8 +8,17 @@
  * when a model call completes, its final message replaces whatever the deltas built.
  * The transcript stays scrolled to the end while the user is reading the end, and leaves
  * the scroll position alone once they have scrolled up.
+ *
+ * Each user message shows when it was sent; each finished answer ends in a footer with a
+ * "Copy answer" button, when it was written and the tokens it cost. History items carry
+ * `created_at` and `usage` when the server stores them; messages seen live use the time
+ * the page saw them and the `usage` of each `model_completed` event.
  */
+import { decorateCodeBlocks } from "./code.js";
+import { copyButton } from "./copy.js";
 import { renderMarkdown } from "./markdown.js";
+import { parseTime, timeElement } from "./time.js";
+import { addUsage, usageDetail, usageText } from "./usage.js";
 
 const STOP_REASONS = {
   max_tokens: "it reached the length limit",
@@ -78,17 +87,25 @@ function askUserArguments(payload) {
   return args;
 }
 
-/** A Markdown block that can grow delta by delta. */
+/**
+ * A Markdown block that can grow delta by delta. While it streams, and once it was
+ * stopped part way, it renders as unfinished text (open emphasis and code closed); once
+ * its model call completed (`final`), exactly as written.
+ */
 class TextSegment {
   constructor(transcript) {
     this.transcript = transcript;
     this.source = "";
     this.frame = null;
+    this.streaming = false;
+    this.stopped = false;
+    this.final = false;
     this.el = element("div", "msg msg--assistant markdown");
   }
 
   append(delta) {
     this.source += delta;
+    this.streaming = true;
     this.el.classList.add("is-streaming");
     this.schedule();
   }
@@ -100,8 +117,11 @@ class TextSegment {
     }
   }
 
-  finish() {
+  finish({ stopped = false } = {}) {
+    this.streaming = false;
+    this.stopped ||= stopped && !this.final;
     this.el.classList.remove("is-streaming");
+    this.el.classList.toggle("is-stopped", this.stopped);
     this.render();
   }
 
@@ -117,7 +137,8 @@ class TextSegment {
       this.frame = null;
     }
     this.transcript.keepPinned(() => {
-      this.el.innerHTML = renderMarkdown(this.source);
+      this.el.innerHTML = renderMarkdown(this.source, { unfinished: this.streaming || this.stopped });
+      decorateCodeBlocks(this.el);
     });
   }
 }
@@ -203,6 +224,21 @@ class Turn {
     this.callText = null;
     this.callReasoning = null;
     this.cards = new Map();
+    /** The user message this request answers, when known (for Retry). */
+    this.prompt = null;
+    this.segments = [];
+    this.usage = null;
+    this.meta = null;
+    /** When the answer was written, for a turn rebuilt from history. */
+    this.endedAt = null;
+  }
+
+  /** The answer's Markdown: every text block of the request, in order. */
+  answerText() {
+    return this.segments
+      .map((segment) => segment.source.trim())
+      .filter(Boolean)
+      .join("\n\n");
   }
 }
 
@@ -212,10 +248,18 @@ export class Transcript {
    * @param {import("./widgets.js").ReplyWidgets} widgets
    * @param {HTMLElement} emptyHint Shown while there is nothing to show.
    */
-  constructor(root, widgets, emptyHint) {
+  /**
+   * @param {HTMLElement} root The scrolling log element.
+   * @param {import("./widgets.js").ReplyWidgets} widgets
+   * @param {HTMLElement} emptyHint Shown while there is nothing to show.
+   * @param {{onUsage?: (usage: object) => void}} hooks `onUsage` gets each live model
+   *   call's token usage.
+   */
+  constructor(root, widgets, emptyHint, { onUsage = () => {} } = {}) {
     this.root = root;
     this.widgets = widgets;
     this.emptyHint = emptyHint;
+    this.onUsage = onUsage;
     this.current = null;
   }
 
@@ -226,21 +270,44 @@ export class Transcript {
     this.updateEmptyHint();
   }
 
-  /** Render the persisted messages of the `session` frame. */
+  /**
+   * Render the persisted messages of the `session` frame; returns the token usage they
+   * carry, summed (null when none does).
+   */
   renderHistory(messages) {
     let turn = null;
+    let prompt = null;
+    let total = null;
+    const finished = [];
     for (const message of messages ?? []) {
+      const at = parseTime(message.created_at);
       switch (message.role) {
         case "user":
+          if (message.steering && turn !== null) {
+            this.addUserMessage(message.content, { steer: true, turn, at });
+            break;
+          }
           turn = null;
-          this.addUserMessage(message.content);
+          prompt = contentText(message.content);
+          this.addUserMessage(message.content, { at });
           break;
         case "assistant":
-          turn ??= this.appendTurn(null);
+          if (turn === null) {
+            turn = this.appendTurn(null);
+            turn.prompt = prompt;
+            finished.push(turn);
+          }
           this.renderAssistantMessage(turn, message);
+          turn.usage = addUsage(turn.usage, message.usage);
+          total = addUsage(total, message.usage);
+          turn.endedAt = at ?? turn.endedAt;
           break;
         case "tool": {
-          turn ??= this.appendTurn(null);
+          if (turn === null) {
+            turn = this.appendTurn(null);
+            turn.prompt = prompt;
+            finished.push(turn);
+          }
           const card = this.cardFor(turn, { id: message.tool_call_id, name: message.name });
           card.finish(message.success === false ? "failed" : "done", contentText(message.content));
           break;
@@ -252,14 +319,35 @@ export class Transcript {
           break;
       }
     }
+    for (const done of finished) {
+      this.showAnswerMeta(done, done.endedAt ?? null);
+    }
     this.scrollToEnd();
+    return total;
   }
 
-  addUserMessage(content, { steer = false, turn = null } = {}) {
+  /** A user's message (or, with `steer`, a steer inside `turn`), sent at `at`. */
+  addUserMessage(content, { steer = false, turn = null, at = null } = {}) {
     const bubble = element("div", steer ? "msg msg--user msg--steer" : "msg msg--user");
-    bubble.append(element("span", "msg__label", steer ? "You steered" : "You"));
-    bubble.append(element("div", "msg__body", contentText(content)));
+    const head = element("p", "msg__head");
+    head.append(element("span", "msg__label", steer ? "You steered" : "You"));
+    if (at !== null) {
+      head.append(timeElement(at, "msg__time"));
+    }
+    bubble.append(head, element("div", "msg__body", contentText(content)));
     this.append(bubble, turn?.el ?? this.root);
+    return bubble;
+  }
+
+  /** Remove a message shown before the server took it (it refused it). */
+  retractUserMessage(bubble) {
+    bubble.remove();
+    const turn = this.current;
+    if (turn !== null && turn.el.childElementCount === 0 && turn.requestId === null) {
+      turn.el.remove();
+      this.current = null;
+    }
+    this.updateEmptyHint();
   }
 
   addNote(text, tone = "info", turn = this.current) {
@@ -268,28 +356,66 @@ export class Transcript {
     return note;
   }
 
-  /** Show that a request is under way before its first event arrives. */
-  beginRequest(requestId = null) {
+  /**
+   * Show that a request is under way before its first event arrives. `prompt` is the
+   * message it answers, when this page knows it.
+   */
+  beginRequest(requestId = null, { prompt = null } = {}) {
     if (this.current === null || (this.current.requestId !== null && this.current.requestId !== requestId)) {
       this.current = this.appendTurn(requestId);
     }
     this.current.requestId ??= requestId;
+    this.current.prompt ??= prompt;
     this.current.el.classList.add("is-running");
     this.current.el.setAttribute("aria-busy", "true");
     return this.current;
   }
 
-  /** Close the current request: streaming stops, open widgets expire. */
-  endRequest() {
+  /**
+   * Close the current request: streaming stops, open widgets expire, the answer gets its
+   * footer. With `stopped`, text cut off mid-stream is rendered as finished Markdown.
+   * Returns the turn that was closed (or null).
+   */
+  endRequest({ stopped = false } = {}) {
     const turn = this.current;
     this.current = null;
     this.widgets.expireOpen();
     if (turn === null) {
-      return;
+      return null;
     }
-    turn.text?.finish();
+    for (const segment of turn.segments) {
+      if (segment.streaming || (stopped && !segment.final)) {
+        segment.finish({ stopped });
+      }
+    }
     turn.el.classList.remove("is-running");
     turn.el.removeAttribute("aria-busy");
+    this.showAnswerMeta(turn, new Date());
+    return turn;
+  }
+
+  /** The footer of a finished answer: copy it, when it was written, what it cost. */
+  showAnswerMeta(turn, at) {
+    const text = turn.answerText();
+    const tokens = usageText(turn.usage);
+    if (!text && !tokens) {
+      return;
+    }
+    const meta = element("div", "turn__meta");
+    if (text) {
+      meta.append(copyButton("Copy answer", () => turn.answerText()));
+    }
+    if (at !== null) {
+      meta.append(timeElement(at, "turn__time"));
+    }
+    if (tokens) {
+      const usage = element("span", "turn__usage", tokens);
+      usage.title = usageDetail(turn.usage);
+      meta.append(usage);
+    }
+    turn.meta?.remove();
+    turn.meta = meta;
+    this.append(meta, turn.el);
   }
 
   /** Apply one `agent_event` (SPEC A10 event dict) of request `requestId`. */
@@ -324,9 +450,11 @@ export class Transcript {
         break;
       case "model_completed":
         this.settleModelCall(turn, event.response?.message);
+        this.countUsage(turn, event.response?.usage);
         break;
       case "model_stopped":
         this.settleModelCall(turn, event.message ?? event.response?.message);
+        this.countUsage(turn, event.response?.usage);
         this.addNote(this.cutOffText(event.stop), "warning", turn);
         break;
       case "tool_started":
@@ -427,8 +555,18 @@ export class Transcript {
     if (message.content) {
       (turn.callText ?? this.openText(turn)).set(contentText(message.content));
     }
-    turn.callText?.finish();
+    if (turn.callText) {
+      turn.callText.final = true;
+      turn.callText.finish();
+    }
     turn.text = turn.reasoning = null;
+  }
+
+  countUsage(turn, usage) {
+    if (usage) {
+      turn.usage = addUsage(turn.usage, usage);
+      this.onUsage(usage);
+    }
   }
 
   cutOffText(stop) {
@@ -437,6 +575,7 @@ export class Transcript {
     return `The answer was cut off (${reason}${detail}).`;
   }
 
+  /** A stored answer; `partial` (stopped by the user) and `stop_reason` when present. */
   renderAssistantMessage(turn, message) {
     if (message.reasoning) {
       this.openReasoning(turn).set(message.reasoning);
@@ -445,10 +584,16 @@ export class Transcript {
     if (text) {
       const segment = this.openText(turn);
       segment.set(text);
-      segment.finish();
+      segment.final = !message.partial;
+      segment.finish({ stopped: Boolean(message.partial) });
     }
     for (const call of message.tool_calls ?? []) {
       this.cardFor(turn, call).setState("unanswered");
+    }
+    if (message.stop_reason) {
+      this.addNote(this.cutOffText({ reason: message.stop_reason }), "warning", turn);
+    } else if (message.partial) {
+      this.addNote("Stopped.", "muted", turn);
     }
     turn.callText = turn.callReasoning = null;
   }
@@ -456,6 +601,7 @@ export class Transcript {
   openText(turn) {
     const segment = new TextSegment(this);
     turn.callText ??= segment;
+    turn.segments.push(segment);
     this.append(segment.el, turn.el);
     return segment;
   }

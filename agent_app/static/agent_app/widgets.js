@@ -6,7 +6,9 @@
  * tool call settles it: accepted → answered (controls stay disabled, the choice is shown),
  * rejected (`accepted_by: []`) → expired, because nothing is waiting any more. When a run
  * ends every widget still open expires the same way. If the frame cannot be sent (the link
- * is down) the widget stays open so the user can try again.
+ * is down) the widget stays open so the user can try again. Once a reply is sent its
+ * controls are disabled, so `onAnswered` hands the keyboard back (to the composer) rather
+ * than leaving focus on a disabled button, which browsers drop to `<body>`.
  */
 
 let nextId = 0;
@@ -31,9 +33,13 @@ function button(label, { value = "", tone = "" } = {}) {
 }
 
 export class ReplyWidgets {
-  /** @param {(name: string, payload: object) => boolean} sendExternalEvent */
-  constructor(sendExternalEvent) {
+  /**
+   * @param {(name: string, payload: object) => boolean} sendExternalEvent
+   * @param {{onAnswered?: () => void}} hooks `onAnswered` runs once a reply has been sent.
+   */
+  constructor(sendExternalEvent, { onAnswered = () => {} } = {}) {
     this.sendExternalEvent = sendExternalEvent;
+    this.onAnswered = onAnswered;
     this.widgets = new Map();
   }
 
@@ -208,8 +214,12 @@ export class ReplyWidgets {
     widget.state = "sending";
     widget.summary = summary;
     form.dataset.state = "sending";
+    const hadFocus = form.contains(document.activeElement);
     this.disable(form);
     this.say(form, "Sending…");
+    if (hadFocus) {
+      this.onAnswered();
+    }
   }
 
   expire(widget, reason) {

@@ -1,0 +1,101 @@
+"""The fixtures of the browser tests, loaded by each ``test_browser*.py`` as a plugin
+(``pytest_plugins = ["tests.app.browser_fixtures"]``), so all of them share the two live
+servers for the whole run (and one headless Chromium per file). The helpers they use are in
+``browser_support.py``; the tests import those, never this module (a plugin module that a
+test imported first could not have its asserts rewritten).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from tests.app.browser_support import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    WAIT_MS,
+    WIDE,
+    LiveServer,
+    PageProbe,
+    serve,
+    unavailable,
+)
+
+try:
+    from playwright.sync_api import Browser, Page, sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    sync_playwright = None
+
+
+@pytest.fixture(scope="session")
+def daphne_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The app as users run it by default: the offline demo model."""
+    with serve(tmp_path_factory.mktemp("demo"), "demo", "demo") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def scripted_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The app on ``browser_model.BrowserScriptModel``: reasoning, cut-offs, failures."""
+    model = "tests.app.browser_model:browser_script_model"
+    with serve(tmp_path_factory.mktemp("scripted"), "scripted", model) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Chromium for one test file. Per file, not per run: Playwright's sync API keeps an
+    event loop running while it is started, and pytest-asyncio's tests in the files after
+    the browser tests need none to be."""
+    if sync_playwright is None:
+        unavailable("Playwright for Python is not installed")
+    if not CHROMIUM.exists():
+        unavailable(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def probe() -> PageProbe:
+    return PageProbe()
+
+
+@pytest.fixture
+def page(browser: Browser, probe: PageProbe, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A page in a fresh context; ``request.param`` may set width, height, color_scheme."""
+    layout = {**WIDE, "color_scheme": "light", **getattr(request, "param", {})}
+    context = browser.new_context(
+        viewport={"width": layout["width"], "height": layout["height"]},
+        locale="en-US",
+        timezone_id="UTC",
+    )
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    page.emulate_media(color_scheme=layout["color_scheme"])
+    page.on("pageerror", lambda error: probe.errors.append(str(error)))
+    page.on(
+        "console",
+        lambda message: probe.errors.append(message.text) if message.type == "error" else None,
+    )
+
+    def watch(socket) -> None:
+        socket.on("framereceived", lambda payload: probe.frames.append(json.loads(payload)))
+
+    page.on("websocket", watch)
+
+    def refuse_dialog(dialog) -> None:
+        probe.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", refuse_dialog)
+    yield page
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+    assert probe.errors == [], f"the page logged errors: {probe.errors}"
+    assert probe.dialogs == [], f"the page opened dialogs: {probe.dialogs}"
