@@ -1,22 +1,29 @@
 /**
  * The chat page: wires the socket, the transcript, the composer and the reply widgets.
  *
- * Frames follow docs/protocol.md. The page is "running" from the moment it sends a
- * `user_message` (or learns of an active request from the `session` frame) until
- * `run_completed`, `run_failed` or `run_cancelled`. While running, the composer steers the
- * answer instead of starting a new one, and Stop (or Escape) sends `cancel`. Every
- * (re)connect starts from the `session` frame: the transcript is rebuilt from the persisted
- * history, so nothing depends on events a dropped connection may have missed.
+ * Frames follow docs/protocol.md. A run belongs to the session, not to this page: every
+ * tab sees every run (`run_started`, even for a message another tab sent), closing or
+ * reloading the page never stops it, and only Stop (or Escape) sends `cancel`. While a run
+ * is live the composer steers it instead of starting a new one.
+ *
+ * Resuming: the page keeps the last `seq` it applied and reconnects with `?after_seq=`.
+ * If the run it was showing is still going, or nothing happened meanwhile, the transcript
+ * stays as it is and the replayed frames continue it. Otherwise (and on a fresh load) the
+ * transcript is rebuilt from the `session` frame — history, run outcomes, pending waits —
+ * and the replay that follows rebuilds the active run from its `run_started`. A `ping` sent
+ * right after `session` is answered after the replay, which tells the page it has caught
+ * up. Frames with a `seq` it has applied already are ignored.
  *
  * Text the user typed is never lost to a refusal: a message or steer stays "unconfirmed"
- * until the server shows it took it (the run's first frame; the steer's
- * `external_event_result`). If instead the server refuses it (`busy`, `rate_limited`,
- * `too_large`, a steer that came too late), its bubble is taken back and the text returns
- * to the composer. A failed answer offers Retry, which sends the same message again.
+ * until the server shows it took it (the message's `run_started`; the steer's
+ * `external_event_result`). If instead it is refused (`busy`, `rate_limited`, `too_large`,
+ * a steer that came too late), or a dropped link lost it, its text returns to the composer.
  */
 import { ChatConnection, LinkState, socketUrl } from "./connection.js";
+import { renderHistory } from "./history.js";
 import { Notices } from "./notices.js";
-import { keepTimesFresh } from "./time.js";
+import { HistoryPaging } from "./paging.js";
+import { keepTimesFresh, parseTime } from "./time.js";
 import { Transcript } from "./transcript.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
 import { ReplyWidgets } from "./widgets.js";
@@ -33,6 +40,7 @@ const ERROR_TEXT = {
   not_running: "Nothing is running right now.",
   forbidden: "You may not use this chat.",
   rate_limited: "You are sending messages too quickly. Try again in a moment.",
+  internal: "The server failed to handle a message from this page.",
 };
 
 const config = JSON.parse(document.getElementById("chat-config").textContent);
@@ -63,14 +71,30 @@ const widgets = new ReplyWidgets((name, payload) => send({ type: "external_event
 });
 const transcript = new Transcript(byId("transcript"), widgets, byId("transcript-empty"), {
   onUsage: (usage) => showSessionUsage(addUsage(sessionUsage, usage)),
+  onRetry: retry,
 });
-const connection = new ChatConnection(socketUrl(config.socketPath), {
+const paging = new HistoryPaging(transcript, send, {
+  onUsage: (usage) => showSessionUsage(addUsage(sessionUsage, usage)),
+});
+const connection = new ChatConnection(() => socketUrl(config.socketPath, lastSeq), {
   onFrame: handleFrame,
   onStatus: showLinkStatus,
 });
 
-let running = false;
+/** The highest `seq` applied (null before the first). */
 let lastSeq = null;
+/** The `session` frame's `last_seq`, applied once the replay after it is done. */
+let sessionLastSeq = 0;
+/** Whether this page has had a `session` frame (so a new one means it reconnected). */
+let greeted = false;
+/** The run this page shows live, or null. */
+let liveRunId = null;
+/** The highest message position shown. */
+let maxPosition = -1;
+/** Run items (`runs` of the session frame and history pages), by request id. */
+const runs = new Map();
+/** Paused runs a continuation took over: their turn goes on, whatever is said of them. */
+const resumed = new Set();
 let title = config.title || "";
 let sessionUsage = null;
 /** Messages and steers sent but not yet taken by the server, oldest first. */
@@ -85,17 +109,26 @@ function send(frame) {
   return false;
 }
 
-function setRunning(active) {
-  running = active;
-  ui.composer.dataset.mode = active ? "steer" : "send";
-  ui.label.textContent = active ? "Steer the answer" : "Message";
-  ui.input.placeholder = active
-    ? "Add guidance while the agent works… (Enter sends)"
-    : "Ask something… (Enter sends, Shift+Enter adds a line)";
-  ui.send.textContent = active ? "Steer" : "Send";
+/** Whether a run is live (or a message this page sent is about to start one). */
+function isRunning() {
+  return liveRunId !== null || unconfirmed.some((entry) => entry.kind === "message");
+}
+
+/** Switch the composer between sending and steering, and show Stop while a run is live. */
+function updateMode() {
+  const active = isRunning();
+  const mode = active ? "steer" : "send";
+  if (ui.composer.dataset.mode !== mode) {
+    ui.composer.dataset.mode = mode;
+    ui.label.textContent = active ? "Steer the answer" : "Message";
+    ui.input.placeholder = active
+      ? "Add guidance while the agent works… (Enter sends)"
+      : "Ask something… (Enter sends, Shift+Enter adds a line)";
+    ui.send.textContent = active ? "Steer" : "Send";
+    ui.stop.disabled = false;
+    ui.stop.textContent = "Stop";
+  }
   ui.stop.hidden = !active;
-  ui.stop.disabled = false;
-  ui.stop.textContent = "Stop";
   updateSendButton();
 }
 
@@ -103,29 +136,27 @@ function updateSendButton() {
   ui.send.disabled = !connection.isOpen;
 }
 
-/**
- * Name an untitled chat after its first message, as the server does when it saves it
- * (whitespace collapsed, at most 80 characters), so the page need not reload to show it.
- */
-function nameChatAfter(content) {
-  if (title) {
-    return;
-  }
-  const text = content.split(/\s+/).filter(Boolean).join(" ");
-  title = text.length <= TITLE_LENGTH ? text : `${text.slice(0, TITLE_LENGTH - 1)}…`;
-  byId("chat-title").textContent = title;
-  document.title = `${title} · zett`;
+function showTitle(text) {
+  title = text;
+  byId("chat-title").textContent = title || "New chat";
+  document.title = `${title || "New chat"} · zett`;
   const entry = ui.sidebar.querySelector("a[aria-current=page] .session-links__title");
-  if (entry) {
+  if (entry && title) {
     entry.textContent = title;
     entry.title = title;
   }
 }
 
-function finishRun({ stopped = false } = {}) {
-  ui.hint.textContent = "";
-  transcript.endRequest({ stopped });
-  setRunning(false);
+/**
+ * Name an untitled chat after its first message, as the server does when it saves it
+ * (whitespace collapsed, at most 80 characters), so the page need not reload to show it.
+ */
+function nameChatAfter(content) {
+  if (title || typeof content !== "string") {
+    return;
+  }
+  const text = content.split(/\s+/).filter(Boolean).join(" ");
+  showTitle(text.length <= TITLE_LENGTH ? text : `${text.slice(0, TITLE_LENGTH - 1)}…`);
 }
 
 function showSessionUsage(usage) {
@@ -136,21 +167,28 @@ function showSessionUsage(usage) {
   ui.sessionUsage.title = text ? usageDetail(usage) : "";
 }
 
+function rememberRuns(items) {
+  for (const run of items ?? []) {
+    if (run?.request_id) {
+      runs.set(run.request_id, run);
+    }
+    if (run?.resumed_from) {
+      resumed.add(run.resumed_from);
+    }
+  }
+}
+
 // --- sending --------------------------------------------------------------------------
 
-/**
- * Send `content` as a new message: show it, start the answer. False (and nothing shown)
- * when it could not be sent.
- */
+/** Send `content` as a new message and show it. False (nothing shown) if it was not sent. */
 function sendMessage(content) {
   if (!send({ type: "user_message", content })) {
     return false;
   }
-  const bubble = transcript.addUserMessage(content, { at: new Date() });
+  const bubble = transcript.addUserMessage(content, { at: new Date(), pending: true });
   unconfirmed.push({ kind: "message", content, bubble });
   nameChatAfter(content);
-  transcript.beginRequest(null, { prompt: content });
-  setRunning(true);
+  updateMode();
   return true;
 }
 
@@ -163,13 +201,12 @@ function sendSteer(content) {
   return true;
 }
 
-/** The server took the oldest unconfirmed entry of `kind`: forget it. */
-function confirmSent(kind) {
-  const index = unconfirmed.findIndex((entry) => entry.kind === kind);
-  if (index >= 0) {
-    unconfirmed.splice(index, 1);
-  }
-  return index >= 0;
+/** Take the oldest unconfirmed entry of `kind` (with `content`, when given) off the list. */
+function takeUnconfirmed(kind, content = null) {
+  const index = unconfirmed.findIndex(
+    (entry) => entry.kind === kind && (content === null || entry.content === content),
+  );
+  return index >= 0 ? unconfirmed.splice(index, 1)[0] : null;
 }
 
 /**
@@ -180,16 +217,17 @@ function confirmSent(kind) {
 function restoreRefused(code) {
   const kinds = { busy: ["message"], not_running: ["steer"] }[code] ?? ["message", "steer"];
   const index = unconfirmed.findIndex((entry) => kinds.includes(entry.kind));
-  if (index < 0) {
-    return;
+  if (index >= 0) {
+    giveBack(unconfirmed.splice(index, 1)[0]);
   }
-  const [entry] = unconfirmed.splice(index, 1);
-  if (entry.kind === "message") {
+}
+
+/** Undo an unconfirmed entry: its bubble goes, its text returns to the composer. */
+function giveBack(entry) {
+  if (entry.kind === "message" && entry.bubble) {
     transcript.retractUserMessage(entry.bubble);
-    if (transcript.current === null) {
-      setRunning(false);
-    }
   }
+  updateMode();
   restoreText(entry.content, entry.kind === "message" ? "Your message was not sent" : "Your steer was not used");
 }
 
@@ -205,7 +243,7 @@ function restoreText(content, what) {
 }
 
 function retry(prompt, button) {
-  if (running) {
+  if (isRunning()) {
     notices.show("The agent is answering. Wait for it, or press Stop, then retry.", {
       tone: "info",
       key: "retry",
@@ -229,46 +267,52 @@ function stopRun() {
 // --- frames from the server -----------------------------------------------------------
 
 function handleFrame(frame) {
-  switch (frame.type) {
-    case "session": {
-      lastSeq = null;
-      unconfirmed = [];
-      transcript.clear();
-      const historyUsage = transcript.renderHistory(frame.history);
-      showSessionUsage(frame.usage ?? historyUsage);
-      if (frame.active_request_id) {
-        transcript.beginRequest(frame.active_request_id);
-      }
-      setRunning(Boolean(frame.active_request_id));
-      break;
+  if (typeof frame.seq === "number") {
+    if (lastSeq !== null && frame.seq <= lastSeq) {
+      return; // applied already (a replay that overlaps what this page saw)
     }
+    lastSeq = frame.seq;
+  }
+  switch (frame.type) {
+    case "session":
+      showSession(frame);
+      break;
+    case "pong":
+      caughtUp();
+      break;
     case "run_started":
-      confirmSent("message");
+      startRun(frame);
       break;
     case "agent_event":
-      if (lastSeq !== null && frame.seq <= lastSeq) {
-        return;
-      }
-      lastSeq = frame.seq;
-      confirmSent("message");
-      if (!running) {
-        setRunning(true);
-      }
       transcript.handleEvent(frame.request_id, frame.event ?? {});
       if (frame.event?.type === "run_completed") {
-        finishRun();
+        endRun(frame.request_id, "completed");
       }
       break;
+    case "reply_accepted":
+      replyAccepted(frame);
+      break;
     case "run_failed":
-      showFailure(frame.error ?? {});
-      finishRun();
+      endRun(frame.request_id, "failed", { error: frame.error ?? {} });
       break;
     case "run_cancelled":
-      transcript.addNote("Stopped.", "muted");
-      finishRun({ stopped: true });
+      endRun(frame.request_id, "cancelled");
+      break;
+    case "run_interrupted":
+      endRun(frame.request_id, frame.status === "expired" ? "expired" : "interrupted", {
+        message: frame.message ?? "",
+      });
+      break;
+    case "run_paused":
+      endRun(frame.request_id, "paused");
+      showPending(frame.pending);
       break;
     case "external_event_result":
       handleExternalEventResult(frame);
+      break;
+    case "history_page":
+      rememberRuns(frame.runs);
+      paging.received(frame, runs);
       break;
     case "error":
       handleError(frame);
@@ -278,31 +322,151 @@ function handleFrame(frame) {
   }
 }
 
-/** A failed answer: what went wrong and, when the message is known, a Retry button. */
-function showFailure(error) {
-  const prompt = transcript.current?.prompt;
-  const note = transcript.addNote(
-    `The answer failed: ${error.message || "unknown error"} (${error.type || "Error"}).`,
-    "error",
-  );
-  if (prompt) {
-    const button = document.createElement("button");
-    button.type = "button";
-    button.className = "button button--small note__action";
-    button.textContent = "Retry";
-    button.title = "Send the same message again";
-    button.addEventListener("click", () => retry(prompt, button));
-    note.append(" ", button);
+/**
+ * The first frame of every connection. Keeps the transcript when the page was showing the
+ * run that is still active, or when nothing happened since the last frame it saw;
+ * otherwise rebuilds it from the frame.
+ */
+function showSession(frame) {
+  const reconnected = greeted;
+  greeted = true;
+  sessionLastSeq = Number.isInteger(frame.last_seq) ? frame.last_seq : 0;
+  for (const entry of unconfirmed) {
+    entry.beforeReconnect = reconnected;
+  }
+  connection.send({ type: "ping" });
+  if (frame.title) {
+    showTitle(frame.title);
+  }
+  const active = frame.active_request_id ?? null;
+  const sameRun = reconnected && active !== null && active === liveRunId;
+  const nothingNew = reconnected && active === null && liveRunId === null && lastSeq !== null && sessionLastSeq <= lastSeq;
+  if (sameRun || nothingNew) {
+    updateMode();
+    return;
+  }
+  const seenPosition = maxPosition;
+  transcript.clear();
+  runs.clear();
+  rememberRuns(frame.runs);
+  const history = Array.isArray(frame.history) ? frame.history : [];
+  const { usage } = renderHistory(transcript, history, runs, {
+    sink: transcript.root,
+    pending: frame.pending ?? [],
+  });
+  transcript.removeRetryButtons({ keepLast: true });
+  transcript.scrollToEnd();
+  paging.reset(Boolean(frame.has_more_history), history);
+  showSessionUsage(usage);
+  for (const item of history) {
+    maxPosition = Math.max(maxPosition, item.position ?? -1);
+  }
+  // A message that was stored while the link was down is there now: no longer unconfirmed.
+  const stored = history.filter((item) => item.role === "user" && !item.steering && item.position > seenPosition);
+  for (const item of stored) {
+    takeUnconfirmed("message", item.content);
+  }
+  for (const entry of unconfirmed) {
+    entry.bubble = null; // thrown away with the old transcript
+  }
+  liveRunId = active;
+  updateMode();
+}
+
+/** The replay after `session` is over: what the link lost for good goes back to the user. */
+function caughtUp() {
+  lastSeq = Math.max(lastSeq ?? 0, sessionLastSeq);
+  if (liveRunId !== null && transcript.turnFor(liveRunId) === null) {
+    transcript.startRun(liveRunId);
+  }
+  for (const entry of unconfirmed.filter((item) => item.beforeReconnect)) {
+    unconfirmed.splice(unconfirmed.indexOf(entry), 1);
+    giveBack(entry);
+  }
+}
+
+function startRun(frame) {
+  liveRunId = frame.request_id;
+  maxPosition = Math.max(maxPosition, frame.position ?? -1);
+  const at = parseTime(frame.created_at);
+  if (frame.kind === "resume") {
+    resumed.add(frame.resumed_from);
+    transcript.resumeRun(frame.request_id, frame.resumed_from);
+  } else {
+    const content = frame.content ?? "";
+    const entry = takeUnconfirmed("message", content);
+    let bubble = entry?.bubble?.isConnected ? entry.bubble : null;
+    const stamp = { at, position: frame.position ?? null, requestId: frame.request_id };
+    if (bubble !== null) {
+      transcript.stampUserMessage(bubble, stamp);
+    } else {
+      // Sent by another tab (or before a reload): it goes before what this page still sends.
+      const before = unconfirmed.find((item) => item.bubble?.isConnected)?.bubble ?? null;
+      bubble = transcript.addUserMessage(content, { ...stamp, before });
+    }
+    transcript.startRun(frame.request_id, { prompt: content, bubble });
+    nameChatAfter(content);
+  }
+  updateMode();
+}
+
+/** A run ended. The live one closes; another (settled by the server) shows its outcome. */
+function endRun(requestId, outcome, details = {}) {
+  if (resumed.has(requestId)) {
+    return; // a continuation carries its turn on
+  }
+  if (requestId === liveRunId) {
+    liveRunId = null;
+    ui.hint.textContent = "";
+    transcript.endRun(requestId, outcome, details);
+  } else {
+    const turn = transcript.turnFor(requestId);
+    if (turn !== null) {
+      transcript.showOutcome(turn, requestId, outcome, details);
+    }
+  }
+  updateMode();
+}
+
+/** Waits of a paused run (`run_paused`): each gets its widget back, if it has none. */
+function showPending(pending) {
+  for (const wait of pending ?? []) {
+    if (widgets.has(wait.tool_call_id)) {
+      continue;
+    }
+    const turn = transcript.turnFor(wait.request_id) ?? transcript.lastTurn();
+    if (turn === null) {
+      continue;
+    }
+    const payload = { ...wait.payload, tool_call_id: wait.tool_call_id, expires_at: wait.expires_at };
+    const card = transcript.cardFor(turn, { id: wait.tool_call_id, name: payload.tool ?? "ask_user" });
+    card.setState("waiting");
+    transcript.showWidget(card, payload, wait.name, wait.request_id);
+  }
+}
+
+/** A reply was taken (from any tab): close its widget, or show the steer as queued. */
+function replyAccepted(frame) {
+  const payload = frame.payload ?? {};
+  if (frame.name === "steering_message") {
+    const mine = unconfirmed.find(
+      (entry) => entry.kind === "steer" && entry.beforeReconnect && entry.content === payload.content,
+    );
+    if (mine) {
+      unconfirmed.splice(unconfirmed.indexOf(mine), 1);
+    }
+    transcript.queueSteer(frame.request_id, payload.content ?? "");
+  } else if (frame.correlation_id) {
+    widgets.accepted(frame.correlation_id, payload);
   }
 }
 
 function handleExternalEventResult(frame) {
   const accepted = Array.isArray(frame.accepted_by) && frame.accepted_by.length > 0;
   if (frame.correlation_id) {
-    widgets.settle(frame.correlation_id, frame.accepted_by);
+    widgets.settle(frame.correlation_id, frame.accepted_by, frame.reason ?? null);
   } else if (frame.name === "steering_message") {
-    const entry = unconfirmed.find((item) => item.kind === "steer");
-    confirmSent("steer");
+    const entry = takeUnconfirmed("steer");
     if (!accepted) {
       notices.show("The steer arrived after the answer had finished, so it was not used.", { tone: "info" });
       if (entry) {
@@ -315,11 +479,12 @@ function handleExternalEventResult(frame) {
 function handleError(frame) {
   const text = ERROR_TEXT[frame.code] ?? "Something went wrong.";
   notices.show(text, { detail: frame.message || "", key: `error-${frame.code}` });
-  if (frame.code === "not_running" && running) {
-    finishRun();
-  }
   if (KEEP_TEXT_CODES.has(frame.code)) {
     restoreRefused(frame.code);
+  }
+  if (frame.code === "not_running") {
+    ui.stop.disabled = false;
+    ui.stop.textContent = "Stop";
   }
 }
 
@@ -387,7 +552,7 @@ ui.composer.addEventListener("submit", (event) => {
     ui.hint.textContent = `This is ${Math.ceil(bytes / 1024)} KiB; the limit is 32 KiB. Shorten it to send.`;
     return;
   }
-  if (running) {
+  if (isRunning()) {
     if (sendSteer(content)) {
       ui.input.value = "";
     }
@@ -439,13 +604,13 @@ document.addEventListener("keydown", (event) => {
     return;
   }
   const inWidget = event.target instanceof Element && event.target.closest(".widget");
-  if (running && !inWidget && !ui.stop.disabled) {
+  if (isRunning() && !inWidget && !ui.stop.disabled) {
     event.preventDefault();
     stopRun();
   }
 });
 
-setRunning(false);
+updateMode();
 keepTimesFresh(byId("transcript"));
 connection.start();
 ui.input.focus();

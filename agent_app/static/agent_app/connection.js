@@ -1,6 +1,9 @@
 /**
  * The page's WebSocket to one chat session: JSON frames in and out, automatic reconnect.
  *
+ * The URL is asked for at every attempt (`url()`), so a reconnect can say which `seq` the
+ * page saw last (`?after_seq=`) and the server replays only what it missed.
+ *
  * How waiting works: `start()` opens a socket. The server greets every connection with a
  * `session` frame, so the link counts as up only when that frame arrives, and only then is
  * the backoff reset; a server that accepts and drops at once therefore does not get hammered.
@@ -23,7 +26,7 @@ export const LinkState = Object.freeze({
 
 export class ChatConnection {
   /**
-   * @param {string} url ws:// or wss:// URL of the session socket.
+   * @param {() => string} url The ws:// or wss:// URL of the session socket, for the next attempt.
    * @param {{onFrame: (frame: object) => void, onStatus: (status: object) => void}} handlers
    */
   constructor(url, { onFrame, onStatus }) {
@@ -47,7 +50,7 @@ export class ChatConnection {
     this.retryTimer = null;
     this.greeted = false;
     this.onStatus({ state: LinkState.CONNECTING });
-    const socket = new WebSocket(this.url);
+    const socket = new WebSocket(this.url());
     this.socket = socket;
     socket.addEventListener("message", (message) => this.receive(socket, message));
     socket.addEventListener("close", (close) => this.closed(socket, close));
@@ -111,8 +114,12 @@ export class ChatConnection {
   }
 }
 
-/** The socket URL for a server path, on the page's own host and matching its scheme. */
-export function socketUrl(path) {
+/**
+ * The socket URL for a server path, on the page's own host and matching its scheme; with
+ * `afterSeq`, asking the server to replay the active run's frames after it.
+ */
+export function socketUrl(path, afterSeq = null) {
   const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
-  return `${scheme}//${window.location.host}${path}`;
+  const query = afterSeq === null ? "" : `?after_seq=${encodeURIComponent(afterSeq)}`;
+  return `${scheme}//${window.location.host}${path}${query}`;
 }

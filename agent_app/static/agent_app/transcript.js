@@ -1,23 +1,22 @@
 /**
- * The conversation as the user sees it: the history from the `session` frame, then the
- * live `agent_event`s of each request, appended in the order they arrive.
+ * The conversation as the user sees it: user messages, and after each the turn that
+ * answers it, in the order the session stored or streamed them.
  *
- * One request is one turn. Inside it blocks appear in event order: reasoning (collapsed),
- * text segments (Markdown, re-rendered at most once per animation frame while they stream),
- * tool cards keyed by tool call id, reply widgets and notes. Deltas are display data only:
- * when a model call completes, its final message replaces whatever the deltas built.
- * The transcript stays scrolled to the end while the user is reading the end, and leaves
- * the scroll position alone once they have scrolled up.
+ * A turn holds the blocks of one request — or of a paused request and the continuation
+ * that took it over — in event order: reasoning (collapsed), text segments (Markdown,
+ * re-rendered at most once per animation frame while they stream), tool cards keyed by
+ * tool call id, reply widgets, steers and notes. Deltas are display data only: when a model
+ * call completes, its final message replaces whatever the deltas built (unless the server
+ * left the text out to keep the frame small, `content_omitted`: then the streamed text
+ * stays).
  *
- * Each user message shows when it was sent; each finished answer ends in a footer with a
- * "Copy answer" button, when it was written and the tokens it cost. History items carry
- * `created_at` and `usage` when the server stores them; messages seen live use the time
- * the page saw them and the `usage` of each `model_completed` event.
+ * History (`history.js`) and live frames build the same elements, so a page reloaded after
+ * any outcome reads as it did live. The transcript stays scrolled to the end while the user
+ * is reading the end, and leaves the scroll position alone once they have scrolled up.
  */
-import { decorateCodeBlocks } from "./code.js";
+import { contentText, element, ReasoningSegment, TextSegment, ToolCard } from "./blocks.js";
 import { copyButton } from "./copy.js";
-import { renderMarkdown } from "./markdown.js";
-import { parseTime, timeElement } from "./time.js";
+import { timeElement } from "./time.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
 
 const STOP_REASONS = {
@@ -27,54 +26,9 @@ const STOP_REASONS = {
   other: "the model stopped early",
 };
 
-const TOOL_STATUS = {
-  running: "running…",
-  waiting: "waiting for you",
-  done: "done",
-  failed: "failed",
-  skipped: "skipped",
-  unanswered: "no result",
-};
-
+const STOPPED_WIDGET_TEXT = "Stopped before anyone answered.";
+const ENDED_WIDGET_TEXT = "The agent stopped waiting for this answer.";
 const PINNED_SLACK_PX = 48;
-const PREVIEW_CHARS = 60;
-
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
-
-/** The text of message content: a string, or a list of text and image parts. */
-export function contentText(content) {
-  if (typeof content === "string") {
-    return content;
-  }
-  if (content === null || content === undefined) {
-    return "";
-  }
-  if (Array.isArray(content)) {
-    return content
-      .map((part) => (typeof part === "string" ? part : typeof part?.text === "string" ? part.text : "[image]"))
-      .join("\n");
-  }
-  return JSON.stringify(content, null, 2);
-}
-
-function argumentPreview(args) {
-  if (!args || typeof args !== "object") {
-    return "";
-  }
-  const text = Object.entries(args)
-    .map(([key, value]) => `${key}=${JSON.stringify(value)}`)
-    .join(", ");
-  return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS - 1)}…` : text;
-}
 
 function askUserArguments(payload) {
   const args = { question: payload.question };
@@ -87,153 +41,30 @@ function askUserArguments(payload) {
   return args;
 }
 
-/**
- * A Markdown block that can grow delta by delta. While it streams, and once it was
- * stopped part way, it renders as unfinished text (open emphasis and code closed); once
- * its model call completed (`final`), exactly as written.
- */
-class TextSegment {
-  constructor(transcript) {
-    this.transcript = transcript;
-    this.source = "";
-    this.frame = null;
-    this.streaming = false;
-    this.stopped = false;
-    this.final = false;
-    this.el = element("div", "msg msg--assistant markdown");
-  }
-
-  append(delta) {
-    this.source += delta;
-    this.streaming = true;
-    this.el.classList.add("is-streaming");
-    this.schedule();
-  }
-
-  set(source) {
-    if (source !== this.source) {
-      this.source = source;
-      this.schedule();
-    }
-  }
-
-  finish({ stopped = false } = {}) {
-    this.streaming = false;
-    this.stopped ||= stopped && !this.final;
-    this.el.classList.remove("is-streaming");
-    this.el.classList.toggle("is-stopped", this.stopped);
-    this.render();
-  }
-
-  schedule() {
-    if (this.frame === null) {
-      this.frame = requestAnimationFrame(() => this.render());
-    }
-  }
-
-  render() {
-    if (this.frame !== null) {
-      cancelAnimationFrame(this.frame);
-      this.frame = null;
-    }
-    this.transcript.keepPinned(() => {
-      this.el.innerHTML = renderMarkdown(this.source, { unfinished: this.streaming || this.stopped });
-      decorateCodeBlocks(this.el);
-    });
-  }
-}
-
-/** Collapsed reasoning, shown as plain text. */
-class ReasoningSegment {
-  constructor(transcript) {
-    this.transcript = transcript;
-    this.el = element("details", "reasoning");
-    this.el.append(element("summary", "", "Reasoning"));
-    this.body = element("div", "reasoning__body");
-    this.el.append(this.body);
-  }
-
-  append(delta) {
-    this.transcript.keepPinned(() => this.body.append(delta));
-  }
-
-  set(text) {
-    if (text !== this.body.textContent) {
-      this.body.textContent = text;
-    }
-  }
-
-  finish() {}
-}
-
-/** A collapsible card for one tool call: arguments, then status and result. */
-class ToolCard {
-  constructor(call, { label = "Tool" } = {}) {
-    this.el = element("details", "tool-card");
-    if (call.id) {
-      this.el.dataset.toolCallId = call.id;
-    }
-    const summary = element("summary", "tool-card__summary");
-    summary.append(element("span", "visually-hidden", `${label}: `));
-    summary.append(element("span", "tool-card__name", call.name || "tool"));
-    this.preview = element("span", "tool-card__preview");
-    this.status = element("span", "tool-card__status");
-    summary.append(this.preview, this.status);
-    const body = element("div", "tool-card__body");
-    this.argsCode = element("code");
-    const argsBlock = element("pre", "tool-card__code");
-    argsBlock.append(this.argsCode);
-    this.resultLabel = element("p", "tool-card__label", "Result");
-    this.result = element("pre", "tool-card__code tool-card__result", "(none yet)");
-    body.append(element("p", "tool-card__label", "Arguments"), argsBlock, this.resultLabel, this.result);
-    this.el.append(summary, body);
-    this.setArguments(call.arguments);
-    this.setState("running");
-  }
-
-  setArguments(args) {
-    if (args === undefined) {
-      this.argsCode.textContent = "(not recorded)";
-      return;
-    }
-    this.argsCode.textContent = JSON.stringify(args, null, 2);
-    this.preview.textContent = argumentPreview(args);
-  }
-
-  setState(state) {
-    this.el.dataset.state = state;
-    this.status.textContent = TOOL_STATUS[state] ?? state;
-  }
-
-  finish(state, resultText, errorText = "") {
-    this.setState(state);
-    this.result.textContent = resultText || "(empty)";
-    if (errorText && !this.result.textContent.includes(errorText)) {
-      this.result.textContent += `\n${errorText}`;
-    }
-  }
-}
-
-/** The blocks of one request and where its next delta goes. */
-class Turn {
+/** The blocks of one request (and its continuations) and where its next delta goes. */
+export class Turn {
   constructor(requestId) {
-    this.requestId = requestId;
+    this.requestIds = new Set(requestId ? [requestId] : []);
     this.el = element("div", "turn");
+    if (requestId) {
+      this.el.dataset.requestId = requestId;
+    }
     this.text = null;
     this.reasoning = null;
     this.callText = null;
     this.callReasoning = null;
-    this.cards = new Map();
-    /** The user message this request answers, when known (for Retry). */
+    /** The user message this turn answers, when known (for Retry). */
     this.prompt = null;
     this.segments = [];
     this.usage = null;
     this.meta = null;
-    /** When the answer was written, for a turn rebuilt from history. */
+    /** Steers shown as queued, not yet used by the agent. */
+    this.queuedSteers = [];
+    /** When its answer was written (the footer's time). */
     this.endedAt = null;
   }
 
-  /** The answer's Markdown: every text block of the request, in order. */
+  /** The answer's Markdown: every text block of the turn, in order. */
   answerText() {
     return this.segments
       .map((segment) => segment.source.trim())
@@ -247,155 +78,249 @@ export class Transcript {
    * @param {HTMLElement} root The scrolling log element.
    * @param {import("./widgets.js").ReplyWidgets} widgets
    * @param {HTMLElement} emptyHint Shown while there is nothing to show.
+   * @param {{onUsage?: (usage: object) => void, onRetry?: (prompt: string, button: HTMLElement) => void}} hooks
+   *   `onUsage` gets each live model call's token usage; `onRetry` a Retry button's press.
    */
-  /**
-   * @param {HTMLElement} root The scrolling log element.
-   * @param {import("./widgets.js").ReplyWidgets} widgets
-   * @param {HTMLElement} emptyHint Shown while there is nothing to show.
-   * @param {{onUsage?: (usage: object) => void}} hooks `onUsage` gets each live model
-   *   call's token usage.
-   */
-  constructor(root, widgets, emptyHint, { onUsage = () => {} } = {}) {
+  constructor(root, widgets, emptyHint, { onUsage = () => {}, onRetry = () => {} } = {}) {
     this.root = root;
     this.widgets = widgets;
     this.emptyHint = emptyHint;
     this.onUsage = onUsage;
+    this.onRetry = onRetry;
+    /** Always the first child of `root`: where older history is inserted (`paging.js`). */
+    this.head = element("div", "transcript__head");
     this.current = null;
+    this.turns = new Map();
+    /** The turn of each turn element. */
+    this.turnOfElement = new WeakMap();
+    this.cards = new Map();
+    /** Runs whose outcome is shown already (history pages come newest first). */
+    this.outcomes = new Set();
+    /** While true, appends do not keep the end in view (a whole page is being built). */
+    this.bulk = false;
+    this.root.replaceChildren(this.head);
   }
 
   clear() {
-    this.root.replaceChildren();
+    this.root.replaceChildren(this.head);
     this.widgets.reset();
     this.current = null;
+    this.turns.clear();
+    this.cards.clear();
+    this.outcomes.clear();
     this.updateEmptyHint();
   }
 
-  /**
-   * Render the persisted messages of the `session` frame; returns the token usage they
-   * carry, summed (null when none does).
-   */
-  renderHistory(messages) {
-    let turn = null;
-    let prompt = null;
-    let total = null;
-    const finished = [];
-    for (const message of messages ?? []) {
-      const at = parseTime(message.created_at);
-      switch (message.role) {
-        case "user":
-          if (message.steering && turn !== null) {
-            this.addUserMessage(message.content, { steer: true, turn, at });
-            break;
-          }
-          turn = null;
-          prompt = contentText(message.content);
-          this.addUserMessage(message.content, { at });
-          break;
-        case "assistant":
-          if (turn === null) {
-            turn = this.appendTurn(null);
-            turn.prompt = prompt;
-            finished.push(turn);
-          }
-          this.renderAssistantMessage(turn, message);
-          turn.usage = addUsage(turn.usage, message.usage);
-          total = addUsage(total, message.usage);
-          turn.endedAt = at ?? turn.endedAt;
-          break;
-        case "tool": {
-          if (turn === null) {
-            turn = this.appendTurn(null);
-            turn.prompt = prompt;
-            finished.push(turn);
-          }
-          const card = this.cardFor(turn, { id: message.tool_call_id, name: message.name });
-          card.finish(message.success === false ? "failed" : "done", contentText(message.content));
-          break;
-        }
-        case "agent":
-          this.addNote(`Instruction to the agent: ${contentText(message.content)}`, "muted", turn);
-          break;
-        default:
-          break;
-      }
-    }
-    for (const done of finished) {
-      this.showAnswerMeta(done, done.endedAt ?? null);
-    }
-    this.scrollToEnd();
-    return total;
+  /** The top-level elements of the conversation, oldest first. */
+  get items() {
+    return [...this.root.children].filter((node) => node !== this.head);
   }
 
-  /** A user's message (or, with `steer`, a steer inside `turn`), sent at `at`. */
-  addUserMessage(content, { steer = false, turn = null, at = null } = {}) {
+  // --- user messages -------------------------------------------------------------------
+
+  /**
+   * A user's message, appended to `parent` (or inserted `before` a node). `steer` makes it
+   * a steer inside a turn; `pending` marks one this page sent and the server has not
+   * confirmed yet.
+   */
+  addUserMessage(
+    content,
+    { steer = false, at = null, position = null, requestId = null, parent = this.root, before = null, pending = false } = {},
+  ) {
     const bubble = element("div", steer ? "msg msg--user msg--steer" : "msg msg--user");
     const head = element("p", "msg__head");
     head.append(element("span", "msg__label", steer ? "You steered" : "You"));
-    if (at !== null) {
-      head.append(timeElement(at, "msg__time"));
-    }
     bubble.append(head, element("div", "msg__body", contentText(content)));
-    this.append(bubble, turn?.el ?? this.root);
+    this.stampUserMessage(bubble, { at, position, requestId });
+    if (pending) {
+      bubble.dataset.pending = "true";
+    }
+    if (before !== null) {
+      before.before(bubble);
+      this.updateEmptyHint();
+    } else {
+      this.append(bubble, parent);
+    }
     return bubble;
+  }
+
+  /** The server stored `bubble`'s message: its time, position and request. */
+  stampUserMessage(bubble, { at = null, position = null, requestId = null }) {
+    delete bubble.dataset.pending;
+    if (position !== null && position !== undefined) {
+      bubble.dataset.position = String(position);
+    }
+    if (requestId) {
+      bubble.dataset.requestId = requestId;
+    }
+    if (at !== null) {
+      const time = timeElement(at, "msg__time");
+      const shown = bubble.querySelector(".msg__time");
+      if (shown) {
+        shown.replaceWith(time);
+      } else {
+        bubble.querySelector(".msg__head").append(time);
+      }
+    }
   }
 
   /** Remove a message shown before the server took it (it refused it). */
   retractUserMessage(bubble) {
     bubble.remove();
-    const turn = this.current;
-    if (turn !== null && turn.el.childElementCount === 0 && turn.requestId === null) {
-      turn.el.remove();
-      this.current = null;
-    }
     this.updateEmptyHint();
   }
 
-  addNote(text, tone = "info", turn = this.current) {
-    const note = element("p", `note note--${tone}`, text);
-    this.append(note, turn?.el ?? this.root);
-    return note;
+  // --- runs ----------------------------------------------------------------------------
+
+  /** The turn that holds `requestId`'s blocks, if any. */
+  turnFor(requestId) {
+    return this.turns.get(requestId) ?? null;
   }
 
   /**
-   * Show that a request is under way before its first event arrives. `prompt` is the
-   * message it answers, when this page knows it.
+   * A run started (`run_started`, or a replay's): its turn becomes the live one. `bubble`
+   * is the user message it answers, already shown; the turn goes right after it.
    */
-  beginRequest(requestId = null, { prompt = null } = {}) {
-    if (this.current === null || (this.current.requestId !== null && this.current.requestId !== requestId)) {
-      this.current = this.appendTurn(requestId);
+  startRun(requestId, { prompt = null, bubble = null } = {}) {
+    this.removeRetryButtons();
+    let turn = this.turnFor(requestId);
+    if (turn === null) {
+      turn = this.appendTurn(requestId, { after: bubble });
     }
-    this.current.requestId ??= requestId;
-    this.current.prompt ??= prompt;
-    this.current.el.classList.add("is-running");
-    this.current.el.setAttribute("aria-busy", "true");
-    return this.current;
+    turn.prompt ??= prompt;
+    this.setLive(turn);
+    return turn;
+  }
+
+  /** A continuation run (`kind` `resume`) carries on the turn of the run it took over. */
+  resumeRun(requestId, resumedFrom) {
+    this.removeRetryButtons();
+    const turn = this.turnFor(resumedFrom) ?? this.lastTurn() ?? this.appendTurn(null);
+    this.addRequest(turn, requestId);
+    turn.meta?.remove();
+    turn.meta = null;
+    this.setLive(turn);
+    return turn;
+  }
+
+  setLive(turn) {
+    this.current = turn;
+    turn.el.classList.add("is-running");
+    turn.el.setAttribute("aria-busy", "true");
   }
 
   /**
-   * Close the current request: streaming stops, open widgets expire, the answer gets its
-   * footer. With `stopped`, text cut off mid-stream is rendered as finished Markdown.
-   * Returns the turn that was closed (or null).
+   * The live run ended with `outcome` (`completed`, `cancelled`, `failed`, `interrupted`,
+   * `expired`, `paused`): streaming stops, open widgets and cards show how it ended,
+   * queued steers that were never used say so, and the answer gets its footer.
    */
-  endRequest({ stopped = false } = {}) {
-    const turn = this.current;
-    this.current = null;
-    this.widgets.expireOpen();
+  endRun(requestId, outcome, { error = null, message = "", at = new Date() } = {}) {
+    const turn = this.turnFor(requestId) ?? this.current;
     if (turn === null) {
       return null;
     }
+    if (turn === this.current) {
+      this.current = null;
+    }
+    const stopped = outcome === "cancelled";
     for (const segment of turn.segments) {
       if (segment.streaming || (stopped && !segment.final)) {
         segment.finish({ stopped });
       }
     }
+    turn.text = turn.reasoning = null;
     turn.el.classList.remove("is-running");
     turn.el.removeAttribute("aria-busy");
-    this.showAnswerMeta(turn, new Date());
+    this.showOutcome(turn, requestId, outcome, { error, message });
+    if (outcome !== "paused") {
+      this.showAnswerMeta(turn, at);
+    }
     return turn;
+  }
+
+  /**
+   * How a run ended, inside its turn: the same for a live end and for history. Paused
+   * runs keep their widgets open: they can still be answered.
+   */
+  showOutcome(turn, requestId, outcome, { error = null, message = "" } = {}) {
+    this.outcomes.add(requestId);
+    if (outcome === "paused" || outcome === "resumed") {
+      return;
+    }
+    const stopped = outcome === "cancelled";
+    this.widgets.closeOpen(stopped ? "stopped" : "closed", stopped ? STOPPED_WIDGET_TEXT : ENDED_WIDGET_TEXT, {
+      requestIds: turn.requestIds,
+    });
+    this.discardSteers(turn, stopped ? "Not used: the answer was stopped first." : "Not used: the answer ended first.");
+    if (outcome === "completed") {
+      return;
+    }
+    for (const card of this.cardsOf(turn)) {
+      if (stopped) {
+        card.stop();
+      } else if (!card.settled) {
+        card.finish("failed", "Not run: the answer ended first.");
+      }
+    }
+    if (stopped) {
+      this.addNote("Stopped.", "muted", turn);
+    } else if (outcome === "failed") {
+      const text = `The answer failed: ${error?.message || "unknown error"} (${error?.type || "Error"}).`;
+      this.addRetryNote(turn, text, "error");
+    } else {
+      this.addRetryNote(turn, message || error?.message || "This answer was not finished.", "warning");
+    }
+  }
+
+  /** A note with a Retry button that sends the turn's message again, when it is known. */
+  addRetryNote(turn, text, tone) {
+    const note = this.addNote(text, tone, turn);
+    if (turn.prompt) {
+      const button = element("button", "button button--small note__action", "Retry");
+      button.type = "button";
+      button.title = "Send the same message again";
+      button.addEventListener("click", () => this.onRetry(turn.prompt, button));
+      note.append(" ", button);
+    }
+    return note;
+  }
+
+  /** Retry belongs to the last answer only: a new run, or older history, removes it. */
+  removeRetryButtons({ keepLast = false } = {}) {
+    const buttons = [...this.root.querySelectorAll(".note__action")];
+    const last = this.items.at(-1);
+    for (const button of buttons) {
+      if (!(keepLast && last?.contains(button))) {
+        button.remove();
+      }
+    }
+  }
+
+  cardsOf(turn) {
+    return [...this.cards.values()].filter((card) => turn.el.contains(card.el));
+  }
+
+  /**
+   * `older` is the first part of `newer`, which a page boundary cut off: the footer of
+   * `newer` now copies and counts both parts.
+   */
+  joinTurns(older, newer) {
+    if (!newer || older === newer) {
+      return;
+    }
+    newer.segments = [...older.segments, ...newer.segments];
+    newer.usage = addUsage(older.usage, newer.usage);
+    for (const requestId of older.requestIds) {
+      this.addRequest(newer, requestId);
+    }
+    if (newer.meta) {
+      this.showAnswerMeta(newer, newer.endedAt);
+    }
   }
 
   /** The footer of a finished answer: copy it, when it was written, what it cost. */
   showAnswerMeta(turn, at) {
+    turn.endedAt = at;
     const text = turn.answerText();
     const tokens = usageText(turn.usage);
     if (!text && !tokens) {
@@ -418,9 +343,63 @@ export class Transcript {
     this.append(meta, turn.el);
   }
 
+  // --- steers --------------------------------------------------------------------------
+
+  /**
+   * A steer was accepted (`reply_accepted`): shown at once, marked queued until the agent
+   * uses it (`steering_started`).
+   */
+  queueSteer(requestId, content) {
+    const turn = this.turnFor(requestId) ?? this.current;
+    if (turn === null) {
+      return null;
+    }
+    const bubble = this.addUserMessage(content, { steer: true, parent: turn.el });
+    const waiting = this.widgets.anyOpen() ? "Queued behind the open question" : "Queued";
+    this.setSteerState(bubble, "queued", waiting);
+    turn.queuedSteers.push({ content: contentText(content), bubble });
+    this.keepMetaLast(turn);
+    return bubble;
+  }
+
+  /** The agent took a steer: the queued one becomes applied, where the answer now is. */
+  applySteer(turn, content) {
+    const text = contentText(content);
+    const index = turn.queuedSteers.findIndex((steer) => steer.content === text);
+    const [steer] = turn.queuedSteers.splice(index >= 0 ? index : 0, 1);
+    if (steer === undefined) {
+      this.addUserMessage(content, { steer: true, parent: turn.el });
+      return;
+    }
+    this.setSteerState(steer.bubble, "applied", "");
+    this.append(steer.bubble, turn.el);
+  }
+
+  discardSteers(turn, text) {
+    for (const steer of turn.queuedSteers.splice(0)) {
+      this.setSteerState(steer.bubble, "discarded", text);
+    }
+  }
+
+  setSteerState(bubble, state, text) {
+    bubble.dataset.steer = state;
+    let tag = bubble.querySelector(".msg__tag");
+    if (!text) {
+      tag?.remove();
+      return;
+    }
+    if (tag === null) {
+      tag = element("span", "msg__tag");
+      bubble.querySelector(".msg__label").after(tag);
+    }
+    tag.textContent = text;
+  }
+
+  // --- live events ---------------------------------------------------------------------
+
   /** Apply one `agent_event` (SPEC A10 event dict) of request `requestId`. */
   handleEvent(requestId, event) {
-    const turn = this.beginRequest(requestId);
+    const turn = this.turnFor(requestId) ?? this.startRun(requestId);
     switch (event.type) {
       case "model_started":
         turn.text = turn.reasoning = turn.callText = turn.callReasoning = null;
@@ -449,18 +428,20 @@ export class Transcript {
         turn.text = null;
         break;
       case "model_completed":
-        this.settleModelCall(turn, event.response?.message);
+        this.settleModelCall(turn, event.response?.message, event.content_omitted);
         this.countUsage(turn, event.response?.usage);
         break;
       case "model_stopped":
-        this.settleModelCall(turn, event.message ?? event.response?.message);
+        this.settleModelCall(turn, event.message ?? event.response?.message, event.content_omitted);
         this.countUsage(turn, event.response?.usage);
         this.addNote(this.cutOffText(event.stop), "warning", turn);
         break;
       case "tool_started":
         for (const call of event.tool_calls ?? []) {
-          this.cardFor(turn, call).setState("running");
-          this.widgets.answeredElsewhere(call.id);
+          const card = this.cardFor(turn, call);
+          if (!this.widgets.isOpen(call.id)) {
+            card.setState("running");
+          }
         }
         break;
       case "tool_completed":
@@ -478,13 +459,13 @@ export class Transcript {
         const result = event.server_tool_result ?? {};
         const card = this.cardFor(turn, { id: result.call_id, name: result.name }, "Server tool");
         const failed = event.type === "server_tool_failed";
-        card.finish(failed ? "failed" : "done", contentText(result.output ?? ""), result.error ?? "");
+        card.finish(failed ? "failed" : "done", contentText(result.output ?? ""), { errorText: result.error ?? "" });
         break;
       }
       case "steering_started":
         turn.text?.finish();
         turn.text = null;
-        this.addUserMessage(event.steering_message?.content ?? "", { steer: true, turn });
+        this.applySteer(turn, event.steering_message?.content ?? "");
         break;
       case "compaction_completed":
         if (event.applied) {
@@ -492,7 +473,7 @@ export class Transcript {
         }
         break;
       case "custom":
-        this.handleCustom(turn, event);
+        this.handleCustom(turn, requestId, event);
         break;
       case "run_completed":
         turn.text?.finish();
@@ -502,15 +483,9 @@ export class Transcript {
     }
   }
 
-  handleCustom(turn, event) {
+  handleCustom(turn, requestId, event) {
     const payload = event.payload ?? {};
-    let widget = null;
-    if (event.name === "ask_user") {
-      widget = this.widgets.askUser(payload);
-    } else if (event.name === "approval_requested") {
-      widget = this.widgets.approval(payload);
-    }
-    if (widget === null) {
+    if (event.name !== "ask_user" && event.name !== "approval_requested") {
       return;
     }
     // The question comes from the tool's before_tool hook, ahead of TOOL_STARTED: open the
@@ -519,8 +494,16 @@ export class Transcript {
       event.name === "ask_user"
         ? { id: payload.tool_call_id, name: "ask_user", arguments: askUserArguments(payload) }
         : { id: payload.tool_call_id, name: payload.tool, arguments: payload.arguments };
-    this.cardFor(turn, call).setState("waiting");
-    this.append(widget, turn.el);
+    const card = this.cardFor(turn, call);
+    if (this.widgets.has(payload.tool_call_id)) {
+      // Asked again by a continuation that already has (or is getting) its answer.
+      if (this.widgets.isOpen(payload.tool_call_id)) {
+        card.setState("waiting");
+      }
+      return;
+    }
+    card.setState("waiting");
+    const widget = this.showWidget(card, payload, event.name, requestId);
     widget.scrollIntoView({ block: "nearest" });
     // The agent is blocked on this answer: take the keyboard there, unless the user is in
     // the middle of typing something else. An approval gets focus on the widget itself, not
@@ -534,25 +517,37 @@ export class Transcript {
     }
   }
 
+  /** An open widget for a wait (`ask_user` or `approval_requested`), right under its card. */
+  showWidget(card, payload, name, requestId) {
+    const widget =
+      name === "approval_requested"
+        ? this.widgets.approval(payload, { requestId })
+        : this.widgets.askUser(payload, { requestId });
+    this.keepPinned(() => card.el.after(widget));
+    return widget;
+  }
+
   finishTool(turn, event) {
     const message = event.message ?? {};
     const state = { tool_completed: "done", tool_failed: "failed", tool_skipped: "skipped" }[event.type];
     const calls = event.tool_calls?.length ? event.tool_calls : [{ id: message.tool_call_id, name: message.name }];
     const errorText = event.error ? `${event.error.type}: ${event.error.message}` : "";
     for (const call of calls) {
-      this.cardFor(turn, call).finish(state, contentText(message.content), errorText);
+      const card = this.cardFor(turn, call);
+      card.finish(state, contentText(message.content), { errorText, truncated: Boolean(event.content_truncated) });
+      this.widgets.resolve(call.id, message.attributes?.reply);
     }
   }
 
   /** Make the finished model call's text match its final message (deltas are display only). */
-  settleModelCall(turn, message) {
+  settleModelCall(turn, message, omitted = false) {
     if (!message) {
       return;
     }
     if (message.reasoning) {
       (turn.callReasoning ?? this.openReasoning(turn)).set(message.reasoning);
     }
-    if (message.content) {
+    if (message.content && !omitted) {
       (turn.callText ?? this.openText(turn)).set(contentText(message.content));
     }
     if (turn.callText) {
@@ -575,27 +570,21 @@ export class Transcript {
     return `The answer was cut off (${reason}${detail}).`;
   }
 
-  /** A stored answer; `partial` (stopped by the user) and `stop_reason` when present. */
-  renderAssistantMessage(turn, message) {
-    if (message.reasoning) {
-      this.openReasoning(turn).set(message.reasoning);
+  // --- blocks --------------------------------------------------------------------------
+
+  addNote(text, tone = "info", turn = this.current) {
+    const note = element("p", `note note--${tone}`, text);
+    this.append(note, turn?.el ?? this.root);
+    if (turn) {
+      this.keepMetaLast(turn);
     }
-    const text = contentText(message.content);
-    if (text) {
-      const segment = this.openText(turn);
-      segment.set(text);
-      segment.final = !message.partial;
-      segment.finish({ stopped: Boolean(message.partial) });
+    return note;
+  }
+
+  keepMetaLast(turn) {
+    if (turn.meta && turn.el.lastElementChild !== turn.meta) {
+      turn.el.append(turn.meta);
     }
-    for (const call of message.tool_calls ?? []) {
-      this.cardFor(turn, call).setState("unanswered");
-    }
-    if (message.stop_reason) {
-      this.addNote(this.cutOffText({ reason: message.stop_reason }), "warning", turn);
-    } else if (message.partial) {
-      this.addNote("Stopped.", "muted", turn);
-    }
-    turn.callText = turn.callReasoning = null;
   }
 
   openText(turn) {
@@ -613,12 +602,13 @@ export class Transcript {
     return segment;
   }
 
+  /** The card of a tool call: the one already shown (anywhere), or a new one in `turn`. */
   cardFor(turn, call, label = "Tool") {
-    let card = call.id ? turn.cards.get(call.id) : undefined;
+    let card = call.id ? this.cards.get(call.id) : undefined;
     if (card === undefined) {
       card = new ToolCard(call, { label });
       if (call.id) {
-        turn.cards.set(call.id, card);
+        this.cards.set(call.id, card);
       }
       this.append(card.el, turn.el);
     } else if (call.arguments !== undefined) {
@@ -627,19 +617,50 @@ export class Transcript {
     return card;
   }
 
-  appendTurn(requestId) {
+  /** A new turn, appended to `parent` (or right `after` a node). */
+  appendTurn(requestId, { parent = this.root, after = null } = {}) {
     const turn = new Turn(requestId);
-    this.append(turn.el, this.root);
+    this.turnOfElement.set(turn.el, turn);
+    if (requestId) {
+      this.turns.set(requestId, turn);
+    }
+    if (after !== null && after.isConnected) {
+      after.after(turn.el);
+      this.updateEmptyHint();
+    } else {
+      this.append(turn.el, parent);
+    }
     return turn;
   }
 
+  /** `requestId`'s blocks go to `turn` too (a continuation, or a run's later messages). */
+  addRequest(turn, requestId) {
+    if (requestId && this.turns.get(requestId) !== turn) {
+      turn.requestIds.add(requestId);
+      this.turns.set(requestId, turn);
+    }
+  }
+
+  lastTurn() {
+    const node = this.items.findLast((item) => item.classList.contains("turn"));
+    return node ? (this.turnOfElement.get(node) ?? null) : null;
+  }
+
   append(node, parent) {
-    this.keepPinned(() => parent.append(node));
+    if (this.bulk) {
+      parent.append(node);
+    } else {
+      this.keepPinned(() => parent.append(node));
+    }
     this.updateEmptyHint();
   }
 
   /** Run `change`; if the user was reading the end before, keep the end in view after. */
   keepPinned(change) {
+    if (this.bulk) {
+      change();
+      return;
+    }
     const root = this.root;
     const pinned = root.scrollHeight - root.scrollTop - root.clientHeight <= PINNED_SLACK_PX;
     change();
@@ -653,6 +674,6 @@ export class Transcript {
   }
 
   updateEmptyHint() {
-    this.emptyHint.hidden = this.root.childElementCount > 0;
+    this.emptyHint.hidden = this.root.childElementCount > 1;
   }
 }

@@ -1,29 +1,43 @@
 /**
- * The two widgets through which the user answers a paused agent: ask-user and approval.
+ * The two widgets through which the user answers a waiting agent: ask-user and approval.
  *
- * Each widget is keyed by the tool call it answers. Submitting sends an `external_event`
- * frame and marks the widget "sending"; the server's `external_event_result` for that
- * tool call settles it: accepted → answered (controls stay disabled, the choice is shown),
- * rejected (`accepted_by: []`) → expired, because nothing is waiting any more. When a run
- * ends every widget still open expires the same way. If the frame cannot be sent (the link
- * is down) the widget stays open so the user can try again. Once a reply is sent its
- * controls are disabled, so `onAnswered` hands the keyboard back (to the composer) rather
- * than leaving focus on a disabled button, which browsers drop to `<body>`.
+ * Each widget is keyed by the tool call it answers and belongs to one run. Its states
+ * (`data-state`):
+ *
+ * - `open`: waiting for the user; a countdown shows its deadline (`expires_at`);
+ * - `sending`: this page sent a reply (an `external_event` frame) and waits for the
+ *   server's `external_event_result`;
+ * - `answered`: a reply was taken — this page's, another tab's (`reply_accepted`), or, in
+ *   history, the tool result's `attributes.reply`;
+ * - `expired`: nobody answered before the deadline;
+ * - `rejected`: the server refused this page's reply, and says why (`reason`);
+ * - `stopped`: the run was stopped before anyone answered; `closed`: the run ended
+ *   otherwise (failed, interrupted, abandoned).
+ *
+ * Only an open widget takes input. If a reply cannot be sent (the link is down) the widget
+ * stays open so the user can try again. When a widget closes while it has the keyboard,
+ * `onAnswered` hands the keyboard back (to the composer) rather than leaving focus on a
+ * disabled control, which browsers drop to `<body>`.
  */
+import { element } from "./blocks.js";
+import { Countdowns } from "./deadline.js";
 
 let nextId = 0;
 const uniqueId = (prefix) => `${prefix}-${++nextId}`;
 
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
+const EXPIRED_TEXT = "Nobody answered in time.";
+
+/** Why the server refused a reply (`external_event_result.reason`), for people. */
+const REJECTED_TEXT = {
+  expired: "Too late: nobody answered in time, so this answer was not used.",
+  stale: "Not used: this was answered already.",
+  mismatch: "Not used: the tool call changed since you saw it.",
+  not_running: "Not used: the agent is no longer waiting for this answer.",
+  not_allowed: "Not used: the server does not take this reply from a page.",
+};
+const REJECTED_DEFAULT = "Not delivered: the agent is no longer waiting for this answer.";
+
+const OPEN_STATES = new Set(["open", "sending"]);
 
 function button(label, { value = "", tone = "" } = {}) {
   const node = element("button", `button ${tone}`.trim(), label);
@@ -32,19 +46,62 @@ function button(label, { value = "", tone = "" } = {}) {
   return node;
 }
 
+function answerText(answer) {
+  return Array.isArray(answer) ? answer.map(String).join(", ") : String(answer ?? "");
+}
+
+/**
+ * What a reply said, for people: from a reply's payload (`kind` `approval` or
+ * `ask_user`) or a tool result's `attributes.reply`.
+ */
+export function replySummary(kind, reply) {
+  if (reply?.expired) {
+    return EXPIRED_TEXT;
+  }
+  if (kind === "approval") {
+    if (reply?.approved === true) {
+      return "You approved this.";
+    }
+    return reply?.approved === false ? "You denied this." : "You answered.";
+  }
+  return `You answered: ${answerText(reply?.answer)}`;
+}
+
+/** The question an approval asks about `tool`, as the server words it. */
+export function approvalQuestion(tool) {
+  return `Allow ${tool} to run with these arguments?`;
+}
+
 export class ReplyWidgets {
   /**
    * @param {(name: string, payload: object) => boolean} sendExternalEvent
-   * @param {{onAnswered?: () => void}} hooks `onAnswered` runs once a reply has been sent.
+   * @param {{onAnswered?: () => void}} hooks `onAnswered` runs when a widget that had the
+   *   keyboard stops taking input.
    */
   constructor(sendExternalEvent, { onAnswered = () => {} } = {}) {
     this.sendExternalEvent = sendExternalEvent;
     this.onAnswered = onAnswered;
     this.widgets = new Map();
+    this.countdowns = new Countdowns();
+  }
+
+  has(toolCallId) {
+    return this.widgets.has(toolCallId);
+  }
+
+  isOpen(toolCallId) {
+    return OPEN_STATES.has(this.widgets.get(toolCallId)?.state);
+  }
+
+  /** Whether any widget (of `requestId`, when given) still waits for the user. */
+  anyOpen(requestId = null) {
+    return [...this.widgets.values()].some(
+      (widget) => widget.state === "open" && (requestId === null || widget.requestId === requestId),
+    );
   }
 
   /** A question from the `ask_user` tool: options as buttons, checkboxes, or free text. */
-  askUser(payload) {
+  askUser(payload, { requestId = null } = {}) {
     const options = Array.isArray(payload.options) ? payload.options.map(String) : [];
     const multiple = Boolean(payload.allow_multiple) && options.length > 0;
     const { form, body, actions } = this.frame("ask", "The agent asks", payload.question);
@@ -105,19 +162,16 @@ export class ReplyWidgets {
       } else {
         answer = event.submitter?.value ?? "";
       }
-      const shown = Array.isArray(answer) ? answer.join(", ") : answer;
-      this.submit(payload.tool_call_id, form, payload.response_event || "ask_user_response", {
-        tool_call_id: payload.tool_call_id,
-        answer,
-      }, `You answered: ${shown}`);
+      const reply = { tool_call_id: payload.tool_call_id, answer };
+      this.submit(payload.tool_call_id, payload.response_event || "ask_user_response", reply);
     });
-    return this.register(payload.tool_call_id, form);
+    return this.register(payload, form, "ask_user", requestId);
   }
 
   /** A request to run a tool that needs the user's consent. */
-  approval(payload) {
+  approval(payload, { requestId = null } = {}) {
     const tool = String(payload.tool ?? "a tool");
-    const question = payload.question || `Allow ${tool} to run?`;
+    const question = payload.question || approvalQuestion(tool);
     const { form, body, actions } = this.frame("approval", "Approval needed", question);
     form.tabIndex = -1;
     const args = element("pre", "widget__arguments");
@@ -129,57 +183,97 @@ export class ReplyWidgets {
     );
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      const approved = event.submitter?.value === "approve";
-      this.submit(payload.tool_call_id, form, payload.response_event || "approval_response", {
-        tool_call_id: payload.tool_call_id,
-        approved,
-      }, approved ? "You approved this." : "You denied this.");
+      const reply = { tool_call_id: payload.tool_call_id, approved: event.submitter?.value === "approve" };
+      if (typeof payload.digest === "string") {
+        // Binds the approval to the tool and arguments shown (docs/protocol.md).
+        reply.digest = payload.digest;
+      }
+      this.submit(payload.tool_call_id, payload.response_event || "approval_response", reply);
     });
-    return this.register(payload.tool_call_id, form);
+    return this.register(payload, form, "approval", requestId);
   }
 
-  /** Apply the server's verdict on the reply to `toolCallId`. */
-  settle(toolCallId, acceptedBy) {
+  /**
+   * A widget that was answered (or not) before this page saw it, rebuilt from history:
+   * the call it belongs to and the tool result's `attributes.reply`.
+   */
+  settledFromHistory(call, reply, requestId = null) {
+    const args = call.arguments ?? {};
+    const form =
+      reply.kind === "approval"
+        ? this.approval(
+            { tool_call_id: call.id, tool: call.name, arguments: args, question: approvalQuestion(call.name) },
+            { requestId },
+          )
+        : this.askUser(
+            {
+              tool_call_id: call.id,
+              question: args.question ?? reply.question ?? "",
+              options: args.options ?? null,
+              allow_multiple: args.allow_multiple ?? false,
+            },
+            { requestId },
+          );
+    this.resolve(call.id, reply);
+    return form;
+  }
+
+  // --- outcomes ----------------------------------------------------------------------
+
+  /** The server's verdict (`external_event_result`) on this page's reply to `toolCallId`. */
+  settle(toolCallId, acceptedBy, reason = null) {
     const widget = this.widgets.get(toolCallId);
     if (!widget || widget.state !== "sending") {
       return;
     }
     if (Array.isArray(acceptedBy) && acceptedBy.length > 0) {
-      widget.state = "answered";
-      widget.form.dataset.state = "answered";
-      this.say(widget.form, widget.summary);
+      this.close(widget, "answered", replySummary(widget.kind, widget.reply));
     } else {
-      this.expire(widget, "Not delivered: the agent is no longer waiting for this answer.");
+      this.close(widget, "rejected", REJECTED_TEXT[reason] ?? REJECTED_DEFAULT);
     }
   }
 
-  /**
-   * The agent went on with `toolCallId`, so someone answered it: another window of this
-   * chat, if this widget is still open.
-   */
-  answeredElsewhere(toolCallId) {
+  /** A reply to `toolCallId` was accepted (`reply_accepted`): from any tab. */
+  accepted(toolCallId, payload) {
     const widget = this.widgets.get(toolCallId);
-    if (widget?.state === "open") {
-      widget.state = "answered";
-      widget.form.dataset.state = "answered";
-      this.disable(widget.form);
-      this.say(widget.form, "Answered in another window.");
+    if (widget && (OPEN_STATES.has(widget.state) || widget.state === "rejected")) {
+      this.close(widget, "answered", replySummary(widget.kind, payload));
     }
   }
 
-  /** Close every widget still waiting, e.g. because the run ended. */
-  expireOpen(reason = "The agent stopped waiting for this answer.") {
+  /** The call's result says how it was answered (`attributes.reply`), or that nobody did. */
+  resolve(toolCallId, reply) {
+    const widget = this.widgets.get(toolCallId);
+    if (!widget || !reply || typeof reply !== "object") {
+      return;
+    }
+    if (reply.expired) {
+      if (widget.state !== "expired") {
+        this.close(widget, "expired", EXPIRED_TEXT);
+      }
+    } else if (widget.state !== "answered") {
+      this.close(widget, "answered", replySummary(widget.kind, reply));
+    }
+  }
+
+  /** Close every widget still waiting (of the runs `requestIds`, when given): they ended. */
+  closeOpen(state, text, { requestIds = null } = {}) {
     for (const widget of this.widgets.values()) {
-      if (widget.state === "open" || widget.state === "sending") {
-        this.expire(widget, reason);
+      if (OPEN_STATES.has(widget.state) && (requestIds === null || requestIds.has(widget.requestId))) {
+        this.close(widget, state, text);
       }
     }
   }
 
   /** Forget all widgets (their elements are being thrown away). */
   reset() {
+    for (const widget of this.widgets.values()) {
+      widget.countdown?.stop();
+    }
     this.widgets.clear();
   }
+
+  // --- building blocks ---------------------------------------------------------------
 
   frame(kind, kicker, question) {
     const form = element("form", `widget widget--${kind}`);
@@ -197,41 +291,55 @@ export class ReplyWidgets {
     return { form, body, actions };
   }
 
-  register(toolCallId, form) {
-    this.widgets.set(toolCallId, { form, state: "open", summary: "" });
+  register(payload, form, kind, requestId) {
+    const toolCallId = payload.tool_call_id;
+    form.dataset.toolCallId = toolCallId ?? "";
+    const widget = { form, kind, requestId, state: "open", reply: null, countdown: null };
+    this.widgets.set(toolCallId, widget);
+    widget.countdown = this.countdowns.start(payload.expires_at, () => {
+      if (widget.state === "open") {
+        this.close(widget, "expired", EXPIRED_TEXT);
+      }
+    });
+    if (widget.countdown) {
+      form.querySelector(".widget__actions").after(widget.countdown.element);
+    }
     return form;
   }
 
-  submit(toolCallId, form, name, payload, summary) {
+  submit(toolCallId, name, reply) {
     const widget = this.widgets.get(toolCallId);
     if (!widget || widget.state !== "open") {
       return;
     }
-    if (!this.sendExternalEvent(name, payload)) {
-      this.say(form, "Not connected. Try again when the connection is back.");
+    if (!this.sendExternalEvent(name, reply)) {
+      this.say(widget.form, "Not connected. Try again when the connection is back.");
       return;
     }
-    widget.state = "sending";
-    widget.summary = summary;
-    form.dataset.state = "sending";
-    const hadFocus = form.contains(document.activeElement);
-    this.disable(form);
-    this.say(form, "Sending…");
-    if (hadFocus) {
-      this.onAnswered();
-    }
+    widget.reply = reply;
+    this.setState(widget, "sending");
+    this.say(widget.form, "Sending…");
   }
 
-  expire(widget, reason) {
-    widget.state = "expired";
-    widget.form.dataset.state = "expired";
-    this.disable(widget.form);
-    this.say(widget.form, reason);
+  close(widget, state, text) {
+    this.setState(widget, state);
+    widget.countdown?.stop();
+    widget.countdown?.element.remove();
+    widget.countdown = null;
+    this.say(widget.form, text);
   }
 
-  disable(form) {
-    for (const control of form.querySelectorAll("button, input, textarea")) {
-      control.disabled = true;
+  setState(widget, state) {
+    const hadFocus = widget.form.contains(document.activeElement);
+    widget.state = state;
+    widget.form.dataset.state = state;
+    if (state !== "open") {
+      for (const control of widget.form.querySelectorAll("button, input, textarea")) {
+        control.disabled = true;
+      }
+      if (hadFocus) {
+        this.onAnswered();
+      }
     }
   }
 

@@ -1,0 +1,209 @@
+/**
+ * The blocks a turn is made of: Markdown text, collapsed reasoning and tool cards.
+ *
+ * Every string from the server reaches the page as text (`textContent`), except Markdown,
+ * which goes through `renderMarkdown` (marked, then DOMPurify) before it is inserted.
+ */
+import { decorateCodeBlocks } from "./code.js";
+import { renderMarkdown } from "./markdown.js";
+
+const PREVIEW_CHARS = 60;
+
+const TOOL_STATUS = {
+  running: "running…",
+  waiting: "waiting for you",
+  done: "done",
+  failed: "failed",
+  skipped: "skipped",
+  stopped: "stopped",
+  unanswered: "no result",
+};
+
+export function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) {
+    node.className = className;
+  }
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}
+
+/** The text of message content: a string, or a list of text and image parts. */
+export function contentText(content) {
+  if (typeof content === "string") {
+    return content;
+  }
+  if (content === null || content === undefined) {
+    return "";
+  }
+  if (Array.isArray(content)) {
+    return content
+      .map((part) => (typeof part === "string" ? part : typeof part?.text === "string" ? part.text : "[image]"))
+      .join("\n");
+  }
+  return JSON.stringify(content, null, 2);
+}
+
+function argumentPreview(args) {
+  if (!args || typeof args !== "object") {
+    return "";
+  }
+  const text = Object.entries(args)
+    .map(([key, value]) => `${key}=${JSON.stringify(value)}`)
+    .join(", ");
+  return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS - 1)}…` : text;
+}
+
+/**
+ * A Markdown block that can grow delta by delta. While it streams, and once it was
+ * stopped part way, it renders as unfinished text (open emphasis and code closed); once
+ * its model call completed (`final`), exactly as written.
+ */
+export class TextSegment {
+  /** @param {{keepPinned: (change: () => void) => void}} view */
+  constructor(view) {
+    this.view = view;
+    this.source = "";
+    this.frame = null;
+    this.streaming = false;
+    this.stopped = false;
+    this.final = false;
+    this.el = element("div", "msg msg--assistant markdown");
+  }
+
+  append(delta) {
+    this.source += delta;
+    this.streaming = true;
+    this.el.classList.add("is-streaming");
+    this.schedule();
+  }
+
+  set(source) {
+    if (source !== this.source) {
+      this.source = source;
+      this.schedule();
+    }
+  }
+
+  finish({ stopped = false } = {}) {
+    this.streaming = false;
+    this.stopped ||= stopped && !this.final;
+    this.el.classList.remove("is-streaming");
+    this.el.classList.toggle("is-stopped", this.stopped);
+    this.render();
+  }
+
+  schedule() {
+    if (this.frame === null) {
+      this.frame = requestAnimationFrame(() => this.render());
+    }
+  }
+
+  render() {
+    if (this.frame !== null) {
+      cancelAnimationFrame(this.frame);
+      this.frame = null;
+    }
+    this.view.keepPinned(() => {
+      this.el.innerHTML = renderMarkdown(this.source, { unfinished: this.streaming || this.stopped });
+      decorateCodeBlocks(this.el);
+    });
+  }
+}
+
+/** Collapsed reasoning, shown as plain text. */
+export class ReasoningSegment {
+  constructor(view) {
+    this.view = view;
+    this.el = element("details", "reasoning");
+    this.el.append(element("summary", "", "Reasoning"));
+    this.body = element("div", "reasoning__body");
+    this.el.append(this.body);
+  }
+
+  append(delta) {
+    this.view.keepPinned(() => this.body.append(delta));
+  }
+
+  set(text) {
+    if (text !== this.body.textContent) {
+      this.body.textContent = text;
+    }
+  }
+
+  finish() {}
+}
+
+/** A collapsible card for one tool call: arguments, then status and result. */
+export class ToolCard {
+  constructor(call, { label = "Tool" } = {}) {
+    this.id = call.id ?? null;
+    this.name = call.name || "tool";
+    this.el = element("details", "tool-card");
+    if (call.id) {
+      this.el.dataset.toolCallId = call.id;
+    }
+    const summary = element("summary", "tool-card__summary");
+    summary.append(element("span", "visually-hidden", `${label}: `));
+    summary.append(element("span", "tool-card__name", this.name));
+    this.preview = element("span", "tool-card__preview");
+    this.status = element("span", "tool-card__status");
+    summary.append(this.preview, this.status);
+    const body = element("div", "tool-card__body");
+    this.argsCode = element("code");
+    const argsBlock = element("pre", "tool-card__code");
+    argsBlock.append(this.argsCode);
+    this.resultLabel = element("p", "tool-card__label", "Result");
+    this.result = element("pre", "tool-card__code tool-card__result", "(none yet)");
+    body.append(element("p", "tool-card__label", "Arguments"), argsBlock, this.resultLabel, this.result);
+    this.el.append(summary, body);
+    this.arguments = undefined;
+    this.setArguments(call.arguments);
+    this.setState("running");
+  }
+
+  get state() {
+    return this.el.dataset.state;
+  }
+
+  /** Whether the call has an outcome (a result, or it was stopped). */
+  get settled() {
+    return !["running", "waiting", "unanswered"].includes(this.state);
+  }
+
+  setArguments(args) {
+    if (args === undefined || args === null) {
+      if (this.arguments === undefined) {
+        this.argsCode.textContent = "(not recorded)";
+      }
+      return;
+    }
+    this.arguments = args;
+    this.argsCode.textContent = JSON.stringify(args, null, 2);
+    this.preview.textContent = argumentPreview(args);
+  }
+
+  setState(state) {
+    this.el.dataset.state = state;
+    this.status.textContent = TOOL_STATUS[state] ?? state;
+  }
+
+  finish(state, resultText, { errorText = "", truncated = false } = {}) {
+    this.setState(state);
+    this.result.textContent = resultText || "(empty)";
+    if (errorText && !this.result.textContent.includes(errorText)) {
+      this.result.textContent += `\n${errorText}`;
+    }
+    this.resultLabel.textContent = truncated ? "Result (cut short here; the whole result is stored)" : "Result";
+  }
+
+  /** The run was stopped before this call had a result. */
+  stop() {
+    if (!this.settled) {
+      this.setState("stopped");
+      this.result.textContent = "Stopped before it finished.";
+    }
+  }
+}
