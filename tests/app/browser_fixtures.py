@@ -16,6 +16,8 @@ from tests.app.browser_support import (
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
+    TIGHT_HISTORY_PAGE,
+    TIGHT_REPLY_TIMEOUT,
     WAIT_MS,
     WIDE,
     LiveServer,
@@ -42,6 +44,19 @@ def scripted_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSe
     """The app on ``browser_model.BrowserScriptModel``: reasoning, cut-offs, failures."""
     model = "tests.app.browser_model:browser_script_model"
     with serve(tmp_path_factory.mktemp("scripted"), "scripted", model) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def tight_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The demo model with tight limits: questions and approvals expire after
+    ``TIGHT_REPLY_TIMEOUT`` seconds, and the ``session`` frame carries only the newest
+    ``TIGHT_HISTORY_PAGE`` messages, so deadlines and paging can be seen in a test."""
+    env = {
+        "ZETT_REPLY_TIMEOUT": str(TIGHT_REPLY_TIMEOUT),
+        "ZETT_HISTORY_PAGE": str(TIGHT_HISTORY_PAGE),
+    }
+    with serve(tmp_path_factory.mktemp("tight"), "tight", "demo", env) as server:
         yield server
 
 

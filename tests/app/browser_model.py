@@ -12,7 +12,9 @@ asked), so any session and any test order get the same stream:
 - ``code``      → fenced code in Python and HTML (with markup that must stay text) and one
   block without a language;
 - ``stall``     → streams an unfinished emphasis (``*what is 12``), then waits until the
-  run is cancelled;
+  run is cancelled (or the server is killed);
+- ``note <text>`` → calls ``save_note`` with ``<text>`` (the app asks for approval), then
+  answers with the tool's result: ``Done: …``;
 - anything else → one short sentence.
 
 Every model call reports the same token usage (``USAGE``: 1,234 tokens).
@@ -21,9 +23,10 @@ Every model call reports the same token usage (``USAGE``: 1,234 tokens).
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 
-from zett_agent.messages import AssistantMessage, UserMessage, content_text
+from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage, content_text
 from zett_agent.model import (
     ModelEvent,
     ModelRequest,
@@ -76,7 +79,12 @@ class BrowserScriptModel:
         self.asked: dict[str, int] = {}
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        said = content_text(_last_user_message(request).content).strip().lower()
+        words = content_text(_last_user_message(request).content).strip()
+        if words.lower().startswith("note "):
+            for event in self.streams.events_for(_note_turn(request, words[5:].strip())):
+                yield event
+            return
+        said = words.lower()
         self.asked[said] = self.asked.get(said, 0) + 1
         if said == "fail" or (said == "fail once" and self.asked[said] == 1):
             raise RuntimeError(FAILURE)
@@ -100,6 +108,16 @@ class BrowserScriptModel:
         }.get(said, PLAIN_REPLY)
         for event in self.streams.events_for(AssistantMessage(content=reply)):
             yield event
+
+
+def _note_turn(request: ModelRequest, text: str) -> AssistantMessage:
+    """Call ``save_note`` first; once its result is in, say what it was."""
+    last = request.messages[-1]
+    if isinstance(last, ToolMessage):
+        return AssistantMessage(content=f"Done: {content_text(last.content)}")
+    arguments = {"title": "Scripted", "text": text}
+    call = ToolCall(f"note_{uuid.uuid4().hex[:12]}", "save_note", arguments)
+    return AssistantMessage(content="Saving it.", tool_calls=[call])
 
 
 def _last_user_message(request: ModelRequest) -> UserMessage:

@@ -60,6 +60,11 @@ SERVER_START_TIMEOUT_S = 120
 CHAT_URL = re.compile(r"/s/[0-9a-f-]{36}/$")
 SOCKET_URL = re.compile(r"/ws/sessions/")
 
+#: Seconds a question or approval waits on ``tight_server``.
+TIGHT_REPLY_TIMEOUT = 6
+#: Messages in the ``session`` frame on ``tight_server``.
+TIGHT_HISTORY_PAGE = 4
+
 WIDE = {"width": 1280, "height": 820}
 NARROW = {"width": 375, "height": 740}
 LAYOUTS = {
@@ -114,12 +119,7 @@ def _read_lines(stream, lines: queue.Queue, log_path: Path) -> None:
     lines.put(None)
 
 
-@contextmanager
-def serve(work: Path, name: str, model: str) -> Iterator[LiveServer]:
-    """Run ``live_daphne.py`` on a fresh SQLite file with ``model``; stop it on exit."""
-    database = work / f"{name}.sqlite3"
-    ARTIFACTS.mkdir(exist_ok=True)
-    log_path = ARTIFACTS / f"{name}-server.log"
+def _server_env(database: Path, model: str, extra: dict[str, str]) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
@@ -134,8 +134,14 @@ def serve(work: Path, name: str, model: str) -> Iterator[LiveServer]:
         ZETT_DEMO_PACE="0",
         PYTHONUNBUFFERED="1",
     )
+    env.update(extra)
+    return env
+
+
+def _start(env: dict[str, str], log_path: Path, args: list[str]):
+    """Start ``live_daphne.py``; return the process, its reader thread and its port."""
     process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("live_daphne.py"))],
+        [sys.executable, str(Path(__file__).with_name("live_daphne.py")), *args],
         cwd=ROOT,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -150,15 +156,72 @@ def serve(work: Path, name: str, model: str) -> Iterator[LiveServer]:
     reader.start()
     try:
         port = _wait_for_port(lines, log_path)
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process, reader, port
+
+
+def _stop(process: subprocess.Popen, reader: threading.Thread) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    reader.join(timeout=15)
+
+
+@contextmanager
+def serve(
+    work: Path, name: str, model: str, env: dict[str, str] | None = None
+) -> Iterator[LiveServer]:
+    """Run ``live_daphne.py`` on a fresh SQLite file with ``model`` (and ``env`` on top of
+    the test environment); stop it on exit."""
+    database = work / f"{name}.sqlite3"
+    ARTIFACTS.mkdir(exist_ok=True)
+    log_path = ARTIFACTS / f"{name}-server.log"
+    process, reader, port = _start(_server_env(database, model, env or {}), log_path, [])
+    try:
         yield LiveServer(url=f"http://127.0.0.1:{port}", database=database, log=log_path)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        reader.join(timeout=15)
+        _stop(process, reader)
+
+
+class RestartableServer(LiveServer):
+    """A live server a test can crash (SIGKILL: no cleanup at all, as in an OOM kill) and
+    start again on the same database and port, so open pages reconnect to it."""
+
+    def __init__(self, work: Path, name: str, model: str, env: dict[str, str] | None = None):
+        ARTIFACTS.mkdir(exist_ok=True)
+        database = work / f"{name}.sqlite3"
+        super().__init__(url="", database=database, log=ARTIFACTS / f"{name}-server-0.log")
+        self.name = name
+        self.env = _server_env(database, model, env or {})
+        self.port = 0
+        self.starts = 0
+        self.process: subprocess.Popen | None = None
+        self.reader: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.starts += 1
+        self.log = ARTIFACTS / f"{self.name}-server-{self.starts}.log"
+        args = ["--port", str(self.port)] if self.port else []
+        self.process, self.reader, self.port = _start(self.env, self.log, args)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait()
+        assert self.reader is not None
+        self.reader.join(timeout=15)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            assert self.reader is not None
+            _stop(self.process, self.reader)
 
 
 def _wait_for_port(lines: queue.Queue, log_path: Path) -> int:
@@ -185,6 +248,10 @@ class PageProbe:
     errors: list[str] = field(default_factory=list)
     frames: list[dict] = field(default_factory=list)
     dialogs: list[str] = field(default_factory=list)
+
+    def forgive(self, text: str) -> None:
+        """Drop the logged errors that contain ``text`` (ones the test caused on purpose)."""
+        self.errors[:] = [error for error in self.errors if text not in error]
 
     def frames_of(self, event_type: str) -> list[dict]:
         return [
@@ -233,6 +300,62 @@ def expect_idle(page: Page) -> None:
     expect(page.locator("#stop-button")).to_be_hidden()
 
 
+#: What a reader sees in the conversation, one line per block, without times: user
+#: messages, steers (and their state), answers (stopped or not), reasoning, tool cards
+#: (name and state), widgets (state, question, outcome), notes and answer footers.
+SNAPSHOT = """() => {
+  const text = (node) => (node ? node.textContent.replace(/\\s+/g, " ").trim() : "");
+  const lines = [];
+  for (const item of document.querySelectorAll("#transcript > :not(.transcript__head)")) {
+    if (item.matches(".msg--user")) {
+      lines.push(`user: ${text(item.querySelector(".msg__body"))}`);
+      continue;
+    }
+    if (!item.matches(".turn")) {
+      lines.push(`other: ${text(item)}`);
+      continue;
+    }
+    for (const block of item.children) {
+      if (block.matches(".msg--steer")) {
+        const tag = text(block.querySelector(".msg__tag"));
+        const body = text(block.querySelector(".msg__body"));
+        lines.push(`steer [${block.dataset.steer}] ${tag}: ${body}`);
+      } else if (block.matches(".msg--assistant")) {
+        const stopped = block.classList.contains("is-stopped") ? " (stopped)" : "";
+        lines.push(`answer${stopped}: ${text(block)}`);
+      } else if (block.matches(".reasoning")) {
+        lines.push(`reasoning: ${text(block.querySelector(".reasoning__body"))}`);
+      } else if (block.matches(".tool-card")) {
+        const name = text(block.querySelector(".tool-card__name"));
+        lines.push(`tool ${name} [${block.dataset.state}]`);
+      } else if (block.matches(".widget")) {
+        const question = text(block.querySelector(".widget__question"));
+        const outcome = text(block.querySelector(".widget__status"));
+        lines.push(`widget [${block.dataset.state}] ${question} -> ${outcome}`);
+      } else if (block.matches(".note")) {
+        lines.push(`note: ${text(block)}`);
+      } else if (block.matches(".turn__meta")) {
+        const copy = block.querySelector(".copy-button") ? "copy " : "";
+        lines.push(`footer: ${copy}${text(block.querySelector(".turn__usage"))}`);
+      } else {
+        lines.push(`other: ${text(block)}`);
+      }
+    }
+  }
+  return lines;
+}"""
+
+
+def transcript_snapshot(page: Page) -> list[str]:
+    """The conversation as a reader sees it (``SNAPSHOT``), to compare before and after a
+    reload."""
+    return page.evaluate(SNAPSHOT)
+
+
+def expect_connected(page: Page) -> None:
+    expect(page.locator("#connection-label")).to_have_text("Connected")
+
+
 def open_sidebar(page: Page):
     """The chat list, opened first when it is a drawer (narrow screens)."""
     sidebar = page.get_by_role("navigation", name="Chats")
@@ -274,12 +397,17 @@ class SocketGate:
       gets (changed or not), or None to withhold it.
     - ``answer``: called with each frame the page sends; a frame it returns goes back to
       the page in the server's place and the page's frame is not forwarded.
+    - ``hold(*types)``: frames of these types are kept back until ``release()``.
+    - ``sent`` and ``seen``: every frame the page sent, every frame the server sent.
     """
 
     def __init__(self, page: Page) -> None:
         self.blocked = False
         self.current: WebSocketRoute | None = None
         self.sent: list[Frame] = []
+        self.seen: list[Frame] = []
+        self.holding: set[str] = set()
+        self.held: list[Frame] = []
         self.rewrite: Callable[[Frame], Frame | None] = lambda frame: frame
         self.answer: Callable[[Frame], Frame | None] = lambda frame: None
         page.route_web_socket(SOCKET_URL, self._route)
@@ -293,6 +421,17 @@ class SocketGate:
     def drop(self) -> None:
         assert self.current is not None, "no socket to drop"
         self.current.close(code=1001, reason="dropped by the test")
+
+    def hold(self, *types: str) -> None:
+        self.holding = set(types)
+
+    def release(self) -> None:
+        """Send the held frames to the page, in order, and hold nothing more."""
+        assert self.current is not None, "no socket to release frames to"
+        self.holding = set()
+        held, self.held = self.held, []
+        for frame in held:
+            self.current.send(json.dumps(frame))
 
     def _route(self, socket: WebSocketRoute) -> None:
         if self.blocked:
@@ -313,8 +452,11 @@ class SocketGate:
             socket.send(json.dumps(reply))
 
     def _from_server(self, socket: WebSocketRoute, message) -> None:
+        self.seen.append(json.loads(message))
         frame = self.rewrite(json.loads(message))
-        if frame is not None:
+        if frame is not None and frame.get("type") in self.holding:
+            self.held.append(frame)
+        elif frame is not None:
             socket.send(json.dumps(frame))
 
 

@@ -136,8 +136,11 @@ def test_stop_cancels_a_run_that_waits_for_an_answer(page: Page, daphne_server: 
     page.get_by_role("button", name="Stop").click()
 
     expect(page.locator(".note", has_text="Stopped.")).to_be_visible()
-    expect(question).to_have_attribute("data-state", "expired")
+    expect(question).to_have_attribute("data-state", "stopped")
+    expect(question.locator(".widget__status")).to_have_text("Stopped before anyone answered.")
     expect(question.get_by_label("Your answer")).to_be_disabled()
+    card = page.locator(".tool-card", has_text="ask_user")
+    expect(card).to_have_attribute("data-state", "stopped")
     expect_idle(page)
 
 
@@ -211,7 +214,7 @@ def test_on_a_narrow_screen_the_chat_list_is_a_drawer(
     expect(last_answer(page).locator("strong")).to_have_text("42")
 
 
-def test_after_the_link_drops_the_page_reconnects_and_rebuilds_the_conversation(
+def test_after_the_link_drops_an_idle_page_reconnects_and_keeps_its_conversation(
     page: Page, daphne_server: LiveServer, probe: PageProbe
 ) -> None:
     page.add_init_script(TRACK_SOCKETS)
@@ -219,33 +222,48 @@ def test_after_the_link_drops_the_page_reconnects_and_rebuilds_the_conversation(
     send(page, "What is 2**16?")
     expect(last_answer(page).locator("strong")).to_have_text("65536")
     expect_idle(page)
-    page.evaluate("document.querySelector('#transcript > *').dataset.before = 'drop'")
+    page.evaluate("document.querySelector('#transcript > .turn').dataset.before = 'drop'")
+    seen = max(frame["seq"] for frame in probe.frames if "seq" in frame)
 
     drop_socket(page)
 
-    expect(page.locator("#transcript [data-before]")).to_have_count(0)
+    page.wait_for_function("window.zettSockets.length === 2")
     expect(page.locator("#connection-label")).to_have_text("Connected")
+    assert page.evaluate("window.zettSockets[1].url").endswith(f"?after_seq={seen}")
+    # Nothing happened meanwhile, so nothing was rebuilt.
+    expect(page.locator("#transcript [data-before]")).to_have_count(1)
     expect(page.locator(".msg--user .msg__body")).to_have_text(["What is 2**16?"])
-    expect(last_answer(page).locator("strong")).to_have_text("65536")
-    assert page.evaluate("window.zettSockets.length") == 2
-    assert [frame["type"] for frame in probe.frames].count("session") == 2
-
-
-def test_a_run_cut_off_by_a_dropped_link_leaves_the_page_ready_for_the_next_message(
-    page: Page, daphne_server: LiveServer
-) -> None:
-    page.add_init_script(TRACK_SOCKETS)
-    open_new_chat(page, daphne_server)
-    send(page, "Save a note")
-    expect(page.locator(".widget--ask")).to_contain_text("What should the note say?")
-
-    drop_socket(page)
-
-    expect(page.locator("#connection-label")).to_have_text("Connected")
-    expect_idle(page)
-    expect(page.locator(".widget--ask")).to_have_count(0)
     send(page, "What is 6 * 7?")
     expect(last_answer(page).locator("strong")).to_have_text("42")
+
+
+def test_after_the_link_drops_mid_question_the_same_run_goes_on_and_can_be_answered(
+    page: Page, daphne_server: LiveServer, probe: PageProbe
+) -> None:
+    page.add_init_script(TRACK_SOCKETS)
+    session_id = open_new_chat(page, daphne_server)
+    send(page, "Save a note")
+    question = page.locator(".widget--ask")
+    expect(question).to_contain_text("What should the note say?")
+
+    drop_socket(page)
+
+    page.wait_for_function("window.zettSockets.length === 2")
+    expect(page.locator("#connection-label")).to_have_text("Connected")
+    assert "after_seq=" in page.evaluate("window.zettSockets.at(-1).url")
+    expect(question).to_have_attribute("data-state", "open")
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    question.get_by_label("Your answer").fill("Buy oat milk")
+    question.get_by_role("button", name="Send answer").click()
+    approval = page.locator(".widget--approval")
+    approval.get_by_role("button", name="Approve").click()
+    expect(last_answer(page)).to_contain_text("Saved note")
+    expect_idle(page)
+    expect(page.locator(".widget--ask")).to_have_count(1)
+    notes = daphne_server.rows(
+        "SELECT text FROM agent_app_note WHERE session_id = ?", session_id.replace("-", "")
+    )
+    assert notes == [("Buy oat milk",)]
 
 
 def test_steering_while_the_agent_waits_redirects_the_next_answer(
@@ -318,7 +336,7 @@ def test_a_second_window_follows_the_run_and_can_answer_for_the_first(
         context.close()
 
     expect(page.locator(".note", has_text="Stopped.")).to_be_visible()
-    expect(first_approval).to_have_attribute("data-state", "expired")
+    expect(first_approval).to_have_attribute("data-state", "stopped")
     expect_idle(page)
 
 

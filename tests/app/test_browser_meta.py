@@ -1,8 +1,8 @@
 """When each message was written and what each answer cost.
 
-Live messages carry the time the page saw them; history items their stored `created_at`
-(the server's protocol v2 field; this test adds it to the `session` frame the way that
-server sends it, so the page is checked against the documented shape). Each answer shows
+A message carries the time the server stored it (`run_started` and history items:
+`created_at`); an answer seen live the time the page saw it end, one from history its
+stored `created_at`. Each answer shows
 its token usage (live: `model_completed`'s `response.usage`; history: the item's `usage`)
 and the composer the chat's total. The scripted model reports 1,200 input and 34 output
 tokens per model call.
@@ -11,12 +11,14 @@ tokens per model call.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 from playwright.sync_api import Page, expect
 
 from tests.app.browser_support import (
     EVERY_LAYOUT,
     LiveServer,
+    PageProbe,
     SocketGate,
     expect_idle,
     last_answer,
@@ -78,7 +80,8 @@ def test_each_answer_shows_its_token_usage_and_the_chat_its_total(
 
 
 def with_stored_fields(frame: dict) -> dict:
-    """The `session` frame as a protocol v2 server sends it: times, usage, a stopped answer."""
+    """The `session` frame with a fixed time on every item, the usage of a long answer and
+    that answer stopped part way (as the server sends a stopped run's answer)."""
     if frame.get("type") != "session":
         return frame
     for item in frame["history"]:
@@ -87,6 +90,8 @@ def with_stored_fields(frame: dict) -> dict:
             item["usage"] = {"input_tokens": 4000, "output_tokens": 1000, "total_tokens": 5000}
             item["content"] = "Try *what is 12"
             item["partial"] = True
+    for run in frame["runs"]:
+        run["status"] = "cancelled"
     return frame
 
 
@@ -117,18 +122,21 @@ def test_history_shows_stored_times_usage_and_stopped_answers(
     expect(page.locator(".note", has_text="Stopped.")).to_be_visible()
 
 
-@EVERY_LAYOUT
-def test_history_without_stored_times_shows_no_time(
-    page: Page, scripted_server: LiveServer
+def test_a_message_shows_the_time_the_server_stored_live_and_after_a_reload(
+    page: Page, scripted_server: LiveServer, probe: PageProbe
 ) -> None:
     open_new_chat(page, scripted_server)
     send(page, "hello")
     expect_idle(page)
-    expect(page.locator(".msg--user time")).to_have_count(1)
+    (started,) = [frame for frame in probe.frames if frame["type"] == "run_started"]
+    stored = started["created_at"].replace("Z", "+00:00")
+    stored_ms = datetime.fromisoformat(stored).isoformat(timespec="milliseconds")
+    stored_iso = stored_ms.replace("+00:00", "Z")
+    expect(page.locator(".msg--user time")).to_have_attribute("datetime", stored_iso)
 
     page.reload()
 
     expect(page.locator("#connection-label")).to_have_text("Connected")
     expect(last_answer(page)).to_have_text("A scripted reply.")
-    expect(page.locator(".msg--user time")).to_have_count(0)
+    expect(page.locator(".msg--user time")).to_have_attribute("datetime", stored_iso)
     expect(page.get_by_role("button", name="Copy answer")).to_be_visible()
