@@ -28,9 +28,10 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from agent_app.live import Busy, LiveSession, NotRunning, Verdict, live_sessions
-from agent_app.models import ChatSession, ExternalEventRecord
+from agent_app.models import ChatSession, ExternalEventRecord, RunKind
 from agent_app.protocol import (
     CancelFrame,
+    EditLastFrame,
     ErrorCode,
     ErrorFrame,
     ExternalEventFrame,
@@ -42,12 +43,13 @@ from agent_app.protocol import (
     OutboundFrame,
     PingFrame,
     PongFrame,
+    RegenerateFrame,
     SteerFrame,
     UserMessageFrame,
     encode_frame,
     parse_frame,
 )
-from agent_app.runs import Creator
+from agent_app.runs import Creator, NothingToReplace
 
 __all__ = ["FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer", "FrameBudget"]
 
@@ -145,6 +147,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self.on_cancel()
             case HistoryBeforeFrame():
                 await self.on_history_before(frame)
+            case RegenerateFrame():
+                await self.on_replace_last_turn(None, RunKind.REGENERATE)
+            case EditLastFrame():
+                await self.on_replace_last_turn(frame.content, RunKind.EDIT)
             case PingFrame():
                 await self.send_frame(PongFrame())
 
@@ -156,6 +162,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.live.start(frame.content, Creator(owner_id=user.pk if signed_in else None))
         except Busy as busy:
             await self._error(ErrorCode.BUSY, str(busy))
+
+    async def on_replace_last_turn(self, content: str | None, kind: RunKind) -> None:
+        """``regenerate`` (``content`` None) or ``edit_last``: answer the last turn anew."""
+        assert self.live is not None
+        try:
+            await self.live.start(content, kind=kind, replace_last_turn=True)
+        except Busy as busy:
+            await self._error(ErrorCode.BUSY, str(busy))
+        except NothingToReplace as nothing:
+            await self._error(ErrorCode.BAD_FRAME, str(nothing))
 
     async def on_external_event(self, name: str, payload: dict[str, Any]) -> None:
         await self._deliver(name, payload)

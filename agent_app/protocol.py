@@ -25,6 +25,7 @@ __all__ = [
     "MAX_FRAME_BYTES",
     "AgentEventFrame",
     "CancelFrame",
+    "EditLastFrame",
     "ErrorCode",
     "ErrorFrame",
     "ExternalEventFrame",
@@ -36,6 +37,7 @@ __all__ = [
     "OutboundFrame",
     "PingFrame",
     "PongFrame",
+    "RegenerateFrame",
     "RunCancelledFrame",
     "RunFailedFrame",
     "RunStartedFrame",
@@ -124,6 +126,19 @@ class PingFrame(_Inbound):
     type: Literal["ping"]
 
 
+class RegenerateFrame(_Inbound):
+    """Answer the last user message again (its old answer is kept, superseded)."""
+
+    type: Literal["regenerate"]
+
+
+class EditLastFrame(_Inbound):
+    """Replace the last user message with ``content`` and answer that instead."""
+
+    type: Literal["edit_last"]
+    content: NonBlank
+
+
 #: Most messages one ``history_before`` may ask for.
 MAX_HISTORY_LIMIT = 100
 
@@ -143,6 +158,8 @@ InboundFrame = (
     | CancelFrame
     | PingFrame
     | HistoryBeforeFrame
+    | RegenerateFrame
+    | EditLastFrame
 )
 
 _INBOUND: dict[str, type[_Inbound]] = {
@@ -152,6 +169,8 @@ _INBOUND: dict[str, type[_Inbound]] = {
     "cancel": CancelFrame,
     "ping": PingFrame,
     "history_before": HistoryBeforeFrame,
+    "regenerate": RegenerateFrame,
+    "edit_last": EditLastFrame,
 }
 
 
@@ -187,7 +206,7 @@ def parse_frame(text: str) -> InboundFrame:
         frame = model.model_validate(data)
     except pydantic.ValidationError as exc:
         raise FrameError(ErrorCode.BAD_FRAME, _describe(kind, exc)) from None
-    if isinstance(frame, UserMessageFrame | SteerFrame):
+    if isinstance(frame, UserMessageFrame | SteerFrame | EditLastFrame):
         content_size = len(frame.content.encode("utf-8", errors="surrogatepass"))
         if content_size > MAX_CONTENT_BYTES:
             raise FrameError(
@@ -247,6 +266,9 @@ class SessionFrame(OutboundFrame):
     has_more_history: bool
     runs: list[dict[str, Any]]
     pending: list[dict[str, Any]]
+    #: Tokens the session's finished runs used: ``input_tokens``, ``output_tokens``,
+    #: ``total_tokens``.
+    usage: dict[str, int]
     active_request_id: str | None
     last_seq: int
 
@@ -262,6 +284,8 @@ class RunStartedFrame(OutboundFrame):
     kind: str
     resumed_from: str | None
     position: int | None
+    #: For ``regenerate``/``edit``: where the superseded turn began; pages drop it.
+    superseded_from: int | None = None
     created_at: str
 
 

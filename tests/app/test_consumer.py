@@ -51,6 +51,7 @@ async def test_a_new_socket_gets_an_empty_session_frame(sockets, use_model):
         "has_more_history": False,
         "runs": [],
         "pending": [],
+        "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
         "active_request_id": None,
         "last_seq": 0,
     }

@@ -127,6 +127,7 @@ def test_outbound_frames_dump_to_the_documented_shapes():
         has_more_history=False,
         runs=[],
         pending=[],
+        usage={"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
         active_request_id=None,
         last_seq=0,
     )
@@ -138,6 +139,7 @@ def test_outbound_frames_dump_to_the_documented_shapes():
         "has_more_history": False,
         "runs": [],
         "pending": [],
+        "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
         "active_request_id": None,
         "last_seq": 0,
     }
@@ -158,6 +160,7 @@ def test_outbound_frames_dump_to_the_documented_shapes():
         "kind": "message",
         "resumed_from": None,
         "position": 0,
+        "superseded_from": None,
         "created_at": "2026-11-30T12:00:00Z",
     }
     assert AgentEventFrame(seq=3, request_id="r", event={"type": "text_delta"}).dump() == {
