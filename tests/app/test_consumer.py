@@ -599,3 +599,16 @@ async def test_a_flood_of_frames_is_rate_limited(sockets, use_model, settings):
         await socket.expect("pong")
     await socket.send({"type": "ping"})
     await socket.expect_error("rate_limited")
+
+
+async def test_the_model_sees_each_stored_message_once(sockets, use_model):
+    model = use_model(ScriptedModel([say("One."), say("Two.")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "first"})
+    await socket.run_to_completion()
+    await socket.send({"type": "user_message", "content": "second"})
+    await socket.run_to_completion()
+    seen = [
+        (m.role.value, m.content) for m in model.requests[1].messages if m.role.value != "system"
+    ]
+    assert seen == [("user", "first"), ("assistant", "One."), ("user", "second")]
