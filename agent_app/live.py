@@ -338,7 +338,9 @@ class LiveSession(ReplyHandling, RemoteRuns):
             superseded_from=begun.superseded_from,
             created_at=begun.created_at.isoformat().replace("+00:00", "Z"),
         )
-        await self._broadcast(seq, encode_frame(frame.dump()))
+        await self._broadcast(
+            seq, encode_frame(frame.dump()), marker="start", request_id=run.request_id
+        )
 
     async def cancel(self, *, forwarded: bool = False) -> None:
         """Cancel the active run and wait until it has wound down (``NotRunning`` if none).
@@ -449,7 +451,12 @@ class LiveSession(ReplyHandling, RemoteRuns):
             finally:
                 if self._run is run:
                     self._run = None
-            await self._broadcast(seq, _outcome_frame(run, status, seq, final, error), marker="end")
+            await self._broadcast(
+                seq,
+                _outcome_frame(run, status, seq, final, error),
+                marker="end",
+                request_id=run.request_id,
+            )
             self.replay.clear()
         if self.cluster is not None and not run.lease_lost:
             # Every frame of the run goes out before another run may take the session.

@@ -17,9 +17,13 @@ import queue
 import subprocess
 import sys
 import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import websockets
 from websockets.asyncio.client import ClientConnection
@@ -29,6 +33,39 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 #: Generous: two cores may be running two servers, the tests and a browser at once.
 START_TIMEOUT_S = 120
 RECEIVE_TIMEOUT_S = 30
+
+
+@contextmanager
+def fresh_database(kind: str, tmp_path: Path) -> Iterator[str]:
+    """The URL of a new, empty database of ``kind`` (``sqlite`` or ``postgres``) for one test."""
+    if kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'server.sqlite3'}"
+        return
+    import psycopg
+
+    from tests.app.services import POSTGRES_URL, require_service
+
+    url = require_service("PostgreSQL", POSTGRES_URL)
+    name = f"zett_test_{uuid.uuid4().hex[:12]}"
+    admin = urlsplit(url)._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlsplit(url)._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def migrate(env: dict[str, str]) -> None:
+    """Migrate the database ``env`` names once, before several workers start on it."""
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=START_TIMEOUT_S,
+    )
 
 
 def server_env(database_url: str, **extra: str) -> dict[str, str]:
@@ -60,6 +97,7 @@ class DaphneProcess:
     port: int = 0
     process: subprocess.Popen[str] | None = None
     starts: int = 0
+    clients: list[Client] = field(default_factory=list)
     _reader: threading.Thread | None = field(default=None, repr=False)
 
     @property
@@ -137,8 +175,15 @@ class DaphneProcess:
             self.ws_url(session_id, after_seq), max_size=2**21, open_timeout=RECEIVE_TIMEOUT_S
         )
         client = Client(connection)
+        self.clients.append(client)
         client.session_frame = await client.expect("session")
         return client
+
+    async def close_clients(self) -> None:
+        """Close every client this process handed out (a test's teardown)."""
+        for client in self.clients:
+            await client.close()
+        self.clients.clear()
 
 
 def _copy_lines(stream: Any, lines: queue.Queue[str | None], log_path: Path) -> None:
