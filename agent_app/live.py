@@ -427,10 +427,23 @@ class LiveSession(ReplyHandling, RemoteRuns):
         final: dict[str, Any] | None = None,
         error: tuple[str, str] | None = None,
     ) -> None:
-        """Record the outcome, then send its frame: the run's last act, under the lock."""
+        """Record the outcome, then send its frame: the run's last act, under the lock.
+
+        Shielded: a ``cancel`` that lands while the run waits here for the lock must not
+        leave the session claimed by a run that is over.
+        """
         if run.finished:
             return
         run.finished = True
+        await settle(self._record_end(run, status, final, error))
+
+    async def _record_end(
+        self,
+        run: _Run,
+        status: RunStatus,
+        final: dict[str, Any] | None,
+        error: tuple[str, str] | None,
+    ) -> None:
         async with self._lock:
             try:
                 if status is not RunStatus.COMPLETED and not run.lease_lost:
