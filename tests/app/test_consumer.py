@@ -36,8 +36,8 @@ def answer_of(frames: list[dict]) -> str:
 # --- connecting -------------------------------------------------------------------------
 
 
-async def test_a_new_socket_gets_an_empty_session_frame_and_creates_the_session(sockets, use_model):
-    use_model(ScriptedModel())
+async def test_a_new_socket_gets_an_empty_session_frame_and_stores_nothing(sockets, use_model):
+    use_model(ScriptedModel([say("Hi.")]))
     socket = await sockets()
     assert socket.session_frame == {
         "type": "session",
@@ -45,23 +45,12 @@ async def test_a_new_socket_gets_an_empty_session_frame_and_creates_the_session(
         "history": [],
         "active_request_id": None,
     }
-    assert await ChatSession.objects.filter(pk=socket.session_id).aexists()
-
-
-async def test_a_socket_joins_no_channel_layer(sockets, use_model):
-    from channels.layers import InMemoryChannelLayer, get_channel_layer
-
-    from agent_app.consumers import ChatConsumer
-
-    assert get_channel_layer(ChatConsumer.channel_layer_alias) is None
-    use_model(ScriptedModel([say("Hi.")]))
-    layer = get_channel_layer()
-    channels = layer.channels if isinstance(layer, InMemoryChannelLayer) else {}
-    before = set(channels)
-    socket = await sockets()
+    await socket.assert_quiet()
+    assert not await ChatSession.objects.filter(pk=socket.session_id).aexists()
     await socket.send({"type": "user_message", "content": "Hi"})
     await socket.run_to_completion()
-    assert set(channels) == before  # no channel was opened for the socket
+    session = await ChatSession.objects.aget(pk=socket.session_id)
+    assert session.owner_id is None and session.browser_key
 
 
 async def test_a_socket_from_another_origin_is_refused(sockets, use_model):
@@ -107,12 +96,14 @@ async def test_the_owner_and_anonymous_visitors_of_unowned_sessions_get_in(
     assert anonymous.session_frame["history"] == []
 
 
-async def test_a_signed_in_user_who_opens_a_new_session_owns_it(sockets, use_model, login_cookie):
-    use_model(ScriptedModel())
+async def test_a_signed_in_user_who_starts_a_new_session_owns_it(sockets, use_model, login_cookie):
+    use_model(ScriptedModel([say("Hello, Alice.")]))
     user, cookie = await login_cookie("alice")
     socket = await sockets(cookie=cookie)
+    await socket.send({"type": "user_message", "content": "Hi"})
+    await socket.run_to_completion()
     session = await ChatSession.objects.aget(pk=socket.session_id)
-    assert session.owner_id == user.pk
+    assert (session.owner_id, session.browser_key) == (user.pk, "")
 
 
 # --- a request --------------------------------------------------------------------------
@@ -278,6 +269,7 @@ async def test_ask_user_waits_for_the_answer_and_feeds_it_to_the_model(sockets, 
         "name": "ask_user_response",
         "correlation_id": "ask-1",
         "accepted_by": ["AskUserExtension"],
+        "reason": None,
     }
     assert answer_of(await socket.run_to_completion()) == "You chose Rome."
     assert len(model.requests) == 2
@@ -300,22 +292,26 @@ async def test_a_duplicate_or_unknown_reply_is_rejected_with_an_empty_accepted_b
     await socket.until_event("custom", "ask_user")
     unknown = {"tool_call_id": "nope", "answer": "x"}
     await socket.send({"type": "external_event", "name": "ask_user_response", "payload": unknown})
-    await socket.expect("external_event_result", correlation_id="nope", accepted_by=[])
+    await socket.expect(
+        "external_event_result", correlation_id="nope", accepted_by=[], reason="stale"
+    )
     reply = {"tool_call_id": "ask-1", "answer": "Ada"}
     await socket.send({"type": "external_event", "name": "ask_user_response", "payload": reply})
     await socket.expect("external_event_result", accepted_by=["AskUserExtension"])
     await socket.run_to_completion()
     await socket.send({"type": "external_event", "name": "ask_user_response", "payload": reply})
-    await socket.expect_error("not_running")
-    await socket.expect("external_event_result", correlation_id="ask-1", accepted_by=[])
+    await socket.expect(
+        "external_event_result", correlation_id="ask-1", accepted_by=[], reason="not_running"
+    )
     await socket.assert_quiet()  # the socket reads its next frame once the row is written
     verdicts = [
-        r.accepted_by
+        (r.correlation_id, r.accepted_by)
         async for r in ExternalEventRecord.objects.filter(session_id=socket.session_id).order_by(
             "received_at", "pk"
         )
     ]
-    assert verdicts == [[], ["AskUserExtension"], []]
+    # A reply with no run to take it acts on nothing and is not recorded.
+    assert verdicts == [("nope", []), ("ask-1", ["AskUserExtension"])]
 
 
 async def test_an_approved_tool_runs_and_writes_its_note(sockets, use_model):
@@ -365,7 +361,7 @@ async def test_a_denied_tool_fails_clearly_and_the_agent_carries_on(sockets, use
     assert tool_result.success is False and "denied" in tool_result.content
 
 
-async def test_a_reply_whose_audit_row_cannot_be_written_is_still_answered_and_taken(
+async def test_a_reply_whose_audit_row_cannot_be_written_is_refused_and_acts_on_nothing(
     sockets, use_model, caplog
 ):
     use_model(ScriptedModel([call_tool("ask_user", "ask-1", question="Sure?"), say("Done.")]))
@@ -376,11 +372,13 @@ async def test_a_reply_whose_audit_row_cannot_be_written_is_still_answered_and_t
     await ChatSession.objects.filter(pk=socket.session_id).adelete()
     reply = {"tool_call_id": "ask-1", "answer": "yes"}
     await socket.send({"type": "external_event", "name": "ask_user_response", "payload": reply})
-    await socket.expect("external_event_result", accepted_by=["AskUserExtension"])
-    assert answer_of(await socket.run_to_completion()) == "Done."
-    await socket.assert_quiet()
+    await socket.expect_error("internal")
+    await socket.expect("external_event_result", accepted_by=[], reason="internal")
+    await socket.assert_quiet()  # the run still waits: the reply never reached it
     assert not await ExternalEventRecord.objects.aexists()
     assert "Could not record the ask_user_response reply" in caplog.text
+    await socket.send({"type": "cancel"})
+    await socket.until_event("run_cancelled")
 
 
 # --- cancel, steer, disconnect ----------------------------------------------------------
@@ -398,8 +396,7 @@ async def test_cancel_while_waiting_for_an_answer_then_a_new_message_works(socke
     assert cancelled[-1] == {"type": "run_cancelled", "request_id": frames[0]["request_id"]}
     late = {"tool_call_id": "ask-1", "answer": "yes"}
     await socket.send({"type": "external_event", "name": "ask_user_response", "payload": late})
-    await socket.expect_error("not_running")
-    await socket.expect("external_event_result", accepted_by=[])
+    await socket.expect("external_event_result", accepted_by=[], reason="not_running")
     await socket.send({"type": "user_message", "content": "second"})
     assert answer_of(await socket.run_to_completion()) == "Fresh start."
     stored = await rows(socket.session_id)
@@ -462,9 +459,10 @@ async def test_cancel_and_steer_without_a_run_are_not_running(sockets, use_model
     await socket.expect_error("not_running")
     await socket.send({"type": "steer", "content": "go left"})
     await socket.expect_error("not_running")
-    await socket.send({"type": "external_event", "name": "anything", "payload": {}})
-    await socket.expect_error("not_running")
-    await socket.expect("external_event_result", name="anything", accepted_by=[])
+    await socket.send({"type": "external_event", "name": "approval_response", "payload": {}})
+    await socket.expect(
+        "external_event_result", name="approval_response", accepted_by=[], reason="not_running"
+    )
     await socket.assert_quiet()
 
 
