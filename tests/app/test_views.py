@@ -18,6 +18,13 @@ from agent_app.models import ChatMessage, ChatSession
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    """Hashing a password the production way takes a second: too slow for these tests."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 LIST_URL = reverse("agent_app:session_list")
 
 
