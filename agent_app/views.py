@@ -62,6 +62,7 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         {
             "session": session,
             "session_id": session_id,
+            "unsaved_id": session_id if session is None else None,
             "sessions": visible_sessions(person)[:SESSION_LIST_LIMIT],
             "new_session_id": uuid.uuid4(),
             # Read by chat.js through json_script, so no value is ever spliced into code.
