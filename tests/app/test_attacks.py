@@ -228,8 +228,6 @@ async def test_an_approval_that_cannot_be_audited_is_refused_and_acts_on_nothing
 
 
 async def test_the_audit_row_is_written_before_the_reply_acts(sockets, use_model, monkeypatch):
-    from agent_app import consumers
-
     use_model(approval_script())
     socket = await sockets()
     await wait_for_approval(socket)
@@ -248,7 +246,6 @@ async def test_the_audit_row_is_written_before_the_reply_acts(sockets, use_model
     await socket.expect("external_event_result", accepted_by=["ConfirmationExtension"])
     await socket.run_to_completion()
     assert seen_at_delivery == [[("approval_response", None)]]
-    assert consumers.record_reply is not None
 
 
 # --- clients speaking as the application ----------------------------------------------------

@@ -25,6 +25,10 @@ SUITES = [
     "tests/app/test_consumer.py",
     "tests/app/test_persistence.py",
     "tests/app/test_demo_model.py",
+    # Security: audit rows and refused text on PostgreSQL, budgets and sign-out over Redis.
+    "tests/app/test_access.py",
+    "tests/app/test_attacks.py",
+    "tests/app/test_limits.py",
 ]
 
 
