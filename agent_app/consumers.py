@@ -86,6 +86,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     _closed = False
     #: The session's row exists (checked at the first ``user_message``).
     _stored = False
+    _accepted = False
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         try:
@@ -138,10 +139,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 SessionFrame(session_id=self.session_id, history=history, active_request_id=active)
             )
 
+    async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None:
+        self._accepted = True
+        await super().accept(subprotocol, headers)
+
     async def _refuse(self, code: ErrorCode, message: str, close_code: int) -> None:
-        """Accept (so the client can read why), send the error, close."""
-        await self.accept()
-        await self.send_frame(ErrorFrame(code=code, message=message))
+        """Accept (so the client can read why) unless done already, send the error, close."""
+        if not self._accepted:
+            await self.accept()
+        self._closed = False  # one last frame: why the socket closes
+        await self._send_quietly(ErrorFrame(code=code, message=message))
+        self._closed = True
         await self.close(code=close_code)
 
     async def disconnect(self, code: int) -> None:
@@ -171,10 +179,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def zett_signed_out(self, event: dict[str, Any]) -> None:
         """The user signed out (``agent_app.access.close_user_sockets``): close the socket."""
         await self._release()
-        self._closed = False  # one last frame: why the socket closes
-        await self._send_quietly(ErrorFrame(code=ErrorCode.FORBIDDEN, message="You signed out"))
-        self._closed = True
-        await self.close(code=FORBIDDEN_CLOSE_CODE)
+        await self._refuse(ErrorCode.FORBIDDEN, "You signed out", FORBIDDEN_CLOSE_CODE)
 
     async def send_frame(self, frame: OutboundFrame) -> None:
         await self.send_text(encode_frame(frame.dump()))

@@ -351,3 +351,24 @@ def test_a_deleted_users_chats_do_not_become_public(client):
     assert "private" not in client.get("/").content.decode()
     page = client.get(f"/s/{session.pk}/")  # an id with no row: an empty chat, nothing of theirs
     assert page.status_code == 200 and "private" not in page.content.decode()
+
+
+async def test_a_socket_whose_opening_fails_on_the_server_is_told_and_released(
+    sockets, use_model, monkeypatch, caplog
+):
+    from agent_app import consumers
+
+    use_model(ScriptedModel())
+
+    async def broken(session_id):
+        raise RuntimeError("database down")
+
+    monkeypatch.setattr(consumers, "load_history", broken)
+    socket = await sockets(expect_session=False)
+    error = await socket.expect_error("internal")
+    assert "database" not in error["message"]
+    closing = await socket.communicator.receive_output(timeout=10)
+    assert closing == {"type": "websocket.close", "code": 1011}
+    assert "Opening a socket on session" in caplog.text
+    assert len(live_sessions()) == 0
+    assert limiter().open_sockets() == 0
