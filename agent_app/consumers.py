@@ -8,7 +8,8 @@ task (``agent_app.live``), never here, which is why ``cancel``, ``steer`` and
 cancellation, several sockets on one session) is told once, in ``agent_app.live``.
 
 The consumer is on the default channel layer for one reason: a signed-in user's sockets
-join the group ``zett.user.<pk>``, so signing out closes them in every process.
+join the group ``zett.user.<pk>``, so signing out closes them in every process. Anonymous
+sockets have no group and read no layer channel.
 
 Security (docs/security.md) lives in modules of its own; the consumer only calls them:
 ``agent_app.access`` on connect (whose chat; a socket with no identity is ``forbidden``)
@@ -89,6 +90,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
     _accepted = False
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        user = scope.get("user")
+        if user is None or not user.is_authenticated:
+            # Only a signed-in user's sockets have a group to hear (sign-out): an anonymous
+            # socket reads no layer channel (with Redis, a blocking read per idle socket).
+            self.channel_layer_alias = None
         try:
             await super().__call__(scope, receive, send)
         finally:
