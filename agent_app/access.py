@@ -25,7 +25,8 @@ Rules (docs/security.md has the whole threat model):
   **signing out** closes every socket of that user, in every process, through the channel
   layer group ``user_group(user_id)``. With ``ZETT_REQUIRE_LOGIN`` anonymous visitors have
   no identity at all: pages send them to the login page, sockets are ``forbidden``.
-- A deleted user's chats are deleted with them (``on_delete=CASCADE``).
+- A deleted user's chats are deleted with them (``on_delete=CASCADE``), and their sockets
+  are closed like at sign-out.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from django.conf import settings
 from django.contrib.auth.signals import user_logged_in, user_logged_out
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.http import HttpRequest
 from django.utils import timezone
@@ -245,10 +247,20 @@ def adopt_browser_chats(sender: Any, request: HttpRequest | None, user: Any, **k
 @receiver(user_logged_out, dispatch_uid="zett.close_user_sockets")
 def close_user_sockets(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any) -> None:
     """Signing out closes every socket of the user, in every worker process."""
+    if user is not None:
+        _close_sockets_of(user.pk)
+
+
+@receiver(post_delete, sender=settings.AUTH_USER_MODEL, dispatch_uid="zett.close_deleted_user")
+def close_deleted_users_sockets(sender: Any, instance: Any, **kwargs: Any) -> None:
+    """A deleted user's chats are gone (``CASCADE``); so are their sockets."""
+    _close_sockets_of(instance.pk)
+
+
+def _close_sockets_of(user_id: Any) -> None:
     layer = get_channel_layer()
-    if user is None or layer is None:
-        return
-    async_to_sync(layer.group_send)(user_group(user.pk), {"type": SIGNED_OUT_EVENT})
+    if layer is not None:
+        async_to_sync(layer.group_send)(user_group(user_id), {"type": SIGNED_OUT_EVENT})
 
 
 # --- chats not stored yet ------------------------------------------------------------------

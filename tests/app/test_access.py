@@ -259,3 +259,17 @@ async def test_opening_many_new_chats_stores_nothing(sockets, use_model):
 
 def test_an_id_that_is_not_a_uuid_is_not_a_chat(client):
     assert client.get(f"/s/{uuid.uuid4().hex[:10]}/").status_code == 404
+
+
+async def test_deleting_a_user_closes_their_sockets(sockets, use_model):
+    use_model(ScriptedModel())
+    user = await sync_to_async(get_user_model().objects.create_user)("ada", password=PASSWORD)
+    tab = Client()
+    await sync_to_async(tab.force_login)(user)
+    socket = await sockets(cookie=cookie_of(tab))
+    await sync_to_async(user.delete)()
+    await socket.expect_error("forbidden")
+    assert await socket.communicator.receive_output(timeout=10) == {
+        "type": "websocket.close",
+        "code": 4403,
+    }
