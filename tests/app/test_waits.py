@@ -24,6 +24,7 @@ from agent_app.models import (
 )
 from agent_app.store import RowMeta, append_rows
 from agent_app.waits import digest_of, record_wait
+from tests.app.conftest import new_browser
 from tests.app.llm_doubles import call_tool, say
 from zett_agent.messages import AssistantMessage, ToolCall, UserMessage
 from zett_agent.testing import ScriptedModel
@@ -36,9 +37,10 @@ def events_of(frames: list[dict]) -> list[dict]:
 
 
 @sync_to_async
-def leave_a_paused_run(calls: list[ToolCall], waits: dict[str, str]) -> tuple[str, str]:
-    """The rows a run leaves when its process dies while it waits (``waits``: call → kind)."""
-    session = ChatSession.objects.create(title="Trip")
+def _leave_a_paused_run(
+    calls: list[ToolCall], waits: dict[str, str], browser_key: str
+) -> tuple[str, str]:
+    session = ChatSession.objects.create(title="Trip", browser_key=browser_key)
     request_id = str(uuid.uuid4())
     ChatRun.objects.create(request_id=request_id, session=session, worker="dead:1:boot")
     append_rows(
@@ -74,6 +76,17 @@ def leave_a_paused_run(calls: list[ToolCall], waits: dict[str, str]) -> tuple[st
     return str(session.pk), request_id
 
 
+BROWSER: dict[str, str] = {}
+
+
+async def leave_a_paused_run(calls: list[ToolCall], waits: dict[str, str]) -> tuple[str, str]:
+    """The rows a run leaves when its process dies while it waits (``waits``: call → kind),
+    in a chat of the browser ``BROWSER["cookie"]`` (the test's sockets use it)."""
+    cookie, key = await new_browser()
+    BROWSER["cookie"] = cookie
+    return await _leave_a_paused_run(calls, waits, key)
+
+
 QUESTION = ToolCall("ask-1", "ask_user", {"question": "Which city?"})
 NOTE = ToolCall("note-1", "save_note", {"title": "Trip", "text": "Rome"})
 
@@ -81,7 +94,7 @@ NOTE = ToolCall("note-1", "save_note", {"title": "Trip", "text": "Rome"})
 async def test_a_run_that_died_waiting_is_paused_with_its_questions_pending(sockets, use_model):
     use_model(ScriptedModel())
     session_id, _ = await leave_a_paused_run([QUESTION, NOTE], {"ask-1": "ask_user"})
-    socket = await sockets(session_id)
+    socket = await sockets(session_id, cookie=BROWSER["cookie"])
     frame = socket.session_frame
     assert [run["status"] for run in frame["runs"]] == ["paused"]
     # The question it asked, and the approval the next call would have asked for.
@@ -97,7 +110,7 @@ async def test_a_run_that_died_waiting_is_paused_with_its_questions_pending(sock
 async def test_answering_both_restored_widgets_finishes_the_run_once(sockets, use_model):
     model = use_model(ScriptedModel([say("Saved your Rome note.")]))
     session_id, request_id = await leave_a_paused_run([QUESTION, NOTE], {"ask-1": "ask_user"})
-    socket = await sockets(session_id)
+    socket = await sockets(session_id, cookie=BROWSER["cookie"])
     digest = socket.session_frame["pending"][1]["payload"]["digest"]
     approve = {"tool_call_id": "note-1", "approved": True, "digest": digest}
     await socket.send({"type": "external_event", "name": "approval_response", "payload": approve})
@@ -146,8 +159,8 @@ async def test_two_sockets_answering_a_restored_approval_at_once_run_the_tool_on
 ):
     use_model(ScriptedModel([say("Noted.")]))
     session_id, _ = await leave_a_paused_run([NOTE], {"note-1": "approval"})
-    one = await sockets(session_id)
-    two = await sockets(session_id)
+    one = await sockets(session_id, cookie=BROWSER["cookie"])
+    two = await sockets(session_id, cookie=BROWSER["cookie"])
     approve = {"tool_call_id": "note-1", "approved": True}
     frame = {"type": "external_event", "name": "approval_response", "payload": approve}
     await asyncio.gather(one.send(frame), two.send(frame))
@@ -166,7 +179,7 @@ async def test_two_sockets_answering_a_restored_approval_at_once_run_the_tool_on
 async def test_an_approval_for_other_arguments_than_shown_is_refused(sockets, use_model):
     use_model(ScriptedModel([say("Noted.")]))
     session_id, _ = await leave_a_paused_run([NOTE], {"note-1": "approval"})
-    socket = await sockets(session_id)
+    socket = await sockets(session_id, cookie=BROWSER["cookie"])
     forged = {"tool_call_id": "note-1", "approved": True, "digest": digest_of("save_note", {})}
     await socket.send({"type": "external_event", "name": "approval_response", "payload": forged})
     result = await socket.expect("external_event_result")
@@ -179,7 +192,7 @@ async def test_a_restored_approval_whose_deadline_passed_reads_as_expired(socket
     use_model(ScriptedModel())
     session_id, _ = await leave_a_paused_run([NOTE], {"note-1": "approval"})
     await ReplyWait.objects.aupdate(expires_at="2020-01-01T00:00:00Z")
-    socket = await sockets(session_id)
+    socket = await sockets(session_id, cookie=BROWSER["cookie"])
     frame = socket.session_frame
     assert frame["pending"] == []
     assert [run["status"] for run in frame["runs"]] == ["expired"]
@@ -213,12 +226,12 @@ async def test_a_live_wait_expires_the_tool_fails_the_run_goes_on_and_late_repli
 async def test_a_new_message_instead_of_an_answer_closes_the_paused_run(sockets, use_model):
     use_model(ScriptedModel([say("Fresh start.")]))
     session_id, request_id = await leave_a_paused_run([NOTE], {"note-1": "approval"})
-    socket = await sockets(session_id)
+    socket = await sockets(session_id, cookie=BROWSER["cookie"])
     await socket.send({"type": "user_message", "content": "never mind"})
     cancelled = await socket.expect("run_cancelled")
     assert cancelled["request_id"] == request_id
     await socket.run_to_completion()
-    again = await sockets(session_id)
+    again = await sockets(session_id, cookie=BROWSER["cookie"])
     assert again.session_frame["pending"] == []
     closing = next(m for m in again.session_frame["history"] if m["role"] == "tool")
     assert closing["success"] is False and "new message" in closing["content"]
