@@ -201,9 +201,16 @@ class AgentRunContext:
         self.tools[tool.name] = tool
 
     def register_server_tool(self, tool: ServerToolDefinition) -> None:
-        """Offer a provider-hosted tool for this request only."""
+        """Offer a provider-hosted tool for this request only.
+
+        Its name is ``configuration["name"]`` when given, else its ``type``; two server
+        tools with one name are a ``ValueError`` (a provider would refuse the request).
+        """
         if not isinstance(tool, ServerToolDefinition):
             raise TypeError(f"register_server_tool needs a ServerToolDefinition, got {tool!r}")
+        name = _server_tool_name(tool)
+        if any(_server_tool_name(known) == name for known in self.server_tools):
+            raise ValueError(f"A server tool named {name!r} is already registered")
         self.server_tools.append(tool)
 
     def add_message(self, message: AnyMessage, *, index: int | None = None) -> None:
@@ -241,3 +248,8 @@ class AgentRunContext:
 
 
 AgentRunContext.__module__ = "zett_agent.agent"
+
+
+def _server_tool_name(tool: ServerToolDefinition) -> str:
+    name = tool.configuration.get("name")
+    return name if isinstance(name, str) and name else tool.type

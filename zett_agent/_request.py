@@ -21,6 +21,12 @@ Endings:
   and ``RunCancelledEvent`` is published; ``on_error`` is not called and the same
   ``CancelledError`` is re-raised.
 
+Terminal phases are final (SPEC A4: no move out of COMPLETED, FAILED or CANCELLED). A
+consumer that stops listening at RUN_COMPLETED (``break``, ``aclose``) leaves the request
+COMPLETED: no RunCancelledEvent. An exception raised by an ``on_event`` listener during
+the move into COMPLETED is still a failure (``on_error`` runs, the caller gets it, no
+RUN_COMPLETED), but the phase stays COMPLETED: ``on_success`` had already run.
+
 Whatever the ending, ``finally`` releases the session so it accepts a new request.
 """
 
@@ -128,11 +134,15 @@ class Request:
             raise TypeError(f"publish needs an ExtensionEvent, got {type(event).__name__}")
         if type(event) is SteeringMessageEvent:
             if not self.inbox.push_steering(event.message):
-                raise AgentProtocolError("The request no longer accepts steering messages")
+                raise AgentProtocolError(
+                    "The request does not accept steering messages (it has settled its "
+                    "final answer, or it is a compaction pass)"
+                )
         elif type(event) is InternalMessageEvent and not self.inbox.push_internal(event.message):
             raise AgentProtocolError(
-                "The request no longer accepts internal messages "
-                f"(closed, or max_internal_messages={self.inbox.max_internal} reached)"
+                "The request does not accept internal messages (it has settled its final "
+                f"answer, it is a compaction pass, or max_internal_messages="
+                f"{self.inbox.max_internal} was reached)"
             )
         context = self.context
         if target is None:
@@ -316,13 +326,13 @@ class Request:
             # A final answer: answer pending steering / internal messages before ending.
             queued = self.inbox.take_final()
             if queued is None:
-                await self._complete_active()
+                await self._complete_active(message)
                 await self.stage(hooks.after_turn, "after_turn", message)
                 return message
             if isinstance(queued, list):
                 await self._start_steering(queued)
             else:
-                await self._complete_active()
+                await self._complete_active(message)
                 self._active_internal = queued
                 await self.append(queued)
                 await self.emit(
@@ -460,7 +470,8 @@ class Request:
                 AgentEvent(E.STEERING_INTERRUPTED, session_id, steering_message=steering)
             )
 
-    async def _complete_active(self) -> None:
+    async def _complete_active(self, answer: AssistantMessage) -> None:
+        """A final answer settles the active steering and internal message; ``answer`` is it."""
         session_id = self.context.session_id
         if self._active_steering is not None:
             steering, self._active_steering = self._active_steering, None
@@ -468,7 +479,12 @@ class Request:
         if self._active_internal is not None:
             internal, self._active_internal = self._active_internal, None
             await self.emit(
-                AgentEvent(E.INTERNAL_MESSAGE_COMPLETED, session_id, internal_message=internal)
+                AgentEvent(
+                    E.INTERNAL_MESSAGE_COMPLETED,
+                    session_id,
+                    internal_message=internal,
+                    message=answer,
+                )
             )
 
     # -- endings -------------------------------------------------------------------------
@@ -477,6 +493,8 @@ class Request:
         state = self.context.state
         previous = state.phase
         self.inbox.close()
+        if previous.is_terminal:
+            return  # finished already: the consumer only stopped listening (at RUN_COMPLETED)
         try:
             while self._unsettled:
                 call = self._unsettled[0]
@@ -497,7 +515,7 @@ class Request:
         try:
             if state.phase.is_active:
                 await self.move(P.FAILED)
-            else:
+            elif not state.phase.is_terminal:  # CREATED: nothing was announced yet
                 state.phase = P.FAILED
         except Exception as secondary:
             state.phase = P.FAILED

@@ -79,10 +79,21 @@ class Agent:
     ) -> None:
         if not callable(getattr(model, "stream", None)):
             raise TypeError(f"model must have a stream(request) method, got {model!r}")
-        if not isinstance(max_iterations, int) or max_iterations < 1:
-            raise ValueError(f"max_iterations must be >= 1, got {max_iterations!r}")
-        if not isinstance(max_internal_messages, int) or max_internal_messages < 0:
-            raise ValueError(f"max_internal_messages must be >= 0, got {max_internal_messages!r}")
+        # bool is an int subclass, but True is no iteration count.
+        if (
+            isinstance(max_iterations, bool)
+            or not isinstance(max_iterations, int)
+            or max_iterations < 1
+        ):
+            raise ValueError(f"max_iterations must be an int >= 1, got {max_iterations!r}")
+        if (
+            isinstance(max_internal_messages, bool)
+            or not isinstance(max_internal_messages, int)
+            or max_internal_messages < 0
+        ):
+            raise ValueError(
+                f"max_internal_messages must be an int >= 0, got {max_internal_messages!r}"
+            )
         self.model = model
         self.system_prompt = system_prompt
         self.max_iterations = max_iterations
@@ -330,6 +341,8 @@ class Agent:
         session_id = resolved.session_id
         assert session_id is not None and resolved.request_id is not None
         inbox = RequestInbox(resolved.request_id, self.max_internal_messages)
+        if message is None and resumption is None:
+            inbox.close()  # a compaction pass never answers steering or internal messages
         request = Request(
             hooks=self._hooks,
             max_iterations=self.max_iterations,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
-from typing import Literal
+from typing import Annotated, Literal
 
 import pytest
+from pydantic import Field
 
 from zett_agent.model import ToolDefinition
 from zett_agent.tools import AgentTool as ReexportedAgentTool
@@ -173,3 +174,36 @@ def test_a_tool_result_succeeds_by_default():
     result = ToolResult(content="done")
     assert result.success is True
     assert result.attributes == {}
+
+
+def test_a_single_guidelines_string_is_one_guideline():
+    @tool(guidelines="One rule.")
+    def ruled(a: int) -> int:
+        """Do something."""
+        return a
+
+    assert ruled.guidelines == ("One rule.",)
+    hand_written = AgentTool("ruled", "Do something.", {"type": "object"}, ruled.handler, "Rule.")
+    assert hand_written.guidelines == ("Rule.",)
+
+
+def test_annotated_field_descriptions_reach_the_schema():
+    @tool
+    def weather(
+        city: Annotated[str, Field(description="The city, in English")],
+        days: Annotated[int, Field(ge=1, description="Ignored: Args wins")] = 1,
+    ) -> str:
+        """Tell the weather.
+
+        Args:
+            days: How many days ahead.
+
+        Guidelines:
+            - Use for weather questions.
+        """
+        return city
+
+    properties = weather.parameters["properties"]
+    assert properties["city"]["description"] == "The city, in English"
+    assert properties["days"]["description"] == "How many days ahead."
+    assert properties["days"]["minimum"] == 1
