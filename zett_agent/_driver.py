@@ -127,6 +127,7 @@ class Driver:
                 return FINISHED
             except BaseException:
                 self._finish()
+                error = None  # the escaping error's traceback holds this frame: no cycle
                 raise
             finally:
                 self.stepping = False
@@ -222,6 +223,9 @@ class Driver:
                 except BaseException as exc:
                     error = exc
         finally:
+            # The swallowed CancelledError's traceback holds this frame, whose locals hold
+            # the error: drop them so that cycle does not keep the request alive.
+            cancel = error = blocked = None
             self._finish()
 
     def _finish(self) -> None:
