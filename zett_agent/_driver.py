@@ -2,11 +2,11 @@
 
 A request is one coroutine, ``Request.execute``. It is not wrapped in a task and no queue
 sits between it and the consumer. Instead ``advance`` steps the coroutine by hand, in the
-consumer's task: when the runtime emits an event it awaits an ``Emission``, which yields
-the event object up through every frame of the coroutine. ``advance`` recognises it, stops
-stepping and returns the event to the consumer. So the runtime does no work between two
-events until the consumer asks for the next one (it runs zero events ahead), and emitting
-costs a few generator frames, not a task switch.
+consumer's task: when the runtime emits an event it awaits ``emission(event)``, which
+yields the event object itself up through every frame of the coroutine. ``advance``
+recognises it, stops stepping and returns the event to the consumer. So the runtime does
+no work between two events until the consumer asks for the next one (it runs zero events
+ahead), and emitting costs a few generator frames, not a task switch.
 
 Every other object the coroutine yields is a real asyncio suspension. A bare ``yield``
 (``asyncio.sleep(0)``) is passed up to the task unchanged. A future is awaited on the
@@ -41,19 +41,13 @@ from typing import Any
 
 from zett_agent.events import AgentEvent
 
-__all__ = ["FINISHED", "Driver", "Emission"]
+__all__ = ["FINISHED", "Driver", "emission"]
 
 
-class Emission:
-    """Awaited by the runtime to hand one event to the consumer."""
-
-    __slots__ = ("event",)
-
-    def __init__(self, event: AgentEvent) -> None:
-        self.event = event
-
-    def __await__(self) -> Generator[Any, None, None]:
-        yield self
+@types.coroutine
+def emission(event: AgentEvent) -> Generator[AgentEvent, None, None]:
+    """Awaited by the runtime to hand one event to the consumer (``Driver.advance``)."""
+    yield event
 
 
 #: Returned by ``Driver.advance`` once the request coroutine has returned.
@@ -132,8 +126,8 @@ class Driver:
             finally:
                 self.stepping = False
             value = error = None
-            if type(signal) is Emission:
-                return signal.event
+            if isinstance(signal, AgentEvent):
+                return signal
             if getattr(signal, "_asyncio_future_blocking", False):
                 signal._asyncio_future_blocking = False  # what a task does when it takes over
                 self._blocked_on = signal
@@ -216,7 +210,7 @@ class Driver:
                 finally:
                     self.stepping = False
                 value = error = None
-                if type(signal) is Emission:
+                if isinstance(signal, AgentEvent):
                     continue
                 try:
                     value = yield signal

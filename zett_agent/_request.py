@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from zett_agent._context import AgentRunContext
-from zett_agent._driver import Driver, Emission
+from zett_agent._driver import Driver, emission
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
 from zett_agent._model_call import call_model
@@ -110,10 +110,10 @@ class Request:
 
     # -- emission and publication ------------------------------------------------------
 
-    def emit(self, event: AgentEvent) -> Emission:
+    def emit(self, event: AgentEvent) -> Awaitable[None]:
         """Stamp the current phase and hand the event to the consumer (await the result)."""
         event.phase = self.context.state.phase
-        return Emission(event)
+        return emission(event)
 
     async def emit_from_extension(self, event: AgentEvent) -> None:
         if self.context.state.phase.is_terminal:

@@ -109,6 +109,13 @@ class ValidatedHistory:
     def extend(self, messages: Iterable[AnyMessage]) -> None:
         self._messages.extend(messages)
 
+    def truncate(self, length: int) -> None:
+        """Forget every message after the first ``length`` (e.g. to retry the last turn)."""
+        if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+            raise ValueError(f"length must be an int >= 0, got {length!r}")
+        del self._messages[length:]
+        self._checked = min(self._checked, length)
+
     def replace(self, messages: Iterable[AnyMessage]) -> None:
         """Swap the whole history (after a compaction); it is checked again on next use."""
         self._messages = list(messages)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import threading
 from typing import Annotated, Literal
 
@@ -142,6 +144,52 @@ async def test_sync_bodies_run_in_a_worker_thread():
         return threading.get_ident()
 
     assert await where.invoke({}) != loop_thread
+
+
+async def test_sync_bodies_of_concurrent_calls_run_at_the_same_time():
+    both_inside = threading.Barrier(3, timeout=10)
+
+    @tool
+    def meet(label: str) -> str:
+        """Wait until the other call is running too.
+
+        Guidelines:
+            - Use in tests only.
+        """
+        both_inside.wait()
+        return label
+
+    first = asyncio.ensure_future(meet.invoke({"label": "a"}))
+    second = asyncio.ensure_future(meet.invoke({"label": "b"}))
+    await asyncio.to_thread(both_inside.wait)  # returns only once both bodies are inside
+    assert await asyncio.gather(first, second) == ["a", "b"]
+
+
+async def test_a_sync_body_sees_the_context_of_its_call_and_its_errors_reach_the_caller():
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker")
+    marker.set("from the caller")
+
+    @tool
+    def read() -> str:
+        """Read the marker.
+
+        Guidelines:
+            - Use in tests only.
+        """
+        return marker.get()
+
+    @tool
+    def broken() -> str:
+        """Fail.
+
+        Guidelines:
+            - Use in tests only.
+        """
+        raise KeyError("missing")
+
+    assert await read.invoke({}) == "from the caller"
+    with pytest.raises(KeyError, match="missing"):
+        await broken.invoke({})
 
 
 async def test_async_bodies_run_on_the_event_loop_thread():

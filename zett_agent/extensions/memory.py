@@ -17,6 +17,7 @@ session's length.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from zett_agent.extensions.base import AgentExtension
@@ -41,6 +42,16 @@ class InMemoryMessageAccumulator(AgentExtension):
         """The stored history of a session."""
         history = self._sessions.get(session_id)
         return tuple(history.valid(keep_open_tail=True)) if history is not None else ()
+
+    def load(self, session_id: str, messages: Iterable[AnyMessage]) -> None:
+        """Replace a session's stored history (e.g. one imported from elsewhere)."""
+        self._sessions[session_id] = ValidatedHistory(messages)
+
+    def truncate(self, session_id: str, length: int) -> None:
+        """Forget a session's messages after its first ``length`` (e.g. to retry a turn)."""
+        history = self._sessions.get(session_id)
+        if history is not None:
+            history.truncate(length)
 
     def clear(self, session_id: str | None = None) -> None:
         """Forget one session's history, or every session's."""
