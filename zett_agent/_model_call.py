@@ -1,8 +1,8 @@
 """One primary model call: stream it through the middleware onion and mirror it as events.
 
-The stream is validated as it is read (SPEC A3): deltas, then exactly one ``completed``;
-nothing after it; server tool calls started before their input or result, with matching
-ids, and all closed before ``completed``. Text and reasoning deltas open a segment
+The stream is validated as it is read (docs/runtime.md, Events): deltas, then exactly one
+``completed``; nothing after it; server tool calls started before their input or result, with
+matching ids, and all closed before ``completed``. Text and reasoning deltas open a segment
 (``CONTENT_STARTED`` / ``REASONING_STARTED``) before their first non-empty delta, and the
 segment is closed when the other kind starts or the response arrives. The stream is always
 closed (``aclose``), so cancellation and early errors reach the provider.

@@ -1,9 +1,9 @@
 """One request's lifecycle: setup, turns, tools, and how it ends.
 
-Order (SPEC A6): setup stages run as barriers (every ``on_tool`` before any ``on_state``);
-each turn calls the model through the ``on_model_request`` onion, appends its answer, then
-runs the requested tools one at a time through the ``on_tool_call`` onion. Checkpoints after
-every model response and every tool let steering supersede the rest of a turn.
+Order (docs/runtime.md, Hooks): setup stages run as barriers (every ``on_tool`` before any
+``on_state``); each turn calls the model through the ``on_model_request`` onion, appends its
+answer, then runs the requested tools one at a time through the ``on_tool_call`` onion.
+Checkpoints after every model response and every tool let steering supersede the rest of a turn.
 
 Three kinds of request share this loop: a new input (``Agent.stream``); a resume
 (``Agent.resume_stream``: no input, the restored history's open tool calls run as the tool
@@ -21,9 +21,9 @@ Endings:
   and ``RunCancelledEvent`` is published; ``on_error`` is not called and the same
   ``CancelledError`` is re-raised.
 
-Terminal phases are final (SPEC A4: no move out of COMPLETED, FAILED or CANCELLED). A
-consumer that stops listening at RUN_COMPLETED (``break``, ``aclose``) leaves the request
-COMPLETED: no RunCancelledEvent. An exception raised by an ``on_event`` listener during
+Terminal phases are final (no move out of COMPLETED, FAILED or CANCELLED; docs/runtime.md,
+Phases). A consumer that stops listening at RUN_COMPLETED (``break``, ``aclose``) leaves the
+request COMPLETED: no RunCancelledEvent. An exception raised by an ``on_event`` listener during
 the move into COMPLETED is still a failure (``on_error`` runs, the caller gets it, no
 RUN_COMPLETED), but the phase stays COMPLETED: ``on_success`` had already run.
 

@@ -2,7 +2,7 @@
 
 The loop itself lives in ``zett_agent._request`` and the back-pressure machinery in
 ``zett_agent._driver``; this module owns construction, session claims and routing of
-external events. Choices where SPEC is silent:
+external events. Choices where the contract (docs/runtime.md) is silent:
 
 - ``get_state(session_id)`` returns the active request's state, else the last finished
   one of that session (kept for the ``FINISHED_STATES_KEPT`` most recently finished

@@ -1,4 +1,5 @@
-"""Closing the stream or cancelling its consumer cancels the request (SPEC A5, A6).
+"""Closing the stream or cancelling its consumer cancels the request (docs/runtime.md, Requests;
+docs/runtime.md, Hooks).
 
 Cancellation publishes ``RunCancelledEvent``, closes unanswered tool calls with unsuccessful
 ToolMessages, never calls ``on_error``, lets ``CancelledError`` propagate and leaves the

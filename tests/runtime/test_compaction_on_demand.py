@@ -1,5 +1,6 @@
-"""``CompactionExtension`` under ``Agent.compact`` / ``compact_stream`` (SPEC A9): a forced
-pass summarises regardless of size; and where the turns it replaces begin and end."""
+"""``CompactionExtension`` under ``Agent.compact`` / ``compact_stream`` (docs/runtime.md,
+Compaction): a forced pass summarises regardless of size; and where the turns it replaces begin
+and end."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Internal messages: application instructions answered at the next final answer (SPEC A8)."""
+"""Internal messages: application instructions answered at the next final answer
+(docs/runtime.md, Steering)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``max_iterations`` bounds the model calls one input may cost (SPEC A5, A6)."""
+"""``max_iterations`` bounds the model calls one input may cost (docs/runtime.md, Requests;
+docs/runtime.md, Hooks)."""
 
 from __future__ import annotations
 

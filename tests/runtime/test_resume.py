@@ -139,7 +139,7 @@ async def test_a_resume_runs_the_setup_hooks_but_no_on_message_and_appends_no_in
     ]
 
 
-# --- seed 000's confirmation example ----------------------------------------------------
+# --- the confirmation example ------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("approved", "reported"), [(True, "True:true"), (False, "True:false")])

@@ -1,4 +1,5 @@
-"""Provider-hosted tools: offered, reported, never executed locally (SPEC A9)."""
+"""Provider-hosted tools: offered, reported, never executed locally (docs/runtime.md,
+Compaction)."""
 
 from __future__ import annotations
 

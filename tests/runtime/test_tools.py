@@ -1,4 +1,4 @@
-"""``@tool``, ``AgentTool`` and ``current_tool_call_id`` (SPEC A2)."""
+"""``@tool``, ``AgentTool`` and ``current_tool_call_id`` (docs/runtime.md, Tools)."""
 
 from __future__ import annotations
 
