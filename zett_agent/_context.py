@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 import weakref
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -36,7 +35,8 @@ def uuid7() -> str:
     value = (millis & 0xFFFF_FFFF_FFFF) << 80
     value |= 0x7 << 76 | ((rand >> 62) & 0xFFF) << 64
     value |= 0b10 << 62 | (rand & ((1 << 62) - 1))
-    return str(uuid.UUID(int=value))
+    text = f"{value:032x}"  # what str(uuid.UUID(int=value)) gives, without the object
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def _normalise_id(value: str | None, field: str) -> str | None:

@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from zett_agent._context import AgentRunConfig, AgentRunContext, AgentState, uuid7
-from zett_agent._driver import FINISHED, Driver
+from zett_agent._driver import FINISHED, SUSPENDED, Driver
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
 from zett_agent._request import Request
@@ -305,7 +305,9 @@ class Agent:
         driver = request.driver = Driver(request.execute())
         try:
             while True:
-                event = await driver.advance()
+                event = driver.step()
+                if event is SUSPENDED:
+                    event = await driver.advance()
                 if event is FINISHED:
                     return
                 yield event
