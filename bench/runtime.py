@@ -22,8 +22,14 @@ wall time, which on a loaded machine mostly measures the scheduler, is reported 
 A timed block is as many requests as fit in ``--block-seconds`` (at least 20, at most
 ``--requests``), so a peer at 40 ms a request does not stretch the run to an hour.
 
-W3 (zett only) pauses 1,000 sessions at once inside an external wait and reports the
-memory each one holds, then releases them all and checks that every one completes.
+The two targets that compare zett with itself ((d) 5,000 against 10 earlier messages, (b)
+a sync tool against an async one) are judged on adjacent pairs: after the repetitions, the
+two zett runners alternate block by block (``--pairs`` times, swapping which goes first),
+so both sides of each ratio ran within a fraction of a second of each other.
+
+W3 (zett only, run first, in a fresh process) pauses 1,000 sessions at once inside an
+external wait and reports the memory each one holds, then releases them all and checks that
+every one completes.
 """
 
 from __future__ import annotations
@@ -211,6 +217,44 @@ async def bench_all(prepared: list[list[Prepared]], repetitions: int) -> list[fl
     return loads
 
 
+@dataclass(slots=True)
+class PairedComparison:
+    """Two zett workloads timed in adjacent blocks; per-pair CPU and wall figures."""
+
+    first: str
+    second: str
+    cpu_ratios: list[float] = field(default_factory=list)
+    wall_ratios: list[float] = field(default_factory=list)
+    cpu_differences: list[float] = field(default_factory=list)
+    wall_differences: list[float] = field(default_factory=list)
+
+
+async def compare_in_pairs(
+    prepared: list[list[Prepared]], first: str, second: str, pairs: int
+) -> PairedComparison | None:
+    """Alternate zett's blocks of ``first`` and ``second``; None if either was not run."""
+    zett = {
+        item.workload.name: item for row in prepared for item in row if item.runner.name == "zett"
+    }
+    if first not in zett or second not in zett or pairs < 1:
+        return None
+    result = PairedComparison(first, second)
+    a, b = zett[first], zett[second]
+    for index in range(pairs):
+        order = (a, b) if index % 2 == 0 else (b, a)
+        timed = {}
+        for item in order:
+            timed[item.workload.name] = await time_requests(
+                item.runner, item.workload, item.requests
+            )
+        (cpu_a, wall_a), (cpu_b, wall_b) = timed[first], timed[second]
+        result.cpu_ratios.append(cpu_b / cpu_a)
+        result.wall_ratios.append(wall_b / wall_a)
+        result.cpu_differences.append(cpu_b - cpu_a)
+        result.wall_differences.append(wall_b - wall_a)
+    return result
+
+
 def _span(values: list[float], digits: int = 1) -> str:
     return f"{min(values):,.{digits}f}-{max(values):,.{digits}f}"
 
@@ -254,8 +298,12 @@ def render_history_table(all_series: list[Series]) -> str:
     return "\n".join(lines)
 
 
-def judge_targets(all_series: list[Series]) -> list[str]:
-    """One line per target, judged on this run's medians."""
+def judge_targets(
+    all_series: list[Series],
+    growth: PairedComparison | None = None,
+    sync: PairedComparison | None = None,
+) -> list[str]:
+    """One line per target, judged on this run's medians (and adjacent pairs for b, d)."""
     verdicts = []
     by_key = {(s.framework, s.workload): s for s in all_series}
     for name in dict.fromkeys(s.workload for s in all_series):
@@ -274,27 +322,22 @@ def judge_targets(all_series: list[Series]) -> list[str]:
             f"{fastest.median:,.1f} µs = {factor:.1f}x faster (target ≥ {TARGET_FACTOR}x: {met}; "
             f"wall time: {wall_factor:.1f}x)"
         )
-    small, large = by_key.get(("zett", "W1-history-10")), by_key.get(("zett", "W1-history-5000"))
-    if small and large:
-        growth = statistics.median(b / a for a, b in zip(small.samples, large.samples, strict=True))
-        wall = zip(small.wall_samples, large.wall_samples, strict=True)
-        wall_growth = statistics.median(b / a for a, b in wall)
-        met = "met" if growth <= HISTORY_GROWTH_LIMIT else "MISSED"
+    if growth is not None:
+        met = "met" if statistics.median(growth.cpu_ratios) <= HISTORY_GROWTH_LIMIT else "MISSED"
         verdicts.append(
-            f"(d) zett at 5,000 earlier messages = {growth:.2f}x its cost at 10 (median of "
-            f"per-repetition CPU ratios; target ≤ {HISTORY_GROWTH_LIMIT}x: {met}; "
-            f"wall time: {wall_growth:.2f}x)"
+            f"(d) zett at 5,000 earlier messages = {statistics.median(growth.cpu_ratios):.2f}x "
+            f"its cost at 10 (CPU, median of {len(growth.cpu_ratios)} adjacent pairs, "
+            f"{_span(growth.cpu_ratios, 2)}; target ≤ {HISTORY_GROWTH_LIMIT}x: {met}; "
+            f"wall time: {statistics.median(growth.wall_ratios):.2f}x)"
         )
-    sync, plain = by_key.get(("zett", "W1-sync-tool")), by_key.get(("zett", "W1"))
-    if sync and plain:
-        extra = statistics.median(b - a for a, b in zip(plain.samples, sync.samples, strict=True))
-        wall = zip(plain.wall_samples, sync.wall_samples, strict=True)
-        wall_extra = statistics.median(b - a for a, b in wall)
+    if sync is not None:
+        extra = statistics.median(sync.cpu_differences)
         met = "met" if extra <= SYNC_TOOL_EXTRA_US else "MISSED"
         verdicts.append(
-            f"(b) zett's sync tool costs {extra:,.1f} CPU µs more than the async one (median of "
-            f"per-repetition differences; target ≤ {SYNC_TOOL_EXTRA_US} µs: {met}; "
-            f"wall time: {wall_extra:,.1f} µs)"
+            f"(b) zett's sync tool costs {extra:,.1f} CPU µs more than the async one (median "
+            f"of {len(sync.cpu_differences)} adjacent pairs, {_span(sync.cpu_differences)}; "
+            f"target ≤ {SYNC_TOOL_EXTRA_US} µs: {met}; wall time: "
+            f"{statistics.median(sync.wall_differences):,.1f} µs)"
         )
     return verdicts
 
@@ -309,22 +352,30 @@ async def run(args: argparse.Namespace) -> dict:
             "min_requests": args.min_requests,
             "block_seconds": args.block_seconds,
             "repetitions": args.repetitions,
+            "pairs": args.pairs,
             "warmup": args.warmup,
             "sessions": args.sessions,
         },
     }
+    if args.sessions:
+        # First, in a process whose heap has not yet grown and shrunk: RSS growth is only
+        # meaningful when freed memory is not waiting to be reused.
+        results["w3"] = await bench_paused_sessions(args.sessions)
     workloads = [WORKLOADS[name] for name in args.workloads]
     print(f"Preparing {len(workloads)} workloads x {len(names)} frameworks", flush=True)
     prepared = await prepare(workloads, names, args)
     loads = await bench_all(prepared, args.repetitions)
+    print(f"Adjacent pairs: {args.pairs} x (W1-history-10, W1-history-5000), (W1, W1-sync-tool)")
+    growth = await compare_in_pairs(prepared, "W1-history-10", "W1-history-5000", args.pairs)
+    sync = await compare_in_pairs(prepared, "W1", "W1-sync-tool", args.pairs)
+    loads.append(os.getloadavg()[0])
     all_series = [item.series for row in prepared for item in row]
     results["load_average"] = loads
     results["runtime"] = [asdict(s) | {"median": s.median} for s in all_series]
-    results["targets"] = judge_targets(all_series)
+    results["pairs"] = [asdict(c) for c in (growth, sync) if c is not None]
+    results["targets"] = judge_targets(all_series, growth, sync)
     results["table"] = render_runtime_table(all_series)
     results["history_table"] = render_history_table(all_series)
-    if args.sessions:
-        results["w3"] = await bench_paused_sessions(args.sessions)
     return results
 
 
@@ -370,6 +421,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--block-seconds", type=float, default=0.3, help="target duration of one timed block"
     )
     parser.add_argument("--repetitions", type=int, default=7)
+    parser.add_argument(
+        "--pairs", type=int, default=15, help="adjacent zett block pairs for targets b and d"
+    )
     parser.add_argument("--warmup", type=int, default=20, help="untimed requests per framework")
     parser.add_argument("--sessions", type=int, default=1000, help="W3 sessions (0 skips W3)")
     parser.add_argument("--workloads", type=lambda v: v.split(","), default=list(WORKLOADS))
@@ -379,6 +433,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.smoke:
         args.requests, args.min_requests, args.repetitions = 5, 2, 2
         args.warmup, args.sessions, args.block_seconds = 2, 50, 0.01
+        args.pairs = 2
     unknown = [w for w in args.workloads if w not in WORKLOADS]
     unknown += [f for f in args.frameworks if f not in FRAMEWORKS]
     if unknown:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -81,6 +81,18 @@ E = AgentEventType
 P = AgentPhase
 
 CANCELLED_TOOL_CONTENT = "Request cancelled before tool completion"
+
+
+class _Nothing:
+    """An awaitable that is already done: what an empty hook stage returns."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())
+
+
+_NOTHING = _Nothing()
 SKIPPED_TOOL_CONTENT = "Superseded by a steering message"
 
 
@@ -200,8 +212,20 @@ class Request:
         yield
         await self.move(P.READY)
 
-    async def stage(self, extensions: tuple[AgentExtension, ...], hook: str, *args: Any) -> None:
-        """Run one hook on every participating extension, then publish added messages."""
+    def stage(
+        self, extensions: tuple[AgentExtension, ...], hook: str, *args: Any
+    ) -> Awaitable[None]:
+        """Run one hook on every participating extension, then publish added messages.
+
+        A stage nobody takes part in (the common case) costs no coroutine.
+        """
+        if not extensions:
+            return _NOTHING
+        return self._run_stage(extensions, hook, args)
+
+    async def _run_stage(
+        self, extensions: tuple[AgentExtension, ...], hook: str, args: tuple[Any, ...]
+    ) -> None:
         context = self.context
         for extension in extensions:
             await getattr(extension, hook)(context, *args)
