@@ -81,6 +81,7 @@ E = AgentEventType
 P = AgentPhase
 
 CANCELLED_TOOL_CONTENT = "Request cancelled before tool completion"
+SKIPPED_TOOL_CONTENT = "Superseded by a steering message"
 
 
 class _Nothing:
@@ -93,7 +94,6 @@ class _Nothing:
 
 
 _NOTHING = _Nothing()
-SKIPPED_TOOL_CONTENT = "Superseded by a steering message"
 
 
 class Request:
