@@ -20,7 +20,10 @@ Concurrency story:
 - cancelling the awaiting task cancels the future at once; the function itself runs on to
   its end in its thread (a thread cannot be interrupted) and its outcome is dropped, as with
   ``asyncio.to_thread``. A loop closed meanwhile is ignored the same way;
-- workers are daemon threads that live for the process, like the default executor's.
+- workers are daemon threads that live for the process, like the default executor's; a
+  forked child starts afresh (no worker, an empty queue);
+- when all ``MAX_WORKERS`` are busy, an item waits unreserved, and the first worker to
+  finish takes it and counts itself busy again, so the idle count never drifts.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ _Item = tuple[
     contextvars.Context,
     asyncio.Future[Any],
     asyncio.AbstractEventLoop,
+    bool,  # a worker was reserved (or started) for it
 ]
 
 _queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
@@ -57,14 +61,17 @@ def run_in_thread(function: Callable[..., Any], /, **kwargs: Any) -> asyncio.Fut
     global _workers, _idle
     loop = asyncio.get_running_loop()
     future = loop.create_future()
-    _queue.put((function, kwargs, contextvars.copy_context(), future, loop))
     with _lock:
         start = False
-        if _idle:
+        reserved = True
+        if _idle > 0:  # (briefly negative while a finished worker takes a waiting item)
             _idle -= 1  # that worker is now promised to this item
         elif _workers < MAX_WORKERS:
             _workers += 1
             start = True
+        else:
+            reserved = False  # every worker is busy: the first one to finish takes it
+    _queue.put((function, kwargs, contextvars.copy_context(), future, loop, reserved))
     if start:
         threading.Thread(target=_work, name=f"zett-tool-{_workers}", daemon=True).start()
     return future
@@ -73,7 +80,10 @@ def run_in_thread(function: Callable[..., Any], /, **kwargs: Any) -> asyncio.Fut
 def _work() -> None:
     global _idle
     while True:
-        function, kwargs, context, future, loop = _queue.get()
+        function, kwargs, context, future, loop, reserved = _queue.get()
+        if not reserved:
+            with _lock:
+                _idle -= 1  # this worker counted itself idle; it is busy again
         try:
             result, error = context.run(function, **kwargs), None
         except BaseException as exc:  # handed to the awaiting task, like any tool error
@@ -85,6 +95,18 @@ def _work() -> None:
         del function, kwargs, context, future, loop, result, error
         with _lock:
             _idle += 1
+
+
+def _after_fork_in_child() -> None:
+    """Threads do not survive ``fork``: the child starts with no worker and a fresh queue."""
+    global _queue, _lock, _workers, _idle
+    _queue = queue.SimpleQueue()
+    _lock = threading.Lock()
+    _workers = _idle = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

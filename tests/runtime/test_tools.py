@@ -255,3 +255,44 @@ def test_annotated_field_descriptions_reach_the_schema():
     assert properties["city"]["description"] == "The city, in English"
     assert properties["days"]["description"] == "How many days ahead."
     assert properties["days"]["minimum"] == 1
+
+
+async def test_more_concurrent_sync_calls_than_workers_queue_and_leave_the_pool_sound(
+    monkeypatch,
+):
+    import zett_agent._threads as threads
+
+    capacity = threads._workers + 2
+    monkeypatch.setattr(threads, "MAX_WORKERS", capacity)
+    gate = threading.Event()
+
+    @tool
+    def queued(label: int) -> int:
+        """Wait for the gate, then return the label.
+
+        Guidelines:
+            - Use in tests only.
+        """
+        gate.wait(10)
+        return label
+
+    calls = [asyncio.ensure_future(queued.invoke({"label": n})) for n in range(capacity + 4)]
+    gate.set()
+    assert await asyncio.gather(*calls) == list(range(capacity + 4))
+
+    # Every worker must be usable at once again: a miscounted pool would leave one of these
+    # calls waiting behind another, and the barrier would break instead of opening.
+    everyone = threading.Barrier(capacity, timeout=10)
+
+    @tool
+    def meet_all(label: int) -> int:
+        """Wait until every worker is inside.
+
+        Guidelines:
+            - Use in tests only.
+        """
+        everyone.wait()
+        return label
+
+    together = [meet_all.invoke({"label": n}) for n in range(capacity)]
+    assert await asyncio.gather(*together) == list(range(capacity))
