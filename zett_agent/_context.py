@@ -173,6 +173,15 @@ class AgentRunContext:
     def request_id(self) -> str:
         return self.config.request_id  # type: ignore[return-value]
 
+    @property
+    def resuming(self) -> bool:
+        """True for a request started by ``Agent.resume_stream``: restore open tool calls.
+
+        A memory or persistence extension restores with
+        ``valid_history(..., keep_open_tail=context.resuming)``.
+        """
+        return self._resumption is not None
+
     async def emit(self, event: AgentEvent) -> None:
         """Stream a CUSTOM or COMPACTION_* event of this session to the consumer."""
         if event.type not in _EXTENSION_EVENT_TYPES:

@@ -491,3 +491,16 @@ async def test_the_in_memory_history_keeps_an_open_batch_for_a_resume():
         "ToolMessage",
         "AssistantMessage",
     ]
+
+
+async def test_the_context_says_whether_the_request_is_a_resume():
+    seen: list[bool] = []
+
+    class Looks(AgentExtension):
+        async def on_state(self, context):
+            seen.append(context.resuming)
+
+    agent = await Agent.create(Responder(), extensions=[SeededHistory(UserMessage("hi")), Looks()])
+    await agent.run("hello", config=CONFIG)
+    await agent.resume(config=AgentRunConfig(session_id="s"))
+    assert seen == [False, True]

@@ -64,7 +64,7 @@ class InMemoryMessageAccumulator(AgentExtension):
         history = self._sessions.get(context.session_id)
         if history is None or not len(history):
             return
-        restored = history.valid(keep_open_tail=context._resumption is not None)
+        restored = history.valid(keep_open_tail=context.resuming)
         context.restore_messages(restored)
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
