@@ -11,16 +11,19 @@ process's output goes to ``tests/app/artifacts/<name>-<n>.log`` for a failing te
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
 import subprocess
 import sys
 import threading
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -98,6 +101,9 @@ class DaphneProcess:
     process: subprocess.Popen[str] | None = None
     starts: int = 0
     clients: list[Client] = field(default_factory=list)
+    #: The anonymous browser the test's sockets belong to (one, shared by the workers
+    #: of a cluster, whose sessions live in the database).
+    cookie: str | None = None
     _reader: threading.Thread | None = field(default=None, repr=False)
 
     @property
@@ -170,9 +176,27 @@ class DaphneProcess:
         query = "" if after_seq is None else f"?after_seq={after_seq}"
         return f"ws://127.0.0.1:{self.port}/ws/sessions/{session_id}/{query}"
 
-    async def socket(self, session_id: str, after_seq: int | None = None) -> Client:
+    def browser_cookie(self) -> str:
+        """The session cookie a first page visit gives an anonymous browser (``sessionid=…``)."""
+        response = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=60)
+        cookies = SimpleCookie()
+        for header in response.headers.get_all("Set-Cookie") or ():
+            cookies.load(header)
+        return f"sessionid={cookies['sessionid'].value}"
+
+    async def socket(
+        self, session_id: str, after_seq: int | None = None, *, cookie: str | None = None
+    ) -> Client:
+        """A client of ``session_id`` for the test's browser (``cookie``: another one)."""
+        if cookie is None:
+            if self.cookie is None:
+                self.cookie = await asyncio.to_thread(self.browser_cookie)
+            cookie = self.cookie
         connection = await websockets.connect(
-            self.ws_url(session_id, after_seq), max_size=2**21, open_timeout=RECEIVE_TIMEOUT_S
+            self.ws_url(session_id, after_seq),
+            max_size=2**21,
+            open_timeout=RECEIVE_TIMEOUT_S,
+            additional_headers={"Cookie": cookie},
         )
         client = Client(connection)
         self.clients.append(client)
@@ -207,8 +231,6 @@ class Client:
         await self.connection.send(json.dumps(frame))
 
     async def receive(self) -> dict[str, Any]:
-        import asyncio
-
         raw = await asyncio.wait_for(self.connection.recv(), RECEIVE_TIMEOUT_S)
         frame = json.loads(raw)
         self.frames.append(frame)

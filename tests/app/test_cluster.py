@@ -40,6 +40,7 @@ async def workers(tmp_path) -> AsyncIterator[tuple[DaphneProcess, DaphneProcess]
         migrate(env)
         one = DaphneProcess("cluster-one", env, migrate=False).start()
         two = DaphneProcess("cluster-two", env, migrate=False).start()
+        one.cookie = two.cookie = one.browser_cookie()  # one browser, on both workers
         try:
             yield one, two
         finally:

@@ -115,6 +115,7 @@ async def test_the_other_worker_takes_the_answers_after_the_first_one_died(tmp_p
         migrate(env)
         one = DaphneProcess("durable-one", env, migrate=False).start()
         two = DaphneProcess("durable-two", env, migrate=False).start()
+        one.cookie = two.cookie = one.browser_cookie()  # one browser, on both workers
         try:
             session_id = str(uuid.uuid4())
             asking = await one.socket(session_id)
