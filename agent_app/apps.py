@@ -7,4 +7,5 @@ class AgentAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agent_app import checks  # noqa: F401  (registers the system checks)
+        # Registers the sign-in/sign-out receivers and the system checks.
+        from agent_app import access, checks  # noqa: F401

@@ -1,6 +1,10 @@
-"""Django system checks: a misconfigured deployment says so at start, before anyone chats.
+"""System checks of zett's settings: a bad value fails ``manage.py check`` with a clear message.
 
-``manage.py check``, ``runserver`` and ``migrate`` run them. Each check is one function.
+Each check is a separate function registered with ``@register`` (tag ``zett``, and
+``zett_model`` for the model), so checks of other settings can be added beside them.
+``raise_on_invalid_settings`` runs the ``zett`` ones at ASGI start-up (``zett_site.asgi``):
+daphne does not run system checks, and a limit of 0 would otherwise start fine and turn
+every handshake into an HTTP 500.
 """
 
 from __future__ import annotations
@@ -9,16 +13,74 @@ import os
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import Error, Warning, register
+from django.core.checks import CheckMessage, Error, Warning, register, run_checks
 from django.core.exceptions import ImproperlyConfigured
 
-__all__ = ["check_model", "check_reply_timeout"]
+from agent_app.limits import limit_problems
+from agent_app.security import origin_problems
+
+__all__ = [
+    "MODEL_TAG",
+    "TAG",
+    "check_allowed_origins",
+    "check_limits",
+    "check_login_settings",
+    "check_model",
+    "check_reply_timeout",
+    "raise_on_invalid_settings",
+]
+
+#: The tag of zett's own checks (``manage.py check --tag zett``).
+TAG = "zett"
+#: The model check builds the model, so it runs with ``manage.py check`` and ``runserver``
+#: but not at every ASGI start (a deployment's own model factory may be slow or need the
+#: network); a request with a model that cannot be built fails clearly, and is recorded.
+MODEL_TAG = "zett_model"
+
+
+@register(TAG)
+def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Frame budget, socket caps and chat quota (``agent_app.limits``)."""
+    return [
+        Error(f"{name} {problem}.", hint="See docs/security.md, 'Limits'.", id="zett.E001")
+        for name, problem in limit_problems()
+    ]
+
+
+@register(TAG)
+def check_allowed_origins(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``ZETT_ALLOWED_ORIGINS``: full origins, scheme and host (and port) each."""
+    return [
+        Error(
+            f"ZETT_ALLOWED_ORIGINS: {problem}.",
+            hint="Give scheme://host[:port] for each page origin allowed to open a socket.",
+            id="zett.E002",
+        )
+        for problem in origin_problems(getattr(settings, "ZETT_ALLOWED_ORIGINS", []))
+    ]
+
+
+@register(TAG)
+def check_login_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``ZETT_REQUIRE_LOGIN`` is a boolean and ``LOGIN_URL`` is set when it is on."""
+    required = getattr(settings, "ZETT_REQUIRE_LOGIN", False)
+    if not isinstance(required, bool):
+        return [
+            Error(
+                f"ZETT_REQUIRE_LOGIN must be True or False, got {required!r}.",
+                id="zett.E003",
+            )
+        ]
+    if required and not getattr(settings, "LOGIN_URL", None):
+        return [Error("ZETT_REQUIRE_LOGIN is on but LOGIN_URL is empty.", id="zett.E004")]
+    return []
+
 
 #: The variable each provider reads its API key from.
 _KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
-@register("zett")
+@register(MODEL_TAG)
 def check_model(app_configs: Any = None, **kwargs: Any) -> list[Error | Warning]:
     """``ZETT_MODEL`` names a model that can be built; its provider's key is set."""
     from agent_app.agents import resolve_model
@@ -32,11 +94,11 @@ def check_model(app_configs: Any = None, **kwargs: Any) -> list[Error | Warning]
                 str(error),
                 hint="Set ZETT_MODEL to 'demo', 'openai:<model>', 'anthropic:<model>' or "
                 "'package.module:attribute'.",
-                id="zett.E001",
+                id="zett.E010",
             )
         ]
     except Exception as error:  # a factory of the deployment's own that fails
-        return [Error(f"ZETT_MODEL={spec!r} cannot be built: {error}", id="zett.E002")]
+        return [Error(f"ZETT_MODEL={spec!r} cannot be built: {error}", id="zett.E011")]
     provider = spec.partition(":")[0].strip().lower()
     variable = _KEY_VARIABLES.get(provider)
     if variable and not os.environ.get(variable, "").strip():
@@ -46,13 +108,13 @@ def check_model(app_configs: Any = None, **kwargs: Any) -> list[Error | Warning]
                 "message will fail until it is.",
                 hint=f"export {variable}=… (any non-empty value for a local OpenAI-compatible "
                 "server)",
-                id="zett.W001",
+                id="zett.W010",
             )
         ]
     return []
 
 
-@register("zett")
+@register(TAG)
 def check_reply_timeout(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     """``ZETT_REPLY_TIMEOUT`` is a number of seconds (0 = waits never expire)."""
     value = getattr(settings, "ZETT_REPLY_TIMEOUT", 0)
@@ -60,7 +122,16 @@ def check_reply_timeout(app_configs: Any = None, **kwargs: Any) -> list[Error]:
         return [
             Error(
                 f"ZETT_REPLY_TIMEOUT must be a number of seconds >= 0, got {value!r}",
-                id="zett.E003",
+                id="zett.E012",
             )
         ]
     return []
+
+
+def raise_on_invalid_settings() -> None:
+    """Run zett's checks; ``ImproperlyConfigured`` listing every error found."""
+    errors = [message for message in run_checks(tags=[TAG]) if message.is_serious()]
+    if errors:
+        raise ImproperlyConfigured(
+            "Invalid zett settings:\n" + "\n".join(f"  {error.msg}" for error in errors)
+        )

@@ -1,36 +1,56 @@
 """``ChatConsumer``: the socket of one chat session (``/ws/sessions/<uuid>/``).
 
-The consumer only parses and routes. Each inbound frame is validated by
+The consumer only parses and routes. A socket joins the session's live state
+(``agent_app.live``) and leaves it when it ends; runs belong to the session, so leaving
+never stops one. Each inbound frame is validated by
 ``agent_app.protocol`` (a bad one is answered with an ``error`` frame and the socket stays
 open), then handled by one small method. The agent's work happens in the session's run
 task (``agent_app.live``), never here, which is why ``cancel``, ``steer`` and
 ``external_event`` are read while a request runs. The concurrency story (runs, ``seq``,
 cancellation, several sockets on one session) is told once, in ``agent_app.live``.
 
-The consumer joins no channel layer: live sessions are shared in process, so a layer
-channel per socket (with Redis, a blocking read kept open for every idle socket) would
-carry nothing.
+The consumer is on the default channel layer for one reason: a signed-in user's sockets
+join the group ``zett.user.<pk>``, so signing out closes them in every process. Anonymous
+sockets have no group and read no layer channel.
 
-Access: a session without an owner is open to anyone who knows its id (like the pages in
-``agent_app.views``); an owned session only to its owner. A socket for an unknown id
-creates the session, owned by the signed-in user if there is one.
+Security (docs/security.md) lives in modules of its own; the consumer only calls them:
+``agent_app.access`` on connect (whose chat; a socket with no identity is ``forbidden``)
+and at the first ``user_message`` (which stores the chat), ``agent_app.limits`` on connect
+(sockets per chat and per person) and for every frame (the person's frame budget),
+``agent_app.audit`` around every reply. Nothing a client sends can end the socket: a
+handler that raises is answered with an ``internal`` error frame, and the socket's
+resources (live session, run, counters, group) are released however it ends.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import time
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.db import database_sync_to_async
+from channels import DEFAULT_CHANNEL_LAYER
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.conf import settings
 
+from agent_app.access import (
+    Creation,
+    Person,
+    chat_quota_message,
+    close_chat,
+    ensure_session,
+    open_chat,
+    person_of_scope,
+    user_group,
+)
+from agent_app.audit import record_reply, record_verdict
+from agent_app.limits import TOO_MANY_SOCKETS_CLOSE_CODE, SocketTicket, limiter
 from agent_app.live import Busy, LiveSession, NotRunning, Verdict, live_sessions
-from agent_app.models import ChatSession, ExternalEventRecord
+from agent_app.models import ChatSession, RunKind
 from agent_app.protocol import (
+    CLIENT_REPLY_NAMES,
+    STEERING_EVENT,
     CancelFrame,
+    EditLastFrame,
     ErrorCode,
     ErrorFrame,
     ExternalEventFrame,
@@ -42,123 +62,234 @@ from agent_app.protocol import (
     OutboundFrame,
     PingFrame,
     PongFrame,
+    RegenerateFrame,
     SteerFrame,
     UserMessageFrame,
     encode_frame,
     parse_frame,
 )
-from agent_app.runs import Creator
+from agent_app.runs import Creator, NothingToReplace
 
-__all__ = ["FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer", "FrameBudget"]
+__all__ = ["FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer"]
 
 logger = logging.getLogger(__name__)
 
 #: Close code after a ``forbidden`` error (4000-4999 are the application's own).
 FORBIDDEN_CLOSE_CODE = 4403
-#: The external event a ``steer`` frame stands for.
-STEERING_EVENT = "steering_message"
-
-
-class FrameBudget:
-    """A token bucket: ``burst`` frames at once, refilled at ``per_second``."""
-
-    def __init__(self, burst: int, per_second: float, clock=time.monotonic) -> None:
-        if burst < 1 or per_second < 0:
-            raise ValueError(f"need burst >= 1 and per_second >= 0, got {burst}, {per_second}")
-        self.burst = burst
-        self.per_second = per_second
-        self._clock = clock
-        self._tokens = float(burst)
-        self._updated = clock()
-
-    def take(self) -> bool:
-        """Spend one token; False when the budget is exhausted."""
-        now = self._clock()
-        self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.per_second)
-        self._updated = now
-        if self._tokens < 1:
-            return False
-        self._tokens -= 1
-        return True
+#: Close code when connecting itself failed on the server (database down …).
+INTERNAL_CLOSE_CODE = 1011
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
     """Parses frames, routes them to the live session, and forwards its frames."""
 
-    #: No channel layer (see the module docstring): ``get_channel_layer`` answers None
-    #: for an alias that is not configured.
-    channel_layer_alias = None
+    #: For the per-user group that signing out closes (see the module docstring).
+    channel_layer_alias = DEFAULT_CHANNEL_LAYER
     live: LiveSession | None = None
+    person: Person | None = None
+    _holds_chat = False
+    _ticket: SocketTicket | None = None
+    _group: str | None = None
+    #: Set once the socket is gone: later sends are dropped quietly.
+    _closed = False
+    #: The session's row exists (checked at the first ``user_message``).
+    _stored = False
+    _accepted = False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        user = scope.get("user")
+        if user is None or not user.is_authenticated:
+            # Only a signed-in user's sockets have a group to hear (sign-out): an anonymous
+            # socket reads no layer channel (with Redis, a blocking read per idle socket).
+            self.channel_layer_alias = None
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # However the socket ended (disconnect, an error, the server cancelling the
+            # application): release everything. Shielded, so a second cancellation cannot
+            # stop the release half-way; it then finishes in its own task.
+            await asyncio.shield(asyncio.ensure_future(self._release()))
 
     async def connect(self) -> None:
         self.session_id = str(self.scope["url_route"]["kwargs"]["session_id"])
-        limits = getattr(settings, "ZETT_WS_RATE_LIMIT", {"burst": 60, "per_second": 20})
-        self.budget = FrameBudget(int(limits["burst"]), float(limits["per_second"]))
-        allowed = await _open_session(self.session_id, self.scope.get("user"))
-        await self.accept()
-        if not allowed:
-            await self.send_frame(
-                ErrorFrame(code=ErrorCode.FORBIDDEN, message="This session belongs to someone else")
+        self._send_lock = asyncio.Lock()
+        try:
+            await self._join()
+        except Exception:
+            logger.exception("Opening a socket on session %s failed", self.session_id)
+            await self._release()
+            await self._refuse(
+                ErrorCode.INTERNAL, "The server could not open this chat", INTERNAL_CLOSE_CODE
             )
-            await self.close(code=FORBIDDEN_CLOSE_CODE)
+
+    async def _join(self) -> None:
+        self.person = await person_of_scope(self.scope)
+        if not await open_chat(self.person, self.session_id):
+            message = (
+                "Sign in, or allow cookies, to chat"
+                if self.person is None
+                else "This session belongs to someone else"
+            )
+            await self._refuse(ErrorCode.FORBIDDEN, message, FORBIDDEN_CLOSE_CODE)
             return
+        assert self.person is not None
+        self._holds_chat = True
+        ticket = limiter().open_socket(self.person.key, self.session_id)
+        if isinstance(ticket, str):
+            await self._refuse(ErrorCode.RATE_LIMITED, ticket, TOO_MANY_SOCKETS_CLOSE_CODE)
+            return
+        self._ticket = ticket
+        if self.person.user_id is not None and self.channel_layer is not None:
+            self._group = user_group(self.person.user_id)
+            await self.channel_layer.group_add(self._group, self.channel_name)
+        await self.accept()
         live = live_sessions().session(self.session_id)
+        self.live = live  # set first: however joining ends, release leaves the session
         await live.join(self, after_seq=_after_seq(self.scope))
-        self.live = live
+
+    async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None:
+        self._accepted = True
+        await super().accept(subprotocol, headers)
+
+    async def _refuse(self, code: ErrorCode, message: str, close_code: int) -> None:
+        """Accept (so the client can read why) unless done already, send the error, close."""
+        if not self._accepted:
+            await self.accept()
+        self._closed = False  # one last frame: why the socket closes
+        await self._send_quietly(ErrorFrame(code=code, message=message))
+        self._closed = True
+        await self.close(code=close_code)
 
     async def disconnect(self, code: int) -> None:
-        if self.live is not None:
-            live, self.live = self.live, None
-            live.leave(self)
+        await self._release()
+
+    async def _release(self) -> None:
+        """Leave the live session and give back every count and group (idempotent)."""
+        self._closed = True
+        live, self.live = self.live, None
+        ticket, self._ticket = self._ticket, None
+        group, self._group = self._group, None
+        holds_chat, self._holds_chat = self._holds_chat, False
+        try:
+            if live is not None:
+                live.leave(self)
+        finally:
+            if ticket is not None:
+                limiter().close_socket(ticket)
+            if holds_chat and self.person is not None:
+                close_chat(self.person, self.session_id)
+            if group is not None:
+                try:
+                    await self.channel_layer.group_discard(group, self.channel_name)
+                except Exception:
+                    logger.warning("Could not leave the channel layer group %s", group)
+
+    async def zett_signed_out(self, event: dict[str, Any]) -> None:
+        """The user signed out (``agent_app.access.close_user_sockets``): close the socket."""
+        await self._release()
+        await self._refuse(ErrorCode.FORBIDDEN, "You signed out", FORBIDDEN_CLOSE_CODE)
 
     async def send_frame(self, frame: OutboundFrame) -> None:
         await self.send_text(encode_frame(frame.dump()))
 
     async def send_text(self, text: str) -> None:
         """Send one encoded frame (the live session encodes each once for all its sockets)."""
-        await self.send(text_data=text)
+        async with self._send_lock:
+            if not self._closed:
+                await self.send(text_data=text)
+
+    async def _send_quietly(self, frame: OutboundFrame) -> None:
+        """Send, and let a socket that is already gone be gone."""
+        try:
+            await self.send_frame(frame)
+        except Exception:
+            logger.debug("Could not send to a socket of session %s", self.session_id)
 
     # --- inbound -----------------------------------------------------------------------
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        if self.live is None:
+        if self.live is None or self.person is None:
             return  # refused socket, closing
-        if not self.budget.take():
-            await self._error(ErrorCode.RATE_LIMITED, "Too many frames; slow down and resend")
-            return
         try:
-            frame = parse_frame(_as_text(text_data, bytes_data))
-        except FrameError as error:
-            await self.send_frame(error.frame())
-            return
-        await self._route(frame)
+            if not await limiter().take_frame(self.person.key):
+                await self._error(ErrorCode.RATE_LIMITED, "Too many frames; slow down and resend")
+                return
+            try:
+                frame = parse_frame(_as_text(text_data, bytes_data))
+            except FrameError as error:
+                await self.send_frame(error.frame())
+                return
+            await self._route(frame)
+        except Exception:
+            # Whatever failed, the client learns that its frame was not handled, and the
+            # socket stays open; the details are for the log only.
+            logger.exception("Handling a frame on session %s failed", self.session_id)
+            await self._send_quietly(
+                ErrorFrame(
+                    code=ErrorCode.INTERNAL,
+                    message="The server failed handling this frame; it was logged",
+                )
+            )
 
     async def _route(self, frame: InboundFrame) -> None:
         match frame:
             case UserMessageFrame():
                 await self.on_user_message(frame)
             case ExternalEventFrame():
-                await self.on_external_event(frame.name, frame.payload)
+                await self.on_external_event(frame)
             case SteerFrame():
                 await self.on_steer(frame)
             case CancelFrame():
                 await self.on_cancel()
             case HistoryBeforeFrame():
                 await self.on_history_before(frame)
+            case RegenerateFrame():
+                await self.on_replace_last_turn(None, RunKind.REGENERATE)
+            case EditLastFrame():
+                await self.on_replace_last_turn(frame.content, RunKind.EDIT)
             case PingFrame():
                 await self.send_frame(PongFrame())
 
     async def on_user_message(self, frame: UserMessageFrame) -> None:
-        assert self.live is not None
-        user = self.scope.get("user")
-        signed_in = user is not None and user.is_authenticated
+        assert self.live is not None and self.person is not None
+        if not self._stored and not await self._store_session():
+            return
+        creator = Creator(self.person.user_id, self.person.browser_key or "")
         try:
-            await self.live.start(frame.content, Creator(owner_id=user.pk if signed_in else None))
+            await self.live.start(frame.content, creator)
         except Busy as busy:
             await self._error(ErrorCode.BUSY, str(busy))
 
-    async def on_external_event(self, name: str, payload: dict[str, Any]) -> None:
-        await self._deliver(name, payload)
+    async def on_replace_last_turn(self, content: str | None, kind: RunKind) -> None:
+        """``regenerate`` (``content`` None) or ``edit_last``: answer the last turn anew."""
+        assert self.live is not None
+        try:
+            await self.live.start(content, kind=kind, replace_last_turn=True)
+        except Busy as busy:
+            await self._error(ErrorCode.BUSY, str(busy))
+        except NothingToReplace as nothing:
+            await self._error(ErrorCode.BAD_FRAME, str(nothing))
+
+    async def on_history_before(self, frame: HistoryBeforeFrame) -> None:
+        assert self.live is not None
+        page = await self.live.history_before(frame.position, frame.limit)
+        await self.send_frame(HistoryPageFrame(**page))
+
+    async def _store_session(self) -> bool:
+        """Store the chat at its first message (``agent_app.access.ensure_session``)."""
+        assert self.person is not None
+        match await ensure_session(self.person, self.session_id):
+            case Creation.FORBIDDEN:
+                await self._error(ErrorCode.FORBIDDEN, "This session belongs to someone else")
+                return False
+            case Creation.QUOTA:
+                await self._error(ErrorCode.RATE_LIMITED, chat_quota_message())
+                return False
+        self._stored = True
+        return True
+
+    async def on_external_event(self, frame: ExternalEventFrame) -> None:
+        await self._deliver(frame.name, frame.payload)
 
     async def on_steer(self, frame: SteerFrame) -> None:
         assert self.live is not None
@@ -174,33 +305,40 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except NotRunning:
             await self._error(ErrorCode.NOT_RUNNING, "No request is running to cancel")
 
-    async def on_history_before(self, frame: HistoryBeforeFrame) -> None:
-        assert self.live is not None
-        page = await self.live.history_before(frame.position, frame.limit)
-        await self.send_frame(HistoryPageFrame(**page))
-
     async def _deliver(self, name: str, payload: dict[str, Any]) -> None:
-        """Record a reply, hand it to the run, tell the client who took it."""
+        """Check, record, then hand a reply to the running request; tell the client who took it."""
         assert self.live is not None
         correlation = payload.get("tool_call_id")
-        correlation = correlation if isinstance(correlation, str) else None
-        record = await _audit(
-            self.session_id, self.live.active_request_id, name, correlation, payload
-        )
+        correlation_id = correlation if isinstance(correlation, str) else None
 
-        async def answer(verdict: Verdict) -> None:
-            await self.send_frame(
-                ExternalEventResultFrame(
-                    name=name,
-                    correlation_id=correlation,
-                    accepted_by=verdict.accepted_by,
-                    reason=verdict.reason,
-                )
+        def result(accepted_by: list[str], reason: str | None) -> ExternalEventResultFrame:
+            return ExternalEventResultFrame(
+                name=name, correlation_id=correlation_id, accepted_by=accepted_by, reason=reason
             )
 
+        if name not in CLIENT_REPLY_NAMES:
+            await self.send_frame(result([], "not_allowed"))
+            return
+        if not self._stored:
+            if not await ChatSession.objects.filter(pk=self.session_id).aexists():
+                await self.send_frame(result([], "not_running"))  # an empty chat: nothing waits
+                return
+            self._stored = True
+        # The audit row comes first: a reply that cannot be recorded is not acted on. With
+        # no run active it may still answer a paused run's stored question.
+        record = await record_reply(self.session_id, self.live.active_request_id, name, payload)
+        if record is None:
+            await self._error(
+                ErrorCode.INTERNAL, "The reply could not be recorded, so it was not delivered"
+            )
+            await self.send_frame(result([], "internal"))
+            return
+
+        async def answer(verdict: Verdict) -> None:
+            await self.send_frame(result(verdict.accepted_by, verdict.reason))
+
         verdict = await self.live.deliver(name, payload, answer)
-        if record is not None:
-            await _record_verdict(record, verdict)
+        await record_verdict(record, verdict.request_id, verdict.accepted_by)
 
     async def _error(self, code: ErrorCode, message: str) -> None:
         await self.send_frame(ErrorFrame(code=code, message=message))
@@ -218,37 +356,6 @@ def _after_seq(scope: dict[str, Any]) -> int | None:
     return value if value >= 0 else None
 
 
-async def _audit(
-    session_id: str,
-    request_id: str | None,
-    name: str,
-    correlation: str | None,
-    payload: dict[str, Any],
-) -> ExternalEventRecord | None:
-    """Write the audit row of a reply before it is delivered (verdict unknown yet)."""
-    try:
-        return await ExternalEventRecord.objects.acreate(
-            session_id=session_id,
-            request_id=request_id or "",
-            name=name,
-            correlation_id=correlation or "",
-            payload=payload,
-            accepted_by=None,
-        )
-    except Exception:
-        logger.exception("Could not record the %s reply to session %s", name, session_id)
-        return None
-
-
-async def _record_verdict(record: ExternalEventRecord, verdict: Verdict) -> None:
-    try:
-        await ExternalEventRecord.objects.filter(pk=record.pk).aupdate(
-            accepted_by=verdict.accepted_by, request_id=verdict.request_id or record.request_id
-        )
-    except Exception:
-        logger.exception("Could not record the verdict on reply %s", record.pk)
-
-
 def _as_text(text_data: str | None, bytes_data: bytes | None) -> str:
     if text_data is not None:
         return text_data
@@ -256,13 +363,3 @@ def _as_text(text_data: str | None, bytes_data: bytes | None) -> str:
         return (bytes_data or b"").decode("utf-8")
     except UnicodeDecodeError:
         raise FrameError(ErrorCode.BAD_JSON, "A binary frame must hold UTF-8 JSON text") from None
-
-
-@database_sync_to_async
-def _open_session(session_id: str, user: Any) -> bool:
-    """Create the session if it is new; True when ``user`` may use it."""
-    signed_in = user is not None and user.is_authenticated
-    session, _ = ChatSession.objects.get_or_create(
-        pk=session_id, defaults={"owner": user if signed_in else None}
-    )
-    return session.owner_id is None or (signed_in and session.owner_id == user.pk)

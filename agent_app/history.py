@@ -126,7 +126,11 @@ def snapshot(session_id: str, *, active_request_id: str | None) -> dict[str, Any
     The active run's own messages are left out: the replay that follows the frame
     rebuilds that run from its first frame.
     """
-    session = ChatSession.objects.filter(pk=session_id).only("title", "last_event_seq").first()
+    session = (
+        ChatSession.objects.filter(pk=session_id)
+        .only("title", "last_event_seq", "input_tokens", "output_tokens")
+        .first()
+    )
     if session is None:
         return {
             "title": "",
@@ -134,6 +138,7 @@ def snapshot(session_id: str, *, active_request_id: str | None) -> dict[str, Any
             "has_more_history": False,
             "runs": [],
             "pending": [],
+            "usage": _usage(0, 0),
             "stored_last_seq": 0,
         }
     limit = max(1, int(getattr(settings, "ZETT_HISTORY_PAGE", 50)))
@@ -150,7 +155,16 @@ def snapshot(session_id: str, *, active_request_id: str | None) -> dict[str, Any
         "has_more_history": has_more,
         "runs": _runs_of(session_id, items, also=active_request_id),
         "pending": pending_items(session_id),
+        "usage": _usage(session.input_tokens, session.output_tokens),
         "stored_last_seq": session.last_event_seq,
+    }
+
+
+def _usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
+    return {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "total_tokens": input_tokens + output_tokens,
     }
 
 

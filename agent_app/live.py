@@ -84,6 +84,7 @@ from agent_app.runs import Begun, Creator, begin_run, end_run, user_message_for
 from agent_app.sequence import SeqCounter
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType
+from zett_agent.messages import UserMessage, content_text
 from zett_agent.serialization import event_to_dict
 
 __all__ = [
@@ -247,11 +248,14 @@ class LiveSession(ReplyHandling, RemoteRuns):
         *,
         kind: str = RunKind.MESSAGE,
         resumed_from: str | None = None,
+        replace_last_turn: bool = False,
     ) -> str:
         """Store and start a request; ``Busy`` if one runs (here or on another worker).
 
-        ``content`` is the user's message; None with ``resumed_from`` continues a paused
-        run instead (``agent_app.replies``).
+        ``content`` is the user's message. ``replace_last_turn`` (``regenerate``, ``edit``)
+        supersedes the last turn first and, with ``content`` None, asks its message again
+        (``NothingToReplace`` when there is none). ``resumed_from`` (``content`` None)
+        continues that paused run instead (``agent_app.replies``).
         """
         if self._run is not None:
             raise Busy(self._run.request_id)
@@ -264,7 +268,7 @@ class LiveSession(ReplyHandling, RemoteRuns):
                 leased = True
             async with self._lock:
                 self._set_remote_none()
-                if content is not None:
+                if resumed_from is None:
                     ready = await self._recover(abandon_paused=True, leased=True)
                 begun = await settle(
                     database_sync_to_async(begin_run)(
@@ -275,9 +279,10 @@ class LiveSession(ReplyHandling, RemoteRuns):
                         creator=creator,
                         kind=kind,
                         resumed_from=resumed_from or "",
+                        replace_last_turn=replace_last_turn,
                     )
                 )
-                await self._announce(run, begun, content)
+                await self._announce(run, begun)
         except BaseException:
             if self._run is run:
                 self._run = None
@@ -286,7 +291,7 @@ class LiveSession(ReplyHandling, RemoteRuns):
             raise
         assert not ready  # a new message abandons paused runs; nothing is left to resume
         run.task = asyncio.create_task(
-            self._execute(run, content), name=f"zett-run-{run.request_id}"
+            self._execute(run, begun.message), name=f"zett-run-{run.request_id}"
         )
         return run.request_id
 
@@ -317,21 +322,25 @@ class LiveSession(ReplyHandling, RemoteRuns):
         if self.cluster is not None:
             self._set_remote(None)
 
-    async def _announce(self, run: _Run, begun: Begun, content: str | None) -> None:
+    async def _announce(self, run: _Run, begun: Begun) -> None:
         """Broadcast ``run_started`` (under the lock): the first frame of the run."""
         self.seq.add_block(*begun.seq_block)
         self.replay.clear()
         seq = await self.seq.take()
+        message = begun.message
         frame = RunStartedFrame(
             seq=seq,
             request_id=run.request_id,
-            content=content,
+            content=None if message is None else content_text(message.content),
             kind=run.kind,
             resumed_from=run.resumed_from,
             position=begun.position,
+            superseded_from=begun.superseded_from,
             created_at=begun.created_at.isoformat().replace("+00:00", "Z"),
         )
-        await self._broadcast(seq, encode_frame(frame.dump()))
+        await self._broadcast(
+            seq, encode_frame(frame.dump()), marker="start", request_id=run.request_id
+        )
 
     async def cancel(self, *, forwarded: bool = False) -> None:
         """Cancel the active run and wait until it has wound down (``NotRunning`` if none).
@@ -364,16 +373,16 @@ class LiveSession(ReplyHandling, RemoteRuns):
             self.agent = await self.registry.factory(self.session_id)
         return self.agent
 
-    async def _execute(self, run: _Run, content: str | None) -> None:
+    async def _execute(self, run: _Run, message: UserMessage | None) -> None:
         config = AgentRunConfig(session_id=self.session_id, request_id=run.request_id)
         final: dict[str, Any] | None = None
         try:
             agent = await self._agent()
-            if content is None:
+            if message is None:
                 replies, deadlines = await self._resumption()
                 stream = agent.resume_stream(config=config, replies=replies, deadlines=deadlines)
             else:
-                stream = agent.stream(content, config=config, metadata={INPUT_STORED: True})
+                stream = agent.stream(message, config=config, metadata={INPUT_STORED: True})
             clock = asyncio.get_running_loop().time
             streak_started = clock()
             async with aclosing(stream) as events:
@@ -418,10 +427,23 @@ class LiveSession(ReplyHandling, RemoteRuns):
         final: dict[str, Any] | None = None,
         error: tuple[str, str] | None = None,
     ) -> None:
-        """Record the outcome, then send its frame: the run's last act, under the lock."""
+        """Record the outcome, then send its frame: the run's last act, under the lock.
+
+        Shielded: a ``cancel`` that lands while the run waits here for the lock must not
+        leave the session claimed by a run that is over.
+        """
         if run.finished:
             return
         run.finished = True
+        await settle(self._record_end(run, status, final, error))
+
+    async def _record_end(
+        self,
+        run: _Run,
+        status: RunStatus,
+        final: dict[str, Any] | None,
+        error: tuple[str, str] | None,
+    ) -> None:
         async with self._lock:
             try:
                 if status is not RunStatus.COMPLETED and not run.lease_lost:
@@ -442,7 +464,12 @@ class LiveSession(ReplyHandling, RemoteRuns):
             finally:
                 if self._run is run:
                     self._run = None
-            await self._broadcast(seq, _outcome_frame(run, status, seq, final, error), marker="end")
+            await self._broadcast(
+                seq,
+                _outcome_frame(run, status, seq, final, error),
+                marker="end",
+                request_id=run.request_id,
+            )
             self.replay.clear()
         if self.cluster is not None and not run.lease_lost:
             # Every frame of the run goes out before another run may take the session.

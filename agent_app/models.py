@@ -55,6 +55,9 @@ class ChatSession(models.Model):
     #: Bumped by every write to the session's messages, in the same transaction: a process
     #: that keeps the rows in memory knows with one primary-key read whether they changed.
     history_version = models.PositiveBigIntegerField(default=0, editable=False)
+    #: Tokens the session's runs used, summed as each run ends.
+    input_tokens = models.PositiveBigIntegerField(default=0, editable=False)
+    output_tokens = models.PositiveBigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["-updated_at"]

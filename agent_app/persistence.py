@@ -105,9 +105,11 @@ class OrmPersistenceExtension(AgentExtension):
         history = await database_sync_to_async(restore_history)(
             context.session_id, keep_open_tail=resuming
         )
+        input_stored = context.metadata.get(INPUT_STORED) is True
+        if input_stored and history and history[-1] == context.input_message:
+            history.pop()  # stored ahead as the last row; the runtime appends it itself
         self._requests[context.request_id] = _Request(
-            input_stored=context.metadata.get(INPUT_STORED) is True,
-            input_message=context.input_message,
+            input_stored=input_stored, input_message=context.input_message
         )
         current = context.state.messages
         system = [m for m in current if isinstance(m, SystemMessage)]

@@ -9,11 +9,22 @@ The one exception is the hot path: a request sends an ``agent_event`` per stream
 so ``agent_event_frame`` builds that frame as a plain dict (the event is already JSON-safe,
 ``zett_agent.serialization.event_to_dict``); ``AgentEventFrame`` documents the same shape
 and the tests hold the two equal. ``encode_frame`` turns any frame into the socket's text.
+
+Hostile input (docs/security.md): ``parse_frame`` never raises anything but ``FrameError``.
+Before any field is looked at, the decoded JSON is walked once, without recursion, and
+refused if it nests deeper than ``MAX_DEPTH``, holds a number that is not finite or does not
+fit 64 bits, or holds text (keys included) with NUL or an unpaired surrogate: PostgreSQL
+refuses both in ``jsonb`` and ``text``, SQLite's ``JSON_VALID`` refuses NaN, and nothing
+holding them could be stored, audited or echoed. ``encode_frame`` cannot fail either: a lone
+surrogate from anywhere (a tool's output, a model) leaves as a ``\\u`` escape, and values that
+are not JSON are replaced, so the socket's UTF-8 encode never sees anything it cannot write.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -21,10 +32,14 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "CLIENT_REPLY_NAMES",
     "MAX_CONTENT_BYTES",
+    "MAX_DEPTH",
     "MAX_FRAME_BYTES",
+    "STEERING_EVENT",
     "AgentEventFrame",
     "CancelFrame",
+    "EditLastFrame",
     "ErrorCode",
     "ErrorFrame",
     "ExternalEventFrame",
@@ -36,6 +51,7 @@ __all__ = [
     "OutboundFrame",
     "PingFrame",
     "PongFrame",
+    "RegenerateFrame",
     "RunCancelledFrame",
     "RunFailedFrame",
     "RunStartedFrame",
@@ -52,6 +68,16 @@ __all__ = [
 MAX_CONTENT_BYTES = 32 * 1024
 #: Largest inbound frame, in UTF-8 bytes.
 MAX_FRAME_BYTES = 256 * 1024
+#: Deepest nesting of arrays and objects in an inbound frame (the frame object is level 1).
+MAX_DEPTH = 32
+#: Integers an inbound frame may hold: what a 64-bit database column or JSON reader takes.
+_INT_RANGE = (-(2**63), 2**63 - 1)
+#: The external event a ``steer`` frame stands for.
+STEERING_EVENT = "steering_message"
+#: The replies a client may send (``external_event`` names): the ones the app's extensions
+#: declare as answered by the user. Any other name (``internal_message``: an instruction
+#: from the application itself) is refused with reason ``not_allowed``.
+CLIENT_REPLY_NAMES = frozenset({"ask_user_response", "approval_response", STEERING_EVENT})
 
 
 class ErrorCode(StrEnum):
@@ -124,6 +150,19 @@ class PingFrame(_Inbound):
     type: Literal["ping"]
 
 
+class RegenerateFrame(_Inbound):
+    """Answer the last user message again (its old answer is kept, superseded)."""
+
+    type: Literal["regenerate"]
+
+
+class EditLastFrame(_Inbound):
+    """Replace the last user message with ``content`` and answer that instead."""
+
+    type: Literal["edit_last"]
+    content: NonBlank
+
+
 #: Most messages one ``history_before`` may ask for.
 MAX_HISTORY_LIMIT = 100
 
@@ -143,6 +182,8 @@ InboundFrame = (
     | CancelFrame
     | PingFrame
     | HistoryBeforeFrame
+    | RegenerateFrame
+    | EditLastFrame
 )
 
 _INBOUND: dict[str, type[_Inbound]] = {
@@ -152,6 +193,8 @@ _INBOUND: dict[str, type[_Inbound]] = {
     "cancel": CancelFrame,
     "ping": PingFrame,
     "history_before": HistoryBeforeFrame,
+    "regenerate": RegenerateFrame,
+    "edit_last": EditLastFrame,
 }
 
 
@@ -162,10 +205,8 @@ def parse_frame(text: str) -> InboundFrame:
         raise FrameError(
             ErrorCode.TOO_LARGE, f"Frame is {size} bytes; the limit is {MAX_FRAME_BYTES} bytes"
         )
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise FrameError(ErrorCode.BAD_JSON, f"Frame is not valid JSON: {exc}") from None
+    data = _decode(text)
+    _check_values(data)
     if not isinstance(data, dict):
         raise FrameError(
             ErrorCode.BAD_FRAME, f"A frame must be a JSON object, got {_json_kind(data)}"
@@ -181,20 +222,98 @@ def parse_frame(text: str) -> InboundFrame:
     if model is None:
         raise FrameError(
             ErrorCode.UNKNOWN_TYPE,
-            f"Unknown frame type {kind!r}; expected one of {sorted(_INBOUND)}",
+            f"Unknown frame type {_short(kind)}; expected one of {sorted(_INBOUND)}",
         )
     try:
         frame = model.model_validate(data)
     except pydantic.ValidationError as exc:
         raise FrameError(ErrorCode.BAD_FRAME, _describe(kind, exc)) from None
-    if isinstance(frame, UserMessageFrame | SteerFrame):
-        content_size = len(frame.content.encode("utf-8", errors="surrogatepass"))
-        if content_size > MAX_CONTENT_BYTES:
+    if isinstance(frame, UserMessageFrame | SteerFrame | EditLastFrame):
+        _check_content(kind, frame.content)
+    elif isinstance(frame, ExternalEventFrame) and frame.name == STEERING_EVENT:
+        # Steering is user text whichever frame carries it: the same rules as ``steer``.
+        content = frame.payload.get("content")
+        if not isinstance(content, str) or not content.strip():
             raise FrameError(
-                ErrorCode.TOO_LARGE,
-                f"{kind} content is {content_size} bytes; the limit is {MAX_CONTENT_BYTES} bytes",
+                ErrorCode.BAD_FRAME,
+                f"Invalid external_event frame: a {STEERING_EVENT} payload needs a "
+                "non-blank string 'content'",
             )
+        _check_content(f"{STEERING_EVENT} payload", content)
     return frame
+
+
+def _decode(text: str) -> Any:
+    """``json.loads`` that answers every failure with ``bad_json``."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise FrameError(
+            ErrorCode.BAD_JSON, f"Frame nests too deeply; the limit is {MAX_DEPTH} levels"
+        ) from None
+    except ValueError as exc:  # JSONDecodeError, and integers of more than 4300 digits
+        raise FrameError(ErrorCode.BAD_JSON, f"Frame is not valid JSON: {_short(exc)}") from None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise FrameError(ErrorCode.BAD_JSON, f"Frame is not valid JSON: {name} is not a JSON number")
+
+
+#: NUL and unpaired surrogates: ``json.loads`` joins every valid pair into one code point,
+#: so any surrogate left in a decoded string is unpaired.
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+
+
+def _check_values(data: Any) -> None:
+    """Refuse what no column can store or socket can send; iterative, so depth is safe."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            _check_text(value)
+        elif isinstance(value, dict | list):
+            if depth > MAX_DEPTH:
+                raise FrameError(
+                    ErrorCode.BAD_JSON, f"Frame nests too deeply; the limit is {MAX_DEPTH} levels"
+                )
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    _check_text(key)
+                    stack.append((item, depth + 1))
+            else:
+                stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise FrameError(
+                    ErrorCode.BAD_JSON, "Frame is not valid JSON: a number is too large"
+                )
+        elif isinstance(value, int) and not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
+            raise FrameError(
+                ErrorCode.BAD_FRAME, "A number in the frame is out of range (64-bit integers)"
+            )
+
+
+def _check_text(text: str) -> None:
+    found = _UNSTORABLE.search(text)
+    if found is not None:
+        what = "NUL (\\u0000)" if found.group() == "\x00" else "an unpaired surrogate"
+        raise FrameError(ErrorCode.BAD_FRAME, f"Text in a frame may not contain {what}")
+
+
+def _check_content(what: str, content: str) -> None:
+    content_size = len(content.encode("utf-8"))
+    if content_size > MAX_CONTENT_BYTES:
+        raise FrameError(
+            ErrorCode.TOO_LARGE,
+            f"{what} content is {content_size} bytes; the limit is {MAX_CONTENT_BYTES} bytes",
+        )
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """``repr``-ish text of client input for an error message: escaped and bounded."""
+    text = repr(value) if isinstance(value, str) else str(value)
+    text = text.encode("ascii", "backslashreplace").decode("ascii")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _json_kind(value: Any) -> str:
@@ -247,6 +366,9 @@ class SessionFrame(OutboundFrame):
     has_more_history: bool
     runs: list[dict[str, Any]]
     pending: list[dict[str, Any]]
+    #: Tokens the session's finished runs used: ``input_tokens``, ``output_tokens``,
+    #: ``total_tokens``.
+    usage: dict[str, int]
     active_request_id: str | None
     last_seq: int
 
@@ -262,6 +384,8 @@ class RunStartedFrame(OutboundFrame):
     kind: str
     resumed_from: str | None
     position: int | None
+    #: For ``regenerate``/``edit``: where the superseded turn began; pages drop it.
+    superseded_from: int | None = None
     created_at: str
 
 
@@ -279,12 +403,41 @@ def agent_event_frame(seq: int, request_id: str, event: dict[str, Any]) -> dict[
     return {"type": "agent_event", "seq": seq, "request_id": request_id, "event": event}
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+#: Only ever meets the output of ``_json_safe``.
+_SAFE_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str)
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def encode_frame(frame: dict[str, Any]) -> str:
-    """The text sent on the socket for a dumped frame (UTF-8 as is, no ``\\u`` escapes)."""
-    return _ENCODER.encode(frame)
+    """The text sent on the socket for a dumped frame (UTF-8 as is, no ``\\u`` escapes).
+
+    Never raises, and the text always encodes to UTF-8: NaN and infinities become ``null``,
+    a value that is not JSON becomes its ``str``, a lone surrogate its ``\\u`` escape.
+    """
+    try:
+        text = _ENCODER.encode(frame)
+    except (ValueError, TypeError, RecursionError):
+        text = _SAFE_ENCODER.encode(_json_safe(frame))
+    if not text.isascii() and _SURROGATE.search(text) is not None:
+        # Only inside string literals: escaping keeps the JSON valid and the value intact.
+        text = _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+    return text
+
+
+def _json_safe(value: Any, depth: int = 0) -> Any:
+    """``value`` with non-finite floats as None and other non-JSON values as text."""
+    if depth > 200:
+        return "…"
+    if isinstance(value, dict):
+        return {str(key): _json_safe(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(item, depth + 1) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
 
 
 #: Largest frame the server sends, in UTF-8 bytes.

@@ -157,6 +157,7 @@ def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
     }
     closes: list[tuple[ToolCall, str, dict[str, Any]]] = []
     resumable = False
+    expired_wait = False
     for call in calls:
         wait = waits.get(call.id)
         if wait is not None and wait.status == WaitStatus.EXECUTING:
@@ -167,6 +168,7 @@ def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
             closes.append((call, EXPIRED_TOOL_CONTENT, _expired_reply(wait)))
             wait.status = WaitStatus.EXPIRED
             wait.save(update_fields=["status"])
+            expired_wait = True
         elif wait is not None:
             resumable = True  # open and in time, or answered: a continuation can go on
         elif run.status == RunStatus.RUNNING and _start_wait(session_id, run, call, now):
@@ -185,7 +187,8 @@ def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
         ]
         return Settled(run.request_id, RunStatus.PAUSED, (0, 0), pending, ready=not pending)
     closed = {call.id for call, _, _ in closes}
-    expiring = run.status == RunStatus.PAUSED
+    # Nobody answered in time: the run was waiting, not working, when it stopped.
+    expiring = run.status == RunStatus.PAUSED or expired_wait
     rest = EXPIRED_TOOL_CONTENT if expiring else NOT_RUN_TOOL_CONTENT
     closes.extend((call, rest, {}) for call in calls if call.id not in closed)
     _insert_results(session_id, run.request_id, closes)

@@ -23,14 +23,23 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from agent_app.models import ChatRun, ChatSession, RunKind, RunStatus
+from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
 from agent_app.sequence import SEQ_BLOCK
-from agent_app.store import RowMeta, bump_version, insert_rows, remember, title_from
+from agent_app.store import (
+    RowMeta,
+    bump_version,
+    forget,
+    insert_rows,
+    message_from_row,
+    remember,
+    title_from,
+)
 from zett_agent.messages import UserMessage
 
 __all__ = [
     "Begun",
     "Creator",
+    "NothingToReplace",
     "begin_run",
     "end_run",
     "run_item",
@@ -51,6 +60,10 @@ class Creator:
     browser_key: str = ""
 
 
+class NothingToReplace(ValueError):
+    """``regenerate``/``edit_last`` in a session that has no user message yet."""
+
+
 @dataclass(frozen=True, slots=True)
 class Begun:
     """What ``begin_run`` stored."""
@@ -61,6 +74,10 @@ class Begun:
     #: A block of ``seq`` numbers reserved for the run's frames: ``(first, last)``.
     seq_block: tuple[int, int]
     title: str
+    #: The user's message the run answers (None for a continuation).
+    message: UserMessage | None = None
+    #: Where the superseded turn began (``regenerate``/``edit``), else None.
+    superseded_from: int | None = None
 
 
 def begin_run(
@@ -72,11 +89,20 @@ def begin_run(
     creator: Creator | None = None,
     kind: str = RunKind.MESSAGE,
     resumed_from: str = "",
+    replace_last_turn: bool = False,
 ) -> Begun:
-    """Store the session if new, the run, the user's message and a ``seq`` block."""
+    """Store the session if new, the run, the user's message and a ``seq`` block.
+
+    ``replace_last_turn`` (``regenerate``, ``edit``): the last user message and all that
+    follows it are marked superseded first; ``content`` None then asks the same again.
+    A continuation (``content`` None, ``resumed_from`` set) stores no message and marks the
+    paused run it takes over ``resumed``.
+    """
     now = timezone.now()
     creator = creator or Creator()
     title = title_from(content) if content else ""
+    superseded_from = None
+    message: UserMessage | None = None
     with transaction.atomic():
         session, _ = ChatSession.objects.get_or_create(
             pk=session_id,
@@ -89,8 +115,13 @@ def begin_run(
         if title and not session.title:
             ChatSession.objects.filter(pk=session_id, title="").update(title=title)
             session.title = title
-        # The message's version bump also locks the session row for the reservation.
+        # The version bump also locks the session row for everything below.
         version = bump_version(session_id, now)
+        if replace_last_turn:
+            superseded_from, replaced = _supersede_last_turn(session_id)
+            message = UserMessage(content) if content is not None else replaced
+        elif content is not None:
+            message = UserMessage(content)
         ChatSession.objects.filter(pk=session_id).update(seq_reserved=F("seq_reserved") + SEQ_BLOCK)
         reserved = (
             ChatSession.objects.filter(pk=session_id).values_list("seq_reserved", flat=True).get()
@@ -102,15 +133,45 @@ def begin_run(
             resumed_from=resumed_from,
             worker=worker,
         )
+        if resumed_from:
+            ChatRun.objects.filter(request_id=resumed_from, status=RunStatus.PAUSED).update(
+                status=RunStatus.RESUMED, ended_at=now
+            )
         position = None
-        if content is not None:
-            (row,) = insert_rows(session_id, request_id, [(UserMessage(content), RowMeta())])
+        if message is not None:
+            (row,) = insert_rows(session_id, request_id, [(message, RowMeta())])
             position, now = row.position, row.created_at
-    if content is not None:
-        remember(session_id, version, [UserMessage(content)])
+    if replace_last_turn:
+        forget(session_id)
     else:
-        remember(session_id, version, [])
-    return Begun(position, now, (reserved - SEQ_BLOCK + 1, reserved), session.title)
+        remember(session_id, version, [message] if message is not None else [])
+    return Begun(
+        position,
+        now,
+        (reserved - SEQ_BLOCK + 1, reserved),
+        session.title,
+        message=message,
+        superseded_from=superseded_from,
+    )
+
+
+def _supersede_last_turn(session_id: str) -> tuple[int, UserMessage]:
+    """Mark the last user message and everything after it superseded (rows are kept)."""
+    last = (
+        ChatMessage.objects.filter(
+            session_id=session_id, superseded=False, role="user", steering=False
+        )
+        .order_by("-position")
+        .first()
+    )
+    if last is None:
+        raise NothingToReplace("There is no message to answer again in this chat yet")
+    replaced = message_from_row(last)
+    assert isinstance(replaced, UserMessage)
+    ChatMessage.objects.filter(
+        session_id=session_id, superseded=False, position__gte=last.position
+    ).update(superseded=True)
+    return last.position, replaced
 
 
 def end_run(
@@ -131,9 +192,17 @@ def end_run(
         session_ids = list(
             ChatRun.objects.filter(request_id=request_id).values_list("session_id", flat=True)
         )
-        ChatRun.objects.filter(request_id=request_id, status=RunStatus.RUNNING).update(**fields)
+        ended = ChatRun.objects.filter(request_id=request_id, status=RunStatus.RUNNING).update(
+            **fields
+        )
+        totals: dict[str, Any] = {}
+        if ended and usage:
+            totals = {
+                "input_tokens": F("input_tokens") + int(usage.get("input_tokens", 0)),
+                "output_tokens": F("output_tokens") + int(usage.get("output_tokens", 0)),
+            }
         ChatSession.objects.filter(pk__in=session_ids).update(
-            last_event_seq=Greatest("last_event_seq", last_seq)
+            last_event_seq=Greatest("last_event_seq", last_seq), **totals
         )
 
 

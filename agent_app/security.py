@@ -1,30 +1,114 @@
-"""Which WebSocket handshakes may open a chat socket.
+"""Which WebSocket handshakes may open a chat socket: the ``Origin`` check.
 
-The threat the origin check answers is cross-site WebSocket hijacking: a page on another
-site opening a socket with the visitor's cookies. Browsers always send ``Origin`` on a
-WebSocket handshake, so a handshake whose ``Origin`` is not one of ``ALLOWED_HOSTS`` is
-refused, exactly as Channels' ``AllowedHostsOriginValidator`` does. A handshake with no
+The threat is cross-site WebSocket hijacking: a page on another site opening a socket with
+the visitor's cookies. Browsers always send ``Origin`` on a WebSocket handshake, and the
+check compares all of it — scheme, host and port — with the origins allowed:
+
+- ``ZETT_ALLOWED_ORIGINS`` set (``https://chat.example.com,http://localhost:8000``): the
+  ``Origin`` must be exactly one of those (ports as written, or the scheme's default).
+- unset: the page must come from the very origin the socket connects to. The handshake's
+  ``Host`` header gives host and port, its scheme (``ws``/``wss``, which daphne takes from
+  ``X-Forwarded-Proto`` with ``--proxy-headers``) gives ``http``/``https``, and the host
+  must also be one of ``ALLOWED_HOSTS``. A handshake without ``Host`` (test clients) is
+  compared with every ``ALLOWED_HOSTS`` name on the scheme's default port.
+
+``Origin: null`` (sandboxed frames, ``file:`` pages) is refused. A handshake with no
 ``Origin`` at all does not come from a browser (a CLI, a script, a test's
-``WebsocketCommunicator``); it carries no ambient browser credentials to abuse, and could
-send any ``Origin`` it liked anyway, so it is let through.
+``WebsocketCommunicator``): it carries no ambient browser credentials to abuse, and could
+send any ``Origin`` it liked anyway, so it is let through; the access rules of
+``agent_app.access`` still apply to it.
 """
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import ParseResult
+from urllib.parse import urlsplit
 
-from channels.security.websocket import AllowedHostsOriginValidator, OriginValidator
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
 
-__all__ = ["BrowserOriginValidator"]
+__all__ = ["Origin", "OriginValidator", "allowed_origin", "origin_problems", "parse_origin"]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_SOCKET_SCHEMES = {"ws": "http", "wss": "https", "http": "http", "https": "https"}
+
+#: ``(scheme, host, port)``, lower-case, with the default port filled in.
+Origin = tuple[str, str, int]
 
 
-class _NoOriginAllowed(OriginValidator):
-    def valid_origin(self, parsed_origin: ParseResult | None) -> bool:
-        return parsed_origin is None or super().valid_origin(parsed_origin)
+def parse_origin(text: str) -> Origin | None:
+    """``scheme://host[:port]`` as an ``Origin``; None if it is not one (paths refused)."""
+    try:
+        parts = urlsplit(text.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+        return None
+    return scheme, parts.hostname.lower(), port or _DEFAULT_PORTS[scheme]
 
 
-def BrowserOriginValidator(application: Any) -> OriginValidator:
-    """``AllowedHostsOriginValidator`` that also admits clients sending no ``Origin``."""
-    validator = AllowedHostsOriginValidator(application)
-    return _NoOriginAllowed(validator.application, validator.allowed_origins)
+def origin_problems(values: Any) -> list[str]:
+    """What is wrong with a ``ZETT_ALLOWED_ORIGINS`` value (empty when it is fine)."""
+    if not isinstance(values, list | tuple):
+        return [f"must be a list of origins, got {values!r}"]
+    return [
+        f"{value!r} is not an origin like 'https://chat.example.com' or 'http://localhost:8000'"
+        for value in values
+        if not isinstance(value, str) or parse_origin(value) is None
+    ]
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+def allowed_origin(scope: dict[str, Any]) -> bool:
+    """Whether the handshake in ``scope`` may proceed (see the module docstring)."""
+    raw = _header(scope, b"origin")
+    if raw is None:
+        return True
+    origin = parse_origin(raw)
+    if origin is None:
+        return False
+    explicit = [parse_origin(value) for value in getattr(settings, "ZETT_ALLOWED_ORIGINS", [])]
+    if explicit:
+        return origin in explicit
+    scheme = _SOCKET_SCHEMES.get(str(scope.get("scheme") or "ws").lower())
+    if scheme is None or origin[0] != scheme:
+        return False
+    host = _header(scope, b"host")
+    if host is None:
+        port_ok = origin[2] == _DEFAULT_PORTS[scheme]
+        return port_ok and validate_host(_bracket(origin[1]), settings.ALLOWED_HOSTS)
+    domain, port = split_domain_port(host)
+    if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
+        return False
+    host_port = int(port) if port else _DEFAULT_PORTS[scheme]
+    return _bracket(origin[1]) == domain and origin[2] == host_port
+
+
+def _bracket(host: str) -> str:
+    """An IPv6 address as ``ALLOWED_HOSTS`` and ``Host`` write it: ``[::1]``."""
+    return f"[{host}]" if ":" in host else host
+
+
+class OriginValidator:
+    """ASGI middleware: refuses a WebSocket handshake whose ``Origin`` is not allowed."""
+
+    def __init__(self, application: Any) -> None:
+        self.application = application
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        if scope["type"] == "websocket" and not allowed_origin(scope):
+            message = await receive()  # websocket.connect
+            if message["type"] == "websocket.connect":
+                await send({"type": "websocket.close", "code": 403})
+            return None
+        return await self.application(scope, receive, send)

@@ -1,8 +1,8 @@
 """Sessions paused inside an external wait: memory per paused session (W3) and reply latency.
 
-``ConfirmExtension`` follows the pattern of seed 000: its ``confirm`` tool needs a UI
-decision, so ``before_tool`` registers a wait, emits ``confirmation_requested`` and suspends
-until ``emit_external_event`` delivers ``confirmation_response``. The model asks for
+``ConfirmExtension`` follows the confirmation example of docs/runtime.md: its ``confirm`` tool
+needs a UI decision, so ``before_tool`` registers a wait, emits ``confirmation_requested`` and
+suspends until ``emit_external_event`` delivers ``confirmation_response``. The model asks for
 ``confirm`` once, then answers with one delta.
 
 How a paused session is held here: one consumer task per session drains ``agent.stream``

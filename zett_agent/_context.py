@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
-from collections.abc import Iterable
+import weakref
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from zett_agent.events import AgentEvent, AgentEventType, AgentPhase
 from zett_agent.exceptions import AgentProtocolError
-from zett_agent.messages import AnyMessage, Message, UserMessage
+from zett_agent.messages import AnyMessage, Message, SystemMessage, UserMessage
 from zett_agent.model import AgentModel, ServerToolDefinition
 from zett_agent.tools.base import AgentTool
 
@@ -35,7 +35,8 @@ def uuid7() -> str:
     value = (millis & 0xFFFF_FFFF_FFFF) << 80
     value |= 0x7 << 76 | ((rand >> 62) & 0xFFF) << 64
     value |= 0b10 << 62 | (rand & ((1 << 62) - 1))
-    return str(uuid.UUID(int=value))
+    text = f"{value:032x}"  # what str(uuid.UUID(int=value)) gives, without the object
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def _normalise_id(value: str | None, field: str) -> str | None:
@@ -115,7 +116,7 @@ class AgentRunContext:
     ``metadata`` and ``tags`` come from ``Agent.stream``. Messages added with
     ``add_message`` or ``replace_messages`` are published to extensions as
     ``MessageAppendedEvent`` when the current hook stage ends (setup additions after
-    ``on_message``).
+    ``on_message``); history put back with ``restore_messages`` is not.
     """
 
     __slots__ = (
@@ -147,7 +148,10 @@ class AgentRunContext:
         resumption: Resumption | None = None,
     ) -> None:
         assert config.session_id is not None and config.request_id is not None
-        self._request = request
+        # Weak, so that a finished request is freed by reference counting alone: a cycle
+        # context <-> request would keep the whole context (and its messages) alive until
+        # the garbage collector found it, and make every collection walk it meanwhile.
+        self._request = weakref.ref(request)
         #: Replies and deadlines of a resumed request (``Agent.resume_stream``), else None.
         self._resumption = resumption
         self.config = config
@@ -169,6 +173,15 @@ class AgentRunContext:
     def request_id(self) -> str:
         return self.config.request_id  # type: ignore[return-value]
 
+    @property
+    def resuming(self) -> bool:
+        """True for a request started by ``Agent.resume_stream``: restore open tool calls.
+
+        A memory or persistence extension restores with
+        ``valid_history(..., keep_open_tail=context.resuming)``.
+        """
+        return self._resumption is not None
+
     async def emit(self, event: AgentEvent) -> None:
         """Stream a CUSTOM or COMPACTION_* event of this session to the consumer."""
         if event.type not in _EXTENSION_EVENT_TYPES:
@@ -180,17 +193,26 @@ class AgentRunContext:
                 f"Cannot emit an event of session {event.session_id!r} "
                 f"from a request of session {self.session_id!r}"
             )
-        await self._request.emit_from_extension(event)
+        await self._live_request("emit").emit_from_extension(event)
 
     async def publish(
         self, event: ExtensionEvent, *, target: AgentExtension | str | None = None
     ) -> None:
         """Deliver an extension event to every extension's ``on_event`` (or to ``target``)."""
-        await self._request.publish(event, target=target)
+        await self._live_request("publish").publish(event, target=target)
 
     def _compacting(self) -> AbstractAsyncContextManager[None]:
         """Hold the COMPACTING phase around a summary (``async with``); for compaction only."""
-        return self._request.compacting()
+        return self._live_request("compact").compacting()
+
+    def _live_request(self, action: str) -> Request:
+        request = self._request()
+        if request is None:
+            raise AgentProtocolError(
+                f"Cannot {action}: request {self.request_id!r} of session {self.session_id!r} "
+                "has ended"
+            )
+        return request
 
     def register_tool(self, tool: AgentTool) -> None:
         """Offer a local tool for this request only."""
@@ -201,9 +223,16 @@ class AgentRunContext:
         self.tools[tool.name] = tool
 
     def register_server_tool(self, tool: ServerToolDefinition) -> None:
-        """Offer a provider-hosted tool for this request only."""
+        """Offer a provider-hosted tool for this request only.
+
+        Its name is ``configuration["name"]`` when given, else its ``type``; two server
+        tools with one name are a ``ValueError`` (a provider would refuse the request).
+        """
         if not isinstance(tool, ServerToolDefinition):
             raise TypeError(f"register_server_tool needs a ServerToolDefinition, got {tool!r}")
+        name = _server_tool_name(tool)
+        if any(_server_tool_name(known) == name for known in self.server_tools):
+            raise ValueError(f"A server tool named {name!r} is already registered")
         self.server_tools.append(tool)
 
     def add_message(self, message: AnyMessage, *, index: int | None = None) -> None:
@@ -224,13 +253,36 @@ class AgentRunContext:
         for message in new:
             if not isinstance(message, Message) or type(message) is Message:
                 raise TypeError(f"replace_messages needs messages, got {type(message).__name__}")
-        kept = {id(message) for message in new}
-        # A message added earlier in this stage but replaced away is no longer news.
-        self._unpublished = [m for m in self._unpublished if id(m) in kept]
+        if self._unpublished:
+            # A message added earlier in this stage but replaced away is no longer news.
+            kept = {id(message) for message in new}
+            self._unpublished = [m for m in self._unpublished if id(m) in kept]
         if emit_new:
             known = {id(message) for message in self.state._messages}
             self._unpublished.extend(m for m in new if id(m) not in known)
         self.state._messages = new
+        self.state._snapshot = None
+
+    def restore_messages(self, messages: Sequence[AnyMessage], *, index: int | None = None) -> None:
+        """Insert a session's stored history without publishing it (it is not new).
+
+        ``index`` defaults to right after the leading system messages. Meant for
+        ``on_state`` of a memory or persistence extension: it costs one copy of the
+        references and no Python work per message, so restoring a long session stays
+        cheap. The messages are therefore not type-checked one by one: pass message
+        objects the runtime produced (e.g. recorded from ``MessageAppendedEvent``) or
+        decoded with ``zett_agent.serialization.message_from_dict``.
+        """
+        if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
+            raise TypeError(
+                f"restore_messages needs a sequence of messages, got {type(messages).__name__}"
+            )
+        current = self.state._messages
+        if index is None:
+            index = 0
+            while index < len(current) and isinstance(current[index], SystemMessage):
+                index += 1
+        current[index:index] = messages
         self.state._snapshot = None
 
     def __repr__(self) -> str:
@@ -241,3 +293,8 @@ class AgentRunContext:
 
 
 AgentRunContext.__module__ = "zett_agent.agent"
+
+
+def _server_tool_name(tool: ServerToolDefinition) -> str:
+    name = tool.configuration.get("name")
+    return name if isinstance(name, str) and name else tool.type

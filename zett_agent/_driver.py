@@ -2,11 +2,11 @@
 
 A request is one coroutine, ``Request.execute``. It is not wrapped in a task and no queue
 sits between it and the consumer. Instead ``advance`` steps the coroutine by hand, in the
-consumer's task: when the runtime emits an event it awaits an ``Emission``, which yields
-the event object up through every frame of the coroutine. ``advance`` recognises it, stops
-stepping and returns the event to the consumer. So the runtime does no work between two
-events until the consumer asks for the next one (it runs zero events ahead), and emitting
-costs a few generator frames, not a task switch.
+consumer's task: when the runtime emits an event it awaits ``emission(event)``, which
+yields the event object itself up through every frame of the coroutine. ``advance``
+recognises it, stops stepping and returns the event to the consumer. So the runtime does
+no work between two events until the consumer asks for the next one (it runs zero events
+ahead), and emitting costs a few generator frames, not a task switch.
 
 Every other object the coroutine yields is a real asyncio suspension. A bare ``yield``
 (``asyncio.sleep(0)``) is passed up to the task unchanged. A future is awaited on the
@@ -28,6 +28,11 @@ Cancellation:
 
 Each step runs in a ``contextvars.Context`` of the request's own, like a task would, so
 context variables set by the runtime never leak into the consumer.
+
+``step`` is the synchronous fast path of ``advance`` (the common case: the runtime goes
+from one event to the next without waiting for anything). It sends into the coroutine once;
+an event comes straight back, and anything else (a future, a bare yield) is kept for the
+``advance`` the caller then awaits, which continues exactly where ``step`` stopped.
 """
 
 from __future__ import annotations
@@ -41,23 +46,20 @@ from typing import Any
 
 from zett_agent.events import AgentEvent
 
-__all__ = ["FINISHED", "Driver", "Emission"]
+__all__ = ["FINISHED", "SUSPENDED", "Driver", "emission"]
 
 
-class Emission:
-    """Awaited by the runtime to hand one event to the consumer."""
-
-    __slots__ = ("event",)
-
-    def __init__(self, event: AgentEvent) -> None:
-        self.event = event
-
-    def __await__(self) -> Generator[Any, None, None]:
-        yield self
+@types.coroutine
+def emission(event: AgentEvent) -> Generator[AgentEvent, None, None]:
+    """Awaited by the runtime to hand one event to the consumer (``Driver.advance``)."""
+    yield event
 
 
 #: Returned by ``Driver.advance`` once the request coroutine has returned.
 FINISHED: Any = object()
+#: Returned by ``Driver.step`` when the runtime must wait: await ``advance()`` next.
+SUSPENDED: Any = object()
+_NO_SIGNAL: Any = object()
 
 
 def _wake(waker: asyncio.Future[None], _: object = None) -> None:
@@ -71,6 +73,7 @@ class Driver:
     __slots__ = (
         "_blocked_on",
         "_foreign",
+        "_signal",
         "_waker",
         "aborting",
         "context",
@@ -91,6 +94,8 @@ class Driver:
         self._blocked_on: asyncio.Future[Any] | None = None
         self._waker: asyncio.Future[None] | None = None
         self._foreign: deque[tuple[AgentEvent, asyncio.Future[None]]] = deque()
+        #: What the coroutine yielded in ``step`` when that was not an event.
+        self._signal: Any = _NO_SIGNAL
 
     async def emit_foreign(self, event: AgentEvent) -> None:
         """Hand an event from another task to the consumer; return once it was taken."""
@@ -101,6 +106,26 @@ class Driver:
         if self._waker is not None:
             _wake(self._waker)
         await delivered
+
+    def step(self) -> Any:
+        """Run the request to its next event without suspending; else ``SUSPENDED``."""
+        if self._foreign or self._blocked_on is not None or self.finished:
+            return SUSPENDED
+        self.stepping = True
+        try:
+            signal = self.context.run(self.coro.send, None)
+        except StopIteration:
+            self._finish()
+            return FINISHED
+        except BaseException:
+            self._finish()
+            raise
+        finally:
+            self.stepping = False
+        if isinstance(signal, AgentEvent):
+            return signal
+        self._signal = signal
+        return SUSPENDED
 
     @types.coroutine
     def advance(self) -> Generator[Any, Any, Any]:
@@ -119,20 +144,25 @@ class Driver:
                 if error is None and not blocked.done():
                     continue  # woken by a foreign event: hand it over first
                 self._blocked_on = None
-            self.stepping = True
-            try:
-                signal = run(coro.send, value) if error is None else run(coro.throw, error)
-            except StopIteration:
-                self._finish()
-                return FINISHED
-            except BaseException:
-                self._finish()
-                raise
-            finally:
-                self.stepping = False
-            value = error = None
-            if type(signal) is Emission:
-                return signal.event
+            signal = self._signal
+            if signal is not _NO_SIGNAL:  # ``step`` stopped at this suspension
+                self._signal = _NO_SIGNAL
+            else:
+                self.stepping = True
+                try:
+                    signal = run(coro.send, value) if error is None else run(coro.throw, error)
+                except StopIteration:
+                    self._finish()
+                    return FINISHED
+                except BaseException:
+                    self._finish()
+                    error = None  # the escaping error's traceback holds this frame: no cycle
+                    raise
+                finally:
+                    self.stepping = False
+                value = error = None
+            if isinstance(signal, AgentEvent):
+                return signal
             if getattr(signal, "_asyncio_future_blocking", False):
                 signal._asyncio_future_blocking = False  # what a task does when it takes over
                 self._blocked_on = signal
@@ -191,6 +221,10 @@ class Driver:
         cancel = asyncio.CancelledError()
         error: BaseException | None = cancel
         blocked, self._blocked_on = self._blocked_on, None
+        signal, self._signal = self._signal, _NO_SIGNAL
+        if blocked is None and getattr(signal, "_asyncio_future_blocking", False):
+            signal._asyncio_future_blocking = False
+            blocked = signal
         if blocked is not None and blocked.cancel():
             # Let the cancelled wait settle (a gather cancels its children) before
             # throwing in, and read its outcome so nothing is left unretrieved.
@@ -215,13 +249,16 @@ class Driver:
                 finally:
                     self.stepping = False
                 value = error = None
-                if type(signal) is Emission:
+                if isinstance(signal, AgentEvent):
                     continue
                 try:
                     value = yield signal
                 except BaseException as exc:
                     error = exc
         finally:
+            # The swallowed CancelledError's traceback holds this frame, whose locals hold
+            # the error: drop them so that cycle does not keep the request alive.
+            cancel = error = blocked = signal = None
             self._finish()
 
     def _finish(self) -> None:

@@ -1,8 +1,8 @@
 """One primary model call: stream it through the middleware onion and mirror it as events.
 
-The stream is validated as it is read (SPEC A3): deltas, then exactly one ``completed``;
-nothing after it; server tool calls started before their input or result, with matching
-ids, and all closed before ``completed``. Text and reasoning deltas open a segment
+The stream is validated as it is read (docs/runtime.md, Events): deltas, then exactly one
+``completed``; nothing after it; server tool calls started before their input or result, with
+matching ids, and all closed before ``completed``. Text and reasoning deltas open a segment
 (``CONTENT_STARTED`` / ``REASONING_STARTED``) before their first non-empty delta, and the
 segment is closed when the other kind starts or the response arrives. The stream is always
 closed (``aclose``), so cancellation and early errors reach the provider.
@@ -26,6 +26,10 @@ __all__ = ["call_model"]
 
 E = AgentEventType
 P = AgentPhase
+_TEXT = ModelEventType.TEXT
+_REASONING = ModelEventType.REASONING
+_TOOL_CALL = ModelEventType.TOOL_CALL
+_COMPLETED = ModelEventType.COMPLETED
 
 
 def _open_model_stream(run: Request, request: ModelRequest) -> AsyncIterator[ModelEvent]:
@@ -40,7 +44,12 @@ async def call_model(run: Request, request: ModelRequest) -> ModelResponse:
     """Stream one model call, mirroring its deltas as events; return its response."""
     session_id = run.context.session_id
     await run.move(P.GENERATING)
-    await run.emit(AgentEvent(E.MODEL_STARTED, session_id))
+    emit = run.emit
+    await emit(AgentEvent(E.MODEL_STARTED, session_id))
+    # Locals, not module globals and enum attributes: this loop runs once per streamed item.
+    text, reasoning, tool_call, completed = _TEXT, _REASONING, _TOOL_CALL, _COMPLETED
+    content_started, reasoning_started = E.CONTENT_STARTED, E.REASONING_STARTED
+    text_delta, reasoning_delta = E.TEXT_DELTA, E.REASONING_DELTA
     response: ModelResponse | None = None
     segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
     open_server_calls: set[str] = set()
@@ -52,30 +61,32 @@ async def call_model(run: Request, request: ModelRequest) -> ModelResponse:
                 raise AgentProtocolError(
                     f"Model stream yielded {_kind(item)} after its completed event"
                 )
-            if not isinstance(item, ModelEvent):
+            if type(item) is not ModelEvent and not isinstance(item, ModelEvent):
                 raise AgentProtocolError(
                     f"A model stream must yield ModelEvent objects, got {type(item).__name__}"
                 )
             kind = item.type
-            if kind is ModelEventType.TEXT:
-                if item.delta and segment is not E.CONTENT_STARTED:
-                    if segment is E.REASONING_STARTED:
-                        await run.emit(AgentEvent(E.REASONING_COMPLETED, session_id))
-                    segment = E.CONTENT_STARTED
-                    await run.emit(AgentEvent(E.CONTENT_STARTED, session_id))
-                await run.emit(AgentEvent(E.TEXT_DELTA, session_id, delta=item.delta))
-            elif kind is ModelEventType.REASONING:
-                if item.delta and segment is not E.REASONING_STARTED:
-                    if segment is E.CONTENT_STARTED:
-                        await run.emit(AgentEvent(E.CONTENT_COMPLETED, session_id))
-                    segment = E.REASONING_STARTED
-                    await run.emit(AgentEvent(E.REASONING_STARTED, session_id))
-                await run.emit(AgentEvent(E.REASONING_DELTA, session_id, delta=item.delta))
-            elif kind is ModelEventType.TOOL_CALL:
-                await run.emit(
+            if kind is text:
+                delta = item.delta
+                if delta and segment is not content_started:
+                    if segment is reasoning_started:
+                        await emit(AgentEvent(E.REASONING_COMPLETED, session_id))
+                    segment = content_started
+                    await emit(AgentEvent(content_started, session_id))
+                await emit(AgentEvent(text_delta, session_id, delta=delta))
+            elif kind is reasoning:
+                delta = item.delta
+                if delta and segment is not reasoning_started:
+                    if segment is content_started:
+                        await emit(AgentEvent(E.CONTENT_COMPLETED, session_id))
+                    segment = reasoning_started
+                    await emit(AgentEvent(reasoning_started, session_id))
+                await emit(AgentEvent(reasoning_delta, session_id, delta=delta))
+            elif kind is tool_call:
+                await emit(
                     AgentEvent(E.TOOL_CALL_DELTA, session_id, tool_call_delta=item.tool_call_delta)
                 )
-            elif kind is ModelEventType.COMPLETED:
+            elif kind is completed:
                 if not isinstance(item.response, ModelResponse):
                     raise AgentProtocolError("A completed model event needs a ModelResponse")
                 if open_server_calls:
@@ -86,12 +97,10 @@ async def call_model(run: Request, request: ModelRequest) -> ModelResponse:
                 response = item.response
                 if segment is not None:
                     closing = (
-                        E.CONTENT_COMPLETED
-                        if segment is E.CONTENT_STARTED
-                        else E.REASONING_COMPLETED
+                        E.CONTENT_COMPLETED if segment is content_started else E.REASONING_COMPLETED
                     )
                     segment = None
-                    await run.emit(AgentEvent(closing, session_id))
+                    await emit(AgentEvent(closing, session_id))
             else:
                 await _server_tool_event(run, item, open_server_calls, seen_server_calls)
     finally:

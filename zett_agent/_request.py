@@ -1,9 +1,9 @@
 """One request's lifecycle: setup, turns, tools, and how it ends.
 
-Order (SPEC A6): setup stages run as barriers (every ``on_tool`` before any ``on_state``);
-each turn calls the model through the ``on_model_request`` onion, appends its answer, then
-runs the requested tools one at a time through the ``on_tool_call`` onion. Checkpoints after
-every model response and every tool let steering supersede the rest of a turn.
+Order (docs/runtime.md, Hooks): setup stages run as barriers (every ``on_tool`` before any
+``on_state``); each turn calls the model through the ``on_model_request`` onion, appends its
+answer, then runs the requested tools one at a time through the ``on_tool_call`` onion.
+Checkpoints after every model response and every tool let steering supersede the rest of a turn.
 
 Three kinds of request share this loop: a new input (``Agent.stream``); a resume
 (``Agent.resume_stream``: no input, the restored history's open tool calls run as the tool
@@ -21,6 +21,12 @@ Endings:
   and ``RunCancelledEvent`` is published; ``on_error`` is not called and the same
   ``CancelledError`` is re-raised.
 
+Terminal phases are final (no move out of COMPLETED, FAILED or CANCELLED; docs/runtime.md,
+Phases). A consumer that stops listening at RUN_COMPLETED (``break``, ``aclose``) leaves the
+request COMPLETED: no RunCancelledEvent. An exception raised by an ``on_event`` listener during
+the move into COMPLETED is still a failure (``on_error`` runs, the caller gets it, no
+RUN_COMPLETED), but the phase stays COMPLETED: ``on_success`` had already run.
+
 Whatever the ending, ``finally`` releases the session so it accepts a new request.
 """
 
@@ -28,13 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from zett_agent._context import AgentRunContext
-from zett_agent._driver import Driver, Emission
+from zett_agent._driver import Driver, emission
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
 from zett_agent._model_call import call_model
@@ -78,6 +84,18 @@ CANCELLED_TOOL_CONTENT = "Request cancelled before tool completion"
 SKIPPED_TOOL_CONTENT = "Superseded by a steering message"
 
 
+class _Nothing:
+    """An awaitable that is already done: what an empty hook stage returns."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())
+
+
+_NOTHING = _Nothing()
+
+
 class Request:
     """Runs one request (or one compaction pass) of one session."""
 
@@ -104,10 +122,10 @@ class Request:
 
     # -- emission and publication ------------------------------------------------------
 
-    def emit(self, event: AgentEvent) -> Emission:
+    def emit(self, event: AgentEvent) -> Awaitable[None]:
         """Stamp the current phase and hand the event to the consumer (await the result)."""
         event.phase = self.context.state.phase
-        return Emission(event)
+        return emission(event)
 
     async def emit_from_extension(self, event: AgentEvent) -> None:
         if self.context.state.phase.is_terminal:
@@ -128,11 +146,15 @@ class Request:
             raise TypeError(f"publish needs an ExtensionEvent, got {type(event).__name__}")
         if type(event) is SteeringMessageEvent:
             if not self.inbox.push_steering(event.message):
-                raise AgentProtocolError("The request no longer accepts steering messages")
+                raise AgentProtocolError(
+                    "The request does not accept steering messages (it has settled its "
+                    "final answer, or it is a compaction pass)"
+                )
         elif type(event) is InternalMessageEvent and not self.inbox.push_internal(event.message):
             raise AgentProtocolError(
-                "The request no longer accepts internal messages "
-                f"(closed, or max_internal_messages={self.inbox.max_internal} reached)"
+                "The request does not accept internal messages (it has settled its final "
+                f"answer, it is a compaction pass, or max_internal_messages="
+                f"{self.inbox.max_internal} was reached)"
             )
         context = self.context
         if target is None:
@@ -190,8 +212,20 @@ class Request:
         yield
         await self.move(P.READY)
 
-    async def stage(self, extensions: tuple[AgentExtension, ...], hook: str, *args: Any) -> None:
-        """Run one hook on every participating extension, then publish added messages."""
+    def stage(
+        self, extensions: tuple[AgentExtension, ...], hook: str, *args: Any
+    ) -> Awaitable[None]:
+        """Run one hook on every participating extension, then publish added messages.
+
+        A stage nobody takes part in (the common case) costs no coroutine.
+        """
+        if not extensions:
+            return _NOTHING
+        return self._run_stage(extensions, hook, args)
+
+    async def _run_stage(
+        self, extensions: tuple[AgentExtension, ...], hook: str, args: tuple[Any, ...]
+    ) -> None:
         context = self.context
         for extension in extensions:
             await getattr(extension, hook)(context, *args)
@@ -316,13 +350,13 @@ class Request:
             # A final answer: answer pending steering / internal messages before ending.
             queued = self.inbox.take_final()
             if queued is None:
-                await self._complete_active()
+                await self._complete_active(message)
                 await self.stage(hooks.after_turn, "after_turn", message)
                 return message
             if isinstance(queued, list):
                 await self._start_steering(queued)
             else:
-                await self._complete_active()
+                await self._complete_active(message)
                 self._active_internal = queued
                 await self.append(queued)
                 await self.emit(
@@ -460,7 +494,8 @@ class Request:
                 AgentEvent(E.STEERING_INTERRUPTED, session_id, steering_message=steering)
             )
 
-    async def _complete_active(self) -> None:
+    async def _complete_active(self, answer: AssistantMessage) -> None:
+        """A final answer settles the active steering and internal message; ``answer`` is it."""
         session_id = self.context.session_id
         if self._active_steering is not None:
             steering, self._active_steering = self._active_steering, None
@@ -468,7 +503,12 @@ class Request:
         if self._active_internal is not None:
             internal, self._active_internal = self._active_internal, None
             await self.emit(
-                AgentEvent(E.INTERNAL_MESSAGE_COMPLETED, session_id, internal_message=internal)
+                AgentEvent(
+                    E.INTERNAL_MESSAGE_COMPLETED,
+                    session_id,
+                    internal_message=internal,
+                    message=answer,
+                )
             )
 
     # -- endings -------------------------------------------------------------------------
@@ -477,6 +517,8 @@ class Request:
         state = self.context.state
         previous = state.phase
         self.inbox.close()
+        if previous.is_terminal:
+            return  # finished already: the consumer only stopped listening (at RUN_COMPLETED)
         try:
             while self._unsettled:
                 call = self._unsettled[0]
@@ -497,7 +539,7 @@ class Request:
         try:
             if state.phase.is_active:
                 await self.move(P.FAILED)
-            else:
+            elif not state.phase.is_terminal:  # CREATED: nothing was announced yet
                 state.phase = P.FAILED
         except Exception as secondary:
             state.phase = P.FAILED

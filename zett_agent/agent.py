@@ -2,7 +2,7 @@
 
 The loop itself lives in ``zett_agent._request`` and the back-pressure machinery in
 ``zett_agent._driver``; this module owns construction, session claims and routing of
-external events. Choices where SPEC is silent:
+external events. Choices where the contract (docs/runtime.md) is silent:
 
 - ``get_state(session_id)`` returns the active request's state, else the last finished
   one of that session (kept for the ``FINISHED_STATES_KEPT`` most recently finished
@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from zett_agent._context import AgentRunConfig, AgentRunContext, AgentState, uuid7
-from zett_agent._driver import FINISHED, Driver
+from zett_agent._driver import FINISHED, SUSPENDED, Driver
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
 from zett_agent._request import Request
@@ -79,10 +79,21 @@ class Agent:
     ) -> None:
         if not callable(getattr(model, "stream", None)):
             raise TypeError(f"model must have a stream(request) method, got {model!r}")
-        if not isinstance(max_iterations, int) or max_iterations < 1:
-            raise ValueError(f"max_iterations must be >= 1, got {max_iterations!r}")
-        if not isinstance(max_internal_messages, int) or max_internal_messages < 0:
-            raise ValueError(f"max_internal_messages must be >= 0, got {max_internal_messages!r}")
+        # bool is an int subclass, but True is no iteration count.
+        if (
+            isinstance(max_iterations, bool)
+            or not isinstance(max_iterations, int)
+            or max_iterations < 1
+        ):
+            raise ValueError(f"max_iterations must be an int >= 1, got {max_iterations!r}")
+        if (
+            isinstance(max_internal_messages, bool)
+            or not isinstance(max_internal_messages, int)
+            or max_internal_messages < 0
+        ):
+            raise ValueError(
+                f"max_internal_messages must be an int >= 0, got {max_internal_messages!r}"
+            )
         self.model = model
         self.system_prompt = system_prompt
         self.max_iterations = max_iterations
@@ -294,7 +305,9 @@ class Agent:
         driver = request.driver = Driver(request.execute())
         try:
             while True:
-                event = await driver.advance()
+                event = driver.step()
+                if event is SUSPENDED:
+                    event = await driver.advance()
                 if event is FINISHED:
                     return
                 yield event
@@ -330,6 +343,8 @@ class Agent:
         session_id = resolved.session_id
         assert session_id is not None and resolved.request_id is not None
         inbox = RequestInbox(resolved.request_id, self.max_internal_messages)
+        if message is None and resumption is None:
+            inbox.close()  # a compaction pass never answers steering or internal messages
         request = Request(
             hooks=self._hooks,
             max_iterations=self.max_iterations,

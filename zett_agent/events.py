@@ -169,6 +169,7 @@ class AgentEvent:
         MODEL_STOPPED                  stop, response, message
         STEERING_*                     steering_message
         INTERNAL_MESSAGE_*             internal_message
+        INTERNAL_MESSAGE_COMPLETED     internal_message, message (the answer)
         COMPACTION_*_DELTA             delta
         COMPACTION_COMPLETED           applied, compaction
         RUN_COMPLETED                  message

@@ -228,14 +228,20 @@ class ModelEvent:
 
     @classmethod
     def text(cls, delta: str) -> ModelEvent:
+        if cls is ModelEvent:
+            return _model_event(ModelEventType.TEXT, delta, None, None)
         return cls(ModelEventType.TEXT, delta=delta)
 
     @classmethod
     def reasoning(cls, delta: str) -> ModelEvent:
+        if cls is ModelEvent:
+            return _model_event(ModelEventType.REASONING, delta, None, None)
         return cls(ModelEventType.REASONING, delta=delta)
 
     @classmethod
     def tool_call(cls, delta: ToolCallDelta) -> ModelEvent:
+        if cls is ModelEvent:
+            return _model_event(ModelEventType.TOOL_CALL, "", delta, None)
         return cls(ModelEventType.TOOL_CALL, tool_call_delta=delta)
 
     @classmethod
@@ -256,7 +262,45 @@ class ModelEvent:
 
     @classmethod
     def completed(cls, response: ModelResponse) -> ModelEvent:
+        if cls is ModelEvent:
+            return _model_event(ModelEventType.COMPLETED, "", None, response)
         return cls(ModelEventType.COMPLETED, response=response)
+
+
+# The hot factories (one call per streamed delta) fill the slots directly: the frozen
+# dataclass __init__ goes through object.__setattr__ once per field, twice as slow.
+_SLOT_SETTERS = tuple(
+    getattr(ModelEvent, name).__set__
+    for name in (
+        "type",
+        "delta",
+        "tool_call_delta",
+        "response",
+        "server_tool_call",
+        "server_tool_input_delta",
+        "server_tool_result",
+    )
+)
+
+
+def _model_event(
+    kind: ModelEventType,
+    delta: str,
+    tool_call_delta: ToolCallDelta | None,
+    response: ModelResponse | None,
+) -> ModelEvent:
+    event = object.__new__(ModelEvent)
+    set_type, set_delta, set_tool_call, set_response, set_call, set_input, set_result = (
+        _SLOT_SETTERS
+    )
+    set_type(event, kind)
+    set_delta(event, delta)
+    set_tool_call(event, tool_call_delta)
+    set_response(event, response)
+    set_call(event, None)
+    set_input(event, None)
+    set_result(event, None)
+    return event
 
 
 @runtime_checkable

@@ -239,7 +239,7 @@ _FIELDS: dict[AgentEventType, tuple[str, ...]] = {
     E.STEERING_COMPLETED: ("steering_message",),
     E.STEERING_INTERRUPTED: ("steering_message",),
     E.INTERNAL_MESSAGE_STARTED: ("internal_message",),
-    E.INTERNAL_MESSAGE_COMPLETED: ("internal_message",),
+    E.INTERNAL_MESSAGE_COMPLETED: ("internal_message", "message"),
     E.INTERNAL_MESSAGE_INTERRUPTED: ("internal_message",),
     E.COMPACTION_TEXT_DELTA: ("delta",),
     E.COMPACTION_REASONING_DELTA: ("delta",),

@@ -1,8 +1,12 @@
 """ASGI entry point: HTTP goes to Django, websockets to the chat consumer.
 
-Websockets pass the origin check first (a page on another site cannot open a socket with
-the visitor's cookies; see ``agent_app.security`` for why a client sending no Origin is
-admitted), then the cookie, session and auth middleware that puts ``scope["user"]``.
+Websockets pass the origin check first (scheme, host and port of a page allowed to open a
+socket; see ``agent_app.security``, also for why a client sending no Origin is admitted),
+then the cookie, session and auth middleware that puts ``scope["user"]`` and
+``scope["session"]`` (the consumer asks ``agent_app.access`` whose chat it is).
+
+zett's settings are checked here, before the first handshake: daphne runs no system checks,
+and a bad limit would otherwise start fine and fail every handshake.
 
 The session middleware is Channels' own minus its ``send`` wrapper: that wrapper saves a
 modified session when an HTTP response starts, which a websocket never sends, so on a socket
@@ -26,8 +30,11 @@ from channels.sessions import (  # noqa: E402
     SessionMiddleware,
 )
 
+from agent_app.checks import raise_on_invalid_settings  # noqa: E402
 from agent_app.routing import websocket_urlpatterns  # noqa: E402
-from agent_app.security import BrowserOriginValidator  # noqa: E402
+from agent_app.security import OriginValidator  # noqa: E402
+
+raise_on_invalid_settings()
 
 
 class SocketSessionMiddleware(SessionMiddleware):
@@ -42,7 +49,7 @@ class SocketSessionMiddleware(SessionMiddleware):
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": BrowserOriginValidator(
+        "websocket": OriginValidator(
             CookieMiddleware(
                 SocketSessionMiddleware(AuthMiddleware(URLRouter(websocket_urlpatterns)))
             )

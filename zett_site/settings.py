@@ -14,7 +14,12 @@ service is switched on by one variable:
 ``DJANGO_SECRET_KEY``    required in production; setting it also turns debug off by default
 ``DJANGO_DEBUG``         ``1``/``true``/``yes`` or ``0``/``false``/``no``
 ``DJANGO_ALLOWED_HOSTS`` comma-separated host names
+``ZETT_ALLOWED_ORIGINS`` comma-separated ``scheme://host[:port]`` allowed to open sockets
+``ZETT_REQUIRE_LOGIN``   ``1`` → only signed-in users may chat
 =======================  ===============================================================
+
+The limits per person (``ZETT_WS_*``, ``ZETT_MAX_CHATS_PER_HOUR``) are described in
+docs/security.md; ``agent_app.checks`` validates them and the other zett settings.
 """
 
 from __future__ import annotations
@@ -40,6 +45,16 @@ def _env_bool(name: str, default: bool) -> bool:
     if value in _FALSE:
         return False
     raise ValueError(f"{name} must be one of {sorted(_TRUE | _FALSE)}, got {raw!r}")
+
+
+def _env_number(name: str, default: str, kind: type[int] | type[float]) -> int | float | str:
+    """The variable as a number; an unreadable value is kept as text for the system check
+    (``agent_app.checks``), which names the variable, instead of failing the import."""
+    raw = os.environ.get(name, default).strip()
+    try:
+        return kind(raw)
+    except ValueError:
+        return raw
 
 
 def _env_list(name: str, default: str) -> list[str]:
@@ -155,7 +170,11 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-LOGIN_URL = "/admin/login/"
+# Django's own login and logout views for every user (``agent_app.urls``); the admin keeps
+# its own login page for staff.
+LOGIN_URL = "agent_app:login"
+LOGIN_REDIRECT_URL = "agent_app:session_list"
+LOGOUT_REDIRECT_URL = "agent_app:session_list"
 
 # --- zett -----------------------------------------------------------------------------
 
@@ -170,11 +189,24 @@ ZETT_REPLY_TIMEOUT = float(os.environ.get("ZETT_REPLY_TIMEOUT", "3600") or 0)
 ZETT_HISTORY_PAGE = int(os.environ.get("ZETT_HISTORY_PAGE", "50"))
 #: Frames of an active run kept for replay before its deltas are merged.
 ZETT_REPLAY_FRAMES = int(os.environ.get("ZETT_REPLAY_FRAMES", "10000"))
-#: Per-socket frame budget: a burst of ``burst`` frames, refilled at ``per_second``.
+#: Only signed-in users may chat (pages redirect to LOGIN_URL, sockets are refused).
+ZETT_REQUIRE_LOGIN = _env_bool("ZETT_REQUIRE_LOGIN", default=False)
+#: Page origins allowed to open a socket, as ``scheme://host[:port]``; empty: the socket's
+#: own origin, with its host in ALLOWED_HOSTS (``agent_app.security``).
+ZETT_ALLOWED_ORIGINS = _env_list("ZETT_ALLOWED_ORIGINS", "")
+#: Frame budget per person (a user, or an anonymous browser) across all their sockets: a
+#: burst of ``burst`` frames, refilled at ``per_second`` (``agent_app.limits``).
 ZETT_WS_RATE_LIMIT = {
-    "burst": int(os.environ.get("ZETT_WS_RATE_BURST", "60")),
-    "per_second": float(os.environ.get("ZETT_WS_RATE_PER_SECOND", "20")),
+    "burst": _env_number("ZETT_WS_RATE_BURST", "60", int),
+    "per_second": _env_number("ZETT_WS_RATE_PER_SECOND", "20", float),
 }
+#: Most sockets open at once on one chat, and by one person (counted per worker process).
+ZETT_WS_MAX_SOCKETS_PER_SESSION = _env_number("ZETT_WS_MAX_SOCKETS_PER_SESSION", "20", int)
+ZETT_WS_MAX_SOCKETS_PER_PERSON = _env_number("ZETT_WS_MAX_SOCKETS_PER_PERSON", "50", int)
+#: Most chats one person may start in an hour (counted in the database).
+ZETT_MAX_CHATS_PER_HOUR = _env_number("ZETT_MAX_CHATS_PER_HOUR", "60", int)
+#: Where the frame budgets are shared between worker processes; empty: in each process.
+ZETT_LIMITS_REDIS_URL = os.environ.get("ZETT_LIMITS_REDIS_URL", _REDIS_URL or "")
 
 LOGGING = {
     "version": 1,

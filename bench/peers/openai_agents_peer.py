@@ -6,10 +6,17 @@ and forwards every event to the caller as a ``RawResponsesStreamEvent``. The dou
 what a real Responses stream carries for a function call (item added, one arguments delta,
 item done, completed) and for a text answer (item added, content part added, 20 text deltas,
 item done, completed). Tracing is disabled: it would otherwise try to export spans.
+
+Variants: (a) unchanged (the SDK parses the function call's JSON argument text itself);
+(b) a sync ``function_tool`` (the SDK runs it with ``asyncio.to_thread``); (c) the model
+awaits one loop turn before each stream event; (d) the prior messages are passed as input
+items ahead of the new user message, the SDK's documented way to continue a conversation
+(``result.to_input_list()``), built once.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from importlib.metadata import version
 from typing import Any
@@ -22,6 +29,7 @@ from bench.workloads import (
     ToolCounter,
     Workload,
     add_arguments_json,
+    prior_texts,
     tool_call_id,
 )
 
@@ -65,6 +73,7 @@ def _make_model_class() -> type:
 
         def __init__(self, workload: Workload) -> None:
             self._wanted = workload.tool_calls
+            self._turn_per_event = workload.turn_per_event
             # Delta events are never mutated by the runner, so they are built once.
             self._text_deltas = [
                 ResponseTextDeltaEvent(
@@ -85,13 +94,24 @@ def _make_model_class() -> type:
         async def stream_response(
             self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
         ) -> AsyncIterator[Any]:
+            events = self._events(input)
+            if not self._turn_per_event:
+                async for event in events:
+                    yield event
+                return
+            async for event in events:
+                await asyncio.sleep(0)
+                yield event
+
+        async def _events(self, input: Any) -> AsyncIterator[Any]:
             done = 0
             if not isinstance(input, str):
-                done = sum(
-                    1
-                    for item in input
-                    if isinstance(item, dict) and item.get("type") == "function_call_output"
-                )
+                # Tool outputs since the newest user message (scanning back stops there).
+                for item in reversed(input):
+                    if isinstance(item, dict):
+                        if item.get("role") == "user":
+                            break
+                        done += item.get("type") == "function_call_output"
             if done < self._wanted:
                 call_id = tool_call_id(done)
                 arguments = add_arguments_json(done)
@@ -173,22 +193,37 @@ class OpenAIAgentsRunner:
         self.counter = ToolCounter()
         counter = self.counter
 
-        @function_tool(name_override=TOOL_NAME)
-        async def add(a: int, b: int) -> int:
-            """Add two integers exactly."""
-            return counter.add(a, b)
+        if workload.sync_tool:
+
+            @function_tool(name_override=TOOL_NAME)
+            def add_in_a_thread(a: int, b: int) -> int:
+                """Add two integers exactly."""
+                return counter.add(a, b)
+
+            add = add_in_a_thread
+        else:
+
+            @function_tool(name_override=TOOL_NAME)
+            async def add(a: int, b: int) -> int:
+                """Add two integers exactly."""
+                return counter.add(a, b)
 
         model = _make_model_class()(workload)
         self._agent = Agent(name="bench", instructions=SYSTEM_PROMPT, model=model, tools=[add])
         self._run_config = RunConfig(tracing_disabled=True)
         # The SDK's default of 10 turns is below W2's 11 model calls.
         self._max_turns = workload.model_calls + 5
+        self._prior = [
+            {"role": role, "content": text} for role, text in prior_texts(workload.prior_messages)
+        ]
 
     def _start(self) -> Any:
         from agents import Runner
 
+        # A fresh list per request: the SDK keeps (and may extend) the input it is given.
+        given: Any = [*self._prior, {"role": "user", "content": "hi"}] if self._prior else "hi"
         return Runner.run_streamed(
-            self._agent, "hi", max_turns=self._max_turns, run_config=self._run_config
+            self._agent, given, max_turns=self._max_turns, run_config=self._run_config
         )
 
     async def request(self) -> None:

@@ -15,6 +15,9 @@ asked), so any session and any test order get the same stream:
   run is cancelled (or the server is killed);
 - ``note <text>`` → calls ``save_note`` with ``<text>`` (the app asks for approval), then
   answers with the tool's result: ``Done: …``;
+- ``xss …``     → the XSS corpus (``XSS``) in every channel a model controls: reasoning, an
+  unknown tool's name, tool arguments and results, an ``ask_user`` question and options,
+  a ``save_note`` approval (its title and text end up in the admin), then a Markdown answer;
 - anything else → one short sentence.
 
 Every model call reports the same token usage (``USAGE``: 1,234 tokens).
@@ -71,6 +74,41 @@ CODE_REPLY = (
 )
 
 
+#: Markup that runs script if it is ever parsed as HTML: each sets ``window.zettInjected``.
+XSS = [
+    '<img src=x onerror="window.zettInjected=1">',
+    "<script>window.zettInjected=2</script>",
+    '<svg onload="window.zettInjected=3"></svg>',
+    '"><iframe srcdoc="<script>parent.zettInjected=4</script>"></iframe>',
+    '<a href="javascript:window.zettInjected=5">click</a>',
+    "[click me](javascript:window.zettInjected=6)",
+    '<details open ontoggle="window.zettInjected=7">',
+    "{{7*7}} ${window.zettInjected=8}",
+]
+XSS_TEXT = " ".join(XSS)
+XSS_MARKDOWN = "## Heading " + XSS[0] + "\n\n" + "\n\n".join(XSS) + "\n\n`" + XSS[1] + "`\n"
+
+
+def _xss_turn(request: ModelRequest) -> AssistantMessage:
+    """The next step of the XSS run: tools and a question, then an approval, then an answer."""
+    calls = [c for m in request.messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    if not calls:
+        return AssistantMessage(
+            content=XSS_TEXT,
+            reasoning=XSS_TEXT,
+            tool_calls=(
+                ToolCall("xss-1", "calculate", {"expression": XSS[0]}),
+                ToolCall("xss-2", XSS[2], {"payload": XSS_TEXT}),
+                ToolCall("xss-3", "ask_user", {"question": XSS_TEXT, "options": [XSS[0], XSS[4]]}),
+            ),
+        )
+    if not any(call.name == "save_note" for call in calls):
+        return AssistantMessage(
+            tool_calls=(ToolCall("xss-4", "save_note", {"title": XSS[0], "text": XSS_TEXT}),)
+        )
+    return AssistantMessage(content=XSS_MARKDOWN, reasoning=XSS[3])
+
+
 class BrowserScriptModel:
     """Answers by keyword, streaming word by word like a real provider."""
 
@@ -85,6 +123,10 @@ class BrowserScriptModel:
                 yield event
             return
         said = words.lower()
+        if said.startswith("xss"):
+            for event in self.streams.events_for(_xss_turn(request)):
+                yield event
+            return
         self.asked[said] = self.asked.get(said, 0) + 1
         if said == "fail" or (said == "fail once" and self.asked[said] == 1):
             raise RuntimeError(FAILURE)

@@ -1,7 +1,9 @@
 """Fixtures of the app tests: sockets on the real ASGI application, scripted models.
 
 ``sockets`` opens WebSocket connections through ``zett_site.asgi.application`` (origin
-check, auth middleware, URL router, consumer: nothing is bypassed). At teardown it closes
+check, auth middleware, URL router, consumer: nothing is bypassed). Unless a test passes a
+``cookie`` of its own (or ``cookie=""`` for none), every socket of a test carries the same
+anonymous browser's session cookie: one visitor, as a real page would. At teardown it closes
 every socket it opened and fails the test if an asyncio task outlived them: a run that was
 not cancelled, a wait that never woke. Every receive has a timeout that only turns a hang
 into a failure; no test waits for time to pass.
@@ -142,13 +144,41 @@ def use_model(settings):
     return install
 
 
+def _make_browser() -> tuple[str, str]:
+    from django.contrib.sessions.backends.db import SessionStore
+
+    from agent_app.access import BROWSER_KEY_FIELD
+
+    session = SessionStore()
+    key = session[BROWSER_KEY_FIELD] = uuid.uuid4().hex
+    session.create()
+    return f"sessionid={session.session_key}", key
+
+
+async def new_browser() -> tuple[str, str]:
+    """``(session cookie, browser key)`` of a fresh anonymous browser, as a page visit sets."""
+    return await sync_to_async(_make_browser)()
+
+
+async def new_browser_cookie() -> str:
+    """The session cookie of a fresh anonymous browser, as a page visit would have set it."""
+    return (await new_browser())[0]
+
+
+@pytest.fixture
+def browser_cookie():
+    """``await browser_cookie() -> "sessionid=…"``: another anonymous browser."""
+    return new_browser_cookie
+
+
 @pytest.fixture
 async def sockets():
-    """``await sockets(session_id=None, origin=..., cookie=None, after_seq=None) -> Socket``."""
+    """``await sockets(session_id=None, origin=..., cookie=..., after_seq=None) -> Socket``."""
     from zett_site.asgi import application
 
     before = set(asyncio.all_tasks())
     opened: list[Socket] = []
+    browser: list[str] = []
 
     async def connect(
         session_id: str | None = None,
@@ -156,11 +186,18 @@ async def sockets():
         origin: str = "http://testserver",
         cookie: str | None = None,
         expect_session: bool = True,
+        headers: list[tuple[bytes, bytes]] | None = None,
         after_seq: int | None = None,
     ) -> Socket:
         session_id = session_id or str(uuid.uuid4())
         query = "" if after_seq is None else f"?after_seq={after_seq}"
-        headers = [(b"origin", origin.encode())] if origin else []
+        if cookie is None:
+            if not browser:
+                browser.append(await new_browser_cookie())
+            cookie = browser[0]
+        headers = list(headers or [])
+        if origin:
+            headers.append((b"origin", origin.encode()))
         if cookie:
             headers.append((b"cookie", cookie.encode()))
         communicator = WebsocketCommunicator(

@@ -17,8 +17,9 @@ from collections.abc import AsyncIterator, Sequence
 
 from django.conf import settings
 
-from zett_agent.messages import AssistantMessage, ToolCall
+from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage, content_text
 from zett_agent.model import ModelEvent, ModelRequest, ModelResponse
+from zett_agent.testing import ScriptedModel
 
 #: The ``ZETT_MODEL`` import string of the seam below.
 SEAM = "tests.app.llm_doubles:model_from_settings"
@@ -113,3 +114,36 @@ class SteppedModel:
             yield completed("".join(self.words))
         finally:
             self.closed.set()
+
+
+class KeywordModel:
+    """Answers by keyword, for any number of sessions and requests (the hostile suite).
+
+    After a tool result it answers ``Done.``; a user message containing ``ask`` makes it
+    call ``ask_user`` (call id ``ask-1``), ``note`` makes it call ``save_note`` (``note-1``,
+    which waits for an approval), ``fail`` makes the model raise, ``long`` streams a long
+    answer (a socket can close in the middle of it); anything else gets a short answer.
+    So generated frames meet runs that stream, wait for replies and fail.
+    """
+
+    def __init__(self) -> None:
+        self.script = ScriptedModel()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        last = request.messages[-1]
+        if isinstance(last, ToolMessage):
+            message = say("Done.")
+        else:
+            text = content_text(last.content).lower()
+            if "fail" in text:
+                raise RuntimeError("the scripted model failed, as asked")
+            if "ask" in text:
+                message = call_tool("ask_user", "ask-1", question="Which one?", options=["a", "b"])
+            elif "long" in text:
+                message = say(" ".join(["word"] * 5000))
+            elif "note" in text:
+                message = call_tool("save_note", "note-1", title="Hostile", text=text[:200])
+            else:
+                message = say("A short answer.")
+        for event in self.script.events_for(message):
+            yield event

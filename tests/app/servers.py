@@ -11,15 +11,22 @@ process's output goes to ``tests/app/artifacts/<name>-<n>.log`` for a failing te
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
 import subprocess
 import sys
 import threading
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import websockets
 from websockets.asyncio.client import ClientConnection
@@ -29,6 +36,39 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 #: Generous: two cores may be running two servers, the tests and a browser at once.
 START_TIMEOUT_S = 120
 RECEIVE_TIMEOUT_S = 30
+
+
+@contextmanager
+def fresh_database(kind: str, tmp_path: Path) -> Iterator[str]:
+    """The URL of a new, empty database of ``kind`` (``sqlite`` or ``postgres``) for one test."""
+    if kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'server.sqlite3'}"
+        return
+    import psycopg
+
+    from tests.app.services import POSTGRES_URL, require_service
+
+    url = require_service("PostgreSQL", POSTGRES_URL)
+    name = f"zett_test_{uuid.uuid4().hex[:12]}"
+    admin = urlsplit(url)._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlsplit(url)._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def migrate(env: dict[str, str]) -> None:
+    """Migrate the database ``env`` names once, before several workers start on it."""
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=START_TIMEOUT_S,
+    )
 
 
 def server_env(database_url: str, **extra: str) -> dict[str, str]:
@@ -60,6 +100,10 @@ class DaphneProcess:
     port: int = 0
     process: subprocess.Popen[str] | None = None
     starts: int = 0
+    clients: list[Client] = field(default_factory=list)
+    #: The anonymous browser the test's sockets belong to (one, shared by the workers
+    #: of a cluster, whose sessions live in the database).
+    cookie: str | None = None
     _reader: threading.Thread | None = field(default=None, repr=False)
 
     @property
@@ -132,13 +176,38 @@ class DaphneProcess:
         query = "" if after_seq is None else f"?after_seq={after_seq}"
         return f"ws://127.0.0.1:{self.port}/ws/sessions/{session_id}/{query}"
 
-    async def socket(self, session_id: str, after_seq: int | None = None) -> Client:
+    def browser_cookie(self) -> str:
+        """The session cookie a first page visit gives an anonymous browser (``sessionid=…``)."""
+        response = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=60)
+        cookies = SimpleCookie()
+        for header in response.headers.get_all("Set-Cookie") or ():
+            cookies.load(header)
+        return f"sessionid={cookies['sessionid'].value}"
+
+    async def socket(
+        self, session_id: str, after_seq: int | None = None, *, cookie: str | None = None
+    ) -> Client:
+        """A client of ``session_id`` for the test's browser (``cookie``: another one)."""
+        if cookie is None:
+            if self.cookie is None:
+                self.cookie = await asyncio.to_thread(self.browser_cookie)
+            cookie = self.cookie
         connection = await websockets.connect(
-            self.ws_url(session_id, after_seq), max_size=2**21, open_timeout=RECEIVE_TIMEOUT_S
+            self.ws_url(session_id, after_seq),
+            max_size=2**21,
+            open_timeout=RECEIVE_TIMEOUT_S,
+            additional_headers={"Cookie": cookie},
         )
         client = Client(connection)
+        self.clients.append(client)
         client.session_frame = await client.expect("session")
         return client
+
+    async def close_clients(self) -> None:
+        """Close every client this process handed out (a test's teardown)."""
+        for client in self.clients:
+            await client.close()
+        self.clients.clear()
 
 
 def _copy_lines(stream: Any, lines: queue.Queue[str | None], log_path: Path) -> None:
@@ -162,8 +231,6 @@ class Client:
         await self.connection.send(json.dumps(frame))
 
     async def receive(self) -> dict[str, Any]:
-        import asyncio
-
         raw = await asyncio.wait_for(self.connection.recv(), RECEIVE_TIMEOUT_S)
         frame = json.loads(raw)
         self.frames.append(frame)

@@ -323,9 +323,9 @@ def test_a_second_window_follows_the_run_and_can_answer_for_the_first(
     first_approval = page.locator(".widget--approval")
     expect(first_approval).to_be_visible()
 
-    context = browser.new_context()
+    # A second window of the same browser: another browser would be someone else (404).
+    second = page.context.new_page()
     try:
-        second = context.new_page()
         second.goto(page.url)
         expect(second.locator("#connection-label")).to_have_text("Connected")
         expect(second.get_by_role("button", name="Stop")).to_be_visible()
@@ -333,7 +333,7 @@ def test_a_second_window_follows_the_run_and_can_answer_for_the_first(
         expect(second.locator(".note", has_text="Stopped.")).to_be_visible()
         expect_idle(second)
     finally:
-        context.close()
+        second.close()
 
     expect(page.locator(".note", has_text="Stopped.")).to_be_visible()
     expect(first_approval).to_have_attribute("data-state", "stopped")

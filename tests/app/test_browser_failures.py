@@ -9,7 +9,7 @@ docs/protocol.md gives them.
 
 from __future__ import annotations
 
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from tests.app.browser_model import RECOVERED_REPLY
 from tests.app.browser_support import (
@@ -107,11 +107,11 @@ def test_a_rate_limited_steer_goes_back_into_the_composer(
 
 @EVERY_LAYOUT
 def test_a_message_refused_as_busy_goes_back_into_the_composer(
-    page: Page, browser: Browser, daphne_server: LiveServer
+    page: Page, daphne_server: LiveServer
 ) -> None:
-    context = browser.new_context()
+    # Another window of the same browser, which starts a run.
+    first = page.context.new_page()
     try:
-        first = context.new_page()
         open_new_chat(first, daphne_server)
         send(first, "Save a note")
         expect(first.locator(".widget--ask")).to_contain_text("What should the note say?")
@@ -134,6 +134,7 @@ def test_a_message_refused_as_busy_goes_back_into_the_composer(
         expect(composer(page)).to_have_value("What is 2 + 2?")
         expect(page.locator(".msg--user", has_text="What is 2 + 2?")).to_have_count(0)
         expect_idle(page)
-        assert [frame["type"] for frame in gate.sent if frame["type"] != "ping"] == ["user_message"]
+        sent = [frame["type"] for frame in gate.sent if frame["type"] != "ping"]
+        assert sent == ["user_message"]
     finally:
-        context.close()
+        first.close()

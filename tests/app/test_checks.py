@@ -29,7 +29,7 @@ def manage_check(**env: str) -> subprocess.CompletedProcess[str]:
 def test_manage_check_fails_on_an_unknown_model_and_says_why():
     result = manage_check(ZETT_MODEL="nonsense")
     assert result.returncode != 0
-    assert "zett.E001" in result.stderr and "'nonsense'" in result.stderr
+    assert "zett.E010" in result.stderr and "'nonsense'" in result.stderr
 
 
 def test_the_default_demo_model_passes(settings):
@@ -40,17 +40,17 @@ def test_the_default_demo_model_passes(settings):
 def test_an_import_string_that_does_not_import_is_an_error(settings):
     settings.ZETT_MODEL = "no_such_package.models:factory"
     (error,) = check_model()
-    assert error.id == "zett.E001" and "no_such_package" in error.msg
+    assert error.id == "zett.E010" and "no_such_package" in error.msg
 
 
 def test_a_provider_without_its_key_is_a_warning_naming_the_variable(settings, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     settings.ZETT_MODEL = "anthropic:claude-sonnet-4-5"
     (warning,) = check_model()
-    assert warning.id == "zett.W001" and "ANTHROPIC_API_KEY" in warning.msg
+    assert warning.id == "zett.W010" and "ANTHROPIC_API_KEY" in warning.msg
 
 
 def test_a_negative_reply_timeout_is_an_error(settings):
     settings.ZETT_REPLY_TIMEOUT = -1
     (error,) = check_reply_timeout()
-    assert error.id == "zett.E003"
+    assert error.id == "zett.E012"

@@ -40,8 +40,8 @@ def events_of(frames: list[dict]) -> list[dict]:
 # --- connecting -------------------------------------------------------------------------
 
 
-async def test_a_new_socket_gets_an_empty_session_frame(sockets, use_model):
-    use_model(ScriptedModel())
+async def test_a_new_socket_gets_an_empty_session_frame_and_stores_nothing(sockets, use_model):
+    use_model(ScriptedModel([say("Hi.")]))
     socket = await sockets()
     assert socket.session_frame == {
         "type": "session",
@@ -51,25 +51,16 @@ async def test_a_new_socket_gets_an_empty_session_frame(sockets, use_model):
         "has_more_history": False,
         "runs": [],
         "pending": [],
+        "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
         "active_request_id": None,
         "last_seq": 0,
     }
-
-
-async def test_a_socket_joins_no_channel_layer(sockets, use_model):
-    from channels.layers import InMemoryChannelLayer, get_channel_layer
-
-    from agent_app.consumers import ChatConsumer
-
-    assert get_channel_layer(ChatConsumer.channel_layer_alias) is None
-    use_model(ScriptedModel([say("Hi.")]))
-    layer = get_channel_layer()
-    channels = layer.channels if isinstance(layer, InMemoryChannelLayer) else {}
-    before = set(channels)
-    socket = await sockets()
+    await socket.assert_quiet()
+    assert not await ChatSession.objects.filter(pk=socket.session_id).aexists()
     await socket.send({"type": "user_message", "content": "Hi"})
     await socket.run_to_completion()
-    assert set(channels) == before  # no channel was opened for the socket
+    session = await ChatSession.objects.aget(pk=socket.session_id)
+    assert session.owner_id is None and session.browser_key
 
 
 async def test_a_socket_from_another_origin_is_refused(sockets, use_model):
@@ -115,12 +106,14 @@ async def test_the_owner_and_anonymous_visitors_of_unowned_sessions_get_in(
     assert anonymous.session_frame["history"] == []
 
 
-async def test_a_signed_in_user_who_opens_a_new_session_owns_it(sockets, use_model, login_cookie):
-    use_model(ScriptedModel())
+async def test_a_signed_in_user_who_starts_a_new_session_owns_it(sockets, use_model, login_cookie):
+    use_model(ScriptedModel([say("Hello, Alice.")]))
     user, cookie = await login_cookie("alice")
     socket = await sockets(cookie=cookie)
+    await socket.send({"type": "user_message", "content": "Hi"})
+    await socket.run_to_completion()
     session = await ChatSession.objects.aget(pk=socket.session_id)
-    assert session.owner_id == user.pk
+    assert (session.owner_id, session.browser_key) == (user.pk, "")
 
 
 # --- a request --------------------------------------------------------------------------
@@ -316,7 +309,9 @@ async def test_a_duplicate_or_unknown_reply_is_rejected_with_an_empty_accepted_b
     await socket.until_event("custom", "ask_user")
     unknown = {"tool_call_id": "nope", "answer": "x"}
     await socket.send({"type": "external_event", "name": "ask_user_response", "payload": unknown})
-    await socket.expect("external_event_result", correlation_id="nope", accepted_by=[])
+    await socket.expect(
+        "external_event_result", correlation_id="nope", accepted_by=[], reason="stale"
+    )
     reply = {"tool_call_id": "ask-1", "answer": "Ada"}
     await socket.send({"type": "external_event", "name": "ask_user_response", "payload": reply})
     await socket.expect("external_event_result", accepted_by=["AskUserExtension"])
@@ -328,12 +323,13 @@ async def test_a_duplicate_or_unknown_reply_is_rejected_with_an_empty_accepted_b
     )
     await socket.assert_quiet()  # the socket reads its next frame once the row is written
     verdicts = [
-        r.accepted_by
+        (r.correlation_id, r.accepted_by)
         async for r in ExternalEventRecord.objects.filter(session_id=socket.session_id).order_by(
             "received_at", "pk"
         )
     ]
-    assert verdicts == [[], ["AskUserExtension"], []]
+    # Every reply is on record, taken or not (one may answer a paused run: it is checked).
+    assert verdicts == [("nope", []), ("ask-1", ["AskUserExtension"]), ("ask-1", [])]
 
 
 async def test_an_approved_tool_runs_and_writes_its_note(sockets, use_model):
@@ -381,6 +377,26 @@ async def test_a_denied_tool_fails_clearly_and_the_agent_carries_on(sockets, use
     assert not await Note.objects.aexists()
     tool_result = model.requests[1].messages[-1]
     assert tool_result.success is False and "denied" in tool_result.content
+
+
+async def test_a_reply_whose_audit_row_cannot_be_written_is_refused_and_acts_on_nothing(
+    sockets, use_model, caplog
+):
+    use_model(ScriptedModel([call_tool("ask_user", "ask-1", question="Sure?"), say("Done.")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "go"})
+    await socket.until_event("custom", "ask_user")
+    # The session's row vanishes under the paused run: the audit row has nothing to point to.
+    await ChatSession.objects.filter(pk=socket.session_id).adelete()
+    reply = {"tool_call_id": "ask-1", "answer": "yes"}
+    await socket.send({"type": "external_event", "name": "ask_user_response", "payload": reply})
+    await socket.expect_error("internal")
+    await socket.expect("external_event_result", accepted_by=[], reason="internal")
+    await socket.assert_quiet()  # the run still waits: the reply never reached it
+    assert not await ExternalEventRecord.objects.aexists()
+    assert "Could not record the ask_user_response reply" in caplog.text
+    await socket.send({"type": "cancel"})
+    await socket.until_event("run_cancelled")
 
 
 # --- cancel, steer, disconnect ----------------------------------------------------------
@@ -469,9 +485,10 @@ async def test_cancel_and_steer_without_a_run_are_not_running(sockets, use_model
     await socket.expect_error("not_running")
     await socket.send({"type": "steer", "content": "go left"})
     await socket.expect_error("not_running")
-    await socket.send({"type": "external_event", "name": "anything", "payload": {}})
-    result = await socket.expect("external_event_result", name="anything", accepted_by=[])
-    assert result["reason"]
+    await socket.send({"type": "external_event", "name": "approval_response", "payload": {}})
+    await socket.expect(
+        "external_event_result", name="approval_response", accepted_by=[], reason="not_running"
+    )
     await socket.assert_quiet()
 
 
@@ -598,3 +615,16 @@ async def test_a_flood_of_frames_is_rate_limited(sockets, use_model, settings):
         await socket.expect("pong")
     await socket.send({"type": "ping"})
     await socket.expect_error("rate_limited")
+
+
+async def test_the_model_sees_each_stored_message_once(sockets, use_model):
+    model = use_model(ScriptedModel([say("One."), say("Two.")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "first"})
+    await socket.run_to_completion()
+    await socket.send({"type": "user_message", "content": "second"})
+    await socket.run_to_completion()
+    seen = [
+        (m.role.value, m.content) for m in model.requests[1].messages if m.role.value != "system"
+    ]
+    assert seen == [("user", "first"), ("assistant", "One."), ("user", "second")]

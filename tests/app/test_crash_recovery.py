@@ -11,40 +11,17 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
-from urllib.parse import urlsplit
 
 import pytest
 
-from tests.app.servers import DaphneProcess, provider_valid, server_env
-from tests.app.services import POSTGRES_URL, require_service
+from tests.app.servers import DaphneProcess, fresh_database, provider_valid, server_env
 
 pytestmark = pytest.mark.timeout(300)
 
 
-@contextmanager
-def database(kind: str, tmp_path) -> Iterator[str]:
-    """A database URL of a fresh database of ``kind`` (sqlite or postgres) for one test."""
-    if kind == "sqlite":
-        yield f"sqlite:///{tmp_path / 'crash.sqlite3'}"
-        return
-    import psycopg
-
-    url = require_service("PostgreSQL", POSTGRES_URL)
-    name = f"zett_crash_{uuid.uuid4().hex[:12]}"
-    admin = urlsplit(url)._replace(path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlsplit(url)._replace(path=f"/{name}").geturl()
-    finally:
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 def server(request, tmp_path) -> Iterator[DaphneProcess]:
-    with database(request.param, tmp_path) as url:
+    with fresh_database(request.param, tmp_path) as url:
         process = DaphneProcess(
             f"crash-{request.param}",
             server_env(url, ZETT_MODEL="demo", ZETT_DEMO_PACE="0.05"),

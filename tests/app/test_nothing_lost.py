@@ -26,6 +26,13 @@ async def in_batches(make, count: int) -> None:
         await asyncio.gather(*(make(index) for index in range(start, start + AT_ONCE)))
 
 
+@pytest.fixture(autouse=True)
+def many_chats_for_one_browser(settings):
+    """The test's sockets are one browser: let it start all of these chats at once."""
+    settings.ZETT_MAX_CHATS_PER_HOUR = 10 * SESSIONS
+    settings.ZETT_WS_RATE_LIMIT = {"burst": 10 * SESSIONS, "per_second": 1000.0}
+
+
 async def test_a_message_cancelled_at_once_is_never_lost(sockets, settings):
     settings.ZETT_MODEL = "demo"
     settings.ZETT_DEMO_PACE = 0.01

@@ -127,6 +127,7 @@ def test_outbound_frames_dump_to_the_documented_shapes():
         has_more_history=False,
         runs=[],
         pending=[],
+        usage={"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
         active_request_id=None,
         last_seq=0,
     )
@@ -138,6 +139,7 @@ def test_outbound_frames_dump_to_the_documented_shapes():
         "has_more_history": False,
         "runs": [],
         "pending": [],
+        "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
         "active_request_id": None,
         "last_seq": 0,
     }
@@ -158,6 +160,7 @@ def test_outbound_frames_dump_to_the_documented_shapes():
         "kind": "message",
         "resumed_from": None,
         "position": 0,
+        "superseded_from": None,
         "created_at": "2026-11-30T12:00:00Z",
     }
     assert AgentEventFrame(seq=3, request_id="r", event={"type": "text_delta"}).dump() == {
@@ -237,3 +240,104 @@ def test_the_error_codes_are_exactly_those_of_the_spec():
         "rate_limited",
         "internal",
     }
+
+
+# --- hostile input (docs/security.md): parsing never raises anything but FrameError -----
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 1000,
+        "[" * 100_000,
+        "[" * 33 + "]" * 33,
+        '{"type": "ping", "a": ' + "[" * 40 + "]" * 40 + "}",
+        '{"type": "ping", "x": NaN}',
+        '{"type": "ping", "x": Infinity}',
+        '{"type": "ping", "x": -Infinity}',
+        '{"type": "ping", "x": 1e999}',
+        '{"type": "ping", "x": ' + "9" * 5000 + "}",
+    ],
+)
+def test_deep_nesting_and_numbers_that_are_not_json_are_bad_json(text):
+    assert code_of(text) is ErrorCode.BAD_JSON
+
+
+def test_nesting_up_to_32_levels_is_accepted():
+    nested = {"type": "external_event", "name": "n", "payload": {}}
+    inner = nested["payload"]
+    for _ in range(29):  # frame, payload, then 29 more objects, then one array: 32 levels
+        inner["a"] = {}
+        inner = inner["a"]
+    inner["list"] = [1]
+    parse_frame(json.dumps(nested))
+    inner["list"] = [[1]]
+    assert code_of(json.dumps(nested)) is ErrorCode.BAD_JSON
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {"type": "user_message", "content": "a\x00b"},
+        {"type": "user_message", "content": "\ud800"},
+        {"type": "steer", "content": "ok \udfff"},
+        {"type": "external_event", "name": "n", "payload": {"tool_call_id": "\ud800"}},
+        {"type": "external_event", "name": "n", "payload": {"\x00": 1}},
+        {"type": "external_event", "name": "n", "payload": {"deep": [["\ud83d"]]}},
+        {"type": "\ud800"},
+        {"type": "ping", "x": 2**63},
+        {"type": "ping", "x": -(2**63) - 1},
+    ],
+)
+def test_nul_unpaired_surrogates_and_out_of_range_integers_are_bad_frame(frame):
+    assert code_of(json.dumps(frame)) is ErrorCode.BAD_FRAME
+
+
+def test_paired_surrogates_and_64_bit_integers_are_fine():
+    assert parse_frame(json.dumps({"type": "user_message", "content": "\U0001f600"})) == (
+        UserMessageFrame(type="user_message", content="\U0001f600")
+    )
+    parse_frame(json.dumps({"type": "ping", "x": [2**63 - 1, -(2**63), 1.5e300]}))
+
+
+def test_an_error_message_never_echoes_what_cannot_be_sent():
+    for text in ['{"type": "' + "x" * 10_000 + '"}', '{"type": "\\ud83d\\ude00 \u2028"}']:
+        with pytest.raises(FrameError) as caught:
+            parse_frame(text)
+        assert len(caught.value.message) < 300
+        caught.value.message.encode("utf-8")
+
+
+def test_steering_has_the_same_content_rules_whichever_frame_carries_it():
+    def steering(payload):
+        return json.dumps(
+            {"type": "external_event", "name": "steering_message", "payload": payload}
+        )
+
+    parse_frame(steering({"content": "a" * MAX_CONTENT_BYTES}))
+    assert code_of(steering({"content": "a" * 200_000})) is ErrorCode.TOO_LARGE
+    assert code_of(steering({"content": "  "})) is ErrorCode.BAD_FRAME
+    assert code_of(steering({"content": ["x"]})) is ErrorCode.BAD_FRAME
+    assert code_of(steering({})) is ErrorCode.BAD_FRAME
+
+
+def test_encoding_never_fails_and_always_gives_utf8_json():
+    frame = {
+        "type": "external_event_result",
+        "correlation_id": "\ud800",
+        "nan": float("nan"),
+        "inf": [float("inf")],
+        "odd": {1: object()},
+        "text": "é \U0001f600",
+    }
+    text = encode_frame(frame)
+    text.encode("utf-8")
+    assert json.loads(text) == {
+        "type": "external_event_result",
+        "correlation_id": "\ud800",
+        "nan": None,
+        "inf": [None],
+        "odd": {"1": json.loads(text)["odd"]["1"]},
+        "text": "é \U0001f600",
+    }
+    assert encode_frame({"a": "\udc00x"}) == '{"a": "\\udc00x"}'

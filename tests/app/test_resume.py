@@ -18,6 +18,7 @@ from agent_app.history import SESSION_FRAME_BUDGET
 from agent_app.models import ChatMessage, ChatSession
 from agent_app.protocol import MAX_OUTBOUND_BYTES
 from agent_app.store import row_fields
+from tests.app.conftest import new_browser
 from tests.app.llm_doubles import GatedModel, SteppedModel, call_tool, completed, say
 from zett_agent.messages import AssistantMessage, UserMessage
 from zett_agent.model import ModelEvent
@@ -207,13 +208,14 @@ async def test_a_long_session_opens_with_its_newest_page_and_pages_back_to_the_s
     sockets, use_model
 ):
     use_model(ScriptedModel())
-    session = await ChatSession.objects.acreate()
+    cookie, key = await new_browser()
+    session = await ChatSession.objects.acreate(browser_key=key)
     total = 260
     await fill(
         str(session.pk),
         [UserMessage(f"q{i}") if i % 2 == 0 else AssistantMessage(f"a{i}") for i in range(total)],
     )
-    socket = await sockets(str(session.pk))
+    socket = await sockets(str(session.pk), cookie=cookie)
     frame = socket.session_frame
     assert len(frame["history"]) == 50 and frame["has_more_history"]
     assert frame["history"][-1]["position"] == total - 1
@@ -226,20 +228,23 @@ async def test_a_session_of_huge_messages_opens_small_and_everything_stays_reach
     sockets, use_model
 ):
     use_model(ScriptedModel())
-    session = await ChatSession.objects.acreate()
+    cookie, key = await new_browser()
+    session = await ChatSession.objects.acreate(browser_key=key)
     await fill(str(session.pk), [UserMessage(f"{i} " + "z" * 30_000) for i in range(80)])
     from channels.testing import WebsocketCommunicator
 
     from tests.app.conftest import RECEIVE_TIMEOUT
     from zett_site.asgi import application
 
-    communicator = WebsocketCommunicator(application, f"/ws/sessions/{session.pk}/")
+    communicator = WebsocketCommunicator(
+        application, f"/ws/sessions/{session.pk}/", headers=[(b"cookie", cookie.encode())]
+    )
     await communicator.connect(timeout=RECEIVE_TIMEOUT)
     raw = await communicator.receive_from(timeout=RECEIVE_TIMEOUT)
     await communicator.disconnect()
     assert len(raw.encode()) < 64 * 1024
     assert len(json.loads(raw)["history"]) >= 1
-    socket = await sockets(str(session.pk))
+    socket = await sockets(str(session.pk), cookie=cookie)
     reached = await all_pages(socket)
     assert [m["position"] for m in reached] == list(range(80))
     assert all(len(m["content"]) > 30_000 for m in reached)  # none had to be cut

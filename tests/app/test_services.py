@@ -27,6 +27,10 @@ SUITES = [
     "tests/app/test_demo_model.py",
     "tests/app/test_resume.py",
     "tests/app/test_nothing_lost.py",
+    # Security: audit rows and refused text on PostgreSQL, budgets and sign-out over Redis.
+    "tests/app/test_access.py",
+    "tests/app/test_attacks.py",
+    "tests/app/test_limits.py",
 ]
 
 

@@ -1,8 +1,9 @@
-"""The two pages: the session list (which also creates sessions) and the chat page shell."""
+"""The pages: the chat list, the chat page shell, signing in and out (agent_app.views)."""
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import timedelta
 
@@ -12,23 +13,47 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from agent_app.models import ChatSession
+from agent_app.access import BROWSER_KEY_FIELD
+from agent_app.models import ChatMessage, ChatSession
 
 pytestmark = pytest.mark.django_db
 
 
-def chat_url(session: ChatSession) -> str:
-    return reverse("agent_app:chat", kwargs={"session_id": session.pk})
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    """Hashing a password the production way takes a second: too slow for these tests."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
-def test_the_list_page_shows_sessions_with_the_latest_activity_first(client: Client) -> None:
-    older = ChatSession.objects.create(title="Older chat")
-    newer = ChatSession.objects.create(title="Newer chat")
+LIST_URL = reverse("agent_app:session_list")
+
+
+def chat_url(session_id) -> str:
+    return reverse("agent_app:chat", kwargs={"session_id": getattr(session_id, "pk", session_id)})
+
+
+def browser_key(client: Client) -> str:
+    """The anonymous browser id the client got from its first page."""
+    client.get(LIST_URL)
+    return client.session[BROWSER_KEY_FIELD]
+
+
+def chat_of(title: str = "", **owner) -> ChatSession:
+    """A stored chat with one message (an empty chat is never listed)."""
+    session = ChatSession.objects.create(title=title, **owner)
+    ChatMessage.objects.create(session=session, position=0, role="user", content=title or "hi")
+    return session
+
+
+def test_the_list_page_shows_the_visitors_chats_with_the_latest_activity_first(client):
+    key = browser_key(client)
+    older = chat_of("Older chat", browser_key=key)
+    newer = chat_of("Newer chat", browser_key=key)
     now = timezone.now()
     ChatSession.objects.filter(pk=older.pk).update(updated_at=now - timedelta(hours=2))
     ChatSession.objects.filter(pk=newer.pk).update(updated_at=now - timedelta(hours=1))
 
-    response = client.get(reverse("agent_app:session_list"))
+    response = client.get(LIST_URL)
 
     assert response.status_code == 200
     assert list(response.context["sessions"]) == [newer, older]
@@ -37,57 +62,64 @@ def test_the_list_page_shows_sessions_with_the_latest_activity_first(client: Cli
     assert f'href="{chat_url(newer)}"' in page
 
 
-def test_an_untitled_session_is_listed_as_untitled(client: Client) -> None:
-    ChatSession.objects.create()
+def test_an_untitled_chat_is_listed_as_untitled(client):
+    chat_of(browser_key=browser_key(client))
 
-    response = client.get(reverse("agent_app:session_list"))
-
-    assert "Untitled chat" in response.content.decode()
+    assert "Untitled chat" in client.get(LIST_URL).content.decode()
 
 
-def test_a_get_of_the_list_page_creates_nothing(client: Client) -> None:
-    client.get(reverse("agent_app:session_list"))
+def test_empty_chats_are_never_listed(client):
+    key = browser_key(client)
+    ChatSession.objects.create(title="Empty", browser_key=key)
 
+    assert list(client.get(LIST_URL).context["sessions"]) == []
+
+
+def test_pages_store_no_chat_and_new_chat_is_a_plain_link_to_a_fresh_id(client):
+    page = client.get(LIST_URL).content.decode()
+    link = re.search(r'<a href="(/s/[0-9a-f-]{36}/)"[^>]*>New chat</a>', page)
+    assert link, page
+    assert client.get(link.group(1)).status_code == 200
+    assert ChatSession.objects.count() == 0
+    again = client.get(LIST_URL).content.decode()
+    assert link.group(1) not in again  # every page offers an id of its own
+
+
+def test_the_list_page_only_answers_get(client):
+    assert client.post(LIST_URL).status_code == 405
     assert ChatSession.objects.count() == 0
 
 
-def test_posting_to_the_list_page_creates_a_session_and_opens_it(client: Client) -> None:
-    response = client.post(reverse("agent_app:session_list"))
+def test_the_chat_page_of_a_new_id_is_an_empty_chat(client):
+    session_id = uuid.uuid4()
 
-    session = ChatSession.objects.get()
-    assert session.owner is None
-    assert response.status_code == 302
-    assert response["Location"] == chat_url(session)
+    response = client.get(chat_url(session_id))
 
-
-def test_a_signed_in_user_owns_the_sessions_they_create(client: Client) -> None:
-    user = get_user_model().objects.create_user("ada", password="pw-for-tests-only")
-    client.force_login(user)
-
-    client.post(reverse("agent_app:session_list"))
-
-    assert ChatSession.objects.get().owner == user
-
-
-def test_creating_a_session_needs_the_csrf_token() -> None:
-    client = Client(enforce_csrf_checks=True)
-
-    response = client.post(reverse("agent_app:session_list"))
-
-    assert response.status_code == 403
+    assert response.status_code == 200
+    config = chat_config(response.content.decode())
+    assert config == {
+        "sessionId": str(session_id),
+        "title": "",
+        "socketPath": f"/ws/sessions/{session_id}/",
+    }
+    assert "<title>New chat · zett</title>" in response.content.decode()
     assert ChatSession.objects.count() == 0
+    assert client.session[BROWSER_KEY_FIELD]  # its socket will carry the browser's cookie
 
 
-def test_the_chat_page_hands_its_session_and_socket_path_to_the_script(client: Client) -> None:
-    session = ChatSession.objects.create(title="Groceries")
+def chat_config(page: str) -> dict:
+    config_json = page.split('<script id="chat-config" type="application/json">')[1]
+    return json.loads(config_json.split("</script>")[0])
+
+
+def test_the_chat_page_hands_its_session_and_socket_path_to_the_script(client):
+    session = chat_of("Groceries", browser_key=browser_key(client))
 
     response = client.get(chat_url(session))
 
     assert response.status_code == 200
     page = response.content.decode()
-    config_json = page.split('<script id="chat-config" type="application/json">')[1]
-    config = json.loads(config_json.split("</script>")[0])
-    assert config == {
+    assert chat_config(page) == {
         "sessionId": str(session.pk),
         "title": "Groceries",
         "socketPath": f"/ws/sessions/{session.pk}/",
@@ -96,41 +128,96 @@ def test_the_chat_page_hands_its_session_and_socket_path_to_the_script(client: C
     assert 'aria-current="page"' in page
 
 
-def test_the_chat_page_of_an_unknown_session_is_not_found(client: Client) -> None:
-    response = client.get(reverse("agent_app:chat", kwargs={"session_id": uuid.uuid4()}))
-
-    assert response.status_code == 404
-    assert ChatSession.objects.count() == 0
-
-
-def test_a_session_owned_by_someone_else_is_not_found_and_not_listed(client: Client) -> None:
+def test_a_chat_of_someone_else_is_not_found_and_not_listed(client):
     owner = get_user_model().objects.create_user("grace", password="pw-for-tests-only")
-    private = ChatSession.objects.create(title="Private plans", owner=owner)
-    ChatSession.objects.create(title="Shared chat")
+    private = chat_of("Private plans", owner=owner)
+    other_browser = chat_of("Other browser", browser_key="someone-elses-browser")
+    orphan = chat_of("Nobody's")  # neither owner nor browser: opens for nobody
+    mine = chat_of("Mine", browser_key=browser_key(client))
 
-    listing = client.get(reverse("agent_app:session_list")).content.decode()
-    response = client.get(chat_url(private))
+    listing = client.get(LIST_URL).content.decode()
 
-    assert "Private plans" not in listing
-    assert "Shared chat" in listing
-    assert response.status_code == 404
-
-
-def test_a_signed_in_user_sees_their_own_and_unowned_sessions(client: Client) -> None:
-    user = get_user_model().objects.create_user("ada", password="pw-for-tests-only")
-    other = get_user_model().objects.create_user("grace", password="pw-for-tests-only")
-    mine = ChatSession.objects.create(title="Mine", owner=user)
-    shared = ChatSession.objects.create(title="Shared")
-    ChatSession.objects.create(title="Theirs", owner=other)
-    client.force_login(user)
-
-    response = client.get(reverse("agent_app:session_list"))
-
-    assert set(response.context["sessions"]) == {mine, shared}
+    assert "Mine" in listing
+    for session in (private, other_browser, orphan):
+        assert session.title not in listing
+        assert client.get(chat_url(session)).status_code == 404
     assert client.get(chat_url(mine)).status_code == 200
 
 
-def test_the_chat_page_only_answers_get(client: Client) -> None:
-    session = ChatSession.objects.create()
+def test_a_signed_in_user_sees_only_their_own_chats(client):
+    user = get_user_model().objects.create_user("ada", password="pw-for-tests-only")
+    other = get_user_model().objects.create_user("grace", password="pw-for-tests-only")
+    mine = chat_of("Mine", owner=user)
+    chat_of("Anonymous", browser_key="a-browser")
+    chat_of("Theirs", owner=other)
+    client.force_login(user)
 
-    assert client.post(chat_url(session)).status_code == 405
+    response = client.get(LIST_URL)
+
+    assert list(response.context["sessions"]) == [mine]
+    assert client.get(chat_url(mine)).status_code == 200
+
+
+def test_signing_in_adopts_the_browsers_chats(client):
+    user = get_user_model().objects.create_user("ada", password="pw-for-tests-only")
+    key = browser_key(client)
+    anonymous = chat_of("Before signing in", browser_key=key)
+    stranger = chat_of("Another browser", browser_key="another-browser")
+
+    response = client.post(
+        reverse("agent_app:login"), {"username": "ada", "password": "pw-for-tests-only"}
+    )
+
+    assert response.status_code == 302
+    anonymous.refresh_from_db()
+    stranger.refresh_from_db()
+    assert (anonymous.owner, anonymous.browser_key) == (user, "")
+    assert (stranger.owner, stranger.browser_key) == (None, "another-browser")
+    assert list(client.get(LIST_URL).context["sessions"]) == [anonymous]
+
+
+def test_an_ordinary_user_signs_in_and_out_on_the_sites_own_pages(client):
+    get_user_model().objects.create_user("ada", password="pw-for-tests-only")
+    login_page = client.get(reverse("agent_app:login"))
+    assert login_page.status_code == 200
+    assert 'name="username"' in login_page.content.decode()
+
+    wrong = client.post(reverse("agent_app:login"), {"username": "ada", "password": "nope"})
+    assert wrong.status_code == 200 and "_auth_user_id" not in client.session
+
+    signed_in = client.post(
+        reverse("agent_app:login"),
+        {"username": "ada", "password": "pw-for-tests-only", "next": LIST_URL},
+    )
+    assert signed_in.status_code == 302 and signed_in["Location"] == LIST_URL
+    assert "Signed in as ada" in client.get(LIST_URL).content.decode()
+
+    assert client.get(reverse("agent_app:logout")).status_code == 405  # a POST, with CSRF
+    signed_out = client.post(reverse("agent_app:logout"))
+    assert signed_out.status_code == 302
+    assert "_auth_user_id" not in client.session
+
+
+def test_signing_out_needs_the_csrf_token():
+    user = get_user_model().objects.create_user("ada", password="pw-for-tests-only")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+
+    assert client.post(reverse("agent_app:logout")).status_code == 403
+    assert client.session["_auth_user_id"] == str(user.pk)
+
+
+def test_with_login_required_anonymous_visitors_are_sent_to_sign_in(client, settings):
+    settings.ZETT_REQUIRE_LOGIN = True
+    session_id = uuid.uuid4()
+    for url in (LIST_URL, chat_url(session_id)):
+        response = client.get(url)
+        assert response.status_code == 302
+        assert response["Location"].startswith(reverse("agent_app:login") + "?next=")
+    user = get_user_model().objects.create_user("ada", password="pw-for-tests-only")
+    client.force_login(user)
+    assert client.get(chat_url(session_id)).status_code == 200
+
+
+def test_the_chat_page_only_answers_get(client):
+    assert client.post(chat_url(uuid.uuid4())).status_code == 405

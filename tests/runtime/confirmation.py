@@ -1,4 +1,5 @@
-"""Seed 000's ``ConfirmationExtension`` example, verbatim, and what its tests share.
+"""The ``ConfirmationExtension`` example of the upstream contract (docs/runtime.md,
+External events), verbatim, and what its tests share.
 
 ``Session`` runs one request in a task and sets ``requested`` when the confirmation is asked;
 ``waiting()`` returns once the request is parked on its reply. ``WaitsInBeforeRun`` drives
@@ -23,7 +24,7 @@ T = AgentEventType
 CANCELLED_TEXT = "Request cancelled before tool completion"
 
 
-# --- seed 000's example, verbatim -------------------------------------------------------
+# --- the contract's confirmation example, verbatim --------------------------------------
 
 
 # fmt: off

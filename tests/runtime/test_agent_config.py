@@ -1,4 +1,5 @@
-"""``AgentRunConfig``, ``Agent`` construction and what a request is given (SPEC A5)."""
+"""``AgentRunConfig``, ``Agent`` construction and what a request is given (docs/runtime.md,
+Requests)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``AskUserExtension``: the model asks the user a question and waits (SPEC A7)."""
+"""``AskUserExtension``: the model asks the user a question and waits (docs/runtime.md, External
+events)."""
 
 from __future__ import annotations
 

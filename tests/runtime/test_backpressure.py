@@ -1,4 +1,4 @@
-"""The runtime never runs more than one event ahead of its consumer (SPEC A5).
+"""The runtime never runs more than one event ahead of its consumer (docs/runtime.md, Requests).
 
 This implementation is stricter still: it does no work at all between two events until the
 consumer asks for the next one; the last tests pin that down.

@@ -1,4 +1,5 @@
-"""Closing the stream or cancelling its consumer cancels the request (SPEC A5, A6).
+"""Closing the stream or cancelling its consumer cancels the request (docs/runtime.md, Requests;
+docs/runtime.md, Hooks).
 
 Cancellation publishes ``RunCancelledEvent``, closes unanswered tool calls with unsuccessful
 ToolMessages, never calls ``on_error``, lets ``CancelledError`` propagate and leaves the
@@ -263,3 +264,42 @@ async def test_a_stream_closed_before_its_first_event_runs_nothing():
     assert watch.phases == []
     assert agent.is_conflict("s") is False
     assert (await agent.run("now", config=CONFIG)).content == "never"
+
+
+@pytest.mark.parametrize("stop", ["break", "aclose"])
+async def test_stopping_at_run_completed_leaves_the_request_completed(stop):
+    watch = Observer()
+    agent = await Agent.create(ProbeModel(answer("done")), extensions=[watch])
+    stream = agent.stream("hi", config=CONFIG)
+    async for event in stream:
+        if event.type is T.RUN_COMPLETED:
+            if stop == "aclose":
+                await stream.aclose()
+            break
+    await stream.aclose()
+    assert watch.phases[-1] is AgentPhase.COMPLETED
+    assert watch.cancelled == []
+    assert watch.ended == ["after_turn", "after_run", "on_success"]
+    assert agent.get_state("s").phase is AgentPhase.COMPLETED
+    assert agent.is_conflict("s") is False
+
+
+async def test_an_error_on_the_move_into_completed_fails_the_request_but_never_leaves_completed():
+    class FailsOnCompleted(Observer):
+        async def on_event(self, context, event):
+            await super().on_event(context, event)
+            if getattr(event, "current_phase", None) is AgentPhase.COMPLETED:
+                raise OSError("could not record the completion")
+
+    watch = FailsOnCompleted()
+    agent = await Agent.create(ProbeModel(answer("done")), extensions=[watch])
+    events = []
+    with pytest.raises(OSError, match="could not record"):
+        async with contextlib.aclosing(agent.stream("hi", config=CONFIG)) as stream:
+            async for event in stream:
+                events.append(event)
+    assert T.RUN_COMPLETED not in [e.type for e in events]
+    assert [type(e) for e in watch.errors] == [OSError]
+    assert watch.phases[-1] is AgentPhase.COMPLETED
+    assert agent.get_state("s").phase is AgentPhase.COMPLETED
+    assert watch.cancelled == []

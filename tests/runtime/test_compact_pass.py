@@ -1,6 +1,7 @@
 """``Agent.compact`` / ``compact_stream``: a compaction pass claims the session like a request,
 restores it through ``on_tool`` and ``on_state``, appends nothing and calls no model itself
-(SPEC A5, seed 000 ``on_compact``). ``CompactionExtension`` has its own file."""
+(docs/runtime.md, Requests; the confirmation example ``on_compact``). ``CompactionExtension``
+has its own file."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""``CompactionExtension`` (SPEC A9): automatic compaction, before a model call, once the
-context exceeds ``max_tokens``; and what cancellation or failure leaves behind.
+"""``CompactionExtension`` (docs/runtime.md, Compaction): automatic compaction, before a model
+call, once the context exceeds ``max_tokens``; and what cancellation or failure leaves behind.
 
 ``Agent.compact`` passes are in ``test_compaction_on_demand.py``; counting tokens and the
 settings in ``test_compaction_settings.py``; the conversation all three use is

@@ -1,5 +1,6 @@
-"""``CompactionExtension`` under ``Agent.compact`` / ``compact_stream`` (SPEC A9): a forced
-pass summarises regardless of size; and where the turns it replaces begin and end."""
+"""``CompactionExtension`` under ``Agent.compact`` / ``compact_stream`` (docs/runtime.md,
+Compaction): a forced pass summarises regardless of size; and where the turns it replaces begin
+and end."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import pytest
 
 from zett_agent.agent import Agent
 from zett_agent.events import AgentEventType, AgentPhase
+from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.compaction import CHECKPOINT_HEADER, CompactionExtension
 from zett_agent.extensions.events import CompactionEvent
+from zett_agent.extensions.external import ExternalEvent
 from zett_agent.messages import (
     AgentMessage,
     AssistantMessage,
@@ -192,3 +195,21 @@ async def test_a_message_slipped_into_a_tool_batch_does_not_start_a_turn():
     assert compacted is not None
     assert list(compacted.replaced) == batch
     assert list(compacted.messages[2:]) == recent
+
+
+async def test_steering_and_internal_messages_are_rejected_during_a_compaction_pass():
+    verdicts: list[list[str]] = []
+
+    class Interjects(AgentExtension):
+        agent: Agent | None = None
+
+        async def on_compact(self, context):
+            for name in ("steering_message", "internal_message"):
+                event = ExternalEvent(name, {"content": "while compacting"})
+                verdicts.append(self.agent.emit_external_event(event, config=context.config))
+
+    interjects = Interjects()
+    agent = await Agent.create(ScriptedModel([]), extensions=[interjects])
+    interjects.agent = agent
+    assert await agent.compact(config=CONFIG) is None
+    assert verdicts == [[], []]

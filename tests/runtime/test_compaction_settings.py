@@ -1,4 +1,5 @@
-"""``CompactionExtension`` (SPEC A9): how tokens are counted, and which settings it takes."""
+"""``CompactionExtension`` (docs/runtime.md, Compaction): how tokens are counted, and which
+settings it takes."""
 
 from __future__ import annotations
 

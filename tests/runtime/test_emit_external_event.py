@@ -1,4 +1,5 @@
-"""``Agent.emit_external_event``: broadcast in priority order, routing by config (SPEC A5)."""
+"""``Agent.emit_external_event``: broadcast in priority order, routing by config
+(docs/runtime.md, Requests)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The order and content of the ``AgentEvent`` stream (SPEC A4, A6; seed 004)."""
+"""The order and content of the ``AgentEvent`` stream (docs/runtime.md, Phases, Hooks and
+Events)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``AgentEvent`` (seed 004), ``AgentEventType``, ``AgentPhase`` and extension events."""
+"""``AgentEvent`` (docs/runtime.md, Events), ``AgentEventType``, ``AgentPhase`` and extension
+events."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``context.publish``: extension events reach ``on_event`` (SPEC A5)."""
+"""``context.publish``: extension events reach ``on_event`` (docs/runtime.md, Requests)."""
 
 from __future__ import annotations
 

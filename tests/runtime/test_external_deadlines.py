@@ -51,7 +51,7 @@ class WatchedAskUser(AskUserExtension):
 
 
 class TimedConfirmation(ConfirmationExtension):
-    """Seed 000's confirmation example with a deadline on its wait."""
+    """The confirmation example with a deadline on its wait."""
 
     def __init__(self, timeout: float | None) -> None:
         ExternalEventExtension.__init__(

@@ -1,4 +1,5 @@
-"""The helpers ``ExternalEventExtension`` gives its subclasses (seed 000):
+"""The helpers ``ExternalEventExtension`` gives its subclasses (the confirmation example of
+docs/runtime.md):
 ``_wait_for_external_event``, ``_take_external_event``, several response names, ``pending``.
 """
 

@@ -1,4 +1,4 @@
-"""``ExternalEventExtension`` end to end: seed 000's example, stale / duplicate / misrouted
+"""``ExternalEventExtension`` end to end: the confirmation example, stale / duplicate / misrouted
 replies, replies from threads, cancellation and failure, sessions sharing a tool_call_id.
 """
 

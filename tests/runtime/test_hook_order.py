@@ -1,4 +1,5 @@
-"""The order of extension hooks in one request (SPEC A6, seed 000)."""
+"""The order of extension hooks in one request (docs/runtime.md, Hooks; the confirmation
+example)."""
 
 from __future__ import annotations
 

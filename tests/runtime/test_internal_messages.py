@@ -1,4 +1,5 @@
-"""Internal messages: application instructions answered at the next final answer (SPEC A8)."""
+"""Internal messages: application instructions answered at the next final answer
+(docs/runtime.md, Steering)."""
 
 from __future__ import annotations
 
@@ -131,3 +132,18 @@ async def test_an_instruction_superseded_by_steering_is_interrupted():
 async def test_instructions_racing_the_end_of_a_request_are_processed_exactly_when_accepted():
     """100 runs: a thread instructs while the request finishes; accepted ⇔ processed."""
     assert await races_lost(instruct("racing"), ACCEPTED, T.INTERNAL_MESSAGE_STARTED) == []
+
+
+@pytest.mark.parametrize("bad", [-1, True, False, 1.0])
+def test_a_limit_that_is_not_an_int_of_at_least_zero_is_rejected(bad):
+    with pytest.raises(ValueError, match="max_internal_messages"):
+        Agent(Responder(), max_internal_messages=bad)
+
+
+async def test_internal_message_completed_carries_the_answer_to_the_instruction():
+    agent = await Agent.create(Responder(), extensions=[Nudge("say bye")])
+    events = await collect(agent, "hello", config=CONFIG)
+    (completed,) = [e for e in events if e.type is T.INTERNAL_MESSAGE_COMPLETED]
+    assert completed.internal_message.content == "say bye"
+    assert completed.message.content == "re: say bye"
+    assert completed.message is events[-1].message

@@ -1,4 +1,5 @@
-"""``max_iterations`` bounds the model calls one input may cost (SPEC A5, A6)."""
+"""``max_iterations`` bounds the model calls one input may cost (docs/runtime.md, Requests;
+docs/runtime.md, Hooks)."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ async def test_the_session_accepts_a_new_request_after_hitting_the_limit():
     assert (await agent.run("again", config=CONFIG)).content == "fresh"
 
 
-@pytest.mark.parametrize("bad", [0, -1])
-def test_a_limit_below_one_is_rejected(bad):
+@pytest.mark.parametrize("bad", [0, -1, True, False, 2.0, "3"])
+def test_a_limit_that_is_not_an_int_of_at_least_one_is_rejected(bad):
     with pytest.raises(ValueError, match="max_iterations"):
         Agent(ProbeModel(), max_iterations=bad)

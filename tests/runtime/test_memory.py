@@ -167,3 +167,25 @@ async def test_a_request_that_failed_in_the_model_after_a_tool_keeps_a_valid_his
         await agent.run("start", config=CONFIG)
     await agent.run("again", config=CONFIG)
     assert unanswered_tool_calls(model.requests[2].messages) == []
+
+
+async def test_a_loaded_history_is_restored_and_truncating_forgets_the_newer_turns():
+    memory = InMemoryMessageAccumulator()
+    memory.load("s", [UserMessage("I am Ada."), AssistantMessage("Hi Ada.")])
+    model = ProbeModel(answer("You are Ada."), answer("again"))
+    agent = await Agent.create(model, extensions=[memory])
+    await agent.run("Who am I?", config=CONFIG)
+    assert dialogue(model.requests[0].messages)[:2] == [
+        ("user", "I am Ada."),
+        ("assistant", "Hi Ada."),
+    ]
+    assert len(memory.messages("s")) == 4
+    memory.truncate("s", 2)
+    await agent.run("Again?", config=CONFIG)
+    assert dialogue(model.requests[1].messages) == [
+        ("user", "I am Ada."),
+        ("assistant", "Hi Ada."),
+        ("user", "Again?"),
+    ]
+    with pytest.raises(ValueError, match="length"):
+        memory.truncate("s", -1)

@@ -1,4 +1,4 @@
-"""Messages: roles, shared keyword fields and content parts (SPEC A2)."""
+"""Messages: roles, shared keyword fields and content parts (docs/runtime.md, Tools)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The model protocol's data types (SPEC A3)."""
+"""The model protocol's data types (docs/runtime.md, Events)."""
 
 from __future__ import annotations
 

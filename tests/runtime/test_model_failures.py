@@ -1,4 +1,5 @@
-"""A failing model or hook fails the request with the original exception (SPEC A3, A6)."""
+"""A failing model or hook fails the request with the original exception (docs/runtime.md,
+Events; docs/runtime.md, Hooks)."""
 
 from __future__ import annotations
 

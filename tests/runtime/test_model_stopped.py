@@ -1,4 +1,4 @@
-"""MODEL_STOPPED: a model that ends abnormally ends the run normally (SPEC A6)."""
+"""MODEL_STOPPED: a model that ends abnormally ends the run normally (docs/runtime.md, Hooks)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""One agent serves many sessions at once, one active request per session (SPEC A5)."""
+"""One agent serves many sessions at once, one active request per session (docs/runtime.md,
+Requests)."""
 
 from __future__ import annotations
 

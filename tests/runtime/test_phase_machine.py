@@ -1,4 +1,4 @@
-"""The exclusive request phase and its legal moves (SPEC A4)."""
+"""The exclusive request phase and its legal moves (docs/runtime.md, Phases)."""
 
 from __future__ import annotations
 

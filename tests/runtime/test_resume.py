@@ -139,7 +139,7 @@ async def test_a_resume_runs_the_setup_hooks_but_no_on_message_and_appends_no_in
     ]
 
 
-# --- seed 000's confirmation example ----------------------------------------------------
+# --- the confirmation example ------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("approved", "reported"), [(True, "True:true"), (False, "True:false")])
@@ -491,3 +491,16 @@ async def test_the_in_memory_history_keeps_an_open_batch_for_a_resume():
         "ToolMessage",
         "AssistantMessage",
     ]
+
+
+async def test_the_context_says_whether_the_request_is_a_resume():
+    seen: list[bool] = []
+
+    class Looks(AgentExtension):
+        async def on_state(self, context):
+            seen.append(context.resuming)
+
+    agent = await Agent.create(Responder(), extensions=[SeededHistory(UserMessage("hi")), Looks()])
+    await agent.run("hello", config=CONFIG)
+    await agent.resume(config=AgentRunConfig(session_id="s"))
+    assert seen == [False, True]

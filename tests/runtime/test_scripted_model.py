@@ -1,4 +1,4 @@
-"""``ScriptedModel``, the library's deterministic model for tests (SPEC A11)."""
+"""``ScriptedModel``, the library's deterministic model for tests (zett_agent/testing.py)."""
 
 from __future__ import annotations
 

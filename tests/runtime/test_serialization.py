@@ -1,4 +1,4 @@
-"""JSON codecs for messages and events (SPEC A10)."""
+"""JSON codecs for messages and events (zett_agent/serialization.py)."""
 
 from __future__ import annotations
 

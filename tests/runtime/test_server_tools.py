@@ -1,4 +1,5 @@
-"""Provider-hosted tools: offered, reported, never executed locally (SPEC A9)."""
+"""Provider-hosted tools: offered, reported, never executed locally (docs/runtime.md,
+Compaction)."""
 
 from __future__ import annotations
 
@@ -151,3 +152,30 @@ async def test_register_server_tool_rejects_other_objects():
     agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Wrong()])
     await agent.run("hi", config=CONFIG)
     assert len(errors) == 1
+
+
+async def test_two_server_tools_with_one_name_are_rejected():
+    errors: list[Exception] = []
+    versioned = ServerToolDefinition(type="code_execution", configuration={"name": "run"})
+
+    class Twice(AgentExtension):
+        async def on_tool(self, context):
+            context.register_server_tool(SEARCH)
+            context.register_server_tool(versioned)
+            for duplicate in (
+                ServerToolDefinition(type="web_search"),
+                ServerToolDefinition(type="other_runner", configuration={"name": "run"}),
+            ):
+                try:
+                    context.register_server_tool(duplicate)
+                except ValueError as error:
+                    errors.append(error)
+
+    model = ProbeModel(answer("ok"))
+    agent = await Agent.create(model, extensions=[Twice()])
+    await agent.run("hi", config=CONFIG)
+    assert [str(error) for error in errors] == [
+        "A server tool named 'web_search' is already registered",
+        "A server tool named 'run' is already registered",
+    ]
+    assert model.requests[0].server_tools == (SEARCH, versioned)

@@ -1,4 +1,4 @@
-"""Steering: a user redirects a running request (SPEC A8)."""
+"""Steering: a user redirects a running request (docs/runtime.md, Steering)."""
 
 from __future__ import annotations
 

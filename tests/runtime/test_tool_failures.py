@@ -1,4 +1,4 @@
-"""A failing tool is a result, not a failed request (SPEC A6)."""
+"""A failing tool is a result, not a failed request (docs/runtime.md, Hooks)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tool snippets and guidelines rendered into a system message (SPEC A2)."""
+"""Tool snippets and guidelines rendered into a system message (docs/runtime.md, Tools)."""
 
 from __future__ import annotations
 

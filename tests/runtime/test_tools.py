@@ -1,11 +1,14 @@
-"""``@tool``, ``AgentTool`` and ``current_tool_call_id`` (SPEC A2)."""
+"""``@tool``, ``AgentTool`` and ``current_tool_call_id`` (docs/runtime.md, Tools)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import threading
-from typing import Literal
+from typing import Annotated, Literal
 
 import pytest
+from pydantic import Field
 
 from zett_agent.model import ToolDefinition
 from zett_agent.tools import AgentTool as ReexportedAgentTool
@@ -143,6 +146,52 @@ async def test_sync_bodies_run_in_a_worker_thread():
     assert await where.invoke({}) != loop_thread
 
 
+async def test_sync_bodies_of_concurrent_calls_run_at_the_same_time():
+    both_inside = threading.Barrier(3, timeout=10)
+
+    @tool
+    def meet(label: str) -> str:
+        """Wait until the other call is running too.
+
+        Guidelines:
+            - Use in tests only.
+        """
+        both_inside.wait()
+        return label
+
+    first = asyncio.ensure_future(meet.invoke({"label": "a"}))
+    second = asyncio.ensure_future(meet.invoke({"label": "b"}))
+    await asyncio.to_thread(both_inside.wait)  # returns only once both bodies are inside
+    assert await asyncio.gather(first, second) == ["a", "b"]
+
+
+async def test_a_sync_body_sees_the_context_of_its_call_and_its_errors_reach_the_caller():
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker")
+    marker.set("from the caller")
+
+    @tool
+    def read() -> str:
+        """Read the marker.
+
+        Guidelines:
+            - Use in tests only.
+        """
+        return marker.get()
+
+    @tool
+    def broken() -> str:
+        """Fail.
+
+        Guidelines:
+            - Use in tests only.
+        """
+        raise KeyError("missing")
+
+    assert await read.invoke({}) == "from the caller"
+    with pytest.raises(KeyError, match="missing"):
+        await broken.invoke({})
+
+
 async def test_async_bodies_run_on_the_event_loop_thread():
     loop_thread = threading.get_ident()
 
@@ -173,3 +222,77 @@ def test_a_tool_result_succeeds_by_default():
     result = ToolResult(content="done")
     assert result.success is True
     assert result.attributes == {}
+
+
+def test_a_single_guidelines_string_is_one_guideline():
+    @tool(guidelines="One rule.")
+    def ruled(a: int) -> int:
+        """Do something."""
+        return a
+
+    assert ruled.guidelines == ("One rule.",)
+    hand_written = AgentTool("ruled", "Do something.", {"type": "object"}, ruled.handler, "Rule.")
+    assert hand_written.guidelines == ("Rule.",)
+
+
+def test_annotated_field_descriptions_reach_the_schema():
+    @tool
+    def weather(
+        city: Annotated[str, Field(description="The city, in English")],
+        days: Annotated[int, Field(ge=1, description="Ignored: Args wins")] = 1,
+    ) -> str:
+        """Tell the weather.
+
+        Args:
+            days: How many days ahead.
+
+        Guidelines:
+            - Use for weather questions.
+        """
+        return city
+
+    properties = weather.parameters["properties"]
+    assert properties["city"]["description"] == "The city, in English"
+    assert properties["days"]["description"] == "How many days ahead."
+    assert properties["days"]["minimum"] == 1
+
+
+async def test_more_concurrent_sync_calls_than_workers_queue_and_leave_the_pool_sound(
+    monkeypatch,
+):
+    import zett_agent._threads as threads
+
+    capacity = threads._workers + 2
+    monkeypatch.setattr(threads, "MAX_WORKERS", capacity)
+    gate = threading.Event()
+
+    @tool
+    def queued(label: int) -> int:
+        """Wait for the gate, then return the label.
+
+        Guidelines:
+            - Use in tests only.
+        """
+        gate.wait(10)
+        return label
+
+    calls = [asyncio.ensure_future(queued.invoke({"label": n})) for n in range(capacity + 4)]
+    gate.set()
+    assert await asyncio.gather(*calls) == list(range(capacity + 4))
+
+    # Every worker must be usable at once again: a miscounted pool would leave one of these
+    # calls waiting behind another, and the barrier would break instead of opening.
+    everyone = threading.Barrier(capacity, timeout=10)
+
+    @tool
+    def meet_all(label: int) -> int:
+        """Wait until every worker is inside.
+
+        Guidelines:
+            - Use in tests only.
+        """
+        everyone.wait()
+        return label
+
+    together = [meet_all.invoke({"label": n}) for n in range(capacity)]
+    assert await asyncio.gather(*together) == list(range(capacity))

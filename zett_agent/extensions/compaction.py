@@ -21,7 +21,7 @@ then, back in READY, ``COMPACTION_COMPLETED``. When applied, the context is repl
 re-publishing kept messages, and a ``CompactionEvent`` is published to every extension
 first, so memory and persistence can swap their stored history before the UI hears of it.
 
-Choices where SPEC is silent:
+Choices where the contract (docs/runtime.md) is silent:
 
 - nothing to compact (no message older than the kept turns, or only an earlier
   checkpoint) means no summary call and no event at all; ``Agent.compact`` returns None;

@@ -3,7 +3,8 @@
 ``ExternalEvent("internal_message", {"content": str})`` (or publishing
 ``InternalMessageEvent`` from a hook) queues an ``AgentMessage`` that the running request
 answers after its next final answer, at most ``max_internal_messages`` per request.
-Rejected (``[]``) outside a running request.
+Rejected (``[]``) outside a running request and during a compaction pass.
+``INTERNAL_MESSAGE_COMPLETED`` carries the answer to the instruction in ``message``.
 """
 
 from __future__ import annotations

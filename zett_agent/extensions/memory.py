@@ -3,19 +3,27 @@
 It records every appended message that belongs to the history (``include_in_messages``)
 and restores the session's history in ``on_state``, after the system messages, without
 re-publishing it. A ``CompactionEvent`` replaces the stored history with the compacted one.
-History is restored through ``valid_history``, so a request that failed or was cancelled
-mid-batch never leaves the next one with unanswered tool calls. The default extension of
-an Agent; use a persistent one (e.g. the Django app's) to survive restarts.
+History is restored through ``ValidatedHistory`` (the rule of ``valid_history``), so a
+request that failed or was cancelled mid-batch never leaves the next one with unanswered
+tool calls; a resumed request (``Agent.resume_stream``) keeps such an open batch at the end
+so it can run its calls. The default extension of an Agent; use a persistent one (e.g. the
+Django app's) to survive restarts.
+
+Cost per request: recording is O(1) per message; restoring validates only the messages
+added since the previous request and inserts the history with one copy of the references
+(``AgentRunContext.restore_messages``), so a request's cost does not grow with the
+session's length.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import CompactionEvent, MessageAppendedEvent
-from zett_agent.history import valid_history
-from zett_agent.messages import AnyMessage, SystemMessage
+from zett_agent.history import ValidatedHistory
+from zett_agent.messages import AnyMessage
 
 if TYPE_CHECKING:
     from zett_agent.agent import AgentRunContext
@@ -28,11 +36,22 @@ class InMemoryMessageAccumulator(AgentExtension):
     """Per-session message history held in memory."""
 
     def __init__(self) -> None:
-        self._sessions: dict[str, list[AnyMessage]] = {}
+        self._sessions: dict[str, ValidatedHistory] = {}
 
     def messages(self, session_id: str) -> tuple[AnyMessage, ...]:
         """The stored history of a session."""
-        return tuple(self._sessions.get(session_id, ()))
+        history = self._sessions.get(session_id)
+        return tuple(history.valid(keep_open_tail=True)) if history is not None else ()
+
+    def load(self, session_id: str, messages: Iterable[AnyMessage]) -> None:
+        """Replace a session's stored history (e.g. one imported from elsewhere)."""
+        self._sessions[session_id] = ValidatedHistory(messages)
+
+    def truncate(self, session_id: str, length: int) -> None:
+        """Forget a session's messages after its first ``length`` (e.g. to retry a turn)."""
+        history = self._sessions.get(session_id)
+        if history is not None:
+            history.truncate(length)
 
     def clear(self, session_id: str | None = None) -> None:
         """Forget one session's history, or every session's."""
@@ -43,21 +62,18 @@ class InMemoryMessageAccumulator(AgentExtension):
 
     async def on_state(self, context: AgentRunContext) -> None:
         history = self._sessions.get(context.session_id)
-        if not history:
+        if history is None or not len(history):
             return
-        current = list(context.state.messages)
-        split = 0
-        while split < len(current) and isinstance(current[split], SystemMessage):
-            split += 1
-        restored = valid_history(history, keep_open_tail=context._resumption is not None)
-        self._sessions[context.session_id] = list(restored)
-        context.replace_messages([*current[:split], *restored, *current[split:]], emit_new=False)
+        restored = history.valid(keep_open_tail=context.resuming)
+        context.restore_messages(restored)
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
         if isinstance(event, MessageAppendedEvent):
             if event.message.include_in_messages:
-                self._sessions.setdefault(context.session_id, []).append(event.message)
+                history = self._sessions.get(context.session_id)
+                if history is None:
+                    history = self._sessions[context.session_id] = ValidatedHistory()
+                history.append(event.message)
         elif isinstance(event, CompactionEvent):
-            self._sessions[context.session_id] = [
-                message for message in event.messages if message.include_in_messages
-            ]
+            history = self._sessions.setdefault(context.session_id, ValidatedHistory())
+            history.replace(m for m in event.messages if m.include_in_messages)

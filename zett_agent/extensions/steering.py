@@ -5,7 +5,12 @@
 runtime checks for it after each model response and after each tool: the rest of the turn's
 tool calls are skipped, the message is appended and the next turn answers it. Acceptance and
 the request's final "nothing left to answer" decision share one lock (``RequestInbox``), so
-an accepted message is always processed.
+an accepted message is always processed. A compaction pass accepts none.
+
+A deliberate difference from upstream: several steering messages queued before the same
+checkpoint are appended together and answered by one turn (each gets ``STEERING_STARTED``;
+all but the last are marked ``STEERING_INTERRUPTED``), not one turn each: a user who sends
+two corrections in a row meant one redirection (docs/runtime.md, Steering).
 """
 
 from __future__ import annotations

@@ -221,30 +221,63 @@ class RetryPolicy:
         return backoff * (1 - self.jitter * self.random())
 
 
-async def stream_with_retries(
+def stream_with_retries(
     open_attempt: Callable[[], AsyncGenerator[ModelEvent, None]], policy: RetryPolicy
 ) -> AsyncIterator[ModelEvent]:
     """Run attempts until one succeeds, retrying only failures that happened before output.
 
     ``open_attempt`` returns a fresh async generator for each attempt; it must close its HTTP
-    response when it is closed itself.
+    response when it is closed itself. Once the first event is out, every further item is
+    the current attempt's own ``__anext__`` (no wrapper frame per event): from then on a
+    failure surfaces unchanged anyway.
     """
-    retry = 0
-    while True:
-        attempt = open_attempt()
-        yielded = False
-        try:
-            async for event in attempt:
-                yielded = True
-                yield event
-            return
-        except ProviderError as error:
-            if yielded or not error.retryable:
+    return _RetryingStream(open_attempt, policy)
+
+
+class _RetryingStream:
+    """The async iterator ``stream_with_retries`` returns."""
+
+    __slots__ = ("_closed", "_live", "_open_attempt", "_policy")
+
+    def __init__(
+        self, open_attempt: Callable[[], AsyncGenerator[ModelEvent, None]], policy: RetryPolicy
+    ) -> None:
+        self._open_attempt = open_attempt
+        self._policy = policy
+        self._live: AsyncGenerator[ModelEvent, None] | None = None
+        self._closed = False
+
+    def __aiter__(self) -> _RetryingStream:
+        return self
+
+    def __anext__(self) -> Awaitable[ModelEvent]:
+        live = self._live
+        return live.__anext__() if live is not None else self._first()
+
+    async def _first(self) -> ModelEvent:
+        if self._closed:
+            raise StopAsyncIteration
+        retry = 0
+        while True:
+            attempt = self._open_attempt()
+            try:
+                event = await attempt.__anext__()
+            except ProviderError as error:
+                await attempt.aclose()
+                wait = self._policy.delay(retry, error.retry_after) if error.retryable else None
+                if wait is None:
+                    raise
+            except BaseException:
+                await attempt.aclose()
                 raise
-            wait = policy.delay(retry, error.retry_after)
-            if wait is None:
-                raise
-        finally:
-            await attempt.aclose()
-        await policy.sleep(wait)
-        retry += 1
+            else:
+                self._live = attempt
+                return event
+            await self._policy.sleep(wait)
+            retry += 1
+
+    async def aclose(self) -> None:
+        self._closed = True
+        live, self._live = self._live, None
+        if live is not None:
+            await live.aclose()

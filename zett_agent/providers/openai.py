@@ -312,27 +312,33 @@ class ChatStreamReader:
     def feed(self, chunk: Any) -> list[ModelEvent]:
         """Events for one chunk, in the order the chunk carries them."""
         events: list[ModelEvent] = []
-        if getattr(chunk, "model", None):
-            self.model = chunk.model
-        if getattr(chunk, "usage", None) is not None:
-            self._usage = _usage(chunk.usage)
+        model = getattr(chunk, "model", None)
+        if model:
+            self.model = model
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self._usage = _usage(usage)
         for choice in getattr(chunk, "choices", None) or ():
             if choice.index:  # we never ask for n > 1
                 continue
             delta = choice.delta
             if delta is not None:
-                reasoning = _reasoning_text(delta)
-                if reasoning:
-                    self._reasoning.append(reasoning)
-                    events.append(ModelEvent.reasoning(reasoning))
-                if delta.content:
-                    self._text.append(delta.content)
-                    events.append(ModelEvent.text(delta.content))
+                # Servers put reasoning text in fields outside the SDK's schema (extras).
+                if getattr(delta, "model_extra", None):
+                    reasoning = _reasoning_text(delta)
+                    if reasoning:
+                        self._reasoning.append(reasoning)
+                        events.append(ModelEvent.reasoning(reasoning))
+                content = delta.content
+                if content:
+                    self._text.append(content)
+                    events.append(ModelEvent.text(content))
                 if delta.refusal:
                     self._refusal.append(delta.refusal)
                     events.append(ModelEvent.text(delta.refusal))
-                for fragment in delta.tool_calls or ():
-                    events.append(ModelEvent.tool_call(self._tool_fragment(fragment)))
+                if delta.tool_calls:
+                    for fragment in delta.tool_calls:
+                        events.append(ModelEvent.tool_call(self._tool_fragment(fragment)))
             if choice.finish_reason:
                 self._finish_reason = str(choice.finish_reason)
         return events

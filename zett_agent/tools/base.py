@@ -20,12 +20,13 @@ The first paragraph is the description, ``Args:`` describes parameters, ``Snippe
 an example call and ``Guidelines:`` lists rules. A tool without a description or without a
 guideline is a ``ValueError``. Parameters become a JSON Schema built by pydantic, and the
 model's arguments are validated by the same pydantic model (unknown keys rejected) before the
-body runs. Async bodies run on the event loop; sync bodies run in a worker thread.
+body runs. Async bodies run on the event loop; sync bodies run in a worker thread
+(``zett_agent._threads``: one queue hop there and one back, cheaper than
+``asyncio.to_thread``; cancellation leaves the body running to its end, as there).
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any, get_type_hints, overload
 import pydantic
 import pydantic_core
 
+from zett_agent._threads import run_in_thread
 from zett_agent.messages import ContentPart, ImageContent, TextContent
 from zett_agent.model import ToolDefinition
 
@@ -110,7 +112,9 @@ class AgentTool:
             raise ValueError(f"Tool {self.name!r} needs a description")
         if not callable(self.handler):
             raise TypeError(f"Tool {self.name!r} handler must be callable")
-        self.guidelines = tuple(self.guidelines)
+        # One string is one guideline, not one guideline per character.
+        guidelines = self.guidelines
+        self.guidelines = (guidelines,) if isinstance(guidelines, str) else tuple(guidelines)
 
     @property
     def definition(self) -> ToolDefinition:
@@ -142,7 +146,7 @@ class AgentTool:
             )
         if self._is_async:
             return await self.handler(**kwargs)
-        result = await asyncio.to_thread(self.handler, **kwargs)
+        result = await run_in_thread(self.handler, **kwargs)
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -248,10 +252,11 @@ def _build_validator(
             raise TypeError(f"Tool {tool_name!r} parameter {name!r} cannot be positional-only")
         annotation = hints.get(name, Any)
         default = ... if parameter.default is parameter.empty else parameter.default
-        fields[name] = (
-            annotation,
-            pydantic.Field(default, description=descriptions.get(name) or None),
-        )
+        # An explicit description=None would override one given with
+        # Annotated[..., Field(description=...)], so pass the docstring's only when it has one.
+        description = descriptions.get(name)
+        extra = {"description": description} if description else {}
+        fields[name] = (annotation, pydantic.Field(default, **extra))
     model = pydantic.create_model(
         f"{tool_name}_arguments",
         __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
@@ -280,6 +285,8 @@ def _make_tool(
     text = description or doc.description
     if not text:
         raise ValueError(f"Tool {tool_name!r} needs a description: write a docstring")
+    if isinstance(guidelines, str):
+        guidelines = [guidelines]  # one string is one guideline, not one per character
     rules = [rule.strip() for rule in (guidelines if guidelines is not None else doc.guidelines)]
     rules = [rule for rule in rules if rule]
     if not rules:
@@ -320,7 +327,12 @@ def tool(
     guidelines: Sequence[str] | None = None,
     description: str | None = None,
 ) -> AgentTool | Callable[[Callable[..., Any]], AgentTool]:
-    """Turn an annotated function into an ``AgentTool``; usable bare or with options."""
+    """Turn an annotated function into an ``AgentTool``; usable bare or with options.
+
+    ``guidelines`` replaces the docstring's ``Guidelines:``; a single string is one rule.
+    A parameter described both by ``Args:`` and by ``Annotated[..., Field(description=...)]``
+    gets the docstring's description.
+    """
     if function is not None:
         return _make_tool(
             function, name=name, snippet=snippet, guidelines=guidelines, description=description

@@ -1,0 +1,96 @@
+"""Graceful shutdown: a worker stopped with SIGTERM lets its runs finish, then says so.
+
+On SIGTERM this process stops taking new runs (``draining``: a ``user_message`` is
+answered ``busy``, the health check answers 503 so a load balancer sends no one new), then
+waits up to ``ZETT_SHUTDOWN_GRACE`` seconds for its runs to end. Runs still going after
+that are never dropped silently:
+
+- a run that waits for a question or approval is left to the database, where the wait is
+  already stored: its lease is let go and it is settled as after a crash — ``paused``,
+  answerable from any worker (or this one once it is back) — and the sockets are told;
+- a run that is working (streaming, running a tool) is cancelled and recorded as
+  ``interrupted``, its open tool calls closed, and the sockets are told.
+
+Then the server's own SIGTERM handling runs (daphne's stops the reactor, uvicorn's its
+server). The handler is installed once per process, with ``signal.signal`` (it runs on the
+main thread, where the event loop runs, and hands the work to the loop), and only where a
+server runs: ``install`` is called when the first socket of the process opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+
+if TYPE_CHECKING:
+    from agent_app.live import LiveSessions
+
+__all__ = ["DRAINING_MESSAGE", "draining", "install"]
+
+logger = logging.getLogger(__name__)
+
+DRAINING_MESSAGE = "The server is restarting; send your message again in a moment"
+
+_installed = False
+_draining = threading.Event()
+
+
+def draining() -> bool:
+    """Whether this process is shutting down (no new runs)."""
+    return _draining.is_set()
+
+
+def install(registry: LiveSessions, loop: asyncio.AbstractEventLoop) -> None:
+    """Drain ``registry`` on SIGTERM, then hand over to the previous handler (once)."""
+    global _installed
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return
+    if not getattr(settings, "ZETT_GRACEFUL_SHUTDOWN", True):
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_sigterm(number: int, frame: Any) -> None:
+        if _draining.is_set():
+            _hand_over(previous, number, frame)  # a second SIGTERM: stop now
+            return
+        _draining.set()
+        loop.call_soon_threadsafe(
+            _start_drain, registry, lambda: _hand_over(previous, number, frame)
+        )
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    _installed = True
+
+
+def _start_drain(registry: LiveSessions, done: Callable[[], None]) -> None:
+    task = asyncio.ensure_future(_drain(registry))
+    task.add_done_callback(lambda _: done())
+
+
+async def _drain(registry: LiveSessions) -> None:
+    grace = float(getattr(settings, "ZETT_SHUTDOWN_GRACE", 25))
+    running = [live.run_task for live in registry if live.run_task is not None]
+    logger.info("SIGTERM: waiting up to %s s for %d run(s) to end", grace, len(running))
+    if running:
+        await asyncio.wait(running, timeout=grace)
+    for live in registry:
+        try:
+            await live.stop_for_shutdown()
+        except Exception:
+            logger.exception("Could not stop the run of session %s", live.session_id)
+    await registry.close()
+
+
+def _hand_over(previous: Any, number: int, frame: Any) -> None:
+    """Let the server's own SIGTERM handling run (or exit as the default would)."""
+    if callable(previous):
+        previous(number, frame)
+    else:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)

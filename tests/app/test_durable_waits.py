@@ -1,0 +1,138 @@
+"""A question and an approval survive the process that asked them (real daphne, SIGKILL).
+
+The run asks which city, then would ask to approve a note. The server is killed while the
+question waits; a server started again on the same database (or, with Redis, the other
+worker) shows both widgets; answering them continues the run, which saves the note exactly
+once and finishes as one continuous conversation.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import redis
+
+from tests.app.servers import DaphneProcess, fresh_database, migrate, server_env
+from tests.app.services import REDIS_URL, require_service
+
+pytestmark = pytest.mark.timeout(600)
+
+MODEL = "tests.app.durable_model:trip_planner"
+
+
+def is_custom(name: str):
+    return lambda f: (f.get("event") or {}).get("type") == "custom" and f["event"]["name"] == name
+
+
+def ended(frame: dict) -> bool:
+    event = frame.get("event") or {}
+    return event.get("type") == "run_completed" or frame["type"] in ("run_failed", "error")
+
+
+async def answer_both_and_finish(client) -> list[dict]:
+    """Answer the restored approval, then the question; return the continuation's frames."""
+    pending = {item["kind"]: item for item in client.session_frame["pending"]}
+    assert set(pending) == {"ask_user", "approval"}
+    approval = pending["approval"]["payload"]
+    assert approval["arguments"] == {"title": "Trip", "text": "Pack bags"}
+    await client.send(
+        {
+            "type": "external_event",
+            "name": "approval_response",
+            "payload": {
+                "tool_call_id": approval["tool_call_id"],
+                "approved": True,
+                "digest": approval["digest"],
+            },
+        }
+    )
+    result = await client.until(lambda f: f["type"] == "external_event_result")
+    assert result[-1]["accepted_by"] == ["ConfirmationExtension"]
+    started = await client.until(lambda f: f["type"] == "run_started")
+    assert started[-1]["kind"] == "resume"
+    await client.until(is_custom("ask_user"))  # the question is asked again, with its deadline
+    await client.send(
+        {
+            "type": "external_event",
+            "name": "ask_user_response",
+            "payload": {"tool_call_id": "ask-city", "answer": "Rome"},
+        }
+    )
+    return await client.until(ended)
+
+
+def saved_notes(database_url: str) -> int:
+    if database_url.startswith("sqlite"):
+        import sqlite3
+
+        with sqlite3.connect(database_url.removeprefix("sqlite:///")) as connection:
+            return connection.execute("SELECT COUNT(*) FROM agent_app_note").fetchone()[0]
+    import psycopg
+
+    with psycopg.connect(database_url) as connection:
+        return connection.execute("SELECT COUNT(*) FROM agent_app_note").fetchone()[0]
+
+
+async def test_a_question_and_an_approval_survive_a_restart(tmp_path):
+    with fresh_database("sqlite", tmp_path) as url:
+        server = DaphneProcess("durable", server_env(url, ZETT_MODEL=MODEL)).start()
+        try:
+            session_id = str(uuid.uuid4())
+            client = await server.socket(session_id)
+            await client.send({"type": "user_message", "content": "Plan my trip"})
+            await client.until(is_custom("ask_user"))
+            server.kill()
+            server.start()
+            again = await server.socket(session_id)
+            frames = await answer_both_and_finish(again)
+            assert frames[-1]["event"]["message"]["content"].startswith("Going to Rome")
+            assert saved_notes(url) == 1
+            final = await server.socket(session_id)
+            history = final.session_frame["history"]
+            assert [m["role"] for m in history] == [
+                "user",
+                "assistant",
+                "tool",
+                "tool",
+                "assistant",
+            ]
+            assert [run["status"] for run in final.session_frame["runs"]] == [
+                "resumed",
+                "completed",
+            ]
+        finally:
+            await server.close_clients()
+            server.stop()
+
+
+async def test_the_other_worker_takes_the_answers_after_the_first_one_died(tmp_path):
+    redis_url = require_service("Redis", REDIS_URL)
+    store = redis.Redis.from_url(redis_url)
+    store.flushdb()
+    with fresh_database("postgres", tmp_path) as url:
+        env = server_env(url, ZETT_MODEL=MODEL, REDIS_URL=redis_url, ZETT_LEASE_SECONDS="2")
+        migrate(env)
+        one = DaphneProcess("durable-one", env, migrate=False).start()
+        two = DaphneProcess("durable-two", env, migrate=False).start()
+        one.cookie = two.cookie = one.browser_cookie()  # one browser, on both workers
+        try:
+            session_id = str(uuid.uuid4())
+            asking = await one.socket(session_id)
+            watching = await two.socket(session_id)
+            await asking.send({"type": "user_message", "content": "Plan my trip"})
+            await watching.until(is_custom("ask_user"))
+            one.kill()
+            paused = await watching.until(lambda f: f["type"] in ("run_paused", "run_interrupted"))
+            assert paused[-1]["type"] == "run_paused"
+            again = await two.socket(session_id)
+            frames = await answer_both_and_finish(again)
+            assert frames[-1]["event"]["message"]["content"].startswith("Going to Rome")
+            assert saved_notes(url) == 1
+        finally:
+            await one.close_clients()
+            await two.close_clients()
+            one.stop()
+            two.stop()
+            store.flushdb()
+            store.close()

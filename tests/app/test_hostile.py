@@ -1,0 +1,308 @@
+"""The hostile-input suite: generated frames against the real app, every one answered.
+
+Two runs, both seeded (Hypothesis ``derandomize``: CI sees the same frames every time):
+
+- **In process**, through Channels' ``WebsocketCommunicator`` on ``zett_site.asgi``:
+  ``EXAMPLES`` sockets of ``FRAMES_PER_SOCKET`` frames each, each socket a different
+  anonymous browser on a new chat, the scripted ``KeywordModel`` answering. For every
+  socket: each frame is answered, the socket is never closed, and after it disconnects no
+  live session, socket count or asyncio task (run, wait, stream) is left.
+- **Over a real socket**, against one daphne subprocess (``live_daphne.py``): the same
+  kind of frames (lone surrogates only as ``\\u`` escapes, which is all a UTF-8 socket can
+  carry) on several sockets; afterwards every chat they used comes back idle (no run left
+  behind to answer ``busy``), and the server logged no warning, error or traceback.
+
+Each run prints its numbers (``-s`` shows them; they are also in the test's report), which
+docs/security.md quotes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import uuid
+from http.cookies import SimpleCookie
+from pathlib import Path
+from urllib.request import Request, urlopen
+
+import pytest
+from channels.testing import WebsocketCommunicator
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.app.hostile import Exchange, SocketClosed, Tally, frames
+from tests.leaks import leaked_tasks
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Sockets (Hypothesis examples) and frames per socket of the in-process run.
+EXAMPLES = 125
+FRAMES_PER_SOCKET = 80
+#: Sockets and frames per socket of the daphne run.
+DAPHNE_SOCKETS = 6
+DAPHNE_FRAMES_PER_SOCKET = 200
+#: Bound on one answer arriving: reaching it means a frame went unanswered.
+ANSWER_TIMEOUT = 10
+
+
+@pytest.fixture
+def hostile_settings(settings):
+    """The scripted model, and limits lifted: this suite is about what a frame does."""
+    settings.ZETT_MODEL = "tests.app.llm_doubles:KeywordModel"
+    settings.ZETT_WS_RATE_LIMIT = {"burst": 10**9, "per_second": 10**9}
+    settings.ZETT_MAX_CHATS_PER_HOUR = 10**6
+    return settings
+
+
+def report(request: pytest.FixtureRequest, line: str) -> None:
+    """Print the run's numbers past pytest's output capture (and keep them in the report)."""
+    request.node.user_properties.append(("hostile", line))
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print("\n" + line, flush=True)
+
+
+# --- in process ----------------------------------------------------------------------------
+
+
+async def one_socket(sent: list[str | bytes], tally: Tally) -> None:
+    """One anonymous browser on a new chat sends ``sent``; nothing may outlive it."""
+    from agent_app.limits import limiter
+    from agent_app.live import live_sessions
+    from tests.app.conftest import new_browser_cookie
+    from zett_site.asgi import application
+
+    before = set(asyncio.all_tasks())
+    cookie = await new_browser_cookie()
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/sessions/{uuid.uuid4()}/",
+        headers=[(b"origin", b"http://testserver"), (b"cookie", cookie.encode())],
+    )
+    connected, _ = await communicator.connect(timeout=ANSWER_TIMEOUT)
+    assert connected
+    tally.sockets += 1
+
+    async def send(frame: str | bytes) -> None:
+        # ``send_input``, not ``send_to``: that one refuses the empty frames attackers send.
+        key = "bytes" if isinstance(frame, bytes) else "text"
+        await communicator.send_input({"type": "websocket.receive", key: frame})
+
+    async def receive() -> dict:
+        output = await communicator.receive_output(timeout=ANSWER_TIMEOUT)
+        if output["type"] != "websocket.send":
+            tally.sockets_closed += 1
+            raise SocketClosed(f"the server closed the socket: {output}")
+        return json.loads(output["text"])
+
+    exchange = Exchange(send, receive, tally)
+    assert (await receive())["type"] == "session"
+    try:
+        for frame in sent:
+            await exchange.frame(frame)
+        assert not communicator.future.done(), "the application ended"
+    finally:
+        await communicator.disconnect(timeout=ANSWER_TIMEOUT)
+    assert len(live_sessions()) == 0, "a live session outlived its socket"
+    assert limiter().open_sockets() == 0, "a socket is still counted"
+    leaked = leaked_tasks(before)
+    assert not leaked, f"tasks outlived the socket: {leaked}"
+
+
+def test_thousands_of_generated_hostile_frames_are_each_answered_and_leave_nothing(
+    hostile_settings, request
+):
+    tally = Tally()
+
+    @settings(
+        max_examples=EXAMPLES,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.lists(frames(), min_size=FRAMES_PER_SOCKET, max_size=FRAMES_PER_SOCKET))
+    def hostile_socket(sent: list[str | bytes]) -> None:
+        asyncio.run(one_socket(sent, tally))
+
+    hostile_socket()
+    report(request, tally.line("ASGI app, in process"))
+    assert tally.frames >= 10_000
+    assert tally.answered == tally.frames
+    assert tally.sockets_closed == 0
+    assert tally.runs_started > 100  # the frames met real runs and waits, not just errors
+
+
+# --- over a real socket --------------------------------------------------------------------
+
+
+class Daphne:
+    """``live_daphne.py`` on a fresh SQLite file, its output kept for the log check."""
+
+    def __init__(self, work: Path) -> None:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in {"DATABASE_URL", "REDIS_URL", "ZETT_LIMITS_REDIS_URL"}
+        }
+        env.update(
+            DATABASE_URL=f"sqlite:///{work / 'hostile.sqlite3'}",
+            DJANGO_SETTINGS_MODULE="zett_site.settings",
+            DJANGO_DEBUG="0",
+            DJANGO_SECRET_KEY="hostile-suite-" + uuid.uuid4().hex,
+            DJANGO_ALLOWED_HOSTS="127.0.0.1",
+            ZETT_MODEL="tests.app.llm_doubles:KeywordModel",
+            ZETT_WS_RATE_BURST="1000000000",
+            ZETT_WS_RATE_PER_SECOND="1000000000",
+            ZETT_MAX_CHATS_PER_HOUR="1000000",
+            PYTHONUNBUFFERED="1",
+        )
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("live_daphne.py"))],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        ready: queue.Queue[int | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, args=(ready,), daemon=True)
+        self._reader.start()
+        port = ready.get(timeout=120)
+        if port is None:
+            raise RuntimeError("daphne exited before listening:\n" + "".join(self.lines))
+        self.port = port
+
+    def _read(self, ready: queue.Queue[int | None]) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+            if line.startswith("LISTENING "):
+                ready.put(int(line.split()[1]))
+        ready.put(None)
+
+    def browser_cookie(self) -> str:
+        """Visit the list page as a browser does: its answer sets the session cookie."""
+        with urlopen(Request(f"http://127.0.0.1:{self.port}/"), timeout=30) as response:
+            cookie = SimpleCookie()
+            for header in response.headers.get_all("Set-Cookie") or []:
+                cookie.load(header)
+        return f"sessionid={cookie['sessionid'].value}"
+
+    def stop(self) -> str:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._reader.join(timeout=30)
+        return "".join(self.lines)
+
+
+async def daphne_sockets(server: Daphne, batches: list[list[str | bytes]], tally: Tally) -> None:
+    from websockets.asyncio.client import connect
+
+    base = f"ws://127.0.0.1:{server.port}"
+    origin = f"http://127.0.0.1:{server.port}"
+    chats = []
+    for sent in batches:
+        cookie = await asyncio.to_thread(server.browser_cookie)
+        session_id = str(uuid.uuid4())
+        chats.append((cookie, session_id))
+        async with connect(
+            f"{base}/ws/sessions/{session_id}/",
+            origin=origin,
+            additional_headers={"Cookie": cookie},
+            max_size=None,
+            ping_interval=None,
+        ) as socket:
+            tally.sockets += 1
+
+            async def receive(socket=socket) -> dict:
+                try:
+                    text = await asyncio.wait_for(socket.recv(), ANSWER_TIMEOUT)
+                except Exception as error:
+                    tally.sockets_closed += 1
+                    raise SocketClosed(f"no answer or a closed socket: {error!r}") from error
+                return json.loads(text)
+
+            exchange = Exchange(socket.send, receive, tally)
+            assert (await receive())["type"] == "session"
+            for frame in sent:
+                await exchange.frame(frame)
+    # Ordinary disconnects: in the middle of a streaming answer, and while a run waits.
+    for content, until in (("a long answer", "text_delta"), ("note: x", "custom")):
+        cookie = await asyncio.to_thread(server.browser_cookie)
+        session_id = str(uuid.uuid4())
+        chats.append((cookie, session_id))
+        async with connect(
+            f"{base}/ws/sessions/{session_id}/",
+            origin=origin,
+            additional_headers={"Cookie": cookie},
+            max_size=None,
+        ) as socket:
+            await socket.send(json.dumps({"type": "user_message", "content": content}))
+            while True:
+                frame = json.loads(await asyncio.wait_for(socket.recv(), ANSWER_TIMEOUT))
+                if frame.get("event", {}).get("type") == until:
+                    break
+    # Every chat comes back idle: no run was left behind by its socket.
+    for cookie, session_id in chats:
+        async with connect(
+            f"{base}/ws/sessions/{session_id}/",
+            origin=origin,
+            additional_headers={"Cookie": cookie},
+            max_size=None,
+        ) as socket:
+            first = json.loads(await asyncio.wait_for(socket.recv(), ANSWER_TIMEOUT))
+            assert first["type"] == "session", first
+            assert first["active_request_id"] is None, f"a run outlived its socket: {first}"
+
+
+def test_hostile_frames_over_a_real_socket_to_daphne(tmp_path, request):
+    drawn: list[list[str | bytes]] = []
+
+    # Hypothesis's first example is its simplest (all frames alike): one more, skipped.
+    @settings(
+        max_examples=DAPHNE_SOCKETS + 1,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(
+        st.lists(
+            frames(ascii_only=True, failing=False),
+            min_size=DAPHNE_FRAMES_PER_SOCKET,
+            max_size=DAPHNE_FRAMES_PER_SOCKET,
+        )
+    )
+    def draw(batch: list[str | bytes]) -> None:
+        drawn.append(batch)
+
+    draw()
+    tally = Tally()
+    server = Daphne(tmp_path)
+    try:
+        asyncio.run(daphne_sockets(server, drawn[-DAPHNE_SOCKETS:], tally))
+    finally:
+        log = server.stop()
+    report(request, tally.line("daphne, real socket"))
+    assert tally.frames == DAPHNE_SOCKETS * DAPHNE_FRAMES_PER_SOCKET
+    assert tally.answered == tally.frames
+    assert tally.sockets_closed == 0
+    noisy = [
+        line
+        for line in log.splitlines()
+        if any(word in line for word in ("Traceback", "WARNING", "ERROR", "Exception"))
+    ]
+    assert noisy == [], log[-5000:]
