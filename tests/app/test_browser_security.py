@@ -1,11 +1,11 @@
 """Security in a real browser: the XSS corpus stays inert, another browser is refused.
 
-Runs on the servers and fixtures of ``test_browser.py`` (headless Chromium against the real
-ASGI app on daphne). The corpus (``browser_model.XSS``) travels through every channel a
-model or a user controls: the user's text and so the chat's title, the answer's Markdown,
-reasoning, tool names, arguments and results, an ``ask_user`` question and its options, an
-approval and the note it saves; the page is checked live, after a reload (history), on the
-chat list and in the admin.
+Runs on the shared servers and fixtures of the browser tests (``browser_fixtures.py``:
+headless Chromium against the real ASGI app on daphne). The corpus (``browser_model.XSS``)
+travels through every channel a model or a user controls: the user's text and so the
+chat's title, the answer's Markdown, reasoning, tool names, arguments and results, an
+``ask_user`` question and its options, an approval and the note it saves; the page is
+checked live, after a reload (history), on the chat list and in the admin.
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ import sys
 
 from playwright.sync_api import Browser, Page, expect
 
-from tests.app import test_browser as base
-from tests.app.test_browser import ROOT, LiveServer, expect_idle, last_answer, open_new_chat, send
+from tests.app.browser_support import (
+    ROOT,
+    LiveServer,
+    expect_idle,
+    last_answer,
+    open_new_chat,
+    send,
+)
 
-# The fixtures of the browser test, shared (pytest finds fixtures by module attribute).
-browser = base.browser
-page = base.page
-probe = base.probe
-daphne_server = base.daphne_server
-scripted_server = base.scripted_server
+pytest_plugins = ["tests.app.browser_fixtures"]
 
 
 #: True when any element carries an event-handler attribute or a ``javascript:`` link.
