@@ -18,10 +18,15 @@
  * until the server shows it took it (the message's `run_started`; the steer's
  * `external_event_result`). If instead it is refused (`busy`, `rate_limited`, `too_large`,
  * a steer that came too late), or a dropped link lost it, its text returns to the composer.
+ * Regenerate, Edit and Retry replace the last turn (`edit.js`); the page changes when their
+ * run starts.
  */
-import { ChatConnection, LinkState, socketUrl } from "./connection.js";
+import { ChatConnection, socketUrl } from "./connection.js";
+import { LastTurnActions } from "./edit.js";
 import { renderHistory } from "./history.js";
+import { LinkIndicator } from "./link.js";
 import { Notices } from "./notices.js";
+import { Outbox } from "./outbox.js";
 import { HistoryPaging } from "./paging.js";
 import { keepTimesFresh, parseTime } from "./time.js";
 import { Transcript } from "./transcript.js";
@@ -62,8 +67,8 @@ const ui = {
   sidebarToggle: byId("sidebar-toggle"),
 };
 
-/** Refusals after which the text that was refused goes back into the composer. */
-const KEEP_TEXT_CODES = new Set(["busy", "rate_limited", "too_large", "not_running"]);
+/** Refusals that give back what this page sent (`outbox.js`). */
+const GIVE_BACK_CODES = new Set(["busy", "rate_limited", "too_large", "not_running", "bad_frame"]);
 
 const notices = new Notices(byId("notices"));
 const widgets = new ReplyWidgets((name, payload) => send({ type: "external_event", name, payload }), {
@@ -74,11 +79,38 @@ const transcript = new Transcript(byId("transcript"), widgets, byId("transcript-
   onRetry: retry,
 });
 const paging = new HistoryPaging(transcript, send, {
-  onUsage: (usage) => showSessionUsage(addUsage(sessionUsage, usage)),
+  // Older pages count only when the server gave no session total.
+  onUsage: (usage) => sessionTotalKnown || showSessionUsage(addUsage(sessionUsage, usage)),
 });
+const lastTurn = new LastTurnActions(transcript, {
+  regenerate: () => replaceLastTurn(null),
+  edit: (content) => replaceLastTurn(content),
+});
+const outbox = new Outbox({
+  send,
+  transcript,
+  input: ui.input,
+  hint: ui.hint,
+  onReplaceRefused: () => {
+    lastTurn.refused();
+    if (retrying !== null) {
+      retrying.disabled = false;
+      retrying.textContent = "Retry";
+      retrying = null;
+    }
+    updateMode();
+  },
+});
+const link = new LinkIndicator(
+  { link: ui.link, label: ui.linkLabel, status: ui.linkStatus, retry: ui.retry },
+  notices,
+);
 const connection = new ChatConnection(() => socketUrl(config.socketPath, lastSeq), {
   onFrame: handleFrame,
-  onStatus: showLinkStatus,
+  onStatus: (status) => {
+    link.show(status);
+    updateMode();
+  },
 });
 
 /** The highest `seq` applied (null before the first). */
@@ -97,9 +129,10 @@ const runs = new Map();
 const resumed = new Set();
 let title = config.title || "";
 let sessionUsage = null;
-/** Messages and steers sent but not yet taken by the server, oldest first. */
-let unconfirmed = [];
-let countdownTimer = null;
+/** Whether the `session` frame gave the chat's token total (`usage`). */
+let sessionTotalKnown = false;
+/** The Retry button whose `regenerate` is on its way. */
+let retrying = null;
 
 function send(frame) {
   if (connection.send(frame)) {
@@ -111,7 +144,7 @@ function send(frame) {
 
 /** Whether a run is live (or a message this page sent is about to start one). */
 function isRunning() {
-  return liveRunId !== null || unconfirmed.some((entry) => entry.kind === "message");
+  return liveRunId !== null || outbox.startsRun;
 }
 
 /** Switch the composer between sending and steering, and show Stop while a run is live. */
@@ -129,11 +162,8 @@ function updateMode() {
     ui.stop.textContent = "Stop";
   }
   ui.stop.hidden = !active;
-  updateSendButton();
-}
-
-function updateSendButton() {
   ui.send.disabled = !connection.isOpen;
+  lastTurn.refresh(!active && connection.isOpen);
 }
 
 function showTitle(text) {
@@ -182,66 +212,24 @@ function rememberRuns(items) {
 
 /** Send `content` as a new message and show it. False (nothing shown) if it was not sent. */
 function sendMessage(content) {
-  if (!send({ type: "user_message", content })) {
+  if (!outbox.message(content)) {
     return false;
   }
-  const bubble = transcript.addUserMessage(content, { at: new Date(), pending: true });
-  unconfirmed.push({ kind: "message", content, bubble });
   nameChatAfter(content);
   updateMode();
   return true;
 }
 
-function sendSteer(content) {
-  if (!send({ type: "steer", content })) {
+/** Answer the last message again (`content` null), or an edited version of it. */
+function replaceLastTurn(content) {
+  if (!outbox.replace(content)) {
     return false;
   }
-  unconfirmed.push({ kind: "steer", content });
-  ui.hint.textContent = "Steer sent.";
+  updateMode();
   return true;
 }
 
-/** Take the oldest unconfirmed entry of `kind` (with `content`, when given) off the list. */
-function takeUnconfirmed(kind, content = null) {
-  const index = unconfirmed.findIndex(
-    (entry) => entry.kind === kind && (content === null || entry.content === content),
-  );
-  return index >= 0 ? unconfirmed.splice(index, 1)[0] : null;
-}
-
-/**
- * The server refused something this page sent, with `code`: take back what it refused
- * and return its text to the composer. `busy` can only answer a message and `not_running`
- * only a steer (or a cancel); the others answer the oldest frame still unconfirmed.
- */
-function restoreRefused(code) {
-  const kinds = { busy: ["message"], not_running: ["steer"] }[code] ?? ["message", "steer"];
-  const index = unconfirmed.findIndex((entry) => kinds.includes(entry.kind));
-  if (index >= 0) {
-    giveBack(unconfirmed.splice(index, 1)[0]);
-  }
-}
-
-/** Undo an unconfirmed entry: its bubble goes, its text returns to the composer. */
-function giveBack(entry) {
-  if (entry.kind === "message" && entry.bubble) {
-    transcript.retractUserMessage(entry.bubble);
-  }
-  updateMode();
-  restoreText(entry.content, entry.kind === "message" ? "Your message was not sent" : "Your steer was not used");
-}
-
-function restoreText(content, what) {
-  if (!ui.input.value.trim()) {
-    ui.input.value = content;
-    ui.hint.textContent = `${what}; it is back in the box.`;
-  } else {
-    ui.input.value = `${content}\n\n${ui.input.value}`;
-    ui.hint.textContent = `${what}; it is back in the box, above what you typed since.`;
-  }
-  ui.input.focus({ preventScroll: true });
-}
-
+/** Retry after a failed or interrupted answer: the same message, answered again. */
 function retry(prompt, button) {
   if (isRunning()) {
     notices.show("The agent is answering. Wait for it, or press Stop, then retry.", {
@@ -250,9 +238,10 @@ function retry(prompt, button) {
     });
     return;
   }
-  if (sendMessage(prompt)) {
-    button.closest(".note")?.classList.add("note--retried");
-    button.remove();
+  if (replaceLastTurn(null)) {
+    button.disabled = true;
+    button.textContent = "Retrying…";
+    retrying = button;
     ui.input.focus({ preventScroll: true });
   }
 }
@@ -331,9 +320,6 @@ function showSession(frame) {
   const reconnected = greeted;
   greeted = true;
   sessionLastSeq = Number.isInteger(frame.last_seq) ? frame.last_seq : 0;
-  for (const entry of unconfirmed) {
-    entry.beforeReconnect = reconnected;
-  }
   connection.send({ type: "ping" });
   if (frame.title) {
     showTitle(frame.title);
@@ -341,6 +327,9 @@ function showSession(frame) {
   const active = frame.active_request_id ?? null;
   const sameRun = reconnected && active !== null && active === liveRunId;
   const nothingNew = reconnected && active === null && liveRunId === null && lastSeq !== null && sessionLastSeq <= lastSeq;
+  if (reconnected) {
+    outbox.reconnected(!(sameRun || nothingNew));
+  }
   if (sameRun || nothingNew) {
     updateMode();
     return;
@@ -357,17 +346,15 @@ function showSession(frame) {
   transcript.removeRetryButtons({ keepLast: true });
   transcript.scrollToEnd();
   paging.reset(Boolean(frame.has_more_history), history);
-  showSessionUsage(usage);
+  sessionTotalKnown = frame.usage !== undefined && frame.usage !== null;
+  showSessionUsage(sessionTotalKnown ? frame.usage : usage);
   for (const item of history) {
     maxPosition = Math.max(maxPosition, item.position ?? -1);
   }
   // A message that was stored while the link was down is there now: no longer unconfirmed.
   const stored = history.filter((item) => item.role === "user" && !item.steering && item.position > seenPosition);
   for (const item of stored) {
-    takeUnconfirmed("message", item.content);
-  }
-  for (const entry of unconfirmed) {
-    entry.bubble = null; // thrown away with the old transcript
+    outbox.take("message", item.content);
   }
   liveRunId = active;
   updateMode();
@@ -379,10 +366,8 @@ function caughtUp() {
   if (liveRunId !== null && transcript.turnFor(liveRunId) === null) {
     transcript.startRun(liveRunId);
   }
-  for (const entry of unconfirmed.filter((item) => item.beforeReconnect)) {
-    unconfirmed.splice(unconfirmed.indexOf(entry), 1);
-    giveBack(entry);
-  }
+  outbox.caughtUp();
+  updateMode();
 }
 
 function startRun(frame) {
@@ -394,15 +379,20 @@ function startRun(frame) {
     transcript.resumeRun(frame.request_id, frame.resumed_from);
   } else {
     const content = frame.content ?? "";
-    const entry = takeUnconfirmed("message", content);
+    if (frame.kind === "regenerate" || frame.kind === "edit") {
+      outbox.take("replace");
+      lastTurn.replaced();
+      retrying = null;
+      transcript.dropFrom(frame.superseded_from);
+    }
+    const entry = outbox.take("message", content);
     let bubble = entry?.bubble?.isConnected ? entry.bubble : null;
     const stamp = { at, position: frame.position ?? null, requestId: frame.request_id };
     if (bubble !== null) {
       transcript.stampUserMessage(bubble, stamp);
     } else {
       // Sent by another tab (or before a reload): it goes before what this page still sends.
-      const before = unconfirmed.find((item) => item.bubble?.isConnected)?.bubble ?? null;
-      bubble = transcript.addUserMessage(content, { ...stamp, before });
+      bubble = transcript.addUserMessage(content, { ...stamp, before: outbox.firstPendingBubble() });
     }
     transcript.startRun(frame.request_id, { prompt: content, bubble });
     nameChatAfter(content);
@@ -449,12 +439,7 @@ function showPending(pending) {
 function replyAccepted(frame) {
   const payload = frame.payload ?? {};
   if (frame.name === "steering_message") {
-    const mine = unconfirmed.find(
-      (entry) => entry.kind === "steer" && entry.beforeReconnect && entry.content === payload.content,
-    );
-    if (mine) {
-      unconfirmed.splice(unconfirmed.indexOf(mine), 1);
-    }
+    outbox.takeReplayedSteer(payload.content);
     transcript.queueSteer(frame.request_id, payload.content ?? "");
   } else if (frame.correlation_id) {
     widgets.accepted(frame.correlation_id, payload);
@@ -466,11 +451,11 @@ function handleExternalEventResult(frame) {
   if (frame.correlation_id) {
     widgets.settle(frame.correlation_id, frame.accepted_by, frame.reason ?? null);
   } else if (frame.name === "steering_message") {
-    const entry = takeUnconfirmed("steer");
+    const entry = outbox.take("steer");
     if (!accepted) {
       notices.show("The steer arrived after the answer had finished, so it was not used.", { tone: "info" });
       if (entry) {
-        restoreText(entry.content, "Your steer was not used");
+        outbox.restoreText(entry.content, "Your steer was not used");
       }
     }
   }
@@ -479,62 +464,13 @@ function handleExternalEventResult(frame) {
 function handleError(frame) {
   const text = ERROR_TEXT[frame.code] ?? "Something went wrong.";
   notices.show(text, { detail: frame.message || "", key: `error-${frame.code}` });
-  if (KEEP_TEXT_CODES.has(frame.code)) {
-    restoreRefused(frame.code);
+  if (GIVE_BACK_CODES.has(frame.code)) {
+    outbox.refused(frame.code);
+    updateMode();
   }
   if (frame.code === "not_running") {
     ui.stop.disabled = false;
     ui.stop.textContent = "Stop";
-  }
-}
-
-// --- connection status ----------------------------------------------------------------
-
-/**
- * The link indicator. The visible label counts down to the next attempt each second; the
- * screen-reader status (`#connection-status`) is told only when the state changes, so it
- * does not read out a number every second.
- */
-function showLinkStatus(status) {
-  ui.link.dataset.state = status.state;
-  ui.retry.hidden = status.state !== LinkState.WAITING;
-  clearTimeout(countdownTimer);
-  countdownTimer = null;
-  switch (status.state) {
-    case LinkState.CONNECTING:
-      ui.linkLabel.textContent = "Connecting…";
-      break;
-    case LinkState.OPEN:
-      ui.linkLabel.textContent = "Connected";
-      ui.linkStatus.textContent = "Connected";
-      notices.dismiss("link");
-      notices.dismiss("offline");
-      break;
-    case LinkState.WAITING:
-      ui.linkStatus.textContent = "Offline. Retrying shortly.";
-      countDown(Date.now() + status.delayMs);
-      break;
-    case LinkState.REFUSED:
-      ui.linkLabel.textContent = "Disconnected";
-      ui.linkStatus.textContent = "Disconnected";
-      notices.show("The server closed this chat and will not reopen it.", {
-        key: "link",
-        detail: status.reason || `(code ${status.code})`,
-      });
-      break;
-    default:
-      break;
-  }
-  updateSendButton();
-}
-
-/** "Offline, retrying in N s", rewritten each time N changes until `deadline`. */
-function countDown(deadline) {
-  const left = deadline - Date.now();
-  const seconds = Math.ceil(left / 1000);
-  ui.linkLabel.textContent = seconds > 0 ? `Offline, retrying in ${seconds} s` : "Offline, retrying…";
-  if (seconds > 0) {
-    countdownTimer = setTimeout(() => countDown(deadline), left - (seconds - 1) * 1000);
   }
 }
 
@@ -553,7 +489,7 @@ ui.composer.addEventListener("submit", (event) => {
     return;
   }
   if (isRunning()) {
-    if (sendSteer(content)) {
+    if (outbox.steer(content)) {
       ui.input.value = "";
     }
     return;

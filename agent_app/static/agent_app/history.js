@@ -13,6 +13,7 @@
  * once, from the newer page; a turn cut by a page boundary shows as two adjacent turns.
  */
 import { contentText } from "./blocks.js";
+import { cutOffText } from "./events.js";
 import { parseTime } from "./time.js";
 import { addUsage } from "./usage.js";
 
@@ -148,7 +149,7 @@ class HistoryRenderer {
       turn.lastCalls = calls.map((call) => call.id);
     }
     if (item.stop_reason) {
-      transcript.addNote(transcript.cutOffText({ reason: item.stop_reason }), "warning", turn);
+      transcript.addNote(cutOffText({ reason: item.stop_reason }), "warning", turn);
     }
     turn.callText = turn.callReasoning = null;
     turn.usage = addUsage(turn.usage, item.usage);

@@ -16,30 +16,13 @@
  */
 import { contentText, element, ReasoningSegment, TextSegment, ToolCard } from "./blocks.js";
 import { copyButton } from "./copy.js";
+import { applyEvent } from "./events.js";
 import { timeElement } from "./time.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
-
-const STOP_REASONS = {
-  max_tokens: "it reached the length limit",
-  content_filter: "a content filter stopped it",
-  refusal: "the model refused to go on",
-  other: "the model stopped early",
-};
 
 const STOPPED_WIDGET_TEXT = "Stopped before anyone answered.";
 const ENDED_WIDGET_TEXT = "The agent stopped waiting for this answer.";
 const PINNED_SLACK_PX = 48;
-
-function askUserArguments(payload) {
-  const args = { question: payload.question };
-  if (payload.options) {
-    args.options = payload.options;
-  }
-  if (payload.allow_multiple) {
-    args.allow_multiple = true;
-  }
-  return args;
-}
 
 /** The blocks of one request (and its continuations) and where its next delta goes. */
 export class Turn {
@@ -397,124 +380,9 @@ export class Transcript {
 
   // --- live events ---------------------------------------------------------------------
 
-  /** Apply one `agent_event` (SPEC A10 event dict) of request `requestId`. */
+  /** Apply one `agent_event` of request `requestId` (`events.js`). */
   handleEvent(requestId, event) {
-    const turn = this.turnFor(requestId) ?? this.startRun(requestId);
-    switch (event.type) {
-      case "model_started":
-        turn.text = turn.reasoning = turn.callText = turn.callReasoning = null;
-        break;
-      case "reasoning_started":
-        turn.reasoning = this.openReasoning(turn);
-        break;
-      case "reasoning_delta":
-        if (event.delta) {
-          (turn.reasoning ??= this.openReasoning(turn)).append(event.delta);
-        }
-        break;
-      case "reasoning_completed":
-        turn.reasoning = null;
-        break;
-      case "content_started":
-        turn.text = this.openText(turn);
-        break;
-      case "text_delta":
-        if (event.delta) {
-          (turn.text ??= this.openText(turn)).append(event.delta);
-        }
-        break;
-      case "content_completed":
-        turn.text?.finish();
-        turn.text = null;
-        break;
-      case "model_completed":
-        this.settleModelCall(turn, event.response?.message, event.content_omitted);
-        this.countUsage(turn, event.response?.usage);
-        break;
-      case "model_stopped":
-        this.settleModelCall(turn, event.message ?? event.response?.message, event.content_omitted);
-        this.countUsage(turn, event.response?.usage);
-        this.addNote(this.cutOffText(event.stop), "warning", turn);
-        break;
-      case "tool_started":
-        for (const call of event.tool_calls ?? []) {
-          const card = this.cardFor(turn, call);
-          if (!this.widgets.isOpen(call.id)) {
-            card.setState("running");
-          }
-        }
-        break;
-      case "tool_completed":
-      case "tool_failed":
-      case "tool_skipped":
-        this.finishTool(turn, event);
-        break;
-      case "server_tool_started": {
-        const call = event.server_tool_call ?? {};
-        this.cardFor(turn, { id: call.id, name: call.name, arguments: call.input }, "Server tool");
-        break;
-      }
-      case "server_tool_completed":
-      case "server_tool_failed": {
-        const result = event.server_tool_result ?? {};
-        const card = this.cardFor(turn, { id: result.call_id, name: result.name }, "Server tool");
-        const failed = event.type === "server_tool_failed";
-        card.finish(failed ? "failed" : "done", contentText(result.output ?? ""), { errorText: result.error ?? "" });
-        break;
-      }
-      case "steering_started":
-        turn.text?.finish();
-        turn.text = null;
-        this.applySteer(turn, event.steering_message?.content ?? "");
-        break;
-      case "compaction_completed":
-        if (event.applied) {
-          this.addNote("Earlier messages were summarised to fit the model's context.", "muted", turn);
-        }
-        break;
-      case "custom":
-        this.handleCustom(turn, requestId, event);
-        break;
-      case "run_completed":
-        turn.text?.finish();
-        break;
-      default:
-        break;
-    }
-  }
-
-  handleCustom(turn, requestId, event) {
-    const payload = event.payload ?? {};
-    if (event.name !== "ask_user" && event.name !== "approval_requested") {
-      return;
-    }
-    // The question comes from the tool's before_tool hook, ahead of TOOL_STARTED: open the
-    // call's card now so the widget sits under the card it belongs to.
-    const call =
-      event.name === "ask_user"
-        ? { id: payload.tool_call_id, name: "ask_user", arguments: askUserArguments(payload) }
-        : { id: payload.tool_call_id, name: payload.tool, arguments: payload.arguments };
-    const card = this.cardFor(turn, call);
-    if (this.widgets.has(payload.tool_call_id)) {
-      // Asked again by a continuation that already has (or is getting) its answer.
-      if (this.widgets.isOpen(payload.tool_call_id)) {
-        card.setState("waiting");
-      }
-      return;
-    }
-    card.setState("waiting");
-    const widget = this.showWidget(card, payload, event.name, requestId);
-    widget.scrollIntoView({ block: "nearest" });
-    // The agent is blocked on this answer: take the keyboard there, unless the user is in
-    // the middle of typing something else. An approval gets focus on the widget itself, not
-    // on its Approve button, so a stray Enter cannot consent to anything.
-    const active = document.activeElement;
-    const idle = active === document.body || (active?.id === "composer-input" && !active.value);
-    if (idle) {
-      const target =
-        event.name === "approval_requested" ? widget : widget.querySelector("textarea, input, button");
-      target?.focus({ preventScroll: true });
-    }
+    applyEvent(this, requestId, event, this.onUsage);
   }
 
   /** An open widget for a wait (`ask_user` or `approval_requested`), right under its card. */
@@ -527,47 +395,37 @@ export class Transcript {
     return widget;
   }
 
-  finishTool(turn, event) {
-    const message = event.message ?? {};
-    const state = { tool_completed: "done", tool_failed: "failed", tool_skipped: "skipped" }[event.type];
-    const calls = event.tool_calls?.length ? event.tool_calls : [{ id: message.tool_call_id, name: message.name }];
-    const errorText = event.error ? `${event.error.type}: ${event.error.message}` : "";
-    for (const call of calls) {
-      const card = this.cardFor(turn, call);
-      card.finish(state, contentText(message.content), { errorText, truncated: Boolean(event.content_truncated) });
-      this.widgets.resolve(call.id, message.attributes?.reply);
-    }
-  }
-
-  /** Make the finished model call's text match its final message (deltas are display only). */
-  settleModelCall(turn, message, omitted = false) {
-    if (!message) {
+  /**
+   * A `regenerate` or `edit` run superseded the messages from `position` on: they leave
+   * the page (the user message there, and everything after it).
+   */
+  dropFrom(position) {
+    if (!Number.isInteger(position)) {
       return;
     }
-    if (message.reasoning) {
-      (turn.callReasoning ?? this.openReasoning(turn)).set(message.reasoning);
+    const items = this.items;
+    const index = items.findIndex((node) => node.dataset.position !== undefined && Number(node.dataset.position) >= position);
+    if (index < 0) {
+      return;
     }
-    if (message.content && !omitted) {
-      (turn.callText ?? this.openText(turn)).set(contentText(message.content));
+    for (const node of items.slice(index)) {
+      node.remove();
     }
-    if (turn.callText) {
-      turn.callText.final = true;
-      turn.callText.finish();
+    for (const [id, card] of this.cards) {
+      if (!card.el.isConnected) {
+        this.cards.delete(id);
+      }
     }
-    turn.text = turn.reasoning = null;
-  }
-
-  countUsage(turn, usage) {
-    if (usage) {
-      turn.usage = addUsage(turn.usage, usage);
-      this.onUsage(usage);
+    for (const [id, turn] of this.turns) {
+      if (!turn.el.isConnected) {
+        this.turns.delete(id);
+      }
     }
-  }
-
-  cutOffText(stop) {
-    const reason = STOP_REASONS[stop?.reason] ?? STOP_REASONS.other;
-    const detail = stop?.detail ? `: ${stop.detail}` : "";
-    return `The answer was cut off (${reason}${detail}).`;
+    if (this.current !== null && !this.current.el.isConnected) {
+      this.current = null;
+    }
+    this.widgets.forgetDetached();
+    this.updateEmptyHint();
   }
 
   // --- blocks --------------------------------------------------------------------------

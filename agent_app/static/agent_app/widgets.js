@@ -265,6 +265,16 @@ export class ReplyWidgets {
     }
   }
 
+  /** Forget the widgets whose elements left the page. */
+  forgetDetached() {
+    for (const [id, widget] of this.widgets) {
+      if (!widget.form.isConnected) {
+        widget.countdown?.stop();
+        this.widgets.delete(id);
+      }
+    }
+  }
+
   /** Forget all widgets (their elements are being thrown away). */
   reset() {
     for (const widget of this.widgets.values()) {

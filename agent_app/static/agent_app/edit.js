@@ -1,0 +1,190 @@
+/**
+ * Answering the last message again: Regenerate on the last answer, Edit on the last
+ * message you sent.
+ *
+ * Both replace the last turn (docs/protocol.md: `regenerate`, `edit_last`): the server keeps
+ * the old turn, marked superseded, and starts a run whose `run_started` says from which
+ * position the page drops what it shows (`superseded_from`). So nothing changes on the
+ * page until that frame arrives; if the server refuses (busy, too large), the editor opens
+ * again with the text in it.
+ *
+ * The buttons are offered only while nothing runs and the link is up (`refresh`), on the
+ * last user message and on the footer of the turn after it.
+ */
+import { element } from "./blocks.js";
+
+const MAX_CONTENT_BYTES = 32 * 1024;
+
+function actionButton(label, accessibleName) {
+  const button = element("button", "button button--quiet button--small last-action", label);
+  button.type = "button";
+  button.setAttribute("aria-label", accessibleName);
+  return button;
+}
+
+export class LastTurnActions {
+  /**
+   * @param {import("./transcript.js").Transcript} transcript
+   * @param {{regenerate: () => boolean, edit: (content: string) => boolean}} send Each
+   *   sends its frame; false when it could not be sent.
+   */
+  constructor(transcript, { regenerate, edit }) {
+    this.transcript = transcript;
+    this.regenerate = regenerate;
+    this.edit = edit;
+    /** The open editor: `{bubble, form, input, hint, sending}`, or null. */
+    this.editor = null;
+    /** The Regenerate button whose frame is on its way. */
+    this.pending = null;
+    this.enabled = false;
+  }
+
+  /** Offer the actions (when `enabled`) on the last message and answer, and only there. */
+  refresh(enabled) {
+    this.enabled = enabled;
+    if (this.editor !== null && !this.editor.sending && (!enabled || !this.editor.bubble.isConnected)) {
+      this.closeEditor({ focus: false });
+    }
+    for (const button of this.transcript.root.querySelectorAll(".last-action")) {
+      if (!button.disabled) {
+        button.remove();
+      }
+    }
+    if (!enabled || this.editor !== null) {
+      return;
+    }
+    const items = this.transcript.items;
+    const index = items.findLastIndex((node) => node.matches(".msg--user") && !node.dataset.pending);
+    if (index < 0) {
+      return;
+    }
+    const bubble = items[index];
+    const edit = actionButton("Edit", "Edit your last message");
+    edit.addEventListener("click", () => this.openEditor(bubble));
+    bubble.querySelector(".msg__head").append(edit);
+    const meta = items.slice(index + 1).findLast((node) => node.matches(".turn"))?.querySelector(".turn__meta");
+    if (meta) {
+      const again = actionButton("Regenerate", "Regenerate the last answer");
+      again.title = "Answer the same message again";
+      again.addEventListener("click", () => {
+        if (this.regenerate()) {
+          again.disabled = true;
+          again.textContent = "Regenerating…";
+          this.pending = again;
+        }
+      });
+      meta.append(again);
+    }
+  }
+
+  openEditor(bubble) {
+    const body = bubble.querySelector(".msg__body");
+    const form = element("form", "msg__editor");
+    const input = element("textarea", "msg__editor-input");
+    input.id = `edit-${Date.now()}`;
+    input.rows = 3;
+    input.value = body.textContent;
+    const label = element("label", "visually-hidden", "Edit your message");
+    label.htmlFor = input.id;
+    const hint = element("p", "msg__editor-hint muted");
+    hint.setAttribute("aria-live", "polite");
+    const cancel = element("button", "button button--quiet button--small", "Cancel");
+    cancel.type = "button";
+    const save = element("button", "button button--primary button--small", "Send");
+    save.type = "submit";
+    const actions = element("div", "msg__editor-actions");
+    actions.append(hint, cancel, save);
+    form.append(label, input, actions);
+    bubble.dataset.editing = "true";
+    body.after(form);
+    this.editor = { bubble, form, input, hint, sending: false };
+    for (const button of this.transcript.root.querySelectorAll(".last-action")) {
+      button.remove();
+    }
+
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        form.requestSubmit();
+      } else if (event.key === "Escape" && !event.isComposing) {
+        event.preventDefault();
+        this.closeEditor();
+      }
+    });
+    cancel.addEventListener("click", () => this.closeEditor());
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.submit();
+    });
+    input.focus();
+    input.setSelectionRange(input.value.length, input.value.length);
+  }
+
+  submit() {
+    const editor = this.editor;
+    if (editor === null || editor.sending) {
+      return;
+    }
+    const content = editor.input.value;
+    if (!content.trim()) {
+      editor.hint.textContent = "Type a message first.";
+      return;
+    }
+    const bytes = new TextEncoder().encode(content).length;
+    if (bytes > MAX_CONTENT_BYTES) {
+      editor.hint.textContent = `This is ${Math.ceil(bytes / 1024)} KiB; the limit is 32 KiB.`;
+      return;
+    }
+    if (!this.edit(content)) {
+      editor.hint.textContent = "Not connected; try again when the connection is back.";
+      return;
+    }
+    editor.sending = true;
+    editor.hint.textContent = "Sending…";
+    for (const control of editor.form.querySelectorAll("textarea, button")) {
+      control.disabled = true;
+    }
+  }
+
+  /**
+   * The server refused the regenerate or the edit: the button works again; the editor
+   * takes input again, with the text in it.
+   */
+  refused() {
+    if (this.pending) {
+      this.pending.disabled = false;
+      this.pending.textContent = "Regenerate";
+      this.pending = null;
+    }
+    const editor = this.editor;
+    if (editor === null) {
+      return;
+    }
+    editor.sending = false;
+    for (const control of editor.form.querySelectorAll("textarea, button")) {
+      control.disabled = false;
+    }
+    editor.hint.textContent = "Not sent; your text is still here.";
+    editor.input.focus();
+  }
+
+  /** The replacing run started: the edited message is gone from the page with its editor. */
+  replaced() {
+    this.editor = null;
+    this.pending = null;
+  }
+
+  closeEditor({ focus = true } = {}) {
+    const editor = this.editor;
+    if (editor === null) {
+      return;
+    }
+    this.editor = null;
+    editor.form.remove();
+    delete editor.bubble.dataset.editing;
+    this.refresh(this.enabled);
+    if (focus) {
+      editor.bubble.querySelector(".last-action")?.focus();
+    }
+  }
+}
