@@ -80,8 +80,9 @@ def test_each_answer_shows_its_token_usage_and_the_chat_its_total(
 
 
 def with_stored_fields(frame: dict) -> dict:
-    """The `session` frame with a fixed time on every item, the usage of a long answer and
-    that answer stopped part way (as the server sends a stopped run's answer)."""
+    """The `session` frame with a fixed time on every item, the usage of a long answer (and
+    so of the chat), and that answer stopped part way (as the server sends a stopped run's
+    answer)."""
     if frame.get("type") != "session":
         return frame
     for item in frame["history"]:
@@ -92,6 +93,7 @@ def with_stored_fields(frame: dict) -> dict:
             item["partial"] = True
     for run in frame["runs"]:
         run["status"] = "cancelled"
+    frame["usage"] = {"input_tokens": 4000, "output_tokens": 1000, "total_tokens": 5000}
     return frame
 
 
