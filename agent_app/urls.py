@@ -14,6 +14,8 @@ app_name = "agent_app"
 urlpatterns = [
     path("", views.session_list, name="session_list"),
     path("s/<uuid:session_id>/", views.chat, name="chat"),
+    path("s/<uuid:session_id>/rename/", views.rename, name="rename"),
+    path("s/<uuid:session_id>/delete/", views.delete, name="delete"),
     path(
         "accounts/login/",
         auth_views.LoginView.as_view(redirect_authenticated_user=True),

@@ -13,35 +13,95 @@ session, so the page's socket carries the cookie that names it). With
 
 These views render only the page shell; the conversation itself travels over the
 WebSocket (``/ws/sessions/<uuid>/``), which the page script opens.
+
+Managing chats (only the owner, through ``agent_app.access``; anyone else gets a 404):
+
+- the list is paged (``LIST_PAGE_SIZE`` a page, ``?page=``) and searchable (``?q=``: the
+  title, or the text of a user message or answer still in the conversation; a plain
+  ``icontains`` query, so it works the same on SQLite and PostgreSQL);
+- ``rename`` (POST, CSRF-protected) sets the title;
+- ``delete`` asks first (GET: a confirmation page), then (POST) deletes the chat and
+  everything stored with it: messages (superseded ones too), runs, waits and the audit
+  rows of the replies (``ExternalEventRecord``). Notes that ``save_note`` wrote are kept,
+  without their chat. A chat whose run is still going is not deleted (409): stop it
+  first.
+
+Both actions answer JSON to the page script (``Accept: application/json``) and redirect
+otherwise.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.core.paginator import Paginator
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from agent_app.access import may_open, person_of_request, visible_sessions
-from agent_app.models import ChatSession
+from agent_app.access import Person, may_open, person_of_request, visible_sessions
+from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
 
-#: How many sessions the list page and the sidebar show, newest activity first.
+#: How many chats the sidebar shows, newest activity first.
 SESSION_LIST_LIMIT = 50
+#: How many chats a page of the list shows.
+LIST_PAGE_SIZE = 50
+#: Longest search text looked for.
+MAX_QUERY_LENGTH = 200
+#: Longest title (``ChatSession.title``).
+MAX_TITLE_LENGTH = 200
+
+
+def matching(sessions: QuerySet[ChatSession], query: str) -> QuerySet[ChatSession]:
+    """The chats whose title, or a user message or answer in the conversation, holds
+    ``query`` (any case).
+
+    Message content is a JSON column, searched as its JSON text: SQLite keeps that text
+    ASCII-escaped (``caf\\u00e9``) and both databases escape quotes, so the query is also
+    looked for in its JSON-escaped form.
+    """
+    escaped = json.dumps(query)[1:-1]
+    text = Q(content__icontains=query)
+    if escaped != query:
+        text |= Q(content__icontains=escaped)
+    messages = ChatMessage.objects.filter(
+        text, session=OuterRef("pk"), superseded=False, role__in=["user", "assistant"]
+    )
+    return sessions.filter(Q(title__icontains=query) | Exists(messages))
+
+
+def sidebar_context(person: Person) -> dict[str, object]:
+    """The sidebar's chats (the newest), and whether there are more than it shows."""
+    sessions = list(visible_sessions(person)[: SESSION_LIST_LIMIT + 1])
+    return {
+        "sessions": sessions[:SESSION_LIST_LIMIT],
+        "more_sessions": len(sessions) > SESSION_LIST_LIMIT,
+        "new_session_id": uuid.uuid4(),
+    }
 
 
 @require_GET
 def session_list(request: HttpRequest) -> HttpResponse:
-    """List the visitor's chats, with a link that opens a new one."""
+    """The visitor's chats, a page at a time, optionally those matching ``?q=``."""
     person = person_of_request(request)
     if person is None:
         return redirect_to_login(request.get_full_path())
+    query = " ".join(request.GET.get("q", "").split())[:MAX_QUERY_LENGTH]
+    sessions = visible_sessions(person)
+    if query:
+        sessions = matching(sessions, query)
+    page = Paginator(sessions, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
         "agent_app/session_list.html",
         {
-            "sessions": visible_sessions(person)[:SESSION_LIST_LIMIT],
+            "sessions": page.object_list,
+            "page": page,
+            "query": query,
             "new_session_id": uuid.uuid4(),
         },
     )
@@ -60,16 +120,71 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         request,
         "agent_app/chat.html",
         {
+            **sidebar_context(person),
             "session": session,
             "session_id": session_id,
             "unsaved_id": session_id if session is None else None,
-            "sessions": visible_sessions(person)[:SESSION_LIST_LIMIT],
-            "new_session_id": uuid.uuid4(),
             # Read by chat.js through json_script, so no value is ever spliced into code.
             "chat_config": {
                 "sessionId": str(session_id),
                 "title": session.title if session is not None else "",
+                "stored": session is not None,
                 "socketPath": f"/ws/sessions/{session_id}/",
+                "renameUrl": reverse("agent_app:rename", kwargs={"session_id": session_id}),
+                "deleteUrl": reverse("agent_app:delete", kwargs={"session_id": session_id}),
+                "listUrl": reverse("agent_app:session_list"),
             },
         },
     )
+
+
+def _own_chat(request: HttpRequest, session_id: uuid.UUID) -> ChatSession:
+    """The visitor's stored chat ``session_id``; a 404 for anyone else, or no such chat."""
+    session = ChatSession.objects.filter(pk=session_id).first()
+    if session is None or not may_open(person_of_request(request), session):
+        raise Http404("There is no chat session with this id.")
+    return session
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+@require_POST
+def rename(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Give a chat the ``title`` posted (whitespace collapsed; 1 to 200 characters)."""
+    session = _own_chat(request, session_id)
+    title = " ".join(request.POST.get("title", "").split())
+    problem = None
+    if not title:
+        problem = "A title needs at least one character."
+    elif len(title) > MAX_TITLE_LENGTH:
+        problem = f"A title may have at most {MAX_TITLE_LENGTH} characters."
+    elif "\x00" in title:
+        problem = "A title may not hold a NUL character."
+    if problem is not None:
+        if _wants_json(request):
+            return JsonResponse({"error": problem}, status=400)
+        return HttpResponse(problem, status=400, content_type="text/plain; charset=utf-8")
+    # An update, not save(): renaming is not activity, so the list keeps its order.
+    ChatSession.objects.filter(pk=session.pk).update(title=title)
+    if _wants_json(request):
+        return JsonResponse({"title": title})
+    return redirect("agent_app:chat", session_id=session.pk)
+
+
+@require_http_methods(["GET", "POST"])
+def delete(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Ask (GET), then delete (POST) a chat and everything stored with it."""
+    session = _own_chat(request, session_id)
+    if request.method == "GET":
+        return render(request, "agent_app/delete_chat.html", {"session": session})
+    if ChatRun.objects.filter(session=session, status=RunStatus.RUNNING).exists():
+        problem = "The agent is still answering in this chat. Stop it first, then delete the chat."
+        if _wants_json(request):
+            return JsonResponse({"error": problem}, status=409)
+        return HttpResponse(problem, status=409, content_type="text/plain; charset=utf-8")
+    session.delete()
+    if _wants_json(request):
+        return JsonResponse({"deleted": True, "next": reverse("agent_app:session_list")})
+    return redirect("agent_app:session_list")

@@ -21,6 +21,7 @@
  * Regenerate, Edit and Retry replace the last turn (`edit.js`); the page changes when their
  * run starts.
  */
+import { confirmDelete, renameInline } from "./chats.js";
 import { ChatConnection, socketUrl } from "./connection.js";
 import { LastTurnActions } from "./edit.js";
 import { renderHistory } from "./history.js";
@@ -65,6 +66,10 @@ const ui = {
   sessionUsage: byId("session-usage"),
   sidebar: byId("sidebar"),
   sidebarToggle: byId("sidebar-toggle"),
+  title: byId("chat-title"),
+  chatActions: byId("chat-actions"),
+  renameChat: byId("rename-chat"),
+  deleteChat: byId("delete-chat"),
 };
 
 /** Refusals that give back what this page sent (`outbox.js`). */
@@ -168,7 +173,7 @@ function updateMode() {
 
 function showTitle(text) {
   title = text;
-  byId("chat-title").textContent = title || "New chat";
+  ui.title.textContent = title || "New chat";
   document.title = `${title || "New chat"} · zett`;
   const entry = ui.sidebar.querySelector("a[aria-current=page] .session-links__title");
   if (entry && title) {
@@ -397,6 +402,7 @@ function startRun(frame) {
     transcript.startRun(frame.request_id, { prompt: content, bubble });
     nameChatAfter(content);
   }
+  ui.chatActions.hidden = false; // the run stored the chat, if it was new
   updateMode();
 }
 
@@ -513,6 +519,33 @@ ui.input.addEventListener("input", () => {
 
 ui.stop.addEventListener("click", stopRun);
 
+// --- renaming and deleting the chat -------------------------------------------------------
+
+ui.chatActions.hidden = !config.stored;
+
+ui.renameChat.addEventListener("click", () => {
+  ui.chatActions.hidden = true;
+  renameInline({
+    shown: ui.title,
+    current: title || "New chat",
+    url: config.renameUrl,
+    onRenamed: showTitle,
+    onClose: () => {
+      ui.chatActions.hidden = false;
+      ui.renameChat.focus();
+    },
+  });
+});
+
+ui.deleteChat.addEventListener("click", () => {
+  confirmDelete({
+    title: title || "Untitled chat",
+    url: config.deleteUrl,
+    onDeleted: (answer) => window.location.assign(answer.next || config.listUrl),
+    onClose: () => ui.deleteChat.focus(),
+  });
+});
+
 ui.retry.addEventListener("click", () => connection.retryNow());
 
 // --- the sidebar on narrow screens ----------------------------------------------------
@@ -539,7 +572,8 @@ document.addEventListener("keydown", (event) => {
     ui.sidebarToggle.focus();
     return;
   }
-  const inWidget = event.target instanceof Element && event.target.closest(".widget");
+  // Escape belongs to a reply widget, an editor or a dialog when focus is there.
+  const inWidget = event.target instanceof Element && event.target.closest(".widget, .rename, .msg__editor, dialog");
   if (isRunning() && !inWidget && !ui.stop.disabled) {
     event.preventDefault();
     stopRun();
