@@ -100,7 +100,11 @@ def test_the_chat_page_of_a_new_id_is_an_empty_chat(client):
     assert config == {
         "sessionId": str(session_id),
         "title": "",
+        "stored": False,
         "socketPath": f"/ws/sessions/{session_id}/",
+        "renameUrl": f"/s/{session_id}/rename/",
+        "deleteUrl": f"/s/{session_id}/delete/",
+        "listUrl": "/",
     }
     assert "<title>New chat · zett</title>" in response.content.decode()
     assert ChatSession.objects.count() == 0
@@ -122,7 +126,11 @@ def test_the_chat_page_hands_its_session_and_socket_path_to_the_script(client):
     assert chat_config(page) == {
         "sessionId": str(session.pk),
         "title": "Groceries",
+        "stored": True,
         "socketPath": f"/ws/sessions/{session.pk}/",
+        "renameUrl": f"/s/{session.pk}/rename/",
+        "deleteUrl": f"/s/{session.pk}/delete/",
+        "listUrl": "/",
     }
     assert "<title>Groceries · zett</title>" in page
     assert 'aria-current="page"' in page
