@@ -160,6 +160,8 @@ class _Run:
     waits: set[str] = field(default_factory=set)
     #: Another worker took over this run's lease (``agent_app.remote.lost_lease``).
     lease_lost: bool = False
+    #: How it ended, once it has.
+    outcome: RunStatus | None = None
 
 
 class LiveSession(ReplyHandling, RemoteRuns):
@@ -361,6 +363,8 @@ class LiveSession(ReplyHandling, RemoteRuns):
         await asyncio.wait([run.task])
         if not run.finished:  # cancelled before its first step: nothing of it ran
             await self._finish(run, RunStatus.CANCELLED)
+        if run.outcome is not RunStatus.CANCELLED:
+            raise NotRunning  # it ended otherwise just before the cancel reached it
 
     async def wait_for_run(self) -> None:
         """Return once the active run (if any) has ended and its outcome is sent."""
@@ -435,6 +439,7 @@ class LiveSession(ReplyHandling, RemoteRuns):
         if run.finished:
             return
         run.finished = True
+        run.outcome = status
         await settle(self._record_end(run, status, final, error))
 
     async def _record_end(
