@@ -400,3 +400,35 @@ async def test_restoring_keeps_an_open_batch_only_for_a_resume(session_id):
     resumable = await sync_to_async(restore_history)(session_id, keep_open_tail=True)
     assert plain == [UserMessage("a")]
     assert resumable == [UserMessage("a"), calc_call("open")]
+
+
+async def test_a_request_costs_the_same_queries_whatever_the_length_of_the_chat():
+    """Flat turns: restoring a chat is one row read, not a read or a check per message."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    counts = []
+    for length in (10, 1000):
+        session_id = str((await ChatSession.objects.acreate()).pk)
+        await ChatMessage.objects.abulk_create(
+            ChatMessage(
+                session_id=session_id,
+                position=i,
+                **row_fields(UserMessage(f"q{i}") if i % 2 == 0 else AssistantMessage(f"a{i}")),
+            )
+            for i in range(length)
+        )
+        agent = await agent_for(session_id, ScriptedModel([AssistantMessage("x")] * 2))
+        await agent.run("warm up", config=AgentRunConfig(session_id))  # reads the rows once
+
+        def measured():
+            return CaptureQueriesContext(connection)
+
+        from asgiref.sync import sync_to_async
+
+        context = await sync_to_async(measured)()
+        await sync_to_async(context.__enter__)()
+        await agent.run("next", config=AgentRunConfig(session_id))
+        await sync_to_async(context.__exit__)(None, None, None)
+        counts.append(len(context.captured_queries))
+    assert counts[0] == counts[1] > 0
