@@ -116,16 +116,22 @@ def check_model(app_configs: Any = None, **kwargs: Any) -> list[Error | Warning]
 
 @register(TAG)
 def check_reply_timeout(app_configs: Any = None, **kwargs: Any) -> list[Error]:
-    """``ZETT_REPLY_TIMEOUT`` is a number of seconds (0 = waits never expire)."""
-    value = getattr(settings, "ZETT_REPLY_TIMEOUT", 0)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        return [
-            Error(
-                f"ZETT_REPLY_TIMEOUT must be a number of seconds >= 0, got {value!r}",
-                id="zett.E012",
+    """Durations: ``ZETT_REPLY_TIMEOUT`` >= 0 (0: waits never expire), the lease and the
+    shutdown grace > 0 seconds."""
+    errors = []
+    for name, minimum, strict in (
+        ("ZETT_REPLY_TIMEOUT", 0, False),
+        ("ZETT_LEASE_SECONDS", 0, True),
+        ("ZETT_SHUTDOWN_GRACE", 0, False),
+    ):
+        value = getattr(settings, name, minimum + 1)
+        number = not isinstance(value, bool) and isinstance(value, int | float)
+        if not number or not (value > minimum if strict else value >= minimum):
+            bound = f"> {minimum}" if strict else f">= {minimum}"
+            errors.append(
+                Error(f"{name} must be a number of seconds {bound}, got {value!r}", id="zett.E012")
             )
-        ]
-    return []
+    return errors
 
 
 def raise_on_invalid_settings() -> None:

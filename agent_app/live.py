@@ -63,7 +63,7 @@ from typing import Any, Protocol
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from agent_app import recovery
+from agent_app import recovery, shutdown
 from agent_app.agents import build_agent
 from agent_app.cluster import Cluster, RemoteRun
 from agent_app.history import page_before, snapshot
@@ -133,11 +133,12 @@ class Subscriber(Protocol):
 
 
 class Busy(Exception):
-    """A request of this session is already running."""
+    """A request of this session is already running (or this process is shutting down)."""
 
-    def __init__(self, request_id: str) -> None:
+    def __init__(self, request_id: str, message: str | None = None) -> None:
         super().__init__(
-            f"Request {request_id} of this session is still running; "
+            message
+            or f"Request {request_id} of this session is still running; "
             "wait for it to finish or send cancel"
         )
         self.request_id = request_id
@@ -160,6 +161,12 @@ class _Run:
     waits: set[str] = field(default_factory=set)
     #: Another worker took over this run's lease (``agent_app.remote.lost_lease``).
     lease_lost: bool = False
+    #: How it ended, once it has.
+    outcome: RunStatus | None = None
+    #: Its last event announced a wait: it does nothing until a reply or its deadline.
+    waiting: bool = False
+    #: Stopped because this process shuts down (``agent_app.shutdown``).
+    shutting_down: bool = False
 
 
 class LiveSession(ReplyHandling, RemoteRuns):
@@ -259,6 +266,8 @@ class LiveSession(ReplyHandling, RemoteRuns):
         """
         if self._run is not None:
             raise Busy(self._run.request_id)
+        if shutdown.draining():
+            raise Busy("", shutdown.DRAINING_MESSAGE)
         run = self._run = _Run(str(uuid.uuid4()), kind=kind, resumed_from=resumed_from)
         leased = False
         ready: list[str] = []
@@ -361,6 +370,34 @@ class LiveSession(ReplyHandling, RemoteRuns):
         await asyncio.wait([run.task])
         if not run.finished:  # cancelled before its first step: nothing of it ran
             await self._finish(run, RunStatus.CANCELLED)
+        if run.outcome is not RunStatus.CANCELLED:
+            raise NotRunning  # it ended otherwise just before the cancel reached it
+
+    @property
+    def run_task(self) -> asyncio.Task[None] | None:
+        """The task of the run this process runs for the session, if any."""
+        return self._run.task if self._run is not None else None
+
+    async def stop_for_shutdown(self) -> None:
+        """End the run here for good: this process is about to exit (``agent_app.shutdown``).
+
+        A run waiting for a reply is left as it stands in the database (its wait is stored)
+        and settled like a run whose process died: paused, answerable elsewhere or later.
+        A working run is cancelled and recorded as interrupted.
+        """
+        run = self._run
+        if run is None or run.task is None:
+            return
+        if run.waiting:
+            self._run = None  # its task stays parked in the wait until the process exits
+            if self.cluster is not None:
+                await self.cluster.release(self.session_id)
+            async with self._lock:
+                await self._recover()
+            return
+        run.shutting_down = True
+        run.task.cancel()
+        await asyncio.wait([run.task])
 
     async def wait_for_run(self) -> None:
         """Return once the active run (if any) has ended and its outcome is sent."""
@@ -388,6 +425,7 @@ class LiveSession(ReplyHandling, RemoteRuns):
             async with aclosing(stream) as events:
                 async for event in events:
                     kind = event.type
+                    run.waiting = False
                     if kind is E.RUN_COMPLETED:
                         # Held back until the stream has ended and released the session:
                         # a client may send its next message the moment it sees this.
@@ -408,7 +446,8 @@ class LiveSession(ReplyHandling, RemoteRuns):
                         await _let_the_loop_write()
                         streak_started = clock()
         except asyncio.CancelledError:
-            status = RunStatus.INTERRUPTED if run.lease_lost else RunStatus.CANCELLED
+            stopped = run.lease_lost or run.shutting_down
+            status = RunStatus.INTERRUPTED if stopped else RunStatus.CANCELLED
             await self._finish(run, status)
             return
         except Exception as error:
@@ -435,6 +474,7 @@ class LiveSession(ReplyHandling, RemoteRuns):
         if run.finished:
             return
         run.finished = True
+        run.outcome = status
         await settle(self._record_end(run, status, final, error))
 
     async def _record_end(
@@ -690,4 +730,5 @@ def live_sessions() -> LiveSessions:
     if registry is None:
         url = getattr(settings, "ZETT_REDIS_URL", None) or None
         registry = _registries[loop] = LiveSessions(cluster_url=url)
+        shutdown.install(registry, loop)
     return registry

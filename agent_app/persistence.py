@@ -1,8 +1,9 @@
 """``OrmPersistenceExtension``: a session's conversation lives in the database, written ahead.
 
 Restoring: ``on_state`` puts the session's stored history (``agent_app.store``) before the
-request's own messages. A request that has no input message resumes a paused run: its
-last, still open tool batch is restored too, so the runtime can run the open calls.
+request's own messages, at the cost of one copy of the references however long the chat.
+A request that resumes a paused run (``context.resuming``) gets its last, still open tool
+batch too, so the runtime can run the open calls.
 
 Writing, as each message settles (never all at the end of a request):
 
@@ -101,9 +102,8 @@ class OrmPersistenceExtension(AgentExtension):
         self._requests: dict[str, _Request] = {}
 
     async def on_state(self, context: AgentRunContext) -> None:
-        resuming = context.input_message is None
         history = await database_sync_to_async(restore_history)(
-            context.session_id, keep_open_tail=resuming
+            context.session_id, keep_open_tail=context.resuming
         )
         input_stored = context.metadata.get(INPUT_STORED) is True
         if input_stored and history and history[-1] == context.input_message:
@@ -111,10 +111,9 @@ class OrmPersistenceExtension(AgentExtension):
         self._requests[context.request_id] = _Request(
             input_stored=input_stored, input_message=context.input_message
         )
-        current = context.state.messages
-        system = [m for m in current if isinstance(m, SystemMessage)]
-        rest = [m for m in current if not isinstance(m, SystemMessage)]
-        context.replace_messages([*system, *history, *rest], emit_new=False)
+        # One copy of the references, no work per message: a turn's cost does not grow
+        # with the length of the conversation (``agent_app.store`` keeps it validated).
+        context.restore_messages(history)
 
     async def on_model_request(
         self,

@@ -158,6 +158,7 @@ class ReplyHandling:
                 )
             )
         await self.broadcast_event(run.request_id, event)
+        run.waiting = kind is not None
         if known is not None and self.agent is not None and isinstance(payload, dict):
             # Answered while nobody was waiting for it: hand it over now.
             config = AgentRunConfig(session_id=self.session_id, request_id=run.request_id)

@@ -51,7 +51,7 @@ def install(registry: LiveSessions, loop: asyncio.AbstractEventLoop) -> None:
     global _installed
     if _installed or threading.current_thread() is not threading.main_thread():
         return
-    if not getattr(settings, "ZETT_GRACEFUL_SHUTDOWN", True):
+    if not getattr(settings, "ZETT_GRACEFUL_SHUTDOWN", False):
         return
     previous = signal.getsignal(signal.SIGTERM)
 

@@ -91,6 +91,11 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+if not DEBUG:
+    # Static files from STATIC_ROOT (``manage.py collectstatic``); with DEBUG, ``runserver``
+    # serves them from the apps as it always does.
+    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+
 ROOT_URLCONF = "zett_site.urls"
 WSGI_APPLICATION = "zett_site.wsgi.application"
 ASGI_APPLICATION = "zett_site.asgi.application"
@@ -139,7 +144,9 @@ ZETT_REDIS_URL = _REDIS_URL or None
 #: Seconds a worker's run lease lasts unrenewed: a dead worker's run is settled this long
 #: after it died, at the latest.
 ZETT_LEASE_SECONDS = float(os.environ.get("ZETT_LEASE_SECONDS", "10"))
-#: Seconds a stopping worker (SIGTERM) lets its runs finish before it marks them interrupted.
+#: On SIGTERM, stop taking runs and let those going finish (``agent_app.shutdown``)...
+ZETT_GRACEFUL_SHUTDOWN = _env_bool("ZETT_GRACEFUL_SHUTDOWN", default=True)
+#: ...for at most this many seconds; the rest are paused (waiting) or interrupted.
 ZETT_SHUTDOWN_GRACE = float(os.environ.get("ZETT_SHUTDOWN_GRACE", "25"))
 #: redis-py's read timeout; the pub/sub layer reads with short timeouts of its own.
 REDIS_SOCKET_TIMEOUT = 15
@@ -168,7 +175,13 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT") or BASE_DIR / "staticfiles")
+# Compressed copies, unhashed names: the page's ES modules import each other by relative
+# path, which hashed names would break.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Django's own login and logout views for every user (``agent_app.urls``); the admin keeps
 # its own login page for staff.

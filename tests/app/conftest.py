@@ -21,10 +21,14 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
 from django.test import Client
 
 from tests.app.llm_doubles import SEAM
 from tests.leaks import fail_on_leaked_tasks
+
+# The test process is no server: SIGTERM must stop it, not drain its test loops' runs.
+settings.ZETT_GRACEFUL_SHUTDOWN = False
 
 #: Upper bound for one frame to arrive; reaching it means the app hung.
 RECEIVE_TIMEOUT = 10

@@ -74,7 +74,7 @@ def report(request: pytest.FixtureRequest, line: str) -> None:
 async def one_socket(sent: list[str | bytes], tally: Tally) -> None:
     """One anonymous browser on a new chat sends ``sent``; nothing may outlive it."""
     from agent_app.limits import limiter
-    from agent_app.live import live_sessions
+    from agent_app.live import NotRunning, live_sessions
     from tests.app.conftest import new_browser_cookie
     from zett_site.asgi import application
 
@@ -109,7 +109,15 @@ async def one_socket(sent: list[str | bytes], tally: Tally) -> None:
         assert not communicator.future.done(), "the application ended"
     finally:
         await communicator.disconnect(timeout=ANSWER_TIMEOUT)
-    assert len(live_sessions()) == 0, "a live session outlived its socket"
+    # The socket is gone from its session; a run it started goes on (runs are the
+    # session's): stop it, and then nothing may be left.
+    for live in live_sessions():
+        assert live.sockets == [], "a socket stayed joined to its session"
+        try:
+            await live.cancel()
+        except NotRunning:
+            pass
+    assert len(live_sessions()) == 0, "a live session outlived its socket and its run"
     assert limiter().open_sockets() == 0, "a socket is still counted"
     leaked = leaked_tasks(before)
     assert not leaked, f"tasks outlived the socket: {leaked}"
@@ -255,7 +263,9 @@ async def daphne_sockets(server: Daphne, batches: list[list[str | bytes]], tally
                 frame = json.loads(await asyncio.wait_for(socket.recv(), ANSWER_TIMEOUT))
                 if frame.get("event", {}).get("type") == until:
                     break
-    # Every chat comes back idle: no run was left behind by its socket.
+    # Runs are the chats', not the sockets': each went on without its socket. The long
+    # answer finishes by itself; the approval still waits, and Stop ends it. Either way
+    # nothing stays busy.
     for cookie, session_id in chats:
         async with connect(
             f"{base}/ws/sessions/{session_id}/",
@@ -265,7 +275,16 @@ async def daphne_sockets(server: Daphne, batches: list[list[str | bytes]], tally
         ) as socket:
             first = json.loads(await asyncio.wait_for(socket.recv(), ANSWER_TIMEOUT))
             assert first["type"] == "session", first
-            assert first["active_request_id"] is None, f"a run outlived its socket: {first}"
+            while first["active_request_id"] is not None:
+                frame = json.loads(await asyncio.wait_for(socket.recv(), ANSWER_TIMEOUT))
+                event = frame.get("event", {})
+                if event.get("type") == "custom":
+                    await socket.send(json.dumps({"type": "cancel"}))
+                if event.get("type") == "run_completed" or frame["type"] == "run_cancelled":
+                    break
+            await socket.send(json.dumps({"type": "user_message", "content": "hello"}))
+            started = json.loads(await asyncio.wait_for(socket.recv(), ANSWER_TIMEOUT))
+            assert started["type"] == "run_started", f"the chat stayed busy: {started}"
 
 
 def test_hostile_frames_over_a_real_socket_to_daphne(tmp_path, request):

@@ -400,3 +400,47 @@ async def test_restoring_keeps_an_open_batch_only_for_a_resume(session_id):
     resumable = await sync_to_async(restore_history)(session_id, keep_open_tail=True)
     assert plain == [UserMessage("a")]
     assert resumable == [UserMessage("a"), calc_call("open")]
+
+
+async def test_a_request_reads_and_checks_only_what_is_new_whatever_the_chat_length(
+    monkeypatch,
+):
+    """Flat turns: after the first request, no request reads every row or checks every
+    message again; what it reads and validates does not grow with the chat."""
+    from agent_app import store
+
+    reads: list[str] = []
+    validated: list[int] = []
+    real_read, real_valid = store._read, store.valid_history
+
+    def counting_read(session_id):
+        reads.append(session_id)
+        return real_read(session_id)
+
+    def counting_valid(messages, **kwargs):
+        messages = list(messages)
+        validated.append(len(messages))
+        return real_valid(messages, **kwargs)
+
+    monkeypatch.setattr(store, "_read", counting_read)
+    monkeypatch.setattr(store, "valid_history", counting_valid)
+    work = []
+    for length in (10, 1000):
+        session_id = str((await ChatSession.objects.acreate()).pk)
+        await ChatMessage.objects.abulk_create(
+            ChatMessage(
+                session_id=session_id,
+                position=i,
+                **row_fields(UserMessage(f"q{i}") if i % 2 == 0 else AssistantMessage(f"a{i}")),
+            )
+            for i in range(length)
+        )
+        agent = await agent_for(session_id, ScriptedModel([AssistantMessage("x")] * 2))
+        await agent.run("warm up", config=AgentRunConfig(session_id))  # reads the rows once
+        assert reads == [session_id]
+        reads.clear()
+        validated.clear()
+        await agent.run("next", config=AgentRunConfig(session_id))
+        assert reads == []
+        work.append(sum(validated))
+    assert work[0] == work[1] < 10
