@@ -10,7 +10,8 @@
  * - `answered`: a reply was taken — this page's, another tab's (`reply_accepted`), or, in
  *   history, the tool result's `attributes.reply`;
  * - `expired`: nobody answered before the deadline;
- * - `rejected`: the server refused this page's reply, and says why (`reason`);
+ * - `rejected`: the server refused this page's reply, and says why (`reason`; after
+ *   `internal` the widget is open again instead: nothing was delivered);
  * - `stopped`: the run was stopped before anyone answered; `closed`: the run ended
  *   otherwise (failed, interrupted, abandoned).
  *
@@ -220,10 +221,22 @@ export class ReplyWidgets {
 
   // --- outcomes ----------------------------------------------------------------------
 
-  /** The server's verdict (`external_event_result`) on this page's reply to `toolCallId`. */
+  /**
+   * The server's verdict (`external_event_result`) on this page's reply to `toolCallId`.
+   * `internal`: the server could not record the reply, so it delivered nothing; the widget
+   * takes input again.
+   */
   settle(toolCallId, acceptedBy, reason = null) {
     const widget = this.widgets.get(toolCallId);
     if (!widget || widget.state !== "sending") {
+      return;
+    }
+    if (reason === "internal") {
+      this.setState(widget, "open");
+      for (const control of widget.form.querySelectorAll("button, input, textarea")) {
+        control.disabled = false;
+      }
+      this.say(widget.form, "The server could not record this answer, so it was not sent. Try again.");
       return;
     }
     if (Array.isArray(acceptedBy) && acceptedBy.length > 0) {
