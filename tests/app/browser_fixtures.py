@@ -1,6 +1,8 @@
 """The fixtures of the browser tests, loaded by each ``test_browser*.py`` as a plugin
-(``pytest_plugins = ["tests.app.browser_fixtures"]``), so all of them share the two live
-servers for the whole run (and one headless Chromium per file). The helpers they use are in
+(``pytest_plugins = ["tests.app.browser_fixtures"]``), so all of them share the live
+servers for the whole run (and one headless Chromium per file): the demo model, the
+scripted model, and the demo model with tight limits (``tight_server``), each started only
+when a test asks for it. The helpers they use are in
 ``browser_support.py``; the tests import those, never this module (a plugin module that a
 test imported first could not have its asserts rewritten).
 """

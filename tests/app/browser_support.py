@@ -1,12 +1,18 @@
 """Shared helpers of the browser tests (``tests/app/test_browser*.py``); their fixtures are
 in ``browser_fixtures.py``, which every browser test file loads as a plugin, so all of them
-share two live servers for the whole run:
+share the live servers for the whole run:
 
 - ``daphne_server``: the app as users run it by default, on the offline demo model, whose
   flows are the product's own (it really calls the calculator, asks through ``ask_user``,
   asks for approval before ``save_note`` writes a row);
 - ``scripted_server``: the scripted LLM of ``browser_model.py``, for what the demo never
-  does (reasoning, cut-offs, failures, code, a stream that stalls until stopped).
+  does (reasoning, cut-offs, failures, code, a stream that stalls until stopped);
+- ``tight_server``: the demo model with a reply deadline of a few seconds and a ``session``
+  frame of a few messages, for countdowns, expiry and paging.
+
+``RestartableServer`` is a server a test crashes (SIGKILL) and starts again on the same
+database and port; ``transcript_snapshot`` reads the conversation as a reader sees it, to
+compare a page before and after a reload.
 
 Each server (``live_daphne.py``) runs in its own process on a fresh SQLite file. The browser
 is Debian's ``chromium`` driven by Playwright; without it the tests skip locally and fail
@@ -396,12 +402,18 @@ class SocketGate:
     - ``rewrite``: called with each frame the server sends; returns the frame the page
       gets (changed or not), or None to withhold it.
     - ``answer``: called with each frame the page sends; a frame it returns goes back to
-      the page in the server's place and the page's frame is not forwarded.
+      the page in the server's place and the page's frame is not forwarded
+      (``SocketGate.SWALLOW``: nothing goes back, nothing is forwarded).
+    - ``drop_after``: frame types whose first sending drops the link right after the frame
+      went on to the server (as when a network dies mid-conversation).
     - ``hold(*types)``: frames of these types are kept back until ``release()``.
     - ``sent`` and ``seen``: every frame the page sent, every frame the server sent.
     """
 
+    SWALLOW: Any = object()
+
     def __init__(self, page: Page) -> None:
+        self.drop_after: set[str] = set()
         self.blocked = False
         self.current: WebSocketRoute | None = None
         self.sent: list[Frame] = []
@@ -446,10 +458,15 @@ class SocketGate:
         frame = json.loads(message)
         self.sent.append(frame)
         reply = self.answer(frame)
-        if reply is None:
-            server.send(message)
-        else:
+        if reply is self.SWALLOW:
+            return
+        if reply is not None:
             socket.send(json.dumps(reply))
+            return
+        server.send(message)
+        if frame.get("type") in self.drop_after:
+            self.drop_after.discard(frame["type"])
+            socket.close(code=1001, reason="dropped by the test")
 
     def _from_server(self, socket: WebSocketRoute, message) -> None:
         self.seen.append(json.loads(message))

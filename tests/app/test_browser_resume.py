@@ -13,6 +13,8 @@ from playwright.sync_api import Page, expect
 from tests.app.browser_support import (
     LiveServer,
     PageProbe,
+    SocketGate,
+    composer,
     expect_connected,
     expect_idle,
     last_answer,
@@ -143,3 +145,50 @@ def test_a_steer_shows_queued_in_every_tab_and_a_stop_discards_it_everywhere(
         expect(tab.locator(".note", has_text="Stopped.")).to_be_visible()
         expect_idle(tab)
     other.close()
+
+
+def test_a_message_the_dropped_link_lost_comes_back_into_the_composer(
+    page: Page, scripted_server: LiveServer
+) -> None:
+    gate = SocketGate(page)
+    open_new_chat(page, scripted_server)
+    send(page, "hello")
+    expect_idle(page)
+
+    def lose_it(frame: dict):
+        if frame["type"] != "user_message":
+            return None
+        gate.answer = lambda frame: None
+        gate.drop()
+        return SocketGate.SWALLOW
+
+    gate.answer = lose_it
+    send(page, "Are you there?")
+
+    expect(composer(page)).to_have_value("Are you there?")
+    expect(page.locator("#composer-hint")).to_have_text(
+        "Your message was not sent; it is back in the box."
+    )
+    expect_connected(page)
+    expect(page.locator(".msg--user .msg__body")).to_have_text(["hello"])
+    expect_idle(page)
+    assert [frame["type"] for frame in gate.sent].count("ping") == 2  # one per socket
+
+
+def test_a_message_that_reached_the_server_before_the_link_dropped_is_shown_once(
+    page: Page, scripted_server: LiveServer
+) -> None:
+    gate = SocketGate(page)
+    open_new_chat(page, scripted_server)
+    gate.drop_after = {"user_message"}
+
+    send(page, "hello")
+
+    expect(last_answer(page)).to_have_text("A scripted reply.")
+    expect_connected(page)
+    expect(page.locator(".msg--user .msg__body")).to_have_text(["hello"])
+    expect(composer(page)).to_have_value("")
+    expect_idle(page)
+    sent = [frame["type"] for frame in gate.sent]
+    assert sent.count("user_message") == 1
+    assert sent.count("ping") == 2  # one per socket
