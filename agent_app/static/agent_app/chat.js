@@ -168,7 +168,8 @@ function updateMode() {
   }
   ui.stop.hidden = !active;
   ui.send.disabled = !connection.isOpen;
-  lastTurn.refresh(!active && connection.isOpen);
+  // Offline they stay: pressed then, they say nothing was sent, and keep the keyboard.
+  lastTurn.refresh(!active);
 }
 
 function showTitle(text) {
@@ -334,6 +335,7 @@ function showSession(frame) {
   const nothingNew = reconnected && active === null && liveRunId === null && lastSeq !== null && sessionLastSeq <= lastSeq;
   if (reconnected) {
     outbox.reconnected(!(sameRun || nothingNew));
+    paging.linkDropped();
   }
   if (sameRun || nothingNew) {
     updateMode();

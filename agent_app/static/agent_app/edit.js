@@ -8,16 +8,17 @@
  * page until that frame arrives; if the server refuses (busy, too large), the editor opens
  * again with the text in it.
  *
- * The buttons are offered only while nothing runs and the link is up (`refresh`), on the
- * last user message and on the footer of the turn after it.
+ * The buttons are offered only while nothing runs (`refresh`), on the last user message
+ * and on the footer of the turn after it.
  */
 import { element } from "./blocks.js";
 
 const MAX_CONTENT_BYTES = 32 * 1024;
 
-function actionButton(label, accessibleName) {
+function actionButton(label, accessibleName, action) {
   const button = element("button", "button button--quiet button--small last-action", label);
   button.type = "button";
+  button.dataset.action = action;
   button.setAttribute("aria-label", accessibleName);
   return button;
 }
@@ -39,32 +40,29 @@ export class LastTurnActions {
     this.enabled = false;
   }
 
-  /** Offer the actions (when `enabled`) on the last message and answer, and only there. */
+  /**
+   * Offer the actions (when `enabled`) on the last message and answer, and only there.
+   * Buttons already in their place stay (so one that has the keyboard keeps it).
+   */
   refresh(enabled) {
     this.enabled = enabled;
     if (this.editor !== null && !this.editor.sending && (!enabled || !this.editor.bubble.isConnected)) {
       this.closeEditor({ focus: false });
     }
+    const { bubble, meta } = enabled && this.editor === null ? this.targets() : {};
     for (const button of this.transcript.root.querySelectorAll(".last-action")) {
-      if (!button.disabled) {
+      const placed = button.dataset.action === "edit" ? bubble : meta;
+      if (!button.disabled && (!placed || !placed.contains(button))) {
         button.remove();
       }
     }
-    if (!enabled || this.editor !== null) {
-      return;
+    if (bubble && !bubble.querySelector('.last-action[data-action="edit"]')) {
+      const edit = actionButton("Edit", "Edit your last message", "edit");
+      edit.addEventListener("click", () => this.openEditor(bubble));
+      bubble.querySelector(".msg__head").append(edit);
     }
-    const items = this.transcript.items;
-    const index = items.findLastIndex((node) => node.matches(".msg--user") && !node.dataset.pending);
-    if (index < 0) {
-      return;
-    }
-    const bubble = items[index];
-    const edit = actionButton("Edit", "Edit your last message");
-    edit.addEventListener("click", () => this.openEditor(bubble));
-    bubble.querySelector(".msg__head").append(edit);
-    const meta = items.slice(index + 1).findLast((node) => node.matches(".turn"))?.querySelector(".turn__meta");
-    if (meta) {
-      const again = actionButton("Regenerate", "Regenerate the last answer");
+    if (meta && !meta.querySelector('.last-action[data-action="regenerate"]')) {
+      const again = actionButton("Regenerate", "Regenerate the last answer", "regenerate");
       again.title = "Answer the same message again";
       again.addEventListener("click", () => {
         if (this.regenerate()) {
@@ -75,6 +73,17 @@ export class LastTurnActions {
       });
       meta.append(again);
     }
+  }
+
+  /** The last message this page may edit, and the footer of the answer after it. */
+  targets() {
+    const items = this.transcript.items;
+    const index = items.findLastIndex((node) => node.matches(".msg--user") && !node.dataset.pending);
+    if (index < 0) {
+      return {};
+    }
+    const turn = items.slice(index + 1).findLast((node) => node.matches(".turn"));
+    return { bubble: items[index], meta: turn?.querySelector(".turn__meta") ?? null };
   }
 
   openEditor(bubble) {

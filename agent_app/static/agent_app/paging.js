@@ -59,6 +59,14 @@ export class HistoryPaging {
     this.button.textContent = "Show earlier messages";
   }
 
+  /** The link dropped: a page asked for on it will not come; it can be asked for again. */
+  linkDropped() {
+    if (this.loading) {
+      this.loading = false;
+      this.setHasMore(this.hasMore);
+    }
+  }
+
   /** Ask for the page before the oldest message shown. */
   load() {
     if (!this.hasMore || this.loading) {
