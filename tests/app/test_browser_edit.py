@@ -12,7 +12,9 @@ from playwright.sync_api import Page, expect
 
 from tests.app.browser_support import (
     LAYOUTS,
+    TRACK_SOCKETS,
     LiveServer,
+    drop_socket,
     expect_connected,
     expect_idle,
     last_answer,
@@ -129,3 +131,22 @@ def test_edit_and_regenerate_are_offered_on_the_last_turn_only_and_not_while_it_
     expect(edits).to_have_count(1)
     expect(page.locator(".msg--user").last).to_contain_text("stall")
     expect(regenerates).to_have_count(1)
+
+
+def test_the_edit_button_keeps_the_keyboard_while_the_link_drops_and_comes_back(
+    page: Page, scripted_server: LiveServer
+) -> None:
+    page.add_init_script(TRACK_SOCKETS)
+    open_new_chat(page, scripted_server)
+    send(page, "hello")
+    expect_idle(page)
+    edit = page.get_by_role("button", name="Edit your last message")
+    edit.focus()
+
+    drop_socket(page)
+
+    page.wait_for_function("window.zettSockets.length === 2")
+    expect_connected(page)
+    expect(edit).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("Edit your message")).to_be_focused()
