@@ -167,6 +167,8 @@ class _Run:
     waiting: bool = False
     #: Stopped because this process shuts down (``agent_app.shutdown``).
     shutting_down: bool = False
+    #: Set once the run's task exists, or its start failed (``cancel`` waits for it).
+    launched: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class LiveSession(ReplyHandling, RemoteRuns):
@@ -295,6 +297,7 @@ class LiveSession(ReplyHandling, RemoteRuns):
         except BaseException:
             if self._run is run:
                 self._run = None
+            run.launched.set()
             if leased:
                 await self.cluster.release(self.session_id)  # type: ignore[union-attr]
             raise
@@ -302,6 +305,7 @@ class LiveSession(ReplyHandling, RemoteRuns):
         run.task = asyncio.create_task(
             self._execute(run, begun.message), name=f"zett-run-{run.request_id}"
         )
+        run.launched.set()
         return run.request_id
 
     async def _take_lease(self, request_id: str) -> None:
@@ -364,6 +368,8 @@ class LiveSession(ReplyHandling, RemoteRuns):
             and await self._forward_cancel()
         ):
             return
+        if run is not None and run.task is None:
+            await run.launched.wait()  # still being stored: cancel it once it runs
         if run is None or run.task is None:
             raise NotRunning
         run.task.cancel()
