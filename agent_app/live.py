@@ -192,6 +192,9 @@ class LiveSession(ReplyHandling, RemoteRuns):
             int(getattr(settings, "ZETT_REPLAY_FRAMES", 0) or 0) or DEFAULT_REPLAY_FRAMES
         )
         self._run: _Run | None = None
+        #: The task of the last run started here (it may still be ending after ``_run``
+        #: was cleared): the session stays live until it is done.
+        self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
     @property
@@ -202,7 +205,8 @@ class LiveSession(ReplyHandling, RemoteRuns):
 
     @property
     def idle(self) -> bool:
-        return not self.sockets and self._run is None
+        ending = self._task is not None and not self._task.done()
+        return not self.sockets and self._run is None and not ending
 
     # --- sockets -----------------------------------------------------------------------
 
@@ -302,9 +306,10 @@ class LiveSession(ReplyHandling, RemoteRuns):
                 await self.cluster.release(self.session_id)  # type: ignore[union-attr]
             raise
         assert not ready  # a new message abandons paused runs; nothing is left to resume
-        run.task = asyncio.create_task(
+        run.task = self._task = asyncio.create_task(
             self._execute(run, begun.message), name=f"zett-run-{run.request_id}"
         )
+        run.task.add_done_callback(lambda _: self.registry.drop_if_idle(self))
         run.launched.set()
         return run.request_id
 
@@ -406,10 +411,11 @@ class LiveSession(ReplyHandling, RemoteRuns):
         await asyncio.wait([run.task])
 
     async def wait_for_run(self) -> None:
-        """Return once the active run (if any) has ended and its outcome is sent."""
-        run = self._run
-        if run is not None and run.task is not None:
-            await asyncio.wait([run.task])
+        """Return once the run started here (if any) has ended and its outcome is sent."""
+        if self._run is not None and self._run.task is None:
+            await self._run.launched.wait()
+        if self._task is not None:
+            await asyncio.wait([self._task])
 
     async def _agent(self) -> Agent:
         if self.agent is None:
@@ -501,7 +507,12 @@ class LiveSession(ReplyHandling, RemoteRuns):
                 seq = await self.next_seq()
                 await settle(
                     database_sync_to_async(end_run)(
-                        run.request_id, status, last_seq=seq, error=error, usage=run.usage
+                        self.session_id,
+                        run.request_id,
+                        status,
+                        last_seq=seq,
+                        error=error,
+                        usage=run.usage,
                     )
                 )
             except Exception:

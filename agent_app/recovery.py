@@ -258,7 +258,7 @@ def _insert_results(
         (ToolMessage(call.id, call.name, text, success=False, attributes=attributes), RowMeta())
         for call, text, attributes in closes
     ]
-    bump_version(session_id, timezone.now())
+    bump_version(session_id, timezone.now())  # locks the session row for the positions
     insert_rows(session_id, request_id, entries)
 
 

@@ -73,7 +73,6 @@ class Begun:
     created_at: datetime
     #: A block of ``seq`` numbers reserved for the run's frames: ``(first, last)``.
     seq_block: tuple[int, int]
-    title: str
     #: The user's message the run answers (None for a continuation).
     message: UserMessage | None = None
     #: Where the superseded turn began (``regenerate``/``edit``), else None.
@@ -104,28 +103,27 @@ def begin_run(
     superseded_from = None
     message: UserMessage | None = None
     with transaction.atomic():
-        session, _ = ChatSession.objects.get_or_create(
-            pk=session_id,
-            defaults={
-                "owner_id": creator.owner_id,
-                "browser_key": "" if creator.owner_id else creator.browser_key,
-                "title": title,
-            },
-        )
-        if title and not session.title:
+        # Locks the session row for everything below (and stores a first-time session).
+        try:
+            bumped = bump_version(session_id, now, seq_block=SEQ_BLOCK)
+        except ChatSession.DoesNotExist:
+            ChatSession.objects.get_or_create(
+                pk=session_id,
+                defaults={
+                    "owner_id": creator.owner_id,
+                    "browser_key": "" if creator.owner_id else creator.browser_key,
+                    "title": title,
+                },
+            )
+            bumped = bump_version(session_id, now, seq_block=SEQ_BLOCK)
+        version, reserved = bumped.history_version, bumped.seq_reserved
+        if title and not bumped.title:
             ChatSession.objects.filter(pk=session_id, title="").update(title=title)
-            session.title = title
-        # The version bump also locks the session row for everything below.
-        version = bump_version(session_id, now)
         if replace_last_turn:
             superseded_from, replaced = _supersede_last_turn(session_id)
             message = UserMessage(content) if content is not None else replaced
         elif content is not None:
             message = UserMessage(content)
-        ChatSession.objects.filter(pk=session_id).update(seq_reserved=F("seq_reserved") + SEQ_BLOCK)
-        reserved = (
-            ChatSession.objects.filter(pk=session_id).values_list("seq_reserved", flat=True).get()
-        )
         ChatRun.objects.create(
             request_id=request_id,
             session_id=session_id,
@@ -149,7 +147,6 @@ def begin_run(
         position,
         now,
         (reserved - SEQ_BLOCK + 1, reserved),
-        session.title,
         message=message,
         superseded_from=superseded_from,
     )
@@ -175,6 +172,7 @@ def _supersede_last_turn(session_id: str) -> tuple[int, UserMessage]:
 
 
 def end_run(
+    session_id: str,
     request_id: str,
     status: RunStatus,
     *,
@@ -189,9 +187,6 @@ def end_run(
     if usage:
         fields["usage"] = usage
     with transaction.atomic():
-        session_ids = list(
-            ChatRun.objects.filter(request_id=request_id).values_list("session_id", flat=True)
-        )
         ended = ChatRun.objects.filter(request_id=request_id, status=RunStatus.RUNNING).update(
             **fields
         )
@@ -201,7 +196,7 @@ def end_run(
                 "input_tokens": F("input_tokens") + int(usage.get("input_tokens", 0)),
                 "output_tokens": F("output_tokens") + int(usage.get("output_tokens", 0)),
             }
-        ChatSession.objects.filter(pk__in=session_ids).update(
+        ChatSession.objects.filter(pk=session_id).update(
             last_event_seq=Greatest("last_event_seq", last_seq), **totals
         )
 

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import logging
 import re
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from django.db import transaction
-from django.db.models import F, Max
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agent_app.models import TITLE_LENGTH, ChatMessage, ChatSession
@@ -48,6 +48,7 @@ from zett_agent.serialization import message_from_dict, message_to_dict
 
 __all__ = [
     "Appended",
+    "Bumped",
     "RowMeta",
     "append_rows",
     "bump_version",
@@ -160,28 +161,56 @@ def append_rows(
     """Store ``entries`` after the session's last message, in one transaction."""
     now = timezone.now()
     with transaction.atomic():
-        version = bump_version(session_id, now)
+        version = bump_version(session_id, now).history_version
         rows = insert_rows(session_id, request_id, entries)
     remember(session_id, version, [message for message, _ in entries])
     return Appended([row.position for row in rows], rows[0].created_at if rows else now)
 
 
-def bump_version(session_id: str, now: datetime) -> int:
-    """Lock the session row for this transaction; return its new ``history_version``."""
-    updated = ChatSession.objects.filter(pk=session_id).update(
-        history_version=F("history_version") + 1, updated_at=now
+class Bumped(NamedTuple):
+    """A session row just locked and bumped (``bump_version``)."""
+
+    history_version: int
+    seq_reserved: int
+    title: str
+
+
+def bump_version(session_id: str, now: datetime, *, seq_block: int = 0) -> Bumped:
+    """Lock the session row for this transaction: bump its ``history_version`` (and reserve
+    ``seq_block`` numbers); return the row's new values.
+
+    One ``UPDATE … RETURNING`` (PostgreSQL, and SQLite since 3.35): this runs for every
+    stored message, so it is written out rather than built by the ORM at each call.
+    """
+    meta = ChatSession._meta
+    quote = connection.ops.quote_name
+    version, reserved = quote("history_version"), quote("seq_reserved")
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET {version} = {version} + 1, "
+        f"{reserved} = {reserved} + %s, {quote('updated_at')} = %s "
+        f"WHERE {quote(meta.pk.column)} = %s RETURNING {version}, {reserved}, {quote('title')}"
     )
-    if not updated:
+    pk = meta.pk.get_db_prep_value(uuid.UUID(str(session_id)), connection)
+    when = meta.get_field("updated_at").get_db_prep_value(now, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [seq_block, when, pk])
+        row = cursor.fetchone()
+    if row is None:
         raise ChatSession.DoesNotExist(f"Session {session_id} is not stored")
-    return ChatSession.objects.filter(pk=session_id).values_list("history_version", flat=True).get()
+    return Bumped(*row)
 
 
 def insert_rows(
     session_id: str, request_id: str, entries: list[tuple[AnyMessage, RowMeta]]
 ) -> list[ChatMessage]:
     """Insert rows after the last position; the caller holds the session's lock."""
-    highest = ChatMessage.objects.filter(session_id=session_id).aggregate(top=Max("position"))
-    start = 0 if highest["top"] is None else highest["top"] + 1
+    last = (
+        ChatMessage.objects.filter(session_id=session_id)
+        .order_by("-position")
+        .values_list("position", flat=True)
+        .first()
+    )
+    start = 0 if last is None else last + 1
     rows = [
         ChatMessage(
             session_id=session_id,

@@ -129,6 +129,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Agent runs write from worker threads while pages read: wait for the lock instead of
     # failing at once with "database is locked".
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Write-ahead logging: readers never wait for the writer, and a commit is one append
+    # (synchronous=NORMAL keeps every committed row through a process crash; only a power
+    # cut may lose the last commits). Write transactions take the lock when they begin, so
+    # two of them never deadlock upgrading a read lock.
+    DATABASES["default"]["OPTIONS"].update(
+        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        transaction_mode="IMMEDIATE",
+    )
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,

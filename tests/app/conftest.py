@@ -234,6 +234,7 @@ async def stop_live_runs() -> None:
             await live.cancel()
         except NotRunning:
             pass
+        await live.wait_for_run()
     await registry.close()
 
 

@@ -117,6 +117,7 @@ async def one_socket(sent: list[str | bytes], tally: Tally) -> None:
             await live.cancel()
         except NotRunning:
             pass
+        await live.wait_for_run()
     assert len(live_sessions()) == 0, "a live session outlived its socket and its run"
     assert limiter().open_sockets() == 0, "a socket is still counted"
     leaked = leaked_tasks(before)
