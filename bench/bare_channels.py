@@ -4,7 +4,8 @@ It is the transport limit of the socket benchmark. Served by daphne exactly like
 site (``daphne bench.bare_channels:application``), it answers on the same path,
 ``/ws/sessions/<uuid>/``, and speaks just enough of the protocol for the benchmark client:
 a ``session`` frame on connect, and for every ``user_message`` the frames of one recorded
-run of the real consumer, re-numbered and re-encoded one by one as a real consumer must.
+run of the real consumer (its ``run_started`` and every ``agent_event``), re-numbered and
+re-encoded one by one as a real consumer must.
 The recording is a JSON list of frames named by ``BENCH_FRAMES`` (``bench.socket`` writes
 it before starting this server).
 
@@ -65,7 +66,7 @@ class BareConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "error", "code": "unknown_type", "message": "bench"})
             return
         for frame in FRAMES:
-            if frame.get("type") == "agent_event":
+            if "seq" in frame:  # ``run_started`` and every ``agent_event``
                 self.seq += 1
                 frame = {**frame, "seq": self.seq}
             await self.send_json(frame)
