@@ -17,6 +17,7 @@ has a deadline.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import socket
@@ -37,6 +38,7 @@ __all__ = [
     "Server",
     "browser_cookie",
     "cpu_seconds_of",
+    "dbtool",
     "flushed_redis",
     "free_port",
     "load_average",
@@ -264,3 +266,19 @@ class Server:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+
+
+def dbtool(env: dict[str, str], *args: str, timeout: float = 600.0) -> dict:
+    """Run ``bench.dbtool`` on the database of ``env``; its JSON answer."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.dbtool", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"bench.dbtool {args[0]} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout)
