@@ -90,6 +90,9 @@ class Plan:
     held_connections: int
     cluster_connections_many: int
     cluster_requests_many: int
+    #: The cost model's long runs (per-run and per-event cost): deltas and runs.
+    long_deltas: int
+    long_requests: int
 
 
 FULL = Plan(
@@ -102,6 +105,8 @@ FULL = Plan(
     held_connections=1000,
     cluster_connections_many=50,
     cluster_requests_many=2,
+    long_deltas=2000,
+    long_requests=5,
 )
 SMOKE = Plan(
     deltas=20,
@@ -113,6 +118,8 @@ SMOKE = Plan(
     held_connections=20,
     cluster_connections_many=3,
     cluster_requests_many=1,
+    long_deltas=40,
+    long_requests=1,
 )
 
 
@@ -313,11 +320,62 @@ def measure_throughput(site: Server, bare: Server, plan: Plan, timeout: float) -
 
 
 def record_frames(site: Server, plan: Plan, path: Path, timeout: float) -> int:
+    """Record the site's frames for ``stream <deltas>`` and the cost model's long runs."""
     cookie = browser_cookie(site.port)
-    (line,) = run_client(site.base, "record", timeout, deltas=plan.deltas, wait=30, cookie=cookie)
-    frames = line["frames"]
-    path.write_text(json.dumps(frames))
-    return len(frames)
+    recordings = {}
+    for deltas in (plan.deltas, plan.long_deltas):
+        (line,) = run_client(site.base, "record", timeout, deltas=deltas, wait=30, cookie=cookie)
+        recordings[f"stream {deltas}"] = line["frames"]
+    path.write_text(json.dumps(recordings))
+    return len(recordings[f"stream {plan.deltas}"])
+
+
+def measure_cost_model(site: Server, bare: Server, plan: Plan, timeout: float) -> dict:
+    """Server CPU per run and per event: 1 connection, runs of two lengths, both servers.
+
+    CPU per run = fixed + per_event x events: the short runs (``deltas``) and the long ones
+    (``long_deltas``), taken back to back on one server, give both terms; what each run
+    costs whatever its length (storing it, starting it) then stops hiding the frame path.
+    """
+    found: dict[str, dict[str, list[float]]] = {}
+    for repetition in range(plan.repetitions):
+        order = [("zett consumer", site), ("bare consumer", bare)]
+        if repetition % 2:
+            order.reverse()
+        for label, server in order:
+            per_run = []
+            for deltas, requests in (
+                (plan.deltas, plan.requests_one),
+                (plan.long_deltas, plan.long_requests),
+            ):
+                (line,) = run_client(
+                    server.base,
+                    "throughput",
+                    timeout,
+                    connections=1,
+                    requests=requests,
+                    deltas=deltas,
+                    wait=30,
+                    cookie=browser_cookie(server.port) if server is site else None,
+                    server_pids=server.pid,
+                )
+                per_run.append((line["server_cpu_seconds"] / requests, line["events"] / requests))
+            (short_cpu, short_events), (long_cpu, long_events) = per_run
+            per_event = (long_cpu - short_cpu) / (long_events - short_events)
+            fixed = short_cpu - per_event * short_events
+            row = found.setdefault(label, {"per_event_us": [], "per_run_ms": [], "load": []})
+            row["per_event_us"].append(per_event * 1e6)
+            row["per_run_ms"].append(fixed * 1e3)
+            row["load"].append(load())
+            print(
+                f"  (a) cost model, {label}: {per_event * 1e6:.1f} µs per event + "
+                f"{fixed * 1e3:.2f} ms per run (load {load()})",
+                flush=True,
+            )
+    site_rows, bare_rows = found["zett consumer"], found["bare consumer"]
+    pairs = zip(site_rows["per_event_us"], bare_rows["per_event_us"], strict=True)
+    found["per_event_ratios"] = [ours / bare for ours, bare in pairs]  # type: ignore[assignment]
+    return found
 
 
 def measure_reply(server: Server, plan: Plan, timeout: float, **options: object) -> dict:
@@ -425,6 +483,7 @@ def run(plan: Plan, timeout: float, parts: set[str], postgres: str, redis: str) 
                 if "throughput" in parts:
                     with Server(bare_env, workdir, "bare", app=BARE_APP) as bare:
                         results["throughput"] = measure_throughput(site, bare, plan, timeout)
+                        results["cost_model"] = measure_cost_model(site, bare, plan, timeout)
                 if "reply" in parts:
                     print(f"(b) over the socket: {plan.reply_samples} replies", flush=True)
                     results["reply_socket"] = measure_reply(site, plan, timeout)
@@ -474,6 +533,20 @@ def render(results: dict) -> str:
                 f"| {_med(row['bare_cpu_us_per_event'], 1)} "
                 f"| {_med(row['cpu_ratios'], 2)}x | {', '.join(row['load'])} |"
             )
+    model = results.get("cost_model")
+    if model:
+        site, bare = model["zett consumer"], model["bare consumer"]
+        lines += [
+            "",
+            "| 1 connection, server CPU | per agent event median (min-max) | per run, whatever "
+            "its length | load |",
+            "|---|---:|---:|---|",
+            f"| zett consumer | {_med(site['per_event_us'], 1)} µs "
+            f"| {_med(site['per_run_ms'], 2)} ms | {', '.join(site['load'])} |",
+            f"| bare consumer | {_med(bare['per_event_us'], 1)} µs "
+            f"| {_med(bare['per_run_ms'], 2)} ms | {', '.join(bare['load'])} |",
+            f"| zett/bare | {_med(model['per_event_ratios'], 2)}x | | |",
+        ]
     latency_rows = []
     if "reply_in_process" in results:
         latency_rows.append(
@@ -553,6 +626,13 @@ def judge(results: dict) -> list[str]:
                 f"(a) {connections} conn: {now:,.0f} events/s against {before:,} last round "
                 f"({now / before:.0%}; wall time, load-sensitive)"
             )
+    if results.get("cost_model"):
+        ratio = statistics.median(results["cost_model"]["per_event_ratios"])
+        met = "met" if ratio <= TARGET_CPU_RATIO else "MISSED"
+        verdicts.append(
+            f"(a) frame path alone (CPU per event, per-run costs taken out): zett/bare = "
+            f"{ratio:.2f}x (≤ {TARGET_CPU_RATIO}x: {met})"
+        )
     if "reply_in_process" in results:
         p99 = results["reply_in_process"]["p99_ms"]
         met = "met" if p99 < TARGET_REPLY_IN_PROCESS_MS else "MISSED"
