@@ -568,10 +568,11 @@ def render(results: dict) -> str:
             ("reply_same_worker", "two workers, socket on the run's worker"),
             ("reply_cross_worker", "two workers, socket on the other worker"),
         ):
-            for until in ("tool_started", "tool_completed"):
-                latency_rows.append(
-                    _latency_row(f"{label} (reply → `{until}`)", cluster[key][until])
-                )
+            for until in ("external_event_result", "reply_accepted", "tool_started"):
+                if until in cluster[key]:
+                    latency_rows.append(
+                        _latency_row(f"{label} (reply → `{until}`)", cluster[key][until])
+                    )
     if latency_rows:
         lines += [
             "",

@@ -279,6 +279,8 @@ async def throughput(args: argparse.Namespace) -> None:
 async def reply(args: argparse.Namespace) -> None:
     to_started: list[float] = []
     to_completed: list[float] = []
+    #: When the replying socket got its verdict, and the others' ``reply_accepted``.
+    stages: dict[str, list[float]] = {}
     warmup = 20
     chat: Chat | None = None
     for index in range(args.samples + warmup):
@@ -289,8 +291,18 @@ async def reply(args: argparse.Namespace) -> None:
         call_id = await chat.ask()
         started = time.perf_counter()
         await chat.answer(call_id)
-        await chat.until(lambda f: _event_type(f) == "tool_started")
+        seen: dict[str, float] = {}
+
+        def arrived(frame: Frame, seen: dict[str, float] = seen) -> bool:
+            kind = _event_type(frame) or frame["type"]
+            seen.setdefault(kind, time.perf_counter())
+            return kind == "tool_started"
+
+        await chat.until(arrived)
         tool_started = time.perf_counter()
+        for kind in ("external_event_result", "reply_accepted"):
+            if kind in seen:
+                stages.setdefault(kind, []).append((seen[kind] - started) * 1000)
         await chat.until(lambda f: _event_type(f) == "tool_completed")
         tool_completed = time.perf_counter()
         await chat.until(lambda f: _event_type(f) == "run_completed")
@@ -301,6 +313,9 @@ async def reply(args: argparse.Namespace) -> None:
         await chat.close()
     emit({"samples": len(to_started), **_percentiles("tool_started", to_started)})
     emit({"samples": len(to_completed), **_percentiles("tool_completed", to_completed)})
+    for kind, values in stages.items():
+        values = values[-len(to_started) :] if to_started else values
+        emit({"samples": len(values), **_percentiles(kind, values)})
     if args.all_samples:
         emit({"until": "samples", "tool_started_ms": to_started})
 
