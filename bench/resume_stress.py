@@ -154,7 +154,15 @@ class Stress:
         target = max((seq for life in chat.lives for seq, _ in life.frames), default=0)
         while chat.running or not chat.watcher or chat.watcher[-1][0] < target:
             chat.progress.clear()
-            await asyncio.wait_for(chat.progress.wait(), WAIT_S)
+            try:
+                await asyncio.wait_for(chat.progress.wait(), WAIT_S)
+            except TimeoutError:
+                chat.errors.append(
+                    f"watcher: {chat.running} run(s) never ended, or frames up to {target} "
+                    f"(read by the client) never came; its last is "
+                    f"{chat.watcher[-1][0] if chat.watcher else None}"
+                )
+                return
 
     async def client(self, chat: Chat) -> None:
         """The socket that keeps leaving (see the module docstring)."""
