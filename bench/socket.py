@@ -3,22 +3,27 @@
     python -m bench.socket            # full run, a few minutes
     python -m bench.socket --smoke    # a few frames of everything, no targets judged
 
-Every server is ``daphne`` in a subprocess on a free loopback port; the client
-(``bench.socket_client``, on ``websockets``) runs in another subprocess, so neither end
-shares a core's event loop with the other. The zett site is served with
-``ZETT_MODEL=bench.zett_model:socket_model`` (a zero-latency model), a throw-away SQLite
-database and the per-socket rate limit lifted; the bare server
-(``bench.bare_channels``) replays, for each user message, the frames the site sent for the
-same message, recorded at the start of the run.
+Every server is ``daphne`` in a subprocess on a free loopback port (``bench.serve``); the
+client (``bench.socket_client``, on ``websockets``) runs in another subprocess, so neither
+end shares a core's event loop with the other. The zett site is served with
+``ZETT_MODEL=bench.zett_model:socket_model`` (a zero-latency model), the per-person limits
+lifted, and, for one worker, a throw-away SQLite database; a client GETs ``/`` for its
+browser's ``sessionid`` cookie first. The bare server (``bench.bare_channels``) replays, for
+each user message, the frames the site sent for the same message (``run_started``
+included), recorded at the start of the run.
 
 Measured:
-(a) agent events per second through our consumer, 1 and 100 connections, against the bare
-    consumer sending the same frames; repetitions alternate the two servers;
+(a) agent events per second and server CPU per agent event through our consumer, 1 and 100
+    connections, against the bare consumer sending the same frames (repetitions alternate
+    the two servers); and the cost model: CPU per event and per run apart, from runs of two
+    lengths;
 (b) an ``external_event`` reply until the tool runs: in process through the runtime
     (``emit_external_event`` to the tool's first line) and over the socket (reply frame
     sent until the ``tool_started`` frame arrives);
 (c) server RSS per idle connection and per paused session (above an idle connection) with
-    1,000 connections, each server fresh for it.
+    1,000 connections, each server fresh for it;
+(d) two workers on PostgreSQL + Redis, the measured socket on the worker that does not run
+    the run: events per second, and (b) through the other worker.
 
 Everything started here is stopped in ``finally`` (terminate, then kill), and every wait
 has a deadline.
