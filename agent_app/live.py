@@ -545,6 +545,8 @@ class LiveSession(ReplyHandling, RemoteRuns):
         delta, the ``AgentEvent`` itself: its frame is then built as text directly
         (``encode_delta_frame``, the same text).
         """
+        if type(event) is not dict and event.type not in _TEXT_DELTAS:
+            event = event_to_dict(event)  # only deltas take the text path
         lock = self._lock
         await lock.acquire()  # (``async with`` costs two more coroutines per event)
         try:
