@@ -193,10 +193,22 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self.send_text(encode_frame(frame.dump()))
 
     async def send_text(self, text: str) -> None:
-        """Send one encoded frame (the live session encodes each once for all its sockets)."""
-        async with self._send_lock:
+        """Send one encoded frame (the live session encodes each once for all its sockets).
+
+        The hot path of every frame: the lock (frames leave in the order they were sent,
+        even through a server whose send suspends) is taken without ``async with``, and
+        the frame goes straight to the server's ``send`` (what ``self.send`` does, less
+        two coroutine layers).
+        """
+        if self._closed:
+            return
+        lock = self._send_lock
+        await lock.acquire()
+        try:
             if not self._closed:
-                await self.send(text_data=text)
+                await self.base_send({"type": "websocket.send", "text": text})
+        finally:
+            lock.release()
 
     async def _send_quietly(self, frame: OutboundFrame) -> None:
         """Send, and let a socket that is already gone be gone."""

@@ -74,6 +74,7 @@ from agent_app.protocol import (
     RunFailedFrame,
     RunStartedFrame,
     agent_event_frame,
+    encode_delta_frame,
     encode_frame,
     fit_event,
 )
@@ -83,7 +84,7 @@ from agent_app.replies import ReplyHandling, Verdict
 from agent_app.runs import Begun, Creator, begin_run, end_run, user_message_for
 from agent_app.sequence import SeqCounter
 from zett_agent.agent import Agent, AgentRunConfig
-from zett_agent.events import AgentEventType
+from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.messages import UserMessage, content_text
 from zett_agent.serialization import event_to_dict
 
@@ -119,6 +120,12 @@ _DELTAS = frozenset(
         E.COMPACTION_REASONING_DELTA,
     }
 )
+#: Deltas whose frame is built as text straight from the event (``encode_delta_frame``).
+_TEXT_DELTAS = frozenset(
+    {E.TEXT_DELTA, E.REASONING_DELTA, E.COMPACTION_TEXT_DELTA, E.COMPACTION_REASONING_DELTA}
+)
+#: Of those, the ones the replay buffer may merge (``MERGEABLE_EVENTS``).
+_MERGEABLE_DELTAS = frozenset(kind for kind in _TEXT_DELTAS if kind.value in MERGEABLE_EVENTS)
 _TOOL_ENDS = frozenset({E.TOOL_COMPLETED, E.TOOL_FAILED, E.TOOL_SKIPPED})
 #: Longest a run keeps the event loop to itself while it streams deltas, in seconds.
 _STREAK = 0.004
@@ -438,6 +445,13 @@ class LiveSession(ReplyHandling, RemoteRuns):
                 async for event in events:
                     kind = event.type
                     run.waiting = False
+                    if kind in _TEXT_DELTAS:
+                        # Most of a run: its frame is built from the event as text.
+                        await self.broadcast_event(run.request_id, event)
+                        if clock() - streak_started > _STREAK:
+                            await _let_the_loop_write()
+                            streak_started = clock()
+                        continue
                     if kind is E.RUN_COMPLETED:
                         # Held back until the stream has ended and released the session:
                         # a client may send its next message the moment it sees this.
@@ -541,14 +555,38 @@ class LiveSession(ReplyHandling, RemoteRuns):
         seq = self.seq.take_nowait()
         return seq if seq is not None else await self.seq.take()
 
-    async def broadcast_event(self, request_id: str, event: dict[str, Any]) -> None:
-        """Number one agent event and send it to every socket, in the same order for all."""
-        async with self._lock:
-            seq = await self.next_seq()
-            text = encode_frame(agent_event_frame(seq, request_id, fit_event(event)))
-            await self._broadcast(
-                seq, text, mergeable=event["type"] in MERGEABLE_EVENTS, request_id=request_id
-            )
+    async def broadcast_event(self, request_id: str, event: dict[str, Any] | AgentEvent) -> None:
+        """Number one agent event and send it to every socket, in the same order for all.
+
+        ``event`` is ``event_to_dict``'s output, or, for a text, reasoning or compaction
+        delta, the ``AgentEvent`` itself: its frame is then built as text directly
+        (``encode_delta_frame``, the same text).
+        """
+        if type(event) is not dict and event.type not in _TEXT_DELTAS:
+            event = event_to_dict(event)  # only deltas take the text path
+        lock = self._lock
+        await lock.acquire()  # (``async with`` costs two more coroutines per event)
+        try:
+            seq = self.seq.take_nowait()
+            if seq is None:
+                seq = await self.seq.take()
+            if type(event) is dict:
+                text = encode_frame(agent_event_frame(seq, request_id, fit_event(event)))
+                mergeable = event["type"] in MERGEABLE_EVENTS
+            else:
+                kind, phase = event.type, event.phase
+                text = encode_delta_frame(
+                    seq,
+                    request_id,
+                    kind._value_,
+                    event.session_id,
+                    None if phase is None else phase._value_,
+                    event.delta,
+                )
+                mergeable = kind in _MERGEABLE_DELTAS
+            await self._broadcast(seq, text, mergeable=mergeable, request_id=request_id)
+        finally:
+            lock.release()
 
     async def _broadcast(
         self,

@@ -59,6 +59,7 @@ __all__ = [
     "SteerFrame",
     "UserMessageFrame",
     "agent_event_frame",
+    "encode_delta_frame",
     "encode_frame",
     "fit_event",
     "parse_frame",
@@ -407,6 +408,47 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 #: Only ever meets the output of ``_json_safe``.
 _SAFE_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str)
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+#: A JSON string literal exactly as ``_ENCODER`` writes one (the C function it calls).
+_STRING = json.encoder.encode_basestring
+#: The text between a delta frame's ``seq`` and its ``delta``, by (request, event type,
+#: session, phase): a run's deltas share a handful of them.
+_DELTA_MIDDLES: dict[tuple[str, str, str, str | None], str] = {}
+_DELTA_MIDDLES_KEPT = 256
+
+
+def encode_delta_frame(
+    seq: int, request_id: str, kind: str, session_id: str, phase: str | None, delta: str
+) -> str:
+    """The socket text of a delta event's frame, built without a dict or the encoder.
+
+    Exactly ``encode_frame(agent_event_frame(seq, request_id, event_to_dict(event)))`` for
+    an event of type ``kind`` that carries only ``delta`` (text, reasoning and compaction
+    deltas): the same keys in the same order, the same separators, the same escapes
+    (lone surrogates too). A run streams thousands of these, so only ``seq`` and the delta
+    are encoded per frame; the rest is kept per run. Such an event is never shortened by
+    ``fit_event`` (it has no message), so neither is this frame.
+    """
+    key = (request_id, kind, session_id, phase)
+    middle = _DELTA_MIDDLES.get(key)
+    if middle is None:
+        if len(_DELTA_MIDDLES) >= _DELTA_MIDDLES_KEPT:
+            _DELTA_MIDDLES.clear()
+        middle = _DELTA_MIDDLES[key] = _escape_surrogates(
+            f', "request_id": {_STRING(request_id)}, "event": {{"type": {_STRING(kind)}, '
+            f'"session_id": {_STRING(session_id)}, '
+            f'"phase": {"null" if phase is None else _STRING(phase)}, "delta": '
+        )
+    literal = _STRING(delta)
+    if not delta.isascii():
+        literal = _escape_surrogates(literal)
+    return f'{{"type": "agent_event", "seq": {seq}{middle}{literal}}}}}'
+
+
+def _escape_surrogates(text: str) -> str:
+    """Lone surrogates (only ever inside string literals) as ``\\u`` escapes."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def encode_frame(frame: dict[str, Any]) -> str:
@@ -419,10 +461,8 @@ def encode_frame(frame: dict[str, Any]) -> str:
         text = _ENCODER.encode(frame)
     except (ValueError, TypeError, RecursionError):
         text = _SAFE_ENCODER.encode(_json_safe(frame))
-    if not text.isascii() and _SURROGATE.search(text) is not None:
-        # Only inside string literals: escaping keeps the JSON valid and the value intact.
-        text = _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
-    return text
+    # Only inside string literals: escaping keeps the JSON valid and the value intact.
+    return _escape_surrogates(text)
 
 
 def _json_safe(value: Any, depth: int = 0) -> Any:

@@ -4,9 +4,10 @@ It is the transport limit of the socket benchmark. Served by daphne exactly like
 site (``daphne bench.bare_channels:application``), it answers on the same path,
 ``/ws/sessions/<uuid>/``, and speaks just enough of the protocol for the benchmark client:
 a ``session`` frame on connect, and for every ``user_message`` the frames of one recorded
-run of the real consumer, re-numbered and re-encoded one by one as a real consumer must.
-The recording is a JSON list of frames named by ``BENCH_FRAMES`` (``bench.socket`` writes
-it before starting this server).
+run of the real consumer (its ``run_started`` and every ``agent_event``), re-numbered and
+re-encoded one by one as a real consumer must. The recordings are a JSON object named by
+``BENCH_FRAMES``, user message → frames (``bench.socket`` writes it before starting this
+server); a message that was not recorded gets the first recording.
 
 Nothing else from Django is used: minimal settings are configured here, before the
 Channels imports that need them.
@@ -30,18 +31,24 @@ from django.urls import path
 __all__ = ["BareConsumer", "application"]
 
 
-def _load_frames() -> list[dict[str, Any]]:
+def _load_frames() -> dict[str, list[dict[str, Any]]]:
+    """The recordings: user message content → the frames the site sent for it."""
     source = os.environ.get("BENCH_FRAMES")
     if not source:
         raise RuntimeError("BENCH_FRAMES must name a JSON file with the frames to replay")
     with open(source) as handle:
-        frames = json.load(handle)
-    if not isinstance(frames, list) or not all(isinstance(frame, dict) for frame in frames):
-        raise RuntimeError(f"{source} must hold a JSON list of frame objects")
-    return frames
+        recorded = json.load(handle)
+    if isinstance(recorded, list):
+        recorded = {"": recorded}
+    for frames in recorded.values() if isinstance(recorded, dict) else [None]:
+        if not isinstance(frames, list) or not all(isinstance(frame, dict) for frame in frames):
+            raise RuntimeError(f"{source} must map messages to JSON lists of frame objects")
+    return recorded
 
 
-FRAMES = _load_frames()
+RECORDINGS = _load_frames()
+#: For a message that was not recorded: the first recording.
+FIRST = next(iter(RECORDINGS.values()))
 
 
 class BareConsumer(AsyncJsonWebsocketConsumer):
@@ -64,8 +71,8 @@ class BareConsumer(AsyncJsonWebsocketConsumer):
         if not isinstance(content, dict) or content.get("type") != "user_message":
             await self.send_json({"type": "error", "code": "unknown_type", "message": "bench"})
             return
-        for frame in FRAMES:
-            if frame.get("type") == "agent_event":
+        for frame in RECORDINGS.get(content.get("content"), FIRST):
+            if "seq" in frame:  # ``run_started`` and every ``agent_event``
                 self.seq += 1
                 frame = {**frame, "seq": self.seq}
             await self.send_json(frame)

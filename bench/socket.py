@@ -3,22 +3,27 @@
     python -m bench.socket            # full run, a few minutes
     python -m bench.socket --smoke    # a few frames of everything, no targets judged
 
-Every server is ``daphne`` in a subprocess on a free loopback port; the client
-(``bench.socket_client``, on ``websockets``) runs in another subprocess, so neither end
-shares a core's event loop with the other. The zett site is served with
-``ZETT_MODEL=bench.zett_model:socket_model`` (a zero-latency model), a throw-away SQLite
-database and the per-socket rate limit lifted; the bare server
-(``bench.bare_channels``) replays, for each user message, the frames the site sent for the
-same message, recorded at the start of the run.
+Every server is ``daphne`` in a subprocess on a free loopback port (``bench.serve``); the
+client (``bench.socket_client``, on ``websockets``) runs in another subprocess, so neither
+end shares a core's event loop with the other. The zett site is served with
+``ZETT_MODEL=bench.zett_model:socket_model`` (a zero-latency model), the per-person limits
+lifted, and, for one worker, a throw-away SQLite database; a client GETs ``/`` for its
+browser's ``sessionid`` cookie first. The bare server (``bench.bare_channels``) replays, for
+each user message, the frames the site sent for the same message (``run_started``
+included), recorded at the start of the run.
 
 Measured:
-(a) agent events per second through our consumer, 1 and 100 connections, against the bare
-    consumer sending the same frames; repetitions alternate the two servers;
+(a) agent events per second and server CPU per agent event through our consumer, 1 and 100
+    connections, against the bare consumer sending the same frames (repetitions alternate
+    the two servers); and the cost model: CPU per event and per run apart, from runs of two
+    lengths;
 (b) an ``external_event`` reply until the tool runs: in process through the runtime
     (``emit_external_event`` to the tool's first line) and over the socket (reply frame
     sent until the ``tool_started`` frame arrives);
 (c) server RSS per idle connection and per paused session (above an idle connection) with
-    1,000 connections, each server fresh for it.
+    1,000 connections, each server fresh for it;
+(d) two workers on PostgreSQL + Redis, the measured socket on the worker that does not run
+    the run: events per second, and (b) through the other worker.
 
 Everything started here is stopped in ``finally`` (terminate, then kill), and every wait
 has a deadline.
@@ -40,25 +45,41 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
 import statistics
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from bench.machine import describe_machine, package_versions
+from bench.serve import (
+    DEFAULT_POSTGRES,
+    DEFAULT_REDIS,
+    REPO,
+    Server,
+    browser_cookie,
+    flushed_redis,
+    load_average,
+    migrate,
+    postgres_database,
+    scratch_dir,
+    site_env,
+)
 
-REPO = Path(__file__).resolve().parent.parent
-PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
-SITE_APP = "zett_site.asgi:application"
 BARE_APP = "bench.bare_channels:application"
-DISTRIBUTIONS = ["daphne", "channels", "Django", "Twisted", "autobahn", "websockets"]
+DISTRIBUTIONS = ["daphne", "channels", "channels-redis", "redis", "Django", "Twisted"]
+DISTRIBUTIONS += ["autobahn", "websockets", "psycopg"]
 TARGET_THROUGHPUT = 0.80  # our consumer >= 80 % of the bare consumer's events/s
+TARGET_CPU_RATIO = 1.5  # our consumer's server CPU per event <= 1.5x the bare consumer's
 TARGET_REPLY_IN_PROCESS_MS = 1.0
 TARGET_REPLY_SOCKET_MS = 5.0
+TARGET_REPLY_CROSS_WORKER_MS = 10.0
 TARGET_PAUSED_KB = 50.0
+#: Last round's one-worker figures (docs/benchmarks.md), which this round must not regress.
+LAST_ROUND = {"events_per_second": {1: 24_360, 100: 30_570}, "reply_socket_p99_ms": 4.02}
+PARTS = ("throughput", "reply", "memory", "cluster")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +93,11 @@ class Plan:
     repetitions: int
     reply_samples: int
     held_connections: int
+    cluster_connections_many: int
+    cluster_requests_many: int
+    #: The cost model's long runs (per-run and per-event cost): deltas and runs.
+    long_deltas: int
+    long_requests: int
 
 
 FULL = Plan(
@@ -82,6 +108,10 @@ FULL = Plan(
     repetitions=3,
     reply_samples=1000,
     held_connections=1000,
+    cluster_connections_many=50,
+    cluster_requests_many=2,
+    long_deltas=2000,
+    long_requests=5,
 )
 SMOKE = Plan(
     deltas=20,
@@ -91,114 +121,19 @@ SMOKE = Plan(
     repetitions=1,
     reply_samples=20,
     held_connections=20,
+    cluster_connections_many=3,
+    cluster_requests_many=1,
+    long_deltas=40,
+    long_requests=1,
 )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def rss_of(pid: int) -> int:
-    with open(f"/proc/{pid}/statm") as statm:
-        return int(statm.read().split()[1]) * PAGE_SIZE
-
-
-def base_env(workdir: Path) -> dict[str, str]:
-    """Environment of every subprocess: the site's settings for a benchmark server."""
-    env = {key: value for key, value in os.environ.items() if key != "REDIS_URL"}
-    env.update(
-        PYTHONPATH=str(REPO),
-        DJANGO_SETTINGS_MODULE="zett_site.settings",
-        DJANGO_SECRET_KEY="bench-only-" + os.urandom(16).hex(),
-        DJANGO_DEBUG="0",
-        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
-        DATABASE_URL=f"sqlite:///{workdir / 'bench.sqlite3'}",
-        ZETT_MODEL="bench.zett_model:socket_model",
-        ZETT_WS_RATE_BURST="1000000000",
-        ZETT_WS_RATE_PER_SECOND="1000000000",
-    )
-    return env
-
-
-class Server:
-    """``daphne`` serving one ASGI app on a free loopback port, stopped on exit."""
-
-    def __init__(self, app: str, env: dict[str, str], workdir: Path, label: str) -> None:
-        self.app = app
-        self.env = env
-        self.port = free_port()
-        self.log_path = workdir / f"{label}-{self.port}.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def base(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
-
-    @property
-    def rss(self) -> int:
-        assert self.process is not None
-        return rss_of(self.process.pid)
-
-    def __enter__(self) -> Server:
-        command = [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(self.port),
-            "-v",
-            "0",
-            self.app,
-        ]
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                command, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT
-            )
-        try:
-            self._wait_until_listening(deadline=time.monotonic() + 30)
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
-
-    def _wait_until_listening(self, deadline: float) -> None:
-        assert self.process is not None
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"daphne exited early:\n{self.log_tail()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.05)  # a port of another process offers no event to await
-        raise RuntimeError(f"daphne did not listen within 30 s:\n{self.log_tail()}")
-
-    def log_tail(self) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-30:])
-        except OSError:
-            return "(no log)"
-
-    def __exit__(self, *exc_info: object) -> None:
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 def run_client(base: str, scenario: str, timeout: float, **options: object) -> list[dict]:
     """Run one client scenario to its end; return the JSON lines it printed."""
     command = [sys.executable, "-m", "bench.socket_client", scenario, "--base", base]
     for key, value in options.items():
+        if value is None or value is False:
+            continue
         flag = "--" + key.replace("_", "-")
         command += [flag] if value is True else [flag, str(value)]
     done = subprocess.run(
@@ -215,22 +150,20 @@ def run_client(base: str, scenario: str, timeout: float, **options: object) -> l
     return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
 
 
+def load() -> str:
+    return "/".join(f"{value:.1f}" for value in load_average())
+
+
 class HoldClient:
     """The ``hold`` scenario, driven stage by stage so the server can be weighed between."""
 
-    def __init__(self, base: str, connections: int, idle_only: bool, timeout: float) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "bench.socket_client",
-            "hold",
-            "--base",
-            base,
-            "--connections",
-            str(connections),
-            "--wait",
-            str(timeout),
-        ]
+    def __init__(
+        self, base: str, connections: int, idle_only: bool, timeout: float, cookie: str | None
+    ) -> None:
+        command = [sys.executable, "-m", "bench.socket_client", "hold", "--base", base]
+        command += ["--connections", str(connections), "--wait", str(timeout)]
+        if cookie:
+            command += ["--cookie", cookie]
         if idle_only:
             command.append("--idle-only")
         self.timeout = timeout
@@ -275,16 +208,6 @@ class HoldClient:
             self.process.wait(timeout=10)
 
 
-def prepare_database(env: dict[str, str]) -> None:
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=REPO,
-        env=env,
-        check=True,
-        timeout=120,
-    )
-
-
 def settle(server: Server, window: float = 0.2, limit: float = 5.0) -> int:
     """The server's RSS once it has stopped changing for ``window`` seconds.
 
@@ -305,9 +228,9 @@ def settle(server: Server, window: float = 0.2, limit: float = 5.0) -> int:
 
 @contextlib.contextmanager
 def hold_client(
-    base: str, connections: int, idle_only: bool, timeout: float
+    base: str, connections: int, idle_only: bool, timeout: float, cookie: str | None
 ) -> Iterator[HoldClient]:
-    client = HoldClient(base, connections, idle_only, timeout)
+    client = HoldClient(base, connections, idle_only, timeout, cookie)
     try:
         yield client
     finally:
@@ -316,9 +239,10 @@ def hold_client(
 
 def weigh_connections(server: Server, plan: Plan, idle_only: bool, timeout: float) -> dict:
     """(c): RSS growth for ``held_connections`` idle sockets, then with a paused session each."""
+    cookie = None if idle_only else browser_cookie(server.port)
     # Warm the server's code paths so the baseline holds the code, not the sessions.
     warm = 10
-    with hold_client(server.base, warm, idle_only, timeout) as client:
+    with hold_client(server.base, warm, idle_only, timeout, cookie) as client:
         client.stage("idle")
         client.go()
         if not idle_only:
@@ -329,7 +253,7 @@ def weigh_connections(server: Server, plan: Plan, idle_only: bool, timeout: floa
     baseline = settle(server)
     count = plan.held_connections
     result: dict = {"connections": count}
-    with hold_client(server.base, count, idle_only, timeout) as client:
+    with hold_client(server.base, count, idle_only, timeout, cookie) as client:
         client.stage("idle")
         idle = settle(server)
         result["idle_per_connection"] = (idle - baseline) / count
@@ -345,17 +269,21 @@ def weigh_connections(server: Server, plan: Plan, idle_only: bool, timeout: floa
 
 
 def measure_throughput(site: Server, bare: Server, plan: Plan, timeout: float) -> list[dict]:
-    """(a): events/s for 1 and many connections, alternating the two servers."""
+    """(a): events/s and server CPU per event, 1 and many connections, alternating servers."""
     rows = []
     shapes = [(1, plan.requests_one), (plan.connections_many, plan.requests_many)]
+    labels = ("zett consumer", "bare consumer")
     for connections, requests in shapes:
-        samples: dict[str, list[float]] = {"zett consumer": [], "bare consumer": []}
-        cpu: dict[str, list[float]] = {"zett consumer": [], "bare consumer": []}
+        samples: dict[str, list[float]] = {label: [] for label in labels}
+        cpu_us: dict[str, list[float]] = {label: [] for label in labels}
+        client_cpu: dict[str, list[float]] = {label: [] for label in labels}
+        loads: list[str] = []
         for repetition in range(plan.repetitions):
             order = [("zett consumer", site), ("bare consumer", bare)]
             if repetition % 2:
                 order.reverse()
             for label, server in order:
+                cookie = browser_cookie(server.port) if server is site else None
                 (line,) = run_client(
                     server.base,
                     "throughput",
@@ -364,77 +292,216 @@ def measure_throughput(site: Server, bare: Server, plan: Plan, timeout: float) -
                     requests=requests,
                     deltas=plan.deltas,
                     wait=30,
+                    cookie=cookie,
+                    server_pids=server.pid,
                 )
                 samples[label].append(line["events_per_second"])
-                cpu[label].append(line["client_cpu_share"])
+                cpu_us[label].append(line["server_cpu_us_per_event"])
+                client_cpu[label].append(line["client_cpu_share"])
+                loads.append(load())
                 print(
                     f"  (a) {connections:>3} conn, {label}: {line['events_per_second']:,.0f} "
-                    f"events/s ({line['events']:,} events, client CPU "
-                    f"{line['client_cpu_share']:.0%})",
+                    f"events/s, server CPU {line['server_cpu_us_per_event']:.1f} µs/event "
+                    f"({line['events']:,} events, client CPU {line['client_cpu_share']:.0%}, "
+                    f"load {loads[-1]})",
                     flush=True,
                 )
-        ratios = [
-            ours / bare
-            for ours, bare in zip(samples["zett consumer"], samples["bare consumer"], strict=True)
-        ]
+        pairs = zip(samples["zett consumer"], samples["bare consumer"], strict=True)
+        cpu_pairs = zip(cpu_us["zett consumer"], cpu_us["bare consumer"], strict=True)
         rows.append(
             {
                 "connections": connections,
                 "zett_events_per_second": samples["zett consumer"],
                 "bare_events_per_second": samples["bare consumer"],
-                "ratios": ratios,
-                "client_cpu_share": cpu,
+                "ratios": [ours / bare for ours, bare in pairs],
+                "zett_cpu_us_per_event": cpu_us["zett consumer"],
+                "bare_cpu_us_per_event": cpu_us["bare consumer"],
+                "cpu_ratios": [ours / bare for ours, bare in cpu_pairs],
+                "client_cpu_share": client_cpu,
+                "load": loads,
             }
         )
     return rows
 
 
 def record_frames(site: Server, plan: Plan, path: Path, timeout: float) -> int:
-    (line,) = run_client(site.base, "record", timeout, deltas=plan.deltas, wait=30)
-    frames = line["frames"]
-    path.write_text(json.dumps(frames))
-    return len(frames)
+    """Record the site's frames for ``stream <deltas>`` and the cost model's long runs."""
+    cookie = browser_cookie(site.port)
+    recordings = {}
+    for deltas in (plan.deltas, plan.long_deltas):
+        (line,) = run_client(site.base, "record", timeout, deltas=deltas, wait=30, cookie=cookie)
+        recordings[f"stream {deltas}"] = line["frames"]
+    path.write_text(json.dumps(recordings))
+    return len(recordings[f"stream {plan.deltas}"])
 
 
-def run(plan: Plan, timeout: float) -> dict:
+def measure_cost_model(site: Server, bare: Server, plan: Plan, timeout: float) -> dict:
+    """Server CPU per run and per event: 1 connection, runs of two lengths, both servers.
+
+    CPU per run = fixed + per_event x events: the short runs (``deltas``) and the long ones
+    (``long_deltas``), taken back to back on one server, give both terms; what each run
+    costs whatever its length (storing it, starting it) then stops hiding the frame path.
+    """
+    found: dict[str, dict[str, list[float]]] = {}
+    for repetition in range(plan.repetitions):
+        order = [("zett consumer", site), ("bare consumer", bare)]
+        if repetition % 2:
+            order.reverse()
+        for label, server in order:
+            per_run = []
+            for deltas, requests in (
+                (plan.deltas, plan.requests_one),
+                (plan.long_deltas, plan.long_requests),
+            ):
+                (line,) = run_client(
+                    server.base,
+                    "throughput",
+                    timeout,
+                    connections=1,
+                    requests=requests,
+                    deltas=deltas,
+                    wait=30,
+                    cookie=browser_cookie(server.port) if server is site else None,
+                    server_pids=server.pid,
+                )
+                per_run.append((line["server_cpu_seconds"] / requests, line["events"] / requests))
+            (short_cpu, short_events), (long_cpu, long_events) = per_run
+            per_event = (long_cpu - short_cpu) / (long_events - short_events)
+            fixed = short_cpu - per_event * short_events
+            row = found.setdefault(label, {"per_event_us": [], "per_run_ms": [], "load": []})
+            row["per_event_us"].append(per_event * 1e6)
+            row["per_run_ms"].append(fixed * 1e3)
+            row["load"].append(load())
+            print(
+                f"  (a) cost model, {label}: {per_event * 1e6:.1f} µs per event + "
+                f"{fixed * 1e3:.2f} ms per run (load {load()})",
+                flush=True,
+            )
+    site_rows, bare_rows = found["zett consumer"], found["bare consumer"]
+    pairs = zip(site_rows["per_event_us"], bare_rows["per_event_us"], strict=True)
+    found["per_event_ratios"] = [ours / bare for ours, bare in pairs]  # type: ignore[assignment]
+    return found
+
+
+def measure_reply(server: Server, plan: Plan, timeout: float, **options: object) -> dict:
+    cookie = browser_cookie(server.port)
+    lines = run_client(
+        server.base,
+        "reply",
+        timeout,
+        samples=plan.reply_samples,
+        wait=30,
+        cookie=cookie,
+        all_samples=True,
+        **options,
+    )
+    result = {line["until"]: line for line in lines}
+    result["load"] = load()
+    return result
+
+
+def measure_cluster(plan: Plan, timeout: float, workdir: Path, postgres: str, redis: str) -> dict:
+    """(d): two workers on PostgreSQL + Redis; the measured socket is not on the run's worker."""
+    result: dict = {}
+    with postgres_database(postgres) as database_url, flushed_redis(redis) as redis_url:
+        env = site_env(database_url, redis_url=redis_url)
+        migrate(env)
+        with Server(env, workdir, "worker-a") as one, Server(env, workdir, "worker-b") as two:
+            pids = f"{one.pid},{two.pid}"
+            rows = []
+            shapes = [
+                (1, plan.requests_one),
+                (plan.cluster_connections_many, plan.cluster_requests_many),
+            ]
+            for connections, requests in shapes:
+                events: list[float] = []
+                cpu: list[float] = []
+                loads: list[str] = []
+                for _ in range(plan.repetitions):
+                    (line,) = run_client(
+                        one.base,
+                        "throughput",
+                        timeout,
+                        follow_base=two.base,
+                        connections=connections,
+                        requests=requests,
+                        deltas=plan.deltas,
+                        wait=30,
+                        cookie=browser_cookie(one.port),
+                        server_pids=pids,
+                    )
+                    events.append(line["events_per_second"])
+                    cpu.append(line["server_cpu_us_per_event"])
+                    loads.append(load())
+                    print(
+                        f"  (d) {connections:>3} sessions over 2 workers: "
+                        f"{line['events_per_second']:,.0f} events/s at the other worker, "
+                        f"both servers' CPU {line['server_cpu_us_per_event']:.1f} µs/event "
+                        f"(client CPU {line['client_cpu_share']:.0%}, load {loads[-1]})",
+                        flush=True,
+                    )
+                rows.append(
+                    {
+                        "connections": connections,
+                        "events_per_second": events,
+                        "cpu_us_per_event": cpu,
+                        "load": loads,
+                    }
+                )
+            result["throughput"] = rows
+            print(f"  (d) reply on the run's worker: {plan.reply_samples} replies", flush=True)
+            result["reply_same_worker"] = measure_reply(one, plan, timeout)
+            print(f"  (d) reply through the other worker: {plan.reply_samples}", flush=True)
+            result["reply_cross_worker"] = measure_reply(one, plan, timeout, follow_base=two.base)
+            result["log_problems"] = one.log_problems() + two.log_problems()
+    return result
+
+
+def run(plan: Plan, timeout: float, parts: set[str], postgres: str, redis: str) -> dict:
     from bench.external_wait import measure_reply_latency
 
     results: dict = {
         "machine": describe_machine(),
         "versions": package_versions(DISTRIBUTIONS),
         "plan": asdict(plan),
+        "load_at_start": load(),
     }
-    print(f"(b) in process: {plan.reply_samples} replies through emit_external_event", flush=True)
-    latency = asyncio.run(measure_reply_latency(plan.reply_samples))
-    results["reply_in_process"] = {
-        "samples": latency.samples,
-        "p50_ms": latency.p50_us / 1000,
-        "p99_ms": latency.p99_us / 1000,
-        "max_ms": latency.max_us / 1000,
-    }
-    # Memory-backed when the machine has /dev/shm: the throw-away database's fsyncs on a
-    # shared disk would otherwise set the pace of every run end, not the consumer.
-    shm = Path("/dev/shm")
-    scratch = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
-    with tempfile.TemporaryDirectory(prefix="zett-bench-", dir=scratch) as tmp:
+    if "reply" in parts:
+        print(f"(b) in process: {plan.reply_samples} replies through emit_external_event")
+        latency = asyncio.run(measure_reply_latency(plan.reply_samples))
+        results["reply_in_process"] = {
+            "samples": latency.samples,
+            "p50_ms": latency.p50_us / 1000,
+            "p99_ms": latency.p99_us / 1000,
+            "max_ms": latency.max_us / 1000,
+        }
+    with tempfile.TemporaryDirectory(prefix="zett-bench-", dir=scratch_dir()) as tmp:
         workdir = Path(tmp)
-        env = base_env(workdir)
-        prepare_database(env)
+        env = site_env(f"sqlite:///{workdir / 'bench.sqlite3'}")
+        migrate(env)
         frames_path = workdir / "frames.json"
         bare_env = {**env, "BENCH_FRAMES": str(frames_path)}
-        with Server(SITE_APP, env, workdir, "site") as site:
-            count = record_frames(site, plan, frames_path, timeout)
-            print(f"recorded {count} frames for 'stream {plan.deltas}'", flush=True)
-            with Server(BARE_APP, bare_env, workdir, "bare") as bare:
-                results["throughput"] = measure_throughput(site, bare, plan, timeout)
-            print(f"(b) over the socket: {plan.reply_samples} replies", flush=True)
-            lines = run_client(site.base, "reply", timeout, samples=plan.reply_samples, wait=30)
-            results["reply_socket"] = {line["until"]: line for line in lines}
-        print(f"(c) {plan.held_connections} connections held", flush=True)
-        with Server(SITE_APP, env, workdir, "site-held") as site:
-            results["held_site"] = weigh_connections(site, plan, idle_only=False, timeout=60)
-        with Server(BARE_APP, bare_env, workdir, "bare-held") as bare:
-            results["held_bare"] = weigh_connections(bare, plan, idle_only=True, timeout=60)
+        if parts & {"throughput", "reply", "memory"}:
+            with Server(env, workdir, "site") as site:
+                count = record_frames(site, plan, frames_path, timeout)
+                print(f"recorded {count} frames for 'stream {plan.deltas}'", flush=True)
+                if "throughput" in parts:
+                    with Server(bare_env, workdir, "bare", app=BARE_APP) as bare:
+                        results["throughput"] = measure_throughput(site, bare, plan, timeout)
+                        results["cost_model"] = measure_cost_model(site, bare, plan, timeout)
+                if "reply" in parts:
+                    print(f"(b) over the socket: {plan.reply_samples} replies", flush=True)
+                    results["reply_socket"] = measure_reply(site, plan, timeout)
+        if "memory" in parts:
+            print(f"(c) {plan.held_connections} connections held", flush=True)
+            with Server(env, workdir, "site-held") as site:
+                results["held_site"] = weigh_connections(site, plan, False, timeout=60)
+            with Server(bare_env, workdir, "bare-held", app=BARE_APP) as bare:
+                results["held_bare"] = weigh_connections(bare, plan, True, timeout=60)
+        if "cluster" in parts:
+            print("(d) two workers on PostgreSQL and Redis", flush=True)
+            results["cluster"] = measure_cluster(plan, timeout, workdir, postgres, redis)
+    results["load_at_end"] = load()
     return results
 
 
@@ -442,67 +509,155 @@ def _span(values: list[float], digits: int = 0) -> str:
     return f"{min(values):,.{digits}f}-{max(values):,.{digits}f}"
 
 
+def _med(values: list[float], digits: int = 0) -> str:
+    return f"{statistics.median(values):,.{digits}f} ({_span(values, digits)})"
+
+
+def _latency_row(label: str, line: dict) -> str:
+    return (
+        f"| {label} | {line['samples']} | {line['p50_ms']:.3f} ms | {line['p99_ms']:.3f} ms "
+        f"| {line['max_ms']:.3f} ms |"
+    )
+
+
 def render(results: dict) -> str:
-    lines = [
-        "| connections | zett consumer events/s median (min-max) | bare consumer events/s "
-        "median (min-max) | zett/bare median (min-max) |",
-        "|---:|---:|---:|---:|",
-    ]
-    for row in results["throughput"]:
-        ours, bare, ratios = (
-            row["zett_events_per_second"],
-            row["bare_events_per_second"],
-            row["ratios"],
+    lines: list[str] = []
+    if "throughput" in results:
+        lines += [
+            "| connections | zett events/s median (min-max) | bare events/s median (min-max) "
+            "| zett/bare events/s | zett CPU µs/event | bare CPU µs/event | zett/bare CPU "
+            "per event | load (1/5/15 min) |",
+            "|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for row in results["throughput"]:
+            ratios = [r * 100 for r in row["ratios"]]
+            lines.append(
+                f"| {row['connections']} | {_med(row['zett_events_per_second'])} "
+                f"| {_med(row['bare_events_per_second'])} | {_med(ratios)} % "
+                f"| {_med(row['zett_cpu_us_per_event'], 1)} "
+                f"| {_med(row['bare_cpu_us_per_event'], 1)} "
+                f"| {_med(row['cpu_ratios'], 2)}x | {', '.join(row['load'])} |"
+            )
+    model = results.get("cost_model")
+    if model:
+        site, bare = model["zett consumer"], model["bare consumer"]
+        lines += [
+            "",
+            "| 1 connection, server CPU | per agent event median (min-max) | per run, whatever "
+            "its length | load |",
+            "|---|---:|---:|---|",
+            f"| zett consumer | {_med(site['per_event_us'], 1)} µs "
+            f"| {_med(site['per_run_ms'], 2)} ms | {', '.join(site['load'])} |",
+            f"| bare consumer | {_med(bare['per_event_us'], 1)} µs "
+            f"| {_med(bare['per_run_ms'], 2)} ms | {', '.join(bare['load'])} |",
+            f"| zett/bare | {_med(model['per_event_ratios'], 2)}x | | |",
+        ]
+    latency_rows = []
+    if "reply_in_process" in results:
+        latency_rows.append(
+            _latency_row(
+                "in process (emit_external_event → tool body)", results["reply_in_process"]
+            )
         )
-        lines.append(
-            f"| {row['connections']} | {statistics.median(ours):,.0f} ({_span(ours)}) "
-            f"| {statistics.median(bare):,.0f} ({_span(bare)}) "
-            f"| {statistics.median(ratios):.0%} ({_span([r * 100 for r in ratios])} %) |"
-        )
-    inproc, sock = results["reply_in_process"], results["reply_socket"]
-    lines += [
-        "",
-        "| external_event reply until the tool runs | samples | p50 | p99 | max |",
-        "|---|---:|---:|---:|---:|",
-        f"| in process (emit_external_event → tool body) | {inproc['samples']} "
-        f"| {inproc['p50_ms']:.3f} ms | {inproc['p99_ms']:.3f} ms | {inproc['max_ms']:.3f} ms |",
-    ]
-    for until, line in sock.items():
-        lines.append(
-            f"| over the socket (reply frame → `{until}` frame) | {line['samples']} "
-            f"| {line['p50_ms']:.3f} ms | {line['p99_ms']:.3f} ms | {line['max_ms']:.3f} ms |"
-        )
-    site, bare = results["held_site"], results["held_bare"]
-    lines += [
-        "",
-        "| server RSS, 1 socket each | connections | per idle connection | per paused session "
-        "(above idle) |",
-        "|---|---:|---:|---:|",
-        f"| zett site | {site['connections']:,} | {site['idle_per_connection'] / 1024:,.1f} KiB "
-        f"| {site['paused_per_session'] / 1024:,.1f} KiB |",
-        f"| bare consumer | {bare['connections']:,} "
-        f"| {bare['idle_per_connection'] / 1024:,.1f} KiB | - |",
-    ]
+    if "reply_socket" in results:
+        for until in ("tool_started", "tool_completed"):
+            latency_rows.append(
+                _latency_row(
+                    f"one worker, over the socket (reply → `{until}`)",
+                    results["reply_socket"][until],
+                )
+            )
+    cluster = results.get("cluster")
+    if cluster:
+        for key, label in (
+            ("reply_same_worker", "two workers, socket on the run's worker"),
+            ("reply_cross_worker", "two workers, socket on the other worker"),
+        ):
+            for until in ("external_event_result", "reply_accepted", "tool_started"):
+                if until in cluster[key]:
+                    latency_rows.append(
+                        _latency_row(f"{label} (reply → `{until}`)", cluster[key][until])
+                    )
+    if latency_rows:
+        lines += [
+            "",
+            "| external_event reply until the tool runs | samples | p50 | p99 | max |",
+            "|---|---:|---:|---:|---:|",
+            *latency_rows,
+        ]
+    if cluster:
+        lines += [
+            "",
+            "| two workers: sessions | events/s at the other worker median (min-max) "
+            "| CPU µs/event, both servers | load |",
+            "|---:|---:|---:|---|",
+        ]
+        for row in cluster["throughput"]:
+            lines.append(
+                f"| {row['connections']} | {_med(row['events_per_second'])} "
+                f"| {_med(row['cpu_us_per_event'], 1)} | {', '.join(row['load'])} |"
+            )
+    if "held_site" in results:
+        site, bare = results["held_site"], results["held_bare"]
+        lines += [
+            "",
+            "| server RSS, 1 socket each | connections | per idle connection | per paused "
+            "session (above idle) |",
+            "|---|---:|---:|---:|",
+            f"| zett site | {site['connections']:,} | {site['idle_per_connection'] / 1024:,.1f}"
+            f" KiB | {site['paused_per_session'] / 1024:,.1f} KiB |",
+            f"| bare consumer | {bare['connections']:,} "
+            f"| {bare['idle_per_connection'] / 1024:,.1f} KiB | - |",
+        ]
     return "\n".join(lines)
 
 
 def judge(results: dict) -> list[str]:
     verdicts = []
-    for row in results["throughput"]:
+    for row in results.get("throughput", ()):
+        connections = row["connections"]
         ratio = statistics.median(row["ratios"])
         met = "met" if ratio >= TARGET_THROUGHPUT else "MISSED"
+        verdicts.append(f"(a) {connections} conn: zett/bare = {ratio:.0%} (target ≥ 80 %: {met})")
+        cpu = statistics.median(row["cpu_ratios"])
+        met = "met" if cpu <= TARGET_CPU_RATIO else "MISSED"
         verdicts.append(
-            f"(a) {row['connections']} conn: zett/bare = {ratio:.0%} (target ≥ 80 %: {met})"
+            f"(a) {connections} conn: server CPU per event zett/bare = {cpu:.2f}x "
+            f"(target ≤ {TARGET_CPU_RATIO}x: {met})"
         )
-    p99 = results["reply_in_process"]["p99_ms"]
-    met = "met" if p99 < TARGET_REPLY_IN_PROCESS_MS else "MISSED"
-    verdicts.append(f"(b) in process p99 {p99:.3f} ms (target < 1 ms: {met})")
-    p99 = results["reply_socket"]["tool_started"]["p99_ms"]
-    met = "met" if p99 < TARGET_REPLY_SOCKET_MS else "MISSED"
-    verdicts.append(f"(b) socket p99 {p99:.3f} ms (target < 5 ms: {met})")
-    paused = results["held_site"]["paused_per_session"] / 1000
-    met = "met" if paused <= TARGET_PAUSED_KB else "MISSED"
-    verdicts.append(f"(c) {paused:.1f} KB per paused session (target ≤ 50 KB: {met})")
+        before = LAST_ROUND["events_per_second"].get(connections)
+        if before:
+            now = statistics.median(row["zett_events_per_second"])
+            verdicts.append(
+                f"(a) {connections} conn: {now:,.0f} events/s against {before:,} last round "
+                f"({now / before:.0%}; wall time, load-sensitive)"
+            )
+    if results.get("cost_model"):
+        ratio = statistics.median(results["cost_model"]["per_event_ratios"])
+        met = "met" if ratio <= TARGET_CPU_RATIO else "MISSED"
+        verdicts.append(
+            f"(a) frame path alone (CPU per event, per-run costs taken out): zett/bare = "
+            f"{ratio:.2f}x (≤ {TARGET_CPU_RATIO}x: {met})"
+        )
+    if "reply_in_process" in results:
+        p99 = results["reply_in_process"]["p99_ms"]
+        met = "met" if p99 < TARGET_REPLY_IN_PROCESS_MS else "MISSED"
+        verdicts.append(f"(b) in process p99 {p99:.3f} ms (target < 1 ms: {met})")
+    if "reply_socket" in results:
+        p99 = results["reply_socket"]["tool_started"]["p99_ms"]
+        met = "met" if p99 < TARGET_REPLY_SOCKET_MS else "MISSED"
+        verdicts.append(
+            f"(b) one worker, socket p99 {p99:.3f} ms (target < 5 ms: {met}; last round "
+            f"{LAST_ROUND['reply_socket_p99_ms']} ms)"
+        )
+    if "held_site" in results:
+        paused = results["held_site"]["paused_per_session"] / 1000
+        met = "met" if paused <= TARGET_PAUSED_KB else "MISSED"
+        verdicts.append(f"(c) {paused:.1f} KB per paused session (target ≤ 50 KB: {met})")
+    if results.get("cluster"):
+        p99 = results["cluster"]["reply_cross_worker"]["tool_started"]["p99_ms"]
+        met = "met" if p99 < TARGET_REPLY_CROSS_WORKER_MS else "MISSED"
+        verdicts.append(f"(d) cross-worker reply p99 {p99:.3f} ms (target < 10 ms: {met})")
     return verdicts
 
 
@@ -510,23 +665,39 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="a few frames of everything, for CI")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per client run")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per client run")
+    parser.add_argument(
+        "--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}"
+    )
+    parser.add_argument("--postgres", default=DEFAULT_POSTGRES, help="server for (d)")
+    parser.add_argument("--redis", default=DEFAULT_REDIS, help="Redis database for (d)")
     args = parser.parse_args(argv)
+    parts = {part.strip() for part in args.parts.split(",") if part.strip()}
+    if parts - set(PARTS):
+        parser.error(f"unknown parts: {sorted(parts - set(PARTS))}")
     plan = SMOKE if args.smoke else FULL
     started = time.perf_counter()
-    results = run(plan, args.timeout)
+    results = run(plan, args.timeout, parts, args.postgres, args.redis)
     machine = results["machine"]
     print()
     print(f"Machine: {machine['cpu']}, {machine['cores']} cores, Python {machine['python']}")
     print("Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items()))
+    print(
+        f"Load average (1/5/15 min): {results['load_at_start']} at the start, "
+        f"{results['load_at_end']} at the end"
+    )
     print()
     print(render(results))
     results["targets"] = judge(results)
     if not args.smoke:
         print()
         print("\n".join(results["targets"]))
+    problems = results.get("cluster", {}).get("log_problems")
+    if problems:
+        print("\nserver log problems:\n" + "\n".join(problems[:20]))
     print(f"\nTotal time: {time.perf_counter() - started:.0f} s")
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
     return 0
 

@@ -17,6 +17,9 @@ message so one server process serves every socket scenario:
 - ``"stream <n>"``: answer with ``n`` text deltas and no tool (events per second);
 - ``"ask"``: call the app's ``ask_user`` tool once, then answer with one delta (external
   reply round trip, paused sessions);
+- ``"paced <n> <ms>"``: ``n`` text deltas with ``ms`` milliseconds before each (a run long
+  enough to disconnect from in the middle; many sessions at a chosen load); with a third
+  word ``tool``, first one call of the app's ``calculate`` tool (tool frames mid-run);
 - anything else: the W1 workload shape without a tool, a 20-delta answer.
 """
 
@@ -213,6 +216,21 @@ class SocketModel:
             call = ToolCall("ask_1", "ask_user", {"question": "Proceed?"})
             yield ModelEvent.completed(
                 ModelResponse(AssistantMessage(tool_calls=(call,)), finish_reason="tool_calls")
+            )
+            return
+        if command[:1] == ["paced"] and len(command) >= 3 and command[1].isdigit():
+            if command[3:4] == ["tool"] and not answered:
+                call = ToolCall("calc_1", "calculate", {"expression": "6*7"})
+                yield ModelEvent.completed(
+                    ModelResponse(AssistantMessage(tool_calls=(call,)), finish_reason="tool_calls")
+                )
+                return
+            count, pause = int(command[1]), float(command[2]) / 1000
+            for _ in range(count):
+                await asyncio.sleep(pause)
+                yield ModelEvent.text("x")
+            yield ModelEvent.completed(
+                ModelResponse(AssistantMessage(content="x" * count), finish_reason="stop")
             )
             return
         if command[:1] == ["stream"] and len(command) == 2 and command[1].isdigit():

@@ -1,0 +1,135 @@
+"""What the benchmarks read and write in a server's database, run in a process of its own.
+
+    DATABASE_URL=... python -m bench.dbtool populate --cookie sessionid=... --spec SPEC
+    DATABASE_URL=... python -m bench.dbtool runs SESSION_ID [SESSION_ID ...]
+
+A benchmark's own process never sets Django up (it is the client, or it drives several
+servers); this does, once, on the database ``DATABASE_URL`` names, and prints one JSON
+object on stdout.
+
+- ``populate``: stores chats that belong to the anonymous browser of ``--cookie`` (the
+  ``sessionid`` a page visit gave it). ``--spec`` is JSON: a list of ``{"messages": N,
+  "chars": C}``, one per chat: ``N`` messages alternating user and assistant text of ``C``
+  characters, two per completed run, written as the app writes rows
+  (``agent_app.store.row_fields``). Prints ``{"sessions": [id, ...]}``.
+- ``runs``: for each session, its runs (``request_id``, ``status``) and its messages
+  (``position``, ``role``, ``request_id``, content length), oldest first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import uuid
+
+
+def _setup() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "zett_site.settings")
+    import django
+
+    django.setup()
+
+
+def populate(cookie: str, spec: list[dict[str, int]]) -> dict:
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.db import transaction
+    from django.utils import timezone
+
+    from agent_app.access import BROWSER_KEY_FIELD
+    from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
+    from agent_app.store import row_fields
+    from zett_agent.messages import AssistantMessage, UserMessage
+
+    session_key = cookie.split("=", 1)[1]
+    browser_key = SessionStore(session_key=session_key).get(BROWSER_KEY_FIELD)
+    if not browser_key:
+        raise SystemExit("the cookie names no anonymous browser (visit / first)")
+    created = []
+    for chat in spec:
+        count, chars = int(chat["messages"]), int(chat["chars"])
+        now = timezone.now()
+        with transaction.atomic():
+            session = ChatSession.objects.create(
+                browser_key=browser_key, title=f"bench: {count} messages of {chars} characters"
+            )
+            rows, runs = [], []
+            for position in range(count):
+                if position % 2 == 0:
+                    request_id = str(uuid.uuid4())
+                    runs.append(
+                        ChatRun(
+                            request_id=request_id,
+                            session=session,
+                            status=RunStatus.COMPLETED,
+                            worker="bench",
+                            ended_at=now,
+                        )
+                    )
+                    message = UserMessage(_text("question", position, chars))
+                else:
+                    message = AssistantMessage(_text("answer", position, chars))
+                rows.append(
+                    ChatMessage(
+                        session=session,
+                        position=position,
+                        request_id=request_id,
+                        **row_fields(message),
+                    )
+                )
+            ChatRun.objects.bulk_create(runs, batch_size=500)
+            ChatMessage.objects.bulk_create(rows, batch_size=500)
+            ChatSession.objects.filter(pk=session.pk).update(history_version=1)
+        created.append(str(session.pk))
+    return {"sessions": created}
+
+
+def _text(kind: str, position: int, chars: int) -> str:
+    head = f"{kind} {position}: "
+    body = "lorem ipsum dolor sit amet, consectetur adipiscing elit. "
+    return (head + body * (chars // len(body) + 1))[:chars]
+
+
+def runs(session_ids: list[str]) -> dict:
+    from agent_app.models import ChatMessage, ChatRun
+
+    found = {}
+    for session_id in session_ids:
+        run_rows = ChatRun.objects.filter(session_id=session_id).order_by("started_at")
+        messages = ChatMessage.objects.filter(session_id=session_id).order_by("position")
+        found[session_id] = {
+            "runs": [[run.request_id, run.status] for run in run_rows],
+            "messages": [
+                [
+                    row.position,
+                    row.role,
+                    row.request_id,
+                    len(row.content) if isinstance(row.content, str) else -1,
+                ]
+                for row in messages
+            ],
+        }
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    fill = commands.add_parser("populate")
+    fill.add_argument("--cookie", required=True)
+    fill.add_argument("--spec", required=True, help="JSON list of {messages, chars}")
+    read = commands.add_parser("runs")
+    read.add_argument("sessions", nargs="+")
+    args = parser.parse_args(argv)
+    _setup()
+    if args.command == "populate":
+        result = populate(args.cookie, json.loads(args.spec))
+    else:
+        result = runs(args.sessions)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
