@@ -270,9 +270,11 @@ class Cluster:
         if outbox is not None and outbox.task is not None:
             await asyncio.wait([outbox.task])
 
-    def rewrite_replay(self, session_id: str, entries: list[tuple[int, dict[str, str]]]) -> None:
+    def rewrite_replay(
+        self, session_id: str, request_id: str, entries: list[tuple[int, dict[str, str]]]
+    ) -> None:
         """Queue a rewrite of the replay stream (the owner merged its buffer), in order."""
-        self.publish(session_id, [None, None, entries, "rewrite", ""])
+        self.publish(session_id, [None, None, entries, "rewrite", request_id])
 
     async def _flush(self, session_id: str, outbox: _Outbox) -> None:
         """Send the queued frames, batch by batch, in order: mirrored first, then fanned out."""
@@ -304,27 +306,35 @@ class Cluster:
         """Apply the batch to the session's replay stream (entry id = the frame's seq)."""
         key = _replay_key(session_id)
         pipe = self.redis.pipeline(transaction=True)
-        for seq, _prev, text, marker, _request_id in batch:
+        for seq, _prev, text, marker, request_id in batch:
             if marker == "rewrite":
                 pipe.delete(key)
                 for entry_seq, fields in text:
-                    pipe.xadd(key, fields, id=f"{entry_seq}-0")
+                    pipe.xadd(key, {**fields, "r": request_id}, id=f"{entry_seq}-0")
                 continue
             if marker == "start":
                 pipe.delete(key)
             if marker in ("", "start"):
-                pipe.xadd(key, {"t": text}, id=f"{seq}-0")
+                pipe.xadd(key, {"t": text, "r": request_id}, id=f"{seq}-0")
             elif marker == "end":
                 pipe.expire(key, REPLAY_TTL_S)
         await pipe.execute()
 
-    async def replay(self, session_id: str, after_seq: int | None) -> list[tuple[int, str]]:
-        """``(seq, text)`` of the session's replayable frames after ``after_seq``."""
+    async def replay(
+        self, session_id: str, request_id: str, after_seq: int | None
+    ) -> list[tuple[int, str]]:
+        """``(seq, text)`` of the run ``request_id``'s frames after ``after_seq``.
+
+        Only that run's: right after a run starts, the stream may still hold the frames of
+        the one before it (the new run's first batch has not been mirrored yet).
+        """
         start = "-" if after_seq is None else f"{after_seq + 1}-0"
         entries = await self.redis.xrange(_replay_key(session_id), min=start)
         frames = []
         for entry_id, raw in entries:
             fields = {key.decode(): value.decode() for key, value in raw.items()}
+            if fields.pop("r", None) != request_id:
+                continue
             frames.append((int(entry_id.split(b"-")[0]), text_from_fields(fields, after_seq)))
         return frames
 

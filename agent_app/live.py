@@ -33,9 +33,9 @@ How a run flows:
   the loop go round (``_let_the_loop_write``).
 - **Replies** (``external_event``, ``steer``) are handed to the agent under the lock; the
   replying socket gets its ``external_event_result`` before any frame the reply causes, and
-  every socket gets ``reply_accepted``. An accepted answer to a question or approval is
-  recorded (``waits.mark``) before the lock is released, so before the tool it unblocks can
-  start: an approved tool never runs on a reply the database does not know.
+  every socket gets ``reply_accepted``. An approved tool records that it starts
+  (``executing``) before it runs, so after a crash it is never run again
+  (``agent_app.replies``).
 - **Cancellation**: ``cancel()`` cancels the run task and awaits its end. The runtime
   settles the request (cancelled tool results, waits cancelled, the partial answer stored);
   the task records the outcome and broadcasts ``run_cancelled``. When ``cancel()`` returns,
@@ -189,6 +189,11 @@ class LiveSession(ReplyHandling, RemoteRuns):
         self.remote: RemoteRun | None = None
         #: Whether this worker receives the session's frames from others (cluster only).
         self.subscribed = False
+        #: Sockets that saw frames up to this ``seq`` elsewhere (``agent_app.remote``).
+        self.floors: dict[Subscriber, int] = {}
+        #: Sockets between ``session()`` and the end of ``join``: the session must not be
+        #: dropped under them (they would join a session nobody else can find).
+        self._joining = 0
         self.sockets: list[Subscriber] = []
         #: Built by the first run; kept while the session is live here.
         self.agent: Agent | None = None
@@ -213,18 +218,32 @@ class LiveSession(ReplyHandling, RemoteRuns):
     @property
     def idle(self) -> bool:
         ending = self._task is not None and not self._task.done()
-        return not self.sockets and self._run is None and not ending
+        return not self.sockets and not self._joining and self._run is None and not ending
 
     # --- sockets -----------------------------------------------------------------------
 
     async def join(self, subscriber: Subscriber, after_seq: int | None = None) -> None:
-        """Send ``session`` (and the active run's frames after ``after_seq``); then live."""
+        """Send ``session`` (and the active run's frames after ``after_seq``); then live.
+
+        Call it right after ``LiveSessions.session()``, with no await in between: from
+        here until it returns the session counts as watched, so it is not dropped.
+        """
         ready: list[str] = []
+        self._joining += 1
+        try:
+            await self._join(subscriber, after_seq, ready)
+        finally:
+            self._joining -= 1
+            self.registry.drop_if_idle(self)
+        for paused in ready:
+            await self.resume(paused)
+
+    async def _join(self, subscriber: Subscriber, after_seq: int | None, ready: list[str]) -> None:
         async with self._lock:
             if self.cluster is not None:
                 await self._follow()
             if self._run is None and self.remote is None:
-                ready = await self._recover()
+                ready.extend(await self._recover())
             active = self.active_request_id
             state = await database_sync_to_async(snapshot)(
                 self.session_id, active_request_id=active
@@ -243,14 +262,17 @@ class LiveSession(ReplyHandling, RemoteRuns):
                     await subscriber.send_text(text)
             elif self.remote is not None:
                 await self._replay_remote(subscriber, after_seq)
+            elif frame["last_seq"] > self.last_seq:
+                # The database knows a later end than this worker has forwarded: frames up
+                # to it may still be on their way here, and this socket must not get them.
+                self.floors[subscriber] = frame["last_seq"]
             self.sockets.append(subscriber)
-        for paused in ready:
-            await self.resume(paused)
 
     def leave(self, subscriber: Subscriber) -> None:
         """Stop sending to ``subscriber``; the run (if any) goes on."""
         if subscriber in self.sockets:
             self.sockets.remove(subscriber)
+        self.floors.pop(subscriber, None)
         self.registry.drop_if_idle(self)
 
     async def history_before(self, position: int, limit: int) -> dict[str, Any]:
@@ -606,20 +628,29 @@ class LiveSession(ReplyHandling, RemoteRuns):
         previous, self.last_seq = self.last_seq, seq
         kept = marker in ("", "start")
         merged = kept and self.replay.append(seq, text, mergeable=mergeable)
-        await self._send_local(text)
+        await self._send_local(text, seq)
         cluster = self.cluster
         if cluster is not None:
             if merged:
-                cluster.rewrite_replay(self.session_id, self.replay.export())
+                cluster.rewrite_replay(self.session_id, request_id or "", self.replay.export())
             waiting = cluster.publish(
                 self.session_id, [seq, previous, text, marker, request_id or ""]
             )
             if waiting is not None:
                 await waiting
 
-    async def _send_local(self, text: str) -> None:
-        """Send one encoded frame to this process's sockets of the session."""
+    async def _send_local(self, text: str, seq: int | None = None) -> None:
+        """Send one encoded frame to this process's sockets of the session.
+
+        A socket with a floor (``floors``: it saw frames up to there on another worker)
+        is skipped for the frames at or below it.
+        """
+        floors = self.floors
         for subscriber in tuple(self.sockets):
+            if floors and seq is not None and subscriber in floors:
+                if seq <= floors[subscriber]:
+                    continue
+                del floors[subscriber]
             try:
                 await subscriber.send_text(text)
             except Exception:

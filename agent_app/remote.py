@@ -70,17 +70,23 @@ class RemoteRuns:
         """Send a joining socket the remote run's frames after ``after_seq`` (under lock).
 
         When this worker already forwards the run to other sockets, the joining one gets
-        the frames up to the last one forwarded; the rest reach it with the others.
+        the frames up to the last one forwarded; the rest reach it with the others. A
+        client may have seen more than this worker forwarded so far (it was connected to
+        another worker): the frames up to what it saw are then never sent to it again.
         """
         cluster = self.cluster
-        assert cluster is not None
+        assert cluster is not None and self.remote is not None
         following = bool(self.sockets)
-        for seq, text in await cluster.replay(self.session_id, after_seq):
+        seen = after_seq or 0
+        for seq, text in await cluster.replay(self.session_id, self.remote.request_id, after_seq):
             if following and seq > self.last_seq:
                 break
             await subscriber.send_text(text)
+            seen = max(seen, seq)
             if not following:
                 self.last_seq = max(self.last_seq, seq)
+        if seen > self.last_seq:
+            self.floors[subscriber] = seen
 
     async def remote_frames(self: LiveSession, frames: list[list[Any]]) -> None:
         """Forward frames the owner sent: skip those already sent, fill a gap first."""
@@ -89,8 +95,8 @@ class RemoteRuns:
                 if seq <= self.last_seq:
                     continue
                 if prev > self.last_seq and self.sockets:
-                    await self._fill_gap(seq)
-                await self._send_local(text)
+                    await self._fill_gap(request_id, seq)
+                await self._send_local(text, seq)
                 self.last_seq = seq
                 if marker == "start" and self._run is None:
                     self._set_remote_started(request_id)
@@ -111,13 +117,13 @@ class RemoteRuns:
             self._watch(remote), name=f"zett-lease-watch-{self.session_id}"
         )
 
-    async def _fill_gap(self: LiveSession, before_seq: int) -> None:
+    async def _fill_gap(self: LiveSession, request_id: str, before_seq: int) -> None:
         """Send the frames between the last one sent and ``before_seq`` (a lost message)."""
         assert self.cluster is not None
-        for seq, text in await self.cluster.replay(self.session_id, self.last_seq):
+        for seq, text in await self.cluster.replay(self.session_id, request_id, self.last_seq):
             if seq >= before_seq:
                 break
-            await self._send_local(text)
+            await self._send_local(text, seq)
             self.last_seq = seq
 
     # --- requests to the owner ---------------------------------------------------------

@@ -4,8 +4,9 @@
 is tried, in this order (all under the session's lock, so two replies never race):
 
 1. **the run waiting in memory** — ``Agent.emit_external_event``; an accepted answer to a
-   question or approval is recorded (``waits.mark``) before the lock is released, so
-   before the tool it unblocks can start;
+   question or approval is recorded (``waits.mark``) right after the lock is released
+   (an approved tool records that it starts before it runs: that record, not this one,
+   is what keeps it from ever running twice after a crash);
 2. **a stored wait nobody waits for in memory** — its run's process died (the run is
    paused), or a continuation has not reached that call yet. ``waits.claim`` accepts it
    exactly once; the run picks it up when it registers that wait, and if no run is
@@ -75,36 +76,39 @@ class ReplyHandling:
             if verdict is not None:
                 return verdict
         resume_from: str | None = None
+        answered: str | None = None
         async with self._lock:
             run = self._run
             verdict: Verdict | None = None
             if run is not None and run.task is not None and self.agent is not None:
-                verdict = await self._to_waiting_run(run, name, payload)
+                verdict = self._to_waiting_run(run, name, payload)
+                if verdict is not None and payload.get("tool_call_id") in run.waits:
+                    answered = payload["tool_call_id"]
             if verdict is None:
                 verdict, resume_from = await self._to_stored_wait(name, payload)
             await answer(verdict)
             if verdict.accepted_by:
                 await self._reply_accepted(verdict.request_id, name, payload)
+        if answered is not None:
+            # After the lock, so the woken run goes on meanwhile: an approved tool records
+            # that it starts (``executing``) before it runs, which is what keeps it from
+            # ever running twice; this only keeps the answer for a continuation.
+            await settle(
+                database_sync_to_async(waits.mark)(
+                    self.session_id, answered, WaitStatus.ANSWERED, payload
+                )
+            )
         if resume_from is not None:
             await self.resume(resume_from)
         return verdict
 
-    async def _to_waiting_run(
+    def _to_waiting_run(
         self: LiveSession, run: _Run, name: str, payload: dict[str, Any]
     ) -> Verdict | None:
         assert self.agent is not None
         config = AgentRunConfig(session_id=self.session_id, request_id=run.request_id)
         taken = self.agent.emit_external_event(ExternalEvent(name, payload), config=config)
-        if not taken:
-            return None
-        call_id = payload.get("tool_call_id")
-        if isinstance(call_id, str) and call_id in run.waits:
-            await settle(
-                database_sync_to_async(waits.mark)(
-                    self.session_id, call_id, WaitStatus.ANSWERED, payload
-                )
-            )
-        return Verdict(run.request_id, taken)
+        return Verdict(run.request_id, taken) if taken else None
 
     async def _to_stored_wait(
         self: LiveSession, name: str, payload: dict[str, Any]

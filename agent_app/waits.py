@@ -111,13 +111,23 @@ def _deadline(value: Any) -> datetime | None:
     return parse_datetime(value)
 
 
+#: The statuses each status may follow: ``executing`` is never undone by a late
+#: ``answered``, so a crash after a tool started never lets it run again.
+_FOLLOWS = {
+    WaitStatus.ANSWERED: (WaitStatus.OPEN,),
+    WaitStatus.EXECUTING: (WaitStatus.OPEN, WaitStatus.ANSWERED),
+}
+
+
 def mark(session_id: str, tool_call_id: str, status: WaitStatus, reply: Any = None) -> None:
     """Move the live wait of a call to ``status`` (``reply`` when it was answered)."""
     fields: dict[str, Any] = {"status": status}
     if status == WaitStatus.ANSWERED:
         fields.update(reply=reply, answered_at=timezone.now())
     ReplyWait.objects.filter(
-        session_id=session_id, tool_call_id=tool_call_id, status__in=LIVE_STATUSES
+        session_id=session_id,
+        tool_call_id=tool_call_id,
+        status__in=_FOLLOWS.get(status, LIVE_STATUSES),
     ).update(**fields)
 
 
