@@ -1,4 +1,4 @@
-"""The frame protocol of ``/ws/sessions/<uuid>/`` (SPEC B3; docs/protocol.md in prose).
+"""The frame protocol of ``/ws/sessions/<uuid>/`` (docs/protocol.md says it in prose).
 
 Every frame is one JSON object with a ``type``. ``parse_frame`` turns raw socket text into
 one of the inbound models or raises ``FrameError`` carrying the error code to send back;
