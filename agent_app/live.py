@@ -50,6 +50,7 @@ How a run flows:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket as _socket
@@ -68,7 +69,7 @@ from agent_app.agents import build_agent
 from agent_app.cluster import Cluster, RemoteRun
 from agent_app.history import page_before, snapshot
 from agent_app.models import RunKind, RunStatus
-from agent_app.persistence import INPUT_STORED, settle
+from agent_app.persistence import INPUT_STORED, RESTORED_HISTORY, settle
 from agent_app.protocol import (
     RunCancelledFrame,
     RunFailedFrame,
@@ -81,7 +82,7 @@ from agent_app.protocol import (
 from agent_app.remote import RemoteRuns
 from agent_app.replay import DEFAULT_REPLAY_FRAMES, MERGEABLE_EVENTS, ReplayBuffer
 from agent_app.replies import ReplyHandling, Verdict
-from agent_app.runs import Begun, Creator, begin_run, end_run, user_message_for
+from agent_app.runs import Begun, Creator, StaleRuns, begin_run, end_run, user_message_for
 from agent_app.sequence import SeqCounter
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEvent, AgentEventType
@@ -312,20 +313,24 @@ class LiveSession(ReplyHandling, RemoteRuns):
                 leased = True
             async with self._lock:
                 self._set_remote_none()
-                if resumed_from is None:
-                    ready = await self._recover(abandon_paused=True, leased=True)
-                begun = await settle(
-                    database_sync_to_async(begin_run)(
-                        self.session_id,
-                        run.request_id,
-                        content=content,
-                        worker=WORKER_ID,
-                        creator=creator,
-                        kind=kind,
-                        resumed_from=resumed_from or "",
-                        replace_last_turn=replace_last_turn,
-                    )
+                begin = functools.partial(
+                    database_sync_to_async(begin_run),
+                    self.session_id,
+                    run.request_id,
+                    content=content,
+                    worker=WORKER_ID,
+                    creator=creator,
+                    kind=kind,
+                    resumed_from=resumed_from or "",
+                    replace_last_turn=replace_last_turn,
                 )
+                try:
+                    # A new message settles runs a dead process left first (abandoning
+                    # paused ones); ``begin_run`` says whether there are any.
+                    begun = await settle(begin(refuse_stale=resumed_from is None))
+                except StaleRuns:
+                    ready = await self._recover(abandon_paused=True, leased=True)
+                    begun = await settle(begin())
                 await self._announce(run, begun)
         except BaseException:
             if self._run is run:
@@ -336,7 +341,7 @@ class LiveSession(ReplyHandling, RemoteRuns):
             raise
         assert not ready  # a new message abandons paused runs; nothing is left to resume
         run.task = self._task = asyncio.create_task(
-            self._execute(run, begun.message), name=f"zett-run-{run.request_id}"
+            self._execute(run, begun.message, begun.history), name=f"zett-run-{run.request_id}"
         )
         run.task.add_done_callback(lambda _: self.registry.drop_if_idle(self))
         run.launched.set()
@@ -451,7 +456,9 @@ class LiveSession(ReplyHandling, RemoteRuns):
             self.agent = await self.registry.factory(self.session_id)
         return self.agent
 
-    async def _execute(self, run: _Run, message: UserMessage | None) -> None:
+    async def _execute(
+        self, run: _Run, message: UserMessage | None, history: list[Any] | None = None
+    ) -> None:
         config = AgentRunConfig(session_id=self.session_id, request_id=run.request_id)
         final: dict[str, Any] | None = None
         try:
@@ -460,7 +467,10 @@ class LiveSession(ReplyHandling, RemoteRuns):
                 replies, deadlines = await self._resumption()
                 stream = agent.resume_stream(config=config, replies=replies, deadlines=deadlines)
             else:
-                stream = agent.stream(message, config=config, metadata={INPUT_STORED: True})
+                metadata: dict[str, Any] = {INPUT_STORED: True}
+                if history is not None:
+                    metadata[RESTORED_HISTORY] = history
+                stream = agent.stream(message, config=config, metadata=metadata)
             clock = asyncio.get_running_loop().time
             streak_started = clock()
             async with aclosing(stream) as events:

@@ -1,7 +1,9 @@
 """``OrmPersistenceExtension``: a session's conversation lives in the database, written ahead.
 
 Restoring: ``on_state`` puts the session's stored history (``agent_app.store``) before the
-request's own messages, at the cost of one copy of the references however long the chat.
+request's own messages, at the cost of one copy of the references however long the chat;
+a run the app starts hands over the history ``begin_run`` read in its own round trip
+(``RESTORED_HISTORY``), so restoring costs no database work of its own.
 A request that resumes a paused run (``context.resuming``) gets its last, still open tool
 batch too, so the runtime can run the open calls.
 
@@ -46,10 +48,13 @@ if TYPE_CHECKING:
     from zett_agent.extensions.events import ExtensionEvent
     from zett_agent.model import ModelEvent, ModelRequest, ModelResponse
 
-__all__ = ["INPUT_STORED", "OrmPersistenceExtension", "settle"]
+__all__ = ["INPUT_STORED", "RESTORED_HISTORY", "OrmPersistenceExtension", "settle"]
 
 #: Request metadata key: ``True`` when the input message is already stored.
 INPUT_STORED = "zett.input_stored"
+#: Request metadata: the history as the run's write-ahead step read it (``begin_run``),
+#: user message last; restored without another database round trip.
+RESTORED_HISTORY = "zett.restored_history"
 
 T = TypeVar("T")
 
@@ -102,9 +107,11 @@ class OrmPersistenceExtension(AgentExtension):
         self._requests: dict[str, _Request] = {}
 
     async def on_state(self, context: AgentRunContext) -> None:
-        history = await database_sync_to_async(restore_history)(
-            context.session_id, keep_open_tail=context.resuming
-        )
+        history = context.metadata.pop(RESTORED_HISTORY, None)
+        if history is None:
+            history = await database_sync_to_async(restore_history)(
+                context.session_id, keep_open_tail=context.resuming
+            )
         input_stored = context.metadata.get(INPUT_STORED) is True
         if input_stored and history and history[-1] == context.input_message:
             history.pop()  # stored ahead as the last row; the runtime appends it itself

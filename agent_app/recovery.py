@@ -258,8 +258,8 @@ def _insert_results(
         (ToolMessage(call.id, call.name, text, success=False, attributes=attributes), RowMeta())
         for call, text, attributes in closes
     ]
-    bump_version(session_id, timezone.now())  # locks the session row for the positions
-    insert_rows(session_id, request_id, entries)
+    bumped = bump_version(session_id, timezone.now())  # locks the session row
+    insert_rows(session_id, request_id, entries, after=bumped.last_position)
 
 
 def close_run_calls(session_id: str, request_id: str, status: RunStatus) -> None:

@@ -14,13 +14,12 @@ database errors, which become a generic sentence (their details go to the log on
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError, transaction
-from django.db.models import F
-from django.db.models.functions import Greatest
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
@@ -29,17 +28,20 @@ from agent_app.store import (
     RowMeta,
     bump_version,
     forget,
+    insert,
     insert_rows,
     message_from_row,
     remember,
+    restore_history,
     title_from,
 )
-from zett_agent.messages import UserMessage
+from zett_agent.messages import AnyMessage, UserMessage
 
 __all__ = [
     "Begun",
     "Creator",
     "NothingToReplace",
+    "StaleRuns",
     "begin_run",
     "end_run",
     "run_item",
@@ -64,6 +66,23 @@ class NothingToReplace(ValueError):
     """``regenerate``/``edit_last`` in a session that has no user message yet."""
 
 
+class StaleRuns(Exception):
+    """``begin_run(refuse_stale=True)`` found runs no ending has settled yet."""
+
+
+def _has_unsettled_runs(session_id: str) -> bool:
+    quote = connection.ops.quote_name
+    run = ChatRun._meta
+    sql = (
+        f"SELECT 1 FROM {quote(run.db_table)} WHERE {quote(run.get_field('session').column)} "
+        f"= %s AND {quote('status')} IN (%s, %s) LIMIT 1"
+    )
+    pk = ChatSession._meta.pk.get_db_prep_value(uuid.UUID(str(session_id)), connection)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk, RunStatus.RUNNING.value, RunStatus.PAUSED.value])
+        return cursor.fetchone() is not None
+
+
 @dataclass(frozen=True, slots=True)
 class Begun:
     """What ``begin_run`` stored."""
@@ -77,6 +96,8 @@ class Begun:
     message: UserMessage | None = None
     #: Where the superseded turn began (``regenerate``/``edit``), else None.
     superseded_from: int | None = None
+    #: The history the run starts from, its user message last (None for a continuation).
+    history: list[AnyMessage] | None = None
 
 
 def begin_run(
@@ -89,13 +110,16 @@ def begin_run(
     kind: str = RunKind.MESSAGE,
     resumed_from: str = "",
     replace_last_turn: bool = False,
+    refuse_stale: bool = False,
 ) -> Begun:
     """Store the session if new, the run, the user's message and a ``seq`` block.
 
     ``replace_last_turn`` (``regenerate``, ``edit``): the last user message and all that
     follows it are marked superseded first; ``content`` None then asks the same again.
     A continuation (``content`` None, ``resumed_from`` set) stores no message and marks the
-    paused run it takes over ``resumed``.
+    paused run it takes over ``resumed``. ``refuse_stale``: store nothing and raise
+    ``StaleRuns`` if a run of the session is still ``running`` or ``paused`` (the caller
+    settles those first, ``agent_app.recovery``) — one round trip when there are none.
     """
     now = timezone.now()
     creator = creator or Creator()
@@ -103,6 +127,8 @@ def begin_run(
     superseded_from = None
     message: UserMessage | None = None
     with transaction.atomic():
+        if refuse_stale and _has_unsettled_runs(session_id):
+            raise StaleRuns(session_id)
         # Locks the session row for everything below (and stores a first-time session).
         try:
             bumped = bump_version(session_id, now, seq_block=SEQ_BLOCK)
@@ -124,12 +150,16 @@ def begin_run(
             message = UserMessage(content) if content is not None else replaced
         elif content is not None:
             message = UserMessage(content)
-        ChatRun.objects.create(
-            request_id=request_id,
-            session_id=session_id,
-            kind=kind,
-            resumed_from=resumed_from,
-            worker=worker,
+        insert(
+            [
+                ChatRun(
+                    request_id=request_id,
+                    session_id=session_id,
+                    kind=kind,
+                    resumed_from=resumed_from,
+                    worker=worker,
+                )
+            ]
         )
         if resumed_from:
             ChatRun.objects.filter(request_id=resumed_from, status=RunStatus.PAUSED).update(
@@ -137,18 +167,25 @@ def begin_run(
             )
         position = None
         if message is not None:
-            (row,) = insert_rows(session_id, request_id, [(message, RowMeta())])
+            (row,) = insert_rows(
+                session_id, request_id, [(message, RowMeta())], after=bumped.last_position
+            )
             position, now = row.position, row.created_at
     if replace_last_turn:
         forget(session_id)
     else:
         remember(session_id, version, [message] if message is not None else [])
+    history = None
+    if message is not None:
+        # What the run starts from, read while this thread knows the version it just wrote.
+        history = restore_history(session_id, version=version)
     return Begun(
         position,
         now,
         (reserved - SEQ_BLOCK + 1, reserved),
         message=message,
         superseded_from=superseded_from,
+        history=history,
     )
 
 
@@ -180,24 +217,50 @@ def end_run(
     error: tuple[str, str] | None = None,
     usage: dict[str, int] | None = None,
 ) -> None:
-    """Record how a run ended, and the last ``seq`` its session sent."""
+    """Record how a run ended, and the last ``seq`` its session sent.
+
+    Every run ends here, so its two statements are written out (values prepared by the
+    model fields) instead of built by the ORM at each call.
+    """
     fields: dict[str, Any] = {"status": status, "ended_at": timezone.now()}
     if error is not None:
         fields["error_type"], fields["error_message"] = error
     if usage:
         fields["usage"] = usage
-    with transaction.atomic():
-        ended = ChatRun.objects.filter(request_id=request_id, status=RunStatus.RUNNING).update(
-            **fields
-        )
-        totals: dict[str, Any] = {}
-        if ended and usage:
-            totals = {
-                "input_tokens": F("input_tokens") + int(usage.get("input_tokens", 0)),
-                "output_tokens": F("output_tokens") + int(usage.get("output_tokens", 0)),
-            }
-        ChatSession.objects.filter(pk=session_id).update(
-            last_event_seq=Greatest("last_event_seq", last_seq), **totals
+    quote = connection.ops.quote_name
+    run, session = ChatRun._meta, ChatSession._meta
+    settings = [(run.get_field(name), value) for name, value in fields.items()]
+    run_sql = (
+        f"UPDATE {quote(run.db_table)} SET "
+        + ", ".join(f"{quote(field.column)} = %s" for field, _ in settings)
+        + f" WHERE {quote('request_id')} = %s AND {quote('status')} = %s"
+    )
+    run_params = [field.get_db_prep_save(value, connection) for field, value in settings]
+    run_params += [request_id, RunStatus.RUNNING.value]
+    seq, input_tokens, output_tokens = (
+        quote("last_event_seq"),
+        quote("input_tokens"),
+        quote("output_tokens"),
+    )
+    session_sql = (
+        f"UPDATE {quote(session.db_table)} SET "
+        f"{seq} = CASE WHEN {seq} < %s THEN %s ELSE {seq} END, "
+        f"{input_tokens} = {input_tokens} + %s, {output_tokens} = {output_tokens} + %s "
+        f"WHERE {quote(session.pk.column)} = %s"
+    )
+    pk = session.pk.get_db_prep_value(uuid.UUID(str(session_id)), connection)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(run_sql, run_params)
+        counted = usage if cursor.rowcount and usage else {}
+        cursor.execute(
+            session_sql,
+            [
+                last_seq,
+                last_seq,
+                int(counted.get("input_tokens", 0)),
+                int(counted.get("output_tokens", 0)),
+                pk,
+            ],
         )
 
 

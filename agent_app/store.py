@@ -53,6 +53,7 @@ __all__ = [
     "append_rows",
     "bump_version",
     "forget",
+    "insert",
     "insert_rows",
     "message_from_row",
     "open_calls",
@@ -161,9 +162,9 @@ def append_rows(
     """Store ``entries`` after the session's last message, in one transaction."""
     now = timezone.now()
     with transaction.atomic():
-        version = bump_version(session_id, now).history_version
-        rows = insert_rows(session_id, request_id, entries)
-    remember(session_id, version, [message for message, _ in entries])
+        bumped = bump_version(session_id, now)
+        rows = insert_rows(session_id, request_id, entries, after=bumped.last_position)
+    remember(session_id, bumped.history_version, [message for message, _ in entries])
     return Appended([row.position for row in rows], rows[0].created_at if rows else now)
 
 
@@ -173,43 +174,69 @@ class Bumped(NamedTuple):
     history_version: int
     seq_reserved: int
     title: str
+    #: The session's highest message position (None: no message yet).
+    last_position: int | None
 
 
 def bump_version(session_id: str, now: datetime, *, seq_block: int = 0) -> Bumped:
     """Lock the session row for this transaction: bump its ``history_version`` (and reserve
     ``seq_block`` numbers); return the row's new values.
 
-    One ``UPDATE … RETURNING`` (PostgreSQL, and SQLite since 3.35): this runs for every
-    stored message, so it is written out rather than built by the ORM at each call.
+    One ``UPDATE … RETURNING`` (PostgreSQL, and SQLite since 3.35) that also reads the
+    highest message position (an index lookup), where the caller's rows go next: this runs
+    for every stored message, so it is written out rather than built by the ORM each call.
     """
-    meta = ChatSession._meta
-    quote = connection.ops.quote_name
-    version, reserved = quote("history_version"), quote("seq_reserved")
-    sql = (
-        f"UPDATE {quote(meta.db_table)} SET {version} = {version} + 1, "
-        f"{reserved} = {reserved} + %s, {quote('updated_at')} = %s "
-        f"WHERE {quote(meta.pk.column)} = %s RETURNING {version}, {reserved}, {quote('title')}"
-    )
-    pk = meta.pk.get_db_prep_value(uuid.UUID(str(session_id)), connection)
-    when = meta.get_field("updated_at").get_db_prep_value(now, connection)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [seq_block, when, pk])
+        cursor.execute(_bump_sql(), [seq_block, _db_time(now), _db_pk(session_id)])
         row = cursor.fetchone()
     if row is None:
         raise ChatSession.DoesNotExist(f"Session {session_id} is not stored")
     return Bumped(*row)
 
 
-def insert_rows(
-    session_id: str, request_id: str, entries: list[tuple[AnyMessage, RowMeta]]
-) -> list[ChatMessage]:
-    """Insert rows after the last position; the caller holds the session's lock."""
-    last = (
-        ChatMessage.objects.filter(session_id=session_id)
-        .order_by("-position")
-        .values_list("position", flat=True)
-        .first()
+def _bump_sql() -> str:
+    quote = connection.ops.quote_name
+    version, reserved = quote("history_version"), quote("seq_reserved")
+    session, message = ChatSession._meta, ChatMessage._meta
+    pk, position = quote(session.pk.column), quote("position")
+    session_column = quote(message.get_field("session").column)
+    return (
+        f"UPDATE {quote(session.db_table)} SET {version} = {version} + 1, "
+        f"{reserved} = {reserved} + %s, {quote('updated_at')} = %s "
+        f"WHERE {pk} = %s RETURNING {version}, {reserved}, {quote('title')}, "
+        f"(SELECT MAX({position}) FROM {quote(message.db_table)} "
+        f"WHERE {session_column} = {quote(session.db_table)}.{pk})"
     )
+
+
+def _db_pk(session_id: str) -> Any:
+    return ChatSession._meta.pk.get_db_prep_value(uuid.UUID(str(session_id)), connection)
+
+
+def _db_time(moment: datetime) -> Any:
+    return ChatSession._meta.get_field("updated_at").get_db_prep_value(moment, connection)
+
+
+_UNKNOWN: Any = object()
+
+
+def insert_rows(
+    session_id: str,
+    request_id: str,
+    entries: list[tuple[AnyMessage, RowMeta]],
+    *,
+    after: int | None = _UNKNOWN,
+) -> list[ChatMessage]:
+    """Insert rows after the last position (``after``, if the caller just read it from
+    ``bump_version``); the caller holds the session's lock."""
+    last = after
+    if last is _UNKNOWN:
+        last = (
+            ChatMessage.objects.filter(session_id=session_id)
+            .order_by("-position")
+            .values_list("position", flat=True)
+            .first()
+        )
     start = 0 if last is None else last + 1
     rows = [
         ChatMessage(
@@ -224,7 +251,36 @@ def insert_rows(
         )
         for offset, (message, meta) in enumerate(entries)
     ]
-    return ChatMessage.objects.bulk_create(rows)
+    insert(rows)
+    return rows
+
+
+def insert(rows: list[Any]) -> None:
+    """INSERT new model instances of one model in one statement (their ``pk`` stays unset).
+
+    What ``bulk_create`` does for the columns (each field's ``pre_save`` and
+    ``get_db_prep_save``), without the rest of its machinery: every stored message and
+    run goes through here, and the ORM's own path costs several times the statement.
+    """
+    if not rows:
+        return
+    meta = rows[0]._meta
+    fields = [field for field in meta.concrete_fields if not field.primary_key]
+    quote = connection.ops.quote_name
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ("
+        + ", ".join(quote(field.column) for field in fields)
+        + ") VALUES "
+        + ", ".join([one] * len(rows))
+    )
+    params = [
+        field.get_db_prep_save(field.pre_save(row, True), connection)
+        for row in rows
+        for field in fields
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def open_calls(session_id: str) -> tuple[AssistantMessage | None, list[str]]:
@@ -268,15 +324,21 @@ class _Restored:
 _CACHE: OrderedDict[str, _Restored] = OrderedDict()
 
 
-def restore_history(session_id: str, *, keep_open_tail: bool = False) -> list[AnyMessage]:
+def restore_history(
+    session_id: str, *, keep_open_tail: bool = False, version: int | None = None
+) -> list[AnyMessage]:
     """The session's history as a provider accepts it (a new list the caller may keep).
 
     ``keep_open_tail`` keeps a last tool batch whose results are incomplete, for resuming
-    a run that stopped while it waited.
+    a run that stopped while it waited. ``version``: the session's ``history_version`` if
+    the caller has just written it (in this thread), which saves reading it.
     """
-    version = (
-        ChatSession.objects.filter(pk=session_id).values_list("history_version", flat=True).first()
-    )
+    if version is None:
+        version = (
+            ChatSession.objects.filter(pk=session_id)
+            .values_list("history_version", flat=True)
+            .first()
+        )
     if version is None:
         _CACHE.pop(session_id, None)
         return []
