@@ -43,6 +43,7 @@ import redis.asyncio as aioredis
 from channels.layers import get_channel_layer
 from django.conf import settings
 
+from agent_app.redis_pool import pooled_redis
 from agent_app.replay import text_from_fields
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ logger = logging.getLogger(__name__)
 BATCH_FRAMES = 256
 #: How long a worker waits for the owner's answer to a forwarded request, in seconds.
 CALL_TIMEOUT = 10.0
+#: How long a Redis command waits for a free connection (``agent_app.redis_pool``).
+CONNECTION_WAIT = 10.0
 #: How long the replay stream of an ended run is kept (a late gap can still be filled).
 REPLAY_TTL_S = 120
 
@@ -134,7 +137,7 @@ class Cluster:
     def __init__(self, registry: LiveSessions, url: str, worker: str) -> None:
         self.registry = registry
         self.worker = worker
-        self.redis = aioredis.from_url(url)
+        self.redis = pooled_redis(url, wait=CONNECTION_WAIT)
         self.layer = get_channel_layer()
         self.lease_ms = int(float(getattr(settings, "ZETT_LEASE_SECONDS", 10)) * 1000)
         self.channel: str | None = None

@@ -293,9 +293,9 @@ class Limiter:
 
     def _redis_script(self, url: str) -> Any:
         if self._script is None or url != self._redis_url:
-            from redis.asyncio import Redis
+            from agent_app.redis_pool import pooled_redis
 
-            self._redis = Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+            self._redis = pooled_redis(url, wait=2, socket_timeout=2, socket_connect_timeout=2)
             self._redis_url = url
             self._script = self._redis.register_script(_TAKE_SCRIPT)
         return self._script
