@@ -217,7 +217,15 @@ class Server:
         return cpu_seconds_of(self.pid)
 
     def __enter__(self) -> Server:
-        command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
+        command = [
+            sys.executable,
+            "-m",
+            "bench.daphne_server",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+        ]
         command += ["-v", "0", self.app]
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
