@@ -14,7 +14,6 @@ database errors, which become a generic sentence (their details go to the log on
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,10 +22,12 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
+from agent_app.recovery import stale_runs
 from agent_app.sequence import SEQ_BLOCK
 from agent_app.store import (
     RowMeta,
     bump_version,
+    db_session_pk,
     forget,
     insert,
     insert_rows,
@@ -68,19 +69,6 @@ class NothingToReplace(ValueError):
 
 class StaleRuns(Exception):
     """``begin_run(refuse_stale=True)`` found runs no ending has settled yet."""
-
-
-def _has_unsettled_runs(session_id: str) -> bool:
-    quote = connection.ops.quote_name
-    run = ChatRun._meta
-    sql = (
-        f"SELECT 1 FROM {quote(run.db_table)} WHERE {quote(run.get_field('session').column)} "
-        f"= %s AND {quote('status')} IN (%s, %s) LIMIT 1"
-    )
-    pk = ChatSession._meta.pk.get_db_prep_value(uuid.UUID(str(session_id)), connection)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [pk, RunStatus.RUNNING.value, RunStatus.PAUSED.value])
-        return cursor.fetchone() is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +115,7 @@ def begin_run(
     superseded_from = None
     message: UserMessage | None = None
     with transaction.atomic():
-        if refuse_stale and _has_unsettled_runs(session_id):
+        if refuse_stale and stale_runs(session_id):
             raise StaleRuns(session_id)
         # Locks the session row for everything below (and stores a first-time session).
         try:
@@ -229,13 +217,13 @@ def end_run(
         fields["usage"] = usage
     quote = connection.ops.quote_name
     run, session = ChatRun._meta, ChatSession._meta
-    settings = [(run.get_field(name), value) for name, value in fields.items()]
+    assignments = [(run.get_field(name), value) for name, value in fields.items()]
     run_sql = (
         f"UPDATE {quote(run.db_table)} SET "
-        + ", ".join(f"{quote(field.column)} = %s" for field, _ in settings)
+        + ", ".join(f"{quote(field.column)} = %s" for field, _ in assignments)
         + f" WHERE {quote('request_id')} = %s AND {quote('status')} = %s"
     )
-    run_params = [field.get_db_prep_save(value, connection) for field, value in settings]
+    run_params = [field.get_db_prep_save(value, connection) for field, value in assignments]
     run_params += [request_id, RunStatus.RUNNING.value]
     seq, input_tokens, output_tokens = (
         quote("last_event_seq"),
@@ -248,7 +236,6 @@ def end_run(
         f"{input_tokens} = {input_tokens} + %s, {output_tokens} = {output_tokens} + %s "
         f"WHERE {quote(session.pk.column)} = %s"
     )
-    pk = session.pk.get_db_prep_value(uuid.UUID(str(session_id)), connection)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(run_sql, run_params)
         counted = usage if cursor.rowcount and usage else {}
@@ -259,7 +246,7 @@ def end_run(
                 last_seq,
                 int(counted.get("input_tokens", 0)),
                 int(counted.get("output_tokens", 0)),
-                pk,
+                db_session_pk(session_id),
             ],
         )
 

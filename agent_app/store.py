@@ -24,6 +24,7 @@ runs them one at a time in one thread: the cache is only touched from there.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import uuid
@@ -52,6 +53,7 @@ __all__ = [
     "RowMeta",
     "append_rows",
     "bump_version",
+    "db_session_pk",
     "forget",
     "insert",
     "insert_rows",
@@ -187,14 +189,17 @@ def bump_version(session_id: str, now: datetime, *, seq_block: int = 0) -> Bumpe
     for every stored message, so it is written out rather than built by the ORM each call.
     """
     with connection.cursor() as cursor:
-        cursor.execute(_bump_sql(), [seq_block, _db_time(now), _db_pk(session_id)])
+        params = [seq_block, _db_time(now), db_session_pk(session_id)]
+        cursor.execute(_bump_sql(connection.vendor), params)
         row = cursor.fetchone()
     if row is None:
         raise ChatSession.DoesNotExist(f"Session {session_id} is not stored")
     return Bumped(*row)
 
 
-def _bump_sql() -> str:
+@functools.cache
+def _bump_sql(vendor: str) -> str:
+    """The statement of ``bump_version`` on one database backend (built once)."""
     quote = connection.ops.quote_name
     version, reserved = quote("history_version"), quote("seq_reserved")
     session, message = ChatSession._meta, ChatMessage._meta
@@ -209,7 +214,8 @@ def _bump_sql() -> str:
     )
 
 
-def _db_pk(session_id: str) -> Any:
+def db_session_pk(session_id: str) -> Any:
+    """``session_id`` as the database stores a session's primary key (for raw SQL)."""
     return ChatSession._meta.pk.get_db_prep_value(uuid.UUID(str(session_id)), connection)
 
 
@@ -217,27 +223,16 @@ def _db_time(moment: datetime) -> Any:
     return ChatSession._meta.get_field("updated_at").get_db_prep_value(moment, connection)
 
 
-_UNKNOWN: Any = object()
-
-
 def insert_rows(
     session_id: str,
     request_id: str,
     entries: list[tuple[AnyMessage, RowMeta]],
     *,
-    after: int | None = _UNKNOWN,
+    after: int | None,
 ) -> list[ChatMessage]:
-    """Insert rows after the last position (``after``, if the caller just read it from
-    ``bump_version``); the caller holds the session's lock."""
-    last = after
-    if last is _UNKNOWN:
-        last = (
-            ChatMessage.objects.filter(session_id=session_id)
-            .order_by("-position")
-            .values_list("position", flat=True)
-            .first()
-        )
-    start = 0 if last is None else last + 1
+    """Insert rows after position ``after`` (``bump_version``'s ``last_position``, None
+    for an empty session); the caller holds the session's lock from that bump."""
+    start = 0 if after is None else after + 1
     rows = [
         ChatMessage(
             session_id=session_id,
