@@ -16,6 +16,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from channels.db import database_sync_to_async
+
+from agent_app import statements
 from agent_app.models import ExternalEventRecord
 
 __all__ = ["record_reply", "record_verdict"]
@@ -32,15 +35,18 @@ async def record_reply(
     """Write the audit row of a reply about to be delivered; None if it could not be."""
     correlation = payload.get("tool_call_id")
     correlation_id = correlation[:_CORRELATION_LENGTH] if isinstance(correlation, str) else ""
+    record = ExternalEventRecord(
+        session_id=session_id,
+        request_id=request_id or "",
+        name=name[:255],
+        correlation_id=correlation_id,
+        payload=payload,
+        accepted_by=None,
+    )
     try:
-        return await ExternalEventRecord.objects.acreate(
-            session_id=session_id,
-            request_id=request_id or "",
-            name=name[:255],
-            correlation_id=correlation_id,
-            payload=payload,
-            accepted_by=None,
-        )
+        # One statement, not ``acreate``: this write is on every reply's path.
+        await database_sync_to_async(statements.insert)([record], returning_pk=True)
+        return record
     except Exception:
         logger.exception("Could not record the %s reply to session %s", name, session_id)
         return None
@@ -50,10 +56,9 @@ async def record_verdict(
     record: ExternalEventRecord, request_id: str | None, accepted_by: list[str]
 ) -> None:
     """Fill in the verdict of an audited reply (logged, never raised, if it fails)."""
+    values = {"accepted_by": accepted_by, "request_id": request_id or record.request_id}
     try:
-        await ExternalEventRecord.objects.filter(pk=record.pk).aupdate(
-            accepted_by=accepted_by, request_id=request_id or record.request_id
-        )
+        await database_sync_to_async(statements.update)(ExternalEventRecord, values, id=record.pk)
     except Exception:
         logger.exception(
             "Could not record the verdict on the %s reply to session %s (accepted by %s)",

@@ -285,19 +285,8 @@ class Cluster:
             while outbox.frames:
                 batch = outbox.frames[:BATCH_FRAMES]
                 del outbox.frames[:BATCH_FRAMES]
-                frames = [frame for frame in batch if frame[3] != "rewrite"]
                 try:
-                    await self._mirror(session_id, batch)
-                    if frames:
-                        await self.layer.group_send(
-                            group_name(session_id),
-                            {
-                                "type": "zett.frames",
-                                "session": session_id,
-                                "worker": self.worker,
-                                "frames": frames,
-                            },
-                        )
+                    await self._mirror_and_send(session_id, batch)
                 except Exception:
                     logger.exception("Could not send frames of session %s to others", session_id)
         finally:
@@ -305,23 +294,50 @@ class Cluster:
             if not outbox.frames and self._outboxes.get(session_id) is outbox:
                 del self._outboxes[session_id]
 
-    async def _mirror(self, session_id: str, batch: list[list[Any]]) -> None:
-        """Apply the batch to the session's replay stream (entry id = the frame's seq)."""
+    async def _mirror_and_send(self, session_id: str, batch: list[list[Any]]) -> None:
+        """Apply the batch to the replay stream (entry id = the frame's seq), then publish it.
+
+        Both in one ``MULTI``/``EXEC``, one round trip: the stream entries are written
+        before the ``PUBLISH`` runs, so a worker that learns of a frame can always replay
+        it. The settings put the Channels layer on this same Redis; the group message is
+        serialized as the layer itself would. A layer without Redis pub/sub (none in the
+        settings) gets it through ``group_send`` once the stream is written.
+        """
         key = _replay_key(session_id)
         pipe = self.redis.pipeline(transaction=True)
-        for seq, _prev, text, marker, request_id in batch:
+        frames = []
+        for frame in batch:
+            seq, _prev, text, marker, request_id = frame
             if marker == "rewrite":
                 pipe.delete(key)
                 for entry_seq, fields in text:
                     pipe.xadd(key, {**fields, "r": request_id}, id=f"{entry_seq}-0")
                 continue
+            frames.append(frame)
             if marker == "start":
                 pipe.delete(key)
             if marker in ("", "start"):
                 pipe.xadd(key, {"t": text, "r": request_id}, id=f"{seq}-0")
             elif marker == "end":
                 pipe.expire(key, REPLAY_TTL_S)
+        group = group_name(session_id)
+        message = {
+            "type": "zett.frames",
+            "session": session_id,
+            "worker": self.worker,
+            "frames": frames,
+        }
+        channel = self._group_channel(group) if frames else None
+        if channel is not None:
+            pipe.publish(channel, self.layer.serialize(message))
         await pipe.execute()
+        if frames and channel is None:
+            await self.layer.group_send(group, message)
+
+    def _group_channel(self, group: str) -> str | None:
+        """The pub/sub channel the layer publishes ``group``'s messages on, if it has one."""
+        name_of = getattr(self.layer, "_get_group_channel_name", None)
+        return name_of(group) if callable(name_of) and hasattr(self.layer, "serialize") else None
 
     async def replay(
         self, session_id: str, request_id: str, after_seq: int | None

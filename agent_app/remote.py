@@ -129,8 +129,16 @@ class RemoteRuns:
     # --- requests to the owner ---------------------------------------------------------
 
     async def _owner(self: LiveSession) -> Lease | None:
-        """The lease of the run another worker runs for this session, if any."""
+        """The lease of the run another worker runs for this session, if any.
+
+        The lease of the run this worker follows is known already (its watcher reads it
+        while the run lives, and it is dropped with the run's last frame or the lease's
+        end); only a run not followed yet costs a read.
+        """
         assert self.cluster is not None
+        remote = self.remote
+        if remote is not None and remote.lease is not None:
+            return remote.lease
         lease = await self.cluster.holder(self.session_id)
         if lease is None or lease.worker == self.cluster.worker or not lease.request_id:
             return None

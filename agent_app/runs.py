@@ -24,12 +24,12 @@ from django.utils import timezone
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
 from agent_app.recovery import stale_runs
 from agent_app.sequence import SEQ_BLOCK
+from agent_app.statements import insert
 from agent_app.store import (
     RowMeta,
     bump_version,
     db_session_pk,
     forget,
-    insert,
     insert_rows,
     message_from_row,
     remember,

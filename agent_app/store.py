@@ -37,6 +37,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agent_app.models import TITLE_LENGTH, ChatMessage, ChatSession
+from agent_app.statements import insert
 from zett_agent.history import valid_history
 from zett_agent.messages import (
     AnyMessage,
@@ -55,7 +56,6 @@ __all__ = [
     "bump_version",
     "db_session_pk",
     "forget",
-    "insert",
     "insert_rows",
     "message_from_row",
     "open_calls",
@@ -248,34 +248,6 @@ def insert_rows(
     ]
     insert(rows)
     return rows
-
-
-def insert(rows: list[Any]) -> None:
-    """INSERT new model instances of one model in one statement (their ``pk`` stays unset).
-
-    What ``bulk_create`` does for the columns (each field's ``pre_save`` and
-    ``get_db_prep_save``), without the rest of its machinery: every stored message and
-    run goes through here, and the ORM's own path costs several times the statement.
-    """
-    if not rows:
-        return
-    meta = rows[0]._meta
-    fields = [field for field in meta.concrete_fields if not field.primary_key]
-    quote = connection.ops.quote_name
-    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ("
-        + ", ".join(quote(field.column) for field in fields)
-        + ") VALUES "
-        + ", ".join([one] * len(rows))
-    )
-    params = [
-        field.get_db_prep_save(field.pre_save(row, True), connection)
-        for row in rows
-        for field in fields
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
 
 
 def open_calls(session_id: str) -> tuple[AssistantMessage | None, list[str]]:

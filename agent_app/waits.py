@@ -29,6 +29,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from agent_app import statements
 from agent_app.models import ChatRun, ReplyWait, RunStatus, WaitKind, WaitStatus
 
 __all__ = [
@@ -124,11 +125,14 @@ def mark(session_id: str, tool_call_id: str, status: WaitStatus, reply: Any = No
     fields: dict[str, Any] = {"status": status}
     if status == WaitStatus.ANSWERED:
         fields.update(reply=reply, answered_at=timezone.now())
-    ReplyWait.objects.filter(
-        session_id=session_id,
+    # One statement, not a QuerySet: the answer is recorded on the reply's path.
+    statements.update(
+        ReplyWait,
+        fields,
+        session=session_id,
         tool_call_id=tool_call_id,
         status__in=_FOLLOWS.get(status, LIVE_STATUSES),
-    ).update(**fields)
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,8 @@ SUITES = [
     "tests/app/test_limits.py",
     # Chat management: the search's icontains queries on PostgreSQL's JSON text.
     "tests/app/test_chat_management.py",
+    # The single-statement writes: RETURNING ids, JSON and time columns on PostgreSQL.
+    "tests/app/test_statements.py",
 ]
 
 

@@ -1,0 +1,119 @@
+"""The single-statement writes (``agent_app.statements``) store what the ORM would."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from agent_app.models import ChatSession, ExternalEventRecord, ReplyWait, WaitKind, WaitStatus
+from agent_app.statements import insert, update
+
+pytestmark = pytest.mark.django_db
+
+
+def _wait(session: ChatSession, call: str, status: WaitStatus) -> ReplyWait:
+    return ReplyWait.objects.create(
+        session=session,
+        request_id="r1",
+        tool_call_id=call,
+        tool_name="ask_user",
+        kind=WaitKind.ASK_USER,
+        event_name="ask_user",
+        payload={"tool_call_id": call},
+        status=status,
+    )
+
+
+def test_insert_returns_the_ids_and_stores_the_fields_as_the_orm_does():
+    session = ChatSession.objects.create()
+    rows = [
+        ExternalEventRecord(
+            session_id=str(session.pk),
+            request_id="r1",
+            name="ask_user_response",
+            correlation_id=f"call-{n}",
+            payload={"tool_call_id": f"call-{n}", "answer": 'ünïcode "quoted"', "n": n},
+            accepted_by=None,
+        )
+        for n in range(3)
+    ]
+    insert(rows, returning_pk=True)
+    stored = {row.pk: row for row in ExternalEventRecord.objects.filter(session=session)}
+    assert sorted(stored) == sorted(row.pk for row in rows)
+    for row in rows:
+        again = stored[row.pk]
+        assert again.correlation_id == row.correlation_id
+        assert again.payload == row.payload
+        assert again.received_at == row.received_at  # auto_now_add, set by pre_save
+    # ``None`` is SQL NULL, as with ``create``: the "verdict not known yet" query finds it.
+    assert (
+        ExternalEventRecord.objects.filter(session=session, accepted_by__isnull=True).count() == 3
+    )
+
+
+def test_insert_without_returning_leaves_the_id_unset():
+    session = ChatSession.objects.create()
+    row = ExternalEventRecord(session=session, name="steering_message", payload={})
+    insert([row])
+    assert row.pk is None
+    assert ExternalEventRecord.objects.get(session=session).name == "steering_message"
+
+
+def test_insert_of_nothing_sends_no_statement(django_assert_num_queries):
+    with django_assert_num_queries(0):
+        insert([], returning_pk=True)
+
+
+def test_update_changes_only_the_rows_every_condition_matches():
+    session, other = ChatSession.objects.create(), ChatSession.objects.create()
+    open_wait = _wait(session, "c1", WaitStatus.OPEN)
+    executing = _wait(session, "c2", WaitStatus.EXECUTING)
+    elsewhere = _wait(other, "c1", WaitStatus.OPEN)
+    moment = dt.datetime(2026, 12, 1, 3, 4, 5, tzinfo=dt.UTC)
+
+    changed = update(
+        ReplyWait,
+        {"status": WaitStatus.ANSWERED, "reply": {"answer": "yes"}, "answered_at": moment},
+        session=str(session.pk),
+        tool_call_id="c1",
+        status__in=(WaitStatus.OPEN,),
+    )
+
+    assert changed == 1
+    open_wait.refresh_from_db()
+    assert (open_wait.status, open_wait.reply, open_wait.answered_at) == (
+        WaitStatus.ANSWERED,
+        {"answer": "yes"},
+        moment,
+    )
+    for untouched, status in ((executing, WaitStatus.EXECUTING), (elsewhere, WaitStatus.OPEN)):
+        untouched.refresh_from_db()
+        assert untouched.status == status and untouched.reply is None
+
+
+def test_update_with_a_status_the_row_is_not_in_changes_nothing():
+    session = ChatSession.objects.create()
+    wait = _wait(session, "c1", WaitStatus.EXECUTING)
+    assert (
+        update(
+            ReplyWait,
+            {"status": WaitStatus.ANSWERED},
+            session=session.pk,
+            tool_call_id="c1",
+            status__in=(WaitStatus.OPEN,),
+        )
+        == 0
+    )
+    wait.refresh_from_db()
+    assert wait.status == WaitStatus.EXECUTING
+
+
+def test_update_with_an_empty_in_list_matches_no_row(django_assert_num_queries):
+    session = ChatSession.objects.create()
+    _wait(session, "c1", WaitStatus.OPEN)
+    with django_assert_num_queries(0):
+        assert (
+            update(ReplyWait, {"status": WaitStatus.DONE}, session=session.pk, status__in=()) == 0
+        )
+    assert ReplyWait.objects.get(session=session).status == WaitStatus.OPEN
