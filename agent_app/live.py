@@ -13,6 +13,11 @@ Where a session's state lives, and who may change it (told once, here):
   cross-process fan-out and a shared replay stream, and ``agent_app.remote`` is how a
   session follows a run another worker runs. Replies are ``agent_app.replies``'.
 
+``LiveSession`` is built from mixins, one concept a module: ``agent_app.fanout``
+numbers and sends frames, ``agent_app.run_end`` records how a run ends,
+``agent_app.replies`` and ``agent_app.remote`` as above; ``agent_app.live_registry`` holds
+the live sessions of the process (``live_sessions()``).
+
 How a run flows:
 
 - **A run belongs to the session, not to a socket.** ``start`` claims the session
@@ -30,7 +35,7 @@ How a run flows:
   most one event ahead of it, so a slow socket slows the run instead of piling up frames.
   daphne writes a frame out only when the event loop polls the socket, so after every event
   that is not a streamed delta, and at least every 4 ms while deltas stream, the task lets
-  the loop go round (``_let_the_loop_write``).
+  the loop go round (``agent_app.fanout._let_the_loop_write``).
 - **Replies** (``external_event``, ``steer``) are handed to the agent under the lock; the
   replying socket gets its ``external_event_result`` before any frame the reply causes, and
   every socket gets ``reply_accepted``. An approved tool records that it starts
@@ -52,11 +57,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
-import socket as _socket
 import uuid
-import weakref
-from collections.abc import Awaitable, Callable, Iterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -65,27 +66,21 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from agent_app import recovery, shutdown
-from agent_app.agents import build_agent
 from agent_app.cluster import Cluster, RemoteRun
+from agent_app.fanout import _DELTAS, _STREAK, _TEXT_DELTAS, FrameFanout, _let_the_loop_write
 from agent_app.history import page_before, snapshot
+from agent_app.live_registry import WORKER_ID, AgentFactory, LiveSessions, live_sessions
 from agent_app.models import RunKind, RunStatus
 from agent_app.persistence import INPUT_STORED, RESTORED_HISTORY, settle
-from agent_app.protocol import (
-    RunCancelledFrame,
-    RunFailedFrame,
-    RunStartedFrame,
-    agent_event_frame,
-    encode_delta_frame,
-    encode_frame,
-    fit_event,
-)
+from agent_app.protocol import RunStartedFrame, encode_frame
 from agent_app.remote import RemoteRuns
-from agent_app.replay import DEFAULT_REPLAY_FRAMES, MERGEABLE_EVENTS, ReplayBuffer
+from agent_app.replay import DEFAULT_REPLAY_FRAMES, ReplayBuffer
 from agent_app.replies import ReplyHandling, Verdict
-from agent_app.runs import Begun, Creator, StaleRuns, begin_run, end_run, user_message_for
+from agent_app.run_end import RunEnding, _add_usage
+from agent_app.runs import Begun, Creator, StaleRuns, begin_run, user_message_for
 from agent_app.sequence import SeqCounter
 from zett_agent.agent import Agent, AgentRunConfig
-from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.events import AgentEventType
 from zett_agent.messages import UserMessage, content_text
 from zett_agent.serialization import event_to_dict
 
@@ -103,33 +98,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: This process, as run rows and leases name it: host, pid and a random boot id.
-WORKER_ID = f"{_socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-#: Builds the agent of one session, given its id.
-AgentFactory = Callable[[str], Awaitable[Agent]]
-
 E = AgentEventType
-#: Streamed pieces: these may wait in the socket's buffer for the next ones.
-_DELTAS = frozenset(
-    {
-        E.TEXT_DELTA,
-        E.REASONING_DELTA,
-        E.TOOL_CALL_DELTA,
-        E.SERVER_TOOL_INPUT_DELTA,
-        E.COMPACTION_TEXT_DELTA,
-        E.COMPACTION_REASONING_DELTA,
-    }
-)
-#: Deltas whose frame is built as text straight from the event (``encode_delta_frame``).
-_TEXT_DELTAS = frozenset(
-    {E.TEXT_DELTA, E.REASONING_DELTA, E.COMPACTION_TEXT_DELTA, E.COMPACTION_REASONING_DELTA}
-)
-#: Of those, the ones the replay buffer may merge (``MERGEABLE_EVENTS``).
-_MERGEABLE_DELTAS = frozenset(kind for kind in _TEXT_DELTAS if kind.value in MERGEABLE_EVENTS)
 _TOOL_ENDS = frozenset({E.TOOL_COMPLETED, E.TOOL_FAILED, E.TOOL_SKIPPED})
-#: Longest a run keeps the event loop to itself while it streams deltas, in seconds.
-_STREAK = 0.004
 #: Tries to take a lease that an ending run (or a recovery) is about to let go.
 _LEASE_ATTEMPTS = 40
 
@@ -179,7 +149,7 @@ class _Run:
     launched: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-class LiveSession(ReplyHandling, RemoteRuns):
+class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
     """The sockets, the active run and the frame numbering of one session in this process."""
 
     def __init__(self, registry: LiveSessions, session_id: str) -> None:
@@ -516,159 +486,6 @@ class LiveSession(ReplyHandling, RemoteRuns):
             return
         await self._finish(run, RunStatus.COMPLETED, final=final)
 
-    async def _finish(
-        self,
-        run: _Run,
-        status: RunStatus,
-        *,
-        final: dict[str, Any] | None = None,
-        error: tuple[str, str] | None = None,
-    ) -> None:
-        """Record the outcome, then send its frame: the run's last act, under the lock.
-
-        Shielded: a ``cancel`` that lands while the run waits here for the lock must not
-        leave the session claimed by a run that is over.
-        """
-        if run.finished:
-            return
-        run.finished = True
-        run.outcome = status
-        await settle(self._record_end(run, status, final, error))
-
-    async def _record_end(
-        self,
-        run: _Run,
-        status: RunStatus,
-        final: dict[str, Any] | None,
-        error: tuple[str, str] | None,
-    ) -> None:
-        async with self._lock:
-            try:
-                if status is not RunStatus.COMPLETED and not run.lease_lost:
-                    await settle(
-                        database_sync_to_async(recovery.close_run_calls)(
-                            self.session_id, run.request_id, status
-                        )
-                    )
-                seq = await self.next_seq()
-                await settle(
-                    database_sync_to_async(end_run)(
-                        self.session_id,
-                        run.request_id,
-                        status,
-                        last_seq=seq,
-                        error=error,
-                        usage=run.usage,
-                    )
-                )
-            except Exception:
-                logger.exception("Could not record the end of request %s", run.request_id)
-                seq = await self.next_seq()
-            finally:
-                if self._run is run:
-                    self._run = None
-            await self._broadcast(
-                seq,
-                _outcome_frame(run, status, seq, final, error),
-                marker="end",
-                request_id=run.request_id,
-            )
-            self.replay.clear()
-        if self.cluster is not None and not run.lease_lost:
-            # Every frame of the run goes out before another run may take the session.
-            await self.cluster.flushed(self.session_id)
-            await self.cluster.release(self.session_id)
-        self.registry.drop_if_idle(self)
-
-    # --- frames ------------------------------------------------------------------------
-
-    async def next_seq(self) -> int:
-        """The next frame number (the caller holds the lock)."""
-        seq = self.seq.take_nowait()
-        return seq if seq is not None else await self.seq.take()
-
-    async def broadcast_event(self, request_id: str, event: dict[str, Any] | AgentEvent) -> None:
-        """Number one agent event and send it to every socket, in the same order for all.
-
-        ``event`` is ``event_to_dict``'s output, or, for a text, reasoning or compaction
-        delta, the ``AgentEvent`` itself: its frame is then built as text directly
-        (``encode_delta_frame``, the same text).
-        """
-        if type(event) is not dict and event.type not in _TEXT_DELTAS:
-            event = event_to_dict(event)  # only deltas take the text path
-        lock = self._lock
-        await lock.acquire()  # (``async with`` costs two more coroutines per event)
-        try:
-            seq = self.seq.take_nowait()
-            if seq is None:
-                seq = await self.seq.take()
-            if type(event) is dict:
-                text = encode_frame(agent_event_frame(seq, request_id, fit_event(event)))
-                mergeable = event["type"] in MERGEABLE_EVENTS
-            else:
-                kind, phase = event.type, event.phase
-                text = encode_delta_frame(
-                    seq,
-                    request_id,
-                    kind._value_,
-                    event.session_id,
-                    None if phase is None else phase._value_,
-                    event.delta,
-                )
-                mergeable = kind in _MERGEABLE_DELTAS
-            await self._broadcast(seq, text, mergeable=mergeable, request_id=request_id)
-        finally:
-            lock.release()
-
-    async def _broadcast(
-        self,
-        seq: int,
-        text: str,
-        *,
-        marker: str = "",
-        mergeable: bool = False,
-        request_id: str | None = None,
-    ) -> None:
-        """Send one numbered frame to every socket, here and on the other workers.
-
-        The caller holds the lock. ``marker``: ``start`` (a run's first frame), ``end``
-        (its last), ``unkept`` (not part of a run), or ``""``. Run frames are kept for
-        replay (``end`` and ``unkept`` ones are not).
-        """
-        previous, self.last_seq = self.last_seq, seq
-        kept = marker in ("", "start")
-        merged = kept and self.replay.append(seq, text, mergeable=mergeable)
-        await self._send_local(text, seq)
-        cluster = self.cluster
-        if cluster is not None:
-            if merged:
-                cluster.rewrite_replay(self.session_id, request_id or "", self.replay.export())
-            waiting = cluster.publish(
-                self.session_id, [seq, previous, text, marker, request_id or ""]
-            )
-            if waiting is not None:
-                await waiting
-
-    async def _send_local(self, text: str, seq: int | None = None) -> None:
-        """Send one encoded frame to this process's sockets of the session.
-
-        A socket with a floor (``floors``: it saw frames up to there on another worker)
-        is skipped for the frames at or below it.
-        """
-        floors = self.floors
-        for subscriber in tuple(self.sockets):
-            if floors and seq is not None and subscriber in floors:
-                if seq <= floors[subscriber]:
-                    continue
-                del floors[subscriber]
-            try:
-                await subscriber.send_text(text)
-            except Exception:
-                # A socket that cannot be written to is gone; the others keep the stream.
-                logger.info("Dropping a socket of session %s that failed a send", self.session_id)
-                if subscriber in self.sockets:
-                    self.sockets.remove(subscriber)
-
     # --- recovery ----------------------------------------------------------------------
 
     async def _recover(self, *, abandon_paused: bool = False, leased: bool = False) -> list[str]:
@@ -709,122 +526,3 @@ class LiveSession(ReplyHandling, RemoteRuns):
                 await cluster.flushed(self.session_id)  # type: ignore[union-attr]
                 await cluster.release(self.session_id)  # type: ignore[union-attr]
         return [outcome.request_id for outcome in settled if outcome.ready]
-
-
-def _outcome_frame(
-    run: _Run,
-    status: RunStatus,
-    seq: int,
-    final: dict[str, Any] | None,
-    error: tuple[str, str] | None,
-) -> str:
-    """The last frame of a run: its ``run_completed`` event, or how it ended otherwise."""
-    if status is RunStatus.COMPLETED and final is not None:
-        return encode_frame(agent_event_frame(seq, run.request_id, fit_event(final)))
-    if status is RunStatus.CANCELLED:
-        return encode_frame(RunCancelledFrame(seq=seq, request_id=run.request_id).dump())
-    if status is RunStatus.INTERRUPTED:
-        return encode_frame(
-            {
-                "type": "run_interrupted",
-                "seq": seq,
-                "request_id": run.request_id,
-                "status": str(status),
-                "message": recovery.INTERRUPTED_RUN_MESSAGE,
-            }
-        )
-    error = error or ("Error", "The answer failed.")
-    frame = RunFailedFrame(
-        seq=seq, request_id=run.request_id, error={"type": error[0], "message": error[1]}
-    )
-    return encode_frame(frame.dump())
-
-
-def _add_usage(totals: dict[str, int], response: dict[str, Any] | None) -> None:
-    usage = (response or {}).get("usage") or {}
-    for key, value in usage.items():
-        if isinstance(value, int):
-            totals[key] = totals.get(key, 0) + value
-
-
-async def _let_the_loop_write() -> None:
-    """Let the event loop write out the frames sent so far before the run goes on.
-
-    daphne hands a frame to its transport, which writes only when the loop polls the
-    socket; a model that never waits (or a burst of events between two waits) would keep
-    every frame in the buffer until the run next blocks. Two turns: in the first the
-    selector reports the socket writable and queues its write behind this task, in the
-    second that write runs before this task continues.
-    """
-    await asyncio.sleep(0)
-    await asyncio.sleep(0)
-
-
-class LiveSessions:
-    """The live sessions of one event loop, by session id (and the cluster, if any)."""
-
-    def __init__(self, factory: AgentFactory | None = None, cluster_url: str | None = None):
-        self._sessions: dict[str, LiveSession] = {}
-        self.factory = factory or build_agent
-        self.cluster = Cluster(self, cluster_url, WORKER_ID) if cluster_url else None
-        self._cleanups: set[asyncio.Task[None]] = set()
-
-    def get(self, session_id: str) -> LiveSession | None:
-        return self._sessions.get(session_id)
-
-    def session(self, session_id: str) -> LiveSession:
-        """The live session of ``session_id``, brought up if needed."""
-        live = self._sessions.get(session_id)
-        if live is None:
-            live = self._sessions[session_id] = LiveSession(self, session_id)
-        return live
-
-    async def is_live(self, session_id: str, request_id: str) -> bool:
-        """Whether some process runs ``request_id`` (with one process: this one)."""
-        if self.cluster is not None:
-            return await self.cluster.is_live(session_id, request_id)
-        live = self._sessions.get(session_id)
-        return live is not None and live.active_request_id == request_id
-
-    def drop_if_idle(self, live: LiveSession) -> None:
-        if not live.idle or self._sessions.get(live.session_id) is not live:
-            return
-        del self._sessions[live.session_id]
-        if live.remote is not None and live.remote.watcher is not None:
-            live.remote.watcher.cancel()
-        if self.cluster is not None and live.subscribed:
-            task = asyncio.create_task(self.cluster.unsubscribe(live.session_id))
-            self._cleanups.add(task)
-            task.add_done_callback(self._cleanups.discard)
-
-    def __len__(self) -> int:
-        return len(self._sessions)
-
-    def __iter__(self) -> Iterator[LiveSession]:
-        return iter(list(self._sessions.values()))
-
-    async def close(self) -> None:
-        """Stop this registry's background work (its cluster's inbox and lease renewal)."""
-        for task in list(self._cleanups):
-            await asyncio.wait([task])
-        if self.cluster is not None:
-            await self.cluster.close()
-        loop = asyncio.get_running_loop()
-        if _registries.get(loop) is self:
-            del _registries[loop]
-
-
-_registries: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LiveSessions] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def live_sessions() -> LiveSessions:
-    """The registry of the running event loop (asyncio objects never cross loops)."""
-    loop = asyncio.get_running_loop()
-    registry = _registries.get(loop)
-    if registry is None:
-        url = getattr(settings, "ZETT_REDIS_URL", None) or None
-        registry = _registries[loop] = LiveSessions(cluster_url=url)
-        shutdown.install(registry, loop)
-    return registry

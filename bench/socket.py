@@ -45,7 +45,6 @@ import asyncio
 import contextlib
 import json
 import os
-import statistics
 import subprocess
 import tempfile
 import time
@@ -67,18 +66,11 @@ from bench.serve import (
     scratch_dir,
     site_env,
 )
+from bench.socket_report import judge, render
 
 BARE_APP = "bench.bare_channels:application"
 DISTRIBUTIONS = ["daphne", "channels", "channels-redis", "redis", "Django", "Twisted"]
 DISTRIBUTIONS += ["autobahn", "websockets", "psycopg"]
-TARGET_THROUGHPUT = 0.80  # our consumer >= 80 % of the bare consumer's events/s
-TARGET_CPU_RATIO = 1.5  # our consumer's server CPU per event <= 1.5x the bare consumer's
-TARGET_REPLY_IN_PROCESS_MS = 1.0
-TARGET_REPLY_SOCKET_MS = 5.0
-TARGET_REPLY_CROSS_WORKER_MS = 10.0
-TARGET_PAUSED_KB = 50.0
-#: Last round's one-worker figures (docs/benchmarks.md), which this round must not regress.
-LAST_ROUND = {"events_per_second": {1: 24_360, 100: 30_570}, "reply_socket_p99_ms": 4.02}
 PARTS = ("throughput", "reply", "memory", "cluster")
 
 
@@ -503,162 +495,6 @@ def run(plan: Plan, timeout: float, parts: set[str], postgres: str, redis: str) 
             results["cluster"] = measure_cluster(plan, timeout, workdir, postgres, redis)
     results["load_at_end"] = load()
     return results
-
-
-def _span(values: list[float], digits: int = 0) -> str:
-    return f"{min(values):,.{digits}f}-{max(values):,.{digits}f}"
-
-
-def _med(values: list[float], digits: int = 0) -> str:
-    return f"{statistics.median(values):,.{digits}f} ({_span(values, digits)})"
-
-
-def _latency_row(label: str, line: dict) -> str:
-    return (
-        f"| {label} | {line['samples']} | {line['p50_ms']:.3f} ms | {line['p99_ms']:.3f} ms "
-        f"| {line['max_ms']:.3f} ms |"
-    )
-
-
-def render(results: dict) -> str:
-    lines: list[str] = []
-    if "throughput" in results:
-        lines += [
-            "| connections | zett events/s median (min-max) | bare events/s median (min-max) "
-            "| zett/bare events/s | zett CPU µs/event | bare CPU µs/event | zett/bare CPU "
-            "per event | load (1/5/15 min) |",
-            "|---:|---:|---:|---:|---:|---:|---:|---|",
-        ]
-        for row in results["throughput"]:
-            ratios = [r * 100 for r in row["ratios"]]
-            lines.append(
-                f"| {row['connections']} | {_med(row['zett_events_per_second'])} "
-                f"| {_med(row['bare_events_per_second'])} | {_med(ratios)} % "
-                f"| {_med(row['zett_cpu_us_per_event'], 1)} "
-                f"| {_med(row['bare_cpu_us_per_event'], 1)} "
-                f"| {_med(row['cpu_ratios'], 2)}x | {', '.join(row['load'])} |"
-            )
-    model = results.get("cost_model")
-    if model:
-        site, bare = model["zett consumer"], model["bare consumer"]
-        lines += [
-            "",
-            "| 1 connection, server CPU | per agent event median (min-max) | per run, whatever "
-            "its length | load |",
-            "|---|---:|---:|---|",
-            f"| zett consumer | {_med(site['per_event_us'], 1)} µs "
-            f"| {_med(site['per_run_ms'], 2)} ms | {', '.join(site['load'])} |",
-            f"| bare consumer | {_med(bare['per_event_us'], 1)} µs "
-            f"| {_med(bare['per_run_ms'], 2)} ms | {', '.join(bare['load'])} |",
-            f"| zett/bare | {_med(model['per_event_ratios'], 2)}x | | |",
-        ]
-    latency_rows = []
-    if "reply_in_process" in results:
-        latency_rows.append(
-            _latency_row(
-                "in process (emit_external_event → tool body)", results["reply_in_process"]
-            )
-        )
-    if "reply_socket" in results:
-        for until in ("tool_started", "tool_completed"):
-            latency_rows.append(
-                _latency_row(
-                    f"one worker, over the socket (reply → `{until}`)",
-                    results["reply_socket"][until],
-                )
-            )
-    cluster = results.get("cluster")
-    if cluster:
-        for key, label in (
-            ("reply_same_worker", "two workers, socket on the run's worker"),
-            ("reply_cross_worker", "two workers, socket on the other worker"),
-        ):
-            for until in ("external_event_result", "reply_accepted", "tool_started"):
-                if until in cluster[key]:
-                    latency_rows.append(
-                        _latency_row(f"{label} (reply → `{until}`)", cluster[key][until])
-                    )
-    if latency_rows:
-        lines += [
-            "",
-            "| external_event reply until the tool runs | samples | p50 | p99 | max |",
-            "|---|---:|---:|---:|---:|",
-            *latency_rows,
-        ]
-    if cluster:
-        lines += [
-            "",
-            "| two workers: sessions | events/s at the other worker median (min-max) "
-            "| CPU µs/event, both servers | load |",
-            "|---:|---:|---:|---|",
-        ]
-        for row in cluster["throughput"]:
-            lines.append(
-                f"| {row['connections']} | {_med(row['events_per_second'])} "
-                f"| {_med(row['cpu_us_per_event'], 1)} | {', '.join(row['load'])} |"
-            )
-    if "held_site" in results:
-        site, bare = results["held_site"], results["held_bare"]
-        lines += [
-            "",
-            "| server RSS, 1 socket each | connections | per idle connection | per paused "
-            "session (above idle) |",
-            "|---|---:|---:|---:|",
-            f"| zett site | {site['connections']:,} | {site['idle_per_connection'] / 1024:,.1f}"
-            f" KiB | {site['paused_per_session'] / 1024:,.1f} KiB |",
-            f"| bare consumer | {bare['connections']:,} "
-            f"| {bare['idle_per_connection'] / 1024:,.1f} KiB | - |",
-        ]
-    return "\n".join(lines)
-
-
-def judge(results: dict) -> list[str]:
-    verdicts = []
-    for row in results.get("throughput", ()):
-        connections = row["connections"]
-        ratio = statistics.median(row["ratios"])
-        met = "met" if ratio >= TARGET_THROUGHPUT else "MISSED"
-        verdicts.append(f"(a) {connections} conn: zett/bare = {ratio:.0%} (target ≥ 80 %: {met})")
-        cpu = statistics.median(row["cpu_ratios"])
-        met = "met" if cpu <= TARGET_CPU_RATIO else "MISSED"
-        verdicts.append(
-            f"(a) {connections} conn: server CPU per event zett/bare = {cpu:.2f}x "
-            f"(target ≤ {TARGET_CPU_RATIO}x: {met})"
-        )
-        before = LAST_ROUND["events_per_second"].get(connections)
-        if before:
-            now = statistics.median(row["zett_events_per_second"])
-            verdicts.append(
-                f"(a) {connections} conn: {now:,.0f} events/s against {before:,} last round "
-                f"({now / before:.0%}; wall time, load-sensitive)"
-            )
-    if results.get("cost_model"):
-        ratio = statistics.median(results["cost_model"]["per_event_ratios"])
-        met = "met" if ratio <= TARGET_CPU_RATIO else "MISSED"
-        verdicts.append(
-            f"(a) frame path alone (CPU per event, per-run costs taken out): zett/bare = "
-            f"{ratio:.2f}x (≤ {TARGET_CPU_RATIO}x: {met})"
-        )
-    if "reply_in_process" in results:
-        p99 = results["reply_in_process"]["p99_ms"]
-        met = "met" if p99 < TARGET_REPLY_IN_PROCESS_MS else "MISSED"
-        verdicts.append(f"(b) in process p99 {p99:.3f} ms (target < 1 ms: {met})")
-    if "reply_socket" in results:
-        p99 = results["reply_socket"]["tool_started"]["p99_ms"]
-        met = "met" if p99 < TARGET_REPLY_SOCKET_MS else "MISSED"
-        verdicts.append(
-            f"(b) one worker, socket p99 {p99:.3f} ms (target < 5 ms: {met}; last round "
-            f"{LAST_ROUND['reply_socket_p99_ms']} ms)"
-        )
-    if "held_site" in results:
-        paused = results["held_site"]["paused_per_session"] / 1000
-        met = "met" if paused <= TARGET_PAUSED_KB else "MISSED"
-        verdicts.append(f"(c) {paused:.1f} KB per paused session (target ≤ 50 KB: {met})")
-    if results.get("cluster"):
-        p99 = results["cluster"]["reply_cross_worker"]["tool_started"]["p99_ms"]
-        met = "met" if p99 < TARGET_REPLY_CROSS_WORKER_MS else "MISSED"
-        verdicts.append(f"(d) cross-worker reply p99 {p99:.3f} ms (target < 10 ms: {met})")
-    return verdicts
 
 
 def main(argv: list[str] | None = None) -> int:

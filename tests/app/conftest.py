@@ -6,7 +6,8 @@ check, auth middleware, URL router, consumer: nothing is bypassed). Unless a tes
 anonymous browser's session cookie: one visitor, as a real page would. At teardown it closes
 every socket it opened and fails the test if an asyncio task outlived them: a run that was
 not cancelled, a wait that never woke. Every receive has a timeout that only turns a hang
-into a failure; no test waits for time to pass.
+into a failure; no test waits for time to pass. ``answer_of``, ``events_of`` and ``rows``
+read what a run left (its frames, its stored messages) for the modules that import them.
 """
 
 from __future__ import annotations
@@ -107,6 +108,29 @@ class Socket:
         if not self.closed:
             self.closed = True
             await self.communicator.disconnect(timeout=RECEIVE_TIMEOUT)
+
+
+# --- reading what a run left: its frames and its stored messages --------------------------
+
+
+def answer_of(frames: list[dict]) -> str:
+    """The answer of a run's frames, up to its ``run_completed``."""
+    return frames[-1]["event"]["message"]["content"]
+
+
+def events_of(frames: list[dict]) -> list[dict]:
+    """The ``event`` of each ``agent_event`` frame."""
+    return [frame["event"] for frame in frames if frame["type"] == "agent_event"]
+
+
+async def rows(session_id: str) -> list[tuple[str, object]]:
+    """(role, content) of a session's stored messages, in order."""
+    from agent_app.models import ChatMessage
+
+    return [
+        (m.role, m.content)
+        async for m in ChatMessage.objects.filter(session_id=session_id).order_by("position")
+    ]
 
 
 @pytest.fixture(autouse=True)
