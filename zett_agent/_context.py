@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
 from zett_agent.events import AgentEvent, AgentEventType, AgentPhase
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from zett_agent._resume import Resumption
     from zett_agent.extensions.base import AgentExtension
     from zett_agent.extensions.events import ExtensionEvent
+    from zett_agent.history import _HistoryLease
 
 __all__ = ["AgentRunConfig", "AgentRunContext", "AgentState", "uuid7"]
 
@@ -80,9 +82,28 @@ _EXTENSION_EVENT_TYPES = frozenset(
 
 
 class AgentState:
-    """The context of one request: its messages (read-only view) and its phase."""
+    """The context of one request: its messages (read-only view) and its phase.
 
-    __slots__ = ("_messages", "_snapshot", "phase", "request_id", "session_id")
+    Inside, the messages are ``_messages`` with, when ``_at`` is set, a run of messages
+    logically inserted at that index without having been copied there: a history borrowed
+    from ``ValidatedHistory`` (``_lease``, restored by the in-memory accumulator) or the
+    tuple the previous read returned (``_block``). The first read after a restore builds
+    its tuple straight from the borrowed list, the later ones extend the previous tuple, so
+    a long history is copied once per model call and never into a list of the request's
+    own. Anything that needs one list (an insertion inside the run, ``replace_messages``, a
+    second restore) first copies the run into ``_messages`` (``_unfold``).
+    """
+
+    __slots__ = (
+        "_at",
+        "_block",
+        "_lease",
+        "_messages",
+        "_snapshot",
+        "phase",
+        "request_id",
+        "session_id",
+    )
 
     def __init__(self, session_id: str, request_id: str) -> None:
         self.session_id = session_id
@@ -90,19 +111,106 @@ class AgentState:
         self.phase = AgentPhase.CREATED
         self._messages: list[AnyMessage] = []
         self._snapshot: tuple[AnyMessage, ...] | None = ()
+        self._block: tuple[AnyMessage, ...] | None = None
+        self._lease: _HistoryLease | None = None
+        #: Where the run (``_block`` or ``_lease``) sits in ``_messages``; None without one.
+        self._at: int | None = None
 
     @property
     def messages(self) -> tuple[AnyMessage, ...]:
         """The request's messages in order; edit them through the context."""
         snapshot = self._snapshot
         if snapshot is None:
-            snapshot = self._snapshot = tuple(self._messages)
+            snapshot = self._snapshot = self._freeze()
         return snapshot
 
+    def _freeze(self) -> tuple[AnyMessage, ...]:
+        """The messages as a tuple, with one copy of the references; a run becomes it."""
+        at = self._at
+        if at is None:
+            return tuple(self._messages)
+        lease = self._lease
+        if lease is not None:
+            frozen = lease.freeze(self._messages, at)
+            self._lease = None
+        elif at:  # something was inserted before the previous tuple
+            return tuple(self._unfold())
+        else:
+            block = self._block
+            assert block is not None
+            frozen = block + tuple(self._messages) if self._messages else block
+        # The tuple is the run from now on: later appends extend it with one copy.
+        self._block, self._messages, self._at = frozen, [], 0
+        return frozen
+
+    def _iter(self) -> Iterator[AnyMessage]:
+        """The messages in order, without building them into one sequence."""
+        at = self._at
+        if at is None:
+            return iter(self._messages)
+        around = self._messages
+        if self._lease is not None:
+            run: Iterable[AnyMessage] = islice(self._lease.messages, self._lease.length)
+        else:
+            assert self._block is not None
+            run = self._block
+        return chain(islice(around, at), run, islice(around, at, None))
+
+    def _leading_system(self) -> int:
+        """How many system messages open the context (the instructions at its head)."""
+        count = 0
+        for message in self._iter():
+            if not isinstance(message, SystemMessage):
+                break
+            count += 1
+        return count
+
+    def _unfold(self) -> list[AnyMessage]:
+        """``_messages`` holding every message (the run copied into it), for an edit."""
+        at = self._at
+        if at is None:
+            return self._messages
+        around = self._messages
+        messages = around[:at]
+        lease = self._lease
+        if lease is not None:
+            messages += lease.messages
+            del messages[at + lease.length :]
+            lease.release()
+        else:
+            assert self._block is not None
+            messages += self._block
+        messages += around[at:]
+        self._messages, self._block, self._lease, self._at = messages, None, None, None
+        return messages
+
+    def _borrow(self, lease: _HistoryLease) -> None:
+        """Restore a borrowed history after the leading system messages, copying nothing."""
+        if self._at is not None:  # a run is there already: copy this one in as usual
+            messages = lease.messages[: lease.length]
+            lease.release()
+            current = self._unfold()
+            index = self._leading_system()
+            current[index:index] = messages
+        else:
+            self._at = self._leading_system()
+            self._lease = lease
+        self._snapshot = None
+
+    def _return_borrowed(self) -> None:
+        """Give a borrowed history back, copying it in (the request ends before reading it)."""
+        if self._lease is not None:
+            self._unfold()
+
     def __repr__(self) -> str:
+        length = len(self._messages)
+        if self._lease is not None:
+            length += self._lease.length
+        elif self._block is not None:
+            length += len(self._block)
         return (
             f"<AgentState session_id={self.session_id!r} phase={self.phase.value} "
-            f"messages={len(self._messages)}>"
+            f"messages={length}>"
         )
 
 
@@ -239,12 +347,15 @@ class AgentRunContext:
         """Insert a message into the context (append when ``index`` is None)."""
         if not isinstance(message, Message) or type(message) is Message:
             raise TypeError(f"add_message needs a message, got {type(message).__name__}")
-        messages = self.state._messages
+        state = self.state
         if index is None:
-            messages.append(message)
+            state._messages.append(message)
+        elif state._at is not None and type(index) is int and 0 <= index <= state._at:
+            state._messages.insert(index, message)  # before the run: it does not move
+            state._at += 1
         else:
-            messages.insert(index, message)
-        self.state._snapshot = None
+            state._unfold().insert(index, message)
+        state._snapshot = None
         self._unpublished.append(message)
 
     def replace_messages(self, messages: Iterable[AnyMessage], *, emit_new: bool = True) -> None:
@@ -257,11 +368,14 @@ class AgentRunContext:
             # A message added earlier in this stage but replaced away is no longer news.
             kept = {id(message) for message in new}
             self._unpublished = [m for m in self._unpublished if id(m) in kept]
+        state = self.state
         if emit_new:
-            known = {id(message) for message in self.state._messages}
+            known = {id(message) for message in state._iter()}
             self._unpublished.extend(m for m in new if id(m) not in known)
-        self.state._messages = new
-        self.state._snapshot = None
+        if state._lease is not None:
+            state._lease.release()
+        state._messages, state._block, state._lease, state._at = new, None, None, None
+        state._snapshot = None
 
     def restore_messages(self, messages: Sequence[AnyMessage], *, index: int | None = None) -> None:
         """Insert a session's stored history without publishing it (it is not new).
@@ -277,11 +391,9 @@ class AgentRunContext:
             raise TypeError(
                 f"restore_messages needs a sequence of messages, got {type(messages).__name__}"
             )
-        current = self.state._messages
+        current = self.state._unfold()
         if index is None:
-            index = 0
-            while index < len(current) and isinstance(current[index], SystemMessage):
-                index += 1
+            index = self.state._leading_system()
         current[index:index] = messages
         self.state._snapshot = None
 

@@ -251,8 +251,11 @@ class Request:
             await self._failed(error)
             raise
         finally:
-            self.inbox.close()
-            self._release(self)
+            try:
+                self.context.state._return_borrowed()
+            finally:
+                self.inbox.close()
+                self._release(self)
 
     async def _answer(self) -> None:
         message = self.context.input_message

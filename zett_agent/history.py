@@ -19,6 +19,11 @@ ends at a settled point (after a message outside any tool batch, or after a comp
 batch), and ``valid_history`` treats what follows such a point the same whether or not the
 prefix is there: a result right after a complete batch is a duplicate or foreign one,
 dropped in both cases.
+
+A request can also borrow the validated list instead of copying it (``_lend``, how the
+in-memory accumulator restores): until the lease is released, the history copies its list
+before editing it in place (``truncate``, a ``valid()`` that drops messages), so what was
+lent stays as it was; appending does not disturb it.
 """
 
 from __future__ import annotations
@@ -93,12 +98,14 @@ class ValidatedHistory:
     messages added since the previous restore, not the length of the conversation.
     """
 
-    __slots__ = ("_checked", "_messages")
+    __slots__ = ("_checked", "_lent", "_messages")
 
     def __init__(self, messages: Iterable[AnyMessage] = ()) -> None:
         self._messages: list[AnyMessage] = list(messages)
         #: ``_messages[:_checked]`` is valid and ends at a settled point.
         self._checked = 0
+        #: Unreleased leases of ``_messages``: while any, it is copied before an edit.
+        self._lent = 0
 
     def __len__(self) -> int:
         return len(self._messages)
@@ -113,13 +120,15 @@ class ValidatedHistory:
         """Forget every message after the first ``length`` (e.g. to retry the last turn)."""
         if isinstance(length, bool) or not isinstance(length, int) or length < 0:
             raise ValueError(f"length must be an int >= 0, got {length!r}")
-        del self._messages[length:]
+        if length < len(self._messages):
+            del self._editable()[length:]
         self._checked = min(self._checked, length)
 
     def replace(self, messages: Iterable[AnyMessage]) -> None:
         """Swap the whole history (after a compaction); it is checked again on next use."""
         self._messages = list(messages)
         self._checked = 0
+        self._lent = 0
 
     def valid(self, *, keep_open_tail: bool = False) -> list[AnyMessage]:
         """The history without orphans and incomplete batches (see ``valid_history``).
@@ -131,7 +140,70 @@ class ValidatedHistory:
         messages = self._messages
         start = self._checked
         if start < len(messages):
-            messages[start:] = valid_history(messages[start:], keep_open_tail=keep_open_tail)
+            checked = valid_history(messages[start:], keep_open_tail=keep_open_tail)
+            if len(checked) < len(messages) - start:  # something dropped: an edit
+                messages = self._editable()
+                messages[start:] = checked
             open_start = _open_batch_start(messages) if keep_open_tail else None
             self._checked = len(messages) if open_start is None else open_start
         return messages
+
+    def _lend(self, *, keep_open_tail: bool = False) -> _HistoryLease:
+        """``valid()``, borrowed: the caller reads the list without copying it.
+
+        Release the lease when done; until then the history copies its list before any
+        edit, so the lent messages never change under the borrower.
+        """
+        messages = self.valid(keep_open_tail=keep_open_tail)
+        self._lent += 1
+        return _HistoryLease(self, messages, len(messages))
+
+    def _editable(self) -> list[AnyMessage]:
+        """The list, ready for an edit in place: a copy of it while it is lent."""
+        if self._lent:
+            self._messages = list(self._messages)
+            self._lent = 0
+        return self._messages
+
+
+class _HistoryLease:
+    """The first ``length`` messages of ``messages``, a ``ValidatedHistory``'s own list.
+
+    ``ValidatedHistory._lend`` makes one. The history keeps appending to the list while it
+    is lent, never editing what the lease covers; ``release`` ends the loan.
+    """
+
+    __slots__ = ("_history", "length", "messages")
+
+    def __init__(self, history: ValidatedHistory, messages: list[AnyMessage], length: int) -> None:
+        self._history: ValidatedHistory | None = history
+        self.messages = messages
+        self.length = length
+
+    def release(self) -> None:
+        """End the loan (again: nothing); the history may edit its list in place again."""
+        history, self._history = self._history, None
+        if history is not None and history._messages is self.messages:
+            history._lent -= 1
+
+    def freeze(self, around: list[AnyMessage], at: int) -> tuple[AnyMessage, ...]:
+        """``around[:at] + messages[:length] + around[at:]`` as a tuple; releases the lease.
+
+        One copy of the references: the lent list itself is spliced (``around``'s parts in
+        place of what the history appended after ``length``; the lent references are moved,
+        not copied), turned into the tuple and put back as it was before returning. Nothing
+        can see it spliced: there is no ``await`` in between.
+        """
+        lent, length = self.messages, self.length
+        appended = lent[length:]
+        lent[length:] = around[at:]
+        try:
+            lent[:0] = around[:at]
+            try:
+                frozen = tuple(lent)
+            finally:
+                del lent[:at]
+        finally:
+            lent[length:] = appended
+        self.release()
+        return frozen

@@ -10,9 +10,14 @@ so it can run its calls. The default extension of an Agent; use a persistent one
 Django app's) to survive restarts.
 
 Cost per request: recording is O(1) per message; restoring validates only the messages
-added since the previous request and inserts the history with one copy of the references
-(``AgentRunContext.restore_messages``), so a request's cost does not grow with the
-session's length.
+added since the previous request and copies nothing: the context borrows the history's own
+list (``ValidatedHistory._lend``) where ``restore_messages`` would have copied it, and the
+first model request's tuple is built straight from it. A request's Python work does not
+grow with the session's length; the one copy of the references per model call (its
+``messages`` tuple) is C-level.
+
+Like the rest of a request's state, it is meant for the event loop's thread (where the
+runtime calls its hooks): it is not thread-safe.
 """
 
 from __future__ import annotations
@@ -64,8 +69,9 @@ class InMemoryMessageAccumulator(AgentExtension):
         history = self._sessions.get(context.session_id)
         if history is None or not len(history):
             return
-        restored = history.valid(keep_open_tail=context.resuming)
-        context.restore_messages(restored)
+        # restore_messages without its copy: the context borrows the history's own list
+        # (see ValidatedHistory._lend) until its first read of the messages.
+        context.state._borrow(history._lend(keep_open_tail=context.resuming))
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
         if isinstance(event, MessageAppendedEvent):

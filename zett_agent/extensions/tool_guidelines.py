@@ -39,8 +39,5 @@ class ToolGuidelinesExtension(AgentExtension):
             self._rendered = (tools, guidance)
         if not guidance:
             return
-        messages = context.state._messages
-        index = 0
-        while index < len(messages) and isinstance(messages[index], SystemMessage):
-            index += 1
+        index = context.state._leading_system()
         context.add_message(SystemMessage(guidance), index=index)
