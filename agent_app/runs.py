@@ -13,6 +13,7 @@ database errors, which become a generic sentence (their details go to the log on
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,7 +25,7 @@ from django.utils import timezone
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
 from agent_app.recovery import stale_runs
 from agent_app.sequence import SEQ_BLOCK
-from agent_app.statements import insert
+from agent_app.statements import insert, update
 from agent_app.store import (
     RowMeta,
     bump_version,
@@ -207,48 +208,46 @@ def end_run(
 ) -> None:
     """Record how a run ended, and the last ``seq`` its session sent.
 
-    Every run ends here, so its two statements are written out (values prepared by the
-    model fields) instead of built by the ORM at each call.
+    Every run ends here, so both writes are single statements: the run's through
+    ``statements.update``, the session's (a maximum and two sums) written out once per
+    backend (``_end_session_sql``).
     """
     fields: dict[str, Any] = {"status": status, "ended_at": timezone.now()}
     if error is not None:
         fields["error_type"], fields["error_message"] = error
     if usage:
         fields["usage"] = usage
+    with transaction.atomic():
+        ended = update(ChatRun, fields, request_id=request_id, status=RunStatus.RUNNING)
+        counted = usage if ended and usage else {}
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _end_session_sql(connection.vendor),
+                [
+                    last_seq,
+                    last_seq,
+                    int(counted.get("input_tokens", 0)),
+                    int(counted.get("output_tokens", 0)),
+                    db_session_pk(session_id),
+                ],
+            )
+
+
+@functools.cache
+def _end_session_sql(vendor: str) -> str:
+    """``end_run``'s session statement on one database backend (built once)."""
     quote = connection.ops.quote_name
-    run, session = ChatRun._meta, ChatSession._meta
-    assignments = [(run.get_field(name), value) for name, value in fields.items()]
-    run_sql = (
-        f"UPDATE {quote(run.db_table)} SET "
-        + ", ".join(f"{quote(field.column)} = %s" for field, _ in assignments)
-        + f" WHERE {quote('request_id')} = %s AND {quote('status')} = %s"
-    )
-    run_params = [field.get_db_prep_save(value, connection) for field, value in assignments]
-    run_params += [request_id, RunStatus.RUNNING.value]
-    seq, input_tokens, output_tokens = (
+    seq, tokens_in, tokens_out = (
         quote("last_event_seq"),
         quote("input_tokens"),
         quote("output_tokens"),
     )
-    session_sql = (
-        f"UPDATE {quote(session.db_table)} SET "
+    return (
+        f"UPDATE {quote(ChatSession._meta.db_table)} SET "
         f"{seq} = CASE WHEN {seq} < %s THEN %s ELSE {seq} END, "
-        f"{input_tokens} = {input_tokens} + %s, {output_tokens} = {output_tokens} + %s "
-        f"WHERE {quote(session.pk.column)} = %s"
+        f"{tokens_in} = {tokens_in} + %s, {tokens_out} = {tokens_out} + %s "
+        f"WHERE {quote(ChatSession._meta.pk.column)} = %s"
     )
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(run_sql, run_params)
-        counted = usage if cursor.rowcount and usage else {}
-        cursor.execute(
-            session_sql,
-            [
-                last_seq,
-                last_seq,
-                int(counted.get("input_tokens", 0)),
-                int(counted.get("output_tokens", 0)),
-                db_session_pk(session_id),
-            ],
-        )
 
 
 def user_message_for(error: BaseException) -> tuple[str, str]:
