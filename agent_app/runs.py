@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.utils import timezone
 
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
-from agent_app.recovery import stale_runs
 from agent_app.sequence import SEQ_BLOCK
 from agent_app.statements import insert, update
 from agent_app.store import (
@@ -108,19 +107,21 @@ def begin_run(
     A continuation (``content`` None, ``resumed_from`` set) stores no message and marks the
     paused run it takes over ``resumed``. ``refuse_stale``: store nothing and raise
     ``StaleRuns`` if a run of the session is still ``running`` or ``paused`` (the caller
-    settles those first, ``agent_app.recovery``) — one round trip when there are none.
+    settles those first, ``agent_app.recovery``): counted by the statement that locks the
+    session row (``bump_version``), so the check costs no statement of its own.
     """
     now = timezone.now()
     creator = creator or Creator()
     title = title_from(content) if content else ""
     superseded_from = None
     message: UserMessage | None = None
+    bump = functools.partial(
+        bump_version, session_id, now, seq_block=SEQ_BLOCK, count_unsettled=refuse_stale
+    )
     with transaction.atomic():
-        if refuse_stale and stale_runs(session_id):
-            raise StaleRuns(session_id)
         # Locks the session row for everything below (and stores a first-time session).
         try:
-            bumped = bump_version(session_id, now, seq_block=SEQ_BLOCK)
+            bumped = bump()
         except ChatSession.DoesNotExist:
             ChatSession.objects.get_or_create(
                 pk=session_id,
@@ -130,7 +131,9 @@ def begin_run(
                     "title": title,
                 },
             )
-            bumped = bump_version(session_id, now, seq_block=SEQ_BLOCK)
+            bumped = bump()
+        if bumped.unsettled_runs:
+            raise StaleRuns(session_id)  # rolls the bump back: nothing is stored
         version, reserved = bumped.history_version, bumped.seq_reserved
         if title and not bumped.title:
             ChatSession.objects.filter(pk=session_id, title="").update(title=title)
@@ -217,18 +220,19 @@ def end_run(
         fields["error_type"], fields["error_message"] = error
     if usage:
         fields["usage"] = usage
+    db = connections[DEFAULT_DB_ALIAS]
     with transaction.atomic():
         ended = update(ChatRun, fields, request_id=request_id, status=RunStatus.RUNNING)
         counted = usage if ended and usage else {}
-        with connection.cursor() as cursor:
+        with db.cursor() as cursor:
             cursor.execute(
-                _end_session_sql(connection.vendor),
+                _end_session_sql(db.vendor),
                 [
                     last_seq,
                     last_seq,
                     int(counted.get("input_tokens", 0)),
                     int(counted.get("output_tokens", 0)),
-                    db_session_pk(session_id),
+                    db_session_pk(session_id, db),
                 ],
             )
 
@@ -236,7 +240,7 @@ def end_run(
 @functools.cache
 def _end_session_sql(vendor: str) -> str:
     """``end_run``'s session statement on one database backend (built once)."""
-    quote = connection.ops.quote_name
+    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
     seq, tokens_in, tokens_out = (
         quote("last_event_seq"),
         quote("input_tokens"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connections, models
 
 __all__ = ["insert", "update"]
 
@@ -27,30 +27,41 @@ def insert(rows: list[Any], *, returning_pk: bool = False) -> None:
     """
     if not rows:
         return
-    meta = rows[0]._meta
+    db = connections[DEFAULT_DB_ALIAS]
+    model = type(rows[0])
+    sql, fields = _insert_sql(model, len(rows), returning_pk, db.vendor)
+    params = [
+        field.get_db_prep_save(field.pre_save(row, True), db) for row in rows for field in fields
+    ]
+    with db.cursor() as cursor:
+        cursor.execute(sql, params)
+        if returning_pk:
+            for row, (pk,) in zip(rows, cursor.fetchall(), strict=True):
+                row.pk = pk
+
+
+@functools.lru_cache(maxsize=256)
+def _insert_sql(
+    model: type[models.Model], count: int, returning_pk: bool, vendor: str
+) -> tuple[str, list[models.Field]]:
+    """The statement of ``insert`` for ``count`` rows of ``model`` on one backend, and the
+    fields whose values it takes, in order (built once per shape)."""
+    db = connections[DEFAULT_DB_ALIAS]
+    meta = model._meta
     fields = [field for field in meta.concrete_fields if not field.primary_key]
-    quote = connection.ops.quote_name
+    quote = db.ops.quote_name
     one = "(" + ", ".join(["%s"] * len(fields)) + ")"
     sql = (
         f"INSERT INTO {quote(meta.db_table)} ("
         + ", ".join(quote(field.column) for field in fields)
         + ") VALUES "
-        + ", ".join([one] * len(rows))
+        + ", ".join([one] * count)
     )
     if returning_pk:
-        if not connection.features.can_return_rows_from_bulk_insert:
-            raise NotImplementedError(f"{connection.vendor} cannot return inserted ids")
+        if not db.features.can_return_rows_from_bulk_insert:
+            raise NotImplementedError(f"{vendor} cannot return inserted ids")
         sql += f" RETURNING {quote(meta.pk.column)}"
-    params = [
-        field.get_db_prep_save(field.pre_save(row, True), connection)
-        for row in rows
-        for field in fields
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        if returning_pk:
-            for row, (pk,) in zip(rows, cursor.fetchall(), strict=True):
-                row.pk = pk
+    return sql, fields
 
 
 def update(model: type[models.Model], values: dict[str, Any], **where: Any) -> int:
@@ -65,17 +76,16 @@ def update(model: type[models.Model], values: dict[str, Any], **where: Any) -> i
     )
     if any(count == 0 for _, count in conditions):
         return 0  # ``IN ()``: no row can match
-    sql = _update_sql(model, tuple(values), conditions, connection.vendor)
-    params = [
-        meta.get_field(name).get_db_prep_save(value, connection) for name, value in values.items()
-    ]
+    db = connections[DEFAULT_DB_ALIAS]
+    sql = _update_sql(model, tuple(values), conditions, db.vendor)
+    params = [meta.get_field(name).get_db_prep_save(value, db) for name, value in values.items()]
     for name, value in where.items():
         if name.endswith("__in"):
             field = meta.get_field(name[:-4])
-            params += [field.get_db_prep_value(item, connection) for item in value]
+            params += [field.get_db_prep_value(item, db) for item in value]
         else:
-            params.append(meta.get_field(name).get_db_prep_value(value, connection))
-    with connection.cursor() as cursor:
+            params.append(meta.get_field(name).get_db_prep_value(value, db))
+    with db.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount
 
@@ -89,7 +99,7 @@ def _update_sql(
 ) -> str:
     """The statement of ``update`` for one shape of call on one backend (built once)."""
     meta = model._meta
-    quote = connection.ops.quote_name
+    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
 
     def column(name: str) -> str:
         return quote(meta.get_field(name).column)

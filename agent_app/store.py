@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
-from agent_app.models import TITLE_LENGTH, ChatMessage, ChatSession
+from agent_app.models import TITLE_LENGTH, ChatMessage, ChatRun, ChatSession, RunStatus
 from agent_app.statements import insert
 from zett_agent.history import valid_history
 from zett_agent.messages import (
@@ -178,19 +178,29 @@ class Bumped(NamedTuple):
     title: str
     #: The session's highest message position (None: no message yet).
     last_position: int | None
+    #: How many of the session's runs are still ``running`` or ``paused`` (counted only
+    #: when ``bump_version`` was asked to, else 0).
+    unsettled_runs: int = 0
 
 
-def bump_version(session_id: str, now: datetime, *, seq_block: int = 0) -> Bumped:
+def bump_version(
+    session_id: str, now: datetime, *, seq_block: int = 0, count_unsettled: bool = False
+) -> Bumped:
     """Lock the session row for this transaction: bump its ``history_version`` (and reserve
     ``seq_block`` numbers); return the row's new values.
 
     One ``UPDATE … RETURNING`` (PostgreSQL, and SQLite since 3.35) that also reads the
-    highest message position (an index lookup), where the caller's rows go next: this runs
-    for every stored message, so it is written out rather than built by the ORM each call.
+    highest message position (an index lookup), where the caller's rows go next, and with
+    ``count_unsettled`` the runs no ending has settled (``agent_app.runs.begin_run``'s
+    check, read under the row's lock at no extra round trip): this runs for every stored
+    message, so it is written out rather than built by the ORM each call.
     """
-    with connection.cursor() as cursor:
-        params = [seq_block, _db_time(now), db_session_pk(session_id)]
-        cursor.execute(_bump_sql(connection.vendor), params)
+    db = connections[DEFAULT_DB_ALIAS]
+    params = [seq_block, _db_time(now, db), db_session_pk(session_id, db)]
+    if count_unsettled:  # the RETURNING clause's placeholders come after the WHERE clause's
+        params += [RunStatus.RUNNING.value, RunStatus.PAUSED.value]
+    with db.cursor() as cursor:
+        cursor.execute(_bump_sql(db.vendor, count_unsettled), params)
         row = cursor.fetchone()
     if row is None:
         raise ChatSession.DoesNotExist(f"Session {session_id} is not stored")
@@ -198,29 +208,39 @@ def bump_version(session_id: str, now: datetime, *, seq_block: int = 0) -> Bumpe
 
 
 @functools.cache
-def _bump_sql(vendor: str) -> str:
+def _bump_sql(vendor: str, count_unsettled: bool) -> str:
     """The statement of ``bump_version`` on one database backend (built once)."""
-    quote = connection.ops.quote_name
+    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
     version, reserved = quote("history_version"), quote("seq_reserved")
-    session, message = ChatSession._meta, ChatMessage._meta
-    pk, position = quote(session.pk.column), quote("position")
-    session_column = quote(message.get_field("session").column)
-    return (
-        f"UPDATE {quote(session.db_table)} SET {version} = {version} + 1, "
-        f"{reserved} = {reserved} + %s, {quote('updated_at')} = %s "
-        f"WHERE {pk} = %s RETURNING {version}, {reserved}, {quote('title')}, "
+    session, message, run = ChatSession._meta, ChatMessage._meta, ChatRun._meta
+    table, pk, position = quote(session.db_table), quote(session.pk.column), quote("position")
+    returning = (
+        f"{version}, {reserved}, {quote('title')}, "
         f"(SELECT MAX({position}) FROM {quote(message.db_table)} "
-        f"WHERE {session_column} = {quote(session.db_table)}.{pk})"
+        f"WHERE {quote(message.get_field('session').column)} = {table}.{pk})"
+    )
+    if count_unsettled:
+        returning += (
+            f", (SELECT COUNT(*) FROM {quote(run.db_table)} "
+            f"WHERE {quote(run.get_field('session').column)} = {table}.{pk} "
+            f"AND {quote(run.get_field('status').column)} IN (%s, %s))"
+        )
+    return (
+        f"UPDATE {table} SET {version} = {version} + 1, "
+        f"{reserved} = {reserved} + %s, {quote('updated_at')} = %s "
+        f"WHERE {pk} = %s RETURNING {returning}"
     )
 
 
-def db_session_pk(session_id: str) -> Any:
+def db_session_pk(session_id: str, db: Any = None) -> Any:
     """``session_id`` as the database stores a session's primary key (for raw SQL)."""
-    return ChatSession._meta.pk.get_db_prep_value(uuid.UUID(str(session_id)), connection)
+    return ChatSession._meta.pk.get_db_prep_value(
+        uuid.UUID(str(session_id)), db or connections[DEFAULT_DB_ALIAS]
+    )
 
 
-def _db_time(moment: datetime) -> Any:
-    return ChatSession._meta.get_field("updated_at").get_db_prep_value(moment, connection)
+def _db_time(moment: datetime, db: Any) -> Any:
+    return ChatSession._meta.get_field("updated_at").get_db_prep_value(moment, db)
 
 
 def insert_rows(

@@ -35,6 +35,7 @@ SUITES = [
     "tests/app/test_chat_management.py",
     # The single-statement writes: RETURNING ids, JSON and time columns on PostgreSQL.
     "tests/app/test_statements.py",
+    "tests/app/test_begin_run.py",
 ]
 
 
