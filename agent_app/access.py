@@ -315,7 +315,7 @@ async def open_chat(person: Person | None, session_id: str) -> bool:
     """
     if person is None:
         return False
-    row = await ChatSession.objects.filter(pk=session_id).afirst()
+    row = await database_sync_to_async(ChatSession.objects.filter(pk=session_id).first)()
     if row is not None and not may_open(person, row):
         return False
     return _loop_claims().take(session_id, person)

@@ -30,6 +30,8 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from channels import DEFAULT_CHANNEL_LAYER
+from channels.consumer import get_handler_name
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from agent_app.access import (
@@ -109,6 +111,19 @@ class ChatConsumer(AsyncWebsocketConsumer):
             # application): release everything. Shielded, so a second cancellation cannot
             # stop the release half-way; it then finishes in its own task.
             await asyncio.shield(asyncio.ensure_future(self._release()))
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Hand ``message`` to its handler, without a database round trip first.
+
+        Channels' own ``dispatch`` closes the thread's stale database connections before
+        every message, one hop to the ORM thread per frame. Every ORM call of this consumer
+        (and of what it calls) goes through ``database_sync_to_async``, which does the same
+        around each call in that thread, so the per-frame hop would only repeat it.
+        """
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def connect(self) -> None:
         self.session_id = str(self.scope["url_route"]["kwargs"]["session_id"])
@@ -332,7 +347,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.send_frame(result([], "not_allowed"))
             return
         if not self._stored:
-            if not await ChatSession.objects.filter(pk=self.session_id).aexists():
+            stored = ChatSession.objects.filter(pk=self.session_id).exists
+            if not await database_sync_to_async(stored)():
                 await self.send_frame(result([], "not_running"))  # an empty chat: nothing waits
                 return
             self._stored = True

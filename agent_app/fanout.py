@@ -27,17 +27,6 @@ __all__ = ["FrameFanout"]
 logger = logging.getLogger(__name__)
 
 E = AgentEventType
-#: Streamed pieces: these may wait in the socket's buffer for the next ones.
-_DELTAS = frozenset(
-    {
-        E.TEXT_DELTA,
-        E.REASONING_DELTA,
-        E.TOOL_CALL_DELTA,
-        E.SERVER_TOOL_INPUT_DELTA,
-        E.COMPACTION_TEXT_DELTA,
-        E.COMPACTION_REASONING_DELTA,
-    }
-)
 #: Deltas whose frame is built as text straight from the event (``encode_delta_frame``).
 _TEXT_DELTAS = frozenset(
     {E.TEXT_DELTA, E.REASONING_DELTA, E.COMPACTION_TEXT_DELTA, E.COMPACTION_REASONING_DELTA}

@@ -29,6 +29,7 @@ on disconnect.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import weakref
@@ -39,8 +40,11 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
 __all__ = [
+    "LIMIT_SETTINGS",
     "Limiter",
     "Limits",
     "SocketTicket",
@@ -118,8 +122,25 @@ def limit_problems() -> list[tuple[str, str]]:
     return problems
 
 
+#: The settings ``current_limits`` reads (a change to any of them drops its cached value).
+LIMIT_SETTINGS = frozenset(
+    {
+        "ZETT_WS_RATE_LIMIT",
+        "ZETT_WS_MAX_SOCKETS_PER_SESSION",
+        "ZETT_WS_MAX_SOCKETS_PER_PERSON",
+        "ZETT_MAX_CHATS_PER_HOUR",
+        "ZETT_LIMITS_REDIS_URL",
+    }
+)
+
+
+@functools.cache
 def current_limits() -> Limits:
-    """The limit settings, validated (``ImproperlyConfigured`` names every bad one)."""
+    """The limit settings, validated (``ImproperlyConfigured`` names every bad one).
+
+    Read once and kept (every inbound frame asks): Django's ``setting_changed`` signal,
+    which ``override_settings`` sends, drops the kept value.
+    """
     problems = limit_problems()
     if problems:
         raise ImproperlyConfigured("; ".join(f"{name} {problem}" for name, problem in problems))
@@ -136,6 +157,12 @@ def current_limits() -> Limits:
         max_chats_per_hour=getattr(settings, "ZETT_MAX_CHATS_PER_HOUR", DEFAULT_MAX_CHATS_PER_HOUR),
         redis_url=getattr(settings, "ZETT_LIMITS_REDIS_URL", ""),
     )
+
+
+@receiver(setting_changed)
+def _forget_limits(*, setting: str, **kwargs: Any) -> None:
+    if setting in LIMIT_SETTINGS:
+        current_limits.cache_clear()
 
 
 def _is_int(value: Any) -> bool:

@@ -33,9 +33,11 @@ How a run flows:
   then the live ones, with nothing lost or repeated in between.
 - **The run task** iterates ``agent.stream`` and broadcasts each event. The runtime runs at
   most one event ahead of it, so a slow socket slows the run instead of piling up frames.
-  daphne writes a frame out only when the event loop polls the socket, so after every event
-  that is not a streamed delta, and at least every 4 ms while deltas stream, the task lets
-  the loop go round (``agent_app.fanout._let_the_loop_write``).
+  daphne writes a frame out only when the event loop polls the socket, which it does
+  whenever the run waits (a model's network read, a database write, a reply): frames sent
+  in one burst leave together, in one write. A run that does not wait (a model or tool
+  that never yields) lets the loop go round at least every 4 ms of events
+  (``agent_app.fanout._let_the_loop_write``), and before a widget's wait.
 - **Replies** (``external_event``, ``steer``) are handed to the agent under the lock; the
   replying socket gets its ``external_event_result`` before any frame the reply causes, and
   every socket gets ``reply_accepted``. An approved tool records that it starts
@@ -67,7 +69,7 @@ from django.conf import settings
 
 from agent_app import recovery, shutdown
 from agent_app.cluster import Cluster, RemoteRun
-from agent_app.fanout import _DELTAS, _STREAK, _TEXT_DELTAS, FrameFanout, _let_the_loop_write
+from agent_app.fanout import _STREAK, _TEXT_DELTAS, FrameFanout, _let_the_loop_write
 from agent_app.history import page_before, snapshot
 from agent_app.live_registry import WORKER_ID, AgentFactory, LiveSessions, live_sessions
 from agent_app.models import RunKind, RunStatus
@@ -97,6 +99,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+#: Built once (every run starts here).
+_begin_run = database_sync_to_async(begin_run)
 
 E = AgentEventType
 _TOOL_ENDS = frozenset({E.TOOL_COMPLETED, E.TOOL_FAILED, E.TOOL_SKIPPED})
@@ -284,7 +289,7 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
             async with self._lock:
                 self._set_remote_none()
                 begin = functools.partial(
-                    database_sync_to_async(begin_run),
+                    _begin_run,
                     self.session_id,
                     run.request_id,
                     content=content,
@@ -470,7 +475,7 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
                     elif kind in _TOOL_ENDS and run.waits:
                         await self._close_waits(run, data)
                     await self.broadcast_event(run.request_id, data)
-                    if kind not in _DELTAS or clock() - streak_started > _STREAK:
+                    if clock() - streak_started > _STREAK:
                         await _let_the_loop_write()
                         streak_started = clock()
         except asyncio.CancelledError:

@@ -60,6 +60,9 @@ T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
+#: Built once: a wrapper costs a few microseconds to make, and every message is written.
+_append_rows = database_sync_to_async(append_rows)
+
 
 async def settle(awaitable: Awaitable[T]) -> T:
     """Await ``awaitable`` to its end even if the caller is cancelled meanwhile.
@@ -185,5 +188,4 @@ class OrmPersistenceExtension(AgentExtension):
         return RowMeta()
 
     async def _write(self, context: AgentRunContext, message: Any, meta: RowMeta) -> None:
-        write = database_sync_to_async(append_rows)
-        await settle(write(context.session_id, context.request_id, [(message, meta)]))
+        await settle(_append_rows(context.session_id, context.request_id, [(message, meta)]))

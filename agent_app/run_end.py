@@ -33,6 +33,9 @@ __all__ = ["RunEnding"]
 
 logger = logging.getLogger(__name__)
 
+#: Built once (every run ends here).
+_end_run = database_sync_to_async(end_run)
+
 
 class RunEnding:
     """Recording how a run ended (a mixin of ``LiveSession``; see the module docstring)."""
@@ -73,7 +76,7 @@ class RunEnding:
                     )
                 seq = await self.next_seq()
                 await settle(
-                    database_sync_to_async(end_run)(
+                    _end_run(
                         self.session_id,
                         run.request_id,
                         status,

@@ -16,12 +16,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation, localcontext
 from fractions import Fraction
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from channels.db import database_sync_to_async
 from pydantic import Field
 
 from zett_agent.tools.base import AgentTool, current_run_context, tool
+
+if TYPE_CHECKING:
+    from agent_app.models import Note
 
 __all__ = [
     "TOOLS_NEEDING_APPROVAL",
@@ -220,11 +224,17 @@ async def save_note(
         - Use only when the user asks to save, keep or remember something.
         - The user must approve each note; if they deny it, say so and do not retry.
     """
+    note = await database_sync_to_async(_store_note)(
+        current_run_context().session_id, title.strip(), text
+    )
+    return f"Saved note #{note.pk}: {note.title}"
+
+
+def _store_note(session_id: str, title: str, text: str) -> Note:
     from agent_app.models import ChatSession, Note
 
-    session = await ChatSession.objects.filter(pk=current_run_context().session_id).afirst()
-    note = await Note.objects.acreate(session=session, title=title.strip(), text=text)
-    return f"Saved note #{note.pk}: {note.title}"
+    session = ChatSession.objects.filter(pk=session_id).first()
+    return Note.objects.create(session=session, title=title, text=text)
 
 
 def demo_tools() -> list[AgentTool]:

@@ -48,6 +48,27 @@ async def test_a_new_socket_gets_an_empty_session_frame_and_stores_nothing(socke
     assert session.owner_id is None and session.browser_key
 
 
+async def test_a_frame_that_needs_no_database_makes_no_trip_to_the_orm_thread(
+    sockets, use_model, monkeypatch
+):
+    """Channels' own ``dispatch`` hops to the ORM thread before every frame to close stale
+    connections; the consumer's ORM calls do that themselves, so a ping costs no hop."""
+    import channels.consumer
+
+    use_model(ScriptedModel([say("Hi.")]))
+    socket = await sockets()
+    hops = []
+
+    async def counted() -> None:
+        hops.append(1)
+
+    monkeypatch.setattr(channels.consumer, "aclose_old_connections", counted)
+    for _ in range(5):
+        await socket.send({"type": "ping"})
+        assert (await socket.receive())["type"] == "pong"
+    assert hops == []
+
+
 async def test_a_socket_from_another_origin_is_refused(sockets, use_model):
     use_model(ScriptedModel())
     socket = await sockets(origin="http://evil.example")

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 from django.core.checks import run_checks
+from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
-from agent_app.limits import Limiter, limiter
+from agent_app.limits import Limiter, current_limits, limiter
 from agent_app.models import ChatSession
 from tests.app.llm_doubles import say
 from tests.app.services import REDIS_URL, require_service
@@ -40,6 +41,19 @@ async def pings_answered(socket, count: int) -> tuple[int, int]:
 
 
 # --- the frame budget ------------------------------------------------------------------------
+
+
+def test_the_limits_are_read_once_and_read_again_when_a_setting_changes(settings):
+    settings.ZETT_WS_RATE_LIMIT = {"burst": 7, "per_second": 1.5}
+    first = current_limits()
+    assert (first.burst, first.per_second) == (7, 1.5)
+    assert current_limits() is first  # kept: every inbound frame asks
+    settings.ZETT_WS_MAX_SOCKETS_PER_PERSON = 4
+    changed = current_limits()
+    assert changed is not first and changed.max_sockets_per_person == 4
+    settings.ZETT_WS_RATE_LIMIT = {"burst": 0, "per_second": 1.5}
+    with pytest.raises(ImproperlyConfigured, match="ZETT_WS_RATE_BURST"):
+        current_limits()
 
 
 async def test_the_frame_budget_is_per_person_across_all_their_sockets(
