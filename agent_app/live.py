@@ -73,7 +73,7 @@ from agent_app.fanout import _STREAK, _TEXT_DELTAS, FrameFanout, _let_the_loop_w
 from agent_app.history import page_before, snapshot
 from agent_app.live_registry import WORKER_ID, AgentFactory, LiveSessions, live_sessions
 from agent_app.models import RunKind, RunStatus
-from agent_app.persistence import INPUT_STORED, RESTORED_HISTORY, settle
+from agent_app.persistence import INPUT_STORED, RESTORED_HISTORY, STREAMED_TEXT, settle
 from agent_app.protocol import RunStartedFrame, encode_frame
 from agent_app.remote import RemoteRuns
 from agent_app.replay import DEFAULT_REPLAY_FRAMES, ReplayBuffer
@@ -152,6 +152,9 @@ class _Run:
     shutting_down: bool = False
     #: Set once the run's task exists, or its start failed (``cancel`` waits for it).
     launched: asyncio.Event = field(default_factory=asyncio.Event)
+    #: The text deltas of the answer streaming now, as sent (a cancelled answer's partial
+    #: text: ``agent_app.persistence.STREAMED_TEXT``).
+    streamed: list[str] = field(default_factory=list)
 
 
 class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
@@ -442,12 +445,13 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
                 replies, deadlines = await self._resumption()
                 stream = agent.resume_stream(config=config, replies=replies, deadlines=deadlines)
             else:
-                metadata: dict[str, Any] = {INPUT_STORED: True}
+                metadata: dict[str, Any] = {INPUT_STORED: True, STREAMED_TEXT: run.streamed}
                 if history is not None:
                     metadata[RESTORED_HISTORY] = history
                 stream = agent.stream(message, config=config, metadata=metadata)
             clock = asyncio.get_running_loop().time
             streak_started = clock()
+            streamed = run.streamed
             async with aclosing(stream) as events:
                 async for event in events:
                     kind = event.type
@@ -455,6 +459,8 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
                     if kind in _TEXT_DELTAS:
                         # Most of a run: its frame is built from the event as text.
                         await self.broadcast_event(run.request_id, event)
+                        if kind is E.TEXT_DELTA:
+                            streamed.append(event.delta)  # sent: part of a partial answer
                         if clock() - streak_started > _STREAK:
                             await _let_the_loop_write()
                             streak_started = clock()

@@ -12,13 +12,17 @@ Writing, as each message settles (never all at the end of a request):
 - the user's message: already stored by ``agent_app.runs.begin_run`` before the agent was
   built, when the request's metadata says so (``INPUT_STORED``); otherwise it is written
   when the runtime appends it, which is still before the model is called;
-- each answer when the runtime appends it, with its token usage and, when the model stopped
-  abnormally, the stop reason (both read from the streamed response by ``on_model_request``,
-  which sees the response before the runtime appends its message);
+- each answer of the model as soon as its response is known (``after_model``, which the
+  runtime calls right after appending it), with its token usage and, when the model stopped
+  abnormally, the stop reason; anything that happens before that (another message, the
+  request's end, a cancellation) writes it first;
 - each tool result when it is appended (cancelled and skipped calls included);
 - a steering message when it is appended (marked as steering);
 - on cancellation, the answer that was streaming, as far as it got, marked partial: the user
-  saw that text, and the model is told about it later like about any answer.
+  saw that text, and the model is told about it later like about any answer. A caller that
+  shows the text deltas itself hands over the list it collects them in (``STREAMED_TEXT``,
+  as ``agent_app.live`` does), so the model's stream is not wrapped for every delta;
+  otherwise ``on_model_request`` watches the stream.
 
 Cancellation can never drop a write that was due: each write is shielded and finished
 before the ``CancelledError`` goes on (``settle``), and the runtime awaits this hook before
@@ -48,13 +52,23 @@ if TYPE_CHECKING:
     from zett_agent.extensions.events import ExtensionEvent
     from zett_agent.model import ModelEvent, ModelRequest, ModelResponse
 
-__all__ = ["INPUT_STORED", "RESTORED_HISTORY", "OrmPersistenceExtension", "settle"]
+__all__ = [
+    "INPUT_STORED",
+    "RESTORED_HISTORY",
+    "STREAMED_TEXT",
+    "OrmPersistenceExtension",
+    "settle",
+]
 
 #: Request metadata key: ``True`` when the input message is already stored.
 INPUT_STORED = "zett.input_stored"
 #: Request metadata: the history as the run's write-ahead step read it (``begin_run``),
 #: user message last; restored without another database round trip.
 RESTORED_HISTORY = "zett.restored_history"
+
+#: Request metadata: a list the caller appends every text delta to as it shows it; read
+#: for a cancelled answer's partial text (the extension then leaves the stream alone).
+STREAMED_TEXT = "zett.streamed_text"
 
 T = TypeVar("T")
 
@@ -94,10 +108,14 @@ class _Request:
 
     input_stored: bool
     input_message: UserMessage | None
-    #: The response of the model call that just completed (read when its message lands).
-    response: ModelResponse | None = None
     #: Text streamed by the model call in progress (for a partial answer on cancellation).
     streamed: list[str] = field(default_factory=list)
+    #: Whether ``on_model_request`` collects ``streamed`` (no caller does).
+    watch_stream: bool = True
+    #: A model call is under way: the next answer appended is its response's message.
+    calling: bool = False
+    #: That answer, appended and waiting for ``after_model`` (which knows its usage).
+    answer: AssistantMessage | None = None
 
 
 class OrmPersistenceExtension(AgentExtension):
@@ -118,14 +136,18 @@ class OrmPersistenceExtension(AgentExtension):
         input_stored = context.metadata.get(INPUT_STORED) is True
         if input_stored and history and history[-1] == context.input_message:
             history.pop()  # stored ahead as the last row; the runtime appends it itself
+        streamed = context.metadata.pop(STREAMED_TEXT, None)
         self._requests[context.request_id] = _Request(
-            input_stored=input_stored, input_message=context.input_message
+            input_stored=input_stored,
+            input_message=context.input_message,
+            streamed=[] if streamed is None else streamed,
+            watch_stream=streamed is None,
         )
         # One copy of the references, no work per message: a turn's cost does not grow
         # with the length of the conversation (``agent_app.store`` keeps it validated).
         context.restore_messages(history)
 
-    async def on_model_request(
+    def on_model_request(
         self,
         context: AgentRunContext,
         request: ModelRequest,
@@ -133,19 +155,25 @@ class OrmPersistenceExtension(AgentExtension):
     ) -> AsyncIterator[ModelEvent]:
         state = self._requests.get(context.request_id)
         if state is None:
-            async with aclosing(call_next(request)) as stream:
-                async for event in stream:
-                    yield event
+            return call_next(request)
+        state.calling = True
+        if not state.watch_stream:
+            return call_next(request)  # the caller collects the text: no layer per delta
+        return _watched(state.streamed, call_next(request))
+
+    async def after_model(self, context: AgentRunContext, response: ModelResponse) -> None:
+        state = self._requests.get(context.request_id)
+        if state is None or state.answer is None:
             return
-        streamed = state.streamed
-        streamed.clear()
-        async with aclosing(call_next(request)) as stream:
-            async for event in stream:
-                if event.type is ModelEventType.TEXT:
-                    streamed.append(event.delta)
-                elif event.type is ModelEventType.COMPLETED:
-                    state.response = event.response
-                yield event
+        answer, state.answer = state.answer, None
+        meta = RowMeta()
+        if response.message is answer:
+            stop = response.stop
+            meta = RowMeta(
+                usage=usage_to_dict(response.usage),
+                stop_reason=stop.reason.value if stop is not None else "",
+            )
+        await self._write(context, answer, meta)
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
         state = self._requests.get(context.request_id)
@@ -157,35 +185,55 @@ class OrmPersistenceExtension(AgentExtension):
                 return
             if message is state.input_message and state.input_stored:
                 return
+            await self._flush(context, state)
+            if isinstance(message, AssistantMessage):
+                state.streamed.clear()  # the answer landed: nothing of it is partial any more
+                if state.calling:
+                    state.calling = False
+                    state.answer = message  # written by ``after_model``, with its usage
+                    return
             await self._write(context, message, self._meta(state, message))
         elif isinstance(event, RunCancelledEvent):
             self._requests.pop(context.request_id, None)
+            await self._flush(context, state)
             text = "".join(state.streamed)
             if text.strip():
                 partial = AssistantMessage(text, attributes={"partial": True})
                 await self._write(context, partial, RowMeta(partial=True))
 
     async def on_success(self, context: AgentRunContext, result: AssistantMessage) -> None:
-        self._requests.pop(context.request_id, None)
+        state = self._requests.pop(context.request_id, None)
+        if state is not None:
+            await self._flush(context, state)
 
     async def on_error(self, context: AgentRunContext, error: Exception) -> None:
-        self._requests.pop(context.request_id, None)
+        state = self._requests.pop(context.request_id, None)
+        if state is not None:
+            await self._flush(context, state)
+
+    async def _flush(self, context: AgentRunContext, state: _Request) -> None:
+        """Write an answer still waiting for ``after_model`` (something came first)."""
+        if state.answer is not None:
+            answer, state.answer = state.answer, None
+            await self._write(context, answer, RowMeta())
 
     @staticmethod
     def _meta(state: _Request, message: Any) -> RowMeta:
-        if isinstance(message, AssistantMessage):
-            state.streamed.clear()  # the answer landed: nothing of it is partial any more
-            response, state.response = state.response, None
-            if response is None or response.message is not message:
-                return RowMeta()
-            stop = response.stop
-            return RowMeta(
-                usage=usage_to_dict(response.usage),
-                stop_reason=stop.reason.value if stop is not None else "",
-            )
         if isinstance(message, UserMessage) and message is not state.input_message:
             return RowMeta(steering=True)
         return RowMeta()
 
     async def _write(self, context: AgentRunContext, message: Any, meta: RowMeta) -> None:
         await settle(_append_rows(context.session_id, context.request_id, [(message, meta)]))
+
+
+async def _watched(
+    streamed: list[str], stream: AsyncIterator[ModelEvent]
+) -> AsyncIterator[ModelEvent]:
+    """Pass a model stream through, keeping its text deltas in ``streamed``."""
+    streamed.clear()
+    async with aclosing(stream) as events:  # type: ignore[type-var]
+        async for event in events:
+            if event.type is ModelEventType.TEXT:
+                streamed.append(event.delta)
+            yield event

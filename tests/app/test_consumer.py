@@ -9,6 +9,7 @@ answers, approvals) are ``test_consumer_replies.py``'s.
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
@@ -314,6 +315,33 @@ async def test_a_model_that_never_waits_still_streams_and_hears_cancel(sockets, 
     stored = [m async for m in ChatMessage.objects.filter(session_id=socket.session_id)]
     assert [(m.role, m.partial) for m in stored] == [("user", False), ("assistant", True)]
     assert stored[1].content.startswith("x")  # what had streamed when Stop was pressed
+
+
+async def test_a_cancelled_answer_is_stored_as_exactly_the_text_its_sockets_were_sent(
+    sockets, use_model
+):
+    class Counting:
+        """Streams ``0 1 2 …`` forever, never waiting: every delta is different."""
+
+        async def stream(self, request):
+            for number in itertools.count():
+                yield ModelEvent.text(f"{number} ")
+
+    use_model(Counting())
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Go on forever"})
+    shown = []
+    while len(shown) < 25:
+        frame = await socket.receive()
+        if frame["type"] == "agent_event" and frame["event"]["type"] == "text_delta":
+            shown.append(frame["event"]["delta"])
+    await socket.send({"type": "cancel"})
+    while (frame := await socket.receive())["type"] != "run_cancelled":
+        if frame["type"] == "agent_event" and frame["event"]["type"] == "text_delta":
+            shown.append(frame["event"]["delta"])
+    stored = [m async for m in ChatMessage.objects.filter(session_id=socket.session_id)]
+    assert [(m.role, m.partial) for m in stored] == [("user", False), ("assistant", True)]
+    assert stored[1].content == "".join(shown)
 
 
 async def test_steer_redirects_the_running_request(sockets, use_model):

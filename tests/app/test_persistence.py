@@ -164,6 +164,44 @@ async def test_a_failed_request_keeps_what_settled_and_the_next_skips_the_open_b
     assert conversation(model.requests[1].messages) == [("user", "compute"), ("user", "again")]
 
 
+class FailAfterModel(AgentExtension):
+    priority = 5  # before the persistence extension's own ``after_model``
+
+    async def after_model(self, context, response):
+        raise RuntimeError("reviewer is down")
+
+
+async def test_an_answer_whose_after_model_fails_first_is_still_stored(session_id):
+    """The answer waits for ``after_model`` to be written with its usage; when another
+    extension's ``after_model`` fails before it, the request's end writes it."""
+    model = ScriptedModel([AssistantMessage("Kept anyway.")])
+    agent = await agent_for(session_id, model, FailAfterModel())
+    with pytest.raises(RuntimeError, match="reviewer is down"):
+        await agent.run("hello", config=AgentRunConfig(session_id))
+    rows = await stored(session_id)
+    assert [(r.role, r.content, r.usage) for r in rows] == [
+        ("user", "hello", None),
+        ("assistant", "Kept anyway.", None),
+    ]
+
+
+class AddsAnAnswer(AgentExtension):
+    async def on_message(self, context):
+        context.add_message(AssistantMessage("Noted by an extension."))
+
+
+async def test_an_answer_no_model_gave_is_written_when_it_is_appended(session_id):
+    model = ScriptedModel([AssistantMessage("From the model.")])
+    agent = await agent_for(session_id, model, AddsAnAnswer())
+    await agent.run("hello", config=AgentRunConfig(session_id))
+    rows = await stored(session_id)
+    assert [(r.role, r.content, r.usage is None) for r in rows] == [
+        ("assistant", "Noted by an extension.", True),  # added before the input is appended
+        ("user", "hello", True),
+        ("assistant", "From the model.", False),
+    ]
+
+
 async def test_a_cancelled_request_keeps_what_was_settled(session_id):
     model = ScriptedModel([calc_call(), AssistantMessage("never streamed")])
     agent = await agent_for(session_id, model)
