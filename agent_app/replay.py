@@ -114,6 +114,7 @@ class ReplayBuffer:
 
     def _merge(self) -> None:
         merged: list[tuple[int, str, bool] | _Merged] = []
+        joining = _Joining()
         for entry in self._entries:
             group = merged[-1] if merged else None
             if isinstance(entry, tuple) and not entry[2]:
@@ -121,7 +122,7 @@ class ReplayBuffer:
                 continue
             frame = _decode(entry)
             if isinstance(group, _Merged) and _same_segment(group.frame, frame):
-                _extend(group, entry, frame)
+                joining.extend(group, entry, frame)
             elif (
                 isinstance(group, tuple)
                 and group[2]
@@ -130,11 +131,51 @@ class ReplayBuffer:
                 start = _Merged({**first, "event": dict(first["event"])})
                 start.seqs.append(group[0])
                 start.ends.append(len(start.frame["event"]["delta"]))
-                _extend(start, entry, frame)
+                joining.extend(start, entry, frame)
                 merged[-1] = start
             else:
                 merged.append(entry)
+        joining.finish()
         self._entries = merged
+
+
+class _Joining:
+    """The deltas of the group a merge is extending, joined once when it moves on.
+
+    Appending each delta to the group's text as it comes would copy the text every time:
+    a long run's merges would cost the square of its length.
+    """
+
+    __slots__ = ("group", "length", "parts")
+
+    def __init__(self) -> None:
+        self.group: _Merged | None = None
+        self.parts: list[str] = []
+        self.length = 0
+
+    def extend(
+        self, group: _Merged, entry: tuple[int, str, bool] | _Merged, frame: dict[str, Any]
+    ) -> None:
+        if group is not self.group:
+            self.finish()
+            delta = group.frame["event"]["delta"]
+            self.group, self.parts, self.length = group, [delta], len(delta)
+        delta = frame["event"]["delta"]
+        base = self.length
+        if isinstance(entry, _Merged):
+            group.seqs.extend(entry.seqs)
+            group.ends.extend(base + end for end in entry.ends)
+        else:
+            group.seqs.append(entry[0])
+            group.ends.append(base + len(delta))
+        self.parts.append(delta)
+        self.length = base + len(delta)
+        group.frame["seq"] = group.seqs[-1]
+
+    def finish(self) -> None:
+        if self.group is not None:
+            self.group.frame["event"]["delta"] = "".join(self.parts)
+            self.group, self.parts, self.length = None, [], 0
 
 
 def text_from_fields(fields: dict[str, str], after_seq: int | None) -> str:
@@ -160,17 +201,3 @@ def _same_segment(a: dict[str, Any], b: dict[str, Any]) -> bool:
         and ea.get("type") in MERGEABLE_EVENTS
         and ea.get("phase") == eb.get("phase")
     )
-
-
-def _extend(group: _Merged, entry: tuple[int, str, bool] | _Merged, frame: dict[str, Any]) -> None:
-    event = group.frame["event"]
-    if isinstance(entry, _Merged):
-        base = len(event["delta"])
-        event["delta"] += frame["event"]["delta"]
-        group.seqs.extend(entry.seqs)
-        group.ends.extend(base + end for end in entry.ends)
-    else:
-        event["delta"] += frame["event"]["delta"]
-        group.seqs.append(entry[0])
-        group.ends.append(len(event["delta"]))
-    group.frame["seq"] = group.seqs[-1]
