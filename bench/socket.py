@@ -94,16 +94,16 @@ class Plan:
 
 FULL = Plan(
     deltas=500,
-    requests_one=20,
+    requests_one=40,
     connections_many=100,
     requests_many=2,
-    repetitions=3,
+    repetitions=5,
     reply_samples=1000,
     held_connections=1000,
     cluster_connections_many=50,
     cluster_requests_many=2,
     long_deltas=2000,
-    long_requests=5,
+    long_requests=10,
 )
 SMOKE = Plan(
     deltas=20,
