@@ -476,7 +476,9 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
                         await _let_the_loop_write()
                         streak_started = clock()
                         continue
-                    if kind is E.MODEL_COMPLETED or kind is E.MODEL_STOPPED:
+                    if kind is E.MODEL_STARTED:
+                        streamed.clear()  # a partial answer is this model call's text only
+                    elif kind is E.MODEL_COMPLETED or kind is E.MODEL_STOPPED:
                         _add_usage(run.usage, data.get("response"))
                     elif kind in _TOOL_ENDS and run.waits:
                         await self._close_waits(run, data)
