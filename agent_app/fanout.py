@@ -76,13 +76,7 @@ class FrameFanout:
                     event.delta,
                 )
                 mergeable = kind in _MERGEABLE_DELTAS
-            if self.cluster is None:
-                # ``_broadcast`` for a kept frame of a single process, one coroutine less.
-                self.last_seq = seq
-                self.replay.append(seq, text, mergeable=mergeable)
-                await self._send_local(text, seq)
-            else:
-                await self._broadcast(seq, text, mergeable=mergeable, request_id=request_id)
+            await self._broadcast(seq, text, mergeable=mergeable, request_id=request_id)
         finally:
             lock.release()
 
