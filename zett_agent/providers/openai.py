@@ -84,6 +84,11 @@ FAILED_TOOL_PREFIX = "Tool call failed: "
 
 _NORMAL_FINISH = frozenset({"stop", "tool_calls", "function_call"})
 _ABNORMAL_FINISH = {"length": StopReason.MAX_TOKENS, "content_filter": StopReason.CONTENT_FILTER}
+#: A response's usage until a chunk reports one (usage objects are immutable).
+_NO_USAGE = ModelUsage()
+#: The hot event factories, looked up once (one call per streamed chunk).
+_text_event = ModelEvent.text
+_reasoning_event = ModelEvent.reasoning
 #: Error types that a streamed error event may carry when a new attempt could succeed.
 _RETRYABLE_STREAM_ERRORS = frozenset({"server_error", "internal_error", "rate_limit_exceeded"})
 
@@ -307,18 +312,20 @@ class ChatStreamReader:
         self._refusal: list[str] = []
         self._calls: dict[int, _PartialCall] = {}
         self._finish_reason: str | None = None
-        self._usage = ModelUsage()
+        self._usage = _NO_USAGE
 
     def feed(self, chunk: Any) -> list[ModelEvent]:
         """Events for one chunk, in the order the chunk carries them."""
-        events: list[ModelEvent] = []
-        model = getattr(chunk, "model", None)
+        # The SDK builds chunks without validation: a field the server left out is None.
+        model, usage, choices = chunk.model, chunk.usage, chunk.choices
         if model:
             self.model = model
-        usage = getattr(chunk, "usage", None)
         if usage is not None:
             self._usage = _usage(usage)
-        for choice in getattr(chunk, "choices", None) or ():
+        if not choices:
+            return []
+        events: list[ModelEvent] = []
+        for choice in choices:
             if choice.index:  # we never ask for n > 1
                 continue
             delta = choice.delta
@@ -328,14 +335,14 @@ class ChatStreamReader:
                     reasoning = _reasoning_text(delta)
                     if reasoning:
                         self._reasoning.append(reasoning)
-                        events.append(ModelEvent.reasoning(reasoning))
+                        events.append(_reasoning_event(reasoning))
                 content = delta.content
                 if content:
                     self._text.append(content)
-                    events.append(ModelEvent.text(content))
+                    events.append(_text_event(content))
                 if delta.refusal:
                     self._refusal.append(delta.refusal)
-                    events.append(ModelEvent.text(delta.refusal))
+                    events.append(_text_event(delta.refusal))
                 if delta.tool_calls:
                     for fragment in delta.tool_calls:
                         events.append(ModelEvent.tool_call(self._tool_fragment(fragment)))

@@ -33,7 +33,7 @@ from zett_agent.model import (
 from zett_agent.providers.base import ProviderAuthError, ProviderResponseError
 from zett_agent.providers.openai import OpenAIModel
 
-from .fake_server import FakeServer, Reply
+from .fake_server import FakeServer, Reply, sse
 from .openai_chunks import DONE, MODEL, chunk, text_stream, tool_call_stream, tool_fragment
 from .support import Adapters, ask_weather_in_oslo, collect, deltas, run_stopped_early
 
@@ -436,3 +436,22 @@ async def test_a_provider_failure_reaches_the_agent_caller_unchanged(
 
     with pytest.raises(ProviderAuthError, match="OPENAI_API_KEY"):
         await agent.run("Hello")
+
+
+async def test_chunks_without_model_or_usage_fields_still_stream(
+    server: FakeServer, openai_model: OpenAIModel
+) -> None:
+    # Some compatible servers send only ``choices``: the SDK then leaves the other fields
+    # None, and the response takes the configured model's name and no usage.
+    def bare(delta: dict[str, object], finish: str | None = None) -> bytes:
+        return sse({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    server.reply(Reply.stream([bare({"content": "Hi"}), bare({}, "stop"), DONE]))
+
+    events = await collect(openai_model)
+
+    assert deltas(events, ModelEventType.TEXT) == ["Hi"]
+    response = events[-1].response
+    assert response is not None
+    assert (response.message.content, response.message.model) == ("Hi", openai_model.model)
+    assert response.usage == ModelUsage()
