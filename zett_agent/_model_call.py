@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from zett_agent.events import AgentEvent, AgentEventType, AgentPhase
+from zett_agent.events import AgentEvent, AgentEventType, AgentPhase, streamed_event
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.model import ModelEvent, ModelEventType, ModelRequest, ModelResponse
 
@@ -50,6 +50,7 @@ async def call_model(run: Request, request: ModelRequest) -> ModelResponse:
     text, reasoning, tool_call, completed = _TEXT, _REASONING, _TOOL_CALL, _COMPLETED
     content_started, reasoning_started = E.CONTENT_STARTED, E.REASONING_STARTED
     text_delta, reasoning_delta = E.TEXT_DELTA, E.REASONING_DELTA
+    tool_call_delta, streamed = E.TOOL_CALL_DELTA, streamed_event
     response: ModelResponse | None = None
     segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
     open_server_calls: set[str] = set()
@@ -73,7 +74,7 @@ async def call_model(run: Request, request: ModelRequest) -> ModelResponse:
                         await emit(AgentEvent(E.REASONING_COMPLETED, session_id))
                     segment = content_started
                     await emit(AgentEvent(content_started, session_id))
-                await emit(AgentEvent(text_delta, session_id, delta=delta))
+                await emit(streamed(text_delta, session_id, delta))
             elif kind is reasoning:
                 delta = item.delta
                 if delta and segment is not reasoning_started:
@@ -81,11 +82,9 @@ async def call_model(run: Request, request: ModelRequest) -> ModelResponse:
                         await emit(AgentEvent(E.CONTENT_COMPLETED, session_id))
                     segment = reasoning_started
                     await emit(AgentEvent(reasoning_started, session_id))
-                await emit(AgentEvent(reasoning_delta, session_id, delta=delta))
+                await emit(streamed(reasoning_delta, session_id, delta))
             elif kind is tool_call:
-                await emit(
-                    AgentEvent(E.TOOL_CALL_DELTA, session_id, tool_call_delta=item.tool_call_delta)
-                )
+                await emit(streamed(tool_call_delta, session_id, "", item.tool_call_delta))
             elif kind is completed:
                 if not isinstance(item.response, ModelResponse):
                     raise AgentProtocolError("A completed model event needs a ModelResponse")

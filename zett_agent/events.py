@@ -217,3 +217,43 @@ class AgentEvent:
             not isinstance(self.name, str) or not self.name.strip()
         ):
             raise ValueError("A CUSTOM AgentEvent needs a non-empty name")
+
+
+def streamed_event(
+    kind: AgentEventType,
+    session_id: str,
+    delta: str = "",
+    tool_call_delta: ToolCallDelta | None = None,
+) -> AgentEvent:
+    """``AgentEvent(kind, session_id, delta=delta, tool_call_delta=tool_call_delta)``, faster.
+
+    For the runtime's own events of a known, non-CUSTOM ``kind`` (one per streamed model
+    item): the slots are filled directly, with no generated ``__init__`` and no
+    ``__post_init__`` check, in about half the time. Every field is set as the dataclass
+    would set it (a fresh ``tool_calls`` list each time); ``tests/runtime/test_events.py``
+    compares the two field by field, so a new field cannot be forgotten here.
+    """
+    event = _new(AgentEvent)
+    event.type = kind
+    event.session_id = session_id
+    event.phase = None
+    event.delta = delta
+    event.tool_call_delta = tool_call_delta
+    event.tool_calls = []
+    event.server_tool_call = None
+    event.server_tool_input_delta = None
+    event.server_tool_result = None
+    event.response = None
+    event.stop = None
+    event.message = None
+    event.internal_message = None
+    event.steering_message = None
+    event.error = None
+    event.compaction = None
+    event.applied = None
+    event.name = None
+    event.payload = None
+    return event
+
+
+_new = object.__new__

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from zett_agent.events import AgentEvent, AgentEventType, AgentPhase
+from zett_agent.events import AgentEvent, AgentEventType, AgentPhase, streamed_event
 from zett_agent.extensions.events import (
     ExtensionEvent,
     InternalMessageEvent,
@@ -20,6 +20,7 @@ from zett_agent.extensions.events import (
     SteeringMessageEvent,
 )
 from zett_agent.messages import AgentMessage, ToolCall, UserMessage
+from zett_agent.model import ToolCallDelta
 
 SEED_FIELD_ORDER = [
     "type",
@@ -111,6 +112,27 @@ def test_every_event_gets_its_own_tool_call_list():
     second = AgentEvent(AgentEventType.TOOL_STARTED, "s")
     first.tool_calls.append(ToolCall(id="1", name="t"))
     assert second.tool_calls == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "delta", "tool_call_delta"),
+    [
+        (AgentEventType.TEXT_DELTA, "Hel", None),
+        (AgentEventType.REASONING_DELTA, "", None),
+        (AgentEventType.TOOL_CALL_DELTA, "", ToolCallDelta(0, "call_1", "add", '{"a"')),
+    ],
+)
+def test_the_fast_streamed_event_equals_the_dataclass_one_field_by_field(
+    kind, delta, tool_call_delta
+):
+    fast = streamed_event(kind, "s1", delta, tool_call_delta)
+    built = AgentEvent(kind, "s1", delta=delta, tool_call_delta=tool_call_delta)
+
+    assert type(fast) is AgentEvent
+    for field in dataclasses.fields(AgentEvent):  # a field it forgot would not be set at all
+        assert getattr(fast, field.name) == getattr(built, field.name), field.name
+    assert fast == built
+    assert fast.tool_calls is not streamed_event(kind, "s1", delta).tool_calls
 
 
 def test_a_custom_event_carries_a_name_and_payload():
