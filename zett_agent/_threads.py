@@ -14,9 +14,12 @@ Concurrency story:
   queue. Under one lock it either reserves an idle worker for it (so a second call never
   waits behind a slow first one while a thread sits idle) or, when none is idle and fewer
   than ``MAX_WORKERS`` exist, starts one more; at the limit the item waits its turn;
-- a worker blocks on the queue, runs the function in the copied context, and hands the
-  outcome back with ``loop.call_soon_threadsafe``; on the loop, ``_settle`` sets the future
-  unless it was cancelled meanwhile;
+- a worker blocks on the queue, runs the function in the copied context, counts itself
+  idle, and only then hands the outcome back with ``loop.call_soon_threadsafe``; on the
+  loop, ``_settle`` sets the future unless it was cancelled meanwhile. Waking the loop is
+  the worker's last step before it blocks again (releasing the GIL): the woken loop thread
+  rarely finds the GIL still held, which saves a context switch per call (about 4 to 3
+  voluntary switches per round trip, measured with ``getrusage``);
 - cancelling the awaiting task cancels the future at once; the function itself runs on to
   its end in its thread (a thread cannot be interrupted) and its outcome is dropped, as with
   ``asyncio.to_thread``. A loop closed meanwhile is ignored the same way;
@@ -88,13 +91,14 @@ def _work() -> None:
             result, error = context.run(function, **kwargs), None
         except BaseException as exc:  # handed to the awaiting task, like any tool error
             result, error = None, exc
-        try:
+        del function, kwargs, context
+        with _lock:
+            _idle += 1
+        try:  # last: the woken loop thread finds the GIL free, not held by this one
             loop.call_soon_threadsafe(_settle, future, result, error)
         except RuntimeError:  # the loop is closed: nobody is waiting any more
             pass
-        del function, kwargs, context, future, loop, result, error
-        with _lock:
-            _idle += 1
+        del future, loop, result, error
 
 
 def _after_fork_in_child() -> None:
