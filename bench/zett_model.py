@@ -51,6 +51,10 @@ from zett_agent.providers.openai import OpenAIModel, build_chat_params
 __all__ = ["ProviderWorkloadModel", "SocketModel", "WorkloadModel", "socket_model"]
 
 _ANSWER_EVENTS = tuple(ModelEvent.text(delta) for delta in ANSWER_DELTAS)
+#: The socket model's one-character delta, built once: model events are immutable, so one
+#: serves every delta of every run and the double costs the server nothing per delta (the
+#: socket benchmark weighs the app's frame path, not the model's; see docs/benchmarks.md).
+_X = ModelEvent.text("x")
 
 
 def _tool_results(request: ModelRequest) -> int:
@@ -228,7 +232,7 @@ class SocketModel:
             count, pause = int(command[1]), float(command[2]) / 1000
             for _ in range(count):
                 await asyncio.sleep(pause)
-                yield ModelEvent.text("x")
+                yield _X
             yield ModelEvent.completed(
                 ModelResponse(AssistantMessage(content="x" * count), finish_reason="stop")
             )
@@ -236,7 +240,7 @@ class SocketModel:
         if command[:1] == ["stream"] and len(command) == 2 and command[1].isdigit():
             count = int(command[1])
             for _ in range(count):
-                yield ModelEvent.text("x")
+                yield _X
             yield ModelEvent.completed(
                 ModelResponse(AssistantMessage(content="x" * count), finish_reason="stop")
             )
