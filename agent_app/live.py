@@ -73,7 +73,13 @@ from agent_app.fanout import _STREAK, _TEXT_DELTAS, FrameFanout, _let_the_loop_w
 from agent_app.history import page_before, snapshot
 from agent_app.live_registry import WORKER_ID, AgentFactory, LiveSessions, live_sessions
 from agent_app.models import RunKind, RunStatus
-from agent_app.persistence import INPUT_STORED, RESTORED_HISTORY, STREAMED_TEXT, settle
+from agent_app.persistence import (
+    ANSWER_AT_END,
+    INPUT_STORED,
+    RESTORED_HISTORY,
+    STREAMED_TEXT,
+    settle,
+)
 from agent_app.protocol import RunStartedFrame, encode_frame
 from agent_app.remote import RemoteRuns
 from agent_app.replay import DEFAULT_REPLAY_FRAMES, ReplayBuffer
@@ -105,6 +111,8 @@ _begin_run = database_sync_to_async(begin_run)
 
 E = AgentEventType
 _TOOL_ENDS = frozenset({E.TOOL_COMPLETED, E.TOOL_FAILED, E.TOOL_SKIPPED})
+#: What may follow a final answer before the run ends: held back with its frame.
+_TURN_ENDS = frozenset({E.STEERING_COMPLETED, E.INTERNAL_MESSAGE_COMPLETED})
 #: Tries to take a lease that an ending run (or a recovery) is about to let go.
 _LEASE_ATTEMPTS = 40
 
@@ -155,6 +163,11 @@ class _Run:
     #: The text deltas of the answer streaming now, as sent (a cancelled answer's partial
     #: text: ``agent_app.persistence.STREAMED_TEXT``).
     streamed: list[str] = field(default_factory=list)
+    #: The final answer's row, stored with the run's end (``agent_app.run_end``).
+    at_end: list[Any] = field(default_factory=list)
+    #: That answer's ``model_completed`` event (and the completions of its turn that
+    #: follow it), held back until the answer is stored.
+    held: list[dict[str, Any]] | None = None
 
 
 class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
@@ -445,7 +458,11 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
                 replies, deadlines = await self._resumption()
                 stream = agent.resume_stream(config=config, replies=replies, deadlines=deadlines)
             else:
-                metadata: dict[str, Any] = {INPUT_STORED: True, STREAMED_TEXT: run.streamed}
+                metadata: dict[str, Any] = {
+                    INPUT_STORED: True,
+                    STREAMED_TEXT: run.streamed,
+                    ANSWER_AT_END: run.at_end,
+                }
                 if history is not None:
                     metadata[RESTORED_HISTORY] = history
                 stream = agent.stream(message, config=config, metadata=metadata)
@@ -456,6 +473,11 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
                 async for event in events:
                     kind = event.type
                     run.waiting = False
+                    if run.held is not None and kind is not E.RUN_COMPLETED:
+                        if kind in _TURN_ENDS and run.at_end:
+                            run.held.append(event_to_dict(event))
+                            continue
+                        await self._release_held(run)  # the run goes on after its answer
                     if kind in _TEXT_DELTAS:
                         # Most of a run: its frame is built from the event as text.
                         await self.broadcast_event(run.request_id, event)
@@ -480,6 +502,9 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
                         streamed.clear()  # a partial answer is this model call's text only
                     elif kind is E.MODEL_COMPLETED or kind is E.MODEL_STOPPED:
                         _add_usage(run.usage, data.get("response"))
+                        if run.at_end:
+                            run.held = [data]  # sent once its answer is stored
+                            continue
                     elif kind in _TOOL_ENDS and run.waits:
                         await self._close_waits(run, data)
                     await self.broadcast_event(run.request_id, data)

@@ -15,7 +15,13 @@ Writing, as each message settles (never all at the end of a request):
 - each answer of the model as soon as its response is known (``after_model``, which the
   runtime calls right after appending it), with its token usage and, when the model stopped
   abnormally, the stop reason; anything that happens before that (another message, the
-  request's end, a cancellation) writes it first;
+  request's end, a cancellation) writes it first. A caller that stores the run's end itself
+  may take over a final answer (no tool calls): it hands over a list (``ANSWER_AT_END``,
+  as ``agent_app.live`` does), ``after_model`` puts the answer there instead of writing it,
+  and the caller stores it in the transaction that records the run's end (one write
+  instead of two), holding back the answer's ``model_completed`` frame until then.
+  Anything else that comes first (another message, a cancellation, a failure) still writes
+  it here first;
 - each tool result when it is appended (cancelled and skipped calls included);
 - a steering message when it is appended (marked as steering);
 - on cancellation, the answer that was streaming, as far as it got, marked partial: the user
@@ -53,6 +59,7 @@ if TYPE_CHECKING:
     from zett_agent.model import ModelEvent, ModelRequest, ModelResponse
 
 __all__ = [
+    "ANSWER_AT_END",
     "INPUT_STORED",
     "RESTORED_HISTORY",
     "STREAMED_TEXT",
@@ -69,6 +76,10 @@ RESTORED_HISTORY = "zett.restored_history"
 #: Request metadata: a list the caller appends every text delta to as it shows it; read
 #: for a cancelled answer's partial text (the extension then leaves the stream alone).
 STREAMED_TEXT = "zett.streamed_text"
+
+#: Request metadata: a list the caller stores with the run's end; a final answer goes there
+#: (with its row's metadata) instead of being written by ``after_model``.
+ANSWER_AT_END = "zett.answer_at_end"
 
 T = TypeVar("T")
 
@@ -116,6 +127,8 @@ class _Request:
     calling: bool = False
     #: That answer, appended and waiting for ``after_model`` (which knows its usage).
     answer: AssistantMessage | None = None
+    #: The caller's ``ANSWER_AT_END`` list, if it handed one over.
+    at_end: list[tuple[AssistantMessage, RowMeta]] | None = None
 
 
 class OrmPersistenceExtension(AgentExtension):
@@ -142,6 +155,7 @@ class OrmPersistenceExtension(AgentExtension):
             input_message=context.input_message,
             streamed=[] if streamed is None else streamed,
             watch_stream=streamed is None,
+            at_end=context.metadata.pop(ANSWER_AT_END, None),
         )
         # One copy of the references, no work per message: a turn's cost does not grow
         # with the length of the conversation (``agent_app.store`` keeps it validated).
@@ -173,6 +187,9 @@ class OrmPersistenceExtension(AgentExtension):
                 usage=usage_to_dict(response.usage),
                 stop_reason=stop.reason.value if stop is not None else "",
             )
+        if state.at_end is not None and not answer.tool_calls:
+            state.at_end.append((answer, meta))  # stored with the run's end by the caller
+            return
         await self._write(context, answer, meta)
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
@@ -204,18 +221,26 @@ class OrmPersistenceExtension(AgentExtension):
     async def on_success(self, context: AgentRunContext, result: AssistantMessage) -> None:
         state = self._requests.pop(context.request_id, None)
         if state is not None:
-            await self._flush(context, state)
+            await self._flush(context, state, ending=True)
 
     async def on_error(self, context: AgentRunContext, error: Exception) -> None:
         state = self._requests.pop(context.request_id, None)
         if state is not None:
             await self._flush(context, state)
 
-    async def _flush(self, context: AgentRunContext, state: _Request) -> None:
-        """Write an answer still waiting for ``after_model`` (something came first)."""
+    async def _flush(
+        self, context: AgentRunContext, state: _Request, *, ending: bool = False
+    ) -> None:
+        """Write an answer still waiting for ``after_model``, or one the caller was to store
+        with the run's end, now that something else came first (unless the request just
+        succeeded: ``ending``, the caller's end stores it)."""
         if state.answer is not None:
             answer, state.answer = state.answer, None
             await self._write(context, answer, RowMeta())
+        if state.at_end and not ending:
+            entries = state.at_end[:]
+            state.at_end.clear()
+            await settle(_append_rows(context.session_id, context.request_id, entries))
 
     @staticmethod
     def _meta(state: _Request, message: Any) -> RowMeta:

@@ -5,6 +5,16 @@ whether it completed, failed, was cancelled or was interrupted; ``_record_end`` 
 outcome (``agent_app.runs.end_run``, its usage summed by ``_add_usage``) and broadcasts the
 run's last frame (``_outcome_frame``) under the session's lock. Cancellation and the lock
 are told once, in ``agent_app.live``.
+
+The run's final answer is stored here too, in the same transaction as its end: the
+persistence extension hands it over (``agent_app.persistence.ANSWER_AT_END``) instead of
+writing it, which saves a run one database round trip and one transaction. No frame says
+more than the database holds: the answer's ``model_completed`` frame is held back
+(``_Run.held``) and sent just before the run's last frame, once both are stored. If the run
+goes on instead (a steering message, an internal message), the answer is written and its
+frame sent before the next frame (``_release_held``). A crash before the run's end loses
+that answer as it would lose one still streaming: its deltas were shown, its
+``model_completed`` was not, and the run is settled as interrupted.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from agent_app.protocol import (
     fit_event,
 )
 from agent_app.runs import end_run
+from agent_app.store import append_rows
 
 if TYPE_CHECKING:
     from agent_app.live import LiveSession, _Run
@@ -35,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 #: Built once (every run ends here).
 _end_run = database_sync_to_async(end_run)
+_append_rows = database_sync_to_async(append_rows)
 
 
 class RunEnding:
@@ -59,6 +71,16 @@ class RunEnding:
         run.outcome = status
         await settle(self._record_end(run, status, final, error))
 
+    async def _release_held(self: LiveSession, run: _Run) -> None:
+        """The run goes on after a final answer: store it now and send its held frame."""
+        if run.at_end:
+            rows = run.at_end[:]
+            run.at_end.clear()
+            await settle(_append_rows(self.session_id, run.request_id, rows))
+        held, run.held = run.held or [], None
+        for data in held:
+            await self.broadcast_event(run.request_id, data)
+
     async def _record_end(
         self: LiveSession,
         run: _Run,
@@ -74,23 +96,40 @@ class RunEnding:
                             self.session_id, run.request_id, status
                         )
                     )
+                held_seqs = [await self.next_seq() for _ in run.held or ()]
                 seq = await self.next_seq()
-                await settle(
-                    _end_run(
-                        self.session_id,
-                        run.request_id,
-                        status,
-                        last_seq=seq,
-                        error=error,
-                        usage=run.usage,
+                rows = run.at_end[:]
+                run.at_end.clear()
+                try:
+                    await settle(
+                        _end_run(
+                            self.session_id,
+                            run.request_id,
+                            status,
+                            last_seq=seq,
+                            error=error,
+                            usage=run.usage,
+                            rows=rows,
+                        )
                     )
-                )
+                except Exception:
+                    if rows:  # the answer at least, on its own
+                        await settle(_append_rows(self.session_id, run.request_id, rows))
+                    raise
             except Exception:
                 logger.exception("Could not record the end of request %s", run.request_id)
+                held_seqs = [await self.next_seq() for _ in run.held or ()]
                 seq = await self.next_seq()
             finally:
                 if self._run is run:
                     self._run = None
+            held, run.held = run.held or [], None
+            for held_seq, data in zip(held_seqs, held, strict=True):
+                await self._broadcast(
+                    held_seq,
+                    encode_frame(agent_event_frame(held_seq, run.request_id, fit_event(data))),
+                    request_id=run.request_id,
+                )
             await self._broadcast(
                 seq,
                 _outcome_frame(run, status, seq, final, error),

@@ -208,20 +208,28 @@ def end_run(
     last_seq: int,
     error: tuple[str, str] | None = None,
     usage: dict[str, int] | None = None,
+    rows: list[tuple[AnyMessage, RowMeta]] | None = None,
 ) -> None:
     """Record how a run ended, and the last ``seq`` its session sent.
 
+    ``rows``: messages stored in the same transaction, after the session's last one (the
+    run's final answer, ``agent_app.persistence.ANSWER_AT_END``): one write instead of two.
     Every run ends here, so both writes are single statements: the run's through
     ``statements.update``, the session's (a maximum and two sums) written out once per
     backend (``_end_session_sql``).
     """
-    fields: dict[str, Any] = {"status": status, "ended_at": timezone.now()}
+    now = timezone.now()
+    fields: dict[str, Any] = {"status": status, "ended_at": now}
     if error is not None:
         fields["error_type"], fields["error_message"] = error
     if usage:
         fields["usage"] = usage
     db = connections[DEFAULT_DB_ALIAS]
+    bumped = None
     with transaction.atomic():
+        if rows:
+            bumped = bump_version(session_id, now)
+            insert_rows(session_id, request_id, rows, after=bumped.last_position)
         ended = update(ChatRun, fields, request_id=request_id, status=RunStatus.RUNNING)
         counted = usage if ended and usage else {}
         with db.cursor() as cursor:
@@ -235,6 +243,8 @@ def end_run(
                     db_session_pk(session_id, db),
                 ],
             )
+    if bumped is not None:
+        remember(session_id, bumped.history_version, [message for message, _ in rows or ()])
 
 
 @functools.cache

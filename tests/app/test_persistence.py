@@ -13,7 +13,7 @@ from contextlib import aclosing
 import pytest
 
 from agent_app.models import ChatMessage, ChatSession
-from agent_app.persistence import OrmPersistenceExtension, settle
+from agent_app.persistence import ANSWER_AT_END, OrmPersistenceExtension, settle
 from agent_app.store import bump_version, message_from_row, restore_history, row_fields
 from agent_app.tools import calculate
 from zett_agent.agent import Agent, AgentRunConfig
@@ -482,3 +482,36 @@ async def test_a_request_reads_and_checks_only_what_is_new_whatever_the_chat_len
         assert reads == []
         work.append(sum(validated))
     assert work[0] == work[1] < 10
+
+
+async def test_a_final_answer_goes_to_a_caller_that_stores_it_with_the_run_end(session_id):
+    """``ANSWER_AT_END``: the tool-calling answer and the tool's result are written at
+    once; the final answer is handed over, with its usage, and not written here."""
+    at_end: list = []
+    model = ScriptedModel([calc_call(), AssistantMessage("It is 42.")])
+    agent = await agent_for(session_id, model)
+    await agent.run("6*7?", config=AgentRunConfig(session_id), metadata={ANSWER_AT_END: at_end})
+    assert [r.role for r in await stored(session_id)] == ["user", "assistant", "tool"]
+    ((answer, meta),) = at_end
+    assert answer == AssistantMessage("It is 42.")
+    assert meta.usage is not None and not meta.partial
+
+
+class FailAfterTurn(AgentExtension):
+    async def after_turn(self, context, message):
+        if not message.tool_calls:
+            raise RuntimeError("auditor is down")
+
+
+async def test_a_request_that_fails_after_its_final_answer_writes_the_handed_over_answer(
+    session_id,
+):
+    at_end: list = []
+    agent = await agent_for(session_id, ScriptedModel([AssistantMessage("Done.")]), FailAfterTurn())
+    with pytest.raises(RuntimeError, match="auditor is down"):
+        await agent.run("Go", config=AgentRunConfig(session_id), metadata={ANSWER_AT_END: at_end})
+    assert at_end == []  # taken back and written: nobody is left to store it with an end
+    assert [(r.role, r.content) for r in await stored(session_id)] == [
+        ("user", "Go"),
+        ("assistant", "Done."),
+    ]
