@@ -25,7 +25,10 @@ A timed block is as many requests as fit in ``--block-seconds`` (at least 20, at
 The two targets that compare zett with itself ((d) 5,000 against 10 earlier messages, (b)
 a sync tool against an async one) are judged on adjacent pairs: after the repetitions, the
 two zett runners alternate block by block (``--pairs`` times, swapping which goes first),
-so both sides of each ratio ran within a fraction of a second of each other.
+so both sides of each ratio ran within a fraction of a second of each other. Each (b) pair
+also times the floor of its target: the async W1 requests with one bare round trip to a
+tool thread after each (``zett_agent._threads.run_in_thread`` of a function that does
+nothing), the hop a sync tool needs and nothing else, as it costs on this machine now.
 
 W3 (zett only, run first, in a fresh process) pauses 1,000 sessions at once inside an
 external wait and reports the memory each one holds, then releases them all and checks that
@@ -227,12 +230,40 @@ class PairedComparison:
     wall_ratios: list[float] = field(default_factory=list)
     cpu_differences: list[float] = field(default_factory=list)
     wall_differences: list[float] = field(default_factory=list)
+    #: (b) only: what one bare thread hop after each ``first`` request adds, CPU µs.
+    hop_differences: list[float] = field(default_factory=list)
+
+
+async def time_requests_with_hop(
+    runner: Runner, workload: Workload, requests: int
+) -> tuple[float, float]:
+    """``time_requests`` with one bare round trip to a tool thread after each request."""
+    from zett_agent._threads import run_in_thread
+
+    before = runner.counter.calls
+    gc.collect()
+    started, cpu_started = time.perf_counter(), time.process_time()
+    for _ in range(requests):
+        await runner.request()
+        await run_in_thread(_nothing)
+    cpu = time.process_time() - cpu_started
+    elapsed = time.perf_counter() - started
+    if runner.counter.calls - before != requests * workload.tool_calls:
+        raise VerificationError(f"{runner.name} {workload.name}: a tool call went missing")
+    return cpu / requests * 1e6, elapsed / requests * 1e6
+
+
+def _nothing() -> None:
+    return None
 
 
 async def compare_in_pairs(
-    prepared: list[list[Prepared]], first: str, second: str, pairs: int
+    prepared: list[list[Prepared]], first: str, second: str, pairs: int, *, hop: bool = False
 ) -> PairedComparison | None:
-    """Alternate zett's blocks of ``first`` and ``second``; None if either was not run."""
+    """Alternate zett's blocks of ``first`` and ``second``; None if either was not run.
+
+    ``hop``: each pair also times ``first`` with a bare thread hop after each request.
+    """
     zett = {
         item.workload.name: item for row in prepared for item in row if item.runner.name == "zett"
     }
@@ -248,6 +279,9 @@ async def compare_in_pairs(
                 item.runner, item.workload, item.requests
             )
         (cpu_a, wall_a), (cpu_b, wall_b) = timed[first], timed[second]
+        if hop:
+            cpu_hop, _ = await time_requests_with_hop(a.runner, a.workload, a.requests)
+            result.hop_differences.append(cpu_hop - cpu_a)
         result.cpu_ratios.append(cpu_b / cpu_a)
         result.wall_ratios.append(wall_b / wall_a)
         result.cpu_differences.append(cpu_b - cpu_a)
@@ -339,6 +373,13 @@ def judge_targets(
             f"target ≤ {SYNC_TOOL_EXTRA_US} µs: {met}; wall time: "
             f"{statistics.median(sync.wall_differences):,.1f} µs)"
         )
+        if sync.hop_differences:
+            floor = statistics.median(sync.hop_differences)
+            verdicts.append(
+                f"(b) its floor: one bare round trip to a tool thread after each async W1 "
+                f"request adds {floor:,.1f} CPU µs (same pairs, {_span(sync.hop_differences)}); "
+                f"the sync tool costs {extra - floor:+,.1f} µs beyond that hop"
+            )
     return verdicts
 
 
@@ -367,7 +408,7 @@ async def run(args: argparse.Namespace) -> dict:
     loads = await bench_all(prepared, args.repetitions)
     print(f"Adjacent pairs: {args.pairs} x (W1-history-10, W1-history-5000), (W1, W1-sync-tool)")
     growth = await compare_in_pairs(prepared, "W1-history-10", "W1-history-5000", args.pairs)
-    sync = await compare_in_pairs(prepared, "W1", "W1-sync-tool", args.pairs)
+    sync = await compare_in_pairs(prepared, "W1", "W1-sync-tool", args.pairs, hop=True)
     loads.append(os.getloadavg()[0])
     all_series = [item.series for row in prepared for item in row]
     results["load_average"] = loads

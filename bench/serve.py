@@ -87,9 +87,10 @@ def cpu_seconds_of(pid: int) -> float:
     total = 0
     try:
         for task in os.listdir(f"/proc/{pid}/task"):
-            # (a thread that ended meanwhile is skipped)
+            # (a thread that ended meanwhile is skipped: gone before the open, or between
+            # the open and the read, which then fails with ESRCH)
             with (
-                contextlib.suppress(FileNotFoundError),
+                contextlib.suppress(FileNotFoundError, ProcessLookupError),
                 open(f"/proc/{pid}/task/{task}/schedstat") as schedstat,
             ):
                 total += int(schedstat.read().split()[0])
