@@ -89,6 +89,8 @@ class RunEnding:
         error: tuple[str, str] | None,
     ) -> None:
         async with self._lock:
+            rows = run.at_end[:]  # the final answer, if the run ends right after it
+            run.at_end.clear()
             try:
                 if status is not RunStatus.COMPLETED and not run.lease_lost:
                     await settle(
@@ -98,26 +100,24 @@ class RunEnding:
                     )
                 held_seqs = [await self.next_seq() for _ in run.held or ()]
                 seq = await self.next_seq()
-                rows = run.at_end[:]
-                run.at_end.clear()
-                try:
-                    await settle(
-                        _end_run(
-                            self.session_id,
-                            run.request_id,
-                            status,
-                            last_seq=seq,
-                            error=error,
-                            usage=run.usage,
-                            rows=rows,
-                        )
+                await settle(
+                    _end_run(
+                        self.session_id,
+                        run.request_id,
+                        status,
+                        last_seq=seq,
+                        error=error,
+                        usage=run.usage,
+                        rows=rows,
                     )
-                except Exception:
-                    if rows:  # the answer at least, on its own
-                        await settle(_append_rows(self.session_id, run.request_id, rows))
-                    raise
+                )
             except Exception:
                 logger.exception("Could not record the end of request %s", run.request_id)
+                if rows:  # the answer at least, on its own
+                    try:
+                        await settle(_append_rows(self.session_id, run.request_id, rows))
+                    except Exception:
+                        logger.exception("Could not store the answer of %s", run.request_id)
                 held_seqs = [await self.next_seq() for _ in run.held or ()]
                 seq = await self.next_seq()
             finally:
