@@ -30,21 +30,18 @@ def writes(monkeypatch):
     for each ``model_completed`` frame sent, how many writes had finished by then."""
     log: list[tuple] = []
     sent: list[int] = []
-    append, end = persistence._append_rows, run_end._end_run
-    run_end_append = run_end._append_rows
+    end = run_end._end_run
 
     def roles(entries):
         return [message.role.value for message, _ in entries]
 
-    async def appended(session_id, request_id, entries):
-        result = await append(session_id, request_id, entries)
-        log.append(("append", roles(entries)))
-        return result
+    def logged(append):
+        async def appended(session_id, request_id, entries):
+            result = await append(session_id, request_id, entries)
+            log.append(("append", roles(entries)))
+            return result
 
-    async def appended_at_end(session_id, request_id, entries):
-        result = await run_end_append(session_id, request_id, entries)
-        log.append(("append", roles(entries)))
-        return result
+        return appended
 
     async def ended(session_id, request_id, status, **fields):
         result = await end(session_id, request_id, status, **fields)
@@ -58,8 +55,8 @@ def writes(monkeypatch):
             sent.append(len(log))
         await send_local(self, text, seq)
 
-    monkeypatch.setattr(persistence, "_append_rows", appended)
-    monkeypatch.setattr(run_end, "_append_rows", appended_at_end)
+    monkeypatch.setattr(persistence, "_append_rows", logged(persistence._append_rows))
+    monkeypatch.setattr(run_end, "_append_rows", logged(run_end._append_rows))
     monkeypatch.setattr(run_end, "_end_run", ended)
     monkeypatch.setattr(LiveSession, "_send_local", sending)
     return log, sent
