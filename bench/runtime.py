@@ -60,6 +60,7 @@ from dataclasses import asdict, dataclass, field
 from bench.machine import describe_machine, package_versions
 from bench.runner import Runner
 from bench.workloads import ANSWER_DELTAS, ANSWER_TEXT, WORKLOADS, Workload
+from zett_agent._threads import run_in_thread
 
 #: Framework name -> module exposing ``async build(workload) -> Runner``. zett comes first:
 #: every ratio is taken against it.
@@ -140,13 +141,20 @@ async def verify(runner: Runner, workload: Workload) -> None:
         raise VerificationError(f"{runner.name} {workload.name}: " + "; ".join(problems))
 
 
-async def time_requests(runner: Runner, workload: Workload, requests: int) -> tuple[float, float]:
-    """Run ``requests`` requests back to back; return CPU and wall µs per request."""
+async def time_requests(
+    runner: Runner, workload: Workload, requests: int, *, hop: bool = False
+) -> tuple[float, float]:
+    """Run ``requests`` requests back to back; return CPU and wall µs per request.
+
+    ``hop``: one bare round trip to a tool thread after each request ((b)'s floor).
+    """
     before = runner.counter.calls
     gc.collect()
     started, cpu_started = time.perf_counter(), time.process_time()
     for _ in range(requests):
         await runner.request()
+        if hop:
+            await run_in_thread(_nothing)
     cpu = time.process_time() - cpu_started
     elapsed = time.perf_counter() - started
     ran = runner.counter.calls - before
@@ -155,6 +163,10 @@ async def time_requests(runner: Runner, workload: Workload, requests: int) -> tu
             f"{runner.name} {workload.name}: tool ran {ran} times in {requests} requests"
         )
     return cpu / requests * 1e6, elapsed / requests * 1e6
+
+
+def _nothing() -> None:
+    """What the floor's thread hop runs."""
 
 
 @dataclass(slots=True)
@@ -234,29 +246,6 @@ class PairedComparison:
     hop_differences: list[float] = field(default_factory=list)
 
 
-async def time_requests_with_hop(
-    runner: Runner, workload: Workload, requests: int
-) -> tuple[float, float]:
-    """``time_requests`` with one bare round trip to a tool thread after each request."""
-    from zett_agent._threads import run_in_thread
-
-    before = runner.counter.calls
-    gc.collect()
-    started, cpu_started = time.perf_counter(), time.process_time()
-    for _ in range(requests):
-        await runner.request()
-        await run_in_thread(_nothing)
-    cpu = time.process_time() - cpu_started
-    elapsed = time.perf_counter() - started
-    if runner.counter.calls - before != requests * workload.tool_calls:
-        raise VerificationError(f"{runner.name} {workload.name}: a tool call went missing")
-    return cpu / requests * 1e6, elapsed / requests * 1e6
-
-
-def _nothing() -> None:
-    return None
-
-
 async def compare_in_pairs(
     prepared: list[list[Prepared]], first: str, second: str, pairs: int, *, hop: bool = False
 ) -> PairedComparison | None:
@@ -280,7 +269,7 @@ async def compare_in_pairs(
             )
         (cpu_a, wall_a), (cpu_b, wall_b) = timed[first], timed[second]
         if hop:
-            cpu_hop, _ = await time_requests_with_hop(a.runner, a.workload, a.requests)
+            cpu_hop, _ = await time_requests(a.runner, a.workload, a.requests, hop=True)
             result.hop_differences.append(cpu_hop - cpu_a)
         result.cpu_ratios.append(cpu_b / cpu_a)
         result.wall_ratios.append(wall_b / wall_a)
