@@ -65,6 +65,7 @@ __all__ = [
     "STREAMED_TEXT",
     "OrmPersistenceExtension",
     "settle",
+    "write_pending",
 ]
 
 #: Request metadata key: ``True`` when the input message is already stored.
@@ -111,6 +112,14 @@ async def settle(awaitable: Awaitable[T]) -> T:
             )
         raise asyncio.CancelledError
     return task.result()
+
+
+async def write_pending(session_id: str, request_id: str, pending: list[Any]) -> None:
+    """Write now what an ``ANSWER_AT_END`` list holds, and empty it (shielded: ``settle``)."""
+    if pending:
+        entries = pending[:]
+        pending.clear()
+        await settle(_append_rows(session_id, request_id, entries))
 
 
 @dataclass
@@ -238,9 +247,7 @@ class OrmPersistenceExtension(AgentExtension):
             answer, state.answer = state.answer, None
             await self._write(context, answer, RowMeta())
         if state.at_end and not ending:
-            entries = state.at_end[:]
-            state.at_end.clear()
-            await settle(_append_rows(context.session_id, context.request_id, entries))
+            await write_pending(context.session_id, context.request_id, state.at_end)
 
     @staticmethod
     def _meta(state: _Request, message: Any) -> RowMeta:

@@ -26,7 +26,7 @@ from channels.db import database_sync_to_async
 
 from agent_app import recovery
 from agent_app.models import RunStatus
-from agent_app.persistence import settle
+from agent_app.persistence import settle, write_pending
 from agent_app.protocol import (
     RunCancelledFrame,
     RunFailedFrame,
@@ -35,7 +35,6 @@ from agent_app.protocol import (
     fit_event,
 )
 from agent_app.runs import end_run
-from agent_app.store import append_rows
 
 if TYPE_CHECKING:
     from agent_app.live import LiveSession, _Run
@@ -46,7 +45,6 @@ logger = logging.getLogger(__name__)
 
 #: Built once (every run ends here).
 _end_run = database_sync_to_async(end_run)
-_append_rows = database_sync_to_async(append_rows)
 
 
 class RunEnding:
@@ -73,10 +71,7 @@ class RunEnding:
 
     async def _release_held(self: LiveSession, run: _Run) -> None:
         """The run goes on after a final answer: store it now and send its held frame."""
-        if run.at_end:
-            rows = run.at_end[:]
-            run.at_end.clear()
-            await settle(_append_rows(self.session_id, run.request_id, rows))
+        await write_pending(self.session_id, run.request_id, run.at_end)
         held, run.held = run.held or [], None
         for data in held:
             await self.broadcast_event(run.request_id, data)
@@ -113,11 +108,10 @@ class RunEnding:
                 )
             except Exception:
                 logger.exception("Could not record the end of request %s", run.request_id)
-                if rows:  # the answer at least, on its own
-                    try:
-                        await settle(_append_rows(self.session_id, run.request_id, rows))
-                    except Exception:
-                        logger.exception("Could not store the answer of %s", run.request_id)
+                try:  # the answer at least, on its own
+                    await write_pending(self.session_id, run.request_id, rows)
+                except Exception:
+                    logger.exception("Could not store the answer of %s", run.request_id)
                 held_seqs = [await self.next_seq() for _ in run.held or ()]
                 seq = await self.next_seq()
             finally:

@@ -3,8 +3,8 @@
 No frame says more than the database holds: the answer's ``model_completed`` frame leaves
 only once the answer is stored, whether the run then ends (the answer goes with the end),
 goes on (a steer: the answer is written first) or is cancelled (the runtime's cancellation
-writes it). The writes are counted by wrapping the two functions that store messages for
-a live run: the persistence extension's and the run end's.
+writes it). The writes are counted by wrapping the two functions that store a live run's messages:
+``append_rows`` as the persistence extension calls it, and the run's end.
 """
 
 from __future__ import annotations
@@ -30,18 +30,15 @@ def writes(monkeypatch):
     for each ``model_completed`` frame sent, how many writes had finished by then."""
     log: list[tuple] = []
     sent: list[int] = []
-    end = run_end._end_run
+    append, end = persistence._append_rows, run_end._end_run
 
     def roles(entries):
         return [message.role.value for message, _ in entries]
 
-    def logged(append):
-        async def appended(session_id, request_id, entries):
-            result = await append(session_id, request_id, entries)
-            log.append(("append", roles(entries)))
-            return result
-
-        return appended
+    async def appended(session_id, request_id, entries):
+        result = await append(session_id, request_id, entries)
+        log.append(("append", roles(entries)))
+        return result
 
     async def ended(session_id, request_id, status, **fields):
         result = await end(session_id, request_id, status, **fields)
@@ -55,8 +52,7 @@ def writes(monkeypatch):
             sent.append(len(log))
         await send_local(self, text, seq)
 
-    monkeypatch.setattr(persistence, "_append_rows", logged(persistence._append_rows))
-    monkeypatch.setattr(run_end, "_append_rows", logged(run_end._append_rows))
+    monkeypatch.setattr(persistence, "_append_rows", appended)
     monkeypatch.setattr(run_end, "_end_run", ended)
     monkeypatch.setattr(LiveSession, "_send_local", sending)
     return log, sent
