@@ -304,10 +304,10 @@ class AgentRunContext:
         await self._live_request("emit").emit_from_extension(event)
 
     async def publish(
-        self, event: ExtensionEvent, *, target: AgentExtension | str | None = None
+        self, extension_event: ExtensionEvent, *, target: AgentExtension | str | None = None
     ) -> None:
         """Deliver an extension event to every extension's ``on_event`` (or to ``target``)."""
-        await self._live_request("publish").publish(event, target=target)
+        await self._live_request("publish").publish(extension_event, target=target)
 
     def _compacting(self) -> AbstractAsyncContextManager[None]:
         """Hold the COMPACTING phase around a summary (``async with``); for compaction only."""

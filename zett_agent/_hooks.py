@@ -1,7 +1,9 @@
 """Which extensions take part in which hook, computed once per Agent.
 
 An extension that does not override a hook is left out of that hook's tuple, so a stage
-with no participant costs one empty loop.
+with no participant costs one empty loop. A hook counts as overridden when the extension's
+class defines it or the instance itself holds one (``extension.after_run = spy``), as long
+as that is done before the Agent is built.
 """
 
 from __future__ import annotations
@@ -43,7 +45,10 @@ class HookTable:
         for name in HOOK_NAMES:
             default = getattr(AgentExtension, name)
             setattr(
-                self,
-                name,
-                tuple(ext for ext in self.extensions if getattr(type(ext), name) is not default),
+                self, name, tuple(ext for ext in self.extensions if _overrides(ext, name, default))
             )
+
+
+def _overrides(extension: AgentExtension, name: str, default: object) -> bool:
+    hook = getattr(extension, name)
+    return getattr(hook, "__func__", hook) is not default

@@ -27,7 +27,9 @@ request COMPLETED: no RunCancelledEvent. An exception raised by an ``on_event`` 
 the move into COMPLETED is still a failure (``on_error`` runs, the caller gets it, no
 RUN_COMPLETED), but the phase stays COMPLETED: ``on_success`` had already run.
 
-Whatever the ending, ``finally`` releases the session so it accepts a new request.
+Whatever the ending, the session is released so it accepts a new request: on success right
+before RUN_COMPLETED is handed over (nothing runs after it, and a consumer that breaks out
+there need not wait for the iterator to be finalized), otherwise in ``finally``.
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ class Request:
         self._unsettled: list[ToolCall] = []
         self._active_steering: UserMessage | None = None
         self._active_internal: AgentMessage | None = None
+        self._ended = False
 
     # -- emission and publication ------------------------------------------------------
 
@@ -251,11 +254,18 @@ class Request:
             await self._failed(error)
             raise
         finally:
-            try:
-                self.context.state._return_borrowed()
-            finally:
-                self.inbox.close()
-                self._release(self)
+            self._end()
+
+    def _end(self) -> None:
+        """Give the session back, once: at the move into COMPLETED, else when ``execute`` ends."""
+        if self._ended:
+            return
+        self._ended = True
+        try:
+            self.context.state._return_borrowed()
+        finally:
+            self.inbox.close()
+            self._release(self)
 
     async def _answer(self) -> None:
         message = self.context.input_message
@@ -286,6 +296,9 @@ class Request:
         await self.stage(hooks.after_run, "after_run", final)
         await self.stage(hooks.on_success, "on_success", final)
         await self.move(P.COMPLETED)
+        # Nothing runs after RUN_COMPLETED: the session is free while the consumer holds it,
+        # so a consumer that breaks out there can start the next request at once.
+        self._end()
         await self.emit(AgentEvent(E.RUN_COMPLETED, self.context.session_id, message=final))
 
     async def _compaction_pass(self) -> None:

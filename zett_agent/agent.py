@@ -202,12 +202,13 @@ class Agent:
         """Run one request and yield its events; the runtime waits for the consumer.
 
         The session is claimed when iteration starts, so an iterator that is never
-        iterated holds nothing.
+        iterated holds nothing; an agent that was never initialized is refused at once.
         """
         if isinstance(message, str):
             message = UserMessage(message)
         elif not isinstance(message, UserMessage):
             raise TypeError(f"message must be a str or a UserMessage, got {type(message).__name__}")
+        self._require_initialized()
         return self._events(config, model, message, metadata, tags)
 
     async def run(
@@ -250,6 +251,7 @@ class Agent:
         used instead of ``now + timeout`` for the waits that restart.
         """
         resumption = Resumption(replies, deadlines)
+        self._require_initialized()
         return self._events(config, model, None, metadata, tags, resumption)
 
     async def resume(
@@ -278,6 +280,7 @@ class Agent:
         self, *, config: AgentRunConfig | None = None, model: AgentModel | None = None
     ) -> AsyncIterator[AgentEvent]:
         """Run a compaction pass for a session and yield the events it emits."""
+        self._require_initialized()
         return self._events(config, model, None, None, None)
 
     async def compact(
@@ -314,6 +317,13 @@ class Agent:
         finally:
             await driver.abort()
 
+    def _require_initialized(self) -> None:
+        if not self._initialized:
+            raise AgentProtocolError(
+                "The agent was never initialized: use `await Agent.create(...)` "
+                "or `await agent.initialize()`"
+            )
+
     def _resolve_config(self, config: AgentRunConfig | None) -> AgentRunConfig:
         if config is not None and not isinstance(config, AgentRunConfig):
             raise TypeError(f"config must be an AgentRunConfig, got {type(config).__name__}")
@@ -334,11 +344,6 @@ class Agent:
         tags: Iterable[str] | None,
         resumption: Resumption | None,
     ) -> Request:
-        if not self._initialized:
-            raise AgentProtocolError(
-                "The agent was never initialized: use `await Agent.create(...)` "
-                "or `await agent.initialize()`"
-            )
         resolved = self._resolve_config(config)
         session_id = resolved.session_id
         assert session_id is not None and resolved.request_id is not None
@@ -414,6 +419,7 @@ class Agent:
             raise TypeError(f"emit_external_event needs an ExternalEvent, got {event!r}")
         if config is not None and not isinstance(config, AgentRunConfig):
             raise TypeError(f"config must be an AgentRunConfig, got {type(config).__name__}")
+        self._require_initialized()
         if config is None:
             with self._lock:
                 active = list(self._active.values())

@@ -11,9 +11,10 @@ import pytest
 from zett_agent.agent import Agent, AgentRunConfig, AgentRunContext
 from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.base import AgentExtension
+from zett_agent.extensions.external import ExternalEvent
 from zett_agent.messages import AssistantMessage, SystemMessage, UserMessage
 
-from .support import ProbeModel, answer, call, calls, collect, lookup
+from .support import HookLog, ProbeModel, answer, call, calls, collect, lookup
 
 
 class ContextRecorder(AgentExtension):
@@ -120,6 +121,25 @@ async def test_an_agent_that_was_never_initialized_refuses_requests():
     agent = Agent(ProbeModel(answer("hi")), extensions=[])
     with pytest.raises(AgentProtocolError):
         await agent.run("hello")
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda agent: agent.stream("hello"),
+        lambda agent: agent.resume_stream(),
+        lambda agent: agent.compact_stream(),
+        lambda agent: agent.emit_external_event(ExternalEvent("steering_message", {"text": "x"})),
+    ],
+    ids=["stream", "resume_stream", "compact_stream", "emit_external_event"],
+)
+def test_an_agent_that_was_never_initialized_refuses_at_the_call_itself(use):
+    log = HookLog()
+    agent = Agent(ProbeModel(answer("hi")), extensions=[log])
+    with pytest.raises(AgentProtocolError, match="never initialized"):
+        use(agent)  # not iterated: the refusal does not wait for the first event
+    assert log.log == []
+    assert agent.pending is False
 
 
 async def test_run_returns_the_final_assistant_message():

@@ -284,6 +284,31 @@ async def test_stopping_at_run_completed_leaves_the_request_completed(stop):
     assert agent.is_conflict("s") is False
 
 
+async def test_the_session_is_free_while_the_consumer_still_holds_run_completed():
+    reached, release = asyncio.Event(), asyncio.Event()
+    watch = Observer()
+    model = ProbeModel(answer("first"), answer("second"), parked_turn(reached, release))
+    agent = await Agent.create(model, extensions=[watch])
+    held = agent.stream("hi", config=CONFIG)
+    async for event in held:
+        if event.type is T.RUN_COMPLETED:
+            break  # `held` is still referenced: neither closed nor finalized
+    assert agent.pending is False
+    assert agent.is_conflict("s") is False
+    assert watch.pending is False
+    assert (await agent.run("again", config=CONFIG)).content == "second"
+    await held.aclose()  # closing the old iterator now disturbs nothing
+    assert watch.cancelled == []
+    assert [m.content for m in agent.get_state("s").messages][-2:] == ["again", "second"]
+    third = asyncio.create_task(agent.run("third", config=CONFIG))
+    await reached.wait()
+    assert watch.pending is True  # the extension's request count did not drift
+    assert agent.is_conflict("s") is True
+    release.set()
+    assert (await third).content == "late"
+    assert watch.pending is False
+
+
 async def test_an_error_on_the_move_into_completed_fails_the_request_but_never_leaves_completed():
     class FailsOnCompleted(Observer):
         async def on_event(self, context, event):

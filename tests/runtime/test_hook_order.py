@@ -451,3 +451,20 @@ async def test_tools_registered_in_a_request_belong_to_that_request_only():
     await agent.run("second", config=config)
     assert [t.name for t in model.requests[0].tools] == ["lookup"]
     assert model.requests[1].tools == ()
+
+
+async def test_a_hook_set_on_the_instance_before_the_agent_is_built_runs():
+    seen = []
+
+    async def spy_before_run(context):
+        seen.append(("before_run", context.session_id))
+
+    async def spy_on_success(context, final):
+        seen.append(("on_success", final.content))
+
+    plain = AgentExtension()
+    plain.before_run = spy_before_run
+    plain.on_success = spy_on_success
+    agent = await Agent.create(ProbeModel(answer("done")), extensions=[plain])
+    await agent.run("hi", config=AgentRunConfig(session_id="s"))
+    assert seen == [("before_run", "s"), ("on_success", "done")]

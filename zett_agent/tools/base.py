@@ -99,9 +99,12 @@ class AgentTool:
     handler: Callable[..., Any]
     guidelines: tuple[str, ...] = ()
     snippet: str | None = None
-    _validator: type[pydantic.BaseModel] | None = field(default=None, repr=False, compare=False)
-    _definition: ToolDefinition | None = field(default=None, repr=False, compare=False)
-    _is_async: bool | None = field(default=None, repr=False, compare=False)
+    # Filled by ``@tool`` or on first use; not constructor parameters.
+    _validator: type[pydantic.BaseModel] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _definition: ToolDefinition | None = field(default=None, init=False, repr=False, compare=False)
+    _is_async: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
@@ -295,15 +298,16 @@ def _make_tool(
             "to its docstring or pass guidelines=[...]"
         )
     validator, schema = _build_validator(function, doc.arguments, tool_name)
-    return AgentTool(
+    built = AgentTool(
         name=tool_name,
         description=text,
         parameters=schema,
         handler=function,
         guidelines=tuple(rules),
         snippet=snippet if snippet is not None else doc.snippet,
-        _validator=validator,
     )
+    built._validator = validator
+    return built
 
 
 @overload
