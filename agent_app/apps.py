@@ -7,5 +7,13 @@ class AgentAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_save
+
         # Registers the sign-in/sign-out receivers and the system checks.
         from agent_app import access, checks  # noqa: F401
+        from agent_app.models import ChatMessage
+        from agent_app.store import message_saved_through_the_orm
+
+        post_save.connect(
+            message_saved_through_the_orm, sender=ChatMessage, dispatch_uid="zett-history-version"
+        )

@@ -69,6 +69,7 @@ from agent_app.protocol import (
     UserMessageFrame,
     encode_frame,
     parse_frame,
+    steering_refusal,
 )
 from agent_app.runs import Creator, NothingToReplace
 
@@ -319,10 +320,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self._deliver(frame.name, frame.payload)
 
     async def on_steer(self, frame: SteerFrame) -> None:
-        assert self.live is not None
-        if self.live.active_request_id is None:
-            await self._error(ErrorCode.NOT_RUNNING, "No request is running to steer")
-            return
+        # Sugar for the steering_message external event: answered the same way, with an
+        # external_event_result (``reason: "not_running"`` when nothing runs).
         await self._deliver(STEERING_EVENT, {"content": frame.content})
 
     async def on_cancel(self) -> None:
@@ -345,6 +344,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
         if name not in CLIENT_REPLY_NAMES:
             await self.send_frame(result([], "not_allowed"))
+            return
+        if name == STEERING_EVENT and (refusal := steering_refusal(payload)) is not None:
+            await self.send_frame(result([], refusal))
             return
         if not self._stored:
             stored = ChatSession.objects.filter(pk=self.session_id).exists

@@ -29,7 +29,8 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 __all__ = [
     "CLIENT_REPLY_NAMES",
@@ -63,6 +64,7 @@ __all__ = [
     "encode_frame",
     "fit_event",
     "parse_frame",
+    "steering_refusal",
 ]
 
 #: Largest user text (``user_message`` / ``steer`` content), in UTF-8 bytes.
@@ -109,7 +111,16 @@ class FrameError(Exception):
 
 # --- client → server -------------------------------------------------------------------
 
-NonBlank = Annotated[str, Field(min_length=1, pattern=r"\S")]
+
+def _non_blank(text: str) -> str:
+    # str.strip's idea of blank (which also strips the separators U+001C-U+001F), the one
+    # the runtime and the database checks use, not the regex engine's.
+    if not text.strip():
+        raise PydanticCustomError("blank", "cannot be blank")
+    return text
+
+
+NonBlank = Annotated[str, Field(min_length=1), AfterValidator(_non_blank)]
 
 
 class _Inbound(BaseModel):
@@ -231,17 +242,22 @@ def parse_frame(text: str) -> InboundFrame:
         raise FrameError(ErrorCode.BAD_FRAME, _describe(kind, exc)) from None
     if isinstance(frame, UserMessageFrame | SteerFrame | EditLastFrame):
         _check_content(kind, frame.content)
-    elif isinstance(frame, ExternalEventFrame) and frame.name == STEERING_EVENT:
-        # Steering is user text whichever frame carries it: the same rules as ``steer``.
-        content = frame.payload.get("content")
-        if not isinstance(content, str) or not content.strip():
-            raise FrameError(
-                ErrorCode.BAD_FRAME,
-                f"Invalid external_event frame: a {STEERING_EVENT} payload needs a "
-                "non-blank string 'content'",
-            )
-        _check_content(f"{STEERING_EVENT} payload", content)
     return frame
+
+
+def steering_refusal(payload: dict[str, Any]) -> str | None:
+    """Why a ``steering_message`` payload is refused before delivery, or None.
+
+    Steering is user text whichever frame carries it, so it obeys the rules of ``steer``;
+    an ``external_event`` is still answered by ``external_event_result``, never ``error``:
+    the reason is ``invalid`` (no non-blank string ``content``) or ``too_large``.
+    """
+    content = payload.get("content")
+    if not isinstance(content, str) or not content.strip():
+        return "invalid"
+    if len(content) * 4 > MAX_CONTENT_BYTES and len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
+        return "too_large"
+    return None
 
 
 def _decode(text: str) -> Any:
@@ -332,7 +348,7 @@ def _describe(kind: str, exc: pydantic.ValidationError) -> str:
         field = ".".join(str(part) for part in error["loc"]) or "frame"
         if error["type"] == "missing":
             problems.append(f"'{field}' is required")
-        elif error["type"] == "string_pattern_mismatch":
+        elif error["type"] in ("blank", "string_too_short"):
             problems.append(f"'{field}' cannot be blank")
         else:
             problems.append(f"'{field}': {error['msg']}")
@@ -572,8 +588,8 @@ class ExternalEventResultFrame(OutboundFrame):
     correlation_id: str | None
     #: Names of the extensions that claimed the event; ``[]`` means rejected.
     accepted_by: list[str]
-    #: Why nobody took it: ``not_running``, ``not_allowed``, ``expired``, ``stale``,
-    #: ``mismatch``; None when accepted.
+    #: Why nobody took it: ``not_running``, ``not_allowed``, ``invalid``, ``too_large``,
+    #: ``expired``, ``stale``, ``mismatch``, ``internal``; None when accepted.
     reason: str | None = None
 
 

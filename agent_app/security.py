@@ -9,8 +9,9 @@ check compares all of it — scheme, host and port — with the origins allowed:
 - unset: the page must come from the very origin the socket connects to. The handshake's
   ``Host`` header gives host and port, its scheme (``ws``/``wss``, which daphne takes from
   ``X-Forwarded-Proto`` with ``--proxy-headers``) gives ``http``/``https``, and the host
-  must also be one of ``ALLOWED_HOSTS``. A handshake without ``Host`` (test clients) is
-  compared with every ``ALLOWED_HOSTS`` name on the scheme's default port.
+  must also be one of ``ALLOWED_HOSTS``. Browsers always send ``Host``; a handshake without
+  one (a test client) is judged as Channels' ``AllowedHostsOriginValidator`` judges every
+  handshake: the origin's host must be one of ``ALLOWED_HOSTS``, whatever its scheme and port.
 
 ``Origin: null`` (sandboxed frames, ``file:`` pages) is refused. A handshake with no
 ``Origin`` at all does not come from a browser (a CLI, a script, a test's
@@ -80,13 +81,12 @@ def allowed_origin(scope: dict[str, Any]) -> bool:
     explicit = [parse_origin(value) for value in getattr(settings, "ZETT_ALLOWED_ORIGINS", [])]
     if explicit:
         return origin in explicit
+    host = _header(scope, b"host")
+    if host is None:  # not a browser: nothing to compare scheme and port with
+        return validate_host(_bracket(origin[1]), settings.ALLOWED_HOSTS)
     scheme = _SOCKET_SCHEMES.get(str(scope.get("scheme") or "ws").lower())
     if scheme is None or origin[0] != scheme:
         return False
-    host = _header(scope, b"host")
-    if host is None:
-        port_ok = origin[2] == _DEFAULT_PORTS[scheme]
-        return port_ok and validate_host(_bracket(origin[1]), settings.ALLOWED_HOSTS)
     domain, port = split_domain_port(host)
     if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
         return False

@@ -16,7 +16,11 @@ request would make each turn cost O(session length), so the process keeps each s
 restored history in memory (``_CACHE``) with the ``history_version`` it reflects: one
 primary-key read tells whether it is current; rows this process writes are appended to it;
 any other change (another process, a regenerated answer) bumps the version and the rows are
-read again. Only the part written since the last check is validated.
+read again. Only the part written since the last check is validated. A message saved
+through the ORM instead (``ChatMessage.objects.create``, ``save()``: an import script, a
+test seeding history) bumps the version too (``message_saved_through_the_orm``); the app's
+own writes are SQL statements and send no signal. ``QuerySet.update``, ``bulk_create`` and
+deletes send none either: code that changes rows that way must bump ``history_version``.
 
 Every function here is synchronous ORM code, run through ``database_sync_to_async``, which
 runs them one at a time in one thread: the cache is only touched from there.
@@ -34,6 +38,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from agent_app.models import TITLE_LENGTH, ChatMessage, ChatRun, ChatSession, RunStatus
@@ -342,6 +347,17 @@ def restore_history(
             restored.messages[restored.clean :]
         )
     return list(restored.messages)
+
+
+def message_saved_through_the_orm(
+    sender: type[ChatMessage], instance: ChatMessage, raw: bool = False, **kwargs: Any
+) -> None:
+    """``post_save`` receiver: a row written past ``agent_app.store`` makes caches stale."""
+    if raw:  # loaddata: the fixture carries its sessions' versions
+        return
+    ChatSession.objects.filter(pk=instance.session_id).update(
+        history_version=F("history_version") + 1
+    )
 
 
 def _read(session_id: str) -> list[AnyMessage]:

@@ -295,9 +295,9 @@ async def test_steering_through_external_event_obeys_the_content_limit(sockets, 
     await socket.until_event("text_delta")
     huge = {"content": "s" * 200_000}
     await socket.send({"type": "external_event", "name": "steering_message", "payload": huge})
-    await socket.expect_error("too_large")
+    await socket.expect("external_event_result", accepted_by=[], reason="too_large")
     await socket.send({"type": "external_event", "name": "steering_message", "payload": {}})
-    await socket.expect_error("bad_frame")
+    await socket.expect("external_event_result", accepted_by=[], reason="invalid")
     small = {"content": "go left"}
     await socket.send({"type": "external_event", "name": "steering_message", "payload": small})
     await socket.expect("external_event_result", accepted_by=["SteeringExtension"])

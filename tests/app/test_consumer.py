@@ -367,15 +367,25 @@ async def test_steer_redirects_the_running_request(sockets, use_model):
 
 
 async def test_cancel_and_steer_without_a_run_are_not_running(sockets, use_model):
-    use_model(ScriptedModel())
+    use_model(ScriptedModel([say("Done.")]))
     socket = await sockets()
     await socket.send({"type": "cancel"})
     await socket.expect_error("not_running")
+    # steer is sugar for the steering_message external event: answered the same way
     await socket.send({"type": "steer", "content": "go left"})
-    await socket.expect_error("not_running")
+    await socket.expect(
+        "external_event_result", name="steering_message", accepted_by=[], reason="not_running"
+    )
     await socket.send({"type": "external_event", "name": "approval_response", "payload": {}})
     await socket.expect(
         "external_event_result", name="approval_response", accepted_by=[], reason="not_running"
+    )
+    await socket.assert_quiet()
+    await socket.send({"type": "user_message", "content": "hi"})
+    await socket.run_to_completion()
+    await socket.send({"type": "steer", "content": "too late"})  # a stored chat, nothing running
+    await socket.expect(
+        "external_event_result", name="steering_message", accepted_by=[], reason="not_running"
     )
     await socket.assert_quiet()
 

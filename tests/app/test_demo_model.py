@@ -80,8 +80,9 @@ async def test_calculate_without_numbers_asks_for_the_expression():
     assert only_call(asked) == ("ask_user", {"question": EXPRESSION_QUESTION})
 
 
-async def test_help_offers_choices_and_explains_the_chosen_one():
-    asked = await reply([UserMessage("help")])
+@pytest.mark.parametrize("text", ["help", "Hello, what can you do?"])
+async def test_help_offers_choices_and_explains_the_chosen_one(text):
+    asked = await reply([UserMessage(text)])
     name, arguments = only_call(asked)
     assert name == "ask_user" and arguments["question"] == HELP_QUESTION
     answer = ToolMessage(
@@ -98,8 +99,10 @@ async def test_a_denied_note_is_acknowledged():
     assert "did not save" in message.content
 
 
-async def test_anything_else_explains_the_demo_and_how_to_configure_a_provider():
-    message = await reply([UserMessage("Tell me a story about dragons")])
+@pytest.mark.parametrize("text", ["Tell me a story about dragons", "hello", "Hi there!", "hey"])
+async def test_anything_else_explains_the_demo_and_how_to_configure_a_provider(text):
+    # A greeting too: it is answered at once instead of pausing the run on a question.
+    message = await reply([UserMessage(text)])
     assert message.tool_calls == ()
     assert "offline demo" in message.content and "ZETT_MODEL" in message.content
 

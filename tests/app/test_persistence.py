@@ -299,6 +299,24 @@ async def test_rows_another_writer_added_are_read_by_the_next_request(session_id
     assert [r.position for r in await stored(session_id)] == list(range(6))
 
 
+async def test_a_row_saved_through_the_orm_is_read_by_the_next_request(session_id):
+    model = ScriptedModel([AssistantMessage("First."), AssistantMessage("Second.")])
+    agent = await agent_for(session_id, model)
+    await agent.run("one", config=AgentRunConfig(session_id))
+    # An import script or a test seeding history: a plain ORM save, past agent_app.store.
+    await ChatMessage.objects.acreate(
+        session_id=session_id, position=2, **row_fields(UserMessage("imported"))
+    )
+    await agent.run("two", config=AgentRunConfig(session_id))
+    assert conversation(model.requests[1].messages) == [
+        ("user", "one"),
+        ("assistant", "First."),
+        ("user", "imported"),
+        ("user", "two"),
+    ]
+    assert [r.position for r in await stored(session_id)] == [0, 1, 2, 3, 4]
+
+
 async def test_rows_superseded_under_a_new_version_are_gone_from_the_next_request(session_id):
     model = ScriptedModel([AssistantMessage("First."), AssistantMessage("Second.")])
     agent = await agent_for(session_id, model)

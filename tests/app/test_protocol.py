@@ -28,6 +28,7 @@ from agent_app.protocol import (
     agent_event_frame,
     encode_frame,
     parse_frame,
+    steering_refusal,
 )
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
@@ -81,6 +82,8 @@ def test_an_unknown_type_is_unknown_type_and_names_the_known_ones():
         {"type": "user_message"},
         {"type": "user_message", "content": ""},
         {"type": "user_message", "content": " \n\t"},
+        {"type": "user_message", "content": "\x1c\x1f"},  # blank to str.strip, not to \S
+        {"type": "steer", "content": "\u2003"},
         {"type": "user_message", "content": 12},
         {"type": "external_event", "payload": {}},
         {"type": "external_event", "name": 3, "payload": {}},
@@ -95,6 +98,8 @@ def test_missing_blank_or_ill_typed_fields_are_bad_frame(frame):
 def test_the_message_of_a_bad_frame_names_the_field():
     with pytest.raises(FrameError, match="'content' is required"):
         parse_frame('{"type": "user_message"}')
+    with pytest.raises(FrameError, match="'content' cannot be blank"):
+        parse_frame('{"type": "user_message", "content": "\\u001c"}')
 
 
 def test_content_is_limited_to_32_kib_of_utf8():
@@ -309,16 +314,16 @@ def test_an_error_message_never_echoes_what_cannot_be_sent():
 
 
 def test_steering_has_the_same_content_rules_whichever_frame_carries_it():
-    def steering(payload):
-        return json.dumps(
-            {"type": "external_event", "name": "steering_message", "payload": payload}
-        )
-
-    parse_frame(steering({"content": "a" * MAX_CONTENT_BYTES}))
-    assert code_of(steering({"content": "a" * 200_000})) is ErrorCode.TOO_LARGE
-    assert code_of(steering({"content": "  "})) is ErrorCode.BAD_FRAME
-    assert code_of(steering({"content": ["x"]})) is ErrorCode.BAD_FRAME
-    assert code_of(steering({})) is ErrorCode.BAD_FRAME
+    # A steer frame is refused with an error; an external_event parses, and its payload is
+    # refused with a reason in its external_event_result.
+    assert code_of(json.dumps({"type": "steer", "content": "a" * 200_000})) is ErrorCode.TOO_LARGE
+    assert code_of(json.dumps({"type": "steer", "content": "  "})) is ErrorCode.BAD_FRAME
+    assert steering_refusal({"content": "a" * MAX_CONTENT_BYTES}) is None
+    assert steering_refusal({"content": "é" * (MAX_CONTENT_BYTES // 2 + 1)}) == "too_large"
+    assert steering_refusal({"content": "a" * 200_000}) == "too_large"
+    assert steering_refusal({"content": "  "}) == "invalid"
+    assert steering_refusal({"content": ["x"]}) == "invalid"
+    assert steering_refusal({}) == "invalid"
 
 
 def test_encoding_never_fails_and_always_gives_utf8_json():

@@ -73,7 +73,9 @@ _NOTE_TEXT = re.compile(
 _TIME_INTENT = re.compile(r"\b(time|date|today|clock)\b", re.IGNORECASE)
 _TIME_ZONE = re.compile(r"\b([A-Z][A-Za-z_]+(?:/[A-Za-z_\-]+)+|UTC)\b")
 _CALC_INTENT = re.compile(r"\b(calculate|compute|calc|math|arithmetic|sum)\b", re.IGNORECASE)
-_HELP_INTENT = re.compile(r"^\W*(help|what can you do|hi|hello|hey)\b", re.IGNORECASE)
+# Only an explicit request for help asks back; a greeting is answered at once, so a first
+# "hello" on a fresh install (or from a script) ends its run instead of waiting for a reply.
+_HELP_INTENT = re.compile(r"^\W*help\b|\bwhat can you do\b", re.IGNORECASE)
 _WORD_OPERATORS = [
     (re.compile(r"\bplus\b", re.IGNORECASE), "+"),
     (re.compile(r"\bminus\b", re.IGNORECASE), "-"),
