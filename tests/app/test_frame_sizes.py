@@ -2,11 +2,13 @@
 
 Through the real ASGI app: each huge delta arrives as several frames of its type whose
 deltas join to it exactly, a huge tool call or question arrives shortened with its ids
-intact, and the stored messages stay whole.
+intact, and the stored messages stay whole. Replays of merged deltas and resumes from
+inside a split delta keep the same rule and the same frames.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -14,7 +16,7 @@ import pytest
 from agent_app.models import ChatMessage, ReplyWait
 from agent_app.protocol import MAX_OUTBOUND_BYTES
 from tests.app.conftest import RECEIVE_TIMEOUT
-from tests.app.llm_doubles import call_tool, completed, say
+from tests.app.llm_doubles import GatedModel, call_tool, completed, say
 from zett_agent.messages import AssistantMessage
 from zett_agent.model import ModelEvent, ModelResponse
 from zett_agent.testing import ScriptedModel
@@ -158,6 +160,64 @@ async def test_a_huge_question_is_shown_shortened_with_its_ids_and_stored_whole(
     small(await sized_frames(socket, is_event("run_completed")))
     stored = await ChatMessage.objects.filter(role="assistant").order_by("position").afirst()
     assert stored.tool_calls[0]["arguments"] == {"question": question}
+
+
+async def test_a_replay_of_merged_deltas_keeps_every_frame_under_the_limit(
+    sockets, use_model, settings
+):
+    settings.ZETT_REPLAY_FRAMES = 8
+    pieces = [f"{i:05d}" + "x" * 60_000 for i in range(24)]  # 1.4 MB in 24 deltas
+    gate = asyncio.Event()
+    use_model(GatedModel([*map(ModelEvent.text, pieces), gate, completed("".join(pieces))]))
+    watcher = await sockets()
+    await watcher.send({"type": "user_message", "content": "Stream"})
+    seen = small(
+        await sized_frames(watcher, lambda f: f.get("event", {}).get("delta") == pieces[-1])
+    )
+    late = await sockets(watcher.session_id)
+    replayed = small(
+        await sized_frames(late, lambda f: f.get("event", {}).get("delta", "").endswith(pieces[-1]))
+    )
+    assert len(replayed) < len(seen)  # the deltas were merged …
+    assert len(events_of_type(replayed, "text_delta")) > 2  # … into several frames
+    assert joined(replayed, "text_delta") == "".join(pieces)
+    gate.set()
+    small(await sized_frames(watcher, is_event("run_completed")))
+    small(await sized_frames(late, is_event("run_completed")))
+
+
+@pytest.mark.parametrize("replay_frames", [None, 2])
+async def test_resuming_inside_a_split_delta_gets_exactly_its_remaining_pieces(
+    sockets, use_model, settings, replay_frames
+):
+    if replay_frames:
+        settings.ZETT_REPLAY_FRAMES = replay_frames  # the pieces are merged as far as fits
+    huge = HUGE_TEXTS["controls"] * 3  # 1.8 MB of JSON: four pieces
+    gate = asyncio.Event()
+    use_model(GatedModel([ModelEvent.text(huge), gate, completed(huge)]))
+    watcher = await sockets()
+    await watcher.send({"type": "user_message", "content": "Stream"})
+    got: list[str] = []
+
+    def whole(frame: dict) -> bool:
+        got.append(frame.get("event", {}).get("delta", ""))
+        return "".join(got) == huge
+
+    seen = small(await sized_frames(watcher, whole))
+    split = [f for f in seen if f["type"] == "agent_event" and f["event"]["type"] == "text_delta"]
+    assert len(split) >= 4
+    for index in (0, 2):
+        after = split[index]["seq"]
+        late = await sockets(watcher.session_id, after_seq=after)
+        rest = small(await sized_frames(late, lambda f: f.get("seq") == split[-1]["seq"]))
+        assert all(f["seq"] > after for f in rest)
+        before = "".join(f["event"]["delta"] for f in split[: index + 1])
+        assert before + joined(rest, "text_delta") == huge
+    full = await sockets(watcher.session_id)
+    replay = small(await sized_frames(full, lambda f: f.get("seq") == split[-1]["seq"]))
+    assert joined(replay, "text_delta") == huge
+    gate.set()
+    small(await sized_frames(watcher, is_event("run_completed")))
 
 
 def _completed(message: AssistantMessage) -> ModelEvent:
