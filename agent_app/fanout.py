@@ -14,7 +14,16 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agent_app.protocol import agent_event_frame, encode_delta_frame, encode_frame, fit_event
+from agent_app.frame_text import (
+    DELTA_FAST_CHARS,
+    FRAME_FAST_CHARS,
+    agent_event_frame,
+    encode_delta_frame,
+    encode_frame,
+    event_frame_text,
+    fits,
+    split_event,
+)
 from agent_app.replay import MERGEABLE_EVENTS
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.serialization import event_to_dict
@@ -52,7 +61,8 @@ class FrameFanout:
 
         ``event`` is ``event_to_dict``'s output, or, for a text, reasoning or compaction
         delta, the ``AgentEvent`` itself: its frame is then built as text directly
-        (``encode_delta_frame``, the same text).
+        (``encode_delta_frame``, the same text). One length check tells the rare event
+        too large for a frame (``_broadcast_large``) from the rest.
         """
         if type(event) is not dict and event.type not in _TEXT_DELTAS:
             event = event_to_dict(event)  # only deltas take the text path
@@ -63,9 +73,15 @@ class FrameFanout:
             if seq is None:
                 seq = await self.seq.take()
             if type(event) is dict:
-                text = encode_frame(agent_event_frame(seq, request_id, fit_event(event)))
+                text = encode_frame(agent_event_frame(seq, request_id, event))
+                if len(text) > FRAME_FAST_CHARS and not fits(text):
+                    await self._broadcast_large(seq, request_id, event)
+                    return
                 mergeable = event["type"] in MERGEABLE_EVENTS
             else:
+                if len(event.delta) > DELTA_FAST_CHARS:
+                    await self._broadcast_large(seq, request_id, event_to_dict(event))
+                    return
                 kind, phase = event.type, event.phase
                 text = encode_delta_frame(
                     seq,
@@ -79,6 +95,22 @@ class FrameFanout:
             await self._broadcast(seq, text, mergeable=mergeable, request_id=request_id)
         finally:
             lock.release()
+
+    async def _broadcast_large(
+        self: LiveSession, seq: int, request_id: str, event: dict[str, Any]
+    ) -> None:
+        """Send an event too large for one frame (the caller holds the lock, took ``seq``).
+
+        A delta goes out as several frames, numbered in a row, whose deltas concatenate to
+        it; anything else as one shortened frame (``agent_app.frame_text``). Either way
+        they are broadcast and kept like any frame: replays and resumes see the same ones.
+        """
+        mergeable = event["type"] in MERGEABLE_EVENTS
+        for index, piece in enumerate(split_event(request_id, event)):
+            if index:
+                seq = await self.next_seq()
+            text = event_frame_text(seq, request_id, piece)
+            await self._broadcast(seq, text, mergeable=mergeable, request_id=request_id)
 
     async def _broadcast(
         self: LiveSession,

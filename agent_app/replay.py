@@ -9,7 +9,9 @@ text (or reasoning) delta frames of the same segment are merged into one frame e
 carries the ``seq`` of its last delta and remembers where each original delta ended: a
 replay stays complete and in order, and a client that resumes from inside a merged run
 still receives exactly the part it had not seen. Only deltas are merged; a run's other
-frames are few (a handful per model call and tool), so they are kept as they are.
+frames are few (a handful per model call and tool), so they are kept as they are. A merged
+frame stays within the frame budget (``agent_app.frame_text``): a run of deltas too long for
+one frame is merged into several, each as large as fits.
 """
 
 from __future__ import annotations
@@ -20,13 +22,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_app.frame_text import FRAME_BUDGET, encode_frame, text_bytes
+
 __all__ = ["DEFAULT_REPLAY_FRAMES", "MERGEABLE_EVENTS", "ReplayBuffer", "text_from_fields"]
 
 #: Frames a run keeps before deltas are merged.
 DEFAULT_REPLAY_FRAMES = 10_000
 #: ``agent_event`` types whose frames may be merged (their ``delta`` concatenates).
 MERGEABLE_EVENTS = frozenset({"text_delta", "reasoning_delta"})
-_ENCODER = json.JSONEncoder(ensure_ascii=False)
+#: Bytes a merged frame's ``seq`` may grow by (to the 19 digits of the largest).
+_SEQ_GROWTH = 20
 
 
 @dataclass(slots=True)
@@ -36,6 +41,9 @@ class _Merged:
     frame: dict[str, Any]
     seqs: list[int] = field(default_factory=list)
     ends: list[int] = field(default_factory=list)
+    #: Bytes of the merged delta in the frame's JSON, and the most it may take there.
+    size: int = 0
+    room: int = 0
 
     @property
     def seq(self) -> int:
@@ -45,10 +53,10 @@ class _Merged:
         """The frame, holding only the deltas numbered above ``after_seq``."""
         index = bisect_right(self.seqs, after_seq)
         if index == 0:
-            return _ENCODER.encode(self.frame)
+            return encode_frame(self.frame)
         delta = self.frame["event"]["delta"]
         event = {**self.frame["event"], "delta": delta[self.ends[index - 1] :]}
-        return _ENCODER.encode({**self.frame, "event": event})
+        return encode_frame({**self.frame, "event": event})
 
 
 class ReplayBuffer:
@@ -97,7 +105,7 @@ class ReplayBuffer:
         for entry in self._entries:
             if isinstance(entry, _Merged):
                 merged = {"frame": entry.frame, "seqs": entry.seqs, "ends": entry.ends}
-                exported.append((entry.seq, {"m": _ENCODER.encode(merged)}))
+                exported.append((entry.seq, {"m": encode_frame(merged)}))
             else:
                 exported.append((entry[0], {"t": entry[1]}))
         return exported
@@ -121,20 +129,22 @@ class ReplayBuffer:
                 merged.append(entry)
                 continue
             frame = _decode(entry)
+            size = entry.size if isinstance(entry, _Merged) else text_bytes(frame["event"]["delta"])
             if isinstance(group, _Merged) and _same_segment(group.frame, frame):
-                joining.extend(group, entry, frame)
+                if group.size + size <= group.room:
+                    joining.extend(group, entry, frame, size)
+                    continue
             elif (
                 isinstance(group, tuple)
                 and group[2]
                 and _same_segment(first := _decode(group), frame)
             ):
-                start = _Merged({**first, "event": dict(first["event"])})
-                start.seqs.append(group[0])
-                start.ends.append(len(start.frame["event"]["delta"]))
-                joining.extend(start, entry, frame)
-                merged[-1] = start
-            else:
-                merged.append(entry)
+                start = _start(group, first)
+                if start.size + size <= start.room:
+                    joining.extend(start, entry, frame, size)
+                    merged[-1] = start
+                    continue
+            merged.append(entry)  # not a delta of the same segment, or it would not fit
         joining.finish()
         self._entries = merged
 
@@ -154,7 +164,11 @@ class _Joining:
         self.length = 0
 
     def extend(
-        self, group: _Merged, entry: tuple[int, str, bool] | _Merged, frame: dict[str, Any]
+        self,
+        group: _Merged,
+        entry: tuple[int, str, bool] | _Merged,
+        frame: dict[str, Any],
+        size: int,
     ) -> None:
         if group is not self.group:
             self.finish()
@@ -170,6 +184,7 @@ class _Joining:
             group.ends.append(base + len(delta))
         self.parts.append(delta)
         self.length = base + len(delta)
+        group.size += size
         group.frame["seq"] = group.seqs[-1]
 
     def finish(self) -> None:
@@ -185,6 +200,16 @@ def text_from_fields(fields: dict[str, str], after_seq: int | None) -> str:
     data = json.loads(fields["m"])
     merged = _Merged(data["frame"], list(data["seqs"]), list(data["ends"]))
     return merged.text_after(-1 if after_seq is None else after_seq)
+
+
+def _start(entry: tuple[int, str, bool], frame: dict[str, Any]) -> _Merged:
+    """A merged group of one delta frame so far (``frame`` is its decoded text)."""
+    delta = frame["event"]["delta"]
+    start = _Merged({**frame, "event": dict(frame["event"])}, [entry[0]], [len(delta)])
+    start.size = text_bytes(delta)
+    overhead = len(entry[1].encode("utf-8")) - start.size
+    start.room = FRAME_BUDGET - overhead - _SEQ_GROWTH
+    return start
 
 
 def _decode(entry: tuple[int, str, bool] | _Merged) -> dict[str, Any]:

@@ -25,15 +25,10 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 
 from agent_app import recovery
+from agent_app.frame_text import encode_frame, event_frame_text
 from agent_app.models import RunStatus
 from agent_app.persistence import settle, write_pending
-from agent_app.protocol import (
-    RunCancelledFrame,
-    RunFailedFrame,
-    agent_event_frame,
-    encode_frame,
-    fit_event,
-)
+from agent_app.protocol import RunCancelledFrame, RunFailedFrame
 from agent_app.runs import end_run
 
 if TYPE_CHECKING:
@@ -121,7 +116,7 @@ class RunEnding:
             for held_seq, data in zip(held_seqs, held, strict=True):
                 await self._broadcast(
                     held_seq,
-                    encode_frame(agent_event_frame(held_seq, run.request_id, fit_event(data))),
+                    event_frame_text(held_seq, run.request_id, data),
                     request_id=run.request_id,
                 )
             await self._broadcast(
@@ -147,7 +142,7 @@ def _outcome_frame(
 ) -> str:
     """The last frame of a run: its ``run_completed`` event, or how it ended otherwise."""
     if status is RunStatus.COMPLETED and final is not None:
-        return encode_frame(agent_event_frame(seq, run.request_id, fit_event(final)))
+        return event_frame_text(seq, run.request_id, final)
     if status is RunStatus.CANCELLED:
         return encode_frame(RunCancelledFrame(seq=seq, request_id=run.request_id).dump())
     if status is RunStatus.INTERRUPTED:

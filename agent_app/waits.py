@@ -30,6 +30,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agent_app import statements
+from agent_app.frame_text import cut_strings, encode_frame
 from agent_app.models import ChatRun, ReplyWait, RunStatus, WaitKind, WaitStatus
 
 __all__ = [
@@ -50,6 +51,9 @@ APPROVAL_EVENT = "approval_requested"
 #: The replies a stored wait can take.
 RESPONSE_EVENTS = frozenset({"ask_user_response", "approval_response"})
 _KINDS = {ASK_USER_EVENT: WaitKind.ASK_USER, APPROVAL_EVENT: WaitKind.APPROVAL}
+#: Largest payload a pending wait is listed with, in bytes of JSON: a session's frame
+#: stays far under the frame limit however much a question or an approval holds.
+PENDING_PAYLOAD_BUDGET = 48 * 1024
 #: Waits that still hold a call open.
 LIVE_STATUSES = (WaitStatus.OPEN, WaitStatus.ANSWERED, WaitStatus.EXECUTING)
 
@@ -216,7 +220,8 @@ def pending_items(session_id: str) -> list[dict[str, Any]]:
 
 
 def pending_item(wait: ReplyWait) -> dict[str, Any]:
-    return {
+    """A wait as ``session`` and ``run_paused`` frames list it, its payload cut to fit."""
+    item = {
         "request_id": wait.request_id,
         "tool_call_id": wait.tool_call_id,
         "kind": wait.kind,
@@ -227,3 +232,10 @@ def pending_item(wait: ReplyWait) -> dict[str, Any]:
         if wait.expires_at is None
         else wait.expires_at.isoformat().replace("+00:00", "Z"),
     }
+    payload = wait.payload
+    if len(encode_frame(payload).encode("utf-8")) > PENDING_PAYLOAD_BUDGET:
+        # A huge question or arguments: shown cut like an event's (the row stays whole).
+        cut = cut_strings(payload, PENDING_PAYLOAD_BUDGET) if isinstance(payload, dict) else None
+        item["payload"] = cut or {"tool_call_id": wait.tool_call_id}
+        item["content_truncated"] = True
+    return item

@@ -12,6 +12,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent_app.frame_text import DELTA_FAST_CHARS, FRAME_BUDGET
 from agent_app.protocol import encode_delta_frame, encode_frame
 from agent_app.replay import ReplayBuffer, text_from_fields
 
@@ -83,3 +84,48 @@ def test_a_long_run_of_deltas_merges_into_one_frame_per_segment():
     assert json.loads(first)["event"]["type"] == "text_delta"
     tail = "".join(json.loads(t)["event"]["delta"] for t in buffer.frames_after(4_000))
     assert tail == "ab" * 1_000
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    sizes=st.lists(
+        st.integers(min_value=1, max_value=DELTA_FAST_CHARS - 9), min_size=2, max_size=40
+    ),
+    char=st.sampled_from(["x", '"', "\x01", "é", "🙂"]),
+    data=st.data(),
+)
+def test_merged_deltas_never_make_a_frame_over_the_budget(sizes, char, data):
+    buffer = ReplayBuffer(3)
+    deltas = [f"{seq}:" + char * size for seq, size in enumerate(sizes, start=1)]
+    for seq, delta in enumerate(deltas, start=1):
+        text = encode_delta_frame(seq, REQUEST, "text_delta", SESSION, "generating", delta)
+        buffer.append(seq, text, mergeable=True)
+    after = data.draw(st.sampled_from([None, *range(len(deltas))]))
+    for texts in (
+        list(buffer.frames_after(after)),
+        [text_from_fields(fields, after) for seq, fields in buffer.export() if seq > (after or 0)],
+    ):
+        assert all(len(text.encode("utf-8")) <= FRAME_BUDGET for text in texts)
+        assert "".join(json.loads(text)["event"]["delta"] for text in texts) == "".join(
+            deltas[after or 0 :]
+        )
+
+
+def test_merged_lone_surrogates_leave_as_escapes():
+    buffer = ReplayBuffer(2)
+    for seq, delta in enumerate(["a\udfff", "\ud800b", "c\ud83d", "\ude42"], start=1):
+        buffer.append(
+            seq,
+            encode_delta_frame(seq, REQUEST, "text_delta", SESSION, None, delta),
+            mergeable=True,
+        )
+    texts = list(buffer.frames_after(None))
+    assert len(texts) < 4  # merged
+    for text in texts:
+        text.encode("utf-8")  # a socket can write it
+    for _, fields in buffer.export():
+        json.dumps(fields, ensure_ascii=False).encode("utf-8")  # and Redis can store it
+    joined = "".join(json.loads(text)["event"]["delta"] for text in texts)
+    assert joined == "a\udfff\ud800bc\ud83d\ude42"
+    resumed = [text_from_fields(fields, 2) for seq, fields in buffer.export() if seq > 2]
+    assert "".join(json.loads(text)["event"]["delta"] for text in resumed) == "c\ud83d\ude42"

@@ -8,6 +8,7 @@ no process running it — and then a socket connects, as after a restart.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 
 import pytest
@@ -22,9 +23,10 @@ from agent_app.models import (
     RunStatus,
     WaitStatus,
 )
+from agent_app.protocol import MAX_OUTBOUND_BYTES
 from agent_app.store import RowMeta, append_rows
 from agent_app.waits import digest_of, record_wait
-from tests.app.conftest import new_browser
+from tests.app.conftest import RECEIVE_TIMEOUT, new_browser
 from tests.app.llm_doubles import call_tool, say
 from zett_agent.messages import AssistantMessage, ToolCall, UserMessage
 from zett_agent.testing import ScriptedModel
@@ -186,6 +188,26 @@ async def test_an_approval_for_other_arguments_than_shown_is_refused(sockets, us
     assert (result["accepted_by"], result["reason"]) == ([], "mismatch")
     await socket.assert_quiet()
     assert not await Note.objects.aexists()
+
+
+async def test_a_huge_restored_question_is_listed_cut_and_still_answers_the_run(sockets, use_model):
+    use_model(ScriptedModel([say("Thanks.")]))
+    question = "Which city, of all of them? " * 25_000  # 700 KB
+    huge = ToolCall("ask-1", "ask_user", {"question": question})
+    session_id, _ = await leave_a_paused_run([huge], {"ask-1": "ask_user"})
+    socket = await sockets(session_id, cookie=BROWSER["cookie"], expect_session=False)
+    text = await socket.communicator.receive_from(timeout=RECEIVE_TIMEOUT)
+    assert len(text.encode("utf-8")) < MAX_OUTBOUND_BYTES
+    (pending,) = json.loads(text)["pending"]
+    assert pending["content_truncated"] is True
+    assert pending["payload"]["tool_call_id"] == "ask-1"
+    assert pending["payload"]["question"].endswith(f"[cut: {len(question)} characters in all]")
+    assert (await ReplyWait.objects.aget()).payload["question"] == question
+    answer = {"tool_call_id": "ask-1", "answer": "Rome"}
+    await socket.send({"type": "external_event", "name": "ask_user_response", "payload": answer})
+    await socket.expect("external_event_result", accepted_by=["AskUserExtension"])
+    frames = await socket.run_to_completion()
+    assert frames[-1]["event"]["message"]["content"] == "Thanks."
 
 
 async def test_a_restored_approval_whose_deadline_passed_reads_as_expired(sockets, use_model):
