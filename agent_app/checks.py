@@ -92,8 +92,8 @@ def check_model(app_configs: Any = None, **kwargs: Any) -> list[Error | Warning]
         return [
             Error(
                 str(error),
-                hint="Set ZETT_MODEL to 'demo', 'openai:<model>', 'anthropic:<model>' or "
-                "'package.module:attribute'.",
+                hint="Set ZETT_MODEL to 'demo', 'openai:<model>', 'openai-compatible:<model>' "
+                "(with ZETT_OPENAI_BASE_URL), 'anthropic:<model>' or 'package.module:attribute'.",
                 id="zett.E010",
             )
         ]

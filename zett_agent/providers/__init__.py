@@ -8,6 +8,9 @@ Accepted specs (``ZETT_MODEL`` in the app):
 - ``demo``: the offline demo model; ``ZETT_DEMO_PACE`` (seconds between words) if set.
 - ``openai:<model>``: OpenAI Chat Completions, or any compatible server (Ollama, vLLM,
   llama.cpp, OpenRouter…) when ``ZETT_OPENAI_BASE_URL`` is set. Key: ``OPENAI_API_KEY``.
+- ``openai-compatible:<model>``: the same adapter for a server at ``ZETT_OPENAI_BASE_URL``
+  (required); ``OPENAI_API_KEY`` is sent when set, else a placeholder, because such servers
+  mostly need no key and the SDK refuses to start without one.
 - ``anthropic:<model>``: Anthropic Messages. Key: ``ANTHROPIC_API_KEY``.
 - ``package.module:attribute``: your own model object, or a callable returning one.
 """
@@ -23,9 +26,12 @@ from zett_agent.model import AgentModel
 __all__ = ["load_model"]
 
 _ACCEPTED = (
-    "'demo', 'openai:<model>', 'anthropic:<model>' or 'package.module:attribute' "
-    "(a model object or a callable returning one)"
+    "'demo', 'openai:<model>', 'openai-compatible:<model>' (with ZETT_OPENAI_BASE_URL), "
+    "'anthropic:<model>' or 'package.module:attribute' (a model object or a callable "
+    "returning one)"
 )
+#: The key sent to an OpenAI-compatible server when ``OPENAI_API_KEY`` is not set.
+PLACEHOLDER_KEY = "unused"
 
 
 def load_model(spec: str) -> AgentModel:
@@ -37,14 +43,24 @@ def load_model(spec: str) -> AgentModel:
     kind = prefix.strip().lower()
     if kind == "demo" and not separator:
         return _demo_model()
-    if kind in ("openai", "anthropic"):
+    if kind in ("openai", "openai-compatible", "anthropic"):
         name = rest.strip()
         if not name:
             raise ValueError(f"Model spec {spec!r} names no model; expected '{kind}:<model>'")
+        base_url = os.environ.get("ZETT_OPENAI_BASE_URL", "").strip() or None
+        if kind == "openai-compatible":
+            if base_url is None:
+                raise ValueError(
+                    f"Model spec {spec!r} needs ZETT_OPENAI_BASE_URL: the server's /v1 URL"
+                )
+            from zett_agent.providers.openai import OpenAIModel
+
+            key = os.environ.get("OPENAI_API_KEY", "").strip() or PLACEHOLDER_KEY
+            return OpenAIModel(name, api_key=key, base_url=base_url)
         if kind == "openai":
             from zett_agent.providers.openai import OpenAIModel
 
-            return OpenAIModel(name, base_url=os.environ.get("ZETT_OPENAI_BASE_URL") or None)
+            return OpenAIModel(name, base_url=base_url)
         from zett_agent.providers.anthropic import AnthropicModel
 
         return AnthropicModel(name)

@@ -15,6 +15,10 @@ from zett_agent.providers.demo import DemoModel
 from zett_agent.providers.openai import OpenAIModel
 from zett_agent.testing import ScriptedModel
 
+from .fake_server import FakeServer, Reply
+from .openai_chunks import text_stream
+from .support import collect
+
 
 @pytest.fixture
 def custom_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -82,6 +86,36 @@ def test_openai_spec_uses_the_compatible_server_from_the_environment(
     assert (model.model, model.base_url) == ("llama3.2", "http://localhost:11434/v1")
 
 
+@pytest.mark.parametrize(("key", "sent"), [(None, "unused"), ("sk-local", "sk-local")])
+async def test_openai_compatible_spec_streams_from_the_server_at_the_base_url(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch, key: str | None, sent: str
+) -> None:
+    monkeypatch.setenv("ZETT_OPENAI_BASE_URL", f"{server.url}/v1")
+    if key is not None:
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+    server.reply(Reply.stream(text_stream("Hello from the local server")))
+
+    model = load_model("openai-compatible:llama3.2")
+    try:
+        events = await collect(model)
+    finally:
+        await model.aclose()
+
+    assert isinstance(model, OpenAIModel)
+    assert "".join(event.delta for event in events if event.delta) == (
+        "Hello from the local server"
+    )
+    (request,) = server.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.json()["model"] == "llama3.2"
+    assert request.headers["authorization"] == f"Bearer {sent}"
+
+
+def test_openai_compatible_spec_needs_the_base_url() -> None:
+    with pytest.raises(ValueError, match="needs ZETT_OPENAI_BASE_URL"):
+        load_model("openai-compatible:llama3.2")
+
+
 def test_anthropic_spec_builds_an_anthropic_model() -> None:
     model = load_model("anthropic:claude-sonnet-4-5")
 
@@ -97,7 +131,7 @@ def test_a_provider_spec_without_a_model_name_is_rejected(spec: str) -> None:
 
 @pytest.mark.parametrize("spec", ["", "   ", "gpt-4o", "demo:fast", ":model"])
 def test_an_unknown_spec_is_rejected_with_the_accepted_forms(spec: str) -> None:
-    with pytest.raises(ValueError, match=r"'demo', 'openai:<model>', 'anthropic:<model>'"):
+    with pytest.raises(ValueError, match=r"'demo', 'openai:<model>', 'openai-compatible:<model>'"):
         load_model(spec)
 
 
