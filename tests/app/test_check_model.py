@@ -134,7 +134,7 @@ async def test_an_unreachable_server_is_diagnosed_with_the_url_it_tried(
 
 
 async def test_a_bad_spec_lists_the_accepted_forms() -> None:
-    with pytest.raises(CommandError, match=r"'openai:<model>', 'anthropic:<model>'"):
+    with pytest.raises(CommandError, match=r"'openai:<model>', 'openai-compatible:<model>'"):
         await check_model("--model", "gpt-4o")
 
 
