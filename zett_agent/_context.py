@@ -165,6 +165,19 @@ class AgentState:
             count += 1
         return count
 
+    def _last(self) -> AnyMessage | None:
+        """The last message, found without building the list."""
+        around, at = self._messages, self._at
+        if at is None or len(around) > at:
+            return around[-1] if around else None
+        lease = self._lease
+        if lease is not None:
+            if lease.length:
+                return lease.messages[lease.length - 1]
+        elif self._block:
+            return self._block[-1]
+        return around[at - 1] if at else None
+
     def _unfold(self) -> list[AnyMessage]:
         """``_messages`` holding every message (the run copied into it), for an edit."""
         at = self._at

@@ -127,19 +127,27 @@ async def test_restore_messages_needs_a_sequence():
     assert len(errors) == 1
 
 
-async def test_the_guidance_goes_after_the_leading_system_messages_only():
-    kept_inside = SystemMessage("stored rule", include_in_messages=True)
+async def test_the_guidance_never_looks_inside_the_restored_history():
+    # A system message inside the history is not searched for (that would scan the
+    # session): the guidance goes after the leading ones. One that ends the context is
+    # seen (the last message costs nothing to look at): the guidance follows it.
     memory = InMemoryMessageAccumulator()
-    model = ProbeModel(answer("one"), answer("two"))
+    model = ProbeModel(answer("one"), answer("two"), answer("three"))
     agent = await Agent.create(
         model, tools=[lookup], extensions=[memory, ToolGuidelinesExtension()]
     )
     await agent.run("first", config=CONFIG)
-    memory._sessions["s"].append(kept_inside)
+    memory._sessions["s"].append(SystemMessage("stored rule", include_in_messages=True))
     await agent.run("second", config=CONFIG)
-    sent = model.requests[1].messages
-    assert sent[1].content.startswith("# Tool snippets")
-    assert [m.content for m in sent[2:]] == ["first", "one", "stored rule", "second"]
+    prompt = agent.system_prompt
+    sent = [m.content for m in model.requests[1].messages]
+    assert sent[:4] == [prompt, "first", "one", "stored rule"]
+    assert sent[4].startswith("# Tool snippets")
+    assert sent[5:] == ["second"]
+    await agent.run("third", config=CONFIG)
+    sent = [m.content for m in model.requests[2].messages]
+    assert sent[0] == prompt and sent[1].startswith("# Tool snippets")
+    assert sent[2:] == ["first", "one", "stored rule", "second", "two", "third"]
 
 
 async def succeed(agent: Agent) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.base import AgentExtension
+from zett_agent.extensions.memory import InMemoryMessageAccumulator
 from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension
 from zett_agent.messages import AssistantMessage, SystemMessage, UserMessage
 from zett_agent.tools.base import AgentTool, render_tool_guidance, tool
@@ -88,6 +89,38 @@ async def test_the_extension_puts_guidance_after_the_other_system_messages():
         "hi",
     ]
     assert isinstance(model.requests[0].messages[2], SystemMessage)
+
+
+async def test_guidance_follows_a_system_message_added_after_the_restored_history():
+    class AddsARule(AgentExtension):
+        async def on_state(self, context):
+            context.add_message(SystemMessage("Extra rule."))  # appended after the history
+
+    model = ProbeModel(answer("one"), answer("two"))
+    agent = await Agent.create(
+        model,
+        system_prompt="You are helpful.",
+        tools=[lookup, weather],
+        extensions=[InMemoryMessageAccumulator(), AddsARule(), ToolGuidelinesExtension()],
+    )
+    config = AgentRunConfig(session_id="s")
+    await agent.run("first", config=config)
+    await agent.run("second", config=config)
+    guidance = render_tool_guidance([lookup, weather])
+    assert [m.content for m in model.requests[0].messages] == [
+        "You are helpful.",
+        "Extra rule.",
+        guidance,
+        "first",
+    ]
+    assert [m.content for m in model.requests[1].messages] == [
+        "You are helpful.",
+        "first",
+        "one",
+        "Extra rule.",
+        guidance,
+        "second",
+    ]
 
 
 async def test_the_guidance_covers_tools_registered_by_extensions():

@@ -1,12 +1,14 @@
 """``ToolGuidelinesExtension``: tells the model how to use the request's tools.
 
 In ``on_state`` it renders the snippets and guidelines of every registered tool (all
-``on_tool`` hooks have finished by then) and inserts them as one system message right
-after the leading system messages (the instructions at the head of the context). Nothing is
-added when no tool has guidance. Only the head is scanned, never the restored history, so
-the cost does not grow with the session; a system message restored inside the history
-(one stored with ``include_in_messages=True``) stays where it is, after the guidance.
-The rendered text is cached per set of tools.
+``on_tool`` hooks have finished by then) and inserts them as one system message after the
+other system messages: after the leading ones (the instructions at the head of the
+context), or at the end when the context ends with a system message (one an extension that
+runs earlier added after the restored history, or one that ends the history). Nothing is
+added when no tool has guidance. Only the head and the last message are looked at, so the
+cost does not grow with the session; a system message further inside the restored history
+(one stored with ``include_in_messages=True``) is not searched for, and the guidance goes
+before it. The rendered text is cached per set of tools.
 """
 
 from __future__ import annotations
@@ -39,5 +41,8 @@ class ToolGuidelinesExtension(AgentExtension):
             self._rendered = (tools, guidance)
         if not guidance:
             return
-        index = context.state._leading_system()
-        context.add_message(SystemMessage(guidance), index=index)
+        state = context.state
+        if isinstance(state._last(), SystemMessage):
+            context.add_message(SystemMessage(guidance))  # after the trailing ones too
+        else:
+            context.add_message(SystemMessage(guidance), index=state._leading_system())
