@@ -132,7 +132,7 @@ def _non_blank(text: str) -> str:
     return text
 
 
-NonBlank = Annotated[str, Field(min_length=1), AfterValidator(_non_blank)]
+NonBlank = Annotated[str, AfterValidator(_non_blank)]
 
 
 class _Inbound(BaseModel):
@@ -267,9 +267,7 @@ def steering_refusal(payload: dict[str, Any]) -> str | None:
     content = payload.get("content")
     if not isinstance(content, str) or not content.strip():
         return "invalid"
-    if len(content) * 4 > MAX_CONTENT_BYTES and len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
-        return "too_large"
-    return None
+    return "too_large" if _oversize(content) else None
 
 
 def _decode(text: str) -> Any:
@@ -330,12 +328,19 @@ def _check_text(text: str) -> None:
 
 
 def _check_content(what: str, content: str) -> None:
-    content_size = len(content.encode("utf-8"))
-    if content_size > MAX_CONTENT_BYTES:
+    if content_size := _oversize(content):
         raise FrameError(
             ErrorCode.TOO_LARGE,
             f"{what} content is {content_size} bytes; the limit is {MAX_CONTENT_BYTES} bytes",
         )
+
+
+def _oversize(content: str) -> int:
+    """UTF-8 bytes of ``content`` when over ``MAX_CONTENT_BYTES``, else 0."""
+    if len(content) * 4 <= MAX_CONTENT_BYTES:  # at most 4 bytes a character: fits, unmeasured
+        return 0
+    size = len(content.encode("utf-8"))
+    return size if size > MAX_CONTENT_BYTES else 0
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -360,7 +365,7 @@ def _describe(kind: str, exc: pydantic.ValidationError) -> str:
         field = ".".join(str(part) for part in error["loc"]) or "frame"
         if error["type"] == "missing":
             problems.append(f"'{field}' is required")
-        elif error["type"] in ("blank", "string_too_short"):
+        elif error["type"] == "blank":
             problems.append(f"'{field}' cannot be blank")
         else:
             problems.append(f"'{field}': {error['msg']}")

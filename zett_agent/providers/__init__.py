@@ -47,20 +47,18 @@ def load_model(spec: str) -> AgentModel:
         name = rest.strip()
         if not name:
             raise ValueError(f"Model spec {spec!r} names no model; expected '{kind}:<model>'")
-        base_url = os.environ.get("ZETT_OPENAI_BASE_URL", "").strip() or None
-        if kind == "openai-compatible":
-            if base_url is None:
-                raise ValueError(
-                    f"Model spec {spec!r} needs ZETT_OPENAI_BASE_URL: the server's /v1 URL"
-                )
+        if kind != "anthropic":
             from zett_agent.providers.openai import OpenAIModel
 
-            key = os.environ.get("OPENAI_API_KEY", "").strip() or PLACEHOLDER_KEY
+            base_url = os.environ.get("ZETT_OPENAI_BASE_URL", "").strip() or None
+            key = None  # the SDK reads OPENAI_API_KEY itself
+            if kind == "openai-compatible":
+                if base_url is None:
+                    raise ValueError(
+                        f"Model spec {spec!r} needs ZETT_OPENAI_BASE_URL: the server's /v1 URL"
+                    )
+                key = os.environ.get("OPENAI_API_KEY", "").strip() or PLACEHOLDER_KEY
             return OpenAIModel(name, api_key=key, base_url=base_url)
-        if kind == "openai":
-            from zett_agent.providers.openai import OpenAIModel
-
-            return OpenAIModel(name, base_url=base_url)
         from zett_agent.providers.anthropic import AnthropicModel
 
         return AnthropicModel(name)
