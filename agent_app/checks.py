@@ -16,8 +16,8 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register, run_checks
 from django.core.exceptions import ImproperlyConfigured
 
-from agent_app.limits import limit_problems
-from agent_app.security import origin_problems
+from agent_app.guard.limits import limit_problems
+from agent_app.guard.origins import origin_problems
 
 __all__ = [
     "MODEL_TAG",
@@ -40,7 +40,7 @@ MODEL_TAG = "zett_model"
 
 @register(TAG)
 def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """Frame budget, socket caps and chat quota (``agent_app.limits``)."""
+    """Frame budget, socket caps and chat quota (``agent_app.guard.limits``)."""
     return [
         Error(f"{name} {problem}.", hint="See docs/security.md, 'Limits'.", id="zett.E001")
         for name, problem in limit_problems()
@@ -83,7 +83,7 @@ _KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 @register(MODEL_TAG)
 def check_model(app_configs: Any = None, **kwargs: Any) -> list[Error | Warning]:
     """``ZETT_MODEL`` names a model that can be built; its provider's key is set."""
-    from agent_app.agents import resolve_model
+    from agent_app.agents.factory import resolve_model
 
     spec = str(getattr(settings, "ZETT_MODEL", "demo") or "demo").strip()
     try:

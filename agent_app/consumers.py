@@ -1,23 +1,23 @@
 """``ChatConsumer``: the socket of one chat session (``/ws/sessions/<uuid>/``).
 
 The consumer only parses and routes. A socket joins the session's live state
-(``agent_app.live``) and leaves it when it ends; runs belong to the session, so leaving
+(``agent_app.sessions.live``) and leaves it when it ends; runs belong to the session, so leaving
 never stops one. Each inbound frame is validated by
-``agent_app.protocol`` (a bad one is answered with an ``error`` frame and the socket stays
+``agent_app.protocol.frames`` (a bad one is answered with an ``error`` frame and the socket stays
 open), then handled by one small method. The agent's work happens in the session's run
-task (``agent_app.live``), never here, which is why ``cancel``, ``steer`` and
+task (``agent_app.sessions.live``), never here, which is why ``cancel``, ``steer`` and
 ``external_event`` are read while a request runs. The concurrency story (runs, ``seq``,
-cancellation, several sockets on one session) is told once, in ``agent_app.live``.
+cancellation, several sockets on one session) is told once, in ``agent_app.sessions.live``.
 
 The consumer is on the default channel layer for one reason: a signed-in user's sockets
 join the group ``zett.user.<pk>``, so signing out closes them in every process. Anonymous
 sockets have no group and read no layer channel.
 
 Security (docs/security.md) lives in modules of its own; the consumer only calls them:
-``agent_app.access`` on connect (whose chat; a socket with no identity is ``forbidden``)
-and at the first ``user_message`` (which stores the chat), ``agent_app.limits`` on connect
+``agent_app.guard.access`` on connect (whose chat; a socket with no identity is ``forbidden``)
+and at the first ``user_message`` (which stores the chat), ``agent_app.guard.limits`` on connect
 (sockets per chat and per person) and for every frame (the person's frame budget),
-``agent_app.audit`` around every reply. Nothing a client sends can end the socket: a
+``agent_app.durable.audit`` around every reply. Nothing a client sends can end the socket: a
 handler that raises is answered with an ``internal`` error frame, and the socket's
 resources (live session, run, counters, group) are released however it ends.
 """
@@ -34,7 +34,9 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from agent_app.access import (
+from agent_app.durable.audit import record_reply, record_verdict
+from agent_app.durable.runs import Creator, NothingToReplace
+from agent_app.guard.access import (
     Creation,
     Person,
     chat_quota_message,
@@ -44,11 +46,9 @@ from agent_app.access import (
     person_of_scope,
     user_group,
 )
-from agent_app.audit import record_reply, record_verdict
-from agent_app.limits import TOO_MANY_SOCKETS_CLOSE_CODE, SocketTicket, limiter
-from agent_app.live import Busy, LiveSession, NotRunning, Verdict, live_sessions
+from agent_app.guard.limits import TOO_MANY_SOCKETS_CLOSE_CODE, SocketTicket, limiter
 from agent_app.models import ChatSession, RunKind
-from agent_app.protocol import (
+from agent_app.protocol.frames import (
     CLIENT_REPLY_NAMES,
     STEERING_EVENT,
     CancelFrame,
@@ -71,7 +71,7 @@ from agent_app.protocol import (
     parse_frame,
     steering_refusal,
 )
-from agent_app.runs import Creator, NothingToReplace
+from agent_app.sessions.live import Busy, LiveSession, NotRunning, Verdict, live_sessions
 
 __all__ = ["FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer"]
 
@@ -201,7 +201,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                     logger.warning("Could not leave the channel layer group %s", group)
 
     async def zett_signed_out(self, event: dict[str, Any]) -> None:
-        """The user signed out (``agent_app.access.close_user_sockets``): close the socket."""
+        """The user signed out (``agent_app.guard.access.close_user_sockets``): close the socket."""
         await self._release()
         await self._refuse(ErrorCode.FORBIDDEN, "You signed out", FORBIDDEN_CLOSE_CODE)
 
@@ -304,7 +304,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self.send_frame(HistoryPageFrame(**page))
 
     async def _store_session(self) -> bool:
-        """Store the chat at its first message (``agent_app.access.ensure_session``)."""
+        """Store the chat at its first message (``agent_app.guard.access.ensure_session``)."""
         assert self.person is not None
         match await ensure_session(self.person, self.session_id):
             case Creation.FORBIDDEN:

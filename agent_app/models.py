@@ -2,7 +2,7 @@
 
 A ``ChatMessage`` row is one runtime message: the columns hold what the admin searches and
 filters on, ``extra`` keeps every other field of the serialised message, so a row turns
-back into exactly the message that was saved (see ``agent_app.persistence``).
+back into exactly the message that was saved (see ``agent_app.durable.persistence``).
 
 A ``ChatRun`` row is one request (one press of Send, or the continuation of a paused one):
 it is written before the model is called and says how the request ended, so the history
@@ -30,7 +30,7 @@ class ChatSession(models.Model):
 
     A session belongs to a signed-in ``owner``, or, for anonymous visitors, to the browser
     session that created it (``browser_key``, a random id kept in the Django session). It
-    is never public: see ``agent_app.access``.
+    is never public: see ``agent_app.guard.access``.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -50,7 +50,7 @@ class ChatSession(models.Model):
     last_event_seq = models.PositiveBigIntegerField(default=0, editable=False)
     #: Every ``seq`` up to this one may have been sent: a process that starts numbering a
     #: session's frames reserves a block above it first, so ``seq`` never goes backwards,
-    #: across crashes and processes (``agent_app.sequence``).
+    #: across crashes and processes (``agent_app.durable.sequence``).
     seq_reserved = models.PositiveBigIntegerField(default=0, editable=False)
     #: Bumped by every write to the session's messages, in the same transaction: a process
     #: that keeps the rows in memory knows with one primary-key read whether they changed.

@@ -2,10 +2,10 @@
 
 Nothing here stores a chat. "New chat" is a plain link to a fresh id; the chat page of an
 id with no row renders an empty chat, and the chat is stored by its first message over the
-socket (``agent_app.access.ensure_session``). So crawlers, prefetching browsers and
+socket (``agent_app.guard.access.ensure_session``). So crawlers, prefetching browsers and
 mistyped links cannot litter the database, and a GET never writes a chat.
 
-Who sees what is ``agent_app.access``'s business: the list shows the visitor's own chats
+Who sees what is ``agent_app.guard.access``'s business: the list shows the visitor's own chats
 that hold a message; a chat that exists and is someone else's is a 404, exactly like one
 that does not exist. Rendering a page gives an anonymous browser its id (in the Django
 session, so the page's socket carries the cookie that names it). With
@@ -14,7 +14,7 @@ session, so the page's socket carries the cookie that names it). With
 These views render only the page shell; the conversation itself travels over the
 WebSocket (``/ws/sessions/<uuid>/``), which the page script opens.
 
-Managing chats (only the owner, through ``agent_app.access``; anyone else gets a 404):
+Managing chats (only the owner, through ``agent_app.guard.access``; anyone else gets a 404):
 
 - the list is paged (``LIST_PAGE_SIZE`` a page, ``?page=``) and searchable (``?q=``: the
   title, or the text of a user message or answer still in the conversation; a plain
@@ -43,7 +43,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from agent_app.access import Person, may_open, person_of_request, visible_sessions
+from agent_app.guard.access import Person, may_open, person_of_request, visible_sessions
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
 
 #: How many chats the sidebar shows, newest activity first.

@@ -11,7 +11,7 @@ object on stdout.
   ``sessionid`` a page visit gave it). ``--spec`` is JSON: a list of ``{"messages": N,
   "chars": C}``, one per chat: ``N`` messages alternating user and assistant text of ``C``
   characters, two per completed run, written as the app writes rows
-  (``agent_app.store.row_fields``). Prints ``{"sessions": [id, ...]}``.
+  (``agent_app.durable.store.row_fields``). Prints ``{"sessions": [id, ...]}``.
 - ``runs``: for each session, its runs (``request_id``, ``status``) and its messages
   (``position``, ``role``, ``request_id``, content length), oldest first.
 """
@@ -37,9 +37,9 @@ def populate(cookie: str, spec: list[dict[str, int]]) -> dict:
     from django.db import transaction
     from django.utils import timezone
 
-    from agent_app.access import BROWSER_KEY_FIELD
+    from agent_app.durable.store import row_fields
+    from agent_app.guard.access import BROWSER_KEY_FIELD
     from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
-    from agent_app.store import row_fields
     from zett_agent.messages import AssistantMessage, UserMessage
 
     session_key = cookie.split("=", 1)[1]

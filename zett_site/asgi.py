@@ -1,9 +1,9 @@
 """ASGI entry point: HTTP goes to Django, websockets to the chat consumer.
 
 Websockets pass the origin check first (scheme, host and port of a page allowed to open a
-socket; see ``agent_app.security``, also for why a client sending no Origin is admitted),
+socket; see ``agent_app.guard.origins``, also for why a client sending no Origin is admitted),
 then the cookie, session and auth middleware that puts ``scope["user"]`` and
-``scope["session"]`` (the consumer asks ``agent_app.access`` whose chat it is).
+``scope["session"]`` (the consumer asks ``agent_app.guard.access`` whose chat it is).
 
 zett's settings are checked here, before the first handshake: daphne runs no system checks,
 and a bad limit would otherwise start fine and fail every handshake.
@@ -31,8 +31,8 @@ from channels.sessions import (  # noqa: E402
 )
 
 from agent_app.checks import raise_on_invalid_settings  # noqa: E402
+from agent_app.guard.origins import OriginValidator  # noqa: E402
 from agent_app.routing import websocket_urlpatterns  # noqa: E402
-from agent_app.security import OriginValidator  # noqa: E402
 
 raise_on_invalid_settings()
 

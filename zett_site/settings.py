@@ -146,13 +146,13 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     }
 
 _REDIS_URL = os.environ.get("REDIS_URL", "").strip()
-#: With Redis, any number of worker processes serve any session (``agent_app.cluster``):
+#: With Redis, any number of worker processes serve any session (``agent_app.bus.redis``):
 #: run leases, fan-out over the channel layer, the shared replay stream.
 ZETT_REDIS_URL = _REDIS_URL or None
 #: Seconds a worker's run lease lasts unrenewed: a dead worker's run is settled this long
 #: after it died, at the latest.
 ZETT_LEASE_SECONDS = float(os.environ.get("ZETT_LEASE_SECONDS", "10"))
-#: On SIGTERM, stop taking runs and let those going finish (``agent_app.shutdown``)...
+#: On SIGTERM, stop taking runs and let those going finish (``agent_app.sessions.shutdown``)...
 ZETT_GRACEFUL_SHUTDOWN = _env_bool("ZETT_GRACEFUL_SHUTDOWN", default=True)
 #: ...for at most this many seconds; the rest are paused (waiting) or interrupted.
 ZETT_SHUTDOWN_GRACE = float(os.environ.get("ZETT_SHUTDOWN_GRACE", "25"))
@@ -199,7 +199,7 @@ LOGOUT_REDIRECT_URL = "agent_app:session_list"
 
 # --- zett -----------------------------------------------------------------------------
 
-#: Which model answers: resolved by ``agent_app.agents`` when a session's first request
+#: Which model answers: resolved by ``agent_app.agents.factory`` when a session's first request
 #: builds its agent.
 ZETT_MODEL = os.environ.get("ZETT_MODEL", "demo").strip() or "demo"
 #: Seconds the demo model waits between streamed words, so the page visibly streams.
@@ -213,10 +213,10 @@ ZETT_REPLAY_FRAMES = int(os.environ.get("ZETT_REPLAY_FRAMES", "10000"))
 #: Only signed-in users may chat (pages redirect to LOGIN_URL, sockets are refused).
 ZETT_REQUIRE_LOGIN = _env_bool("ZETT_REQUIRE_LOGIN", default=False)
 #: Page origins allowed to open a socket, as ``scheme://host[:port]``; empty: the socket's
-#: own origin, with its host in ALLOWED_HOSTS (``agent_app.security``).
+#: own origin, with its host in ALLOWED_HOSTS (``agent_app.guard.origins``).
 ZETT_ALLOWED_ORIGINS = _env_list("ZETT_ALLOWED_ORIGINS", "")
 #: Frame budget per person (a user, or an anonymous browser) across all their sockets: a
-#: burst of ``burst`` frames, refilled at ``per_second`` (``agent_app.limits``).
+#: burst of ``burst`` frames, refilled at ``per_second`` (``agent_app.guard.limits``).
 ZETT_WS_RATE_LIMIT = {
     "burst": _env_number("ZETT_WS_RATE_BURST", "60", int),
     "per_second": _env_number("ZETT_WS_RATE_PER_SECOND", "20", float),

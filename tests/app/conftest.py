@@ -175,7 +175,7 @@ def use_model(settings):
 def _make_browser() -> tuple[str, str]:
     from django.contrib.sessions.backends.db import SessionStore
 
-    from agent_app.access import BROWSER_KEY_FIELD
+    from agent_app.guard.access import BROWSER_KEY_FIELD
 
     session = SessionStore()
     key = session[BROWSER_KEY_FIELD] = uuid.uuid4().hex
@@ -250,7 +250,7 @@ async def sockets():
 
 async def stop_live_runs() -> None:
     """Cancel the runs still going at a test's end (runs outlive sockets by design)."""
-    from agent_app.live import NotRunning, live_sessions
+    from agent_app.sessions.live import NotRunning, live_sessions
 
     registry = live_sessions()
     for live in registry:

@@ -23,7 +23,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from agent_app.protocol import MAX_CONTENT_BYTES
+from agent_app.protocol.frames import MAX_CONTENT_BYTES
 
 #: Text with everything a database or a UTF-8 encoder may choke on.
 NASTY_TEXT = [

@@ -1,5 +1,5 @@
 """Whose chat is it: the access matrix over the list page, the chat page, the socket and
-the admin, for the owner and for everyone else (agent_app.access; docs/security.md).
+the admin, for the owner and for everyone else (agent_app.guard.access; docs/security.md).
 
 Visitors: the owner, another signed-in user, another anonymous browser, a client with no
 cookie at all, and the owner after signing out (with the cookie they had, replayed, and
@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from agent_app.access import BROWSER_KEY_FIELD
+from agent_app.guard.access import BROWSER_KEY_FIELD
 from agent_app.models import ChatMessage, ChatSession, ExternalEventRecord, Note
 from tests.app.llm_doubles import call_tool, say
 from zett_agent.testing import ScriptedModel
@@ -178,8 +178,8 @@ async def test_signing_out_closes_the_users_sockets(sockets, use_model):
 
 
 async def test_a_signed_out_socket_is_closed_and_its_run_goes_on_untouched(sockets, use_model):
-    from agent_app.limits import limiter
-    from agent_app.live import live_sessions
+    from agent_app.guard.limits import limiter
+    from agent_app.sessions.live import live_sessions
 
     use_model(ScriptedModel([call_tool("save_note", "n-1", title="T", text="x"), say("ok")]))
     user = await sync_to_async(get_user_model().objects.create_user)("ada", password=PASSWORD)

@@ -1,13 +1,13 @@
-"""The agent factory (agent_app.agents): model resolution from settings, agent assembly."""
+"""The agent factory (agent_app.agents.factory): model resolution from settings, agent assembly."""
 
 from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from agent_app.agents import build_agent, resolve_model
-from agent_app.approval import ConfirmationExtension
-from agent_app.persistence import OrmPersistenceExtension
+from agent_app.agents.approval import ConfirmationExtension
+from agent_app.agents.factory import build_agent, resolve_model
+from agent_app.durable.persistence import OrmPersistenceExtension
 from tests.app.llm_doubles import SEAM
 from zett_agent.extensions.ask_user import AskUserExtension
 from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension

@@ -13,9 +13,10 @@ import asyncio
 
 import pytest
 
-from agent_app import persistence, run_end
-from agent_app.live import LiveSession
+from agent_app.durable import persistence
 from agent_app.models import ChatMessage, ChatRun, RunStatus
+from agent_app.sessions import run as run_end
+from agent_app.sessions.live import LiveSession
 from tests.app.conftest import events_of, rows
 from tests.app.llm_doubles import GatedModel, call_tool, completed, say
 from zett_agent.model import ModelEvent

@@ -1,11 +1,11 @@
-"""The approval gate (agent_app.approval), driven through a real Agent."""
+"""The approval gate (agent_app.agents.approval), driven through a real Agent."""
 
 from __future__ import annotations
 
 from contextlib import aclosing
 
-from agent_app.approval import APPROVAL_RESPONSE_EVENT, ConfirmationExtension
-from agent_app.waits import digest_of
+from agent_app.agents.approval import APPROVAL_RESPONSE_EVENT, ConfirmationExtension
+from agent_app.durable.waits import digest_of
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.extensions.base import AgentExtension

@@ -19,9 +19,9 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from agent_app.limits import limiter
-from agent_app.live import live_sessions
+from agent_app.guard.limits import limiter
 from agent_app.models import ChatMessage, ChatSession, ExternalEventRecord, Note
+from agent_app.sessions.live import live_sessions
 from tests.app.llm_doubles import GatedModel, call_tool, completed, say
 from zett_agent.model import ModelEvent
 from zett_agent.testing import ScriptedModel
@@ -367,7 +367,7 @@ def test_a_deleted_users_chats_do_not_become_public(client):
 async def test_a_socket_whose_opening_fails_on_the_server_is_told_and_released(
     sockets, use_model, monkeypatch, caplog
 ):
-    from agent_app import live as live_module
+    from agent_app.sessions import live as live_module
 
     use_model(ScriptedModel())
 

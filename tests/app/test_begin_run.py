@@ -11,10 +11,10 @@ import uuid
 import pytest
 from django.utils import timezone
 
+from agent_app.durable.runs import StaleRuns, begin_run, end_run
+from agent_app.durable.sequence import SEQ_BLOCK
+from agent_app.durable.store import bump_version
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
-from agent_app.runs import StaleRuns, begin_run, end_run
-from agent_app.sequence import SEQ_BLOCK
-from agent_app.store import bump_version
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from agent_app.access import BROWSER_KEY_FIELD
+from agent_app.guard.access import BROWSER_KEY_FIELD
 from agent_app.models import (
     ChatMessage,
     ChatRun,

@@ -11,7 +11,7 @@ import pytest
 from channels.layers import InMemoryChannelLayer
 from channels_redis.pubsub import RedisPubSubChannelLayer
 
-from agent_app.cluster import Cluster, group_name
+from agent_app.bus.redis import Cluster, group_name
 from tests.app.services import REDIS_URL, require_service
 from zett_site.settings import REDIS_SOCKET_TIMEOUT
 

@@ -14,7 +14,7 @@ import itertools
 import pytest
 
 from agent_app.models import ChatMessage, ChatSession, ExternalEventRecord
-from agent_app.protocol import MAX_CONTENT_BYTES, MAX_FRAME_BYTES
+from agent_app.protocol.frames import MAX_CONTENT_BYTES, MAX_FRAME_BYTES
 from tests.app.conftest import answer_of, events_of, rows
 from tests.app.llm_doubles import EndlessModel, GatedModel, call_tool, completed, say
 from zett_agent.model import ModelEvent

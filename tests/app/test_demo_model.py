@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from agent_app.agents import build_agent
+from agent_app.agents.factory import build_agent
 from agent_app.models import ChatSession, Note
 from zett_agent.agent import AgentRunConfig
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage

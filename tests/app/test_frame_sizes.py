@@ -14,7 +14,7 @@ import json
 import pytest
 
 from agent_app.models import ChatMessage, ReplyWait
-from agent_app.protocol import MAX_OUTBOUND_BYTES
+from agent_app.protocol.frames import MAX_OUTBOUND_BYTES
 from tests.app.conftest import RECEIVE_TIMEOUT
 from tests.app.llm_doubles import GatedModel, call_tool, completed, say
 from zett_agent.messages import AssistantMessage

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_app.frame_text import (
+from agent_app.protocol.frames import agent_event_frame, encode_delta_frame, encode_frame, fit_event
+from agent_app.protocol.text import (
     DELTA_FAST_CHARS,
     FRAME_BUDGET,
     FRAME_FAST_CHARS,
@@ -20,7 +21,6 @@ from agent_app.frame_text import (
     split_text,
     text_bytes,
 )
-from agent_app.protocol import agent_event_frame, encode_delta_frame, encode_frame, fit_event
 from zett_agent.events import AgentEvent, AgentEventType, AgentPhase
 from zett_agent.serialization import event_to_dict
 
@@ -70,7 +70,7 @@ def test_delta_event_dicts_keep_their_shape():
     assert type(data["type"]) is str and type(data["phase"]) is str
 
 
-# --- the 512 KiB rule (agent_app.frame_text) ---------------------------------------------
+# --- the 512 KiB rule (agent_app.protocol.text) ---------------------------------------------
 
 SESSION_ID = "5f0c6f3e-1d2a-4c3b-9e8f-0a1b2c3d4e5f"
 REQUEST_ID = "7d1b2c3a-4e5f-4a6b-8c9d-0e1f2a3b4c5d"

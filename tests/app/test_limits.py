@@ -1,5 +1,5 @@
-"""Limits per person (agent_app.limits), their settings checks (agent_app.checks) and the
-origin check (agent_app.security), through the real ASGI app."""
+"""Limits per person (agent_app.guard.limits), their settings checks (agent_app.checks) and the
+origin check (agent_app.guard.origins), through the real ASGI app."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
-from agent_app.limits import Limiter, current_limits, limiter
+from agent_app.guard.limits import Limiter, current_limits, limiter
 from agent_app.models import ChatSession
 from tests.app.llm_doubles import say
 from tests.app.services import REDIS_URL, require_service

@@ -1,4 +1,4 @@
-"""The ORM persistence extension (agent_app.persistence), driven through a real Agent.
+"""The ORM persistence extension (agent_app.durable.persistence), driven through a real Agent.
 
 Rows are written ahead: each message when the runtime appends it, so these tests look at
 the database while a request is still going, and cancel requests at every point where they
@@ -12,10 +12,10 @@ from contextlib import aclosing
 
 import pytest
 
+from agent_app.agents.tools import calculate
+from agent_app.durable.persistence import ANSWER_AT_END, OrmPersistenceExtension, settle
+from agent_app.durable.store import bump_version, message_from_row, restore_history, row_fields
 from agent_app.models import ChatMessage, ChatSession
-from agent_app.persistence import ANSWER_AT_END, OrmPersistenceExtension, settle
-from agent_app.store import bump_version, message_from_row, restore_history, row_fields
-from agent_app.tools import calculate
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType
 from zett_agent.extensions.base import AgentExtension
@@ -303,7 +303,7 @@ async def test_a_row_saved_through_the_orm_is_read_by_the_next_request(session_i
     model = ScriptedModel([AssistantMessage("First."), AssistantMessage("Second.")])
     agent = await agent_for(session_id, model)
     await agent.run("one", config=AgentRunConfig(session_id))
-    # An import script or a test seeding history: a plain ORM save, past agent_app.store.
+    # An import script or a test seeding history: a plain ORM save, past agent_app.durable.store.
     await ChatMessage.objects.acreate(
         session_id=session_id, position=2, **row_fields(UserMessage("imported"))
     )
@@ -463,7 +463,7 @@ async def test_a_request_reads_and_checks_only_what_is_new_whatever_the_chat_len
 ):
     """Flat turns: after the first request, no request reads every row or checks every
     message again; what it reads and validates does not grow with the chat."""
-    from agent_app import store
+    from agent_app.durable import store
 
     reads: list[str] = []
     validated: list[int] = []

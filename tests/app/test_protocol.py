@@ -1,4 +1,4 @@
-"""Frame parsing and the wire shape of outbound frames (agent_app.protocol)."""
+"""Frame parsing and the wire shape of outbound frames (agent_app.protocol.frames)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agent_app.protocol import (
+from agent_app.protocol.frames import (
     MAX_CONTENT_BYTES,
     MAX_FRAME_BYTES,
     AgentEventFrame,

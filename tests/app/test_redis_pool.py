@@ -1,5 +1,5 @@
 """Redis under a burst: more commands in flight than a pool holds connections
-(agent_app.redis_pool), for the frame budgets and for the cluster's own client."""
+(agent_app.bus.pool), for the frame budgets and for the cluster's own client."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from agent_app.cluster import Cluster
-from agent_app.limits import REDIS_PREFIX, Limiter
-from agent_app.redis_pool import MAX_CONNECTIONS
+from agent_app.bus.pool import MAX_CONNECTIONS
+from agent_app.bus.redis import Cluster
+from agent_app.guard.limits import REDIS_PREFIX, Limiter
 from tests.app.services import REDIS_URL, require_service
 
 #: Well over redis-py's default of 100 connections, and over ours.

@@ -1,4 +1,4 @@
-"""The replay buffer (agent_app.replay): merged or not, a replay is the run's frames, exactly.
+"""The replay buffer (agent_app.bus.replay): merged or not, a replay is the run's frames, exactly.
 
 Generated runs of text and reasoning deltas, tool frames and phase changes go through
 buffers small enough to merge many times; a socket resuming after any ``seq`` must get the
@@ -12,9 +12,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_app.frame_text import DELTA_FAST_CHARS, FRAME_BUDGET
-from agent_app.protocol import encode_delta_frame, encode_frame
-from agent_app.replay import ReplayBuffer, text_from_fields
+from agent_app.bus.replay import ReplayBuffer, text_from_fields
+from agent_app.protocol.frames import encode_delta_frame, encode_frame
+from agent_app.protocol.text import DELTA_FAST_CHARS, FRAME_BUDGET
 
 REQUEST = "r1"
 SESSION = "s1"

@@ -14,10 +14,10 @@ import random
 
 import pytest
 
-from agent_app.history import SESSION_FRAME_BUDGET
+from agent_app.durable.history import SESSION_FRAME_BUDGET
+from agent_app.durable.store import row_fields
 from agent_app.models import ChatMessage, ChatSession
-from agent_app.protocol import MAX_OUTBOUND_BYTES
-from agent_app.store import row_fields
+from agent_app.protocol.frames import MAX_OUTBOUND_BYTES
 from tests.app.conftest import new_browser
 from tests.app.llm_doubles import GatedModel, SteppedModel, call_tool, completed, say
 from zett_agent.messages import AssistantMessage, UserMessage
@@ -286,7 +286,7 @@ async def test_an_answer_over_a_mebibyte_reaches_every_socket_and_is_stored_whol
 
 
 def test_events_that_would_pass_512_kib_are_sent_shortened():
-    from agent_app.protocol import fit_event
+    from agent_app.protocol.frames import fit_event
 
     big = "x" * (600 * 1024)
     event = {
@@ -330,7 +330,7 @@ async def test_a_session_being_joined_is_not_dropped_under_the_joining_socket(so
     """A run ending (or a socket leaving) while another socket joins must not leave that
     socket on a session the registry no longer knows: the next socket would find no run,
     and a second run could start beside the first."""
-    from agent_app.live import live_sessions
+    from agent_app.sessions.live import live_sessions
 
     use_model(ScriptedModel())
 

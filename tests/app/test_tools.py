@@ -1,4 +1,4 @@
-"""The demo tools: exact arithmetic, the current time, notes (agent_app.tools)."""
+"""The demo tools: exact arithmetic, the current time, notes (agent_app.agents.tools)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from agent_app.models import ChatSession, Note
-from agent_app.tools import (
+from agent_app.agents.tools import (
     MAX_EXPRESSION_LENGTH,
     TOOLS_NEEDING_APPROVAL,
     CalculationError,
@@ -19,6 +18,7 @@ from agent_app.tools import (
     format_number,
     save_note,
 )
+from agent_app.models import ChatSession, Note
 from tests.app.llm_doubles import call_tool, say
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.testing import ScriptedModel

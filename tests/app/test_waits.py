@@ -14,6 +14,8 @@ import uuid
 import pytest
 from asgiref.sync import sync_to_async
 
+from agent_app.durable.store import RowMeta, append_rows
+from agent_app.durable.waits import digest_of, record_wait
 from agent_app.models import (
     ChatMessage,
     ChatRun,
@@ -23,9 +25,7 @@ from agent_app.models import (
     RunStatus,
     WaitStatus,
 )
-from agent_app.protocol import MAX_OUTBOUND_BYTES
-from agent_app.store import RowMeta, append_rows
-from agent_app.waits import digest_of, record_wait
+from agent_app.protocol.frames import MAX_OUTBOUND_BYTES
 from tests.app.conftest import RECEIVE_TIMEOUT, new_browser
 from tests.app.llm_doubles import call_tool, say
 from zett_agent.messages import AssistantMessage, ToolCall, UserMessage

@@ -2,7 +2,7 @@
 
 They are real (the calculator is exact, the note is a database row) and harmless (nothing
 leaves the process). ``save_note`` has an effect the user should consent to, so it is listed
-in ``TOOLS_NEEDING_APPROVAL`` and ``agent_app.approval`` asks before it runs.
+in ``TOOLS_NEEDING_APPROVAL`` and ``agent_app.agents.approval`` asks before it runs.
 
 The tools are built once and shared by every session's agent (``@tool`` builds a pydantic
 model per tool): ``save_note`` learns its session from the run that calls it.

@@ -1,7 +1,7 @@
 """Limits per person, not per socket: frame budgets, open sockets, chats created.
 
 A limit per socket is no limit: a client opens twenty sockets and has twenty budgets. So
-every limit here is keyed by the *person* behind a socket (``agent_app.access.Person.key``:
+every limit here is keyed by the *person* behind a socket (``agent_app.guard.access.Person.key``:
 a signed-in user, or an anonymous browser), whichever sockets and processes they use.
 
 - **Frame budget** (``ZETT_WS_RATE_LIMIT``: ``burst`` frames at once, refilled at
@@ -16,7 +16,7 @@ a signed-in user, or an anonymous browser), whichever sockets and processes they
   its sockets (leases and heartbeats), which the frame budget does not need. With N worker
   processes one person can therefore hold at most N times the per-person number.
 - **Chats created per hour** (``ZETT_MAX_CHATS_PER_HOUR``): counted in the database by
-  ``agent_app.access.ensure_session`` (``created_at`` of the person's rows), so it is shared
+  ``agent_app.guard.access.ensure_session`` (``created_at`` of the person's rows), so it is shared
   by every process by construction; this module only reads the number.
 
 ``current_limits()`` reads and validates the settings (``agent_app.checks`` reports the same
@@ -320,7 +320,7 @@ class Limiter:
 
     def _redis_script(self, url: str) -> Any:
         if self._script is None or url != self._redis_url:
-            from agent_app.redis_pool import pooled_redis
+            from agent_app.bus.pool import pooled_redis
 
             self._redis = pooled_redis(url, wait=2, socket_timeout=2, socket_connect_timeout=2)
             self._redis_url = url

@@ -22,10 +22,9 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.utils import timezone
 
-from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
-from agent_app.sequence import SEQ_BLOCK
-from agent_app.statements import insert, update
-from agent_app.store import (
+from agent_app.durable.sequence import SEQ_BLOCK
+from agent_app.durable.statements import insert, update
+from agent_app.durable.store import (
     RowMeta,
     bump_version,
     db_session_pk,
@@ -36,6 +35,7 @@ from agent_app.store import (
     restore_history,
     title_from,
 )
+from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
 from zett_agent.messages import AnyMessage, UserMessage
 
 __all__ = [
@@ -107,7 +107,7 @@ def begin_run(
     A continuation (``content`` None, ``resumed_from`` set) stores no message and marks the
     paused run it takes over ``resumed``. ``refuse_stale``: store nothing and raise
     ``StaleRuns`` if a run of the session is still ``running`` or ``paused`` (the caller
-    settles those first, ``agent_app.recovery``): counted by the statement that locks the
+    settles those first, ``agent_app.durable.recovery``): counted by the statement that locks the
     session row (``bump_version``), so the check costs no statement of its own.
     """
     now = timezone.now()
@@ -213,7 +213,7 @@ def end_run(
     """Record how a run ended, and the last ``seq`` its session sent.
 
     ``rows``: messages stored in the same transaction, after the session's last one (the
-    run's final answer, ``agent_app.persistence.ANSWER_AT_END``): one write instead of two.
+    run's final answer, ``agent_app.durable.persistence.ANSWER_AT_END``): one write instead of two.
     Every run ends here, so both writes are single statements: the run's through
     ``statements.update``, the session's (a maximum and two sums) written out once per
     backend (``_end_session_sql``).

@@ -4,7 +4,7 @@ A chat is never public. It belongs to the signed-in user who created it (``owner
 for a visitor who is not signed in, to the *browser* that created it: a random id kept in
 the Django session (``browser_key``; not the session key itself, which Django rotates at
 sign-in). A ``Person`` is that identity; ``Person.key`` names it for the per-person limits
-of ``agent_app.limits``.
+of ``agent_app.guard.limits``.
 
 Rules (docs/security.md has the whole threat model):
 
@@ -51,7 +51,7 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 from django.utils import timezone
 
-from agent_app.limits import current_limits
+from agent_app.guard.limits import current_limits
 from agent_app.models import ChatMessage, ChatSession
 
 __all__ = [
@@ -270,7 +270,7 @@ class _Claims:
     """Who holds sockets on chat ids that have no row yet, in this event loop.
 
     Until its first message a chat has no owner in the database, yet the sockets on one id
-    share one live session (``agent_app.live``): without this, a second person who learned
+    share one live session (``agent_app.sessions.live``): without this, a second person who learned
     a fresh id could watch, cancel or answer the first one's run once it starts. So the
     first person to open an unstored id holds it in this process until their sockets leave.
     (Each process has its own live sessions, so a claim need not cross processes: a socket

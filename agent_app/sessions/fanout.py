@@ -1,9 +1,9 @@
 """Frame fan-out: how one numbered frame reaches every socket of a session.
 
-``FrameFanout`` is a mixin of ``agent_app.live.LiveSession``: it numbers frames
+``FrameFanout`` is a mixin of ``agent_app.sessions.live.LiveSession``: it numbers frames
 (``next_seq``, ``broadcast_event``), sends them to this process's sockets and publishes them
 to the other workers (``_broadcast``, ``_send_local``). Why the lock orders every frame and
-when a run lets the event loop write them out is told once, in ``agent_app.live``. This is
+when a run lets the event loop write them out is told once, in ``agent_app.sessions.live``. This is
 the hot path of a streaming run: it is tuned for speed, so change it only with a benchmark
 (``bench/socket.py``).
 """
@@ -14,7 +14,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agent_app.frame_text import (
+from agent_app.bus.replay import MERGEABLE_EVENTS
+from agent_app.protocol.text import (
     DELTA_FAST_CHARS,
     FRAME_FAST_CHARS,
     agent_event_frame,
@@ -24,12 +25,11 @@ from agent_app.frame_text import (
     fits,
     split_event,
 )
-from agent_app.replay import MERGEABLE_EVENTS
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.serialization import event_to_dict
 
 if TYPE_CHECKING:
-    from agent_app.live import LiveSession
+    from agent_app.sessions.live import LiveSession
 
 __all__ = ["FrameFanout"]
 
@@ -102,7 +102,7 @@ class FrameFanout:
         """Send an event too large for one frame (the caller holds the lock, took ``seq``).
 
         A delta goes out as several frames, numbered in a row, whose deltas concatenate to
-        it; anything else as one shortened frame (``agent_app.frame_text``). Either way
+        it; anything else as one shortened frame (``agent_app.protocol.text``). Either way
         they are broadcast and kept like any frame: replays and resumes see the same ones.
         """
         mergeable = event["type"] in MERGEABLE_EVENTS

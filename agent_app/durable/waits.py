@@ -29,9 +29,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from agent_app import statements
-from agent_app.frame_text import cut_strings, encode_frame
+from agent_app.durable import statements
 from agent_app.models import ChatRun, ReplyWait, RunStatus, WaitKind, WaitStatus
+from agent_app.protocol.text import cut_strings, encode_frame
 
 __all__ = [
     "APPROVAL_EVENT",
@@ -188,7 +188,7 @@ def claim(session_id: str, name: str, payload: dict[str, Any]) -> Claim:
 def resumption(session_id: str) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, datetime]]:
     """What a continuation needs: ``(name, payload)`` of the known replies to the open
     calls, and the deadlines of the open calls still waiting."""
-    from agent_app.store import open_calls
+    from agent_app.durable.store import open_calls
 
     _, open_ids = open_calls(session_id)
     replies: list[tuple[str, dict[str, Any]]] = []

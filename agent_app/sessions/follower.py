@@ -1,6 +1,6 @@
 """The part of a live session that deals with the other workers (with ``REDIS_URL`` only).
 
-``RemoteRuns`` is a mixin of ``agent_app.live.LiveSession``. A worker that has sockets on a
+``RemoteRuns`` is a mixin of ``agent_app.sessions.live.LiveSession``. A worker that has sockets on a
 session but does not run its run *follows* it: it joined the session's group when its first
 socket joined (``_follow``), forwards each batch of frames the owner sends
 (``remote_frames``), replays a reconnecting socket from the shared replay stream
@@ -9,7 +9,7 @@ socket joined (``_follow``), forwards each batch of frames the owner sends
 unrenewed, this worker settles the dead run (``_recover``) and the session is free again.
 The owner, in turn, answers forwarded requests (``serve_remote``) and stops its run if it
 ever loses its lease (``lost_lease``). The mechanics — leases, inboxes, the stream — are
-``agent_app.cluster``'s.
+``agent_app.bus.redis``'s.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agent_app.cluster import Lease, RemoteRun
+from agent_app.bus.redis import Lease, RemoteRun
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from agent_app.live import LiveSession, Subscriber
-    from agent_app.replies import Verdict
+    from agent_app.sessions.live import LiveSession, Subscriber
+    from agent_app.sessions.replies import Verdict
 
 __all__ = ["RemoteRuns"]
 
@@ -151,7 +151,7 @@ class RemoteRuns:
         answer: Callable[[Verdict], Awaitable[None]],
     ) -> Verdict | None:
         """Hand a reply to the worker that runs the run; None if no other worker runs one."""
-        from agent_app.replies import Verdict
+        from agent_app.sessions.replies import Verdict
 
         lease = await self._owner()
         if lease is None:
@@ -196,7 +196,7 @@ class RemoteRuns:
 
     async def serve_remote(self: LiveSession, message: dict[str, Any]) -> None:
         """Answer a reply or ``cancel`` another worker forwarded to this run's owner."""
-        from agent_app.live import NotRunning
+        from agent_app.sessions.live import NotRunning
 
         cluster = self.cluster
         assert cluster is not None

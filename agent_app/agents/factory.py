@@ -25,11 +25,11 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from agent_app.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
-from agent_app.asking import AppAskUserExtension
+from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
+from agent_app.agents.asking import AppAskUserExtension
+from agent_app.agents.tools import TOOLS_NEEDING_APPROVAL, demo_tools
+from agent_app.durable.persistence import OrmPersistenceExtension, settle
 from agent_app.models import WaitStatus
-from agent_app.persistence import OrmPersistenceExtension, settle
-from agent_app.tools import TOOLS_NEEDING_APPROVAL, demo_tools
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.ask_user import ASK_USER_TOOL_NAME
 from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension
@@ -69,7 +69,7 @@ def resolve_model(spec: str | None = None) -> AgentModel:
 
 async def _record_execution(context: AgentRunContext, call: ToolCall) -> None:
     """Before an approved tool runs: after a crash it must not run again (at most once)."""
-    from agent_app import waits
+    from agent_app.durable import waits
 
     await settle(
         database_sync_to_async(waits.mark)(context.session_id, call.id, WaitStatus.EXECUTING)

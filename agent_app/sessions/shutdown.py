@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 if TYPE_CHECKING:
-    from agent_app.live import LiveSessions
+    from agent_app.sessions.live import LiveSessions
 
 __all__ = ["DRAINING_MESSAGE", "draining", "install"]
 

@@ -18,10 +18,10 @@ from typing import Any
 
 from django.conf import settings
 
+from agent_app.durable.runs import run_item
+from agent_app.durable.store import message_from_row
+from agent_app.durable.waits import pending_items
 from agent_app.models import ChatMessage, ChatRun, ChatSession
-from agent_app.runs import run_item
-from agent_app.store import message_from_row
-from agent_app.waits import pending_items
 from zett_agent.serialization import message_to_dict
 
 __all__ = [

@@ -6,7 +6,7 @@ never acted on unaudited: ``record_reply`` writes the ``ExternalEventRecord`` ro
 whose row cannot be written is not delivered at all. ``record_verdict`` fills in who
 accepted it once that is known; a row left at ``None`` means the process died in between.
 
-Every reply that reaches here has passed ``agent_app.protocol.parse_frame``, which refuses
+Every reply that reaches here has passed ``agent_app.protocol.frames.parse_frame``, which refuses
 what a JSON column cannot store (NaN, infinities, NUL, unpaired surrogates, deep nesting),
 so a write fails only when the database itself does (or the session row is gone).
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from agent_app import statements
+from agent_app.durable import statements
 from agent_app.models import ExternalEventRecord
 
 __all__ = ["record_reply", "record_verdict"]

@@ -9,7 +9,7 @@ The one exception is the hot path: a request sends an ``agent_event`` per stream
 so ``agent_event_frame`` builds that frame as a plain dict (the event is already JSON-safe,
 ``zett_agent.serialization.event_to_dict``); ``AgentEventFrame`` documents the same shape
 and the tests hold the two equal. ``encode_frame`` turns any frame into the socket's text;
-it and the 512 KiB rule of outbound frames live in ``agent_app.frame_text`` (re-exported).
+it and the 512 KiB rule of outbound frames live in ``agent_app.protocol.text`` (re-exported).
 
 Hostile input (docs/security.md): ``parse_frame`` never raises anything but ``FrameError``.
 Before any field is looked at, the decoded JSON is walked once, without recursion, and
@@ -33,7 +33,7 @@ import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-from agent_app.frame_text import (
+from agent_app.protocol.text import (
     MAX_OUTBOUND_BYTES,
     TOOL_RESULT_KEEP,
     agent_event_frame,
@@ -388,14 +388,14 @@ class OutboundFrame(BaseModel):
 class SessionFrame(OutboundFrame):
     """Sent once on connect: the newest history, how runs ended, what is running or pending.
 
-    Built as a plain dict by ``agent_app.live`` (its items come from ``agent_app.history``);
-    this model documents the shape and the tests hold the two equal.
+    Built as a plain dict by ``agent_app.sessions.live`` (its items come from
+    ``agent_app.durable.history``); this model documents the shape and the tests hold the two equal.
     """
 
     type: Literal["session"] = "session"
     session_id: str
     title: str
-    #: The newest stored messages, oldest first (``agent_app.history.history_item``).
+    #: The newest stored messages, oldest first (``agent_app.durable.history.history_item``).
     history: list[dict[str, Any]]
     has_more_history: bool
     runs: list[dict[str, Any]]

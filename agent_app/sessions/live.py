@@ -3,20 +3,21 @@
 Where a session's state lives, and who may change it (told once, here):
 
 - **The database** holds what must outlive a process: the messages (written as they settle,
-  ``agent_app.persistence``), the runs (``agent_app.runs``), the waits
-  (``agent_app.waits``), the title, the ``seq`` high-water mark (``agent_app.sequence``).
+  ``agent_app.durable.persistence``), the runs (``agent_app.durable.runs``), the waits
+  (``agent_app.durable.waits``), the title, the ``seq`` high-water mark
+  (``agent_app.durable.sequence``).
 - **This process** holds, per session, a ``LiveSession``: the sockets connected here, the
   active run if this process runs it (its task, its agent, its replay buffer) and the
   ``seq`` block it numbers frames from. It exists while the session has a socket or a
   run here, and is dropped when it has neither.
-- **Other processes** (with ``REDIS_URL``): ``agent_app.cluster`` adds run leases,
-  cross-process fan-out and a shared replay stream, and ``agent_app.remote`` is how a
-  session follows a run another worker runs. Replies are ``agent_app.replies``'.
+- **Other processes** (with ``REDIS_URL``): ``agent_app.bus.redis`` adds run leases,
+  cross-process fan-out and a shared replay stream, and ``agent_app.sessions.follower`` is how a
+  session follows a run another worker runs. Replies are ``agent_app.sessions.replies``'.
 
-``LiveSession`` is built from mixins, one concept a module: ``agent_app.fanout``
-numbers and sends frames, ``agent_app.run_end`` records how a run ends,
-``agent_app.replies`` and ``agent_app.remote`` as above; ``agent_app.live_registry`` holds
-the live sessions of the process (``live_sessions()``).
+``LiveSession`` is built from mixins, one concept a module: ``agent_app.sessions.fanout``
+numbers and sends frames, ``agent_app.sessions.run`` records how a run ends,
+``agent_app.sessions.replies`` and ``agent_app.sessions.follower`` as above;
+``agent_app.sessions.registry`` holds the live sessions of the process (``live_sessions()``).
 
 How a run flows:
 
@@ -37,19 +38,19 @@ How a run flows:
   whenever the run waits (a model's network read, a database write, a reply): frames sent
   in one burst leave together, in one write. A run that does not wait (a model or tool
   that never yields) lets the loop go round at least every 4 ms of events
-  (``agent_app.fanout._let_the_loop_write``), and before a widget's wait.
+  (``agent_app.sessions.fanout._let_the_loop_write``), and before a widget's wait.
 - **Replies** (``external_event``, ``steer``) are handed to the agent under the lock; the
   replying socket gets its ``external_event_result`` before any frame the reply causes, and
   every socket gets ``reply_accepted``. An approved tool records that it starts
   (``executing``) before it runs, so after a crash it is never run again
-  (``agent_app.replies``).
+  (``agent_app.sessions.replies``).
 - **Cancellation**: ``cancel()`` cancels the run task and awaits its end. The runtime
   settles the request (cancelled tool results, waits cancelled, the partial answer stored);
   the task records the outcome and broadcasts ``run_cancelled``. When ``cancel()`` returns,
   nothing of the run is left. A task cancelled before it ever ran is finished by ``cancel``.
 - **Honest restarts**: a run row still ``running`` that no process runs (its process
   died) is settled the next time the session is touched — a socket joins or a message
-  starts a run — by ``agent_app.recovery``: it becomes ``interrupted`` (its open tool calls
+  starts a run — by ``agent_app.durable.recovery``: it becomes ``interrupted`` (its open tool calls
   closed) or ``paused`` (it was waiting for replies that can still be given), and the
   sockets are told.
 """
@@ -67,26 +68,27 @@ from typing import Any, Protocol
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from agent_app import recovery, shutdown
-from agent_app.cluster import Cluster, RemoteRun
-from agent_app.fanout import _STREAK, _TEXT_DELTAS, FrameFanout, _let_the_loop_write
-from agent_app.history import page_before, snapshot
-from agent_app.live_registry import WORKER_ID, AgentFactory, LiveSessions, live_sessions
-from agent_app.models import RunKind, RunStatus
-from agent_app.persistence import (
+from agent_app.bus.redis import Cluster, RemoteRun
+from agent_app.bus.replay import DEFAULT_REPLAY_FRAMES, ReplayBuffer
+from agent_app.durable import recovery
+from agent_app.durable.history import page_before, snapshot
+from agent_app.durable.persistence import (
     ANSWER_AT_END,
     INPUT_STORED,
     RESTORED_HISTORY,
     STREAMED_TEXT,
     settle,
 )
-from agent_app.protocol import RunStartedFrame, encode_frame
-from agent_app.remote import RemoteRuns
-from agent_app.replay import DEFAULT_REPLAY_FRAMES, ReplayBuffer
-from agent_app.replies import ReplyHandling, Verdict
-from agent_app.run_end import RunEnding, _add_usage
-from agent_app.runs import Begun, Creator, StaleRuns, begin_run, user_message_for
-from agent_app.sequence import SeqCounter
+from agent_app.durable.runs import Begun, Creator, StaleRuns, begin_run, user_message_for
+from agent_app.durable.sequence import SeqCounter
+from agent_app.models import RunKind, RunStatus
+from agent_app.protocol.frames import RunStartedFrame, encode_frame
+from agent_app.sessions import shutdown
+from agent_app.sessions.fanout import _STREAK, _TEXT_DELTAS, FrameFanout, _let_the_loop_write
+from agent_app.sessions.follower import RemoteRuns
+from agent_app.sessions.registry import WORKER_ID, AgentFactory, LiveSessions, live_sessions
+from agent_app.sessions.replies import ReplyHandling, Verdict
+from agent_app.sessions.run import RunEnding, _add_usage
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType
 from zett_agent.messages import UserMessage, content_text
@@ -150,20 +152,20 @@ class _Run:
     usage: dict[str, int] = field(default_factory=dict)
     #: Calls of this run with a stored wait (marked done when their result lands).
     waits: set[str] = field(default_factory=set)
-    #: Another worker took over this run's lease (``agent_app.remote.lost_lease``).
+    #: Another worker took over this run's lease (``agent_app.sessions.follower.lost_lease``).
     lease_lost: bool = False
     #: How it ended, once it has.
     outcome: RunStatus | None = None
     #: Its last event announced a wait: it does nothing until a reply or its deadline.
     waiting: bool = False
-    #: Stopped because this process shuts down (``agent_app.shutdown``).
+    #: Stopped because this process shuts down (``agent_app.sessions.shutdown``).
     shutting_down: bool = False
     #: Set once the run's task exists, or its start failed (``cancel`` waits for it).
     launched: asyncio.Event = field(default_factory=asyncio.Event)
     #: The text deltas of the answer streaming now, as sent (a cancelled answer's partial
-    #: text: ``agent_app.persistence.STREAMED_TEXT``).
+    #: text: ``agent_app.durable.persistence.STREAMED_TEXT``).
     streamed: list[str] = field(default_factory=list)
-    #: The final answer's row, stored with the run's end (``agent_app.run_end``).
+    #: The final answer's row, stored with the run's end (``agent_app.sessions.run``).
     at_end: list[Any] = field(default_factory=list)
     #: That answer's ``model_completed`` event (and the completions of its turn that
     #: follow it), held back until the answer is stored.
@@ -181,7 +183,7 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
         self.remote: RemoteRun | None = None
         #: Whether this worker receives the session's frames from others (cluster only).
         self.subscribed = False
-        #: Sockets that saw frames up to this ``seq`` elsewhere (``agent_app.remote``).
+        #: Sockets that saw frames up to this ``seq`` elsewhere (``agent_app.sessions.follower``).
         self.floors: dict[Subscriber, int] = {}
         #: Sockets between ``session()`` and the end of ``join``: the session must not be
         #: dropped under them (they would join a session nobody else can find).
@@ -289,7 +291,7 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
         ``content`` is the user's message. ``replace_last_turn`` (``regenerate``, ``edit``)
         supersedes the last turn first and, with ``content`` None, asks its message again
         (``NothingToReplace`` when there is none). ``resumed_from`` (``content`` None)
-        continues that paused run instead (``agent_app.replies``).
+        continues that paused run instead (``agent_app.sessions.replies``).
         """
         if self._run is not None:
             raise Busy(self._run.request_id)
@@ -415,7 +417,7 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
         return self._run.task if self._run is not None else None
 
     async def stop_for_shutdown(self) -> None:
-        """End the run here for good: this process is about to exit (``agent_app.shutdown``).
+        """End the run here for good: this process is about to exit (``sessions.shutdown``).
 
         A run waiting for a reply is left as it stands in the database (its wait is stored)
         and settled like a run whose process died: paused, answerable elsewhere or later.

@@ -10,7 +10,7 @@ carries the ``seq`` of its last delta and remembers where each original delta en
 replay stays complete and in order, and a client that resumes from inside a merged run
 still receives exactly the part it had not seen. Only deltas are merged; a run's other
 frames are few (a handful per model call and tool), so they are kept as they are. A merged
-frame stays within the frame budget (``agent_app.frame_text``): a run of deltas too long for
+frame stays within the frame budget (``agent_app.protocol.text``): a run of deltas too long for
 one frame is merged into several, each as large as fits.
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_app.frame_text import FRAME_BUDGET, encode_frame, text_bytes
+from agent_app.protocol.text import FRAME_BUDGET, encode_frame, text_bytes
 
 __all__ = ["DEFAULT_REPLAY_FRAMES", "MERGEABLE_EVENTS", "ReplayBuffer", "text_from_fields"]
 

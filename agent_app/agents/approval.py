@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent_app.waits import digest_of
+from agent_app.durable.waits import digest_of
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.extensions.events import PhaseTransitionEvent
 from zett_agent.extensions.external import (

@@ -1,9 +1,9 @@
 """The process-wide registry of live sessions: which sessions are live on this event loop.
 
 ``live_sessions()`` gives the running loop's ``LiveSessions``, which brings a session's
-``agent_app.live.LiveSession`` up when a socket or a run needs it and drops it once it has
-neither (``drop_if_idle``); with ``REDIS_URL`` it owns the ``agent_app.cluster.Cluster``.
-What a live session holds and who may change it is told once, in ``agent_app.live``.
+``agent_app.sessions.live.LiveSession`` up when a socket or a run needs it and drops it once it has
+neither (``drop_if_idle``); with ``REDIS_URL`` it owns the ``agent_app.bus.redis.Cluster``.
+What a live session holds and who may change it is told once, in ``agent_app.sessions.live``.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from agent_app import shutdown
-from agent_app.agents import build_agent
-from agent_app.cluster import Cluster
+from agent_app.agents.factory import build_agent
+from agent_app.bus.redis import Cluster
+from agent_app.sessions import shutdown
 from zett_agent.agent import Agent
 
 if TYPE_CHECKING:
-    from agent_app.live import LiveSession
+    from agent_app.sessions.live import LiveSession
 
 __all__ = ["WORKER_ID", "AgentFactory", "LiveSessions", "live_sessions"]
 
@@ -51,7 +51,7 @@ class LiveSessions:
         """The live session of ``session_id``, brought up if needed."""
         live = self._sessions.get(session_id)
         if live is None:
-            from agent_app.live import LiveSession  # (it imports this module)
+            from agent_app.sessions.live import LiveSession  # (it imports this module)
 
             live = self._sessions[session_id] = LiveSession(self, session_id)
         return live

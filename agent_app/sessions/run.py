@@ -1,13 +1,13 @@
 """How a run ends here: its outcome stored, then its last frame sent to every socket.
 
-``RunEnding`` is a mixin of ``agent_app.live.LiveSession``: ``_finish`` is a run's last act,
+``RunEnding`` is a mixin of ``sessions.live.LiveSession``: ``_finish`` is a run's last act,
 whether it completed, failed, was cancelled or was interrupted; ``_record_end`` stores the
-outcome (``agent_app.runs.end_run``, its usage summed by ``_add_usage``) and broadcasts the
+outcome (``agent_app.durable.runs.end_run``, its usage summed by ``_add_usage``) and broadcasts the
 run's last frame (``_outcome_frame``) under the session's lock. Cancellation and the lock
-are told once, in ``agent_app.live``.
+are told once, in ``agent_app.sessions.live``.
 
 The run's final answer is stored here too, in the same transaction as its end: the
-persistence extension hands it over (``agent_app.persistence.ANSWER_AT_END``) instead of
+persistence extension hands it over (``agent_app.durable.persistence.ANSWER_AT_END``) instead of
 writing it, which saves a run one database round trip and one transaction. No frame says
 more than the database holds: the answer's ``model_completed`` frame is held back
 (``_Run.held``) and sent just before the run's last frame, once both are stored. If the run
@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
 
-from agent_app import recovery
-from agent_app.frame_text import encode_frame, event_frame_text
+from agent_app.durable import recovery
+from agent_app.durable.persistence import settle, write_pending
+from agent_app.durable.runs import end_run
 from agent_app.models import RunStatus
-from agent_app.persistence import settle, write_pending
-from agent_app.protocol import RunCancelledFrame, RunFailedFrame
-from agent_app.runs import end_run
+from agent_app.protocol.frames import RunCancelledFrame, RunFailedFrame
+from agent_app.protocol.text import encode_frame, event_frame_text
 
 if TYPE_CHECKING:
-    from agent_app.live import LiveSession, _Run
+    from agent_app.sessions.live import LiveSession, _Run
 
 __all__ = ["RunEnding"]
 

@@ -17,7 +17,7 @@ check compares all of it — scheme, host and port — with the origins allowed:
 ``Origin`` at all does not come from a browser (a CLI, a script, a test's
 ``WebsocketCommunicator``): it carries no ambient browser credentials to abuse, and could
 send any ``Origin`` it liked anyway, so it is let through; the access rules of
-``agent_app.access`` still apply to it.
+``agent_app.guard.access`` still apply to it.
 """
 
 from __future__ import annotations

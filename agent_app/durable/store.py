@@ -41,8 +41,8 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from agent_app.durable.statements import insert
 from agent_app.models import TITLE_LENGTH, ChatMessage, ChatRun, ChatSession, RunStatus
-from agent_app.statements import insert
 from zett_agent.history import valid_history
 from zett_agent.messages import (
     AnyMessage,
@@ -196,7 +196,7 @@ def bump_version(
 
     One ``UPDATE … RETURNING`` (PostgreSQL, and SQLite since 3.35) that also reads the
     highest message position (an index lookup), where the caller's rows go next, and with
-    ``count_unsettled`` the runs no ending has settled (``agent_app.runs.begin_run``'s
+    ``count_unsettled`` the runs no ending has settled (``agent_app.durable.runs.begin_run``'s
     check, read under the row's lock at no extra round trip): this runs for every stored
     message, so it is written out rather than built by the ORM each call.
     """
@@ -352,7 +352,7 @@ def restore_history(
 def message_saved_through_the_orm(
     sender: type[ChatMessage], instance: ChatMessage, raw: bool = False, **kwargs: Any
 ) -> None:
-    """``post_save`` receiver: a row written past ``agent_app.store`` makes caches stale."""
+    """``post_save`` receiver: a row written past ``agent_app.durable.store`` makes caches stale."""
     if raw:  # loaddata: the fixture carries its sessions' versions
         return
     ChatSession.objects.filter(pk=instance.session_id).update(

@@ -1,6 +1,6 @@
 """Replies to a session: answers, approvals and steers, live or for a paused run.
 
-``ReplyHandling`` is the part of ``agent_app.live.LiveSession`` that takes replies. A reply
+``ReplyHandling`` is the part of ``agent_app.sessions.live.LiveSession`` that takes replies. A reply
 is tried, in this order (all under the session's lock, so two replies never race):
 
 1. **the run waiting in memory** — ``Agent.emit_external_event``; an accepted answer to a
@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
 
-from agent_app import waits
+from agent_app.durable import waits
+from agent_app.durable.persistence import settle
 from agent_app.models import RunKind, WaitKind, WaitStatus
-from agent_app.persistence import settle
-from agent_app.protocol import encode_frame
+from agent_app.protocol.frames import encode_frame
 from zett_agent.agent import AgentRunConfig
 from zett_agent.extensions.external import ExternalEvent
 
 if TYPE_CHECKING:
-    from agent_app.live import LiveSession, _Run
+    from agent_app.sessions.live import LiveSession, _Run
 
 __all__ = ["ReplyHandling", "Verdict"]
 
@@ -185,7 +185,7 @@ class ReplyHandling:
 
     async def resume(self: LiveSession, paused_request_id: str) -> str | None:
         """Start a run that continues a paused one; None if another run is active."""
-        from agent_app.live import Busy
+        from agent_app.sessions.live import Busy
 
         try:
             return await self.start(None, kind=RunKind.RESUME, resumed_from=paused_request_id)

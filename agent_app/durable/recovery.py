@@ -33,10 +33,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from agent_app.durable.sequence import reserve_block
+from agent_app.durable.store import RowMeta, bump_version, insert_rows, open_calls
+from agent_app.durable.waits import LIVE_STATUSES, pending_item, record_wait
 from agent_app.models import ChatRun, ChatSession, ReplyWait, RunStatus, WaitStatus
-from agent_app.sequence import reserve_block
-from agent_app.store import RowMeta, bump_version, insert_rows, open_calls
-from agent_app.waits import LIVE_STATUSES, pending_item, record_wait
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
 
 __all__ = [
@@ -235,7 +235,7 @@ def _expired_reply(wait: ReplyWait) -> dict[str, Any]:
 
 def _start_wait(session_id: str, run: ChatRun, call: ToolCall, now: Any) -> bool:
     """Store the wait a never-started call will need, so the user can answer it now."""
-    from agent_app.agents import describe_wait
+    from agent_app.agents.factory import describe_wait
 
     described = describe_wait(session_id, call)
     if described is None:

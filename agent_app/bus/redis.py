@@ -2,7 +2,7 @@
 
 With ``REDIS_URL`` set, any worker may hold any socket of any session; nothing is sticky.
 Where each piece of shared state lives, and who changes it (the rest of the story is in
-``agent_app.live``):
+``agent_app.sessions.live``):
 
 - **The run lease** — Redis key ``zett:lease:<session>`` holding ``{worker, channel,
   request_id}``, set with ``SET NX PX``: at most one run per session across all processes.
@@ -16,7 +16,7 @@ Where each piece of shared state lives, and who changes it (the rest of the stor
   Frames carry ``seq`` and the ``seq`` of the frame before, so a worker skips frames it
   already sent (its own, a replay's) and notices a gap (a lost message) and fills it from
   the replay stream.
-- **Replay** — the lease holder mirrors its run's replay buffer (``agent_app.replay``) to
+- **Replay** — the lease holder mirrors its run's replay buffer (``agent_app.bus.replay``) to
   the Redis stream ``zett:replay:<session>``, whose entry ids are the frames' ``seq``: a
   socket that reconnects to any worker is replayed from there.
 - **Requests to the owner** — a ``external_event``, ``steer`` or ``cancel`` that reaches a
@@ -25,7 +25,7 @@ Where each piece of shared state lives, and who changes it (the rest of the stor
   forwards any frame that followed (one inbox, read in order).
 - **Failover** — a worker with sockets on a session whose run another worker holds watches
   the lease. When it expires unrenewed, the watcher takes the lease itself, settles the run
-  as ``agent_app.recovery`` does after a restart (``interrupted`` or ``paused``), tells the
+  as ``agent_app.durable.recovery`` does after a restart (``interrupted`` or ``paused``), tells the
   sockets, and lets the lease go: the session accepts new messages at once.
 """
 
@@ -43,11 +43,11 @@ import redis.asyncio as aioredis
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from agent_app.redis_pool import pooled_redis
-from agent_app.replay import text_from_fields
+from agent_app.bus.pool import pooled_redis
+from agent_app.bus.replay import text_from_fields
 
 if TYPE_CHECKING:
-    from agent_app.live import LiveSessions
+    from agent_app.sessions.live import LiveSessions
 
 __all__ = ["Cluster", "Lease", "RemoteRun", "group_name"]
 
@@ -57,7 +57,7 @@ logger = logging.getLogger(__name__)
 BATCH_FRAMES = 256
 #: How long a worker waits for the owner's answer to a forwarded request, in seconds.
 CALL_TIMEOUT = 10.0
-#: How long a Redis command waits for a free connection (``agent_app.redis_pool``).
+#: How long a Redis command waits for a free connection (``agent_app.bus.pool``).
 CONNECTION_WAIT = 10.0
 #: How long the replay stream of an ended run is kept (a late gap can still be filled).
 REPLAY_TTL_S = 120

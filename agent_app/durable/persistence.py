@@ -1,6 +1,6 @@
 """``OrmPersistenceExtension``: a session's conversation lives in the database, written ahead.
 
-Restoring: ``on_state`` puts the session's stored history (``agent_app.store``) before the
+Restoring: ``on_state`` puts the session's stored history (``agent_app.durable.store``) before the
 request's own messages, at the cost of one copy of the references however long the chat;
 a run the app starts hands over the history ``begin_run`` read in its own round trip
 (``RESTORED_HISTORY``), so restoring costs no database work of its own.
@@ -9,7 +9,7 @@ batch too, so the runtime can run the open calls.
 
 Writing, as each message settles (never all at the end of a request):
 
-- the user's message: already stored by ``agent_app.runs.begin_run`` before the agent was
+- the user's message: already stored by ``agent_app.durable.runs.begin_run`` before the agent was
   built, when the request's metadata says so (``INPUT_STORED``); otherwise it is written
   when the runtime appends it, which is still before the model is called;
 - each answer of the model as soon as its response is known (``after_model``, which the
@@ -17,7 +17,7 @@ Writing, as each message settles (never all at the end of a request):
   abnormally, the stop reason; anything that happens before that (another message, the
   request's end, a cancellation) writes it first. A caller that stores the run's end itself
   may take over a final answer (no tool calls): it hands over a list (``ANSWER_AT_END``,
-  as ``agent_app.live`` does), ``after_model`` puts the answer there instead of writing it,
+  as ``agent_app.sessions.live`` does), ``after_model`` puts the answer there instead of writing it,
   and the caller stores it in the transaction that records the run's end (one write
   instead of two), holding back the answer's ``model_completed`` frame until then.
   Anything else that comes first (another message, a cancellation, a failure) still writes
@@ -27,7 +27,7 @@ Writing, as each message settles (never all at the end of a request):
 - on cancellation, the answer that was streaming, as far as it got, marked partial: the user
   saw that text, and the model is told about it later like about any answer. A caller that
   shows the text deltas itself hands over the list it collects them in (``STREAMED_TEXT``,
-  as ``agent_app.live`` does), so the model's stream is not wrapped for every delta;
+  as ``agent_app.sessions.live`` does), so the model's stream is not wrapped for every delta;
   otherwise ``on_model_request`` watches the stream.
 
 Cancellation can never drop a write that was due: each write is shielded and finished
@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from channels.db import database_sync_to_async
 
-from agent_app.store import RowMeta, append_rows, restore_history
+from agent_app.durable.store import RowMeta, append_rows, restore_history
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import MessageAppendedEvent, RunCancelledEvent
 from zett_agent.messages import AssistantMessage, SystemMessage, UserMessage
@@ -167,7 +167,7 @@ class OrmPersistenceExtension(AgentExtension):
             at_end=context.metadata.pop(ANSWER_AT_END, None),
         )
         # One copy of the references, no work per message: a turn's cost does not grow
-        # with the length of the conversation (``agent_app.store`` keeps it validated).
+        # with the length of the conversation (``agent_app.durable.store`` keeps it validated).
         context.restore_messages(history)
 
     def on_model_request(
