@@ -71,7 +71,10 @@ from agent_app.protocol.frames import (
     parse_frame,
     steering_refusal,
 )
-from agent_app.sessions.live import Busy, LiveSession, NotRunning, Verdict, live_sessions
+from agent_app.sessions.errors import Busy, NotRunning
+from agent_app.sessions.live import LiveSession
+from agent_app.sessions.registry import live_sessions
+from agent_app.sessions.replies import Verdict
 
 __all__ = ["FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer"]
 

@@ -28,7 +28,7 @@ from django.core.exceptions import ImproperlyConfigured
 from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
 from agent_app.agents.asking import AppAskUserExtension
 from agent_app.agents.tools import TOOLS_NEEDING_APPROVAL, demo_tools
-from agent_app.durable.persistence import OrmPersistenceExtension, settle
+from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import WaitStatus
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.ask_user import ASK_USER_TOOL_NAME
@@ -71,7 +71,7 @@ async def _record_execution(context: AgentRunContext, call: ToolCall) -> None:
     """Before an approved tool runs: after a crash it must not run again (at most once)."""
     from agent_app.durable import waits
 
-    await settle(
+    await shielded(
         database_sync_to_async(waits.mark)(context.session_id, call.id, WaitStatus.EXECUTING)
     )
 

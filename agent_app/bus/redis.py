@@ -1,8 +1,8 @@
-"""Many worker processes, one session: leases, fan-out and replay over Redis.
+"""``RedisBus``: the session bus of many worker processes — leases, fan-out and replay over Redis.
 
 With ``REDIS_URL`` set, any worker may hold any socket of any session; nothing is sticky.
 Where each piece of shared state lives, and who changes it (the rest of the story is in
-``agent_app.sessions.live``):
+``agent_app.bus.base`` and ``agent_app.sessions.live``):
 
 - **The run lease** — Redis key ``zett:lease:<session>`` holding ``{worker, channel,
   request_id}``, set with ``SET NX PX``: at most one run per session across all processes.
@@ -32,24 +32,21 @@ Where each piece of shared state lives, and who changes it (the rest of the stor
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis.asyncio as aioredis
 from channels.layers import get_channel_layer
 from django.conf import settings
 
+from agent_app.bus.base import BusListener, Lease, Marker
 from agent_app.bus.pool import pooled_redis
 from agent_app.bus.replay import text_from_fields
 
-if TYPE_CHECKING:
-    from agent_app.sessions.live import LiveSessions
-
-__all__ = ["Cluster", "Lease", "RemoteRun", "group_name"]
+__all__ = ["RedisBus", "group_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,40 +85,6 @@ def _replay_key(session_id: str) -> str:
     return f"zett:replay:{session_id}"
 
 
-@dataclass(frozen=True, slots=True)
-class Lease:
-    """Who runs a session's run: the worker, its inbox channel, the request."""
-
-    worker: str
-    channel: str
-    request_id: str
-
-    def encode(self) -> str:
-        return json.dumps(
-            {"worker": self.worker, "channel": self.channel, "request_id": self.request_id}
-        )
-
-    @classmethod
-    def decode(cls, raw: bytes | str | None) -> Lease | None:
-        if raw is None:
-            return None
-        try:
-            data = json.loads(raw)
-            return cls(str(data["worker"]), str(data["channel"]), str(data["request_id"]))
-        except (ValueError, KeyError, TypeError):
-            return None
-
-
-@dataclass(eq=False)
-class RemoteRun:
-    """A run of this session that another worker runs."""
-
-    request_id: str
-    #: Its lease, once read (a run learnt of from its first frame has none yet).
-    lease: Lease | None = None
-    watcher: asyncio.Task[None] | None = None
-
-
 @dataclass(eq=False)
 class _Outbox:
     """Frames a session's lease holder has yet to send to the other workers."""
@@ -131,11 +94,11 @@ class _Outbox:
     drained: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-class Cluster:
+class RedisBus:
     """This process's part in the cluster: its inbox, its leases, its fan-out."""
 
-    def __init__(self, registry: LiveSessions, url: str, worker: str) -> None:
-        self.registry = registry
+    def __init__(self, listener: BusListener, url: str, worker: str) -> None:
+        self.listener = listener
         self.worker = worker
         self.redis = pooled_redis(url, wait=CONNECTION_WAIT)
         self.layer = get_channel_layer()
@@ -233,9 +196,7 @@ class Cluster:
                         lease.request_id,
                     )
                     self._held.pop(session_id, None)
-                    live = self.registry.get(session_id)
-                    if live is not None:
-                        self._spawn(live.lost_lease(lease.request_id))
+                    self._spawn(self.listener.lease_lost(session_id, lease.request_id))
 
     # --- fan-out -----------------------------------------------------------------------
 
@@ -277,7 +238,7 @@ class Cluster:
         self, session_id: str, request_id: str, entries: list[tuple[int, dict[str, str]]]
     ) -> None:
         """Queue a rewrite of the replay stream (the owner merged its buffer), in order."""
-        self.publish(session_id, [None, None, entries, "rewrite", request_id])
+        self.publish(session_id, [None, None, entries, Marker.REWRITE, request_id])
 
     async def _flush(self, session_id: str, outbox: _Outbox) -> None:
         """Send the queued frames, batch by batch, in order: mirrored first, then fanned out."""
@@ -308,17 +269,17 @@ class Cluster:
         frames = []
         for frame in batch:
             seq, _prev, text, marker, request_id = frame
-            if marker == "rewrite":
+            if marker == Marker.REWRITE:
                 pipe.delete(key)
                 for entry_seq, fields in text:
                     pipe.xadd(key, {**fields, "r": request_id}, id=f"{entry_seq}-0")
                 continue
             frames.append(frame)
-            if marker == "start":
+            if marker == Marker.START:
                 pipe.delete(key)
-            if marker in ("", "start"):
+            if marker == Marker.KEPT or marker == Marker.START:
                 pipe.xadd(key, {"t": text, "r": request_id}, id=f"{seq}-0")
-            elif marker == "end":
+            elif marker == Marker.END:
                 pipe.expire(key, REPLAY_TTL_S)
         group = group_name(session_id)
         message = {
@@ -401,9 +362,7 @@ class Cluster:
         if kind == "zett.frames":
             if message.get("worker") == self.worker:
                 return  # our own frames: our sockets already have them
-            live = self.registry.get(message["session"])
-            if live is not None:
-                await live.remote_frames(message["frames"])
+            await self.listener.session_frames(message["session"], message["frames"])
         elif kind == "zett.answer":
             pending = self._calls.get(message["ticket"])
             if pending is not None:
@@ -412,8 +371,7 @@ class Cluster:
                 if not future.done():
                     future.set_result(message)
         elif kind in ("zett.deliver", "zett.cancel"):
-            live = self.registry.session(message["session"])
-            self._spawn(live.serve_remote(message))
+            self._spawn(self.listener.owner_request(message["session"], message))
 
     def _spawn(self, work: Awaitable[None]) -> None:
         """Run ``work`` in a task of its own, kept until it ends."""

@@ -3,21 +3,21 @@
 Restoring: ``on_state`` puts the session's stored history (``agent_app.durable.store``) before the
 request's own messages, at the cost of one copy of the references however long the chat;
 a run the app starts hands over the history ``begin_run`` read in its own round trip
-(``RESTORED_HISTORY``), so restoring costs no database work of its own.
+(``RunSeams.restored_history``), so restoring costs no database work of its own.
 A request that resumes a paused run (``context.resuming``) gets its last, still open tool
 batch too, so the runtime can run the open calls.
 
-Writing, as each message settles (never all at the end of a request):
+Writing, as each message is complete (never all at the end of a request):
 
 - the user's message: already stored by ``agent_app.durable.runs.begin_run`` before the agent was
-  built, when the request's metadata says so (``INPUT_STORED``); otherwise it is written
+  built, when the request's ``RunSeams`` say so (``input_stored``); otherwise it is written
   when the runtime appends it, which is still before the model is called;
 - each answer of the model as soon as its response is known (``after_model``, which the
   runtime calls right after appending it), with its token usage and, when the model stopped
   abnormally, the stop reason; anything that happens before that (another message, the
   request's end, a cancellation) writes it first. A caller that stores the run's end itself
-  may take over a final answer (no tool calls): it hands over a list (``ANSWER_AT_END``,
-  as ``agent_app.sessions.live`` does), ``after_model`` puts the answer there instead of writing it,
+  may take over a final answer (no tool calls): it hands over a list (``RunSeams.at_end``,
+  as ``agent_app.sessions.run`` does), ``after_model`` puts the answer there instead of writing it,
   and the caller stores it in the transaction that records the run's end (one write
   instead of two), holding back the answer's ``model_completed`` frame until then.
   Anything else that comes first (another message, a cancellation, a failure) still writes
@@ -26,12 +26,12 @@ Writing, as each message settles (never all at the end of a request):
 - a steering message when it is appended (marked as steering);
 - on cancellation, the answer that was streaming, as far as it got, marked partial: the user
   saw that text, and the model is told about it later like about any answer. A caller that
-  shows the text deltas itself hands over the list it collects them in (``STREAMED_TEXT``,
-  as ``agent_app.sessions.live`` does), so the model's stream is not wrapped for every delta;
+  shows the text deltas itself hands over the list it collects them in (``RunSeams.streamed``,
+  as ``agent_app.sessions.run`` does), so the model's stream is not wrapped for every delta;
   otherwise ``on_model_request`` watches the stream.
 
 Cancellation can never drop a write that was due: each write is shielded and finished
-before the ``CancelledError`` goes on (``settle``), and the runtime awaits this hook before
+before the ``CancelledError`` goes on (``shielded``), and the runtime awaits this hook before
 it lets the cancellation reach its caller.
 """
 
@@ -59,28 +59,40 @@ if TYPE_CHECKING:
     from zett_agent.model import ModelEvent, ModelRequest, ModelResponse
 
 __all__ = [
-    "ANSWER_AT_END",
-    "INPUT_STORED",
-    "RESTORED_HISTORY",
-    "STREAMED_TEXT",
+    "RUN_SEAMS",
     "OrmPersistenceExtension",
-    "settle",
+    "RunSeams",
+    "shielded",
     "write_pending",
 ]
 
-#: Request metadata key: ``True`` when the input message is already stored.
-INPUT_STORED = "zett.input_stored"
-#: Request metadata: the history as the run's write-ahead step read it (``begin_run``),
-#: user message last; restored without another database round trip.
-RESTORED_HISTORY = "zett.restored_history"
+#: The one request-metadata key of this extension: its value is a ``RunSeams``.
+RUN_SEAMS = "zett.run_seams"
 
-#: Request metadata: a list the caller appends every text delta to as it shows it; read
-#: for a cancelled answer's partial text (the extension then leaves the stream alone).
-STREAMED_TEXT = "zett.streamed_text"
 
-#: Request metadata: a list the caller stores with the run's end; a final answer goes there
-#: (with its row's metadata) instead of being written by ``after_model``.
-ANSWER_AT_END = "zett.answer_at_end"
+@dataclass(slots=True)
+class RunSeams:
+    """What a caller that runs the agent shares with this extension, for one request.
+
+    Passed in the request's metadata (``metadata()``); each field is optional.
+    """
+
+    #: The input message is stored already (``begin_run``): not written again.
+    input_stored: bool = False
+    #: The history as the run's write-ahead step read it (``begin_run``), user message
+    #: last; restored without another database round trip.
+    restored_history: list[Any] | None = None
+    #: A list the caller appends every text delta to as it shows it; read for a cancelled
+    #: answer's partial text (the extension then leaves the stream alone).
+    streamed: list[str] | None = None
+    #: A list the caller stores with the run's end; a final answer goes there (with its
+    #: row's metadata) instead of being written by ``after_model``.
+    at_end: list[tuple[AssistantMessage, RowMeta]] | None = None
+
+    def metadata(self) -> dict[str, Any]:
+        """The request metadata that hands these seams over."""
+        return {RUN_SEAMS: self}
+
 
 T = TypeVar("T")
 
@@ -90,7 +102,7 @@ logger = logging.getLogger(__name__)
 _append_rows = database_sync_to_async(append_rows)
 
 
-async def settle(awaitable: Awaitable[T]) -> T:
+async def shielded(awaitable: Awaitable[T]) -> T:
     """Await ``awaitable`` to its end even if the caller is cancelled meanwhile.
 
     The write runs in a task of its own; a cancellation that arrives while it runs is held
@@ -115,11 +127,11 @@ async def settle(awaitable: Awaitable[T]) -> T:
 
 
 async def write_pending(session_id: str, request_id: str, pending: list[Any]) -> None:
-    """Write now what an ``ANSWER_AT_END`` list holds, and empty it (shielded: ``settle``)."""
+    """Write now what a ``RunSeams.at_end`` list holds, and empty it (``shielded``)."""
     if pending:
         entries = pending[:]
         pending.clear()
-        await settle(_append_rows(session_id, request_id, entries))
+        await shielded(_append_rows(session_id, request_id, entries))
 
 
 @dataclass
@@ -136,12 +148,12 @@ class _Request:
     calling: bool = False
     #: That answer, appended and waiting for ``after_model`` (which knows its usage).
     answer: AssistantMessage | None = None
-    #: The caller's ``ANSWER_AT_END`` list, if it handed one over.
+    #: The caller's ``RunSeams.at_end`` list, if it handed one over.
     at_end: list[tuple[AssistantMessage, RowMeta]] | None = None
 
 
 class OrmPersistenceExtension(AgentExtension):
-    """Restores a session's history from the ORM and stores every message as it settles."""
+    """Restores a session's history from the ORM and stores every message once complete."""
 
     #: Restore before other extensions look at the context in their own ``on_state``.
     priority = 10
@@ -150,21 +162,24 @@ class OrmPersistenceExtension(AgentExtension):
         self._requests: dict[str, _Request] = {}
 
     async def on_state(self, context: AgentRunContext) -> None:
-        history = context.metadata.pop(RESTORED_HISTORY, None)
+        seams = context.metadata.pop(RUN_SEAMS, None)
+        if not isinstance(seams, RunSeams):
+            seams = RunSeams()
+        history = seams.restored_history
         if history is None:
             history = await database_sync_to_async(restore_history)(
                 context.session_id, keep_open_tail=context.resuming
             )
-        input_stored = context.metadata.get(INPUT_STORED) is True
+        input_stored = seams.input_stored
         if input_stored and history and history[-1] == context.input_message:
             history.pop()  # stored ahead as the last row; the runtime appends it itself
-        streamed = context.metadata.pop(STREAMED_TEXT, None)
+        streamed = seams.streamed
         self._requests[context.request_id] = _Request(
             input_stored=input_stored,
             input_message=context.input_message,
             streamed=[] if streamed is None else streamed,
             watch_stream=streamed is None,
-            at_end=context.metadata.pop(ANSWER_AT_END, None),
+            at_end=seams.at_end,
         )
         # One copy of the references, no work per message: a turn's cost does not grow
         # with the length of the conversation (``agent_app.durable.store`` keeps it validated).
@@ -256,7 +271,7 @@ class OrmPersistenceExtension(AgentExtension):
         return RowMeta()
 
     async def _write(self, context: AgentRunContext, message: Any, meta: RowMeta) -> None:
-        await settle(_append_rows(context.session_id, context.request_id, [(message, meta)]))
+        await shielded(_append_rows(context.session_id, context.request_id, [(message, meta)]))
 
 
 async def _watched(

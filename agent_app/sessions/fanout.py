@@ -1,20 +1,25 @@
-"""Frame fan-out: how one numbered frame reaches every socket of a session.
+"""Fan-out: the feed of one session, how one numbered frame reaches every socket.
 
-``FrameFanout`` is a mixin of ``agent_app.sessions.live.LiveSession``: it numbers frames
-(``next_seq``, ``broadcast_event``), sends them to this process's sockets and publishes them
-to the other workers (``_broadcast``, ``_send_local``). Why the lock orders every frame and
-when a run lets the event loop write them out is told once, in ``agent_app.sessions.live``. This is
-the hot path of a streaming run: it is tuned for speed, so change it only with a benchmark
-(``bench/socket.py``).
+A ``Feed`` holds the sockets of a session in this process, the lock that orders every frame
+they see, the ``seq`` numbering and the run's replay buffer. It numbers frames
+(``next_seq``, ``broadcast_event``), sends them to this process's sockets (``send_local``)
+and publishes them on the session bus to the other workers (``broadcast``). Why the lock
+orders every frame and when a run lets the event loop write them out is told once, in
+``agent_app.sessions.live``. This is the hot path of a streaming run: it is tuned for
+speed, so change it only with a benchmark (``bench/socket.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from agent_app.bus.replay import MERGEABLE_EVENTS
+from django.conf import settings
+
+from agent_app.bus.base import Marker, SessionBus
+from agent_app.bus.replay import DEFAULT_REPLAY_FRAMES, MERGEABLE_EVENTS, ReplayBuffer
+from agent_app.durable.sequence import SeqCounter
 from agent_app.protocol.text import (
     DELTA_FAST_CHARS,
     FRAME_FAST_CHARS,
@@ -28,35 +33,52 @@ from agent_app.protocol.text import (
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.serialization import event_to_dict
 
-if TYPE_CHECKING:
-    from agent_app.sessions.live import LiveSession
-
-__all__ = ["FrameFanout"]
+__all__ = ["STREAK_SECONDS", "TEXT_DELTAS", "Feed", "Subscriber", "let_the_loop_write"]
 
 logger = logging.getLogger(__name__)
 
 E = AgentEventType
 #: Deltas whose frame is built as text straight from the event (``encode_delta_frame``).
-_TEXT_DELTAS = frozenset(
+TEXT_DELTAS = frozenset(
     {E.TEXT_DELTA, E.REASONING_DELTA, E.COMPACTION_TEXT_DELTA, E.COMPACTION_REASONING_DELTA}
 )
 #: Of those, the ones the replay buffer may merge (``MERGEABLE_EVENTS``).
-_MERGEABLE_DELTAS = frozenset(kind for kind in _TEXT_DELTAS if kind.value in MERGEABLE_EVENTS)
+_MERGEABLE_DELTAS = frozenset(kind for kind in TEXT_DELTAS if kind.value in MERGEABLE_EVENTS)
 #: Longest a run keeps the event loop to itself while it streams deltas, in seconds.
-_STREAK = 0.004
+STREAK_SECONDS = 0.004
+_KEPT = (Marker.KEPT, Marker.START)
 
 
-class FrameFanout:
-    """Numbering and sending frames (a mixin of ``LiveSession``; see the module docstring)."""
+class Subscriber(Protocol):
+    """A socket of the session: the feed only ever sends it encoded frames."""
 
-    async def next_seq(self: LiveSession) -> int:
+    async def send_text(self, text: str) -> None: ...
+
+
+class Feed:
+    """The sockets, the frame numbering and the replay buffer of one session here."""
+
+    def __init__(self, session_id: str, bus: SessionBus) -> None:
+        self.session_id = session_id
+        self.bus = bus
+        #: Orders every frame every socket sees (``agent_app.sessions.live``).
+        self.lock = asyncio.Lock()
+        self.seq = SeqCounter(session_id)
+        #: The last ``seq`` sent from here.
+        self.last_seq = 0
+        self.replay = ReplayBuffer(
+            int(getattr(settings, "ZETT_REPLAY_FRAMES", 0) or 0) or DEFAULT_REPLAY_FRAMES
+        )
+        self.sockets: list[Subscriber] = []
+        #: Sockets that saw frames up to this ``seq`` elsewhere (``agent_app.sessions.follower``).
+        self.floors: dict[Subscriber, int] = {}
+
+    async def next_seq(self) -> int:
         """The next frame number (the caller holds the lock)."""
         seq = self.seq.take_nowait()
         return seq if seq is not None else await self.seq.take()
 
-    async def broadcast_event(
-        self: LiveSession, request_id: str, event: dict[str, Any] | AgentEvent
-    ) -> None:
+    async def broadcast_event(self, request_id: str, event: dict[str, Any] | AgentEvent) -> None:
         """Number one agent event and send it to every socket, in the same order for all.
 
         ``event`` is ``event_to_dict``'s output, or, for a text, reasoning or compaction
@@ -64,9 +86,9 @@ class FrameFanout:
         (``encode_delta_frame``, the same text). One length check tells the rare event
         too large for a frame (``_broadcast_large``) from the rest.
         """
-        if type(event) is not dict and event.type not in _TEXT_DELTAS:
+        if type(event) is not dict and event.type not in TEXT_DELTAS:
             event = event_to_dict(event)  # only deltas take the text path
-        lock = self._lock
+        lock = self.lock
         await lock.acquire()  # (``async with`` costs two more coroutines per event)
         try:
             seq = self.seq.take_nowait()
@@ -92,13 +114,11 @@ class FrameFanout:
                     event.delta,
                 )
                 mergeable = kind in _MERGEABLE_DELTAS
-            await self._broadcast(seq, text, mergeable=mergeable, request_id=request_id)
+            await self.broadcast(seq, text, mergeable=mergeable, request_id=request_id)
         finally:
             lock.release()
 
-    async def _broadcast_large(
-        self: LiveSession, seq: int, request_id: str, event: dict[str, Any]
-    ) -> None:
+    async def _broadcast_large(self, seq: int, request_id: str, event: dict[str, Any]) -> None:
         """Send an event too large for one frame (the caller holds the lock, took ``seq``).
 
         A delta goes out as several frames, numbered in a row, whose deltas concatenate to
@@ -110,38 +130,33 @@ class FrameFanout:
             if index:
                 seq = await self.next_seq()
             text = event_frame_text(seq, request_id, piece)
-            await self._broadcast(seq, text, mergeable=mergeable, request_id=request_id)
+            await self.broadcast(seq, text, mergeable=mergeable, request_id=request_id)
 
-    async def _broadcast(
-        self: LiveSession,
+    async def broadcast(
+        self,
         seq: int,
         text: str,
         *,
-        marker: str = "",
+        marker: Marker = Marker.KEPT,
         mergeable: bool = False,
         request_id: str | None = None,
     ) -> None:
         """Send one numbered frame to every socket, here and on the other workers.
 
-        The caller holds the lock. ``marker``: ``start`` (a run's first frame), ``end``
-        (its last), ``unkept`` (not part of a run), or ``""``. Run frames are kept for
-        replay (``end`` and ``unkept`` ones are not).
+        The caller holds the lock. Run frames (``Marker.KEPT``, ``Marker.START``) are kept
+        for replay; a run's last frame and frames outside a run are not.
         """
         previous, self.last_seq = self.last_seq, seq
-        kept = marker in ("", "start")
-        merged = kept and self.replay.append(seq, text, mergeable=mergeable)
-        await self._send_local(text, seq)
-        cluster = self.cluster
-        if cluster is not None:
-            if merged:
-                cluster.rewrite_replay(self.session_id, request_id or "", self.replay.export())
-            waiting = cluster.publish(
-                self.session_id, [seq, previous, text, marker, request_id or ""]
-            )
-            if waiting is not None:
-                await waiting
+        merged = marker in _KEPT and self.replay.append(seq, text, mergeable=mergeable)
+        await self.send_local(text, seq)
+        bus = self.bus
+        if merged:
+            bus.rewrite_replay(self.session_id, request_id or "", self.replay.export())
+        waiting = bus.publish(self.session_id, [seq, previous, text, marker, request_id or ""])
+        if waiting is not None:
+            await waiting
 
-    async def _send_local(self: LiveSession, text: str, seq: int | None = None) -> None:
+    async def send_local(self, text: str, seq: int | None = None) -> None:
         """Send one encoded frame to this process's sockets of the session.
 
         A socket with a floor (``floors``: it saw frames up to there on another worker)
@@ -161,8 +176,14 @@ class FrameFanout:
                 if subscriber in self.sockets:
                     self.sockets.remove(subscriber)
 
+    def forget(self, subscriber: Subscriber) -> None:
+        """Stop sending to ``subscriber``."""
+        if subscriber in self.sockets:
+            self.sockets.remove(subscriber)
+        self.floors.pop(subscriber, None)
 
-async def _let_the_loop_write() -> None:
+
+async def let_the_loop_write() -> None:
     """Let the event loop write out the frames sent so far before the run goes on.
 
     daphne hands a frame to its transport, which writes only when the loop polls the

@@ -1,72 +1,117 @@
-"""The part of a live session that deals with the other workers (with ``REDIS_URL`` only).
+"""The follower: how a session follows a run that another worker runs.
 
-``RemoteRuns`` is a mixin of ``agent_app.sessions.live.LiveSession``. A worker that has sockets on a
-session but does not run its run *follows* it: it joined the session's group when its first
-socket joined (``_follow``), forwards each batch of frames the owner sends
-(``remote_frames``), replays a reconnecting socket from the shared replay stream
-(``_replay_remote``), forwards replies and ``cancel`` to the owner (``_forward_reply``,
-``_forward_cancel``), and watches the owner's lease (``_watch``): if it expires
-unrenewed, this worker settles the dead run (``_recover``) and the session is free again.
-The owner, in turn, answers forwarded requests (``serve_remote``) and stops its run if it
-ever loses its lease (``lost_lease``). The mechanics — leases, inboxes, the stream — are
-``agent_app.bus.redis``'s.
+A worker that has sockets on a session but does not run its run *follows* it: it
+subscribes to the session's frames when its first socket joins (``follow``), forwards
+each batch of frames the owner sends (``remote_frames``), replays a reconnecting socket
+from the shared replay stream (``replay_to``), forwards replies and ``cancel`` to the
+owner (``forward_reply``, ``forward_cancel``), and watches the owner's lease (``_watch``):
+if it expires unrenewed, this worker recovers the dead run and the session is free again.
+The owner, in turn, answers forwarded requests (``serve``). The mechanics — leases,
+inboxes, the stream — are the session bus's (``agent_app.bus``); with one process
+(``LocalBus``) every lease is this process's own, so there is never a run to follow.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from agent_app.bus.redis import Lease, RemoteRun
+from agent_app.bus.base import Lease, Marker, SessionBus
+from agent_app.sessions.errors import NotRunning
+from agent_app.sessions.fanout import Feed, Subscriber
+from agent_app.sessions.replies import Verdict
+from agent_app.sessions.run import Run
 
-if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
-    from agent_app.sessions.live import LiveSession, Subscriber
-    from agent_app.sessions.replies import Verdict
-
-__all__ = ["RemoteRuns"]
+__all__ = ["Follower", "RemoteRun"]
 
 logger = logging.getLogger(__name__)
 
 
-class RemoteRuns:
-    """Following runs of other workers (a mixin of ``LiveSession``)."""
+@dataclass(eq=False)
+class RemoteRun:
+    """A run of this session that another worker runs."""
 
-    async def _follow(self: LiveSession) -> None:
-        """Join the session's group; learn whether another worker runs it (under the lock)."""
-        cluster = self.cluster
-        assert cluster is not None
+    request_id: str
+    #: Its lease, once read (a run learnt of from its first frame has none yet).
+    lease: Lease | None = None
+    watcher: asyncio.Task[None] | None = None
+
+
+class FollowerHost(Protocol):
+    """What the follower needs of its session (``LiveSession``)."""
+
+    session_id: str
+    feed: Feed
+    bus: SessionBus
+
+    @property
+    def run(self) -> Run | None: ...
+
+    async def recover(self) -> list[str]: ...
+
+    async def deliver(
+        self,
+        name: str,
+        payload: dict[str, Any],
+        answer: Callable[[Verdict], Awaitable[None]],
+        *,
+        forwarded: bool = False,
+    ) -> Verdict: ...
+
+    async def cancel(self, *, forwarded: bool = False) -> None: ...
+
+    def check_idle(self) -> None: ...
+
+
+class Follower:
+    """Following the runs other workers run for one session (see the module docstring)."""
+
+    def __init__(self, host: FollowerHost) -> None:
+        self.host = host
+        #: A run of this session that another worker runs.
+        self.remote: RemoteRun | None = None
+        #: Whether this worker receives the session's frames from others.
+        self.subscribed = False
+
+    async def follow(self) -> None:
+        """Subscribe to the session; learn whether another worker runs it (under the lock)."""
+        host = self.host
         if not self.subscribed:
-            await cluster.subscribe(self.session_id)
+            await host.bus.subscribe(host.session_id)
             self.subscribed = True
-        if self._run is None:
-            self._set_remote(await cluster.holder(self.session_id))
+        if host.run is None:
+            self.set_remote(await host.bus.holder(host.session_id))
 
-    def _set_remote(self: LiveSession, lease: Lease | None) -> None:
+    def set_remote(self, lease: Lease | None) -> None:
         """Follow the run ``lease`` names (None: no other worker runs one)."""
-        cluster = self.cluster
-        assert cluster is not None
-        if lease is not None and (lease.worker == cluster.worker or lease.request_id == ""):
+        bus = self.host.bus
+        if lease is not None and (lease.worker == bus.worker or lease.request_id == ""):
             lease = None  # our own lease: a run or a recovery of this process
         current = self.remote
         if lease is not None and current is not None and current.request_id == lease.request_id:
             if current.lease is None:
                 current.lease = lease
             return
+        self.stop()
+        if lease is not None:
+            self._start_following(RemoteRun(lease.request_id, lease))
+
+    def _start_following(self, remote: RemoteRun) -> None:
+        self.remote = remote
+        remote.watcher = asyncio.create_task(
+            self._watch(remote), name=f"zett-lease-watch-{self.host.session_id}"
+        )
+
+    def stop(self) -> None:
+        """Follow no run any more (the session is dropped, or runs here now)."""
+        current, self.remote = self.remote, None
         if current is not None and current.watcher is not None:
             current.watcher.cancel()
-        self.remote = None
-        if lease is not None:
-            remote = self.remote = RemoteRun(lease.request_id, lease)
-            remote.watcher = asyncio.create_task(
-                self._watch(remote), name=f"zett-lease-watch-{self.session_id}"
-            )
 
-    async def _replay_remote(
-        self: LiveSession, subscriber: Subscriber, after_seq: int | None
-    ) -> None:
+    async def replay_to(self, subscriber: Subscriber, after_seq: int | None) -> None:
         """Send a joining socket the remote run's frames after ``after_seq`` (under lock).
 
         When this worker already forwards the run to other sockets, the joining one gets
@@ -74,85 +119,79 @@ class RemoteRuns:
         client may have seen more than this worker forwarded so far (it was connected to
         another worker): the frames up to what it saw are then never sent to it again.
         """
-        cluster = self.cluster
-        assert cluster is not None and self.remote is not None
-        following = bool(self.sockets)
+        host, feed = self.host, self.host.feed
+        assert self.remote is not None
+        following = bool(feed.sockets)
         seen = after_seq or 0
-        for seq, text in await cluster.replay(self.session_id, self.remote.request_id, after_seq):
-            if following and seq > self.last_seq:
+        frames = await host.bus.replay(host.session_id, self.remote.request_id, after_seq)
+        for seq, text in frames:
+            if following and seq > feed.last_seq:
                 break
             await subscriber.send_text(text)
             seen = max(seen, seq)
             if not following:
-                self.last_seq = max(self.last_seq, seq)
-        if seen > self.last_seq:
-            self.floors[subscriber] = seen
+                feed.last_seq = max(feed.last_seq, seq)
+        if seen > feed.last_seq:
+            feed.floors[subscriber] = seen
 
-    async def remote_frames(self: LiveSession, frames: list[list[Any]]) -> None:
+    async def remote_frames(self, frames: list[list[Any]]) -> None:
         """Forward frames the owner sent: skip those already sent, fill a gap first."""
-        async with self._lock:
+        feed = self.host.feed
+        async with feed.lock:
             for seq, prev, text, marker, request_id in frames:
-                if seq <= self.last_seq:
+                if seq <= feed.last_seq:
                     continue
-                if prev > self.last_seq and self.sockets:
+                if prev > feed.last_seq and feed.sockets:
                     await self._fill_gap(request_id, seq)
-                await self._send_local(text, seq)
-                self.last_seq = seq
-                if marker == "start" and self._run is None:
-                    self._set_remote_started(request_id)
+                await feed.send_local(text, seq)
+                feed.last_seq = seq
+                if marker == Marker.START and self.host.run is None:
+                    self._remote_started(request_id)
                 elif (
-                    marker == "end"
+                    marker == Marker.END
                     and self.remote is not None
                     and self.remote.request_id == request_id
                 ):
-                    self._set_remote(None)
+                    self.set_remote(None)
 
-    def _set_remote_started(self: LiveSession, request_id: str) -> None:
+    def _remote_started(self, request_id: str) -> None:
         """A run started on another worker: follow it (its lease is read when needed)."""
         if self.remote is not None and self.remote.request_id == request_id:
             return
-        self._set_remote(None)
-        remote = self.remote = RemoteRun(request_id)
-        remote.watcher = asyncio.create_task(
-            self._watch(remote), name=f"zett-lease-watch-{self.session_id}"
-        )
+        self.stop()
+        self._start_following(RemoteRun(request_id))
 
-    async def _fill_gap(self: LiveSession, request_id: str, before_seq: int) -> None:
+    async def _fill_gap(self, request_id: str, before_seq: int) -> None:
         """Send the frames between the last one sent and ``before_seq`` (a lost message)."""
-        assert self.cluster is not None
-        for seq, text in await self.cluster.replay(self.session_id, request_id, self.last_seq):
+        host, feed = self.host, self.host.feed
+        for seq, text in await host.bus.replay(host.session_id, request_id, feed.last_seq):
             if seq >= before_seq:
                 break
-            await self._send_local(text, seq)
-            self.last_seq = seq
+            await feed.send_local(text, seq)
+            feed.last_seq = seq
 
     # --- requests to the owner ---------------------------------------------------------
 
-    async def _owner(self: LiveSession) -> Lease | None:
+    async def _owner(self) -> Lease | None:
         """The lease of the run another worker runs for this session, if any.
 
         The lease of the run this worker follows is known already (its watcher reads it
         while the run lives, and it is dropped with the run's last frame or the lease's
         end); only a run not followed yet costs a read.
         """
-        assert self.cluster is not None
         remote = self.remote
         if remote is not None and remote.lease is not None:
             return remote.lease
-        lease = await self.cluster.holder(self.session_id)
-        if lease is None or lease.worker == self.cluster.worker or not lease.request_id:
+        bus = self.host.bus
+        lease = await bus.holder(self.host.session_id)
+        if lease is None or lease.worker == bus.worker or not lease.request_id:
             return None
         return lease
 
-    async def _forward_reply(
-        self: LiveSession,
-        name: str,
-        payload: dict[str, Any],
-        answer: Callable[[Verdict], Awaitable[None]],
+    async def forward_reply(
+        self, name: str, payload: dict[str, Any], answer: Callable[[Verdict], Awaitable[None]]
     ) -> Verdict | None:
         """Hand a reply to the worker that runs the run; None if no other worker runs one."""
-        from agent_app.sessions.replies import Verdict
-
         lease = await self._owner()
         if lease is None:
             return None
@@ -167,93 +206,75 @@ class RemoteRuns:
             given.append(verdict)
             await answer(verdict)
 
-        assert self.cluster is not None
-        reply = await self.cluster.call(
-            lease,
-            {"type": "zett.deliver", "session": self.session_id, "name": name, "payload": payload},
-            on_answer,
-        )
+        session_id = self.host.session_id
+        request = {"type": "zett.deliver", "session": session_id, "name": name, "payload": payload}
+        reply = await self.host.bus.call(lease, request, on_answer)
         if reply is None or not given:
             verdict = Verdict(None, [], "not_running")
             await answer(verdict)
             return verdict
         return given[0]
 
-    async def _forward_cancel(self: LiveSession) -> bool:
+    async def forward_cancel(self) -> bool:
         """Ask the worker that runs the run to cancel it; False if none runs one."""
         lease = await self._owner()
         if lease is None:
             return False
-        assert self.cluster is not None
 
         async def ignore(message: dict[str, Any]) -> None:
             return None
 
-        reply = await self.cluster.call(
-            lease, {"type": "zett.cancel", "session": self.session_id}, ignore
-        )
+        request = {"type": "zett.cancel", "session": self.host.session_id}
+        reply = await self.host.bus.call(lease, request, ignore)
         return bool(reply and reply.get("ok"))
 
-    async def serve_remote(self: LiveSession, message: dict[str, Any]) -> None:
+    async def serve(self, message: dict[str, Any]) -> None:
         """Answer a reply or ``cancel`` another worker forwarded to this run's owner."""
-        from agent_app.sessions.live import NotRunning
-
-        cluster = self.cluster
-        assert cluster is not None
+        host = self.host
+        bus = host.bus
         reply_to, ticket = message["reply_to"], message["ticket"]
         try:
             if message["type"] == "zett.deliver":
 
                 async def answer(verdict: Verdict) -> None:
-                    await cluster.answer(
-                        reply_to,
-                        ticket,
-                        {
-                            "request_id": verdict.request_id,
-                            "accepted_by": verdict.accepted_by,
-                            "reason": verdict.reason,
-                        },
-                    )
+                    body = {
+                        "request_id": verdict.request_id,
+                        "accepted_by": verdict.accepted_by,
+                        "reason": verdict.reason,
+                    }
+                    await bus.answer(reply_to, ticket, body)
 
-                await self.deliver(message["name"], message["payload"], answer, forwarded=True)
+                await host.deliver(message["name"], message["payload"], answer, forwarded=True)
             else:
                 try:
-                    await self.cancel(forwarded=True)
+                    await host.cancel(forwarded=True)
                     ok = True
                 except NotRunning:
                     ok = False
-                await cluster.answer(reply_to, ticket, {"ok": ok})
+                await bus.answer(reply_to, ticket, {"ok": ok})
         finally:
-            self.registry.drop_if_idle(self)
+            host.check_idle()
 
     # --- the owner's lease -------------------------------------------------------------
 
-    async def _watch(self: LiveSession, remote: RemoteRun) -> None:
-        """Wait for the lease of ``remote`` to end; settle its run if it died with it."""
-        cluster = self.cluster
-        assert cluster is not None
+    async def _watch(self, remote: RemoteRun) -> None:
+        """Wait for the lease of ``remote`` to end; recover its run if it died with it."""
+        host = self.host
+        bus, session_id = host.bus, host.session_id
         try:
             while True:
-                lease = await cluster.holder(self.session_id)
+                lease = await bus.holder(session_id)
                 if lease is None or lease.request_id != remote.request_id:
                     break
                 remote.lease = lease
-                await asyncio.sleep(max(await cluster.ttl(self.session_id), 50) / 1000)
-            async with self._lock:
+                await asyncio.sleep(max(await bus.ttl(session_id), 50) / 1000)
+            async with host.feed.lock:
                 if self.remote is not remote:
                     return  # it ended normally: its last frame arrived
                 self.remote = None
-                if self._run is None:
-                    await self._recover()
+                if host.run is None:
+                    await host.recover()
         except asyncio.CancelledError:
             raise
         except Exception:
-            logger.exception("Watching the run of session %s failed", self.session_id)
-
-    async def lost_lease(self: LiveSession, request_id: str) -> None:
-        """Another worker took this run's lease (this one failed to renew it): stop."""
-        run = self._run
-        if run is not None and run.request_id == request_id and run.task is not None:
-            run.lease_lost = True
-            run.task.cancel()
-            await asyncio.wait([run.task])
+            logger.exception("Watching the run of session %s failed", session_id)

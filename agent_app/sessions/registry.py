@@ -1,47 +1,41 @@
 """The process-wide registry of live sessions: which sessions are live on this event loop.
 
 ``live_sessions()`` gives the running loop's ``LiveSessions``, which brings a session's
-``agent_app.sessions.live.LiveSession`` up when a socket or a run needs it and drops it once it has
-neither (``drop_if_idle``); with ``REDIS_URL`` it owns the ``agent_app.bus.redis.Cluster``.
-What a live session holds and who may change it is told once, in ``agent_app.sessions.live``.
+``agent_app.sessions.live.LiveSession`` up when a socket or a run needs it and drops it once
+it has neither (``drop_if_idle``). It owns the loop's session bus: a ``RedisBus`` with
+``REDIS_URL``, a ``LocalBus`` without; and it is the bus's listener, handing what arrives
+from other workers to the session it is for. What a live session holds and who may change
+it is told once, in ``agent_app.sessions.live``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import socket as _socket
-import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import Any
 
 from django.conf import settings
 
 from agent_app.agents.factory import build_agent
-from agent_app.bus.redis import Cluster
+from agent_app.bus.base import WORKER_ID, SessionBus
+from agent_app.bus.local import LocalBus
+from agent_app.bus.redis import RedisBus
 from agent_app.sessions import shutdown
-from zett_agent.agent import Agent
+from agent_app.sessions.live import AgentFactory, LiveSession
 
-if TYPE_CHECKING:
-    from agent_app.sessions.live import LiveSession
-
-__all__ = ["WORKER_ID", "AgentFactory", "LiveSessions", "live_sessions"]
-
-#: This process, as run rows and leases name it: host, pid and a random boot id.
-WORKER_ID = f"{_socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-#: Builds the agent of one session, given its id.
-AgentFactory = Callable[[str], Awaitable[Agent]]
+__all__ = ["LiveSessions", "live_sessions"]
 
 
 class LiveSessions:
-    """The live sessions of one event loop, by session id (and the cluster, if any)."""
+    """The live sessions of one event loop, by session id, and their bus."""
 
     def __init__(self, factory: AgentFactory | None = None, cluster_url: str | None = None):
         self._sessions: dict[str, LiveSession] = {}
         self.factory = factory or build_agent
-        self.cluster = Cluster(self, cluster_url, WORKER_ID) if cluster_url else None
+        self.bus: SessionBus = (
+            RedisBus(self, cluster_url, WORKER_ID) if cluster_url else LocalBus(WORKER_ID)
+        )
         self._cleanups: set[asyncio.Task[None]] = set()
 
     def get(self, session_id: str) -> LiveSession | None:
@@ -51,26 +45,20 @@ class LiveSessions:
         """The live session of ``session_id``, brought up if needed."""
         live = self._sessions.get(session_id)
         if live is None:
-            from agent_app.sessions.live import LiveSession  # (it imports this module)
-
             live = self._sessions[session_id] = LiveSession(self, session_id)
         return live
 
     async def is_live(self, session_id: str, request_id: str) -> bool:
-        """Whether some process runs ``request_id`` (with one process: this one)."""
-        if self.cluster is not None:
-            return await self.cluster.is_live(session_id, request_id)
-        live = self._sessions.get(session_id)
-        return live is not None and live.active_request_id == request_id
+        """Whether some process runs ``request_id`` (it holds the session's lease)."""
+        return await self.bus.is_live(session_id, request_id)
 
     def drop_if_idle(self, live: LiveSession) -> None:
         if not live.idle or self._sessions.get(live.session_id) is not live:
             return
         del self._sessions[live.session_id]
-        if live.remote is not None and live.remote.watcher is not None:
-            live.remote.watcher.cancel()
-        if self.cluster is not None and live.subscribed:
-            task = asyncio.create_task(self.cluster.unsubscribe(live.session_id))
+        live.follower.stop()
+        if live.follower.subscribed:
+            task = asyncio.create_task(self.bus.unsubscribe(live.session_id))
             self._cleanups.add(task)
             task.add_done_callback(self._cleanups.discard)
 
@@ -81,14 +69,28 @@ class LiveSessions:
         return iter(list(self._sessions.values()))
 
     async def close(self) -> None:
-        """Stop this registry's background work (its cluster's inbox and lease renewal)."""
+        """Stop this registry's background work (its bus's inbox and lease renewal)."""
         for task in list(self._cleanups):
             await asyncio.wait([task])
-        if self.cluster is not None:
-            await self.cluster.close()
+        await self.bus.close()
         loop = asyncio.get_running_loop()
         if _registries.get(loop) is self:
             del _registries[loop]
+
+    # --- the bus's listener ------------------------------------------------------------
+
+    async def session_frames(self, session_id: str, frames: list[list[Any]]) -> None:
+        live = self._sessions.get(session_id)
+        if live is not None:
+            await live.follower.remote_frames(frames)
+
+    async def lease_lost(self, session_id: str, request_id: str) -> None:
+        live = self._sessions.get(session_id)
+        if live is not None:
+            await live.lost_lease(request_id)
+
+    async def owner_request(self, session_id: str, message: dict[str, Any]) -> None:
+        await self.session(session_id).follower.serve(message)
 
 
 _registries: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LiveSessions] = (

@@ -1,7 +1,7 @@
-"""Replies to a session: answers, approvals and steers, live or for a paused run.
+"""The reply desk: answers, approvals and steers for a session, live or for a paused run.
 
-``ReplyHandling`` is the part of ``agent_app.sessions.live.LiveSession`` that takes replies. A reply
-is tried, in this order (all under the session's lock, so two replies never race):
+A session's ``ReplyDesk`` takes the replies of its sockets. A reply is tried, in this order
+(all under the session's lock, so two replies never race):
 
 1. **the run waiting in memory** — ``Agent.emit_external_event``; an accepted answer to a
    question or approval is recorded (``waits.mark``) right after the lock is released
@@ -13,33 +13,31 @@ is tried, in this order (all under the session's lock, so two replies never race
    active a continuation starts (``resume``): a new run, ``kind`` ``resume``, that runs
    the paused run's open calls with every answer known so far and lets the model go on.
 
-Every accepted reply is announced to every socket (``reply_accepted``) after the replying
-socket heard its verdict. A rejected one says why (``reason``): ``not_running``,
-``expired``, ``mismatch`` (an approval for other arguments than shown) or ``stale``.
+A reply for a run another worker runs never reaches the desk: the session forwards it to
+that worker first (``agent_app.sessions.follower``). Every accepted reply is announced to
+every socket (``reply_accepted``) after the replying socket heard its verdict. A rejected
+one says why (``reason``): ``not_running``, ``expired``, ``mismatch`` (an approval for
+other arguments than shown) or ``stale``.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
 from agent_app.durable import waits
-from agent_app.durable.persistence import settle
-from agent_app.models import RunKind, WaitKind, WaitStatus
+from agent_app.durable.persistence import shielded
+from agent_app.models import WaitKind, WaitStatus
 from agent_app.protocol.frames import encode_frame
-from zett_agent.agent import AgentRunConfig
+from agent_app.sessions.fanout import Feed
+from agent_app.sessions.run import Run
+from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.external import ExternalEvent
 
-if TYPE_CHECKING:
-    from agent_app.sessions.live import LiveSession, _Run
-
-__all__ = ["ReplyHandling", "Verdict"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["ReplyDesk", "Verdict"]
 
 #: The extension that takes each kind of stored wait's reply (as ``accepted_by`` says).
 _TAKER = {WaitKind.ASK_USER: "AskUserExtension", WaitKind.APPROVAL: "ConfirmationExtension"}
@@ -54,34 +52,45 @@ class Verdict:
     reason: str | None = None
 
 
-class ReplyHandling:
-    """Taking replies (a mixin of ``LiveSession``; see the module docstring)."""
+Answer = Callable[[Verdict], Awaitable[None]]
 
-    async def deliver(
-        self: LiveSession,
-        name: str,
-        payload: dict[str, Any],
-        answer: Callable[[Verdict], Awaitable[None]],
-        *,
-        forwarded: bool = False,
-    ) -> Verdict:
+
+class ReplyHost(Protocol):
+    """What the desk needs of its session (``LiveSession``)."""
+
+    session_id: str
+    feed: Feed
+    agent: Agent | None
+
+    @property
+    def run(self) -> Run | None: ...
+
+    @property
+    def active_request_id(self) -> str | None: ...
+
+    async def resume(self, paused_request_id: str) -> str | None: ...
+
+
+class ReplyDesk:
+    """Taking replies for one session (see the module docstring)."""
+
+    def __init__(self, host: ReplyHost) -> None:
+        self.host = host
+
+    async def deliver(self, name: str, payload: dict[str, Any], answer: Answer) -> Verdict:
         """Route a client reply to whatever waits for it; tell the replier, then everyone.
 
         ``answer`` sends the verdict to the replying socket, before any frame the reply
-        causes. Without a run here, a reply for a run another worker runs is forwarded to
-        it (unless it was ``forwarded`` from there already).
+        causes.
         """
-        if self._run is None and self.cluster is not None and not forwarded:
-            verdict = await self._forward_reply(name, payload, answer)
-            if verdict is not None:
-                return verdict
+        host = self.host
         resume_from: str | None = None
         answered: str | None = None
-        async with self._lock:
-            run = self._run
+        async with host.feed.lock:
+            run = host.run
             verdict: Verdict | None = None
-            if run is not None and run.task is not None and self.agent is not None:
-                verdict = self._to_waiting_run(run, name, payload)
+            if run is not None and run.task is not None and host.agent is not None:
+                verdict = self._to_waiting_run(host.agent, run, name, payload)
                 if verdict is not None and payload.get("tool_call_id") in run.waits:
                     answered = payload["tool_call_id"]
             if verdict is None:
@@ -93,32 +102,31 @@ class ReplyHandling:
             # After the lock, so the woken run goes on meanwhile: an approved tool records
             # that it starts (``executing``) before it runs, which is what keeps it from
             # ever running twice; this only keeps the answer for a continuation.
-            await settle(
+            await shielded(
                 database_sync_to_async(waits.mark)(
-                    self.session_id, answered, WaitStatus.ANSWERED, payload
+                    host.session_id, answered, WaitStatus.ANSWERED, payload
                 )
             )
         if resume_from is not None:
-            await self.resume(resume_from)
+            await host.resume(resume_from)
         return verdict
 
     def _to_waiting_run(
-        self: LiveSession, run: _Run, name: str, payload: dict[str, Any]
+        self, agent: Agent, run: Run, name: str, payload: dict[str, Any]
     ) -> Verdict | None:
-        assert self.agent is not None
-        config = AgentRunConfig(session_id=self.session_id, request_id=run.request_id)
-        taken = self.agent.emit_external_event(ExternalEvent(name, payload), config=config)
+        config = AgentRunConfig(session_id=self.host.session_id, request_id=run.request_id)
+        taken = agent.emit_external_event(ExternalEvent(name, payload), config=config)
         return Verdict(run.request_id, taken) if taken else None
 
     async def _to_stored_wait(
-        self: LiveSession, name: str, payload: dict[str, Any]
+        self, name: str, payload: dict[str, Any]
     ) -> tuple[Verdict, str | None]:
         """Claim a stored wait; return the verdict and the paused run to continue, if any."""
-        running = self.active_request_id
+        running = self.host.active_request_id
         claim = None
         if name in waits.RESPONSE_EVENTS:
-            claim = await settle(
-                database_sync_to_async(waits.claim)(self.session_id, name, payload)
+            claim = await shielded(
+                database_sync_to_async(waits.claim)(self.host.session_id, name, payload)
             )
         if claim is None or claim.wait is None:
             reason = claim.reason if claim is not None else "unknown"
@@ -131,10 +139,11 @@ class ReplyHandling:
         return Verdict(claim.wait.request_id, [taker]), claim.wait.request_id
 
     async def _reply_accepted(
-        self: LiveSession, request_id: str | None, name: str, payload: dict[str, Any]
+        self, request_id: str | None, name: str, payload: dict[str, Any]
     ) -> None:
         """Tell every socket a reply was taken (under the lock)."""
-        seq = await self.next_seq()
+        feed = self.host.feed
+        seq = await feed.next_seq()
         correlation = payload.get("tool_call_id")
         frame = {
             "type": "reply_accepted",
@@ -144,58 +153,4 @@ class ReplyHandling:
             "correlation_id": correlation if isinstance(correlation, str) else None,
             "payload": payload,
         }
-        await self._broadcast(seq, encode_frame(frame))
-
-    # --- waits of the running run ------------------------------------------------------
-
-    async def _custom(self: LiveSession, run: _Run, event: dict[str, Any]) -> None:
-        """Broadcast a ``custom`` event; store the wait it announces first (write-ahead)."""
-        payload = event.get("payload")
-        kind = waits.wait_kind(event.get("name"), payload)
-        known = None
-        if kind is not None:
-            assert isinstance(payload, dict)
-            run.waits.add(payload["tool_call_id"])
-            known = await settle(
-                database_sync_to_async(waits.record_wait)(
-                    self.session_id, run.request_id, event["name"], payload
-                )
-            )
-        await self.broadcast_event(run.request_id, event)
-        run.waiting = kind is not None
-        if known is not None and self.agent is not None and isinstance(payload, dict):
-            # Answered while nobody was waiting for it: hand it over now.
-            config = AgentRunConfig(session_id=self.session_id, request_id=run.request_id)
-            self.agent.emit_external_event(
-                ExternalEvent(str(payload["response_event"]), known), config=config
-            )
-
-    async def _close_waits(self: LiveSession, run: _Run, event: dict[str, Any]) -> None:
-        """A call with a stored wait got its result: the wait is done (or expired)."""
-        message = event.get("message") or {}
-        reply = (message.get("attributes") or {}).get("reply") or {}
-        status = WaitStatus.EXPIRED if reply.get("expired") else WaitStatus.DONE
-        for call in event.get("tool_calls") or ():
-            call_id = call.get("id")
-            if call_id in run.waits:
-                run.waits.discard(call_id)
-                await settle(database_sync_to_async(waits.mark)(self.session_id, call_id, status))
-
-    # --- continuing a paused run -------------------------------------------------------
-
-    async def resume(self: LiveSession, paused_request_id: str) -> str | None:
-        """Start a run that continues a paused one; None if another run is active."""
-        from agent_app.sessions.live import Busy
-
-        try:
-            return await self.start(None, kind=RunKind.RESUME, resumed_from=paused_request_id)
-        except Busy:
-            return None  # that run takes the recorded replies when it reaches them
-        except Exception:
-            logger.exception("Could not continue the paused request %s", paused_request_id)
-            return None
-
-    async def _resumption(self: LiveSession) -> tuple[list[ExternalEvent], dict[str, Any]]:
-        """The known replies and the deadlines of the open calls a continuation runs."""
-        replies, deadlines = await database_sync_to_async(waits.resumption)(self.session_id)
-        return [ExternalEvent(name, payload) for name, payload in replies], deadlines
+        await feed.broadcast(seq, encode_frame(frame))

@@ -1,53 +1,319 @@
-"""How a run ends here: its outcome stored, then its last frame sent to every socket.
+"""A run's whole life in this process: start, events, waits, end and outcome.
 
-``RunEnding`` is a mixin of ``sessions.live.LiveSession``: ``_finish`` is a run's last act,
-whether it completed, failed, was cancelled or was interrupted; ``_record_end`` stores the
-outcome (``agent_app.durable.runs.end_run``, its usage summed by ``_add_usage``) and broadcasts the
-run's last frame (``_outcome_frame``) under the session's lock. Cancellation and the lock
-are told once, in ``agent_app.sessions.live``.
+A ``Run`` is one request of a session that this process runs. Its ``state`` says where it
+is, and the transitions are only these (``RunState``)::
 
-The run's final answer is stored here too, in the same transaction as its end: the
-persistence extension hands it over (``agent_app.durable.persistence.ANSWER_AT_END``) instead of
-writing it, which saves a run one database round trip and one transaction. No frame says
-more than the database holds: the answer's ``model_completed`` frame is held back
-(``_Run.held``) and sent just before the run's last frame, once both are stored. If the run
-goes on instead (a steering message, an internal message), the answer is written and its
-frame sent before the next frame (``_release_held``). A crash before the run's end loses
-that answer as it would lose one still streaming: its deltas were shown, its
-``model_completed`` was not, and the run is settled as interrupted.
+    STARTING --launch--> RUNNING <--event / wait announced--> WAITING
+        |                   |                                    |
+        +-------------------+------------- finish ---------------+--> ENDING --> ENDED
+
+``STARTING``: stored and announced (``run_started``), its task not running yet;
+``WAITING``: its last event announced a question or approval and it does nothing until a
+reply or a deadline; ``ENDING``: its outcome is being recorded; ``ENDED``: its last frame
+is sent. How it stopped, when not on its own, is ``stop`` (``StopReason``): cancelled by a
+user, interrupted because its lease was lost or the process shuts down.
+
+The run's final answer is stored with its end, in one transaction: the persistence
+extension hands it over (``RunSeams.at_end``) instead of writing it, which saves a
+run one database round trip and one transaction. No frame says more than the database
+holds: the answer's ``model_completed`` frame is held back (``held``) and sent just before
+the run's last frame, once both are stored. If the run goes on instead (a steering message,
+an internal message), the answer is written and its frame sent before the next frame
+(``_release_held``). A crash before the run's end loses that answer as it would lose one
+still streaming: its deltas were shown, its ``model_completed`` was not, and the run is
+recovered as interrupted. Cancellation and the session's lock are told once, in
+``agent_app.sessions.live``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import enum
 import logging
-from typing import TYPE_CHECKING, Any
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
-from agent_app.durable import recovery
-from agent_app.durable.persistence import settle, write_pending
-from agent_app.durable.runs import end_run
-from agent_app.models import RunStatus
-from agent_app.protocol.frames import RunCancelledFrame, RunFailedFrame
+from agent_app.bus.base import Marker, SessionBus
+from agent_app.durable import recovery, waits
+from agent_app.durable.persistence import RunSeams, shielded, write_pending
+from agent_app.durable.runs import Begun, end_run, user_message_for
+from agent_app.models import RunKind, RunStatus, WaitStatus
+from agent_app.protocol.frames import RunCancelledFrame, RunFailedFrame, RunStartedFrame
 from agent_app.protocol.text import encode_frame, event_frame_text
+from agent_app.sessions.fanout import STREAK_SECONDS, TEXT_DELTAS, Feed, let_the_loop_write
+from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent.events import AgentEventType
+from zett_agent.extensions.external import ExternalEvent
+from zett_agent.messages import UserMessage, content_text
+from zett_agent.serialization import event_to_dict
 
-if TYPE_CHECKING:
-    from agent_app.sessions.live import LiveSession, _Run
-
-__all__ = ["RunEnding"]
+__all__ = ["Run", "RunOwner", "RunState", "StopReason", "add_usage"]
 
 logger = logging.getLogger(__name__)
 
 #: Built once (every run ends here).
 _end_run = database_sync_to_async(end_run)
 
+E = AgentEventType
+_TOOL_ENDS = frozenset({E.TOOL_COMPLETED, E.TOOL_FAILED, E.TOOL_SKIPPED})
+#: What may follow a final answer before the run ends: held back with its frame.
+_TURN_ENDS = frozenset({E.STEERING_COMPLETED, E.INTERNAL_MESSAGE_COMPLETED})
 
-class RunEnding:
-    """Recording how a run ended (a mixin of ``LiveSession``; see the module docstring)."""
 
-    async def _finish(
-        self: LiveSession,
-        run: _Run,
+class RunState(enum.Enum):
+    """Where a run is in its life (the transitions are drawn in the module docstring)."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    WAITING = "waiting"
+    ENDING = "ending"
+    ENDED = "ended"
+
+
+class StopReason(enum.Enum):
+    """Why a run was stopped from outside, when it was (it ends ``interrupted``)."""
+
+    #: Another worker took over its lease (this one failed to renew it).
+    LEASE_LOST = "lease_lost"
+    #: This process shuts down (``agent_app.sessions.shutdown``).
+    SHUTDOWN = "shutdown"
+
+
+_NEXT: dict[RunState, frozenset[RunState]] = {
+    RunState.STARTING: frozenset({RunState.RUNNING, RunState.ENDING}),
+    RunState.RUNNING: frozenset({RunState.WAITING, RunState.ENDING}),
+    RunState.WAITING: frozenset({RunState.RUNNING, RunState.ENDING}),
+    RunState.ENDING: frozenset({RunState.ENDED}),
+    RunState.ENDED: frozenset(),
+}
+_RUNNING, _WAITING = RunState.RUNNING, RunState.WAITING
+
+
+class RunOwner(Protocol):
+    """What a run needs of the session it belongs to (``LiveSession``)."""
+
+    session_id: str
+    feed: Feed
+    bus: SessionBus
+
+    async def get_agent(self) -> Agent: ...
+
+    def run_ended(self, run: Run) -> None:
+        """Called under the lock once the run's end is stored: the session is free."""
+
+    def check_idle(self) -> None:
+        """Called after the run's last frame: the session may be dropped."""
+
+
+@dataclass(eq=False)
+class Run:
+    """One run of a session in this process (see the module docstring)."""
+
+    owner: RunOwner
+    request_id: str
+    kind: str = RunKind.MESSAGE
+    resumed_from: str | None = None
+    state: RunState = RunState.STARTING
+    task: asyncio.Task[None] | None = None
+    stop: StopReason | None = None
+    #: How it ended, once it has.
+    outcome: RunStatus | None = None
+    #: Token usage summed over the run's model calls.
+    usage: dict[str, int] = field(default_factory=dict)
+    #: Calls of this run with a stored wait (marked done when their result lands).
+    waits: set[str] = field(default_factory=set)
+    #: Set once the run's task exists, or its start failed (``cancel`` waits for it).
+    launched: asyncio.Event = field(default_factory=asyncio.Event)
+    #: The text deltas of the answer streaming now, as sent (a cancelled answer's partial
+    #: text: ``RunSeams.streamed``).
+    streamed: list[str] = field(default_factory=list)
+    #: The final answer's row, stored with the run's end (``RunSeams.at_end``).
+    at_end: list[Any] = field(default_factory=list)
+    #: That answer's ``model_completed`` event (and the completions of its turn that
+    #: follow it), held back until the answer is stored.
+    held: list[dict[str, Any]] | None = None
+    agent: Agent | None = None
+
+    def to(self, state: RunState) -> None:
+        """Move to ``state``; a transition the diagram does not draw is a bug."""
+        if state not in _NEXT[self.state]:
+            raise RuntimeError(f"A run cannot go from {self.state.name} to {state.name}")
+        self.state = state
+
+    @property
+    def finished(self) -> bool:
+        """Its outcome is recorded or being recorded."""
+        return self.state is RunState.ENDING or self.state is RunState.ENDED
+
+    # --- start -------------------------------------------------------------------------
+
+    async def announce(self, begun: Begun) -> None:
+        """Broadcast ``run_started`` (under the lock): the first frame of the run."""
+        feed = self.owner.feed
+        feed.seq.add_block(*begun.seq_block)
+        feed.replay.clear()
+        seq = await feed.seq.take()
+        message = begun.message
+        frame = RunStartedFrame(
+            seq=seq,
+            request_id=self.request_id,
+            content=None if message is None else content_text(message.content),
+            kind=self.kind,
+            resumed_from=self.resumed_from,
+            position=begun.position,
+            superseded_from=begun.superseded_from,
+            created_at=begun.created_at.isoformat().replace("+00:00", "Z"),
+        )
+        await feed.broadcast(
+            seq, encode_frame(frame.dump()), marker=Marker.START, request_id=self.request_id
+        )
+
+    def launch(self, message: UserMessage | None, history: list[Any] | None) -> None:
+        """Start the run's task: it streams the agent's events until the run ends."""
+        self.task = asyncio.create_task(
+            self._execute(message, history), name=f"zett-run-{self.request_id}"
+        )
+        self.to(RunState.RUNNING)
+        self.launched.set()
+
+    # --- events ------------------------------------------------------------------------
+
+    async def _execute(self, message: UserMessage | None, history: list[Any] | None) -> None:
+        final: dict[str, Any] | None = None
+        try:
+            final = await self._stream(await self._open(message, history))
+        except asyncio.CancelledError:
+            status = RunStatus.CANCELLED if self.stop is None else RunStatus.INTERRUPTED
+            await self.finish(status)
+            return
+        except Exception as error:
+            logger.warning(
+                "Request %s of session %s failed",
+                self.request_id,
+                self.owner.session_id,
+                exc_info=error,
+            )
+            await self.finish(RunStatus.FAILED, error=user_message_for(error))
+            return
+        await self.finish(RunStatus.COMPLETED, final=final)
+
+    async def _open(self, message: UserMessage | None, history: list[Any] | None) -> Any:
+        """The agent's event stream: a new message's, or a continuation's."""
+        config = AgentRunConfig(session_id=self.owner.session_id, request_id=self.request_id)
+        agent = self.agent = await self.owner.get_agent()
+        if message is None:
+            replies, deadlines = await self._resumption()
+            return agent.resume_stream(config=config, replies=replies, deadlines=deadlines)
+        seams = RunSeams(
+            input_stored=True, restored_history=history, streamed=self.streamed, at_end=self.at_end
+        )
+        return agent.stream(message, config=config, metadata=seams.metadata())
+
+    async def _stream(self, stream: Any) -> dict[str, Any] | None:
+        """Broadcast each event of the run; return its ``run_completed`` event, if any.
+
+        The ``run_completed`` event is held back until the stream has ended and released
+        the session: a client may send its next message the moment it sees it.
+        """
+        final: dict[str, Any] | None = None
+        clock = asyncio.get_running_loop().time
+        streak_started = clock()
+        feed, request_id, streamed = self.owner.feed, self.request_id, self.streamed
+        async with aclosing(stream) as events:
+            async for event in events:
+                kind = event.type
+                if self.state is _WAITING:
+                    self.state = _RUNNING  # any event ends a wait
+                if self.held is not None and kind is not E.RUN_COMPLETED:
+                    if kind in _TURN_ENDS and self.at_end:
+                        self.held.append(event_to_dict(event))
+                        continue
+                    await self._release_held()  # the run goes on after its answer
+                if kind in TEXT_DELTAS:
+                    # Most of a run: its frame is built from the event as text.
+                    await feed.broadcast_event(request_id, event)
+                    if kind is E.TEXT_DELTA:
+                        streamed.append(event.delta)  # sent: part of a partial answer
+                elif kind is E.RUN_COMPLETED:
+                    final = event_to_dict(event)
+                    continue
+                elif kind is E.CUSTOM:
+                    await self._custom(event_to_dict(event))
+                    await let_the_loop_write()
+                    streak_started = clock()
+                    continue
+                elif not await self._other_event(kind, event_to_dict(event)):
+                    continue  # held back until its answer is stored
+                if clock() - streak_started > STREAK_SECONDS:
+                    await let_the_loop_write()
+                    streak_started = clock()
+        return final
+
+    async def _other_event(self, kind: AgentEventType, data: dict[str, Any]) -> bool:
+        """Broadcast an event that is no text delta; False when it is held back instead."""
+        if kind is E.MODEL_STARTED:
+            self.streamed.clear()  # a partial answer is this model call's text only
+        elif kind is E.MODEL_COMPLETED or kind is E.MODEL_STOPPED:
+            add_usage(self.usage, data.get("response"))
+            if self.at_end:
+                self.held = [data]  # sent once its answer is stored
+                return False
+        elif kind in _TOOL_ENDS and self.waits:
+            await self._close_waits(data)
+        await self.owner.feed.broadcast_event(self.request_id, data)
+        return True
+
+    # --- waits -------------------------------------------------------------------------
+
+    async def _custom(self, event: dict[str, Any]) -> None:
+        """Broadcast a ``custom`` event; store the wait it announces first (write-ahead)."""
+        session_id = self.owner.session_id
+        payload = event.get("payload")
+        kind = waits.wait_kind(event.get("name"), payload)
+        known = None
+        if kind is not None:
+            assert isinstance(payload, dict)
+            self.waits.add(payload["tool_call_id"])
+            known = await shielded(
+                database_sync_to_async(waits.record_wait)(
+                    session_id, self.request_id, event["name"], payload
+                )
+            )
+        await self.owner.feed.broadcast_event(self.request_id, event)
+        if kind is not None:
+            self.to(RunState.WAITING)
+        if known is not None and self.agent is not None and isinstance(payload, dict):
+            # Answered while nobody was waiting for it: hand it over now.
+            config = AgentRunConfig(session_id=session_id, request_id=self.request_id)
+            self.agent.emit_external_event(
+                ExternalEvent(str(payload["response_event"]), known), config=config
+            )
+
+    async def _close_waits(self, event: dict[str, Any]) -> None:
+        """A call with a stored wait got its result: the wait is done (or expired)."""
+        message = event.get("message") or {}
+        reply = (message.get("attributes") or {}).get("reply") or {}
+        status = WaitStatus.EXPIRED if reply.get("expired") else WaitStatus.DONE
+        for call in event.get("tool_calls") or ():
+            call_id = call.get("id")
+            if call_id in self.waits:
+                self.waits.discard(call_id)
+                await shielded(
+                    database_sync_to_async(waits.mark)(self.owner.session_id, call_id, status)
+                )
+
+    async def _resumption(self) -> tuple[list[ExternalEvent], dict[str, Any]]:
+        """The known replies and the deadlines of the open calls a continuation runs."""
+        replies, deadlines = await database_sync_to_async(waits.resumption)(self.owner.session_id)
+        return [ExternalEvent(name, payload) for name, payload in replies], deadlines
+
+    # --- end ---------------------------------------------------------------------------
+
+    async def finish(
+        self,
         status: RunStatus,
         *,
         final: dict[str, Any] | None = None,
@@ -58,111 +324,125 @@ class RunEnding:
         Shielded: a ``cancel`` that lands while the run waits here for the lock must not
         leave the session claimed by a run that is over.
         """
-        if run.finished:
+        if self.finished:
             return
-        run.finished = True
-        run.outcome = status
-        await settle(self._record_end(run, status, final, error))
+        self.to(RunState.ENDING)
+        self.outcome = status
+        await shielded(self._record_end(status, final, error))
 
-    async def _release_held(self: LiveSession, run: _Run) -> None:
+    async def _release_held(self) -> None:
         """The run goes on after a final answer: store it now and send its held frame."""
-        await write_pending(self.session_id, run.request_id, run.at_end)
-        held, run.held = run.held or [], None
+        await write_pending(self.owner.session_id, self.request_id, self.at_end)
+        held, self.held = self.held or [], None
         for data in held:
-            await self.broadcast_event(run.request_id, data)
+            await self.owner.feed.broadcast_event(self.request_id, data)
 
     async def _record_end(
-        self: LiveSession,
-        run: _Run,
+        self, status: RunStatus, final: dict[str, Any] | None, error: tuple[str, str] | None
+    ) -> None:
+        owner = self.owner
+        feed = owner.feed
+        async with feed.lock:
+            try:
+                held_seqs, seq = await self._store_end(status, error)
+            finally:
+                owner.run_ended(self)
+            held, self.held = self.held or [], None
+            for held_seq, data in zip(held_seqs, held, strict=True):
+                text = event_frame_text(held_seq, self.request_id, data)
+                await feed.broadcast(held_seq, text, request_id=self.request_id)
+            await feed.broadcast(
+                seq,
+                self._outcome_frame(status, seq, final, error),
+                marker=Marker.END,
+                request_id=self.request_id,
+            )
+            feed.replay.clear()
+        self.to(RunState.ENDED)
+        if self.stop is not StopReason.LEASE_LOST:
+            # Every frame of the run goes out before another run may take the session.
+            await owner.bus.flushed(owner.session_id)
+            await owner.bus.release(owner.session_id)
+        owner.check_idle()
+
+    async def _store_end(
+        self, status: RunStatus, error: tuple[str, str] | None
+    ) -> tuple[list[int], int]:
+        """Store the run's end (and its final answer); the ``seq`` of its last frames."""
+        session_id, feed = self.owner.session_id, self.owner.feed
+        rows = self.at_end[:]  # the final answer, if the run ends right after it
+        self.at_end.clear()
+        try:
+            if status is not RunStatus.COMPLETED and self.stop is not StopReason.LEASE_LOST:
+                await shielded(
+                    database_sync_to_async(recovery.close_run_calls)(
+                        session_id, self.request_id, status
+                    )
+                )
+            held_seqs = [await feed.next_seq() for _ in self.held or ()]
+            seq = await feed.next_seq()
+            await shielded(
+                _end_run(
+                    session_id,
+                    self.request_id,
+                    status,
+                    last_seq=seq,
+                    error=error,
+                    usage=self.usage,
+                    rows=rows,
+                )
+            )
+        except Exception:
+            logger.exception("Could not record the end of request %s", self.request_id)
+            try:  # the answer at least, on its own
+                await write_pending(session_id, self.request_id, rows)
+            except Exception:
+                logger.exception("Could not store the answer of %s", self.request_id)
+            held_seqs = [await feed.next_seq() for _ in self.held or ()]
+            seq = await feed.next_seq()
+        return held_seqs, seq
+
+    def _outcome_frame(
+        self,
         status: RunStatus,
+        seq: int,
         final: dict[str, Any] | None,
         error: tuple[str, str] | None,
-    ) -> None:
-        async with self._lock:
-            rows = run.at_end[:]  # the final answer, if the run ends right after it
-            run.at_end.clear()
-            try:
-                if status is not RunStatus.COMPLETED and not run.lease_lost:
-                    await settle(
-                        database_sync_to_async(recovery.close_run_calls)(
-                            self.session_id, run.request_id, status
-                        )
-                    )
-                held_seqs = [await self.next_seq() for _ in run.held or ()]
-                seq = await self.next_seq()
-                await settle(
-                    _end_run(
-                        self.session_id,
-                        run.request_id,
-                        status,
-                        last_seq=seq,
-                        error=error,
-                        usage=run.usage,
-                        rows=rows,
-                    )
-                )
-            except Exception:
-                logger.exception("Could not record the end of request %s", run.request_id)
-                try:  # the answer at least, on its own
-                    await write_pending(self.session_id, run.request_id, rows)
-                except Exception:
-                    logger.exception("Could not store the answer of %s", run.request_id)
-                held_seqs = [await self.next_seq() for _ in run.held or ()]
-                seq = await self.next_seq()
-            finally:
-                if self._run is run:
-                    self._run = None
-            held, run.held = run.held or [], None
-            for held_seq, data in zip(held_seqs, held, strict=True):
-                await self._broadcast(
-                    held_seq,
-                    event_frame_text(held_seq, run.request_id, data),
-                    request_id=run.request_id,
-                )
-            await self._broadcast(
-                seq,
-                _outcome_frame(run, status, seq, final, error),
-                marker="end",
-                request_id=run.request_id,
+    ) -> str:
+        """The last frame of a run: its ``run_completed`` event, or how it ended otherwise."""
+        request_id = self.request_id
+        if status is RunStatus.COMPLETED and final is not None:
+            return event_frame_text(seq, request_id, final)
+        if status is RunStatus.CANCELLED:
+            return encode_frame(RunCancelledFrame(seq=seq, request_id=request_id).dump())
+        if status is RunStatus.INTERRUPTED:
+            return encode_frame(
+                {
+                    "type": "run_interrupted",
+                    "seq": seq,
+                    "request_id": request_id,
+                    "status": str(status),
+                    "message": recovery.INTERRUPTED_RUN_MESSAGE,
+                }
             )
-            self.replay.clear()
-        if self.cluster is not None and not run.lease_lost:
-            # Every frame of the run goes out before another run may take the session.
-            await self.cluster.flushed(self.session_id)
-            await self.cluster.release(self.session_id)
-        self.registry.drop_if_idle(self)
-
-
-def _outcome_frame(
-    run: _Run,
-    status: RunStatus,
-    seq: int,
-    final: dict[str, Any] | None,
-    error: tuple[str, str] | None,
-) -> str:
-    """The last frame of a run: its ``run_completed`` event, or how it ended otherwise."""
-    if status is RunStatus.COMPLETED and final is not None:
-        return event_frame_text(seq, run.request_id, final)
-    if status is RunStatus.CANCELLED:
-        return encode_frame(RunCancelledFrame(seq=seq, request_id=run.request_id).dump())
-    if status is RunStatus.INTERRUPTED:
-        return encode_frame(
-            {
-                "type": "run_interrupted",
-                "seq": seq,
-                "request_id": run.request_id,
-                "status": str(status),
-                "message": recovery.INTERRUPTED_RUN_MESSAGE,
-            }
+        error = error or ("Error", "The answer failed.")
+        frame = RunFailedFrame(
+            seq=seq, request_id=request_id, error={"type": error[0], "message": error[1]}
         )
-    error = error or ("Error", "The answer failed.")
-    frame = RunFailedFrame(
-        seq=seq, request_id=run.request_id, error={"type": error[0], "message": error[1]}
-    )
-    return encode_frame(frame.dump())
+        return encode_frame(frame.dump())
+
+    # --- stopping from outside ---------------------------------------------------------
+
+    async def interrupt(self, reason: StopReason) -> None:
+        """Cancel the run's task for ``reason`` and wait until it has ended."""
+        if self.task is None:
+            return
+        self.stop = reason
+        self.task.cancel()
+        await asyncio.wait([self.task])
 
 
-def _add_usage(totals: dict[str, int], response: dict[str, Any] | None) -> None:
+def add_usage(totals: dict[str, int], response: dict[str, Any] | None) -> None:
     """Add one model call's token usage to the run's totals (stored with its end)."""
     usage = (response or {}).get("usage") or {}
     for key, value in usage.items():

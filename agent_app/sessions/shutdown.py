@@ -23,19 +23,36 @@ import asyncio
 import logging
 import signal
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
 from django.conf import settings
-
-if TYPE_CHECKING:
-    from agent_app.sessions.live import LiveSessions
 
 __all__ = ["DRAINING_MESSAGE", "draining", "install"]
 
 logger = logging.getLogger(__name__)
 
 DRAINING_MESSAGE = "The server is restarting; send your message again in a moment"
+
+
+class Draining(Protocol):
+    """A session's part in a drain (``LiveSession``)."""
+
+    session_id: str
+
+    @property
+    def run_task(self) -> asyncio.Task[None] | None: ...
+
+    async def stop_for_shutdown(self) -> None: ...
+
+
+class Registry(Protocol):
+    """The sessions to drain (``agent_app.sessions.registry.LiveSessions``)."""
+
+    def __iter__(self) -> Iterator[Draining]: ...
+
+    async def close(self) -> None: ...
+
 
 _installed = False
 _draining = threading.Event()
@@ -46,7 +63,7 @@ def draining() -> bool:
     return _draining.is_set()
 
 
-def install(registry: LiveSessions, loop: asyncio.AbstractEventLoop) -> None:
+def install(registry: Registry, loop: asyncio.AbstractEventLoop) -> None:
     """Drain ``registry`` on SIGTERM, then hand over to the previous handler (once)."""
     global _installed
     if _installed or threading.current_thread() is not threading.main_thread():
@@ -68,12 +85,12 @@ def install(registry: LiveSessions, loop: asyncio.AbstractEventLoop) -> None:
     _installed = True
 
 
-def _start_drain(registry: LiveSessions, done: Callable[[], None]) -> None:
+def _start_drain(registry: Registry, done: Callable[[], None]) -> None:
     task = asyncio.ensure_future(_drain(registry))
     task.add_done_callback(lambda _: done())
 
 
-async def _drain(registry: LiveSessions) -> None:
+async def _drain(registry: Registry) -> None:
     grace = float(getattr(settings, "ZETT_SHUTDOWN_GRACE", 25))
     running = [live.run_task for live in registry if live.run_task is not None]
     logger.info("SIGTERM: waiting up to %s s for %d run(s) to end", grace, len(running))

@@ -250,7 +250,8 @@ async def sockets():
 
 async def stop_live_runs() -> None:
     """Cancel the runs still going at a test's end (runs outlive sockets by design)."""
-    from agent_app.sessions.live import NotRunning, live_sessions
+    from agent_app.sessions.errors import NotRunning
+    from agent_app.sessions.registry import live_sessions
 
     registry = live_sessions()
     for live in registry:

@@ -179,7 +179,7 @@ async def test_signing_out_closes_the_users_sockets(sockets, use_model):
 
 async def test_a_signed_out_socket_is_closed_and_its_run_goes_on_untouched(sockets, use_model):
     from agent_app.guard.limits import limiter
-    from agent_app.sessions.live import live_sessions
+    from agent_app.sessions.registry import live_sessions
 
     use_model(ScriptedModel([call_tool("save_note", "n-1", title="T", text="x"), say("ok")]))
     user = await sync_to_async(get_user_model().objects.create_user)("ada", password=PASSWORD)

@@ -16,7 +16,7 @@ import pytest
 from agent_app.durable import persistence
 from agent_app.models import ChatMessage, ChatRun, RunStatus
 from agent_app.sessions import run as run_end
-from agent_app.sessions.live import LiveSession
+from agent_app.sessions.fanout import Feed
 from tests.app.conftest import events_of, rows
 from tests.app.llm_doubles import GatedModel, call_tool, completed, say
 from zett_agent.model import ModelEvent
@@ -46,7 +46,7 @@ def writes(monkeypatch):
         log.append(("end", str(status), roles(fields.get("rows") or [])))
         return result
 
-    send_local = LiveSession._send_local
+    send_local = Feed.send_local
 
     async def sending(self, text, seq=None):
         if '"model_completed"' in text:
@@ -55,7 +55,7 @@ def writes(monkeypatch):
 
     monkeypatch.setattr(persistence, "_append_rows", appended)
     monkeypatch.setattr(run_end, "_end_run", ended)
-    monkeypatch.setattr(LiveSession, "_send_local", sending)
+    monkeypatch.setattr(Feed, "send_local", sending)
     return log, sent
 
 

@@ -1,4 +1,4 @@
-"""The owner's fan-out (``Cluster._flush``): frames mirrored to the replay stream and
+"""The owner's fan-out (``RedisBus._flush``): frames mirrored to the replay stream and
 published to the session's group in one Redis transaction, readable by any worker."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from channels.layers import InMemoryChannelLayer
 from channels_redis.pubsub import RedisPubSubChannelLayer
 
-from agent_app.bus.redis import Cluster, group_name
+from agent_app.bus.redis import RedisBus, group_name
 from tests.app.services import REDIS_URL, require_service
 from zett_site.settings import REDIS_SOCKET_TIMEOUT
 
@@ -24,7 +24,7 @@ def _frame(seq: int, marker: str = "") -> list:
 @pytest.fixture
 async def cluster():
     url = require_service("Redis", REDIS_URL)
-    cluster = Cluster(None, url, f"test-{uuid.uuid4()}")  # type: ignore[arg-type]
+    cluster = RedisBus(None, url, f"test-{uuid.uuid4()}")  # type: ignore[arg-type]
     yield cluster
     await cluster.redis.aclose()
 

@@ -76,7 +76,7 @@ async def test_an_approval_followed_by_closing_the_socket_keeps_the_whole_exchan
 
     await in_batches(record, SESSIONS)
     # The runs go on without their sockets: wait for each to end.
-    from agent_app.sessions.live import live_sessions
+    from agent_app.sessions.registry import live_sessions
 
     for live in live_sessions():
         await live.wait_for_run()

@@ -13,7 +13,7 @@ from contextlib import aclosing
 import pytest
 
 from agent_app.agents.tools import calculate
-from agent_app.durable.persistence import ANSWER_AT_END, OrmPersistenceExtension, settle
+from agent_app.durable.persistence import OrmPersistenceExtension, RunSeams, shielded
 from agent_app.durable.store import bump_version, message_from_row, restore_history, row_fields
 from agent_app.models import ChatMessage, ChatSession
 from zett_agent.agent import Agent, AgentRunConfig
@@ -426,7 +426,7 @@ async def test_a_request_cancelled_at_any_event_stores_every_message_it_appended
     assert appended[0] == UserMessage("6*7?")
 
 
-async def test_settle_finishes_the_awaited_work_before_the_cancellation_goes_on():
+async def test_shielded_finishes_the_awaited_work_before_the_cancellation_goes_on():
     started, release = asyncio.Event(), asyncio.Event()
     done: list[str] = []
 
@@ -435,7 +435,7 @@ async def test_settle_finishes_the_awaited_work_before_the_cancellation_goes_on(
         await release.wait()
         done.append("written")
 
-    task = asyncio.create_task(settle(write()))
+    task = asyncio.create_task(shielded(write()))
     await started.wait()
     task.cancel()
     task.cancel()  # twice: still finished first
@@ -503,12 +503,14 @@ async def test_a_request_reads_and_checks_only_what_is_new_whatever_the_chat_len
 
 
 async def test_a_final_answer_goes_to_a_caller_that_stores_it_with_the_run_end(session_id):
-    """``ANSWER_AT_END``: the tool-calling answer and the tool's result are written at
+    """``RunSeams.at_end``: the tool-calling answer and the tool's result are written at
     once; the final answer is handed over, with its usage, and not written here."""
     at_end: list = []
     model = ScriptedModel([calc_call(), AssistantMessage("It is 42.")])
     agent = await agent_for(session_id, model)
-    await agent.run("6*7?", config=AgentRunConfig(session_id), metadata={ANSWER_AT_END: at_end})
+    await agent.run(
+        "6*7?", config=AgentRunConfig(session_id), metadata=RunSeams(at_end=at_end).metadata()
+    )
     assert [r.role for r in await stored(session_id)] == ["user", "assistant", "tool"]
     ((answer, meta),) = at_end
     assert answer == AssistantMessage("It is 42.")
@@ -527,7 +529,9 @@ async def test_a_request_that_fails_after_its_final_answer_writes_the_handed_ove
     at_end: list = []
     agent = await agent_for(session_id, ScriptedModel([AssistantMessage("Done.")]), FailAfterTurn())
     with pytest.raises(RuntimeError, match="auditor is down"):
-        await agent.run("Go", config=AgentRunConfig(session_id), metadata={ANSWER_AT_END: at_end})
+        await agent.run(
+            "Go", config=AgentRunConfig(session_id), metadata=RunSeams(at_end=at_end).metadata()
+        )
     assert at_end == []  # taken back and written: nobody is left to store it with an end
     assert [(r.role, r.content) for r in await stored(session_id)] == [
         ("user", "Go"),

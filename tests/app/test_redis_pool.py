@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from agent_app.bus.pool import MAX_CONNECTIONS
-from agent_app.bus.redis import Cluster
+from agent_app.bus.redis import RedisBus
 from agent_app.guard.limits import REDIS_PREFIX, Limiter
 from tests.app.services import REDIS_URL, require_service
 
@@ -37,7 +37,7 @@ async def test_a_burst_of_frames_is_budgeted_in_redis_none_falls_back(settings, 
 
 
 async def test_the_cluster_client_queues_commands_beyond_its_connections():
-    cluster = Cluster(None, require_service("Redis", REDIS_URL), f"test-{uuid.uuid4()}")  # type: ignore[arg-type]
+    cluster = RedisBus(None, require_service("Redis", REDIS_URL), f"test-{uuid.uuid4()}")  # type: ignore[arg-type]
     key = f"zett:test:{uuid.uuid4()}"
     try:
         counts = await asyncio.gather(*(cluster.redis.incr(key) for _ in range(BURST)))

@@ -330,7 +330,7 @@ async def test_a_session_being_joined_is_not_dropped_under_the_joining_socket(so
     """A run ending (or a socket leaving) while another socket joins must not leave that
     socket on a session the registry no longer knows: the next socket would find no run,
     and a second run could start beside the first."""
-    from agent_app.sessions.live import live_sessions
+    from agent_app.sessions.registry import live_sessions
 
     use_model(ScriptedModel())
 
@@ -344,12 +344,12 @@ async def test_a_session_being_joined_is_not_dropped_under_the_joining_socket(so
     registry = live_sessions()
     live = registry.session(str(__import__("uuid").uuid4()))
     page = Page()
-    await live._lock.acquire()  # the join waits here, as behind a frame being broadcast
+    await live.feed.lock.acquire()  # the join waits here, as behind a frame being broadcast
     joining = asyncio.create_task(live.join(page))
     await asyncio.sleep(0)  # one turn of the loop: the join has begun and waits
     registry.drop_if_idle(live)  # what a run's end or another socket's leaving does
     assert registry.get(live.session_id) is live
-    live._lock.release()
+    live.feed.lock.release()
     await joining
     assert page.frames and json.loads(page.frames[0])["type"] == "session"
     assert live.sockets == [page] and registry.get(live.session_id) is live
