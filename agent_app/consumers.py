@@ -64,7 +64,9 @@ from agent_app.protocol.frames import (
     OutboundFrame,
     PingFrame,
     PongFrame,
+    Refusal,
     RegenerateFrame,
+    ReplyReason,
     SteerFrame,
     UserMessageFrame,
     encode_frame,
@@ -153,11 +155,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         assert self.person is not None
         self._holds_chat = True
-        ticket = limiter().open_socket(self.person.key, self.session_id)
-        if isinstance(ticket, str):
-            await self._refuse(ErrorCode.RATE_LIMITED, ticket, TOO_MANY_SOCKETS_CLOSE_CODE)
+        try:
+            self._ticket = limiter().open_socket(self.person.key, self.session_id)
+        except Refusal as refusal:
+            await self._refuse(refusal.code, refusal.message, TOO_MANY_SOCKETS_CLOSE_CODE)
             return
-        self._ticket = ticket
         if self.person.user_id is not None and self.channel_layer is not None:
             self._group = user_group(self.person.user_id)
             await self.channel_layer.group_add(self._group, self.channel_name)
@@ -289,7 +291,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         try:
             await self.live.start(frame.content, creator)
         except Busy as busy:
-            await self._error(ErrorCode.BUSY, str(busy))
+            await self._error(busy.code, busy.message)
 
     async def on_replace_last_turn(self, content: str | None, kind: RunKind) -> None:
         """``regenerate`` (``content`` None) or ``edit_last``: answer the last turn anew."""
@@ -297,7 +299,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         try:
             await self.live.start(content, kind=kind, replace_last_turn=True)
         except Busy as busy:
-            await self._error(ErrorCode.BUSY, str(busy))
+            await self._error(busy.code, busy.message)
         except NothingToReplace as nothing:
             await self._error(ErrorCode.BAD_FRAME, str(nothing))
 
@@ -331,8 +333,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         assert self.live is not None
         try:
             await self.live.cancel()
-        except NotRunning:
-            await self._error(ErrorCode.NOT_RUNNING, "No request is running to cancel")
+        except NotRunning as refusal:
+            await self._error(refusal.code, refusal.message)
 
     async def _deliver(self, name: str, payload: dict[str, Any]) -> None:
         """Check, record, then hand a reply to the running request; tell the client who took it."""
@@ -340,13 +342,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
         correlation = payload.get("tool_call_id")
         correlation_id = correlation if isinstance(correlation, str) else None
 
-        def result(accepted_by: list[str], reason: str | None) -> ExternalEventResultFrame:
+        def result(accepted_by: list[str], reason: ReplyReason | None) -> ExternalEventResultFrame:
             return ExternalEventResultFrame(
                 name=name, correlation_id=correlation_id, accepted_by=accepted_by, reason=reason
             )
 
         if name not in CLIENT_REPLY_NAMES:
-            await self.send_frame(result([], "not_allowed"))
+            await self.send_frame(result([], ReplyReason.NOT_ALLOWED))
             return
         if name == STEERING_EVENT and (refusal := steering_refusal(payload)) is not None:
             await self.send_frame(result([], refusal))
@@ -364,7 +366,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._error(
                 ErrorCode.INTERNAL, "The reply could not be recorded, so it was not delivered"
             )
-            await self.send_frame(result([], "internal"))
+            await self.send_frame(result([], ReplyReason.INTERNAL))
             return
 
         async def answer(verdict: Verdict) -> None:

@@ -1,0 +1,13 @@
+"""What outlives a socket or a process: everything the database holds.
+
+- ``persistence``: ``OrmPersistenceExtension``, the conversation written ahead as it
+  happens, and ``RunSeams``, what a run shares with it;
+- ``runs``: a run's row, written before it starts (``begin_run``) and when it ends;
+- ``store``: message rows, the history restored for the model;
+- ``statements``: single-statement inserts and updates (cached SQL);
+- ``waits``: a question's or approval's stored wait, claimed exactly once;
+- ``recovery``: runs whose process died, settled as ``interrupted`` or ``paused``;
+- ``sequence``: the frame numbering's high-water mark, reserved in blocks;
+- ``history``: the ``session`` and ``history_page`` frames' items;
+- ``audit``: the record of every reply and verdict.
+"""

@@ -99,7 +99,7 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 #: Built once: a wrapper costs a few microseconds to make, and every message is written.
-_append_rows = database_sync_to_async(append_rows)
+write_rows = database_sync_to_async(append_rows)
 
 
 async def shielded(awaitable: Awaitable[T]) -> T:
@@ -131,7 +131,7 @@ async def write_pending(session_id: str, request_id: str, pending: list[Any]) ->
     if pending:
         entries = pending[:]
         pending.clear()
-        await shielded(_append_rows(session_id, request_id, entries))
+        await shielded(write_rows(session_id, request_id, entries))
 
 
 @dataclass
@@ -271,7 +271,7 @@ class OrmPersistenceExtension(AgentExtension):
         return RowMeta()
 
     async def _write(self, context: AgentRunContext, message: Any, meta: RowMeta) -> None:
-        await shielded(_append_rows(context.session_id, context.request_id, [(message, meta)]))
+        await shielded(write_rows(context.session_id, context.request_id, [(message, meta)]))
 
 
 async def _watched(

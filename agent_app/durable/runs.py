@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -25,6 +26,7 @@ from django.utils import timezone
 from agent_app.durable.sequence import SEQ_BLOCK
 from agent_app.durable.statements import insert, update
 from agent_app.durable.store import (
+    Bumped,
     RowMeta,
     bump_version,
     db_session_pk,
@@ -88,6 +90,45 @@ class Begun:
     history: list[AnyMessage] | None = None
 
 
+def _lock_session(
+    session_id: str, bump: Callable[[], Bumped], creator: Creator, title: str
+) -> Bumped:
+    """Lock the session row for the rest of the transaction; store a first-time session."""
+    try:
+        return bump()
+    except ChatSession.DoesNotExist:
+        ChatSession.objects.get_or_create(
+            pk=session_id,
+            defaults={
+                "owner_id": creator.owner_id,
+                "browser_key": "" if creator.owner_id else creator.browser_key,
+                "title": title,
+            },
+        )
+        return bump()
+
+
+def _store_run(
+    session_id: str, request_id: str, kind: str, resumed_from: str, worker: str, now: datetime
+) -> None:
+    """Insert the run's row; a continuation marks the paused run it takes over ``resumed``."""
+    insert(
+        [
+            ChatRun(
+                request_id=request_id,
+                session_id=session_id,
+                kind=kind,
+                resumed_from=resumed_from,
+                worker=worker,
+            )
+        ]
+    )
+    if resumed_from:
+        ChatRun.objects.filter(request_id=resumed_from, status=RunStatus.PAUSED).update(
+            status=RunStatus.RESUMED, ended_at=now
+        )
+
+
 def begin_run(
     session_id: str,
     request_id: str,
@@ -119,19 +160,7 @@ def begin_run(
         bump_version, session_id, now, seq_block=SEQ_BLOCK, count_unsettled=refuse_stale
     )
     with transaction.atomic():
-        # Locks the session row for everything below (and stores a first-time session).
-        try:
-            bumped = bump()
-        except ChatSession.DoesNotExist:
-            ChatSession.objects.get_or_create(
-                pk=session_id,
-                defaults={
-                    "owner_id": creator.owner_id,
-                    "browser_key": "" if creator.owner_id else creator.browser_key,
-                    "title": title,
-                },
-            )
-            bumped = bump()
+        bumped = _lock_session(session_id, bump, creator, title)
         if bumped.unsettled_runs:
             raise StaleRuns(session_id)  # rolls the bump back: nothing is stored
         version, reserved = bumped.history_version, bumped.seq_reserved
@@ -142,21 +171,7 @@ def begin_run(
             message = UserMessage(content) if content is not None else replaced
         elif content is not None:
             message = UserMessage(content)
-        insert(
-            [
-                ChatRun(
-                    request_id=request_id,
-                    session_id=session_id,
-                    kind=kind,
-                    resumed_from=resumed_from,
-                    worker=worker,
-                )
-            ]
-        )
-        if resumed_from:
-            ChatRun.objects.filter(request_id=resumed_from, status=RunStatus.PAUSED).update(
-                status=RunStatus.RESUMED, ended_at=now
-            )
+        _store_run(session_id, request_id, kind, resumed_from, worker, now)
         position = None
         if message is not None:
             (row,) = insert_rows(

@@ -1,6 +1,6 @@
-"""A session's messages in the database: writing rows as they settle, restoring history.
+"""A session's messages in the database: writing rows once complete, restoring history.
 
-Rows are written one settled message at a time (write-ahead: the user's message before the
+Rows are written one complete message at a time (write-ahead: the user's message before the
 model is called, each answer and tool result as soon as the runtime appends it), never
 batched at the end of a request, so a crash loses at most the output still streaming.
 
@@ -64,6 +64,7 @@ __all__ = [
     "insert_rows",
     "message_from_row",
     "open_calls",
+    "read_messages",
     "remember",
     "restore_history",
     "row_fields",
@@ -308,7 +309,7 @@ class _Restored:
 
     version: int
     #: Model-facing messages of the live branch; ``messages[:clean]`` already validated
-    #: and ending at a settled point (no tool batch open across it).
+    #: and ending at a closed point (no tool batch open across it).
     messages: list[AnyMessage] = field(default_factory=list)
     clean: int = 0
 
@@ -336,7 +337,7 @@ def restore_history(
         return []
     restored = _CACHE.get(session_id)
     if restored is None or restored.version != version:
-        restored = _Restored(version, _read(session_id))
+        restored = _Restored(version, read_messages(session_id))
         _CACHE[session_id] = restored
     _CACHE.move_to_end(session_id)
     while len(_CACHE) > CACHED_SESSIONS:
@@ -360,7 +361,8 @@ def message_saved_through_the_orm(
     )
 
 
-def _read(session_id: str) -> list[AnyMessage]:
+def read_messages(session_id: str) -> list[AnyMessage]:
+    """Every current message of the session, in order (what a first restore reads)."""
     messages = []
     for row in ChatMessage.objects.filter(session_id=session_id, superseded=False).order_by(
         "position"
@@ -378,7 +380,7 @@ def _read(session_id: str) -> list[AnyMessage]:
 
 
 def _validate(restored: _Restored) -> None:
-    """Validate what was added since the last check, up to its last settled point.
+    """Validate what was added since the last check, up to its last closed point.
 
     A trailing tool batch that is still open stays unvalidated (it may be resumed, or
     closed by the next write); everything before it becomes the clean prefix.
@@ -386,7 +388,7 @@ def _validate(restored: _Restored) -> None:
     tail = restored.messages[restored.clean :]
     if not tail:
         return
-    settled = _settled_length(tail)
+    settled = _closed_length(tail)
     if settled == 0:
         return
     checked = valid_history(tail[:settled])
@@ -394,7 +396,7 @@ def _validate(restored: _Restored) -> None:
     restored.clean += len(checked)
 
 
-def _settled_length(messages: list[AnyMessage]) -> int:
+def _closed_length(messages: list[AnyMessage]) -> int:
     """How many leading ``messages`` end at a point where no tool batch is open."""
     settled = 0
     open_ids: set[str] = set()

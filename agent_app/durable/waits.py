@@ -31,6 +31,7 @@ from django.utils.dateparse import parse_datetime
 
 from agent_app.durable import statements
 from agent_app.models import ChatRun, ReplyWait, RunStatus, WaitKind, WaitStatus
+from agent_app.protocol.frames import ReplyReason
 from agent_app.protocol.text import cut_strings, encode_frame
 
 __all__ = [
@@ -143,44 +144,45 @@ def mark(session_id: str, tool_call_id: str, status: WaitStatus, reply: Any = No
 class Claim:
     """The verdict on a reply nobody was waiting for in memory."""
 
-    #: ``None`` when accepted, else why not: ``unknown``, ``stale``, ``expired``,
-    #: ``mismatch``.
-    reason: str | None
+    #: Why it was refused (``stale``, ``expired``, ``mismatch``); None when it was accepted
+    #: (``wait`` is the wait it answers) or when no wait is open for that call (``wait``
+    #: None too: whether that is ``stale`` depends on whether a run is active).
+    reason: ReplyReason | None
     wait: ReplyWait | None = None
 
 
 def claim(session_id: str, name: str, payload: dict[str, Any]) -> Claim:
     """Accept a reply for an open wait exactly once, or say why it is refused.
 
-    The reasons: ``unknown`` (no wait for that call), ``expired``, ``mismatch`` (an
-    approval for other arguments than those shown), ``stale`` (answered already, or not
-    a reply this wait takes).
+    The reasons: ``expired``, ``mismatch`` (an approval for other arguments than those
+    shown), ``stale`` (answered already, or not a reply this wait takes); no reason and no
+    wait when no wait is open for that call.
     """
     tool_call_id = payload.get("tool_call_id")
     if not isinstance(tool_call_id, str):
-        return Claim("unknown")
+        return Claim(None)
     wait = (
         ReplyWait.objects.filter(session_id=session_id, tool_call_id=tool_call_id)
         .order_by("-created_at", "-pk")
         .first()
     )
     if wait is None or wait.status == WaitStatus.CANCELLED:
-        return Claim("unknown")  # nothing waits: its run was stopped, or there never was one
+        return Claim(None)  # nothing waits: its run was stopped, or there never was one
     if wait.status == WaitStatus.EXPIRED or (
         wait.status == WaitStatus.OPEN
         and wait.expires_at is not None
         and wait.expires_at <= timezone.now()
     ):
-        return Claim("expired")
+        return Claim(ReplyReason.EXPIRED)
     if wait.status != WaitStatus.OPEN or wait.response_event != name:
-        return Claim("stale")
+        return Claim(ReplyReason.STALE)
     if wait.kind == WaitKind.APPROVAL and not _digest_matches(wait, payload):
-        return Claim("mismatch")
+        return Claim(ReplyReason.MISMATCH)
     won = ReplyWait.objects.filter(pk=wait.pk, status=WaitStatus.OPEN).update(
         status=WaitStatus.ANSWERED, reply=payload, answered_at=timezone.now()
     )
     if not won:
-        return Claim("stale")
+        return Claim(ReplyReason.STALE)
     wait.status, wait.reply = WaitStatus.ANSWERED, payload
     return Claim(None, wait)
 

@@ -43,6 +43,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from agent_app.protocol.frames import ErrorCode, Refusal
+
 __all__ = [
     "LIMIT_SETTINGS",
     "Limiter",
@@ -247,18 +249,20 @@ class Limiter:
 
     # --- sockets ---------------------------------------------------------------------------
 
-    def open_socket(self, person: str, session_id: str) -> SocketTicket | str:
-        """Count a new socket, or say (as a message for people) why it is one too many."""
+    def open_socket(self, person: str, session_id: str) -> SocketTicket:
+        """Count a new socket; ``Refusal`` (``rate_limited``) when it is one too many."""
         limits = current_limits()
         if self._sockets_per_person[person] >= limits.max_sockets_per_person:
-            return (
+            raise Refusal(
+                ErrorCode.RATE_LIMITED,
                 f"You have {limits.max_sockets_per_person} sockets open; close a tab or wait "
-                "before opening another"
+                "before opening another",
             )
         if self._sockets_per_session[session_id] >= limits.max_sockets_per_session:
-            return (
+            raise Refusal(
+                ErrorCode.RATE_LIMITED,
                 f"This chat has {limits.max_sockets_per_session} sockets open; close one "
-                "before opening another"
+                "before opening another",
             )
         self._sockets_per_person[person] += 1
         self._sockets_per_session[session_id] += 1

@@ -109,8 +109,34 @@ class ErrorCode(StrEnum):
     INTERNAL = "internal"
 
 
-class FrameError(Exception):
-    """An inbound frame was refused; ``code`` and ``message`` become an ``error`` frame."""
+class ReplyReason(StrEnum):
+    """Why nobody took a reply: the ``reason`` of an ``external_event_result`` frame."""
+
+    #: No run is active, and no stored wait matches.
+    NOT_RUNNING = "not_running"
+    #: Not a reply a client may send (``CLIENT_REPLY_NAMES``).
+    NOT_ALLOWED = "not_allowed"
+    #: A steering payload without non-blank string ``content``.
+    INVALID = "invalid"
+    #: A steering payload over the content limit.
+    TOO_LARGE = "too_large"
+    #: The wait's deadline passed.
+    EXPIRED = "expired"
+    #: Answered already, never asked, or not a reply this wait takes.
+    STALE = "stale"
+    #: An approval for other arguments than the ones shown.
+    MISMATCH = "mismatch"
+    #: The server failed to route it.
+    INTERNAL = "internal"
+
+
+class Refusal(Exception):
+    """A request the app refuses; ``code`` and ``message`` become an ``error`` frame.
+
+    The one type every refusal is: a frame that is no valid frame (``FrameError``), a
+    socket or frame over its budget (``agent_app.guard.limits``), a message while a run
+    is active (``agent_app.sessions.errors.Busy``), a cancel with none (``NotRunning``).
+    """
 
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
@@ -119,6 +145,10 @@ class FrameError(Exception):
 
     def frame(self) -> ErrorFrame:
         return ErrorFrame(code=self.code, message=self.message)
+
+
+class FrameError(Refusal):
+    """An inbound frame was refused: it is no valid frame of the protocol."""
 
 
 # --- client → server -------------------------------------------------------------------
@@ -257,7 +287,7 @@ def parse_frame(text: str) -> InboundFrame:
     return frame
 
 
-def steering_refusal(payload: dict[str, Any]) -> str | None:
+def steering_refusal(payload: dict[str, Any]) -> ReplyReason | None:
     """Why a ``steering_message`` payload is refused before delivery, or None.
 
     Steering is user text whichever frame carries it, so it obeys the rules of ``steer``;
@@ -266,8 +296,8 @@ def steering_refusal(payload: dict[str, Any]) -> str | None:
     """
     content = payload.get("content")
     if not isinstance(content, str) or not content.strip():
-        return "invalid"
-    return "too_large" if _oversize(content) else None
+        return ReplyReason.INVALID
+    return ReplyReason.TOO_LARGE if _oversize(content) else None
 
 
 def _decode(text: str) -> Any:
@@ -471,9 +501,8 @@ class ExternalEventResultFrame(OutboundFrame):
     correlation_id: str | None
     #: Names of the extensions that claimed the event; ``[]`` means rejected.
     accepted_by: list[str]
-    #: Why nobody took it: ``not_running``, ``not_allowed``, ``invalid``, ``too_large``,
-    #: ``expired``, ``stale``, ``mismatch``, ``internal``; None when accepted.
-    reason: str | None = None
+    #: Why nobody took it; None when accepted.
+    reason: ReplyReason | None = None
 
 
 class ErrorFrame(OutboundFrame):

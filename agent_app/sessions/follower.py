@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent_app.bus.base import Lease, Marker, SessionBus
+from agent_app.protocol.frames import ReplyReason
 from agent_app.sessions.errors import NotRunning
 from agent_app.sessions.fanout import Feed, Subscriber
 from agent_app.sessions.replies import Verdict
@@ -198,10 +199,11 @@ class Follower:
         given: list[Verdict] = []
 
         async def on_answer(message: dict[str, Any]) -> None:
+            reason = message.get("reason")
             verdict = Verdict(
                 message.get("request_id"),
                 list(message.get("accepted_by") or []),
-                message.get("reason"),
+                None if reason is None else ReplyReason(reason),
             )
             given.append(verdict)
             await answer(verdict)
@@ -210,7 +212,7 @@ class Follower:
         request = {"type": "zett.deliver", "session": session_id, "name": name, "payload": payload}
         reply = await self.host.bus.call(lease, request, on_answer)
         if reply is None or not given:
-            verdict = Verdict(None, [], "not_running")
+            verdict = Verdict(None, [], ReplyReason.NOT_RUNNING)
             await answer(verdict)
             return verdict
         return given[0]

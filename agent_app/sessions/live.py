@@ -228,7 +228,7 @@ class LiveSession:
         if self._run is not None:
             raise Busy(self._run.request_id)
         if shutdown.draining():
-            raise Busy("", shutdown.DRAINING_MESSAGE)
+            raise Busy(None, shutdown.DRAINING_MESSAGE)
         run = self._run = Run(self, str(uuid.uuid4()), kind=kind, resumed_from=resumed_from)
         leased = False
         try:
@@ -422,4 +422,4 @@ async def take_lease(bus: SessionBus, session_id: str, request_id: str) -> None:
         if not ending:
             raise Busy(holder.request_id)
         await asyncio.sleep(0.002 * (attempt + 1))
-    raise Busy("of another worker")
+    raise Busy(None)  # still held by a run that ends: it let go of nothing in time

@@ -16,8 +16,7 @@ A session's ``ReplyDesk`` takes the replies of its sockets. A reply is tried, in
 A reply for a run another worker runs never reaches the desk: the session forwards it to
 that worker first (``agent_app.sessions.follower``). Every accepted reply is announced to
 every socket (``reply_accepted``) after the replying socket heard its verdict. A rejected
-one says why (``reason``): ``not_running``, ``expired``, ``mismatch`` (an approval for
-other arguments than shown) or ``stale``.
+one says why (``agent_app.protocol.frames.ReplyReason``).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from channels.db import database_sync_to_async
 from agent_app.durable import waits
 from agent_app.durable.persistence import shielded
 from agent_app.models import WaitKind, WaitStatus
-from agent_app.protocol.frames import encode_frame
+from agent_app.protocol.frames import ReplyReason, encode_frame
 from agent_app.sessions.fanout import Feed
 from agent_app.sessions.run import Run
 from zett_agent.agent import Agent, AgentRunConfig
@@ -49,7 +48,7 @@ class Verdict:
 
     request_id: str | None
     accepted_by: list[str]
-    reason: str | None = None
+    reason: ReplyReason | None = None
 
 
 Answer = Callable[[Verdict], Awaitable[None]]
@@ -129,9 +128,9 @@ class ReplyDesk:
                 database_sync_to_async(waits.claim)(self.host.session_id, name, payload)
             )
         if claim is None or claim.wait is None:
-            reason = claim.reason if claim is not None else "unknown"
-            if reason == "unknown":
-                reason = "stale" if running else "not_running"
+            reason = claim.reason if claim is not None else None
+            if reason is None:
+                reason = ReplyReason.STALE if running else ReplyReason.NOT_RUNNING
             return Verdict(running, [], reason), None
         taker = _TAKER[WaitKind(claim.wait.kind)]
         if running is not None:

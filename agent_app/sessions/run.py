@@ -54,8 +54,8 @@ __all__ = ["Run", "RunOwner", "RunState", "StopReason", "add_usage"]
 
 logger = logging.getLogger(__name__)
 
-#: Built once (every run ends here).
-_end_run = database_sync_to_async(end_run)
+#: Built once (every run ends here); also the seam a test observes the writes through.
+write_end = database_sync_to_async(end_run)
 
 E = AgentEventType
 _TOOL_ENDS = frozenset({E.TOOL_COMPLETED, E.TOOL_FAILED, E.TOOL_SKIPPED})
@@ -382,7 +382,7 @@ class Run:
             held_seqs = [await feed.next_seq() for _ in self.held or ()]
             seq = await feed.next_seq()
             await shielded(
-                _end_run(
+                write_end(
                     session_id,
                     self.request_id,
                     status,

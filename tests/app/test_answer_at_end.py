@@ -31,7 +31,7 @@ def writes(monkeypatch):
     for each ``model_completed`` frame sent, how many writes had finished by then."""
     log: list[tuple] = []
     sent: list[int] = []
-    append, end = persistence._append_rows, run_end._end_run
+    append, end = persistence.write_rows, run_end.write_end
 
     def roles(entries):
         return [message.role.value for message, _ in entries]
@@ -53,8 +53,8 @@ def writes(monkeypatch):
             sent.append(len(log))
         await send_local(self, text, seq)
 
-    monkeypatch.setattr(persistence, "_append_rows", appended)
-    monkeypatch.setattr(run_end, "_end_run", ended)
+    monkeypatch.setattr(persistence, "write_rows", appended)
+    monkeypatch.setattr(run_end, "write_end", ended)
     monkeypatch.setattr(Feed, "send_local", sending)
     return log, sent
 
@@ -175,14 +175,14 @@ async def test_a_cancel_after_the_answer_stores_it_and_sends_its_frame_before_th
 
 async def test_a_failed_end_still_stores_the_answer(sockets, use_model, writes, monkeypatch):
     log, _ = writes
-    end = run_end._end_run
+    end = run_end.write_end
 
     async def failing(session_id, request_id, status, **fields):
         if fields.get("rows"):
             raise RuntimeError("the database went away")
         return await end(session_id, request_id, status, **fields)
 
-    monkeypatch.setattr(run_end, "_end_run", failing)
+    monkeypatch.setattr(run_end, "write_end", failing)
     use_model(ScriptedModel([say("Kept anyway.")]))
     socket = await sockets()
     await socket.send({"type": "user_message", "content": "Hi"})

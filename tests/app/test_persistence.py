@@ -467,7 +467,7 @@ async def test_a_request_reads_and_checks_only_what_is_new_whatever_the_chat_len
 
     reads: list[str] = []
     validated: list[int] = []
-    real_read, real_valid = store._read, store.valid_history
+    real_read, real_valid = store.read_messages, store.valid_history
 
     def counting_read(session_id):
         reads.append(session_id)
@@ -478,7 +478,7 @@ async def test_a_request_reads_and_checks_only_what_is_new_whatever_the_chat_len
         validated.append(len(messages))
         return real_valid(messages, **kwargs)
 
-    monkeypatch.setattr(store, "_read", counting_read)
+    monkeypatch.setattr(store, "read_messages", counting_read)
     monkeypatch.setattr(store, "valid_history", counting_valid)
     work = []
     for length in (10, 1000):
