@@ -5,7 +5,7 @@ Attacks tested elsewhere: the access matrix and "a socket keeps working after it
 out" (test_access.py), per-person frame budgets, socket caps, chat quota, Origin scheme and
 port, ``ZETT_WS_RATE_BURST=0`` (test_limits.py), non-staff sign-in (test_views.py), the
 hostile-input suite over the communicator and over a real daphne socket, with its
-disconnect log check (test_hostile.py), and XSS (test_browser.py).
+disconnect log check (processes/test_hostile.py), and XSS (browser/test_browser.py).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.app.browser_support import (
+from tests.app.browser.browser_support import (
     LAYOUTS,
     ROOT,
     TRACK_SOCKETS,
@@ -29,7 +29,7 @@ from tests.app.browser_support import (
     send,
 )
 
-pytest_plugins = ["tests.app.browser_fixtures"]
+pytest_plugins = ["tests.app.browser.browser_fixtures"]
 
 
 # --- tests -------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.app.browser_support import (
+from tests.app.browser.browser_support import (
     LAYOUTS,
     LiveServer,
     expect_connected,
@@ -21,7 +21,7 @@ from tests.app.browser_support import (
     send,
 )
 
-pytest_plugins = ["tests.app.browser_fixtures"]
+pytest_plugins = ["tests.app.browser.browser_fixtures"]
 
 TWO_LAYOUTS = pytest.mark.parametrize(
     "page",

@@ -1,5 +1,5 @@
 """The fixtures of the browser tests, loaded by each ``test_browser*.py`` as a plugin
-(``pytest_plugins = ["tests.app.browser_fixtures"]``), so all of them share the live
+(``pytest_plugins = ["tests.app.browser.browser_fixtures"]``), so all of them share the live
 servers for the whole run (and one headless Chromium per file): the demo model, the
 scripted model, and the demo model with tight limits (``tight_server``), each started only
 when a test asks for it. The helpers they use are in
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.app.browser_support import (
+from tests.app.browser.browser_support import (
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -44,7 +44,7 @@ def daphne_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
 @pytest.fixture(scope="session")
 def scripted_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """The app on ``browser_model.BrowserScriptModel``: reasoning, cut-offs, failures."""
-    model = "tests.app.browser_model:browser_script_model"
+    model = "tests.app.browser.browser_model:browser_script_model"
     with serve(tmp_path_factory.mktemp("scripted"), "scripted", model) as server:
         yield server
 

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.app.browser_support import (
+from tests.app.browser.browser_support import (
     EVERY_LAYOUT,
     LAYOUTS,
     LiveServer,
@@ -23,7 +23,7 @@ from tests.app.browser_support import (
     send,
 )
 
-pytest_plugins = ["tests.app.browser_fixtures"]
+pytest_plugins = ["tests.app.browser.browser_fixtures"]
 
 
 @EVERY_LAYOUT

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from playwright.sync_api import Page, expect
 
-from tests.app.browser_support import (
+from tests.app.browser.browser_support import (
     EVERY_LAYOUT,
     LiveServer,
     PageProbe,
@@ -26,7 +26,7 @@ from tests.app.browser_support import (
     send,
 )
 
-pytest_plugins = ["tests.app.browser_fixtures"]
+pytest_plugins = ["tests.app.browser.browser_fixtures"]
 
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 STORED_AT = "2024-03-05T09:07:00+00:00"

@@ -20,7 +20,7 @@ from channels_redis.pubsub import RedisPubSubChannelLayer
 from tests.app.services import POSTGRES_URL, REDIS_URL, require_service
 from zett_site.settings import REDIS_SOCKET_TIMEOUT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SUITES = [
     "tests/app/test_consumer.py",
     "tests/app/test_persistence.py",

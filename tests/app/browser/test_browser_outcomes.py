@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.app.browser_model import STALLED_TEXT
-from tests.app.browser_support import (
+from tests.app.browser.browser_model import STALLED_TEXT
+from tests.app.browser.browser_support import (
     LiveServer,
     PageProbe,
     RestartableServer,
@@ -30,7 +30,7 @@ from tests.app.browser_support import (
     transcript_snapshot,
 )
 
-pytest_plugins = ["tests.app.browser_fixtures"]
+pytest_plugins = ["tests.app.browser.browser_fixtures"]
 
 
 def stop_part_way(page: Page) -> None:
@@ -136,7 +136,7 @@ def test_a_reload_shows_the_same_conversation_after_each_outcome(
 
 @pytest.fixture(scope="module")
 def crashing_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestartableServer]:
-    model = "tests.app.browser_model:browser_script_model"
+    model = "tests.app.browser.browser_model:browser_script_model"
     server = RestartableServer(tmp_path_factory.mktemp("crash"), "crashing", model)
     server.start()
     yield server

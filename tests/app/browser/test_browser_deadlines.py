@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from playwright.sync_api import Page, expect
 
-from tests.app.browser_support import (
+from tests.app.browser.browser_support import (
     TIGHT_HISTORY_PAGE,
     LiveServer,
     SocketGate,
@@ -28,7 +28,7 @@ from tests.app.browser_support import (
     transcript_snapshot,
 )
 
-pytest_plugins = ["tests.app.browser_fixtures"]
+pytest_plugins = ["tests.app.browser.browser_fixtures"]
 
 COUNTDOWN = re.compile(r"^0:0[1-6]$")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.app.browser_support import (
+from tests.app.browser.browser_support import (
     LiveServer,
     SocketGate,
     expect_connected,
@@ -21,7 +21,7 @@ from tests.app.browser_support import (
     send,
 )
 
-pytest_plugins = ["tests.app.browser_fixtures"]
+pytest_plugins = ["tests.app.browser.browser_fixtures"]
 
 TRUNCATED = "This message is too long to show here in full; it is stored whole."
 

@@ -35,12 +35,12 @@ from channels.testing import WebsocketCommunicator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.app.hostile import Exchange, SocketClosed, Tally, frames
+from tests.app.processes.hostile import Exchange, SocketClosed, Tally, frames
 from tests.leaks import leaked_tasks
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 #: Sockets (Hypothesis examples) and frames per socket of the in-process run.
 EXAMPLES = 125
 FRAMES_PER_SOCKET = 80
@@ -174,7 +174,7 @@ class Daphne:
             PYTHONUNBUFFERED="1",
         )
         self.process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("live_daphne.py"))],
+            [sys.executable, str(Path(__file__).parents[1] / "live_daphne.py")],
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,

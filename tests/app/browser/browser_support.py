@@ -1,4 +1,4 @@
-"""Shared helpers of the browser tests (``tests/app/test_browser*.py``); their fixtures are
+"""Shared helpers of the browser tests (``tests/app/browser/test_browser*.py``); their fixtures are
 in ``browser_fixtures.py``, which every browser test file loads as a plugin, so all of them
 share the live servers for the whole run:
 
@@ -45,8 +45,8 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ROOT = Path(__file__).resolve().parents[3]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 AXE_SCRIPT = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -147,7 +147,7 @@ def _server_env(database: Path, model: str, extra: dict[str, str]) -> dict[str, 
 def _start(env: dict[str, str], log_path: Path, args: list[str]):
     """Start ``live_daphne.py``; return the process, its reader thread and its port."""
     process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("live_daphne.py")), *args],
+        [sys.executable, str(Path(__file__).parents[1] / "live_daphne.py"), *args],
         cwd=ROOT,
         env=env,
         stdin=subprocess.DEVNULL,

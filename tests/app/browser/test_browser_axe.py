@@ -1,4 +1,4 @@
-"""axe-core (vendored in ``tests/app/vendor``) finds no serious or critical accessibility
+"""axe-core (vendored in ``tests/app/browser/vendor``) finds no serious or critical accessibility
 violation on the list page and on the chat page, at 1280 px and 375 px, light and dark.
 
 The list page is checked with search results, each row's Rename and Delete, and the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.app.browser_support import (
+from tests.app.browser.browser_support import (
     EVERY_LAYOUT,
     LiveServer,
     axe_violations,
@@ -22,7 +22,7 @@ from tests.app.browser_support import (
     send,
 )
 
-pytest_plugins = ["tests.app.browser_fixtures"]
+pytest_plugins = ["tests.app.browser.browser_fixtures"]
 
 
 def describe(violations: list[dict]) -> str:

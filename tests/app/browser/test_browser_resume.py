@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.app.browser_support import (
+from tests.app.browser.browser_support import (
     LiveServer,
     PageProbe,
     SocketGate,
@@ -23,7 +23,7 @@ from tests.app.browser_support import (
     transcript_snapshot,
 )
 
-pytest_plugins = ["tests.app.browser_fixtures"]
+pytest_plugins = ["tests.app.browser.browser_fixtures"]
 
 
 def second_tab(page: Page, probe: PageProbe) -> Page:

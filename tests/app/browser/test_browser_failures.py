@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.app.browser_model import RECOVERED_REPLY
-from tests.app.browser_support import (
+from tests.app.browser.browser_model import RECOVERED_REPLY
+from tests.app.browser.browser_support import (
     EVERY_LAYOUT,
     LiveServer,
     SocketGate,
@@ -23,7 +23,7 @@ from tests.app.browser_support import (
     send,
 )
 
-pytest_plugins = ["tests.app.browser_fixtures"]
+pytest_plugins = ["tests.app.browser.browser_fixtures"]
 
 
 @EVERY_LAYOUT

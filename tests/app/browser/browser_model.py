@@ -1,7 +1,7 @@
 """The scripted LLM of the browser test's second server, for what the demo model never does.
 
 The server imports it through the ``ZETT_MODEL`` seam, naming the factory
-``tests.app.browser_model:browser_script_model`` (one model per live session). The answer
+``tests.app.browser.browser_model:browser_script_model`` (one model per live session). The answer
 depends only on the latest user message (and, for ``fail once``, on how often the session
 asked), so any session and any test order get the same stream:
 

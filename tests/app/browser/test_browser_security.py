@@ -16,7 +16,7 @@ import sys
 
 from playwright.sync_api import Browser, Page, expect
 
-from tests.app.browser_support import (
+from tests.app.browser.browser_support import (
     ROOT,
     LiveServer,
     expect_idle,
@@ -25,7 +25,7 @@ from tests.app.browser_support import (
     send,
 )
 
-pytest_plugins = ["tests.app.browser_fixtures"]
+pytest_plugins = ["tests.app.browser.browser_fixtures"]
 
 
 #: True when any element carries an event-handler attribute or a ``javascript:`` link.
@@ -45,7 +45,7 @@ def assert_inert(page: Page) -> None:
 def test_the_xss_corpus_stays_inert_in_every_channel(
     page: Page, scripted_server: LiveServer, browser: Browser
 ) -> None:
-    from tests.app.browser_model import XSS, XSS_TEXT
+    from tests.app.browser.browser_model import XSS, XSS_TEXT
 
     session_id = open_new_chat(page, scripted_server)
     send(page, f"xss {XSS_TEXT}")  # the user's text, and so the chat's title

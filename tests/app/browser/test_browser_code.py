@@ -12,8 +12,8 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from tests.app.browser_model import CODE_REPLY, HTML_CODE, PLAIN_CODE, PYTHON_CODE
-from tests.app.browser_support import (
+from tests.app.browser.browser_model import CODE_REPLY, HTML_CODE, PLAIN_CODE, PYTHON_CODE
+from tests.app.browser.browser_support import (
     EVERY_LAYOUT,
     LiveServer,
     expect_idle,
@@ -23,7 +23,7 @@ from tests.app.browser_support import (
     send,
 )
 
-pytest_plugins = ["tests.app.browser_fixtures"]
+pytest_plugins = ["tests.app.browser.browser_fixtures"]
 
 #: highlight.js's a11y themes: keyword colour and block background, light and dark.
 THEME = {
