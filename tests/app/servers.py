@@ -1,5 +1,7 @@
-"""Real daphne processes for the tests that kill, restart and multiply servers.
+"""Real daphne processes: the one launcher of the tests (browser, processes, hostile input).
 
+``launch_daphne`` starts ``live_daphne.py`` and returns once it printed ``LISTENING <port>``
+(a ``Launched`` process, its output copied to a log file and kept in memory).
 ``DaphneProcess`` runs ``live_daphne.py`` with an environment of the test's choosing (its
 database, channel layer, model) and waits for its ``LISTENING <port>`` line, never for
 time. ``kill()`` is SIGKILL — the process gets no chance to clean up, as in a crash or an
@@ -36,6 +38,8 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 #: Generous: two cores may be running two servers, the tests and a browser at once.
 START_TIMEOUT_S = 120
 RECEIVE_TIMEOUT_S = 30
+#: The line ``live_daphne.py`` prints once it listens.
+READY_PREFIX = "LISTENING "
 
 
 @contextmanager
@@ -104,7 +108,7 @@ class DaphneProcess:
     #: The anonymous browser the test's sockets belong to (one, shared by the workers
     #: of a cluster, whose sessions live in the database).
     cookie: str | None = None
-    _reader: threading.Thread | None = field(default=None, repr=False)
+    _launched: Launched | None = field(default=None, repr=False)
 
     @property
     def log_path(self) -> Path:
@@ -112,36 +116,11 @@ class DaphneProcess:
 
     def start(self) -> DaphneProcess:
         """Start the process and wait until it listens."""
-        ARTIFACTS.mkdir(exist_ok=True)
         self.starts += 1
-        command = [sys.executable, str(Path(__file__).with_name("live_daphne.py"))]
-        if not self.migrate:
-            command.append("--no-migrate")
-        self.process = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        lines: queue.Queue[str | None] = queue.Queue()
-        self._reader = threading.Thread(
-            target=_copy_lines, args=(self.process.stdout, lines, self.log_path), daemon=True
-        )
-        self._reader.start()
-        while True:
-            try:
-                line = lines.get(timeout=START_TIMEOUT_S)
-            except queue.Empty:
-                self.kill()
-                raise RuntimeError(f"{self.name} did not listen; see {self.log_path}") from None
-            if line is None:
-                raise RuntimeError(f"{self.name} exited before listening; see {self.log_path}")
-            if line.startswith("LISTENING "):
-                self.port = int(line.split()[1])
-                return self
+        args = () if self.migrate else ("--no-migrate",)
+        self._launched = launch_daphne(self.env, self.log_path, *args, name=self.name)
+        self.process, self.port = self._launched.process, self._launched.port
+        return self
 
     def kill(self) -> None:
         """SIGKILL: a crash, with no cleanup at all."""
@@ -165,8 +144,8 @@ class DaphneProcess:
         if self.process is None:
             return None
         status = self.process.wait()
-        if self._reader is not None:
-            self._reader.join(timeout=15)
+        if self._launched is not None:
+            self._launched.reader.join(timeout=15)
         return status
 
     def log(self) -> str:
@@ -210,13 +189,87 @@ class DaphneProcess:
         self.clients.clear()
 
 
-def _copy_lines(stream: Any, lines: queue.Queue[str | None], log_path: Path) -> None:
+@dataclass(eq=False)
+class Launched:
+    """A started ``live_daphne.py``: the process, its port and its output."""
+
+    process: subprocess.Popen[str]
+    port: int
+    log_path: Path
+    reader: threading.Thread
+    #: Every line the process printed so far.
+    lines: list[str]
+
+    def stop(self, timeout: float = 15) -> int:
+        """SIGTERM, then SIGKILL after ``timeout``; its exit status once its output is read."""
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        return self.kill()
+
+    def kill(self) -> int:
+        """SIGKILL: a crash, with no cleanup at all."""
+        if self.process.poll() is None:
+            self.process.kill()
+        status = self.process.wait()
+        self.reader.join(timeout=15)
+        return status
+
+    def output(self) -> str:
+        return "".join(self.lines)
+
+
+def launch_daphne(
+    env: dict[str, str], log_path: Path, *args: str, name: str = "daphne"
+) -> Launched:
+    """Start ``live_daphne.py`` (``args``: ``--port N``, ``--no-migrate``) with ``env``; return
+    once it listens. Its output goes to ``log_path`` and ``Launched.lines``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("live_daphne.py")), *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    ready: queue.Queue[str | None] = queue.Queue()
+    reader = threading.Thread(
+        target=_copy_lines, args=(process.stdout, lines, ready, log_path), daemon=True
+    )
+    reader.start()
+    while True:
+        try:
+            line = ready.get(timeout=START_TIMEOUT_S)
+        except queue.Empty:
+            process.kill()
+            process.wait()
+            raise RuntimeError(f"{name} did not listen; see {log_path}") from None
+        if line is None:
+            process.wait()
+            raise RuntimeError(
+                f"{name} exited before listening; see {log_path}:\n" + "".join(lines)
+            )
+        if line.startswith(READY_PREFIX):
+            return Launched(process, int(line.split()[1]), log_path, reader, lines)
+
+
+def _copy_lines(
+    stream: Any, lines: list[str], ready: queue.Queue[str | None], log_path: Path
+) -> None:
     with log_path.open("w") as log:
         for line in stream:
             log.write(line)
             log.flush()
-            lines.put(line)
-    lines.put(None)
+            lines.append(line)
+            if line.startswith(READY_PREFIX):
+                ready.put(line)
+    ready.put(None)
 
 
 class Client:

@@ -31,12 +31,8 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
 import sqlite3
-import subprocess
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -45,8 +41,9 @@ from typing import Any
 
 import pytest
 
+from tests.app.servers import ARTIFACTS, Launched, launch_daphne
+
 ROOT = Path(__file__).resolve().parents[3]
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 AXE_SCRIPT = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -62,7 +59,6 @@ CHROMIUM_ARGS = [
 #: Generous, because two cores run the server, the browser and pytest at once. A bound on
 #: waiting for a condition, not a pause.
 WAIT_MS = 20_000
-SERVER_START_TIMEOUT_S = 120
 CHAT_URL = re.compile(r"/s/[0-9a-f-]{36}/$")
 SOCKET_URL = re.compile(r"/ws/sessions/")
 
@@ -116,15 +112,6 @@ class LiveServer:
             return connection.execute(sql, params).fetchall()
 
 
-def _read_lines(stream, lines: queue.Queue, log_path: Path) -> None:
-    with log_path.open("w") as log:
-        for line in stream:
-            log.write(line)
-            log.flush()
-            lines.put(line)
-    lines.put(None)
-
-
 def _server_env(database: Path, model: str, extra: dict[str, str]) -> dict[str, str]:
     env = {
         key: value
@@ -144,41 +131,6 @@ def _server_env(database: Path, model: str, extra: dict[str, str]) -> dict[str, 
     return env
 
 
-def _start(env: dict[str, str], log_path: Path, args: list[str]):
-    """Start ``live_daphne.py``; return the process, its reader thread and its port."""
-    process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parents[1] / "live_daphne.py"), *args],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: queue.Queue = queue.Queue()
-    reader = threading.Thread(
-        target=_read_lines, args=(process.stdout, lines, log_path), daemon=True
-    )
-    reader.start()
-    try:
-        port = _wait_for_port(lines, log_path)
-    except BaseException:
-        process.kill()
-        process.wait()
-        raise
-    return process, reader, port
-
-
-def _stop(process: subprocess.Popen, reader: threading.Thread) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    reader.join(timeout=15)
-
-
 @contextmanager
 def serve(
     work: Path, name: str, model: str, env: dict[str, str] | None = None
@@ -188,11 +140,11 @@ def serve(
     database = work / f"{name}.sqlite3"
     ARTIFACTS.mkdir(exist_ok=True)
     log_path = ARTIFACTS / f"{name}-server.log"
-    process, reader, port = _start(_server_env(database, model, env or {}), log_path, [])
+    launched = launch_daphne(_server_env(database, model, env or {}), log_path, name=name)
     try:
-        yield LiveServer(url=f"http://127.0.0.1:{port}", database=database, log=log_path)
+        yield LiveServer(url=f"http://127.0.0.1:{launched.port}", database=database, log=log_path)
     finally:
-        _stop(process, reader)
+        launched.stop()
 
 
 class RestartableServer(LiveServer):
@@ -207,41 +159,23 @@ class RestartableServer(LiveServer):
         self.env = _server_env(database, model, env or {})
         self.port = 0
         self.starts = 0
-        self.process: subprocess.Popen | None = None
-        self.reader: threading.Thread | None = None
+        self.launched: Launched | None = None
 
     def start(self) -> None:
         self.starts += 1
         self.log = ARTIFACTS / f"{self.name}-server-{self.starts}.log"
-        args = ["--port", str(self.port)] if self.port else []
-        self.process, self.reader, self.port = _start(self.env, self.log, args)
+        args = ("--port", str(self.port)) if self.port else ()
+        self.launched = launch_daphne(self.env, self.log, *args, name=self.name)
+        self.port = self.launched.port
         self.url = f"http://127.0.0.1:{self.port}"
 
     def kill(self) -> None:
-        assert self.process is not None
-        self.process.kill()
-        self.process.wait()
-        assert self.reader is not None
-        self.reader.join(timeout=15)
+        assert self.launched is not None
+        self.launched.kill()
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            assert self.reader is not None
-            _stop(self.process, self.reader)
-
-
-def _wait_for_port(lines: queue.Queue, log_path: Path) -> int:
-    while True:
-        try:
-            line = lines.get(timeout=SERVER_START_TIMEOUT_S)
-        except queue.Empty:
-            raise RuntimeError(
-                f"Daphne did not report its port within {SERVER_START_TIMEOUT_S} s"
-            ) from None
-        if line is None:
-            raise RuntimeError(f"Daphne exited before listening; see {log_path}")
-        if line.startswith("LISTENING "):
-            return int(line.split()[1])
+        if self.launched is not None:
+            self.launched.stop()
 
 
 # --- the browser ---------------------------------------------------------------------------

@@ -21,10 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import queue
-import subprocess
-import sys
-import threading
 import uuid
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -36,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.app.processes.hostile import Exchange, SocketClosed, Tally, frames
+from tests.app.servers import ARTIFACTS, launch_daphne
 from tests.leaks import leaked_tasks
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
@@ -173,31 +170,8 @@ class Daphne:
             ZETT_MAX_CHATS_PER_HOUR="1000000",
             PYTHONUNBUFFERED="1",
         )
-        self.process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).parents[1] / "live_daphne.py")],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.lines: list[str] = []
-        ready: queue.Queue[int | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, args=(ready,), daemon=True)
-        self._reader.start()
-        port = ready.get(timeout=120)
-        if port is None:
-            raise RuntimeError("daphne exited before listening:\n" + "".join(self.lines))
-        self.port = port
-
-    def _read(self, ready: queue.Queue[int | None]) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.append(line)
-            if line.startswith("LISTENING "):
-                ready.put(int(line.split()[1]))
-        ready.put(None)
+        self.launched = launch_daphne(env, ARTIFACTS / "hostile-daphne.log", name="hostile")
+        self.port = self.launched.port
 
     def browser_cookie(self) -> str:
         """Visit the list page as a browser does: its answer sets the session cookie."""
@@ -208,14 +182,8 @@ class Daphne:
         return f"sessionid={cookie['sessionid'].value}"
 
     def stop(self) -> str:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._reader.join(timeout=30)
-        return "".join(self.lines)
+        self.launched.stop(timeout=30)
+        return self.launched.output()
 
 
 async def daphne_sockets(server: Daphne, batches: list[list[str | bytes]], tally: Tally) -> None:
