@@ -13,6 +13,7 @@ read what a run left (its frames, its stored messages) for the modules that impo
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import uuid
@@ -25,7 +26,6 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import Client
 
-from tests.app.llm_doubles import SEAM
 from tests.leaks import fail_on_leaked_tasks
 
 # The test process is no server: SIGTERM must stop it, not drain its test loops' runs.
@@ -161,12 +161,18 @@ def expected_services():
 
 
 @pytest.fixture
-def use_model(settings):
-    """Make sessions that go live from now on use ``model`` (a scripted LLM)."""
+def use_model():
+    """Make sessions that go live from now on use ``model`` (a scripted LLM).
+
+    Through the constructor seam: the loop's registry builds each agent with
+    ``build_agent(session_id, model=model)``; no setting is involved.
+    """
 
     def install(model: Any) -> Any:
-        settings.ZETT_MODEL = SEAM
-        settings.ZETT_TEST_MODEL = model
+        from agent_app.agents.factory import build_agent
+        from agent_app.sessions.registry import live_sessions
+
+        live_sessions().factory = functools.partial(build_agent, model=model)
         return model
 
     return install
