@@ -118,6 +118,24 @@ class Feed:
         finally:
             lock.release()
 
+    async def broadcast_event_plain(
+        self, request_id: str, event: dict[str, Any] | AgentEvent
+    ) -> None:
+        """``broadcast_event`` written plainly: every event as a dict, through the encoder,
+        under ``async with``, its size measured. The speed-ups of ``broadcast_event`` (the
+        lock held by hand, a delta's frame built as text, one length check) must send
+        exactly these frames; a test holds the two equal (docs/benchmarks.md)."""
+        if type(event) is not dict:
+            event = event_to_dict(event)
+        async with self.lock:
+            seq = await self.next_seq()
+            text = encode_frame(agent_event_frame(seq, request_id, event))
+            if not fits(text):
+                await self._broadcast_large(seq, request_id, event)
+                return
+            mergeable = event["type"] in MERGEABLE_EVENTS
+            await self.broadcast(seq, text, mergeable=mergeable, request_id=request_id)
+
     async def _broadcast_large(self, seq: int, request_id: str, event: dict[str, Any]) -> None:
         """Send an event too large for one frame (the caller holds the lock, took ``seq``).
 
