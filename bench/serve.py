@@ -23,13 +23,14 @@ import re
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from tests.app.servers import Launched, launch_daphne
 
 __all__ = [
     "DEFAULT_POSTGRES",
@@ -198,7 +199,8 @@ class Server:
         self.label = label
         self.port = free_port()
         self.log_path = workdir / f"{label}-{self.port}.log"
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: subprocess.Popen[str] | None = None
+        self.launched: Launched | None = None
 
     @property
     def base(self) -> str:
@@ -218,38 +220,21 @@ class Server:
         return cpu_seconds_of(self.pid)
 
     def __enter__(self) -> Server:
-        command = [
-            sys.executable,
-            "-m",
-            "bench.daphne_server",
-            "-b",
-            "127.0.0.1",
-            "-p",
+        # The tests' launcher and server script (``tests/app/live_daphne.py``): ``--quiet``
+        # serves the app as deployed, without click's per-frame styling.
+        self.launched = launch_daphne(
+            self.env,
+            self.log_path,
+            "--port",
             str(self.port),
-        ]
-        command += ["-v", "0", self.app]
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                command, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT
-            )
-        try:
-            self._wait_until_listening(deadline=time.monotonic() + 60)
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
+            "--no-migrate",
+            "--app",
+            self.app,
+            "--quiet",
+            name=self.label,
+        )
+        self.process = self.launched.process
         return self
-
-    def _wait_until_listening(self, deadline: float) -> None:
-        assert self.process is not None
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"daphne exited early:\n{self.log_tail()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.05)  # another process's port offers no event to await
-        raise RuntimeError(f"daphne did not listen within 60 s:\n{self.log_tail()}")
 
     def log_text(self) -> str:
         try:
@@ -266,15 +251,10 @@ class Server:
         return [line for line in self.log_text().splitlines() if pattern.search(line)]
 
     def __exit__(self, *exc_info: object) -> None:
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        launched, self.launched = self.launched, None
+        self.process = None
+        if launched is not None:
+            launched.stop(timeout=20)
 
 
 def dbtool(env: dict[str, str], *args: str, timeout: float = 600.0) -> dict:

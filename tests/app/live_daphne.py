@@ -1,12 +1,17 @@
-"""Serve the real ASGI application with Daphne, for the browser test, in a process of its own.
+"""Serve the real ASGI application with Daphne in a process of its own: the one server the
+tests (``tests.app.servers.launch_daphne``) and the benchmarks (``bench.serve.Server``) start.
 
-Run as ``python tests/app/live_daphne.py [--port N] [--no-migrate]`` from the repository
-root, with the environment that selects the database (``DATABASE_URL``) and the model
-(``ZETT_MODEL``). It migrates that database (unless ``--no-migrate``: several workers on one
-database are migrated once, before they start), binds 127.0.0.1 on ``--port`` or a port the
-OS picks, and prints ``LISTENING <port>`` once the socket is bound: the test waits for that
+Run as ``python tests/app/live_daphne.py [--port N] [--no-migrate] [--app module:attr]
+[--quiet]`` from the repository root, with the environment that selects the database
+(``DATABASE_URL``) and the model (``ZETT_MODEL``). It migrates that database (unless
+``--no-migrate``: several workers on one database are migrated once, before they start),
+binds 127.0.0.1 on ``--port`` or a port the OS picks, and prints ``LISTENING <port>`` once
+the socket is bound: the test waits for that
 line instead of guessing when the server is up.
-Static files are served by Django's ASGI static handler, as ``runserver`` does.
+Static files are served by Django's ASGI static handler, as ``runserver`` does. ``--app``
+serves that ASGI application instead, as deployed (nothing migrated, no static handler:
+a benchmark's site, or its bare Channels baseline); ``--quiet`` keeps autobahn's per-frame debug
+styling out of the measurement.
 
 A process of its own, rather than a thread of the test process, because Twisted's reactor
 runs once per process and a SQLite database is then simply a file both sides can open.
@@ -15,6 +20,7 @@ runs once per process and a SQLite database is then simply a file both sides can
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -26,23 +32,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--no-migrate", action="store_true")
+    parser.add_argument("--app", default="")
+    parser.add_argument("--quiet", action="store_true")
     options = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "zett_site.settings")
+    if options.quiet:
+        import autobahn.util
 
-    import django
+        # What autobahn decides itself when click is absent (a deployed worker has no
+        # click): otherwise it styles a debug line's arguments on every frame it sends.
+        autobahn.util._HAS_CLICK = False
 
-    django.setup()
-
-    from django.core.management import call_command
-
-    if not options.no_migrate:
-        call_command("migrate", interactive=False, verbosity=0)
-
-    from channels.routing import get_default_application
     from daphne.endpoints import build_endpoint_description_strings
     from daphne.server import Server
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     class AnnouncingServer(Server):
         def listen_success(self, port):  # type: ignore[no-untyped-def]
@@ -50,10 +53,32 @@ def main() -> None:
             print(f"{READY_PREFIX}{port.getHost().port}", flush=True)
 
     AnnouncingServer(
-        application=ASGIStaticFilesHandler(get_default_application()),
+        application=_application(options.app, migrate=not options.no_migrate),
         endpoints=build_endpoint_description_strings(host="127.0.0.1", port=options.port),
         signal_handlers=True,
+        verbosity=0 if options.quiet else 1,
     ).run()
+
+
+def _application(spec: str, *, migrate: bool):  # type: ignore[no-untyped-def]
+    """The ASGI application named by ``spec`` (``module:attr``), or the site with static
+    files, its database migrated first."""
+    if spec:
+        module, _, attribute = spec.partition(":")
+        return getattr(importlib.import_module(module), attribute)
+    import django
+
+    django.setup()
+
+    from django.core.management import call_command
+
+    if migrate:
+        call_command("migrate", interactive=False, verbosity=0)
+
+    from channels.routing import get_default_application
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    return ASGIStaticFilesHandler(get_default_application())
 
 
 if __name__ == "__main__":
