@@ -107,8 +107,10 @@ class RunEncoder:
         self._segment: _Segment | None = None
         #: Whether the current AG-UI run is the zett run's first (it names the parent).
         self._first_segment = True
-        #: Interrupts already announced for the current zett run (call ids).
+        #: Interrupts already announced for the current zett run (call ids), and whether
+        #: its process died while it waited (``run_paused``).
         self._announced: set[str] = set()
+        self._paused_run = False
         #: This model call: tool call ids by index, argument text of calls without an id
         #: yet, and the id of its text message (the tool calls' parent).
         self._turn_calls: dict[int, str] = {}
@@ -161,6 +163,8 @@ class RunEncoder:
             event = frame.get("event")
             return self._agent_event(event, seq) if isinstance(event, dict) else []
         if kind == "reply_accepted":
+            if self._paused_run:
+                return []  # a continuation takes the paused run over: its own run starts
             value = {key: frame[key] for key in frame if key not in ("type", "seq")}
             return [*self._open_segment(), _custom("reply_accepted", value)]
         if kind == "run_failed":
@@ -188,7 +192,7 @@ class RunEncoder:
     def _begin_run(self, request_id: str, parent: str | None) -> None:
         self.run_id, self._parent_run_id = request_id, parent
         self._segment, self._first_segment = None, True
-        self._announced = set()
+        self._announced, self._paused_run = set(), False
         self._turn_calls, self._turn_text = {}, None
 
     # --- agent events ------------------------------------------------------------------
@@ -397,6 +401,7 @@ class RunEncoder:
 
     def _paused(self, pending: list[Any]) -> list[dict[str, Any]]:
         """The run's process died while it waited: its open waits are the interrupts."""
+        self._paused_run = True
         interrupts = []
         for item in pending:
             if not isinstance(item, dict) or item.get("request_id") not in (None, self.run_id):
