@@ -51,7 +51,7 @@ from agent_app.agui.errors import ErrorCode
 from agent_app.agui.interrupts import interrupt_for, wait_of
 from agent_app.agui.sse import SseEvent
 
-__all__ = ["CUSTOM_PREFIX", "RunEncoder"]
+__all__ = ["CUSTOM_PREFIX", "RunEncoder", "refusal_events"]
 
 #: Prefix of the CUSTOM names of zett's own events (``zett.tool_started`` …).
 CUSTOM_PREFIX = "zett."
@@ -333,7 +333,9 @@ class RunEncoder:
 
     def _custom_event(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         name, payload = event.get("name"), event.get("payload")
-        out = [_event("CUSTOM", name=str(name), value=payload)]
+        if not isinstance(name, str):
+            return [_custom("custom", event)]  # a frame too large kept only the event's type
+        out = [_event("CUSTOM", name=name, value=payload)]
         interrupt = interrupt_for(name, payload) if wait_of(name, payload) else None
         if interrupt is None:
             return out
@@ -435,6 +437,15 @@ class RunEncoder:
             for name in _USAGE_KEYS:
                 totals[name] += counts[name]
         return totals
+
+
+def refusal_events(thread_id: str, run_id: str, code: ErrorCode, message: str) -> list[SseEvent]:
+    """A stream that only says a request was refused after all (a resume of an interrupt
+    answered meanwhile): ``RUN_STARTED`` and ``RUN_ERROR``, without ids (no frame)."""
+    return [
+        SseEvent(_event("RUN_STARTED", threadId=thread_id, runId=run_id)),
+        SseEvent(_event("RUN_ERROR", message=message, code=code.value)),
+    ]
 
 
 def _event(kind: str, **fields: Any) -> dict[str, Any]:

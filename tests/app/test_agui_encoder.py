@@ -20,7 +20,8 @@ from ag_ui.core import Event, RunFinishedEvent
 from ag_ui_validate.transport import TransportOptions, validate_body
 from pydantic import BaseModel, TypeAdapter
 
-from agent_app.agui.encoder import RunEncoder
+from agent_app.agui.encoder import RunEncoder, refusal_events
+from agent_app.agui.errors import ErrorCode
 from agent_app.agui.interrupts import replies_for
 from agent_app.agui.run_input import parse_run_input
 from agent_app.agui.sse import CONTENT_TYPE, KEEP_ALIVE, SseEvent, encode_events
@@ -181,7 +182,20 @@ async def record_cancel(sockets, use_model) -> Recording:
     return recording
 
 
+async def record_large(sockets, use_model) -> Recording:
+    """Deltas and arguments too large for one frame: split into several frames, and the
+    events that repeat them shortened (docs/protocol.md, "Frame sizes")."""
+    huge = "1" + "+1" * 300_000
+    use_model(ScriptedModel([call_tool("calculate", "big-1", expression=huge), say("é" * 400_000)]))
+    socket = await sockets()
+    recording = Recording(socket.session_id)
+    await socket.send({"type": "user_message", "content": "Add them up"})
+    recording.add(await socket.run_to_completion())
+    return recording
+
+
 SCENARIOS = {
+    "large": record_large,
     "answer": record_answer,
     "tool_call": record_tool_call,
     "question": record_question,
@@ -385,6 +399,20 @@ async def test_frames_seen_already_are_dropped(recording):
 
 def _types(events: list[SseEvent]) -> list[str]:
     return [event.type if event.type != "CUSTOM" else event.data["name"] for event in events]
+
+
+async def test_split_frames_become_one_event_each_that_concatenate(sockets, use_model):
+    recording = await record_large(sockets, use_model)
+    events = recording.live()
+    pieces = [e for e in events if e.type == "TEXT_MESSAGE_CONTENT"]
+    assert len(pieces) > 1 and all(piece.id is not None for piece in pieces)
+    assert "".join(piece.data["delta"] for piece in pieces) == "é" * 400_000
+    args = [e for e in events if e.type == "TOOL_CALL_ARGS"]
+    assert len(args) > 1
+    arguments = json.loads("".join(e.data["delta"] for e in args))
+    assert arguments["expression"] == "1" + "+1" * 300_000
+    result = next(e for e in events if e.type == "TOOL_CALL_RESULT")
+    assert result.data["metadata"]["zett"] == {"event": "tool_failed", "success": False}
 
 
 async def test_an_answer_with_reasoning(sockets, use_model):
@@ -607,3 +635,18 @@ def test_sse_framing():
     assert CONTENT_TYPE == "text/event-stream"
     lone = SseEvent({"type": "CUSTOM", "name": "x", "value": "\ud800"}, 1).encode()
     assert lone.encode("utf-8")  # a lone surrogate leaves escaped, never unencodable
+
+
+async def test_a_refusal_after_all_is_a_stream_that_ends_in_run_error():
+    events = refusal_events(
+        "thread-1", "run-1", ErrorCode.INTERRUPT_ANSWERED, "This question was answered already."
+    )
+    assert [event.id for event in events] == [None, None]
+    assert events[-1].data == {
+        "type": "RUN_ERROR",
+        "message": "This question was answered already.",
+        "code": "interrupt_answered",
+    }
+    for event in events:
+        parse(event)
+    await validate(events)
