@@ -267,3 +267,20 @@ def test_the_capabilities_document_is_ag_ui_and_says_streams_are_resumable():
     assert model.human_in_the_loop.interrupts is True
     assert model.identity.name == "Support" and model.identity.description == "Helps."
     assert model.tools.client_provided is False
+
+
+def test_the_protocol_layer_imports_neither_django_nor_the_test_packages():
+    """The views sit on it; a program (or another server) can use it without Django, and
+    ``ag-ui-protocol`` stays a test dependency."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import agent_app.agui.capabilities, agent_app.agui.encoder, agent_app.agui.errors\n"
+        "import agent_app.agui.interrupts, agent_app.agui.run_input, agent_app.agui.sse\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in "
+        "('django', 'channels', 'ag_ui', 'ag_ui_validate')]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
