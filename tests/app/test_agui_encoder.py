@@ -650,3 +650,40 @@ async def test_a_refusal_after_all_is_a_stream_that_ends_in_run_error():
     for event in events:
         parse(event)
     await validate(events)
+
+
+async def test_frames_replayed_to_a_socket_that_joins_late_give_the_live_events(sockets, use_model):
+    """The app's own replay (a socket with ``?after_seq``) feeds the encoder the same frames:
+    a stream re-attached from it equals the live stream's rest."""
+    gate = asyncio.Event()
+    reasoning = [ModelEvent.reasoning("Think "), ModelEvent.reasoning("first.")]
+    text = [ModelEvent.text("Half "), ModelEvent.text("an "), ModelEvent.text("answer")]
+    use_model(GatedModel([*reasoning, *text, gate, completed_text("Half an answer")]))
+    watching = await sockets()
+    recording = Recording(watching.session_id)
+    await watching.send({"type": "user_message", "content": "Go"})
+    frames = await watching.until(lambda f: (f.get("event") or {}).get("delta") == "answer")
+    recording.add(frames)
+    joined = await sockets(watching.session_id, after_seq=0)
+    replayed = await joined.until(lambda f: f.get("seq") == recording.frames[-1]["seq"])
+    assert [f for f in replayed if "seq" in f] == recording.frames
+    middle = next(
+        f["seq"] for f in recording.frames if (f.get("event") or {}).get("delta") == "an "
+    )
+    late = await sockets(watching.session_id, after_seq=middle)
+    rest = await late.until(lambda f: f.get("seq") == recording.frames[-1]["seq"])
+    gate.set()
+    recording.add(await watching.run_to_completion())
+    await joined.run_to_completion()
+    tail = await late.run_to_completion()
+    upto = [f for f in replayed if f.get("seq", 0) and f["seq"] <= middle]
+    got = RunEncoder(recording.thread_id, after_seq=middle).encode_all(upto + rest + tail)
+    expected = [e for seq, events in recording.by_frame() if seq > middle for e in events]
+    assert got[len(got) - len(expected) :] == expected
+    prelude = got[: len(got) - len(expected)]
+    assert [e.type for e in prelude] == ["RUN_STARTED", "TEXT_MESSAGE_START"]
+    await validate(got, live=recording.live())
+
+
+def completed_text(text: str) -> ModelEvent:
+    return ModelEvent.completed(ModelResponse(AssistantMessage(text)))
