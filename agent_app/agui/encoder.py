@@ -111,8 +111,8 @@ class RunEncoder:
         #: its process died while it waited (``run_paused``).
         self._announced: set[str] = set()
         self._paused_run = False
-        #: This model call: tool call ids by index, argument text of calls without an id
-        #: yet, and the id of its text message (the tool calls' parent).
+        #: This model call: its streamed tool call ids by index, and the id of its text
+        #: message (the tool calls' parent).
         self._turn_calls: dict[int, str] = {}
         self._turn_text: str | None = None
         self._last_seq: int | None = None
@@ -157,8 +157,7 @@ class RunEncoder:
         if self.run_id is None:
             self._begin_run(request_id, None)  # fed from the middle: adopt the run
         elif request_id != self.run_id:
-            # A reply to a paused run: the continuation that takes it over starts next.
-            return []
+            return []  # not this run's (a reply to a run that ended): nothing of this stream
         if kind == "agent_event":
             event = frame.get("event")
             return self._agent_event(event, seq) if isinstance(event, dict) else []
@@ -312,9 +311,10 @@ class RunEncoder:
         message = event.get("message") if isinstance(event.get("message"), dict) else {}
         out = []
         for call in event.get("tool_calls") or ():
-            call_id = message.get("tool_call_id") or call.get("id")
+            call_id = call.get("id") or message.get("tool_call_id")
             if not isinstance(call_id, str):
                 continue
+            message_id = f"tool:{self.run_id}:{seq}" + (f".{len(out)}" if out else "")
             zett = {"event": event.get("type"), "success": bool(message.get("success", False))}
             reply = (message.get("attributes") or {}).get("reply")
             if reply is not None:
@@ -322,7 +322,7 @@ class RunEncoder:
             out.append(
                 _event(
                     "TOOL_CALL_RESULT",
-                    messageId=f"tool:{self.run_id}:{seq}",
+                    messageId=message_id,
                     toolCallId=call_id,
                     content=_text(message.get("content")),
                     role="tool",
