@@ -194,8 +194,33 @@ async def record_large(sockets, use_model) -> Recording:
     return recording
 
 
+async def record_steer(sockets, use_model) -> Recording:
+    """A steer while the model answers: its tool call is skipped, the next turn answers."""
+    gate = asyncio.Event()
+    call = ToolCall("calc-9", "calculate", {"expression": "1 + 1"})
+    turn = [
+        ModelEvent.text("Computing"),
+        *_fragments("calc-9", "calculate", json.dumps(call.arguments), 8),
+        gate,
+        ModelEvent.completed(ModelResponse(AssistantMessage("Computing", tool_calls=(call,)))),
+    ]
+    use_model(GatedModel(turn, [completed_text("Fine, no maths.")]))
+    socket = await sockets()
+    recording = Recording(socket.session_id)
+    await socket.send({"type": "user_message", "content": "1 + 1?"})
+    recording.add(await socket.until_event("tool_call_delta"))
+    await socket.send({"type": "steer", "content": "Never mind the maths."})
+    recording.add(await socket.until(lambda f: f["type"] == "external_event_result"))
+    gate.set()
+    frames = await socket.run_to_completion()
+    recording.add(frames)
+    assert "tool_skipped" in [e["event"]["type"] for e in frames if e["type"] == "agent_event"]
+    return recording
+
+
 SCENARIOS = {
     "large": record_large,
+    "steer": record_steer,
     "answer": record_answer,
     "tool_call": record_tool_call,
     "question": record_question,
@@ -413,6 +438,16 @@ async def test_split_frames_become_one_event_each_that_concatenate(sockets, use_
     assert arguments["expression"] == "1" + "+1" * 300_000
     result = next(e for e in events if e.type == "TOOL_CALL_RESULT")
     assert result.data["metadata"]["zett"] == {"event": "tool_failed", "success": False}
+
+
+async def test_a_steer_skips_the_tool_call_with_a_result_and_zett_events(sockets, use_model):
+    recording = await record_steer(sockets, use_model)
+    types = _types(recording.live())
+    result = next(e for e in recording.live() if e.type == "TOOL_CALL_RESULT")
+    assert result.data["toolCallId"] == "calc-9"
+    assert result.data["metadata"]["zett"] == {"event": "tool_skipped", "success": False}
+    assert "zett.steering_started" in types and "zett.reply_accepted" in types
+    assert types[-1] == "RUN_FINISHED"
 
 
 async def test_an_answer_with_reasoning(sockets, use_model):
