@@ -14,9 +14,10 @@ shown the same question:
   ``payload``; ``expiresAt`` the deadline (ISO 8601, UTC); ``metadata.zett`` the whole
   payload as the socket carries it (options, the tool and its arguments, the digest …).
 
-``replies_for`` turns a ``RunAgentInput.resume`` into the replies a socket sends for the
-same answers (docs/protocol.md, "The app's CUSTOM events and their replies"), so a resume
-goes through the one reply path — audit record, exactly-once claim, digest, deadline.
+``replies_for`` turns a ``RunAgentInput.resume`` into the replies (``ExternalEvent``) a
+socket sends for the same answers (docs/protocol.md, "The app's CUSTOM events and their
+replies"), so a resume goes through the one reply path — audit record, exactly-once claim,
+digest, deadline.
 ``refusal_code`` names the ``RUN_ERROR`` code for a reply that path refused.
 """
 
@@ -24,11 +25,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent_app.agui.errors import AguiError, ErrorCode
 from agent_app.protocol import MAX_CONTENT_BYTES
+from zett_agent.extensions.external import ExternalEvent
 
 if TYPE_CHECKING:
     from agent_app.agui.run_input import ResumeEntry
@@ -37,7 +38,6 @@ __all__ = [
     "APPROVAL_EVENT",
     "ASK_USER_EVENT",
     "InterruptKind",
-    "Reply",
     "interrupt_for",
     "refusal_code",
     "replies_for",
@@ -141,16 +141,11 @@ def _approval_schema(payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """A zett reply: the ``external_event`` a socket would send (``name``, ``payload``)."""
-
-    name: str
-    payload: dict[str, Any]
-
-
-def replies_for(resume: Sequence[ResumeEntry], kinds: Mapping[str, InterruptKind]) -> list[Reply]:
-    """The replies that ``resume`` stands for, in its order.
+def replies_for(
+    resume: Sequence[ResumeEntry], kinds: Mapping[str, InterruptKind]
+) -> list[ExternalEvent]:
+    """The replies that ``resume`` stands for, in its order (``name`` and ``payload`` as a
+    socket's ``external_event`` frame carries them).
 
     ``kinds`` maps the thread's interrupt ids (its waits' tool call ids, answered or not)
     to their kind. Whether each reply is still accepted — not answered yet, not expired,
@@ -158,7 +153,7 @@ def replies_for(resume: Sequence[ResumeEntry], kinds: Mapping[str, InterruptKind
     express: an id the thread never had, one interrupt answered twice in one resume, a
     status or payload that does not answer its interrupt.
     """
-    replies: list[Reply] = []
+    replies: list[ExternalEvent] = []
     seen: set[str] = set()
     for index, entry in enumerate(resume):
         where = f"resume[{index}]"
@@ -181,11 +176,11 @@ def replies_for(resume: Sequence[ResumeEntry], kinds: Mapping[str, InterruptKind
     return replies
 
 
-def _approval_reply(where: str, call_id: str, entry: ResumeEntry) -> Reply:
+def _approval_reply(where: str, call_id: str, entry: ResumeEntry) -> ExternalEvent:
     payload: dict[str, Any] = {"tool_call_id": call_id}
     if entry.status == "cancelled":
         payload["approved"] = False  # dismissing an approval denies the call
-        return Reply(APPROVAL_RESPONSE, payload)
+        return ExternalEvent(APPROVAL_RESPONSE, payload)
     given = entry.payload
     approved = given.get("approved") if isinstance(given, dict) else None
     if not isinstance(approved, bool):
@@ -199,10 +194,10 @@ def _approval_reply(where: str, call_id: str, entry: ResumeEntry) -> Reply:
         if not isinstance(digest, str):
             raise AguiError(ErrorCode.INVALID_RESUME, f"{where}: digest must be a string")
         payload["digest"] = digest
-    return Reply(APPROVAL_RESPONSE, payload)
+    return ExternalEvent(APPROVAL_RESPONSE, payload)
 
 
-def _answer_reply(where: str, call_id: str, entry: ResumeEntry) -> Reply:
+def _answer_reply(where: str, call_id: str, entry: ResumeEntry) -> ExternalEvent:
     if entry.status == "cancelled":
         raise AguiError(
             ErrorCode.INVALID_RESUME,
@@ -232,7 +227,7 @@ def _answer_reply(where: str, call_id: str, entry: ResumeEntry) -> Reply:
         raise AguiError(
             ErrorCode.TOO_LARGE, f"{where}: the answer is over {MAX_CONTENT_BYTES} bytes"
         )
-    return Reply(ASK_USER_RESPONSE, {"tool_call_id": call_id, "answer": answer})
+    return ExternalEvent(ASK_USER_RESPONSE, {"tool_call_id": call_id, "answer": answer})
 
 
 def refusal_code(reason: str | None) -> ErrorCode:

@@ -22,8 +22,9 @@ from ag_ui.core import (
 
 from agent_app.agui.capabilities import capabilities
 from agent_app.agui.errors import AguiError, ErrorCode
-from agent_app.agui.interrupts import Reply, interrupt_for, refusal_code, replies_for
+from agent_app.agui.interrupts import interrupt_for, refusal_code, replies_for
 from agent_app.agui.run_input import parse_run_input
+from zett_agent.extensions.external import ExternalEvent
 
 THREAD = str(uuid.uuid4())
 
@@ -168,8 +169,10 @@ def test_a_resume_needs_no_messages_and_becomes_the_replies_a_socket_sends():
     )
     assert request.text is None
     assert replies_for(request.resume, KINDS) == [
-        Reply("ask_user_response", {"tool_call_id": "ask-1", "answer": "Rome"}),
-        Reply("approval_response", {"tool_call_id": "note-1", "approved": True, "digest": "abc"}),
+        ExternalEvent("ask_user_response", {"tool_call_id": "ask-1", "answer": "Rome"}),
+        ExternalEvent(
+            "approval_response", {"tool_call_id": "note-1", "approved": True, "digest": "abc"}
+        ),
     ]
 
 
@@ -188,7 +191,7 @@ def test_a_denial_and_a_dismissed_approval_deny_the_call():
         ResumeEntry(interrupt_id="note-1", status="cancelled"),
     ):
         assert replies_for(resume(entry), KINDS) == [
-            Reply("approval_response", {"tool_call_id": "note-1", "approved": False})
+            ExternalEvent("approval_response", {"tool_call_id": "note-1", "approved": False})
         ]
 
 
