@@ -20,8 +20,7 @@ from ag_ui.core import Event, RunFinishedEvent
 from ag_ui_validate.transport import TransportOptions, validate_body
 from pydantic import BaseModel, TypeAdapter
 
-from agent_app.agui.encoder import RunEncoder, refusal_events
-from agent_app.agui.errors import ErrorCode
+from agent_app.agui.encoder import RunEncoder
 from agent_app.agui.interrupts import replies_for
 from agent_app.agui.run_input import parse_run_input
 from agent_app.agui.sse import CONTENT_TYPE, KEEP_ALIVE, SseEvent, encode_events
@@ -422,7 +421,7 @@ async def test_frames_seen_already_are_dropped(recording):
 # --- what each kind of run becomes ----------------------------------------------------------
 
 
-def _types(events: list[SseEvent]) -> list[str]:
+def event_names(events: list[SseEvent]) -> list[str]:
     return [event.type if event.type != "CUSTOM" else event.data["name"] for event in events]
 
 
@@ -442,7 +441,7 @@ async def test_split_frames_become_one_event_each_that_concatenate(sockets, use_
 
 async def test_a_steer_skips_the_tool_call_with_a_result_and_zett_events(sockets, use_model):
     recording = await record_steer(sockets, use_model)
-    types = _types(recording.live())
+    types = event_names(recording.live())
     result = next(e for e in recording.live() if e.type == "TOOL_CALL_RESULT")
     assert result.data["toolCallId"] == "calc-9"
     assert result.data["metadata"]["zett"] == {"event": "tool_skipped", "success": False}
@@ -453,7 +452,7 @@ async def test_a_steer_skips_the_tool_call_with_a_result_and_zett_events(sockets
 async def test_an_answer_with_reasoning(sockets, use_model):
     recording = await record_answer(sockets, use_model)
     events = recording.live()
-    assert _types(events) == [
+    assert event_names(events) == [
         "RUN_STARTED",
         "zett.run_started",
         "zett.model_started",
@@ -499,7 +498,7 @@ async def test_a_tool_call_streams_its_arguments_and_result_and_usage_is_reporte
     args = "".join(e.data["delta"] for e in events if e.type == "TOOL_CALL_ARGS")
     assert json.loads(args) == {"expression": "2 + 2"}
     assert len([e for e in events if e.type == "TOOL_CALL_ARGS"]) > 1
-    types = _types(events)
+    types = event_names(events)
     assert types.index("TOOL_CALL_END") < types.index("TOOL_CALL_RESULT")
     result = next(e for e in events if e.type == "TOOL_CALL_RESULT")
     assert result.data["toolCallId"] == "calc-1"
@@ -513,79 +512,6 @@ async def test_a_tool_call_streams_its_arguments_and_result_and_usage_is_reporte
     ]  # fmt: skip
     usage = finished["result"]["usage"]
     assert (usage["input_tokens"], usage["output_tokens"], usage["total_tokens"]) == (15, 9, 24)
-
-
-async def test_a_question_ends_the_stream_in_an_interrupt_and_the_answer_starts_the_next(
-    sockets, use_model
-):
-    recording = await record_question(sockets, use_model)
-    events = recording.live()
-    custom = next(f for f in recording.frames if f.get("event", {}).get("name") == "ask_user")
-    payload = custom["event"]["payload"]
-    at = next(i for i, e in enumerate(events) if e.id == custom["seq"])
-    assert _types(events[at - 1 : at + 1]) == ["ask_user", "RUN_FINISHED"]
-    assert events[at - 1].data["value"] == payload
-    finished = parse(events[at])
-    assert finished.outcome.type == "interrupt"
-    assert events[at].data["outcome"]["interrupts"] == [
-        {
-            "id": "ask-1",
-            "reason": "input_required",
-            "toolCallId": "ask-1",
-            "message": "Which city?",
-            "responseSchema": {
-                "type": "object",
-                "properties": {"answer": {"type": "string", "enum": ["Paris", "Rome"]}},
-                "required": ["answer"],
-                "additionalProperties": False,
-            },
-            "expiresAt": payload["expires_at"],
-            "metadata": {"zett": {"name": "ask_user", "payload": payload}},
-        }
-    ]
-    # The reply (the resume) continues the same zett run: a new AG-UI run, same runId.
-    after = events[at + 1 :]
-    assert after[0].data == {
-        "type": "RUN_STARTED",
-        "threadId": recording.thread_id,
-        "runId": events[0].data["runId"],
-    }
-    assert _types(after[:2]) == ["RUN_STARTED", "zett.reply_accepted"]
-    result = next(e for e in after if e.type == "TOOL_CALL_RESULT")
-    assert (result.data["toolCallId"], result.data["content"]) == ("ask-1", "Rome")
-    assert result.data["metadata"]["zett"]["reply"]["answer"] == "Rome"
-    assert events[-1].data["outcome"] == {"type": "success"}
-
-
-async def test_an_approval_is_a_confirmation_interrupt(sockets, use_model):
-    recording = await record_approval(sockets, use_model)
-    events = recording.live()
-    custom = next(
-        f for f in recording.frames if f.get("event", {}).get("name") == "approval_requested"
-    )
-    payload = custom["event"]["payload"]
-    finished = next(e for e in events if e.id == custom["seq"])
-    (interrupt,) = finished.data["outcome"]["interrupts"]
-    assert interrupt == {
-        "id": "note-1",
-        "reason": "confirmation",
-        "toolCallId": "note-1",
-        "message": payload["question"],
-        "responseSchema": {
-            "type": "object",
-            "properties": {
-                "approved": {"type": "boolean"},
-                "digest": {"type": "string", "const": payload["digest"]},
-            },
-            "required": ["approved"],
-            "additionalProperties": False,
-        },
-        "expiresAt": payload["expires_at"],
-        "metadata": {"zett": {"name": "approval_requested", "payload": payload}},
-    }
-    result = next(e for e in events if e.type == "TOOL_CALL_RESULT")
-    assert result.data["toolCallId"] == "note-1"
-    assert result.data["metadata"]["zett"]["reply"] == {"kind": "approval", "approved": True}
 
 
 async def test_a_failed_run_ends_in_run_error_with_a_code(sockets, use_model):
@@ -603,56 +529,9 @@ async def test_a_failed_run_ends_in_run_error_with_a_code(sockets, use_model):
 async def test_a_cancelled_run_closes_its_message_and_finishes_cancelled(sockets, use_model):
     recording = await record_cancel(sockets, use_model)
     events = recording.live()
-    assert _types(events[-2:]) == ["TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert event_names(events[-2:]) == ["TEXT_MESSAGE_END", "RUN_FINISHED"]
     assert events[-1].data["outcome"] == {"type": "cancelled"}
     assert events[-1].id == recording.frames[-1]["seq"]
-
-
-async def test_a_paused_run_interrupts_once_and_its_continuation_names_it(sockets, use_model):
-    """``run_paused`` and a continuation, as docs/protocol.md describes them, after a real
-    question: the frames a worker sends when the asking process died."""
-    recording = await record_question(sockets, use_model)
-    asked = [f for f in recording.frames if f["type"] != "reply_accepted"]
-    asked = asked[: next(i for i, f in enumerate(asked) if f.get("event", {}).get("name")) + 1]
-    request_id, seq = asked[0]["request_id"], asked[-1]["seq"]
-    payload = asked[-1]["event"]["payload"]
-    item = {
-        "request_id": request_id,
-        "tool_call_id": "ask-1",
-        "kind": "ask_user",
-        "name": "ask_user",
-        "payload": payload,
-        "response_event": "ask_user_response",
-        "expires_at": payload["expires_at"],
-    }
-    encoder = RunEncoder(recording.thread_id)
-    encoder.encode_all(asked)
-    paused = {"type": "run_paused", "seq": seq + 1, "request_id": request_id, "pending": [item]}
-    assert encoder.encode(paused) == []  # the client was told already
-    other = {**item, "tool_call_id": "ask-2", "payload": {**payload, "tool_call_id": "ask-2"}}
-    again = encoder.encode({**paused, "seq": seq + 2, "pending": [item, other]})
-    assert _types(again) == ["RUN_STARTED", "RUN_FINISHED"]
-    ids = [i["id"] for i in again[-1].data["outcome"]["interrupts"]]
-    assert ids == ["ask-1", "ask-2"]
-    reply = {"type": "reply_accepted", "seq": seq + 3, "request_id": request_id, "name": "x"}
-    continuation = {
-        "type": "run_started",
-        "seq": seq + 4,
-        "request_id": "continuation-1",
-        "content": None,
-        "kind": "resume",
-        "resumed_from": request_id,
-    }
-    assert encoder.encode(reply) == []  # the continuation takes the paused run over
-    started = encoder.encode(continuation)
-    assert started[0].data == {
-        "type": "RUN_STARTED",
-        "threadId": recording.thread_id,
-        "runId": "continuation-1",
-        "parentRunId": request_id,
-    }
-    for event in [*again, *started]:
-        parse(event)
 
 
 # --- SSE framing ----------------------------------------------------------------------------
@@ -670,21 +549,6 @@ def test_sse_framing():
     assert CONTENT_TYPE == "text/event-stream"
     lone = SseEvent({"type": "CUSTOM", "name": "x", "value": "\ud800"}, 1).encode()
     assert lone.encode("utf-8")  # a lone surrogate leaves escaped, never unencodable
-
-
-async def test_a_refusal_after_all_is_a_stream_that_ends_in_run_error():
-    events = refusal_events(
-        "thread-1", "run-1", ErrorCode.INTERRUPT_ANSWERED, "This question was answered already."
-    )
-    assert [event.id for event in events] == [None, None]
-    assert events[-1].data == {
-        "type": "RUN_ERROR",
-        "message": "This question was answered already.",
-        "code": "interrupt_answered",
-    }
-    for event in events:
-        parse(event)
-    await validate(events)
 
 
 async def test_frames_replayed_to_a_socket_that_joins_late_give_the_live_events(sockets, use_model):
