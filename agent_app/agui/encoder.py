@@ -20,9 +20,11 @@ of a replay and the live frames): ids strictly increase. Every ``TEXT_MESSAGE_CO
 becomes nothing.
 
 **Runs and interrupts.** One zett run is one AG-UI run, unless it waits: a question or an
-approval ends the AG-UI run (``RUN_FINISHED``, interrupt outcome), and the next frame of the
-same zett run — the reply being accepted, or the wait's deadline passing — begins another
-AG-UI run with the same ``runId``: the zett run goes on where it waited. A continuation run
+approval ends the AG-UI run (``RUN_FINISHED``, interrupt outcome), and the next event of the
+same zett run after the reply (the tool starting, or the wait's deadline passing) begins
+another AG-UI run with the same ``runId``: the zett run goes on where it waited. A run whose
+end never came (its process died unseen) is ended with ``RUN_ERROR`` ``interrupted`` when
+the next run starts. A continuation run
 (a paused run taken over after a restart) is a new zett run: its ``RUN_STARTED`` names the
 paused one in ``parentRunId``.
 
@@ -107,10 +109,8 @@ class RunEncoder:
         self._segment: _Segment | None = None
         #: Whether the current AG-UI run is the zett run's first (it names the parent).
         self._first_segment = True
-        #: Interrupts already announced for the current zett run (call ids), and whether
-        #: its process died while it waited (``run_paused``).
+        #: Interrupts already announced for the current zett run (call ids).
         self._announced: set[str] = set()
-        self._paused_run = False
         #: This model call: its streamed tool call ids by index, and the id of its text
         #: message (the tool calls' parent).
         self._turn_calls: dict[int, str] = {}
@@ -162,10 +162,12 @@ class RunEncoder:
             event = frame.get("event")
             return self._agent_event(event, seq) if isinstance(event, dict) else []
         if kind == "reply_accepted":
-            if self._paused_run:
-                return []  # a continuation takes the paused run over: its own run starts
+            if self._segment is None:
+                # The answer to an interrupt: the run's next frame begins the next AG-UI
+                # run (or, for a paused run, its continuation's ``run_started`` does).
+                return []
             value = {key: frame[key] for key in frame if key not in ("type", "seq")}
-            return [*self._open_segment(), _custom("reply_accepted", value)]
+            return [_custom("reply_accepted", value)]
         if kind == "run_failed":
             error = frame.get("error") or {}
             message = error.get("message") if isinstance(error, dict) else None
@@ -184,14 +186,18 @@ class RunEncoder:
         if not isinstance(request_id, str):
             return []
         resumed_from = frame.get("resumed_from")
+        unended: list[dict[str, Any]] = []
+        if self._segment is not None:
+            # The previous run's end never came (its process died unseen): end it here.
+            unended = self._error(ErrorCode.INTERRUPTED, "The run was interrupted.")
         self._begin_run(request_id, resumed_from if isinstance(resumed_from, str) else None)
         value = {key: frame[key] for key in frame if key not in ("type", "seq")}
-        return [*self._open_segment(), _custom("run_started", value)]
+        return [*unended, *self._open_segment(), _custom("run_started", value)]
 
     def _begin_run(self, request_id: str, parent: str | None) -> None:
         self.run_id, self._parent_run_id = request_id, parent
         self._segment, self._first_segment = None, True
-        self._announced, self._paused_run = set(), False
+        self._announced = set()
         self._turn_calls, self._turn_text = {}, None
 
     # --- agent events ------------------------------------------------------------------
@@ -403,7 +409,6 @@ class RunEncoder:
 
     def _paused(self, pending: list[Any]) -> list[dict[str, Any]]:
         """The run's process died while it waited: its open waits are the interrupts."""
-        self._paused_run = True
         interrupts = []
         for item in pending:
             if not isinstance(item, dict) or item.get("request_id") not in (None, self.run_id):

@@ -56,7 +56,7 @@ async def test_a_question_ends_the_stream_in_an_interrupt_and_the_answer_starts_
         "threadId": recording.thread_id,
         "runId": events[0].data["runId"],
     }
-    assert event_names(after[:2]) == ["RUN_STARTED", "zett.reply_accepted"]
+    assert event_names(after[:2]) == ["RUN_STARTED", "zett.tool_started"]
     result = next(e for e in after if e.type == "TOOL_CALL_RESULT")
     assert (result.data["toolCallId"], result.data["content"]) == ("ask-1", "Rome")
     assert result.data["metadata"]["zett"]["reply"]["answer"] == "Rome"
@@ -154,3 +154,18 @@ async def test_a_refusal_after_all_is_a_stream_that_ends_in_run_error():
     for event in events:
         parse(event)
     await validate(events)
+
+
+async def test_a_run_whose_end_never_came_is_ended_when_the_next_starts(sockets, use_model):
+    """A process that died mid-answer sends no end; the next run's start ends that run."""
+    recording = await record_question(sockets, use_model)
+    begun = recording.frames[:3]  # run_started, model_started, the tool call's delta
+    last = begun[-1]["seq"]
+    next_run = {**recording.frames[0], "seq": last + 1, "request_id": "next-run"}
+    events = RunEncoder(recording.thread_id).encode_all([*begun, next_run])
+    names = event_names(events)
+    at = names.index("RUN_ERROR")
+    assert events[at].data["code"] == "interrupted" and events[at].id is None
+    assert names[at + 1 :] == ["RUN_STARTED", "zett.run_started"]
+    assert events[-1].id == last + 1
+    await validate(events[: at + 1])  # the first run, ended
