@@ -16,17 +16,18 @@ is the model's call id.
 the others carry none. A frame becomes at most one event with an id, frames arrive in
 ``seq`` order, and a frame whose ``seq`` is not above the last one seen is dropped (the join
 of a replay and the live frames): ids strictly increase. Every ``TEXT_MESSAGE_CONTENT``
-(one a text delta) is the last event of its frame, so it has an id. An empty delta
+(one per text delta frame) is the last event of its frame, so it has an id. An empty delta
 becomes nothing.
 
 **Runs and interrupts.** One zett run is one AG-UI run, unless it waits: a question or an
-approval ends the AG-UI run (``RUN_FINISHED``, interrupt outcome), and the next event of the
-same zett run after the reply (the tool starting, or the wait's deadline passing) begins
-another AG-UI run with the same ``runId``: the zett run goes on where it waited. A run whose
-end never came (its process died unseen) is ended with ``RUN_ERROR`` ``interrupted`` when
-the next run starts. A continuation run
-(a paused run taken over after a restart) is a new zett run: its ``RUN_STARTED`` names the
-paused one in ``parentRunId``.
+approval ends the AG-UI run (``RUN_FINISHED``, interrupt outcome). The answer's
+``reply_accepted`` becomes nothing (a steer's, during a run, is ``CUSTOM``
+``zett.reply_accepted``); the next event of the same zett run (the tool starting, or the wait's
+deadline passing) begins another AG-UI run with the same ``runId``: the zett run goes on
+where it waited. A continuation run (a paused run taken over after a restart) is a new zett
+run: its ``RUN_STARTED`` names the paused one in ``parentRunId``. A run whose end never
+came (its process died unseen) is ended with ``RUN_ERROR`` ``interrupted`` when the next
+run starts.
 
 **Re-attaching after ``seq`` N** (``after_seq=N``): the encoder is fed the run's frames
 from its ``run_started`` — those numbered up to N to learn where the run stood, the rest to
