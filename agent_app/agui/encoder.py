@@ -38,7 +38,7 @@ events that re-open what was open at N: ``RUN_STARTED`` (the same ``runId``) and
 ``TOOL_CALL_START`` of a reasoning, message or tool call begun at or before N and not
 finished, with their original ids. Nothing streamed (no delta) is repeated, and no id: a
 client that kept its state ignores a start it has seen; one that lost it has a valid
-stream. A view that feeds from ``agent_app.replay.ReplayBuffer`` takes the frames up to N
+stream. A view that feeds from ``agent_app.bus.replay.ReplayBuffer`` takes the frames up to N
 from ``frames_after(None)`` and the rest from ``frames_after(N)``: a merged delta frame
 that straddles N then yields only the part after N.
 """

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent_app.agui.errors import AguiError, ErrorCode
-from agent_app.protocol import MAX_CONTENT_BYTES
+from agent_app.protocol.frames import MAX_CONTENT_BYTES
 from zett_agent.extensions.external import ExternalEvent
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from agent_app.agui.errors import AguiError, ErrorCode
-from agent_app.protocol import MAX_CONTENT_BYTES
+from agent_app.protocol.frames import MAX_CONTENT_BYTES
 
 __all__ = ["MAX_INPUT_BYTES", "ResumeEntry", "RunAgentInput", "RunRequest", "parse_run_input"]
 

@@ -2,7 +2,7 @@
 
 One event is ``id: <seq>`` (when it has one) and one ``data:`` line of compact JSON, then a
 blank line. JSON escapes every line break inside strings, so the data is always one line;
-the text is made as a socket frame's is (``agent_app.frame_text.encode_frame``), so it
+the text is made as a socket frame's is (``agent_app.protocol.text.encode_frame``), so it
 always encodes to UTF-8.
 A comment line (``: keep-alive``) keeps an idle connection open through proxies; clients
 ignore it. The response must not be buffered on the way: ``SSE_HEADERS`` say so to proxies.
@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from agent_app.frame_text import encode_frame
+from agent_app.protocol.text import encode_frame
 
 __all__ = ["CONTENT_TYPE", "KEEP_ALIVE", "SSE_HEADERS", "SseEvent", "encode_events"]
 

@@ -24,8 +24,8 @@ from agent_app.agui.encoder import RunEncoder
 from agent_app.agui.interrupts import replies_for
 from agent_app.agui.run_input import parse_run_input
 from agent_app.agui.sse import CONTENT_TYPE, KEEP_ALIVE, SseEvent, encode_events
-from agent_app.frame_text import encode_frame
-from agent_app.replay import ReplayBuffer
+from agent_app.bus.replay import ReplayBuffer
+from agent_app.protocol.text import encode_frame
 from tests.app.llm_doubles import GatedModel, call_tool, say
 from zett_agent.messages import AssistantMessage, ToolCall
 from zett_agent.model import ModelEvent, ModelResponse, ModelUsage, ToolCallDelta
