@@ -20,8 +20,18 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 from opentelemetry.trace import StatusCode
 
-from tests.runtime.support import ProbeModel, answer, call, calls, collect
+from tests.runtime.support import (
+    ProbeModel,
+    SeededHistory,
+    answer,
+    call,
+    calls,
+    collect,
+    lookup,
+    raising_in,
+)
 from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent.extensions.ask_user import AskUserExtension
 from zett_agent.extensions.tracing import (
     TRACE_LINKS,
     TRACE_PARENT,
@@ -29,6 +39,7 @@ from zett_agent.extensions.tracing import (
     current_traceparent,
     record_wait_span,
 )
+from zett_agent.messages import AssistantMessage, ToolCall, UserMessage
 from zett_agent.tools.base import tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -244,3 +255,49 @@ def test_spans_go_to_the_global_tracer_provider():
         """
     )
     assert output == "['chat', 'invoke_agent helper']"
+
+
+async def test_a_resumed_run_is_marked_and_its_open_call_is_traced(exporter, provider):
+    open_call = ToolCall(id="call-0", name="lookup", arguments={"key": "k"})
+    history = SeededHistory(UserMessage("help me"), AssistantMessage(tool_calls=[open_call]))
+    tracing = TracingExtension("helper", tracer_provider=provider)
+    agent = await Agent.create(
+        ProbeModel(answer("done")), tools=[lookup], extensions=[history, tracing]
+    )
+    earlier = provider.get_tracer("test").start_span("invoke_agent helper (worker A)")
+    earlier.end()
+    await agent.resume(
+        config=AgentRunConfig(session_id=SESSION), metadata={TRACE_LINKS: traceparent(earlier)}
+    )
+    run = finished(exporter, "invoke_agent helper")
+    assert run.attributes["zett.run.resumed"] is True
+    assert [link.context.span_id for link in run.links] == [earlier.get_span_context().span_id]
+    tool_span = finished(exporter, "execute_tool lookup")
+    assert tool_span.parent.span_id == run.context.span_id
+    assert tool_span.attributes["gen_ai.tool.call.id"] == "call-0"
+
+
+async def test_a_failing_setup_hook_fails_the_run_span(exporter, provider):
+    tracing = TracingExtension("helper", tracer_provider=provider)
+    broken = raising_in("on_state", LookupError("no such chat"))
+    agent = await Agent.create(ProbeModel(answer("never")), extensions=[broken, tracing])
+    with pytest.raises(LookupError):
+        await collect(agent, "hi", config=AgentRunConfig(session_id=SESSION))
+    run = finished(exporter, "invoke_agent helper")
+    assert run.attributes["error.type"] == "LookupError"
+    assert run.status.status_code is StatusCode.ERROR
+    assert [span.name for span in exporter.get_finished_spans()] == ["invoke_agent helper"]
+
+
+async def test_an_unanswered_question_is_expired_not_failed(exporter, provider):
+    tracing = TracingExtension("helper", tracer_provider=provider)
+    question = call("ask_user", "ask-1", question="Which colour?")
+    model = ProbeModel(calls(question), answer("nobody answered"))
+    # A microsecond deadline: the wait expires on the loop's next timer tick.
+    asking = AskUserExtension(timeout=0.000001)
+    agent = await Agent.create(model, extensions=[asking, tracing])
+    await collect(agent, "hi", config=AgentRunConfig(session_id=SESSION))
+    tool_span = finished(exporter, "execute_tool ask_user")
+    assert tool_span.attributes["zett.outcome"] == "expired"
+    assert "error.type" not in tool_span.attributes
+    assert tool_span.status.status_code is StatusCode.UNSET

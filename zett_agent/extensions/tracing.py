@@ -282,29 +282,28 @@ class TracingExtension(AgentExtension):
         run = self._runs.get(context)
         if run is None or run.chat is None:
             return
-        span = run.chat
         message = response.message
-        if message.model:
-            span.set_attribute("gen_ai.response.model", message.model)
-        reasons = _finish_reasons(response)
-        if reasons:
-            span.set_attribute("gen_ai.response.finish_reasons", reasons)
-            run.finish_reasons = reasons
         usage = response.usage
-        _set_usage(
-            span,
+        attributes = _usage(
             usage.input_tokens,
             usage.output_tokens,
             usage.cache_read_tokens,
             usage.cache_write_tokens,
         )
+        attributes["zett.outcome"] = _COMPLETED
+        if message.model:
+            attributes["gen_ai.response.model"] = message.model
+        reasons = _finish_reasons(response)
+        if reasons:
+            attributes["gen_ai.response.finish_reasons"] = reasons
+            run.finish_reasons = reasons
+        if self.record_content:
+            attributes["gen_ai.output.messages"] = _json([_output_json(response)])
         run.input_tokens += usage.input_tokens
         run.output_tokens += usage.output_tokens
         run.cache_read += usage.cache_read_tokens
         run.cache_write += usage.cache_write_tokens
-        if self.record_content:
-            span.set_attribute("gen_ai.output.messages", _json([_output_json(response)]))
-        span.set_attribute("zett.outcome", _COMPLETED)
+        run.chat.set_attributes(attributes)  # one call: each one takes the span's lock
         run.end_chat()
 
     async def before_tool(self, context: AgentRunContext, call: ToolCall) -> None:
@@ -432,9 +431,12 @@ class _Run:
         self.tools.clear()
         self.end_chat()
         span = self.span
-        _set_usage(span, self.input_tokens, self.output_tokens, self.cache_read, self.cache_write)
+        attributes = _usage(
+            self.input_tokens, self.output_tokens, self.cache_read, self.cache_write
+        )
         if self.finish_reasons:
-            span.set_attribute("gen_ai.response.finish_reasons", self.finish_reasons)
+            attributes["gen_ai.response.finish_reasons"] = self.finish_reasons
+        span.set_attributes(attributes)
         if self.token is not None:
             _otel.context.detach(self.token)
         self.token = None
@@ -462,15 +464,16 @@ def _finish_reasons(response: ModelResponse) -> list[str]:
     return []
 
 
-def _set_usage(
-    span: Span, input_tokens: int, output_tokens: int, cache_read: int, cache_write: int
-) -> None:
-    span.set_attribute("gen_ai.usage.input_tokens", input_tokens)
-    span.set_attribute("gen_ai.usage.output_tokens", output_tokens)
+def _usage(input_tokens: int, output_tokens: int, cache_read: int, cache_write: int) -> dict:
+    attributes: dict[str, Any] = {
+        "gen_ai.usage.input_tokens": input_tokens,
+        "gen_ai.usage.output_tokens": output_tokens,
+    }
     if cache_read:
-        span.set_attribute("gen_ai.usage.cache_read.input_tokens", cache_read)
+        attributes["gen_ai.usage.cache_read.input_tokens"] = cache_read
     if cache_write:
-        span.set_attribute("gen_ai.usage.cache_creation.input_tokens", cache_write)
+        attributes["gen_ai.usage.cache_creation.input_tokens"] = cache_write
+    return attributes
 
 
 def _declined(attributes: Mapping[str, Any], error: Exception | None) -> str | None:
