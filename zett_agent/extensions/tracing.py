@@ -39,22 +39,23 @@ the fact, from wherever its outcome became known.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from zett_agent.events import AgentPhase
+from zett_agent.extensions._genai_content import (
+    content_json,
+    message_json,
+    message_parts,
+    output_json,
+    to_json,
+)
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import PhaseTransitionEvent, RunCancelledEvent
 from zett_agent.extensions.external import ExternalEventExpired
 from zett_agent.messages import (
-    AssistantMessage,
-    ContentPart,
-    ImageContent,
     SystemMessage,
-    TextContent,
-    ToolMessage,
 )
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
 
     from zett_agent.agent import AgentRunContext
     from zett_agent.extensions.events import ExtensionEvent
-    from zett_agent.messages import AnyMessage, ToolCall
+    from zett_agent.messages import ToolCall
     from zett_agent.model import ModelResponse
     from zett_agent.tools.base import ToolResult
 
@@ -217,7 +218,7 @@ class TracingExtension(AgentExtension):
         run.token = _otel.context.attach(trace.set_span_in_context(span))
         if self.record_content and context.input_message is not None:
             span.set_attribute(
-                "gen_ai.input.messages", _json([_message_json(context.input_message)])
+                "gen_ai.input.messages", to_json([message_json(context.input_message)])
             )
         self._runs[context] = run
 
@@ -239,11 +240,11 @@ class TracingExtension(AgentExtension):
             messages = context.state.messages
             system = [m for m in messages if isinstance(m, SystemMessage)]
             if system:
-                attributes["gen_ai.system_instructions"] = _json(
-                    [part for message in system for part in _parts(message.content)]
+                attributes["gen_ai.system_instructions"] = to_json(
+                    [part for message in system for part in message_parts(message.content)]
                 )
-            attributes["gen_ai.input.messages"] = _json(
-                [_message_json(m) for m in messages if not isinstance(m, SystemMessage)]
+            attributes["gen_ai.input.messages"] = to_json(
+                [message_json(m) for m in messages if not isinstance(m, SystemMessage)]
             )
         trace = _otel.trace
         span = self._tracer.start_span(
@@ -262,7 +263,7 @@ class TracingExtension(AgentExtension):
         span = run.span
         if self.record_content:
             final = context.state.messages[-1]
-            span.set_attribute("gen_ai.output.messages", _json([_message_json(final)]))
+            span.set_attribute("gen_ai.output.messages", to_json([message_json(final)]))
         span.set_attribute("zett.outcome", _COMPLETED)
         run.end()
 
@@ -298,7 +299,7 @@ class TracingExtension(AgentExtension):
             attributes["gen_ai.response.finish_reasons"] = reasons
             run.finish_reasons = reasons
         if self.record_content:
-            attributes["gen_ai.output.messages"] = _json([_output_json(response)])
+            attributes["gen_ai.output.messages"] = to_json([output_json(message, reasons)])
         run.input_tokens += usage.input_tokens
         run.output_tokens += usage.output_tokens
         run.cache_read += usage.cache_read_tokens
@@ -321,7 +322,7 @@ class TracingExtension(AgentExtension):
         if agent_tool is not None and agent_tool.description:
             attributes["gen_ai.tool.description"] = agent_tool.description
         if self.record_content:
-            attributes["gen_ai.tool.call.arguments"] = _json(call.arguments)
+            attributes["gen_ai.tool.call.arguments"] = to_json(call.arguments)
         span = self._tracer.start_span(
             f"execute_tool {call.name}",
             context=_otel.trace.set_span_in_context(run.span),
@@ -346,7 +347,7 @@ class TracingExtension(AgentExtension):
             return
         span = tool.span
         if self.record_content:
-            span.set_attribute("gen_ai.tool.call.result", _content_json(result.content))
+            span.set_attribute("gen_ai.tool.call.result", content_json(result.content))
         declined = _declined(result.attributes, error)
         if result.success:
             span.set_attribute("zett.outcome", _COMPLETED)
@@ -502,65 +503,6 @@ def _fail(span: Span, error: BaseException | None, record_content: bool) -> None
     span.set_status(_otel.Status(_otel.StatusCode.ERROR, description))
     if record_content and error is not None:
         span.record_exception(error)
-
-
-# -- content, in the conventions' message shapes --------------------------------------------
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _parts(content: str | list[ContentPart]) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "content": content}] if content else []
-    parts: list[dict[str, Any]] = []
-    for part in content:
-        if isinstance(part, TextContent):
-            parts.append({"type": "text", "content": part.text})
-        elif isinstance(part, ImageContent):
-            parts.append({"type": "image"})  # bytes and URLs stay out of traces
-    return parts
-
-
-def _content_json(content: str | list[ContentPart]) -> str:
-    if isinstance(content, str):
-        return content
-    return _json(_parts(content))
-
-
-def _message_json(message: AnyMessage) -> dict[str, Any]:
-    role = message.role.value
-    if role == "agent":
-        role = "user"  # an application instruction reaches the provider as a user turn
-    if isinstance(message, ToolMessage):
-        return {
-            "role": "tool",
-            "parts": [
-                {
-                    "type": "tool_call_response",
-                    "id": message.tool_call_id,
-                    "response": _content_json(message.content),
-                }
-            ],
-        }
-    parts = _parts(message.content)
-    if isinstance(message, AssistantMessage):
-        if message.reasoning:
-            parts.insert(0, {"type": "reasoning", "content": message.reasoning})
-        parts.extend(
-            {"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments}
-            for call in message.tool_calls
-        )
-    return {"role": role, "parts": parts}
-
-
-def _output_json(response: ModelResponse) -> dict[str, Any]:
-    data = _message_json(response.message)
-    reasons = _finish_reasons(response)
-    if reasons:
-        data["finish_reason"] = reasons[0]
-    return data
 
 
 # -- trace context ----------------------------------------------------------------------------
