@@ -14,7 +14,8 @@ or not tracing is installed and turned on.
 
 How a span ends. Phase moves drive the run's and the model calls' spans: LOADING_CONTEXT
 starts the run's, GENERATING a model call's (``after_model`` ends it with the response),
-COMPLETED ends the run's. A tool call's span runs from ``before_tool`` to ``after_tool``.
+COMPLETED ends the run's; RUNNING_TOOL (after every ``before_tool``: an approval wait
+there has a span of its own) starts a tool call's, which ``after_tool`` ends.
 A failure (``on_error``) ends every open span with the error's ``error.type``. A
 cancellation (the consumer closed the stream, the task was cancelled, the process is
 shutting down) is not an error: the move to CANCELLED (or ``RunCancelledEvent``) ends
@@ -54,9 +55,8 @@ from zett_agent.extensions._genai_content import (
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import PhaseTransitionEvent, RunCancelledEvent
 from zett_agent.extensions.external import ExternalEventExpired
-from zett_agent.messages import (
-    SystemMessage,
-)
+from zett_agent.messages import AssistantMessage, SystemMessage
+from zett_agent.tools.base import current_tool_call_id
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -89,6 +89,7 @@ WAIT_OUTCOMES = frozenset({"answered", "approved", "denied", "expired", "cancell
 _INSTRUMENTATION = "zett_agent"
 _COMPLETED, _FAILED, _CANCELLED = "completed", "failed", "cancelled"
 _LOADING_CONTEXT, _GENERATING = AgentPhase.LOADING_CONTEXT, AgentPhase.GENERATING
+_RUNNING_TOOL = AgentPhase.RUNNING_TOOL
 _COMPLETED_PHASE, _CANCELLED_PHASE = AgentPhase.COMPLETED, AgentPhase.CANCELLED
 
 
@@ -129,9 +130,9 @@ class TracingExtension(AgentExtension):
     results and error texts to the spans. ``tracer_provider`` defaults to the global one.
     """
 
-    #: Last in every stage: the span of a tool call starts after other extensions'
-    #: ``before_tool`` (an approval wait has its own span) and its outcome is read after
-    #: their ``after_tool`` (which say whether the person declined it).
+    #: Last in every stage: a tool call's outcome is read after the other extensions'
+    #: ``after_tool`` (which say whether the person declined it), and a model call's span
+    #: ends after their ``after_model``.
     priority = 1000
 
     def __init__(
@@ -176,6 +177,8 @@ class TracingExtension(AgentExtension):
             phase = event.current_phase  # type: ignore[attr-defined]
             if phase is _GENERATING:
                 self._start_chat(context)
+            elif phase is _RUNNING_TOOL:
+                self._start_tool(context)
             elif phase is _LOADING_CONTEXT:
                 self._start_run(context)
             elif phase is _COMPLETED_PHASE:
@@ -305,11 +308,17 @@ class TracingExtension(AgentExtension):
         run.cache_read += usage.cache_read_tokens
         run.cache_write += usage.cache_write_tokens
         run.chat.set_attributes(attributes)  # one call: each one takes the span's lock
+        if message.tool_calls:
+            run.calls = {call.id: call for call in message.tool_calls}
         run.end_chat()
 
-    async def before_tool(self, context: AgentRunContext, call: ToolCall) -> None:
+    def _start_tool(self, context: AgentRunContext) -> None:
+        """RUNNING_TOOL: every ``before_tool`` has run; the call is the current one."""
         run = self._runs.get(context)
         if run is None:
+            return
+        call = _running_call(context, run)
+        if call is None:
             return
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
@@ -389,6 +398,7 @@ class _Run:
     __slots__ = (
         "cache_read",
         "cache_write",
+        "calls",
         "chat",
         "chat_token",
         "finish_reasons",
@@ -413,6 +423,8 @@ class _Run:
         self.chat: Span | None = None
         self.chat_token: object = None
         self.tools: dict[str, _ToolSpan] = {}
+        #: The latest model answer's tool calls by id (the one running is looked up here).
+        self.calls: dict[str, ToolCall] = {}
         self.finish_reasons: list[str] | None = None
         self.input_tokens = self.output_tokens = self.cache_read = self.cache_write = 0
 
@@ -445,6 +457,23 @@ class _Run:
 
 
 # -- attributes --------------------------------------------------------------------------
+
+
+def _running_call(context: AgentRunContext, run: _Run) -> ToolCall | None:
+    """The tool call being executed: from the latest answer, else (a resumed request's
+    restored calls) from the history."""
+    call_id = current_tool_call_id()
+    if call_id is None:
+        return None
+    call = run.calls.get(call_id)
+    if call is not None:
+        return call
+    for message in reversed(context.state.messages):
+        if isinstance(message, AssistantMessage):
+            for candidate in message.tool_calls:
+                if candidate.id == call_id:
+                    return candidate
+    return None
 
 
 def _model_identity(model: object) -> tuple[str | None, str | None]:
