@@ -218,7 +218,8 @@ class TracingExtension(AgentExtension):
         if not span.is_recording():
             return  # not sampled, or no SDK: nothing below would be recorded either
         run = _Run(context.session_id, span, provider, requested)
-        run.token = _otel.context.attach(trace.set_span_in_context(span))
+        run.context = trace.set_span_in_context(span)
+        run.token = _otel.context.attach(run.context)
         if self.record_content and context.input_message is not None:
             span.set_attribute(
                 "gen_ai.input.messages", to_json([message_json(context.input_message)])
@@ -252,7 +253,7 @@ class TracingExtension(AgentExtension):
         trace = _otel.trace
         span = self._tracer.start_span(
             f"chat {requested}" if requested else "chat",
-            context=trace.set_span_in_context(run.span),
+            context=run.context,
             kind=trace.SpanKind.CLIENT,
             attributes=attributes,
         )
@@ -334,7 +335,7 @@ class TracingExtension(AgentExtension):
             attributes["gen_ai.tool.call.arguments"] = to_json(call.arguments)
         span = self._tracer.start_span(
             f"execute_tool {call.name}",
-            context=_otel.trace.set_span_in_context(run.span),
+            context=run.context,
             kind=_otel.trace.SpanKind.INTERNAL,
             attributes=attributes,
         )
@@ -401,6 +402,7 @@ class _Run:
         "calls",
         "chat",
         "chat_token",
+        "context",
         "finish_reasons",
         "input_tokens",
         "output_tokens",
@@ -420,6 +422,8 @@ class _Run:
         self.provider = provider
         self.requested = requested
         self.token: object = None
+        #: The OpenTelemetry context holding the run's span: its children's parent.
+        self.context: Context | None = None
         self.chat: Span | None = None
         self.chat_token: object = None
         self.tools: dict[str, _ToolSpan] = {}
