@@ -16,7 +16,14 @@ side in one process:
   ``chat``, ``execute_tool``) through a ``BatchSpanProcessor`` into an exporter that counts
   and drops them, so no network or disk is timed. Its floor is timed too: ``off`` requests
   each followed by 4 bare SDK spans of the same provider (start, 3 attributes, end), the
-  cost the SDK charges for 4 spans whatever creates them.
+  cost the SDK charges for 4 spans whatever creates them;
+- ``listener``: an extension whose ``on_event`` does nothing, what the runtime charges for
+  any event listener (it builds an event per phase move and appended message once one
+  listens): the part of the bare W1 figures that is not the tracing extension's own.
+
+The same tracing variants also run on W1 with the default extensions (``W1-history-10``:
+in-memory history holding 10 earlier messages, tool guidelines), whose history listens to
+``on_event`` already, as every real agent's extensions do.
 
 Every variant is checked before timing (the tool ran once, the answer streamed as 20
 deltas; ``recording`` exported exactly 4 spans per request). Each repetition times one
@@ -130,6 +137,23 @@ async def traced_runner(workload: str, tracer_provider: object) -> ZettRunner:
     return ZettRunner(agent, off.counter, off._memory)
 
 
+async def listening_runner() -> ZettRunner:
+    """W1 with one extension whose ``on_event`` does nothing: what the runtime itself
+    charges for having any listener (it then builds an event per phase move and message)."""
+    from zett_agent.agent import Agent
+    from zett_agent.extensions.base import AgentExtension
+
+    class Listener(AgentExtension):
+        async def on_event(self, context: object, event: object) -> None:
+            return None
+
+    off = await build(WORKLOADS["W1"])
+    agent = await Agent.create(
+        off._agent.model, tools=list(off._agent.tools.values()), extensions=[Listener()]
+    )
+    return ZettRunner(agent, off.counter)
+
+
 #: Extensions every Agent adds itself (passing them is refused).
 _BUILT_IN = ("InternalMessageExtension", "SteeringExtension")
 
@@ -155,6 +179,7 @@ async def build_variants() -> tuple[list[Variant], CountingExporter, object]:
         ]
     floor = FloorRunner(await build(WORKLOADS["W1"]), recording.get_tracer("bench"))
     variants.append(Variant("floor", "W1", floor))
+    variants.append(Variant("listener", "W1", await listening_runner()))
     return variants, exporter, recording
 
 
