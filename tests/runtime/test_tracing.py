@@ -362,3 +362,47 @@ def test_agent_name_is_optional_and_checked(provider):
     assert TracingExtension(tracer_provider=provider).agent_name is None
     with pytest.raises(ValueError, match="agent_name"):
         TracingExtension("", tracer_provider=provider)
+
+
+async def test_concurrent_sessions_of_one_agent_get_a_trace_each(exporter, provider):
+    both_running = asyncio.Barrier(2)
+
+    @tool
+    async def meet() -> str:
+        """Wait for the other session.
+
+        Guidelines:
+            - Use to meet.
+        """
+        await both_running.wait()  # neither tool returns before both have started
+        return "met"
+
+    def turns(request):
+        if any(message.role.value == "tool" for message in request.messages):
+            return answer("done")
+        return calls(call("meet", f"call-{request.cache_key}"))
+
+    class Model:
+        provider, model = "openai", "gpt-test"
+
+        async def stream(self, request):
+            for event in turns(request):
+                yield event
+
+    agent, _ = await traced_agent(Model(), provider, tools=[meet])
+    await asyncio.gather(
+        *(collect(agent, "hi", config=AgentRunConfig(session_id=s)) for s in ("a", "b"))
+    )
+    found = by_name(exporter)
+    runs = {
+        span.attributes["gen_ai.conversation.id"]: span for span in found["invoke_agent helper"]
+    }
+    assert sorted(runs) == ["a", "b"]
+    assert runs["a"].context.trace_id != runs["b"].context.trace_id
+    for tool_span in found["execute_tool meet"]:
+        session = tool_span.attributes["gen_ai.conversation.id"]
+        assert tool_span.attributes["gen_ai.tool.call.id"] == f"call-{session}"
+        assert tool_span.parent.span_id == runs[session].context.span_id
+    for chat in found["chat gpt-test"]:
+        session = chat.attributes["gen_ai.conversation.id"]
+        assert chat.parent.span_id == runs[session].context.span_id
