@@ -51,6 +51,7 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 from django.utils import timezone
 
+from agent_app import conf
 from agent_app.limits import current_limits
 from agent_app.models import ChatMessage, ChatSession
 
@@ -97,7 +98,7 @@ class Person:
 
 def login_required() -> bool:
     """``ZETT_REQUIRE_LOGIN``: anonymous visitors may not chat at all."""
-    return bool(getattr(settings, "ZETT_REQUIRE_LOGIN", False))
+    return bool(conf.ZETT_REQUIRE_LOGIN)
 
 
 def user_group(user_id: int) -> str:

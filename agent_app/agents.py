@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from agent_app import conf
 from agent_app.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
 from agent_app.asking import AppAskUserExtension
 from agent_app.models import WaitStatus
@@ -58,11 +58,11 @@ def resolve_model(spec: str | None = None) -> AgentModel:
     ``demo`` is built here so ``settings.ZETT_DEMO_PACE`` applies; every other spec goes
     to ``zett_agent.providers.load_model``, whose errors become ``ImproperlyConfigured``.
     """
-    spec = (spec if spec is not None else getattr(settings, "ZETT_MODEL", "demo")).strip()
+    spec = (spec if spec is not None else conf.ZETT_MODEL).strip()
     if spec in ("", "demo"):
-        return DemoModel(pace=float(getattr(settings, "ZETT_DEMO_PACE", 0.0)))
+        return DemoModel(pace=float(conf.ZETT_DEMO_PACE))
     try:
-        return load_model(spec)
+        return load_model(spec, openai_base_url=conf.ZETT_OPENAI_BASE_URL)
     except ValueError as error:
         raise ImproperlyConfigured(f"ZETT_MODEL={spec!r}: {error}") from error
 
@@ -84,7 +84,7 @@ _REPLY_EXTENSIONS: dict[float, tuple[AppAskUserExtension, ConfirmationExtension]
 
 
 def _reply_extensions() -> tuple[AppAskUserExtension, ConfirmationExtension]:
-    timeout = float(getattr(settings, "ZETT_REPLY_TIMEOUT", 0) or 0)
+    timeout = float(conf.ZETT_REPLY_TIMEOUT or 0)
     pair = _REPLY_EXTENSIONS.get(timeout)
     if pair is None:
         pair = _REPLY_EXTENSIONS[timeout] = (

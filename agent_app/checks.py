@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register, run_checks
 from django.core.exceptions import ImproperlyConfigured
 
+from agent_app import conf
 from agent_app.limits import limit_problems
 from agent_app.security import origin_problems
 
@@ -56,14 +57,14 @@ def check_allowed_origins(app_configs: Any = None, **kwargs: Any) -> list[CheckM
             hint="Give scheme://host[:port] for each page origin allowed to open a socket.",
             id="zett.E002",
         )
-        for problem in origin_problems(getattr(settings, "ZETT_ALLOWED_ORIGINS", []))
+        for problem in origin_problems(conf.ZETT_ALLOWED_ORIGINS)
     ]
 
 
 @register(TAG)
 def check_login_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """``ZETT_REQUIRE_LOGIN`` is a boolean and ``LOGIN_URL`` is set when it is on."""
-    required = getattr(settings, "ZETT_REQUIRE_LOGIN", False)
+    required = conf.ZETT_REQUIRE_LOGIN
     if not isinstance(required, bool):
         return [
             Error(
@@ -85,7 +86,7 @@ def check_model(app_configs: Any = None, **kwargs: Any) -> list[Error | Warning]
     """``ZETT_MODEL`` names a model that can be built; its provider's key is set."""
     from agent_app.agents import resolve_model
 
-    spec = str(getattr(settings, "ZETT_MODEL", "demo") or "demo").strip()
+    spec = str(conf.ZETT_MODEL or "demo").strip()
     try:
         resolve_model(spec)
     except ImproperlyConfigured as error:
@@ -124,7 +125,7 @@ def check_reply_timeout(app_configs: Any = None, **kwargs: Any) -> list[Error]:
         ("ZETT_LEASE_SECONDS", 0, True),
         ("ZETT_SHUTDOWN_GRACE", 0, False),
     ):
-        value = getattr(settings, name, minimum + 1)
+        value = conf.setting(name)
         number = not isinstance(value, bool) and isinstance(value, int | float)
         if not number or not (value > minimum if strict else value >= minimum):
             bound = f"> {minimum}" if strict else f">= {minimum}"

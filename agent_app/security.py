@@ -28,6 +28,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
+from agent_app import conf
+
 __all__ = ["Origin", "OriginValidator", "allowed_origin", "origin_problems", "parse_origin"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -78,7 +80,7 @@ def allowed_origin(scope: dict[str, Any]) -> bool:
     origin = parse_origin(raw)
     if origin is None:
         return False
-    explicit = [parse_origin(value) for value in getattr(settings, "ZETT_ALLOWED_ORIGINS", [])]
+    explicit = [parse_origin(value) for value in conf.ZETT_ALLOWED_ORIGINS]
     if explicit:
         return origin in explicit
     host = _header(scope, b"host")

@@ -35,14 +35,16 @@ from __future__ import annotations
 import json
 import uuid
 
+from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Paginator
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.shortcuts import redirect, render, resolve_url
+from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from agent_app import conf
 from agent_app.access import Person, may_open, person_of_request, visible_sessions
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
 
@@ -74,6 +76,24 @@ def matching(sessions: QuerySet[ChatSession], query: str) -> QuerySet[ChatSessio
     return sessions.filter(Q(title__icontains=query) | Exists(messages))
 
 
+def _url_or_none(target: str | None) -> str | None:
+    """A URL, a URL name or a dotted view, resolved; None when there is nothing to link to."""
+    if not target:
+        return None
+    try:
+        return resolve_url(target)
+    except NoReverseMatch:
+        return None
+
+
+def account_links() -> dict[str, str | None]:
+    """Where the pages send people to sign in (``LOGIN_URL``) and out (``ZETT_LOGOUT_URL``)."""
+    return {
+        "zett_login_url": _url_or_none(settings.LOGIN_URL),
+        "zett_logout_url": _url_or_none(conf.ZETT_LOGOUT_URL),
+    }
+
+
 def sidebar_context(person: Person) -> dict[str, object]:
     """The sidebar's chats (the newest), and whether there are more than it shows."""
     sessions = list(visible_sessions(person)[: SESSION_LIST_LIMIT + 1])
@@ -99,6 +119,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
         request,
         "agent_app/session_list.html",
         {
+            **account_links(),
             "sessions": page.object_list,
             "page": page,
             "query": query,
@@ -121,6 +142,7 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         "agent_app/chat.html",
         {
             **sidebar_context(person),
+            **account_links(),
             "session": session,
             "session_id": session_id,
             "unsaved_id": session_id if session is None else None,

@@ -191,9 +191,9 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-# Django's own login and logout views for every user (``agent_app.urls``); the admin keeps
+# Django's own login and logout views for every user (``zett_site.urls``); the admin keeps
 # its own login page for staff.
-LOGIN_URL = "agent_app:login"
+LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "agent_app:session_list"
 LOGOUT_REDIRECT_URL = "agent_app:session_list"
 
