@@ -1,6 +1,6 @@
 """``ConfirmationExtension``: a tool with a lasting effect runs only after the user approves.
 
-For a call to a tool in ``tools_needing_approval`` (``save_note`` in the demo),
+For a call to a tool in ``tools_needing_approval`` (an assistant's ``approval_required``),
 ``before_tool`` registers a wait, emits the CUSTOM event ``approval_requested``
 (``tool_call_id``, ``tool``, ``arguments``, ``question``, ``response_event``, ``digest``)
 and suspends until the client replies with the external event ``approval_response``

@@ -105,6 +105,7 @@ class ErrorCode(StrEnum):
     BUSY = "busy"
     NOT_RUNNING = "not_running"
     FORBIDDEN = "forbidden"
+    UNKNOWN_ASSISTANT = "unknown_assistant"
     RATE_LIMITED = "rate_limited"
     INTERNAL = "internal"
 
@@ -145,6 +146,8 @@ class UserMessageFrame(_Inbound):
 
     type: Literal["user_message"]
     content: NonBlank
+    #: The assistant a new chat talks to (``agent_app.assistants``); ignored once stored.
+    assistant: Annotated[str, Field(min_length=1, max_length=64)] | None = None
 
 
 class ExternalEventFrame(_Inbound):

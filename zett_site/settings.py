@@ -79,6 +79,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "agent_app",
+    # The example site itself: its assistants module declares the demo assistant.
+    "zett_site",
 ]
 
 MIDDLEWARE = [
@@ -202,6 +204,8 @@ LOGOUT_REDIRECT_URL = "agent_app:session_list"
 #: Which model answers: resolved by ``agent_app.agents`` when a session's first request
 #: builds its agent.
 ZETT_MODEL = os.environ.get("ZETT_MODEL", "demo").strip() or "demo"
+#: The assistant a new chat talks to when it names none (``zett_site.assistants``).
+ZETT_DEFAULT_ASSISTANT = os.environ.get("ZETT_DEFAULT_ASSISTANT", "demo").strip() or "demo"
 #: Seconds the demo model waits between streamed words, so the page visibly streams.
 ZETT_DEMO_PACE = float(os.environ.get("ZETT_DEMO_PACE", "0.02"))
 #: Seconds a question or approval waits for its answer (0 = no deadline).
