@@ -86,6 +86,9 @@ class Assistant:
     approval_required: ClassVar[Iterable[str]] = frozenset()
     #: More ``AgentExtension`` instances for this assistant's agents.
     extensions: ClassVar[Sequence[AgentExtension]] = ()
+    #: Names of external events its own ``ExternalEventExtension``s take from clients (the
+    #: socket refuses every other name but the app's own replies; see ``reply_names``).
+    reply_names: ClassVar[Iterable[str]] = ()
     #: ``"app_label.codename"`` a user needs; or override ``has_permission``.
     permission_required: ClassVar[str | None] = None
 
@@ -169,6 +172,14 @@ class AssistantRegistry:
         return [
             assistant for assistant in self._assistants.values() if assistant.has_permission(user)
         ]
+
+    def reply_names(self) -> frozenset[str]:
+        """The external event names clients may send besides the app's own replies: every
+        assistant's ``reply_names`` and ``ZETT_CLIENT_REPLY_NAMES``."""
+        names = set(conf.ZETT_CLIENT_REPLY_NAMES)
+        for assistant in self._assistants.values():
+            names.update(assistant.reply_names)
+        return frozenset(names)
 
     def default_id(self) -> str | None:
         """``ZETT_DEFAULT_ASSISTANT``, else the first registered; None when none is."""

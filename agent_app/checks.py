@@ -198,6 +198,7 @@ _TYPED: tuple[tuple[str, tuple[type, ...], bool, float | None], ...] = (
     ("ZETT_LOGOUT_URL", (str,), True, None),
     ("ZETT_WEBSOCKET_PATH", (str,), False, None),
     ("ZETT_ASSISTANTS", (list, tuple), False, None),
+    ("ZETT_CLIENT_REPLY_NAMES", (list, tuple, set, frozenset), False, None),
     ("ZETT_REDIS_URL", (str,), True, None),
     ("ZETT_OPENAI_BASE_URL", (str,), True, None),
 )

@@ -33,6 +33,9 @@ DEFAULTS: dict[str, Any] = {
     #: The id of the assistant a new chat talks to when it names none (None: the only
     #: registered one, or the first registered).
     "ZETT_DEFAULT_ASSISTANT": None,
+    #: More external event names clients may send (replies to an app's own
+    #: ExternalEventExtensions); assistants can declare theirs as ``reply_names``.
+    "ZETT_CLIENT_REPLY_NAMES": [],
     #: Seconds a question or approval waits for its answer (0: no deadline).
     "ZETT_REPLY_TIMEOUT": 3600.0,
     #: Most messages the ``session`` frame carries (older ones are paged in).

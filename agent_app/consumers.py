@@ -360,7 +360,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 name=name, correlation_id=correlation_id, accepted_by=accepted_by, reason=reason
             )
 
-        if name not in CLIENT_REPLY_NAMES:
+        if name not in CLIENT_REPLY_NAMES and name not in registry.reply_names():
             await self.send_frame(result([], "not_allowed"))
             return
         if name == STEERING_EVENT and (refusal := steering_refusal(payload)) is not None:

@@ -312,3 +312,28 @@ def test_check_names_an_approval_tool_the_assistant_lacks_and_an_unknown_default
     settings.ZETT_WEBSOCKET_PATH = "/ws"
     found = " ".join(error.msg for error in check_setting_types())
     assert "ZETT_HISTORY_PAGE" in found and "ZETT_WEBSOCKET_PATH" in found
+
+
+async def test_an_assistant_can_open_the_socket_to_reply_names_of_its_own(
+    sockets, use_model, assistants
+):
+    use_model(ScriptedModel([say("Hi.")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Hi", "assistant": "helper"})
+    await socket.run_to_completion()
+    reply = {"type": "external_event", "name": "pick_color", "payload": {"color": "red"}}
+    await socket.send(reply)
+    refused = await socket.expect("external_event_result", accepted_by=[])
+    assert refused["reason"] == "not_allowed"
+
+    class Painter(Assistant):
+        id = "painter"
+        reply_names = {"pick_color"}
+
+    register(Painter)
+    try:
+        await socket.send(reply)
+        passed = await socket.expect("external_event_result", accepted_by=[])
+        assert passed["reason"] != "not_allowed"  # past the gate: nothing waits for it now
+    finally:
+        registry.unregister("painter")
