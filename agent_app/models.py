@@ -282,3 +282,30 @@ class Note(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+class ApiToken(models.Model):
+    """A secret a program presents (``Authorization: Bearer <secret>``) to act as ``user``.
+
+    Only a SHA-256 of the secret is kept (the secret is shown once, when the token is
+    issued); ``agent_app.tokens`` checks a presented secret against it.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="zett_api_tokens"
+    )
+    name = models.CharField(max_length=100, blank=True)
+    #: The secret's first characters, to tell tokens apart (never enough to use one).
+    prefix = models.CharField(max_length=12, editable=False)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.name or 'token'} ({self.prefix}…) of {self.user_id}"

@@ -49,6 +49,7 @@ from agent_app import conf
 from agent_app.access import Person, may_open, person_of_request, visible_sessions
 from agent_app.assistants import Assistant, UnknownAssistant, registry
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
+from agent_app.routing import socket_path
 
 #: How many chats the sidebar shows, newest activity first.
 SESSION_LIST_LIMIT = 50
@@ -191,7 +192,7 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
                 "stored": session is not None,
                 # Sent with the first message; the server binds a new chat to it.
                 "assistant": assistant.id,
-                "socketPath": f"/ws/sessions/{session_id}/",
+                "socketPath": socket_path(session_id),
                 "renameUrl": reverse("agent_app:rename", kwargs={"session_id": session_id}),
                 "deleteUrl": reverse("agent_app:delete", kwargs={"session_id": session_id}),
                 "listUrl": reverse("agent_app:session_list"),
