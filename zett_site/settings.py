@@ -204,6 +204,8 @@ LOGOUT_REDIRECT_URL = "agent_app:session_list"
 #: Which model answers: resolved by ``agent_app.agents`` when a session's first request
 #: builds its agent.
 ZETT_MODEL = os.environ.get("ZETT_MODEL", "demo").strip() or "demo"
+#: More assistants to register, as dotted paths (besides installed apps' assistants.py).
+ZETT_ASSISTANTS = _env_list("ZETT_ASSISTANTS", "")
 #: The assistant a new chat talks to when it names none (``zett_site.assistants``).
 ZETT_DEFAULT_ASSISTANT = os.environ.get("ZETT_DEFAULT_ASSISTANT", "demo").strip() or "demo"
 #: Seconds the demo model waits between streamed words, so the page visibly streams.
