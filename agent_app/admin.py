@@ -88,12 +88,20 @@ class ChatRunInline(admin.TabularInline):
 
 @admin.register(ChatSession)
 class ChatSessionAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "owner", "message_count", "last_activity", "created_at"]
-    list_filter = ["created_at", "updated_at"]
+    list_display = [
+        "__str__",
+        "owner",
+        "assistant",
+        "message_count",
+        "last_activity",
+        "created_at",
+    ]
+    list_filter = ["assistant", "created_at", "updated_at"]
     date_hierarchy = "created_at"
     search_fields = ["id", "title", "owner__username", "messages__content"]
-    readonly_fields = ["id", "created_at", "updated_at"]
-    fields = ["id", "title", "owner", "created_at", "updated_at"]
+    # The assistant is fixed when the chat is stored: its history was written with it.
+    readonly_fields = ["id", "assistant", "created_at", "updated_at"]
+    fields = ["id", "title", "owner", "assistant", "created_at", "updated_at"]
     raw_id_fields = ["owner"]
     inlines = [ChatMessageInline, ChatRunInline]
 
