@@ -114,3 +114,23 @@ async def test_last_used_is_written_at_most_once_a_minute(sockets, use_model):
     third = await sockets(cookie="", origin="", headers=bearer(secret))
     assert third.connected
     assert (await ApiToken.objects.aget(pk=token.pk)).last_used_at > used
+
+
+def test_adding_a_token_in_the_admin_shows_its_secret_once(admin_client, django_user_model):
+    robot = django_user_model.objects.create_user("robot")
+    response = admin_client.post(
+        "/admin/agent_app/apitoken/add/",
+        {"user": robot.pk, "name": "from the admin", "expires_at_0": "", "expires_at_1": ""},
+        follow=True,
+    )
+    assert response.status_code == 200
+    (message,) = [str(m) for m in response.context["messages"] if "secret" in str(m)]
+    secret = message.rsplit(" ", 1)[-1]
+    token = ApiToken.objects.get()
+    assert secret.startswith("zett_") and token.prefix == secret[:12]
+    assert token.name == "from the admin" and token.user == robot
+    from agent_app.tokens import user_of_secret
+
+    assert user_of_secret(secret) == robot
+    listing = admin_client.get("/admin/agent_app/apitoken/").content.decode()
+    assert secret not in listing and token.prefix in listing
