@@ -11,9 +11,13 @@ class AgentAppConfig(AppConfig):
 
         # Registers the sign-in/sign-out receivers and the system checks.
         from agent_app import access, checks  # noqa: F401
+        from agent_app.assistants import registry
         from agent_app.models import ChatMessage
         from agent_app.store import message_saved_through_the_orm
 
+        # Every installed app's assistants module, and ZETT_ASSISTANTS: a bad declaration
+        # (no id, one id twice) stops the start with the class named.
+        registry.discover()
         post_save.connect(
             message_saved_through_the_orm, sender=ChatMessage, dispatch_uid="zett-history-version"
         )

@@ -69,6 +69,7 @@ from django.conf import settings
 
 from agent_app import recovery, shutdown
 from agent_app.cluster import Cluster, RemoteRun
+from agent_app.current import enter_run
 from agent_app.fanout import _STREAK, _TEXT_DELTAS, FrameFanout, _let_the_loop_write
 from agent_app.history import page_before, snapshot
 from agent_app.live_registry import WORKER_ID, AgentFactory, LiveSessions, live_sessions
@@ -453,6 +454,7 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
         config = AgentRunConfig(session_id=self.session_id, request_id=run.request_id)
         final: dict[str, Any] | None = None
         try:
+            await enter_run(self.session_id)  # current_user()/current_chat(); permission
             agent = await self._agent()
             if message is None:
                 replies, deadlines = await self._resumption()

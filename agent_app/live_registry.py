@@ -16,9 +16,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING
 
-from django.conf import settings
-
-from agent_app import shutdown
+from agent_app import conf, shutdown
 from agent_app.agents import build_agent
 from agent_app.cluster import Cluster
 from zett_agent.agent import Agent
@@ -101,7 +99,7 @@ def live_sessions() -> LiveSessions:
     loop = asyncio.get_running_loop()
     registry = _registries.get(loop)
     if registry is None:
-        url = getattr(settings, "ZETT_REDIS_URL", None) or None
+        url = conf.ZETT_REDIS_URL or None
         registry = _registries[loop] = LiveSessions(cluster_url=url)
         shutdown.install(registry, loop)
     return registry

@@ -15,7 +15,6 @@ import pytest
 from agent_app.models import ChatMessage, ChatSession
 from agent_app.persistence import ANSWER_AT_END, OrmPersistenceExtension, settle
 from agent_app.store import bump_version, message_from_row, restore_history, row_fields
-from agent_app.tools import calculate
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType
 from zett_agent.extensions.base import AgentExtension
@@ -34,6 +33,7 @@ from zett_agent.messages import (
 )
 from zett_agent.model import ModelUsage
 from zett_agent.testing import ScriptedModel
+from zett_site.tools import calculate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,4 +1,4 @@
-"""The demo tools: exact arithmetic, the current time, notes (agent_app.tools)."""
+"""The demo tools: exact arithmetic, the current time, notes (zett_site.tools)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from fractions import Fraction
 import pytest
 
 from agent_app.models import ChatSession, Note
-from agent_app.tools import (
+from tests.app.llm_doubles import call_tool, say
+from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent.testing import ScriptedModel
+from zett_site.tools import (
     MAX_EXPRESSION_LENGTH,
     TOOLS_NEEDING_APPROVAL,
     CalculationError,
@@ -19,9 +22,6 @@ from agent_app.tools import (
     format_number,
     save_note,
 )
-from tests.app.llm_doubles import call_tool, say
-from zett_agent.agent import Agent, AgentRunConfig
-from zett_agent.testing import ScriptedModel
 
 
 @pytest.mark.parametrize(
