@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 
 import pytest
 from pypdf import PdfReader, PdfWriter
@@ -151,12 +150,10 @@ def test_an_empty_file_is_refused():
 def test_a_pixel_bomb_is_refused_from_its_header_without_decoding():
     bomb = png_declaring(100_000, 100_000)
     assert len(bomb) < 200
-    started = time.perf_counter()
     error = refusal(bomb, "bomb.png")
     # Its pixel data is one row: a decode would have made it a bad_file, not too large.
     assert error.code == "image_too_large"
     assert "megapixels" in error.message
-    assert time.perf_counter() - started < 5  # ten gigapixels were never allocated
 
 
 def test_declared_dimensions_above_the_pixel_limit_are_refused():
