@@ -79,22 +79,27 @@ def attachment_parts(
                 ImageContent(ImageBytesSource(attachment.data, attachment.media_type)),
             ]
         return [TextContent(f"[Attached image: {about}. This model cannot see images.]")]
-    text = document_text(attachment.data, attachment.media_type)
+    document = document_text(attachment.data, attachment.media_type, at_least=text_budget + 1)
+    text = document.text
     if not text.strip():
         return [TextContent(f"[Attached file: {about}. It has no text that could be read.]")]
-    if len(text) <= text_budget:
+    if document.complete and len(text) <= text_budget:
         return [TextContent(f"[Attached file: {about}]\n{text}\n[End of {attachment.name}]")]
-    shown = text[:text_budget]
+    size = (
+        f"has {len(text)} characters"
+        if document.complete
+        else f"is longer ({document.pages} pages)"
+    )
     rest = (
         f'Read the rest with {READ_TOOL}(id="{attachment.id}", start={text_budget}, length=...).'
         if read_tool
         else "The rest is not shown."
     )
     note = (
-        f"[Cut: {attachment.name} has {len(text)} characters; only the first "
-        f"{text_budget} are shown above. {rest}]"
+        f"[Cut: {attachment.name} {size}; only the first {text_budget} characters are "
+        f"shown above. {rest}]"
     )
-    return [TextContent(f"[Attached file: {about}]\n{shown}\n{note}")]
+    return [TextContent(f"[Attached file: {about}]\n{text[:text_budget]}\n{note}")]
 
 
 def user_message_with_attachments(

@@ -5,15 +5,13 @@ here; the model then reads it a slice at a time. The app supplies the storage lo
 ``reader``: given an attachment id, it returns the ``AttachmentFile`` or None when there is
 no such attachment *in this chat* — the reader is where ownership is enforced, on every
 call. An async reader is awaited on the loop; a plain function runs in a worker thread
-(wrap a Django ORM lookup in ``asgiref.sync.sync_to_async``). The text of the last few
-documents read is kept, so reading a PDF slice by slice extracts it once.
+(wrap a Django ORM lookup in ``asgiref.sync.sync_to_async``).
 """
 
 # No ``from __future__ import annotations``: the tool's annotations use the factory's
 # ``max_length``, and ``@tool`` resolves them against the module's globals.
 
 import asyncio
-import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeAlias
@@ -83,20 +81,23 @@ def read_attachment_tool(
             return ToolResult(
                 f"{attachment.name} is an image; it has no text to read.", success=False
             )
-        text = await asyncio.to_thread(_text_of, attachment.data, attachment.media_type)
+        document = await asyncio.to_thread(
+            document_text, attachment.data, attachment.media_type, at_least=start + length + 1
+        )
+        text = document.text
         if start >= len(text) and text:
             return ToolResult(
                 f"start={start} is past the end: {attachment.name} has {len(text)} characters.",
                 success=False,
             )
         end = min(len(text), start + length)
-        header = f"[{attachment.name}: characters {start} to {end} of {len(text)}]"
-        more = f"\n[{len(text) - end} characters follow: continue with start={end}]"
-        return ToolResult(header + "\n" + text[start:end] + (more if end < len(text) else ""))
+        header = f"[{attachment.name}: characters {start} to {end}"
+        if document.complete:
+            header += f" of {len(text)}]"
+        else:
+            header += "]"
+        more = f"\n[More follows: continue with start={end}]"
+        ends = end == len(text) and document.complete
+        return ToolResult(header + "\n" + text[start:end] + ("" if ends else more))
 
     return read_attachment
-
-
-@functools.lru_cache(maxsize=4)
-def _text_of(data: bytes, media_type: str) -> str:
-    return document_text(data, media_type)

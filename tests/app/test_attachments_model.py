@@ -18,6 +18,7 @@ from agent_app.attachments import (
     read_attachment_tool,
     user_message_with_attachments,
 )
+from agent_app.attachments.text import document_text
 from tests.app.test_attachments_files import image_bytes, pdf_bytes
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.messages import (
@@ -147,10 +148,45 @@ def test_a_long_document_is_cut_to_the_budget_with_a_note_of_what_was_cut():
     (part,) = attachment_parts(attachment, images=False, text_budget=2000)
     assert body[:2000] in part.text
     assert body[2000:2100] not in part.text
-    assert "11000 characters" in part.text and "first 2000" in part.text
+    assert "has 11000 characters" in part.text and "first 2000 characters" in part.text
     assert "The rest is not shown" in part.text
     (with_tool,) = attachment_parts(attachment, images=False, text_budget=2000, read_tool=True)
     assert 'read_attachment(id="log-9", start=2000' in with_tool.text
+
+
+def test_a_long_pdf_is_read_only_as_far_as_the_budget_needs():
+    pages = [f"Page {number} says " + "word " * 100 for number in range(1, 41)]
+    pdf = stored(pdf_bytes(pages), "book.pdf", "book-1")
+    (part,) = attachment_parts(pdf, images=False, text_budget=1500, read_tool=True)
+    assert "Page 1 says" in part.text and "Page 3 says" in part.text
+    assert "Page 5 says" not in part.text
+    assert "book.pdf is longer (40 pages)" in part.text
+    assert 'read_attachment(id="book-1", start=1500' in part.text
+    beginning = document_text(pdf.data, "application/pdf", at_least=1500)
+    assert not beginning.complete and beginning.pages == 40
+    assert beginning.text.count("[page ") < 40
+    whole = document_text(pdf.data, "application/pdf")
+    assert whole.complete and whole.text.count("[page ") == 40
+    assert whole.text.startswith(beginning.text)
+
+
+async def test_the_tool_reads_a_long_pdf_to_its_end_slice_by_slice():
+    pages = [f"Page {number} says " + "word " * 100 for number in range(1, 11)]
+    pdf = stored(pdf_bytes(pages), "book.pdf", "book-1")
+    whole = document_text(pdf.data, "application/pdf").text
+    agent_tool = read_attachment_tool({"book-1": pdf}.get, max_length=2000)
+    read, start = "", 0
+    while True:
+        result = await invoke(agent_tool, id="book-1", start=start, length=2000)
+        assert result.success
+        header, _, rest = result.content.partition("\n")
+        chunk, _, more = rest.partition("\n[More follows: continue with start=")
+        read += chunk
+        if not more:
+            assert header.endswith(f"of {len(whole)}]")
+            break
+        start = int(more.rstrip("]"))
+    assert read == whole
 
 
 def test_with_no_attachments_the_message_is_the_plain_text():
@@ -180,7 +216,7 @@ async def test_the_model_reads_the_rest_of_a_cut_document_with_the_tool():
     assert body[1000:1500] in result.content
     assert body[1500:1510] not in result.content
     assert "characters 1000 to 1500 of 5400" in result.content
-    assert "continue with start=1500" in result.content
+    assert "More follows: continue with start=1500" in result.content
 
 
 async def invoke(agent_tool, **arguments):
