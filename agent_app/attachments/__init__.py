@@ -5,6 +5,8 @@
 - ``content.user_message_with_attachments``: stored bytes → runtime content parts, built
   when the provider request is built (images for models with ``accepts_images = True``,
   documents as text cut to a budget).
+- ``extension.AttachmentExtension``: messages hold attachment ids
+  (``attributes["attachments"]``); each provider request gets the parts, history never does.
 - ``tool.read_attachment_tool``: the tool a model reads the rest of a long document with.
 """
 
@@ -15,6 +17,7 @@ from agent_app.attachments.content import (
     attachment_parts,
     user_message_with_attachments,
 )
+from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE, AttachmentExtension
 from agent_app.attachments.names import sanitize_name
 from agent_app.attachments.refusals import REFUSAL_CODES, AttachmentRefused
 from agent_app.attachments.sniffing import DEFAULT_TYPES, KNOWN_TYPES, allowed_types
@@ -28,12 +31,14 @@ from agent_app.attachments.validation import (
 )
 
 __all__ = [
+    "ATTACHMENTS_ATTRIBUTE",
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_PIXELS",
     "DEFAULT_TEXT_BUDGET",
     "DEFAULT_TYPES",
     "KNOWN_TYPES",
     "REFUSAL_CODES",
+    "AttachmentExtension",
     "AttachmentFile",
     "AttachmentRefused",
     "CheckedAttachment",

@@ -2,10 +2,11 @@
 
 A document longer than the message budget reaches the model cut, with a note pointing
 here; the model then reads it a slice at a time. The app supplies the storage lookup as a
-``reader``: given an attachment id, it returns the ``AttachmentFile`` or None when there is
-no such attachment *in this chat* — the reader is where ownership is enforced, on every
-call. An async reader is awaited on the loop; a plain function runs in a worker thread
-(wrap a Django ORM lookup in ``asgiref.sync.sync_to_async``).
+``reader``: given the session (chat) id of the run and an attachment id, it returns the
+``AttachmentFile`` or None when that chat has no such attachment — the reader is where
+ownership is enforced, on every call. An async reader is awaited on the loop; a plain
+function runs in a worker thread (wrap a Django ORM lookup in
+``asgiref.sync.sync_to_async``).
 """
 
 # No ``from __future__ import annotations``: the tool's annotations use the factory's
@@ -21,14 +22,34 @@ from pydantic import Field
 from agent_app.attachments.content import DEFAULT_TEXT_BUDGET, READ_TOOL, AttachmentFile
 from agent_app.attachments.sniffing import IMAGE_TYPES
 from agent_app.attachments.text import document_text
-from zett_agent.tools.base import AgentTool, ToolResult, tool
+from zett_agent.tools.base import AgentTool, ToolResult, current_run_context, tool
 
-__all__ = ["AttachmentReader", "read_attachment_tool"]
+__all__ = ["AttachmentReader", "read_attachment_tool", "reading_with"]
 
-#: ``reader(attachment_id)`` → the attachment, or None when this chat has no such id.
+#: ``reader(session_id, attachment_id)`` → the attachment, or None when that chat has no
+#: attachment of that id.
 AttachmentReader: TypeAlias = Callable[
-    [str], "AttachmentFile | Awaitable[AttachmentFile | None] | None"
+    [str, str], "AttachmentFile | Awaitable[AttachmentFile | None] | None"
 ]
+
+
+def reading_with(
+    reader: AttachmentReader,
+) -> Callable[[str, str], Awaitable[AttachmentFile | None]]:
+    """``reader`` as a coroutine function: awaited if async, else run in a worker thread."""
+    if not callable(reader):
+        raise TypeError(f"reader must be callable, got {reader!r}")
+    is_async = inspect.iscoroutinefunction(reader) or inspect.iscoroutinefunction(
+        type(reader).__call__
+    )
+
+    async def look_up(session_id: str, attachment_id: str) -> AttachmentFile | None:
+        if is_async:
+            return await reader(session_id, attachment_id)
+        found = await asyncio.to_thread(reader, session_id, attachment_id)
+        return await found if inspect.isawaitable(found) else found
+
+    return look_up
 
 
 def read_attachment_tool(
@@ -40,19 +61,9 @@ def read_attachment_tool(
     ``max_length``. An unknown id, an image, or a ``start`` past the end is a failed tool
     result whose text tells the model what went wrong.
     """
-    if not callable(reader):
-        raise TypeError(f"reader must be callable, got {reader!r}")
     if max_length < 1:
         raise ValueError(f"max_length must be >= 1, got {max_length}")
-    is_async = inspect.iscoroutinefunction(reader) or inspect.iscoroutinefunction(
-        type(reader).__call__
-    )
-
-    async def look_up(attachment_id: str) -> AttachmentFile | None:
-        if is_async:
-            return await reader(attachment_id)
-        found = await asyncio.to_thread(reader, attachment_id)
-        return await found if inspect.isawaitable(found) else found
+    look_up = reading_with(reader)
 
     @tool(name=READ_TOOL)
     async def read_attachment(
@@ -74,7 +85,7 @@ def read_attachment_tool(
             - Use when an attached document was cut and you need the part that was not shown.
             - Continue from where the previous read ended; do not reread what you were shown.
         """
-        attachment = await look_up(id)
+        attachment = await look_up(current_run_context().session_id, id)
         if attachment is None:
             return ToolResult(f"No file with attachment id {id!r} is attached to this chat.", False)
         if attachment.media_type in IMAGE_TYPES:

@@ -174,7 +174,9 @@ async def test_the_tool_reads_a_long_pdf_to_its_end_slice_by_slice():
     pages = [f"Page {number} says " + "word " * 100 for number in range(1, 11)]
     pdf = stored(pdf_bytes(pages), "book.pdf", "book-1")
     whole = document_text(pdf.data, "application/pdf").text
-    agent_tool = read_attachment_tool({"book-1": pdf}.get, max_length=2000)
+    agent_tool = read_attachment_tool(
+        lambda session, key: {"book-1": pdf}.get(key), max_length=2000
+    )
     read, start = "", 0
     while True:
         result = await invoke(agent_tool, id="book-1", start=start, length=2000)
@@ -198,8 +200,8 @@ async def test_the_model_reads_the_rest_of_a_cut_document_with_the_tool():
     attachment = stored(body.encode(), "rows.csv", "csv-3")
     lookups: list[str] = []
 
-    def reader(attachment_id: str) -> AttachmentFile | None:
-        lookups.append(attachment_id)
+    def reader(session_id: str, attachment_id: str) -> AttachmentFile | None:
+        lookups.append((session_id, attachment_id))
         return attachment if attachment_id == "csv-3" else None
 
     call = ToolCall("c1", "read_attachment", {"id": "csv-3", "start": 1000, "length": 500})
@@ -209,7 +211,7 @@ async def test_the_model_reads_the_rest_of_a_cut_document_with_the_tool():
     )
     answer = await run(model, message, tools=[read_attachment_tool(reader, max_length=1000)])
     assert answer.content == "Done"
-    assert lookups == ["csv-3"]
+    assert lookups == [("chat-1", "csv-3")]
     assert [d.name for d in model.requests[0].tools] == ["read_attachment"]
     (result,) = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
     assert result.success
@@ -220,15 +222,24 @@ async def test_the_model_reads_the_rest_of_a_cut_document_with_the_tool():
 
 
 async def invoke(agent_tool, **arguments):
-    return await agent_tool.invoke(arguments)
+    """Run the tool as an agent would, inside a run of session ``chat-1``."""
+    model = ScriptedModel(
+        [
+            AssistantMessage(tool_calls=(ToolCall("c1", agent_tool.name, arguments),)),
+            AssistantMessage(content="done"),
+        ]
+    )
+    await run(model, UserMessage("go"), tools=[agent_tool])
+    (result,) = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
+    return result
 
 
 async def test_the_tool_reads_a_pdf_through_an_async_reader():
     attachment = stored(pdf_bytes(["alpha beta gamma"]), "a.pdf", "p1")
 
-    async def reader(attachment_id: str) -> AttachmentFile | None:
+    async def reader(session_id: str, attachment_id: str) -> AttachmentFile | None:
         await asyncio.sleep(0)
-        return attachment if attachment_id == "p1" else None
+        return attachment if (session_id, attachment_id) == ("chat-1", "p1") else None
 
     result = await invoke(read_attachment_tool(reader), id="p1")
     assert result.success
@@ -237,7 +248,9 @@ async def test_the_tool_reads_a_pdf_through_an_async_reader():
 
 
 async def test_the_tool_refuses_an_id_the_reader_does_not_know():
-    result = await invoke(read_attachment_tool(lambda attachment_id: None), id="someone-elses")
+    result = await invoke(
+        read_attachment_tool(lambda session_id, attachment_id: None), id="someone-elses"
+    )
     assert not result.success
     assert "someone-elses" in result.content and result.content.startswith("No file")
 
@@ -246,7 +259,7 @@ async def test_the_tool_refuses_to_read_an_image_or_past_the_end():
     image = stored(image_bytes("PNG"), "i.png", "i1")
     text = stored(b"short", "s.txt", "t1")
     files = {"i1": image, "t1": text}
-    agent_tool = read_attachment_tool(files.get)
+    agent_tool = read_attachment_tool(lambda session_id, attachment_id: files.get(attachment_id))
     result = await invoke(agent_tool, id="i1")
     assert not result.success and "image" in result.content
     result = await invoke(agent_tool, id="t1", start=5)
@@ -269,7 +282,7 @@ async def test_the_tool_refuses_to_read_an_image_or_past_the_end():
 )
 async def test_the_tools_arguments_are_validated_before_the_reader_runs(arguments):
     looked_up: list[str] = []
-    agent_tool = read_attachment_tool(looked_up.append, max_length=100)
+    agent_tool = read_attachment_tool(lambda *key: looked_up.append(key), max_length=100)
     with pytest.raises(ValueError, match="Invalid arguments for tool 'read_attachment'"):
         await agent_tool.invoke(arguments)
     assert looked_up == []
