@@ -16,6 +16,7 @@ Every refusal is an ``AttachmentRefused`` with a code and a message for the page
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from PIL import Image, UnidentifiedImageError
@@ -37,7 +38,6 @@ __all__ = [
     "CheckedAttachment",
     "check_attachment",
     "check_size",
-    "image_size",
 ]
 
 #: ``ZETT_ATTACHMENT_MAX_BYTES`` when it is not set: 10 MiB.
@@ -84,7 +84,7 @@ def check_attachment(
     name: str | None,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
-    types: object = DEFAULT_TYPES,
+    types: Iterable[str] = DEFAULT_TYPES,
     max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> CheckedAttachment:
     """Check an uploaded file; return what it is, or raise ``AttachmentRefused``.
@@ -106,12 +106,6 @@ def check_attachment(
     if media_type == "application/pdf":
         open_pdf(data, clean)
     return CheckedAttachment(clean, media_type, len(data))
-
-
-def image_size(data: bytes) -> tuple[int, int]:
-    """An image's declared (width, height), read from its header without decoding it."""
-    with _open_image(data) as image:
-        return image.size
 
 
 def _check_image(data: bytes, name: str, media_type: str, max_pixels: int) -> tuple[int, int]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 
 import pytest
 from pypdf import PdfReader, PdfWriter
@@ -216,3 +217,29 @@ def test_a_refusal_has_a_known_code_and_a_json_form():
     assert error.as_dict() == {"code": "too_large", "message": "Too big."}
     with pytest.raises(ValueError, match="unknown refusal code"):
         AttachmentRefused("nope", "x")
+
+
+@pytest.mark.parametrize("name", ["x.png", "x.jpeg", "x.gif", "x.webp", "x.pdf"])
+def test_damaged_files_are_accepted_or_refused_never_an_unexpected_error(name):
+    """Seeded corruption (bytes flipped, cut, inserted): every outcome is a clean one."""
+    fmt = name.rsplit(".", 1)[1].upper()
+    data = pdf_bytes(["hello", "world"]) if fmt == "PDF" else image_bytes(fmt, (50, 40), None)
+    rng = random.Random(name)
+    outcomes = set()
+    for _ in range(60):
+        damaged = bytearray(data)
+        position = rng.randrange(8, len(damaged))
+        kind = rng.randrange(3)
+        if kind == 0:
+            damaged[position] ^= rng.randrange(1, 256)
+        elif kind == 1:
+            del damaged[position:]
+        else:
+            damaged[position:position] = rng.randbytes(rng.randint(1, 40))
+        try:
+            check_attachment(bytes(damaged), name)
+            outcomes.add("accepted")
+        except AttachmentRefused as error:
+            outcomes.add(error.code)
+    assert "bad_file" in outcomes
+    assert outcomes <= {"accepted"} | REFUSAL_CODES
