@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agent_app.attachments.refusals import AttachmentRefused
 from agent_app.attachments.sniffing import IMAGE_TYPES
 from agent_app.attachments.text import document_text
 from zett_agent.messages import (
@@ -79,7 +80,10 @@ def attachment_parts(
                 ImageContent(ImageBytesSource(attachment.data, attachment.media_type)),
             ]
         return [TextContent(f"[Attached image: {about}. This model cannot see images.]")]
-    document = document_text(attachment.data, attachment.media_type, at_least=text_budget + 1)
+    try:
+        document = document_text(attachment.data, attachment.media_type, at_least=text_budget + 1)
+    except AttachmentRefused as refusal:  # stored before a check that now fails, or damaged
+        return [TextContent(f"[Attached file: {about}. It could not be read: {refusal}]")]
     text = document.text
     if not text.strip():
         return [TextContent(f"[Attached file: {about}. It has no text that could be read.]")]

@@ -20,6 +20,7 @@ from typing import Annotated, TypeAlias
 from pydantic import Field
 
 from agent_app.attachments.content import DEFAULT_TEXT_BUDGET, READ_TOOL, AttachmentFile
+from agent_app.attachments.refusals import AttachmentRefused
 from agent_app.attachments.sniffing import IMAGE_TYPES
 from agent_app.attachments.text import document_text
 from zett_agent.tools.base import AgentTool, ToolResult, current_run_context, tool
@@ -92,9 +93,12 @@ def read_attachment_tool(
             return ToolResult(
                 f"{attachment.name} is an image; it has no text to read.", success=False
             )
-        document = await asyncio.to_thread(
-            document_text, attachment.data, attachment.media_type, at_least=start + length + 1
-        )
+        try:
+            document = await asyncio.to_thread(
+                document_text, attachment.data, attachment.media_type, at_least=start + length + 1
+            )
+        except AttachmentRefused as refusal:
+            return ToolResult(f"{attachment.name} could not be read: {refusal}", success=False)
         text = document.text
         if start >= len(text) and text:
             return ToolResult(

@@ -191,6 +191,17 @@ async def test_the_tool_reads_a_long_pdf_to_its_end_slice_by_slice():
     assert read == whole
 
 
+async def test_a_stored_pdf_that_no_longer_opens_is_a_note_not_a_failed_run():
+    broken = AttachmentFile("d1", "old.pdf", "application/pdf", b"%PDF-1.4\nnot really\n")
+    model = ScriptedModel([AssistantMessage(content="It is unreadable.")])
+    answer = await run(model, user_message_with_attachments("Read", [broken], model=model))
+    assert answer.content == "It is unreadable."
+    text = content_text(user_turn(model).content)
+    assert "old.pdf" in text and "could not be read" in text and "damaged PDF" in text
+    result = await invoke(read_attachment_tool(lambda session, key: broken), id="d1")
+    assert not result.success and "could not be read" in result.content
+
+
 def test_with_no_attachments_the_message_is_the_plain_text():
     assert user_message_with_attachments("hello", [], model=SeeingModel()) == UserMessage("hello")
 
