@@ -99,5 +99,7 @@ class AttachmentExtension(AgentExtension):
 def _attachment_ids(message: AnyMessage) -> list[str]:
     if not isinstance(message, UserMessage):
         return []
-    ids = message.attributes.get(ATTACHMENTS_ATTRIBUTE) or []
+    ids = message.attributes.get(ATTACHMENTS_ATTRIBUTE)
+    if not isinstance(ids, list | tuple):  # absent, or not a list of ids: nothing attached
+        return []
     return [str(attachment_id) for attachment_id in ids]

@@ -135,8 +135,10 @@ async def test_an_attachment_the_reader_does_not_find_becomes_a_note_and_the_run
 
 async def test_a_request_without_references_is_sent_as_it_was():
     storage = Storage()
-    model = ScriptedModel([AssistantMessage(content="hi")])
+    model = ScriptedModel([AssistantMessage(content="hi"), AssistantMessage(content="ho")])
     agent, _ = await agent_for(model, storage)
     await agent.run("hello", config=AgentRunConfig(session_id="chat-1"))
-    assert sent_user_messages(model, 0)[0].content == "hello"
+    malformed = UserMessage("again", attributes={ATTACHMENTS_ATTRIBUTE: "img-7"})
+    await agent.run(malformed, config=AgentRunConfig(session_id="chat-1"))
+    assert [m.content for m in sent_user_messages(model, 1)] == ["hello", "again"]
     assert storage.lookups == []
