@@ -109,9 +109,14 @@ class Request:
         inbox: RequestInbox,
         release: Callable[[Request], None],
         resumption: Resumption | None = None,
+        compaction: bool = False,
     ) -> None:
         self.hooks = hooks
         self.resumption = resumption
+        #: A compaction pass (``Agent.compact``): fixed at construction, so an ``on_message``
+        #: that clears ``context.input_message`` fails the request instead of turning it
+        #: into a compaction pass.
+        self.compaction = compaction
         self.max_iterations = max_iterations
         self.inbox = inbox
         self._release = release
@@ -243,10 +248,10 @@ class Request:
             await self._load_context()
             if self.resumption is not None:
                 await self._resume()
-            elif self.context.input_message is not None:
-                await self._answer()
-            else:
+            elif self.compaction:
                 await self._compaction_pass()
+            else:
+                await self._answer()
         except asyncio.CancelledError as cancel:
             await self._cancelled(cancel)
             raise
@@ -270,8 +275,10 @@ class Request:
     async def _answer(self) -> None:
         message = self.context.input_message
         if not isinstance(message, UserMessage):
+            # Nothing was published or appended yet: the failure stores nothing.
             raise AgentProtocolError(
-                f"The input must be a UserMessage after on_message, got {type(message).__name__}"
+                f"Request setup must produce a UserMessage (on_message left "
+                f"context.input_message as {type(message).__name__})"
             )
         await self.flush()
         await self.move(P.READY)
@@ -313,7 +320,7 @@ class Request:
         await self.move(P.LOADING_CONTEXT)
         await self.stage(hooks.on_tool, "on_tool")
         await self.stage(hooks.on_state, "on_state")
-        if self.context.input_message is not None:
+        if self.resumption is None and not self.compaction:
             await self.stage(hooks.on_message, "on_message")
         self._setup = False
 
@@ -451,24 +458,29 @@ class Request:
             _current_tool_call_id.reset(token)
 
     async def _execute_tool(self, call: ToolCall) -> tuple[ToolResult, Exception | None]:
+        """Run ``call`` through the ``on_tool_call`` onion; the outermost value is the result.
+
+        Each layer's ``call_next`` returns what the layer inside it returned (the handler's
+        own value at the centre), so middleware can transform a result; ``call_next()``
+        with no argument passes on the call the layer received (arguments it edited
+        included), ``call_next(other)`` another one.
+        """
         context = self.context
 
-        async def invoke(requested: ToolCall) -> ToolResult:
+        async def invoke(requested: ToolCall) -> Any:
             tool = context.tools.get(requested.name)
             if tool is None:
                 available = ", ".join(sorted(context.tools)) or "none"
                 raise LookupError(f"Unknown tool {requested.name!r}; available tools: {available}")
-            return to_tool_result(await tool.invoke(requested.arguments))
+            return await tool.invoke(requested.arguments)
 
-        call_next: Callable[[ToolCall], Awaitable[ToolResult]] = invoke
+        run: Callable[[ToolCall], Awaitable[Any]] = invoke
         for extension in reversed(self.hooks.on_tool_call):
-            call_next = _tool_layer(extension, context, call_next)
+            run = _tool_layer(extension, context, run)
         try:
-            result = await call_next(call)
+            result = to_tool_result(await run(call))
         except Exception as error:
             return ToolResult(_error_text(error), success=False), error
-        if not isinstance(result, ToolResult):
-            result = to_tool_result(result)
         return result, None
 
     async def _skip_unsettled(self) -> None:
@@ -572,14 +584,17 @@ class Request:
 def _tool_layer(
     extension: AgentExtension,
     context: AgentRunContext,
-    call_next: Callable[[ToolCall], Awaitable[ToolResult]],
-) -> Callable[[ToolCall], Awaitable[ToolResult]]:
-    def layer(call: ToolCall) -> Awaitable[ToolResult]:
+    inner: Callable[[ToolCall], Awaitable[Any]],
+) -> Callable[[ToolCall], Awaitable[Any]]:
+    def layer(call: ToolCall) -> Awaitable[Any]:
+        def call_next(requested: ToolCall | None = None) -> Awaitable[Any]:
+            return inner(call if requested is None else requested)
+
         return extension.on_tool_call(context, call, call_next)
 
     return layer
 
 
 def _error_text(error: Exception) -> str:
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    """What the model reads for a failed call: the error's own text (its type when empty)."""
+    return str(error) or type(error).__name__

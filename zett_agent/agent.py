@@ -356,6 +356,7 @@ class Agent:
             inbox=inbox,
             release=self._release,
             resumption=resumption,
+            compaction=message is None and resumption is None,
         )
         context = AgentRunContext(
             request=request,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from zett_agent.agent import AgentRunConfig, AgentRunContext
@@ -84,9 +84,16 @@ class _ToolHooks:
         self,
         context: AgentRunContext,
         call: ToolCall,
-        call_next: Callable[[ToolCall], Awaitable[ToolResult]],
-    ) -> ToolResult:
-        """Wrap one registered local tool handler and return its ``ToolResult``."""
+        call_next: Callable[..., Awaitable[Any]],
+    ) -> Any:
+        """Wrap one registered local tool handler and return its result.
+
+        ``await call_next()`` runs the next layer with ``call`` (arguments edited here
+        included); ``call_next(other)`` with another call. It returns what that layer
+        returned, at the centre the handler's own value; the outermost layer's value (a
+        ``str``, content parts, a ``ToolResult`` or anything JSON-serialisable) becomes
+        the ToolMessage. Raising fails the call, not the request.
+        """
         return await call_next(call)
 
     async def after_tool(
