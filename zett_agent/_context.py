@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from zett_agent._request import Request
     from zett_agent._resume import Resumption
     from zett_agent.extensions.base import AgentExtension
-    from zett_agent.extensions.events import ExtensionEvent
+    from zett_agent.extensions.events import ExtensionEvent, MessageTiming
     from zett_agent.history import _HistoryLease
 
 __all__ = ["AgentRunConfig", "AgentRunContext", "AgentState", "uuid7"]
@@ -370,6 +370,20 @@ class AgentRunContext:
             state._unfold().insert(index, message)
         state._snapshot = None
         self._unpublished.append(message)
+
+    async def append_message(
+        self, message: AnyMessage, timing: MessageTiming | None = None
+    ) -> None:
+        """Append a message at the end and publish its ``MessageAppendedEvent`` now.
+
+        Unlike ``add_message`` (published when the stage ends), subscribers have seen it
+        when this returns; messages added earlier in the stage are published first, so
+        the order of publication stays the order of the context. ``timing`` defaults to
+        ``MessageTiming.instant()``. During setup it behaves as ``add_message``.
+        """
+        if not isinstance(message, Message) or type(message) is Message:
+            raise TypeError(f"append_message needs a message, got {type(message).__name__}")
+        await self._live_request("append a message").append_now(message, timing)
 
     def replace_messages(self, messages: Iterable[AnyMessage], *, emit_new: bool = True) -> None:
         """Replace the whole context; publish messages that were not in it before."""

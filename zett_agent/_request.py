@@ -57,6 +57,7 @@ from zett_agent.extensions.events import (
     PhaseTransitionEvent,
     RunCancelledEvent,
     SteeringMessageEvent,
+    _measured,
 )
 from zett_agent.messages import (
     AgentMessage,
@@ -66,7 +67,7 @@ from zett_agent.messages import (
     ToolMessage,
     UserMessage,
 )
-from zett_agent.model import ModelRequest
+from zett_agent.model import ModelRequest, ModelUsage
 from zett_agent.tools.base import (
     ToolResult,
     _current_run_context,
@@ -175,11 +176,16 @@ class Request:
                 return
         raise ValueError(f"No extension {target!r} is registered on this agent")
 
-    async def _publish_appended(self, message: AnyMessage) -> None:
+    async def _publish_appended(
+        self,
+        message: AnyMessage,
+        timing: MessageTiming | None = None,
+        usage: ModelUsage | None = None,
+    ) -> None:
         listeners = self.hooks.on_event
         if not listeners:
             return
-        event = MessageAppendedEvent(message, MessageTiming(datetime.now(UTC), time.monotonic_ns()))
+        event = MessageAppendedEvent(message, timing or MessageTiming.instant(), usage)
         context = self.context
         for extension in listeners:
             await extension.on_event(context, event)
@@ -190,24 +196,44 @@ class Request:
         while context._unpublished:
             await self._publish_appended(context._unpublished.pop(0))
 
-    async def append(self, message: AnyMessage) -> None:
-        """Append a runtime message and publish it."""
+    async def append(
+        self,
+        message: AnyMessage,
+        timing: MessageTiming | None = None,
+        usage: ModelUsage | None = None,
+    ) -> None:
+        """Append a message and publish it at once (``timing`` None: an instant message)."""
         state = self.context.state
         state._messages.append(message)
         state._snapshot = None
-        await self._publish_appended(message)
+        await self._publish_appended(message, timing, usage)
 
-    async def move(self, target: AgentPhase) -> None:
+    async def append_now(self, message: AnyMessage, timing: MessageTiming | None) -> None:
+        """``context.append_message``: after the stage's earlier additions, published now.
+
+        During setup it waits like ``add_message`` (setup additions are published after
+        ``on_message``, before the input).
+        """
+        if self._setup:
+            self.context.add_message(message)
+            return
+        await self.flush()
+        await self.append(message, timing)
+
+    async def move(self, target: AgentPhase) -> tuple[datetime, int]:
+        """Move to ``target`` (checked) and publish it; return the move's wall and clock time."""
         state = self.context.state
         previous = state.phase
         check_transition(previous, target)
         state.phase = target
+        moved = (datetime.now(UTC), time.monotonic_ns())
         listeners = self.hooks.on_event
         if listeners:
-            event = PhaseTransitionEvent(previous, target, datetime.now(UTC), time.monotonic_ns())
+            event = PhaseTransitionEvent(previous, target, *moved)
             context = self.context
             for extension in listeners:
                 await extension.on_event(context, event)
+        return moved
 
     @asynccontextmanager
     async def compacting(self) -> AsyncIterator[None]:
@@ -344,13 +370,13 @@ class Request:
                 )
             await self.stage(hooks.before_turn, "before_turn")
             request = await self._prepare_model_request()
-            response = await call_model(self, request)
+            response, timing = await call_model(self, request)
             message = response.message
             runs_tools = bool(message.tool_calls) and response.stop is None
             if runs_tools:
                 # From the moment the answer is in the context, cancellation closes its calls.
                 self._unsettled = list(message.tool_calls)
-            await self.append(message)
+            await self.append(message, timing, response.usage)
             await self.stage(hooks.after_model, "after_model", response)
             if response.stop is not None:
                 await self.emit(
@@ -431,10 +457,13 @@ class Request:
         context_token = _current_run_context.set(context)
         try:
             await self.stage(hooks.before_tool, "before_tool", call)
-            await self.move(P.RUNNING_TOOL)
+            started_at, started_ns = await self.move(P.RUNNING_TOOL)
             await self.emit(AgentEvent(E.TOOL_STARTED, context.session_id, tool_calls=[call]))
             result, error = await self._execute_tool(call)
-            await self.move(P.READY)
+            completed_at, completed_ns = await self.move(P.READY)
+            timing = _measured(
+                started_at, completed_at, max(completed_ns - started_ns, 0), None, None
+            )
             await self.stage(hooks.after_tool, "after_tool", call, result, error)
             message = ToolMessage(
                 call.id,
@@ -443,7 +472,7 @@ class Request:
                 success=result.success,
                 attributes=dict(result.attributes),
             )
-            await self._settle(call, message)
+            await self._settle(call, message, timing)
             await self.emit(
                 AgentEvent(
                     E.TOOL_COMPLETED if message.success else E.TOOL_FAILED,
@@ -493,11 +522,13 @@ class Request:
                 AgentEvent(E.TOOL_SKIPPED, session_id, tool_calls=[call], message=message)
             )
 
-    async def _settle(self, call: ToolCall, message: ToolMessage) -> None:
+    async def _settle(
+        self, call: ToolCall, message: ToolMessage, timing: MessageTiming | None = None
+    ) -> None:
         """Append a call's result; from here on cancellation no longer closes the call."""
         if self._unsettled and self._unsettled[0] is call:
             self._unsettled.pop(0)
-        await self.append(message)
+        await self.append(message, timing)
 
     # -- steering and internal messages ------------------------------------------------
 
@@ -554,10 +585,12 @@ class Request:
                     call, ToolMessage(call.id, call.name, CANCELLED_TOOL_CONTENT, success=False)
                 )
             if previous.is_active:
-                await self.move(P.CANCELLED)
+                moved = await self.move(P.CANCELLED)
             else:
                 state.phase = P.CANCELLED
-            await self.publish(RunCancelledEvent(previous, datetime.now(UTC), time.monotonic_ns()))
+                moved = (datetime.now(UTC), time.monotonic_ns())
+            # The same instant as the move into CANCELLED, published after it.
+            await self.publish(RunCancelledEvent(previous, *moved))
         except Exception as error:
             cancel.add_note(f"While cancelling the request: {type(error).__name__}: {error}")
 
