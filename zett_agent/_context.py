@@ -5,6 +5,7 @@ They are exported from ``zett_agent.agent``; this module only keeps ``agent.py``
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 import weakref
@@ -265,7 +266,7 @@ class AgentRunContext:
         tools: dict[str, AgentTool],
         extensions: tuple[AgentExtension, ...],
         metadata: dict[str, Any],
-        tags: tuple[str, ...],
+        tags: dict[str, Any],
         resumption: Resumption | None = None,
     ) -> None:
         assert config.session_id is not None and config.request_id is not None
@@ -280,7 +281,9 @@ class AgentRunContext:
         self.model = model
         self.input_message = input_message
         self.tools = tools
-        self.server_tools: list[ServerToolDefinition] = []
+        #: Provider-hosted tools of this request by name (``configuration["name"]``, else
+        #: ``type``), in registration order.
+        self.server_tools: dict[str, ServerToolDefinition] = {}
         self.extensions = extensions
         self.metadata = metadata
         self.tags = tags
@@ -317,9 +320,16 @@ class AgentRunContext:
         await self._live_request("emit").emit_from_extension(event)
 
     async def publish(
-        self, extension_event: ExtensionEvent, *, target: AgentExtension | str | None = None
+        self,
+        extension_event: ExtensionEvent,
+        *,
+        target: AgentExtension | str | type[AgentExtension] | None = None,
     ) -> None:
-        """Deliver an extension event to every extension's ``on_event`` (or to ``target``)."""
+        """Deliver an extension event to every extension's ``on_event``, or to ``target``.
+
+        ``target`` is an extension, its name, or its class; a class that more than one
+        registered extension belongs to is ambiguous (``ValueError``), as is an unknown one.
+        """
         await self._live_request("publish").publish(extension_event, target=target)
 
     def _compacting(self) -> AbstractAsyncContextManager[None]:
@@ -340,7 +350,7 @@ class AgentRunContext:
         if not isinstance(tool, AgentTool):
             raise TypeError(f"register_tool needs an AgentTool (use @tool), got {tool!r}")
         if tool.name in self.tools:
-            raise ValueError(f"A tool named {tool.name!r} is already registered")
+            raise ValueError(f"Tool {tool.name!r} is already registered")
         self.tools[tool.name] = tool
 
     def register_server_tool(self, tool: ServerToolDefinition) -> None:
@@ -352,9 +362,13 @@ class AgentRunContext:
         if not isinstance(tool, ServerToolDefinition):
             raise TypeError(f"register_server_tool needs a ServerToolDefinition, got {tool!r}")
         name = _server_tool_name(tool)
-        if any(_server_tool_name(known) == name for known in self.server_tools):
-            raise ValueError(f"A server tool named {name!r} is already registered")
-        self.server_tools.append(tool)
+        if name in self.server_tools:
+            raise ValueError(f"Server tool {name!r} is already registered")
+        # A copy: an extension that registers one definition in every request, then edits
+        # this request's configuration, must not change the next request's.
+        self.server_tools[name] = ServerToolDefinition(
+            tool.type, copy.deepcopy(dict(tool.configuration))
+        )
 
     def add_message(self, message: AnyMessage, *, index: int | None = None) -> None:
         """Insert a message into the context (append when ``index`` is None)."""

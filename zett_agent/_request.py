@@ -149,7 +149,7 @@ class Request:
         await self.emit(event)
 
     async def publish(
-        self, event: ExtensionEvent, *, target: AgentExtension | str | None = None
+        self, event: ExtensionEvent, *, target: AgentExtension | str | type | None = None
     ) -> None:
         if not isinstance(event, ExtensionEvent):
             raise TypeError(f"publish needs an ExtensionEvent, got {type(event).__name__}")
@@ -170,11 +170,28 @@ class Request:
             for extension in self.hooks.on_event:
                 await extension.on_event(context, event)
             return
-        for extension in self.hooks.extensions:
-            if extension is target or extension.name == target:
-                await extension.on_event(context, event)
-                return
-        raise ValueError(f"No extension {target!r} is registered on this agent")
+        await self._target(target).on_event(context, event)
+
+    def _target(self, target: AgentExtension | str | type) -> AgentExtension:
+        """The one extension ``target`` names: an instance, a name, or a class."""
+        extensions = self.hooks.extensions
+        if isinstance(target, type):
+            matches = [extension for extension in extensions if isinstance(extension, target)]
+            if len(matches) > 1:
+                names = ", ".join(extension.name for extension in matches)
+                raise ValueError(
+                    f"Publish target {target.__name__} is ambiguous: {names} are all "
+                    "registered; name one"
+                )
+        else:
+            matches = [
+                extension
+                for extension in extensions
+                if extension is target or extension.name == target
+            ]
+        if not matches:
+            raise ValueError(f"No extension {target!r} is registered on this agent")
+        return matches[0]
 
     async def _publish_appended(
         self,
@@ -444,7 +461,7 @@ class Request:
         return ModelRequest(
             messages=context.state.messages,
             tools=tuple(tool.definition for tool in context.tools.values()),
-            server_tools=tuple(context.server_tools),
+            server_tools=tuple(context.server_tools.values()),
             cache_key=context.session_id,
         )
 

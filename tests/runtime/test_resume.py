@@ -376,7 +376,7 @@ async def test_a_resume_is_refused_while_the_session_has_an_active_request():
             async for event in stream:
                 if event.type is T.CUSTOM:
                     asked_event.set()
-                    with pytest.raises(AgentProtocolError, match="already has an active request"):
+                    with pytest.raises(AgentProtocolError, match="cannot start a new request"):
                         await agent.resume(config=AgentRunConfig(session_id="s"))
                     assert log.log.count("on_tool") == 1
                     agent.emit_external_event(ask_reply(answer="x"), config=CONFIG)
@@ -387,7 +387,7 @@ async def test_a_resume_is_refused_while_the_session_has_an_active_request():
 
 async def test_an_uninitialized_agent_cannot_resume():
     agent = Agent(ProbeModel())
-    with pytest.raises(AgentProtocolError, match="never initialized"):
+    with pytest.raises(AgentProtocolError, match="not initialized"):
         await agent.resume(config=CONFIG)
 
 
