@@ -159,11 +159,12 @@ class Request:
                     "The request does not accept steering messages (it has settled its "
                     "final answer, or it is a compaction pass)"
                 )
-        elif type(event) is InternalMessageEvent and not self.inbox.push_internal(event.message):
+        elif type(event) is InternalMessageEvent and not self.inbox.push_internal(
+            event.message, within_limit=False
+        ):
             raise AgentProtocolError(
                 "The request does not accept internal messages (it has settled its final "
-                f"answer, it is a compaction pass, or max_internal_messages="
-                f"{self.inbox.max_internal} was reached)"
+                "answer, or it is a compaction pass)"
             )
         context = self.context
         if target is None:

@@ -86,14 +86,15 @@ class Agent:
             or not isinstance(max_iterations, int)
             or max_iterations < 1
         ):
-            raise ValueError(f"max_iterations must be an int >= 1, got {max_iterations!r}")
+            raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
         if (
             isinstance(max_internal_messages, bool)
             or not isinstance(max_internal_messages, int)
             or max_internal_messages < 0
         ):
             raise ValueError(
-                f"max_internal_messages must be an int >= 0, got {max_internal_messages!r}"
+                f"max_internal_messages must be a non-negative integer, got "
+                f"{max_internal_messages!r}"
             )
         self.model = model
         self.system_prompt = system_prompt
@@ -118,7 +119,8 @@ class Agent:
                 raise TypeError(f"extensions must be AgentExtension objects, got {extension!r}")
             if isinstance(extension, _BUILTIN_TYPES):
                 raise ValueError(
-                    f"{type(extension).__name__} is built into every Agent; do not pass it"
+                    f"{type(extension).__name__} is an Agent built-in: every Agent has its "
+                    "own; do not pass one"
                 )
         self._inboxes: dict[str, RequestInbox] = {}
         chosen += [InternalMessageExtension(self._inboxes), SteeringExtension(self._inboxes)]
@@ -132,7 +134,7 @@ class Agent:
                 )
             if name in names:
                 raise ValueError(
-                    f"Two extensions are named {extension.name!r}; names must be unique"
+                    f"Duplicate extension name {name!r}: extension names must be unique"
                 )
             names.add(extension.name)
         ordered = sorted(chosen, key=lambda extension: extension.priority)

@@ -101,11 +101,24 @@ def test_tool_names_must_be_unique():
 
 @pytest.mark.parametrize("name", ["", "   ", None, 7])
 def test_extension_names_must_be_non_empty_strings(name):
-    named = type("Named", (AgentExtension,), {"name": name})  # a class attribute, unchecked
-    with pytest.raises(ValueError, match="Extension names must be non-empty strings"):
+    extension = AgentExtension()
+    extension.name = name  # checked by the Agent, not at assignment
+    with pytest.raises(ValueError, match="non-empty string"):
+        Agent(ProbeModel(), extensions=[extension])
+    named = type("Named", (AgentExtension,), {"name": name})  # a class attribute
+    with pytest.raises(ValueError, match="non-empty string"):
         Agent(ProbeModel(), extensions=[named()])
-    with pytest.raises(ValueError, match="Extension name cannot be empty"):
-        AgentExtension().name = name  # an instance name is checked as it is set
+
+
+def test_extension_names_are_unique_including_the_built_ins():
+    first, second = AgentExtension(), AgentExtension()
+    with pytest.raises(ValueError, match="Duplicate extension name"):
+        Agent(ProbeModel(), extensions=[first, second])
+    second.name = "second"
+    Agent(ProbeModel(), extensions=[first, second])
+    first.name = "InternalMessageExtension"
+    with pytest.raises(ValueError, match="Duplicate extension name"):
+        Agent(ProbeModel(), extensions=[first])
 
 
 @pytest.mark.parametrize(

@@ -128,13 +128,16 @@ class AgentExtension(_SetupHooks, _TurnHooks, _ToolHooks, _EndHooks):
 
     @property
     def name(self) -> str:
-        """Unique registration identity, defaulting to the concrete class name."""
-        return self.__dict__.get("_extension_name") or type(self).__name__
+        """Unique registration identity, defaulting to the concrete class name.
+
+        Assign an instance name (or set a class attribute) to register independently
+        configured instances of one type; ``Agent(...)`` refuses a name that is not a
+        non-empty string.
+        """
+        return self.__dict__.get("_extension_name", type(self).__name__)
 
     @name.setter
     def name(self, value: str) -> None:
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"Extension name cannot be empty, got {value!r}")
         self.__dict__["_extension_name"] = value
 
     @property
