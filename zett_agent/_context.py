@@ -10,7 +10,6 @@ import os
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
@@ -331,10 +330,6 @@ class AgentRunContext:
         registered extension belongs to is ambiguous (``ValueError``), as is an unknown one.
         """
         await self._live_request("publish").publish(extension_event, target=target)
-
-    def _compacting(self) -> AbstractAsyncContextManager[None]:
-        """Hold the COMPACTING phase around a summary (``async with``); for compaction only."""
-        return self._live_request("compact").compacting()
 
     def _live_request(self, action: str) -> Request:
         request = self._request()

@@ -36,8 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Generator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -146,6 +145,13 @@ class Request:
             event.phase = self.context.state.phase
             await driver.emit_foreign(event)  # a tool's subtask: hand over, wait until taken
             return
+        # A compaction announces itself: STARTED moves READY to COMPACTING, COMPLETED
+        # moves back (an error in between leaves COMPACTING for FAILED or CANCELLED).
+        phase = self.context.state.phase
+        if event.type is E.COMPACTION_STARTED and phase is P.READY:
+            await self.move(P.COMPACTING)
+        elif event.type is E.COMPACTION_COMPLETED and phase is P.COMPACTING:
+            await self.move(P.READY)
         await self.emit(event)
 
     async def publish(
@@ -253,17 +259,6 @@ class Request:
                 await extension.on_event(context, event)
         return moved
 
-    @asynccontextmanager
-    async def compacting(self) -> AsyncIterator[None]:
-        """Hold COMPACTING while an extension summarises; back to READY when its body ends.
-
-        An exception leaves the phase at COMPACTING on purpose: the request's failure or
-        cancellation handling then moves it to FAILED or CANCELLED.
-        """
-        await self.move(P.COMPACTING)
-        yield
-        await self.move(P.READY)
-
     def stage(
         self, extensions: tuple[AgentExtension, ...], hook: str, *args: Any
     ) -> Awaitable[None]:
@@ -281,6 +276,13 @@ class Request:
         context = self.context
         for extension in extensions:
             await getattr(extension, hook)(context, *args)
+        await self._stage_ended()
+
+    async def _stage_ended(self) -> None:
+        """Publish what the stage added; end a compaction it announced but never completed."""
+        context = self.context
+        if context.state.phase is P.COMPACTING:
+            await self.move(P.READY)
         if context._unpublished and not self._setup:
             await self.flush()
 
@@ -452,8 +454,7 @@ class Request:
         request = self._build_model_request()
         for extension in hooks.before_model:
             await extension.before_model(self.context, request)
-            if self.context._unpublished:
-                await self.flush()
+            await self._stage_ended()
             request = self._build_model_request()
         return request
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from zett_agent.events import AgentPhase
-from zett_agent.messages import AgentMessage, AnyMessage, UserMessage
+from zett_agent.messages import AgentMessage, AnyMessage, CompactedMessage, UserMessage
 from zett_agent.model import ModelUsage
 
 __all__ = [
@@ -183,14 +183,27 @@ class InternalMessageEvent(ExtensionEvent):
 
 @dataclass(frozen=True, slots=True)
 class CompactionEvent(ExtensionEvent):
-    """Older context was summarised into one checkpoint message."""
+    """Older context was summarised into one checkpoint message.
 
+    The ranges are one-based and inclusive, in the list of non-system messages just before
+    the compaction (an earlier checkpoint counts as one message): ``compressed_*`` were
+    folded into the checkpoint, ``kept_*`` stay as they were. ``summary`` is the
+    checkpoint's exact content. The keyword fields carry the messages themselves, for
+    memory and persistence; an event built with the positional fields only (as upstream's
+    code publishes it) leaves them empty.
+    """
+
+    compressed_from: int
+    compressed_to: int
+    kept_from: int
+    kept_to: int
+    summary: str
     #: The checkpoint that now stands for the replaced messages.
-    summary: AgentMessage
+    checkpoint: CompactedMessage | None = field(default=None, kw_only=True)
     #: The messages the checkpoint replaced, in order.
-    replaced: tuple[AnyMessage, ...]
+    replaced: tuple[AnyMessage, ...] = field(default=(), kw_only=True)
     #: The complete context after compaction, in order.
-    messages: tuple[AnyMessage, ...]
-    tokens_before: int
-    tokens_after: int
-    occurred_at: datetime = field(default_factory=lambda: datetime.now().astimezone())
+    messages: tuple[AnyMessage, ...] = field(default=(), kw_only=True)
+    tokens_before: int = field(default=0, kw_only=True)
+    tokens_after: int = field(default=0, kw_only=True)
+    occurred_at: datetime = field(default_factory=lambda: datetime.now(UTC), kw_only=True)
