@@ -43,15 +43,18 @@ def _open_model_stream(run: Request, request: ModelRequest) -> AsyncIterator[Mod
     return call(request)
 
 
-async def call_model(run: Request, request: ModelRequest) -> tuple[ModelResponse, MessageTiming]:
+async def call_model(
+    run: Request, request: ModelRequest
+) -> tuple[ModelResponse, MessageTiming | None]:
     """Stream one model call, mirroring its deltas as events; return its response and timing.
 
     The timing spans GENERATING and back to READY; a segment's span runs from its opening
     event to its closing one (clocks are read only there, never per delta).
     """
     session_id = run.context.session_id
-    started_at, started_ns = await run.move(P.GENERATING)
-    spans: dict[AgentEventType, list[Any]] = {}  # segment kind -> [start, start_ns, end, end_ns]
+    started = await run.move(P.GENERATING)  # None: nobody listens, nothing is timed
+    # segment kind -> [start, start_ns, end, end_ns]; None when nothing is timed
+    spans: dict[AgentEventType, list[Any]] | None = None if started is None else {}
     emit = run.emit
     await emit(AgentEvent(E.MODEL_STARTED, session_id))
     # Locals, not module globals and enum attributes: this loop runs once per streamed item.
@@ -79,20 +82,24 @@ async def call_model(run: Request, request: ModelRequest) -> tuple[ModelResponse
                 delta = item.delta
                 if delta and segment is not content_started:
                     if segment is reasoning_started:
-                        _close_span(spans, reasoning_started)
+                        if spans is not None:
+                            _close_span(spans, reasoning_started)
                         await emit(AgentEvent(E.REASONING_COMPLETED, session_id))
                     segment = content_started
-                    _open_span(spans, content_started)
+                    if spans is not None:
+                        _open_span(spans, content_started)
                     await emit(AgentEvent(content_started, session_id))
                 await emit(streamed(text_delta, session_id, delta))
             elif kind is reasoning:
                 delta = item.delta
                 if delta and segment is not reasoning_started:
                     if segment is content_started:
-                        _close_span(spans, content_started)
+                        if spans is not None:
+                            _close_span(spans, content_started)
                         await emit(AgentEvent(E.CONTENT_COMPLETED, session_id))
                     segment = reasoning_started
-                    _open_span(spans, reasoning_started)
+                    if spans is not None:
+                        _open_span(spans, reasoning_started)
                     await emit(AgentEvent(reasoning_started, session_id))
                 await emit(streamed(reasoning_delta, session_id, delta))
             elif kind is tool_call:
@@ -110,7 +117,8 @@ async def call_model(run: Request, request: ModelRequest) -> tuple[ModelResponse
                     closing = (
                         E.CONTENT_COMPLETED if segment is content_started else E.REASONING_COMPLETED
                     )
-                    _close_span(spans, segment)
+                    if spans is not None:
+                        _close_span(spans, segment)
                     segment = None
                     await emit(AgentEvent(closing, session_id))
             else:
@@ -121,11 +129,13 @@ async def call_model(run: Request, request: ModelRequest) -> tuple[ModelResponse
             await aclose()
     if response is None:
         raise AgentProtocolError("Model stream ended without a response")
-    completed_at, completed_ns = await run.move(P.READY)
+    completed = await run.move(P.READY)
+    if started is None or completed is None or spans is None:
+        return response, None
     timing = _measured(
-        started_at,
-        completed_at,
-        max(completed_ns - started_ns, 0),
+        started[0],
+        completed[0],
+        max(completed[1] - started[1], 0),
         _span(spans.get(E.REASONING_STARTED)),
         _span(spans.get(E.CONTENT_STARTED)),
     )

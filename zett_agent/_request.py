@@ -244,19 +244,24 @@ class Request:
         await self.flush()
         await self.append(message, timing)
 
-    async def move(self, target: AgentPhase) -> tuple[datetime, int]:
-        """Move to ``target`` (checked) and publish it; return the move's wall and clock time."""
+    async def move(self, target: AgentPhase) -> tuple[datetime, int] | None:
+        """Move to ``target`` (checked) and publish it.
+
+        Returns the move's wall and monotonic time, which timings are built from; None when
+        no extension listens (nobody would see a timing, so the clocks are not read).
+        """
         state = self.context.state
         previous = state.phase
         check_transition(previous, target)
         state.phase = target
-        moved = (datetime.now(UTC), time.monotonic_ns())
         listeners = self.hooks.on_event
-        if listeners:
-            event = PhaseTransitionEvent(previous, target, *moved)
-            context = self.context
-            for extension in listeners:
-                await extension.on_event(context, event)
+        if not listeners:
+            return None
+        moved = (datetime.now(UTC), time.monotonic_ns())
+        event = PhaseTransitionEvent(previous, target, *moved)
+        context = self.context
+        for extension in listeners:
+            await extension.on_event(context, event)
         return moved
 
     def stage(
@@ -476,13 +481,15 @@ class Request:
         context_token = _current_run_context.set(context)
         try:
             await self.stage(hooks.before_tool, "before_tool", call)
-            started_at, started_ns = await self.move(P.RUNNING_TOOL)
+            started = await self.move(P.RUNNING_TOOL)
             await self.emit(AgentEvent(E.TOOL_STARTED, context.session_id, tool_calls=[call]))
             result, error = await self._execute_tool(call)
-            completed_at, completed_ns = await self.move(P.READY)
-            timing = _measured(
-                started_at, completed_at, max(completed_ns - started_ns, 0), None, None
-            )
+            completed = await self.move(P.READY)
+            timing = None
+            if started is not None and completed is not None:
+                timing = _measured(
+                    started[0], completed[0], max(completed[1] - started[1], 0), None, None
+                )
             await self.stage(hooks.after_tool, "after_tool", call, result, error)
             message = ToolMessage(
                 call.id,
@@ -603,10 +610,12 @@ class Request:
                 await self._settle(
                     call, ToolMessage(call.id, call.name, CANCELLED_TOOL_CONTENT, success=False)
                 )
+            moved = None
             if previous.is_active:
                 moved = await self.move(P.CANCELLED)
             else:
                 state.phase = P.CANCELLED
+            if moved is None:
                 moved = (datetime.now(UTC), time.monotonic_ns())
             # The same instant as the move into CANCELLED, published after it.
             await self.publish(RunCancelledEvent(previous, *moved))

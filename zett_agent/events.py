@@ -216,7 +216,7 @@ class AgentEvent:
         if kind is AgentEventType.CUSTOM and (
             not isinstance(self.name, str) or not self.name.strip()
         ):
-            raise ValueError("A CUSTOM AgentEvent needs a non-empty name")
+            raise ValueError("A CUSTOM AgentEvent requires a non-empty name")
 
 
 def streamed_event(
