@@ -7,6 +7,8 @@ the rendered guidance puts each snippet in a bullet of its own.
 
 from __future__ import annotations
 
+import json
+
 import pydantic
 import pytest
 
@@ -145,3 +147,42 @@ def test_a_multi_line_snippet_stays_indented_inside_its_bullet():
         '- create_card:\n  create_card(title="One")\n  create_card(title="Two")'
         in render_tool_guidance([create_card])
     )
+
+
+class Line(pydantic.BaseModel):
+    amount: int = pydantic.Field(gt=0)
+
+
+class Order(pydantic.BaseModel):
+    lines: list[Line]
+
+
+class Node(pydantic.BaseModel):
+    label: str = "node"
+    children: list[Node] = []
+
+
+def test_nested_models_become_a_self_contained_schema():
+    @tool(guidelines="Use to add up an order.")
+    def order_total(order: Order) -> int:
+        """Sum an order's amounts.
+
+        Args:
+            order: The order to add up.
+        """
+        return sum(line.amount for line in order.lines)
+
+    schema = order_total.parameters
+    assert "$defs" not in schema and "$ref" not in json.dumps(schema)
+    order = schema["properties"]["order"]
+    assert order["title"] == "Order" and order["description"] == "The order to add up."
+    assert order["properties"]["lines"]["items"]["properties"]["amount"]["exclusiveMinimum"] == 0
+
+
+def test_a_recursive_model_is_refused():
+    with pytest.raises(ValueError, match="recursive model"):
+
+        @tool(guidelines="Use to walk a tree.")
+        def walk(tree: Node) -> int:
+            """Count a tree's nodes."""
+            return 0

@@ -304,9 +304,41 @@ def _build_validator(
     schema = model.model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
-        prop.pop("title", None)
+        prop.pop("title", None)  # pydantic's title-cased field names say nothing new
+    schema = _self_contained(schema, tool_name)
     schema.setdefault("properties", {})
     return model, schema
+
+
+def _self_contained(schema: dict[str, Any], tool_name: str) -> dict[str, Any]:
+    """The schema with every ``$ref`` replaced by its definition, and no ``$defs``.
+
+    Several providers refuse references in tool schemas, so nested models are written out
+    in place. A recursive model cannot be written out: it is a ``ValueError``.
+    """
+    definitions = schema.pop("$defs", {})
+    if not definitions:
+        return schema
+
+    def resolve(node: Any, seen: frozenset[str]) -> Any:
+        if isinstance(node, list):
+            return [resolve(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        reference = node.get("$ref")
+        if not isinstance(reference, str):
+            return {key: resolve(value, seen) for key, value in node.items()}
+        name = reference.rsplit("/", 1)[-1]
+        if name in seen:
+            raise ValueError(
+                f"Tool {tool_name!r} takes a recursive model ({name}): its references "
+                "cannot be expanded into a self-contained schema"
+            )
+        expanded = resolve(definitions[name], seen | {name})
+        siblings = {key: resolve(value, seen) for key, value in node.items() if key != "$ref"}
+        return {**expanded, **siblings}
+
+    return resolve(schema, frozenset())
 
 
 def _make_tool(
