@@ -109,8 +109,8 @@ async def call_model(
                     raise AgentProtocolError("A completed model event needs a ModelResponse")
                 if open_server_calls:
                     raise AgentProtocolError(
-                        "Model stream completed while server tool calls were still open: "
-                        f"{sorted(open_server_calls)}"
+                        "Model stream completed before server tools completed: "
+                        f"{sorted(open_server_calls)} still open"
                     )
                 response = item.response
                 if segment is not None:
@@ -171,7 +171,7 @@ async def _server_tool_event(
         if call is None:
             raise AgentProtocolError("server_tool_started needs a ServerToolCall")
         if call.id in seen_calls:
-            raise AgentProtocolError(f"Server tool call {call.id!r} started twice")
+            raise AgentProtocolError(f"Server tool call {call.id!r} started more than once")
         seen_calls.add(call.id)
         open_calls.add(call.id)
         await run.emit(AgentEvent(E.SERVER_TOOL_STARTED, session_id, server_tool_call=call))
@@ -179,7 +179,7 @@ async def _server_tool_event(
         delta = item.server_tool_input_delta
         if delta is None or delta.call_id not in open_calls:
             raise AgentProtocolError(
-                f"Server tool input for a call that is not open: "
+                "Server tool input requires its matching start: no open call "
                 f"{getattr(delta, 'call_id', None)!r}"
             )
         await run.emit(
@@ -189,7 +189,7 @@ async def _server_tool_event(
         result = item.server_tool_result
         if result is None or result.call_id not in open_calls:
             raise AgentProtocolError(
-                f"Server tool result for a call that is not open: "
+                "Server tool result requires its matching start: no open call "
                 f"{getattr(result, 'call_id', None)!r}"
             )
         open_calls.discard(result.call_id)

@@ -85,6 +85,11 @@ class ServerToolDefinition:
     def __post_init__(self) -> None:
         if not isinstance(self.type, str) or not self.type.strip():
             raise ValueError("ServerToolDefinition.type cannot be empty")
+        if "type" in self.configuration:
+            raise ValueError(
+                "Server tool configuration cannot override type: give it as "
+                "ServerToolDefinition(type=...)"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,17 @@ from zett_agent.messages import (
     ToolMessage,
     UserMessage,
 )
-from zett_agent.model import ModelEvent, ModelEventType, ModelRequest, ModelResponse, ModelUsage
+from zett_agent.model import (
+    ModelEvent,
+    ModelEventType,
+    ModelRequest,
+    ModelResponse,
+    ModelUsage,
+    ServerToolCall,
+    ServerToolDefinition,
+    ServerToolInputDelta,
+    ServerToolResult,
+)
 
 
 def test_model_event_types_answer_to_upstream_names():
@@ -175,3 +185,40 @@ async def test_append_message_refuses_what_is_not_a_message():
     agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Bad()])
     with pytest.raises(TypeError, match="append_message needs a message"):
         await agent.run("hi")
+
+
+@pytest.mark.parametrize(
+    ("configuration", "message"), [({"type": "other"}, "cannot override type")]
+)
+def test_a_server_tool_configuration_cannot_override_its_type(configuration, message):
+    with pytest.raises(ValueError, match=message):
+        ServerToolDefinition("web_search", configuration)
+    with pytest.raises(ValueError, match="cannot be empty"):
+        ServerToolDefinition("  ")
+
+
+@pytest.mark.parametrize(
+    ("turn", "message"),
+    [
+        ([ModelEvent.server_tool_input(ServerToolInputDelta("h1", "{}"))], "input requires its"),
+        (
+            [ModelEvent.server_tool_completed(ServerToolResult("h1", "web_fetch"))],
+            "result requires its matching start",
+        ),
+        (
+            [
+                ModelEvent.server_tool_started(ServerToolCall("h1", "web_fetch")),
+                ModelEvent.server_tool_started(ServerToolCall("h1", "web_fetch")),
+            ],
+            "started more than once",
+        ),
+        (
+            [ModelEvent.server_tool_started(ServerToolCall("h1", "web_fetch"))],
+            "before server tools completed",
+        ),
+    ],
+)
+async def test_an_invalid_server_tool_lifecycle_reads_as_upstream_s(turn, message):
+    agent = await Agent.create(ProbeModel([*turn, *answer("done")]))
+    with pytest.raises(AgentProtocolError, match=message):
+        await agent.run("Fetch it")
