@@ -87,3 +87,11 @@ async def test_a_reply_without_parts_is_still_the_json_payload():
     events, _ = await ask(model, answer_event(answer="red", parts=[]))
     result = next(e for e in events if e.type is T.TOOL_COMPLETED).message
     assert result.content == '{"tool_call_id": "ask-1", "answer": "red", "parts": []}'
+
+
+async def test_the_question_event_carries_the_call_that_asks():
+    model = asking_model(question="Which colour?")
+    events, _ = await ask(model, answer_event(answer="red"))
+    (question,) = [e for e in events if e.type is T.CUSTOM]
+    assert [call.id for call in question.tool_calls] == ["ask-1"]
+    assert question.phase is not None

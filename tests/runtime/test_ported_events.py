@@ -222,3 +222,46 @@ async def test_an_invalid_server_tool_lifecycle_reads_as_upstream_s(turn, messag
     agent = await Agent.create(ProbeModel([*turn, *answer("done")]))
     with pytest.raises(AgentProtocolError, match=message):
         await agent.run("Fetch it")
+
+
+def test_external_event_errors_read_as_upstream_s():
+    from zett_agent.extensions.external import ExternalEvent, ExternalEventExtension
+
+    with pytest.raises(ValueError, match="name cannot be empty"):
+        ExternalEvent("  ", {})
+    for payload in (None, {1: "value"}):
+        with pytest.raises(TypeError, match="dictionary with string keys"):
+            ExternalEvent("event", payload)
+    with pytest.raises(ValueError, match="response_event_name cannot be empty"):
+        ExternalEventExtension(response_event_name="", correlation_field="operation_id")
+    with pytest.raises(ValueError, match="correlation_field cannot be empty"):
+        ExternalEventExtension(response_event_name="response", correlation_field="")
+
+
+async def test_a_second_wait_for_one_key_is_already_pending():
+    from zett_agent.extensions.external import ExternalEventExtension
+
+    seen: list[str] = []
+
+    class Twice(ExternalEventExtension):
+        def __init__(self) -> None:
+            super().__init__(response_event_name="response", correlation_field="operation_id")
+
+        async def before_run(self, context):
+            async with self._wait_for_external_event(context, "op-1"):
+                try:
+                    async with self._wait_for_external_event(context, "op-1"):
+                        pass
+                except RuntimeError as error:
+                    seen.append(str(error))
+                try:
+                    self._take_external_event(context)
+                except RuntimeError as error:
+                    seen.append(str(error))
+                raise LookupError("leave without waiting")
+
+    agent = await Agent.create(ProbeModel(answer("ok")), extensions=[Twice()])
+    with pytest.raises(LookupError, match="leave without waiting"):
+        await agent.run("hi")
+    assert "already pending" in seen[0]
+    assert "without an accepted external response" in seen[1]

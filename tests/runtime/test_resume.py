@@ -182,7 +182,8 @@ async def test_several_open_calls_run_in_order_one_known_reply_one_answered_live
             if event.type is T.CUSTOM and event.name == "ask_user":
                 verdicts.append(agent.emit_external_event(ask_reply(answer="red"), config=CONFIG))
     assert verdicts == [["AskUserExtension"]]
-    assert [(e.type, e.tool_calls[0].id if e.tool_calls else e.name) for e in events][:6] == [
+    labels = [(e.type, e.name or (e.tool_calls[0].id if e.tool_calls else None)) for e in events]
+    assert labels[:6] == [
         (T.CUSTOM, "confirmation_requested"),
         (T.TOOL_STARTED, "call-7"),
         (T.TOOL_COMPLETED, "call-7"),

@@ -127,7 +127,10 @@ def _check_arguments(question: str, options: list[str] | None, allow_multiple: b
 
 
 class AskUserEvent(AgentEvent):
-    """CUSTOM event ``ask_user``: show ``question`` and reply with ``response_event``."""
+    """CUSTOM event ``ask_user``: show ``question`` and reply with ``response_event``.
+
+    ``tool_calls`` holds the ``ask_user`` call that asks (when the extension emits it).
+    """
 
     def __init__(
         self,
@@ -139,6 +142,7 @@ class AskUserEvent(AgentEvent):
         allow_multiple: bool = False,
         response_event: str = ASK_USER_RESPONSE_EVENT_NAME,
         expires_at: str | None = None,
+        tool_calls: list[ToolCall] | None = None,
     ) -> None:
         payload: dict[str, Any] = {
             "session_id": session_id,
@@ -151,7 +155,11 @@ class AskUserEvent(AgentEvent):
         if expires_at is not None:
             payload["expires_at"] = expires_at
         super().__init__(
-            AgentEventType.CUSTOM, session_id, name=ASK_USER_EVENT_NAME, payload=payload
+            AgentEventType.CUSTOM,
+            session_id,
+            tool_calls=list(tool_calls or ()),
+            name=ASK_USER_EVENT_NAME,
+            payload=payload,
         )
 
     @property
@@ -249,5 +257,6 @@ class AskUserExtension(ExternalEventExtension):
                     options=arguments["options"],
                     allow_multiple=arguments["allow_multiple"],
                     expires_at=utc_iso(expires_at) if expires_at is not None else None,
+                    tool_calls=[call],
                 )
             )
