@@ -51,10 +51,12 @@ ASK_USER_EVENT_NAME = "ask_user"
 ASK_USER_RESPONSE_EVENT_NAME = "ask_user_response"
 ASK_USER_RESPONSE_EVENT = ASK_USER_RESPONSE_EVENT_NAME  # the older name, kept
 
-#: The argument limits, part of the tool's JSON Schema (``minLength``, ``maxItems`` …).
-Question = Annotated[str, pydantic.Field(min_length=1, max_length=4_000)]
-Option = Annotated[str, pydantic.Field(min_length=1, max_length=500)]
-Options = Annotated[list[Option], pydantic.Field(max_length=20)]
+#: The argument limits, part of the tool's JSON Schema (``minLength``, ``maxItems``). No
+#: length is capped: a long question is the UI's to shorten, and is stored whole.
+MAX_OPTIONS = 20
+Question = Annotated[str, pydantic.Field(min_length=1)]
+Option = Annotated[str, pydantic.Field(min_length=1)]
+Options = Annotated[list[Option], pydantic.Field(max_length=MAX_OPTIONS)]
 
 MAX_REPLY_IMAGES = 32
 MAX_REPLY_IMAGE_BYTES = 10_000_000
