@@ -2,7 +2,8 @@
 
 Order (docs/runtime.md, Hooks): setup stages run as barriers (every ``on_tool`` before any
 ``on_state``); each turn calls the model through the ``on_model_request`` onion, appends its
-answer, then runs the requested tools one at a time through the ``on_tool_call`` onion.
+answer, then runs the requested tools one at a time through the ``on_tool_call`` onion
+(``zett_agent._tool_call``).
 Checkpoints after every model response and every tool let steering supersede the rest of a turn.
 
 Three kinds of request share this loop: a new input (``Agent.stream``); a resume
@@ -46,6 +47,7 @@ from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
 from zett_agent._model_call import call_model
 from zett_agent._resume import Resumption, resume_point
+from zett_agent._tool_call import execute_tool
 from zett_agent.events import AgentEvent, AgentEventType, AgentPhase, check_transition
 from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.events import (
@@ -67,12 +69,7 @@ from zett_agent.messages import (
     UserMessage,
 )
 from zett_agent.model import ModelRequest, ModelUsage
-from zett_agent.tools.base import (
-    ToolResult,
-    _current_run_context,
-    _current_tool_call_id,
-    to_tool_result,
-)
+from zett_agent.tools.base import _current_run_context, _current_tool_call_id
 
 if TYPE_CHECKING:
     from zett_agent.extensions.base import AgentExtension
@@ -483,7 +480,7 @@ class Request:
             await self.stage(hooks.before_tool, "before_tool", call)
             started = await self.move(P.RUNNING_TOOL)
             await self.emit(AgentEvent(E.TOOL_STARTED, context.session_id, tool_calls=[call]))
-            result, error = await self._execute_tool(call)
+            result, error = await execute_tool(context, self.hooks.on_tool_call, call)
             completed = await self.move(P.READY)
             timing = None
             if started is not None and completed is not None:
@@ -511,32 +508,6 @@ class Request:
         finally:
             _current_run_context.reset(context_token)
             _current_tool_call_id.reset(token)
-
-    async def _execute_tool(self, call: ToolCall) -> tuple[ToolResult, Exception | None]:
-        """Run ``call`` through the ``on_tool_call`` onion; the outermost value is the result.
-
-        Each layer's ``call_next`` returns what the layer inside it returned (the handler's
-        own value at the centre), so middleware can transform a result; ``call_next()``
-        with no argument passes on the call the layer received (arguments it edited
-        included), ``call_next(other)`` another one.
-        """
-        context = self.context
-
-        async def invoke(requested: ToolCall) -> Any:
-            tool = context.tools.get(requested.name)
-            if tool is None:
-                available = ", ".join(sorted(context.tools)) or "none"
-                raise LookupError(f"Unknown tool {requested.name!r}; available tools: {available}")
-            return await tool.invoke(requested.arguments)
-
-        run: Callable[[ToolCall], Awaitable[Any]] = invoke
-        for extension in reversed(self.hooks.on_tool_call):
-            run = _tool_layer(extension, context, run)
-        try:
-            result = to_tool_result(await run(call))
-        except Exception as error:
-            return ToolResult(_error_text(error), success=False), error
-        return result, None
 
     async def _skip_unsettled(self) -> None:
         session_id = self.context.session_id
@@ -640,22 +611,3 @@ class Request:
                 error.add_note(
                     f"{extension.name}.on_error raised {type(secondary).__name__}: {secondary}"
                 )
-
-
-def _tool_layer(
-    extension: AgentExtension,
-    context: AgentRunContext,
-    inner: Callable[[ToolCall], Awaitable[Any]],
-) -> Callable[[ToolCall], Awaitable[Any]]:
-    def layer(call: ToolCall) -> Awaitable[Any]:
-        def call_next(requested: ToolCall | None = None) -> Awaitable[Any]:
-            return inner(call if requested is None else requested)
-
-        return extension.on_tool_call(context, call, call_next)
-
-    return layer
-
-
-def _error_text(error: Exception) -> str:
-    """What the model reads for a failed call: the error's own text (its type when empty)."""
-    return str(error) or type(error).__name__
