@@ -1,0 +1,516 @@
+"""``MCPServer``: one MCP server's tools as zett tools, for many people at once.
+
+Use it as an extension (``Agent(..., extensions=[server])``: ``on_tool`` registers the
+server's tools for every request, and the server answers elicitations through external
+waits) or hand its tools out (``tools=await server.tools()``). ``async with server:`` or
+``await server.aclose()`` closes every connection it opened.
+
+Connections. Each connection belongs to one *connection key*: the headers it sends. A
+``headers`` callable is asked, per request, for the headers of that request's person
+(``headers(context)``, sync or async; ``context`` is None outside a run); two different
+header sets never share a connection, equal ones do (so a server that needs no
+credentials has one connection). Each connection is opened and closed by its own task
+(``zett_agent.mcp._connection`` tells that story), reconnects with backoff, and closes
+after ``idle_timeout`` seconds without a call. A stdio server has one connection.
+
+Tool lists are cached per connection key and refreshed after the server announces a
+change (``notifications/tools/list_changed``). ``include`` / ``exclude`` filter them and
+``no_approval`` exempts tools from approval; all three accept a tool's own name or its
+zett name ``<server>__<tool>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hashlib
+import inspect
+import json
+import logging
+import re
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx2
+import jsonschema
+import mcp_types as types
+from mcp import StdioServerParameters
+from mcp.client.session import ClientRequestContext
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from zett_agent.extensions.external import (
+    ExternalEvent,
+    ExternalEventExpired,
+    ExternalEventExtension,
+    utc_iso,
+)
+from zett_agent.mcp._connection import Connection, current_call
+from zett_agent.mcp.elicitation import (
+    ACTIONS,
+    ELICITATION_RESPONSE_EVENT,
+    ElicitationAnswer,
+    ElicitationCallback,
+    ElicitationRequest,
+    MCPElicitationEvent,
+)
+from zett_agent.mcp.errors import MCPConnectionError
+from zett_agent.mcp.results import ArgumentValidator, to_tool_result
+from zett_agent.tools.base import AgentTool, ToolResult, _current_run_context, current_tool_call_id
+
+if TYPE_CHECKING:
+    from zett_agent.agent import AgentRunConfig, AgentRunContext
+
+__all__ = ["HeadersSource", "MCPServer", "MCPToolInfo"]
+
+logger = logging.getLogger("zett_agent.mcp")
+
+HeadersSource = (
+    Mapping[str, str]
+    | Callable[["AgentRunContext | None"], "Mapping[str, str] | None"]
+    | Callable[["AgentRunContext | None"], "Awaitable[Mapping[str, str] | None]"]
+    | None
+)
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(frozen=True, slots=True)
+class MCPToolInfo:
+    """What zett knows about one listed tool: names, annotations and approval."""
+
+    server: str
+    name: str
+    zett_name: str
+    annotations: dict[str, Any]
+    needs_approval: bool
+
+
+@dataclass(slots=True)
+class _Call:
+    context: AgentRunContext | None
+    tool_call_id: str | None
+    zett_name: str
+
+
+class _Handler:
+    """The handler of one MCP tool: check the arguments, pick the connection, call."""
+
+    __slots__ = ("mcp_name", "server", "validator", "zett_name")
+
+    def __init__(self, server: MCPServer, mcp_name: str, zett_name: str, schema: dict) -> None:
+        self.server = server
+        self.mcp_name = mcp_name
+        self.zett_name = zett_name
+        self.validator = ArgumentValidator(zett_name, schema)
+
+    async def __call__(self, **arguments: Any) -> ToolResult:
+        self.validator.check(arguments)
+        server = self.server
+        context = _current_run_context.get()
+        connection = await server._connection_for(context)
+        call = _Call(context, current_tool_call_id(), self.zett_name)
+        result = await connection.call_tool(self.mcp_name, arguments, call)
+        return to_tool_result(
+            result, max_chars=server.max_result_chars, max_image_bytes=server.max_image_bytes
+        )
+
+
+def _check_seconds(name: str, value: float | None, *, allow_none: bool) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+class MCPServer(ExternalEventExtension):
+    """An MCP server over streamable HTTP (``url=``) or stdio (``command=``).
+
+    ``headers``: a mapping, or a callable ``(context) -> mapping`` (sync or async) giving
+    the headers of one person's connection. ``mode``: how the protocol version is
+    negotiated (``"auto"``, ``"legacy"`` or a version string; the ``mcp`` package's
+    ``Client(mode=...)``). Timeouts are in seconds: ``connect_timeout`` bounds how long a
+    call waits for a connection, ``call_timeout`` each request to the server (None: no
+    limit), ``idle_timeout`` how long an unused connection stays open (None: until
+    ``aclose``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        url: str | None = None,
+        headers: HeadersSource = None,
+        command: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        include: Collection[str] | None = None,
+        exclude: Collection[str] = (),
+        no_approval: Collection[str] = (),
+        elicitation: ElicitationCallback | None = None,
+        elicitation_timeout: float | None = None,
+        connect_timeout: float = 10.0,
+        call_timeout: float | None = 300.0,
+        idle_timeout: float | None = 300.0,
+        backoff: float = 0.25,
+        max_backoff: float = 30.0,
+        max_result_chars: int = 100_000,
+        max_image_bytes: int = 5_000_000,
+        mode: str = "auto",
+        required: bool = False,
+    ) -> None:
+        super().__init__(
+            response_event_name=ELICITATION_RESPONSE_EVENT,
+            correlation_field="elicitation_id",
+            timeout=elicitation_timeout,
+        )
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or "__" in name:
+            raise ValueError(
+                "An MCP server name must be 1-40 letters, digits, '_' or '-' without '__', "
+                f"got {name!r}"
+            )
+        if (url is None) == (command is None):
+            raise ValueError(f"MCP server {name!r} needs exactly one of url= or command=")
+        if url is not None:
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise ValueError(f"MCP server {name!r}: url must be http(s)://..., got {url!r}")
+            if env is not None or cwd is not None:
+                raise ValueError(f"MCP server {name!r}: env= and cwd= are for stdio servers")
+        else:
+            if (
+                isinstance(command, str)
+                or not command
+                or not all(isinstance(part, str) and part for part in command)
+            ):
+                raise ValueError(
+                    f"MCP server {name!r}: command must be a non-empty list of strings, "
+                    f"got {command!r}"
+                )
+            if headers is not None:
+                raise ValueError(f"MCP server {name!r}: headers= is for HTTP servers")
+        if not (headers is None or callable(headers) or isinstance(headers, Mapping)):
+            raise TypeError(f"headers must be a mapping or a callable, got {headers!r}")
+        for label, value in (
+            ("max_result_chars", max_result_chars),
+            ("max_image_bytes", max_image_bytes),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{label} must be an int >= 1, got {value!r}")
+        self.name = name
+        self.url = url
+        self.command = list(command) if command is not None else None
+        self._headers = headers
+        self._env = dict(env) if env is not None else None
+        self._cwd = cwd
+        self._include = frozenset(include) if include is not None else None
+        self._exclude = frozenset(exclude)
+        self._no_approval = frozenset(no_approval)
+        self._elicitation = elicitation
+        self._connect_timeout = _check_seconds("connect_timeout", connect_timeout, allow_none=False)
+        self._call_timeout = _check_seconds("call_timeout", call_timeout, allow_none=True)
+        self._idle_timeout = _check_seconds("idle_timeout", idle_timeout, allow_none=True)
+        self._backoff = _check_seconds("backoff", backoff, allow_none=False)
+        self._max_backoff = _check_seconds("max_backoff", max_backoff, allow_none=False)
+        self.max_result_chars = max_result_chars
+        self.max_image_bytes = max_image_bytes
+        self._mode = mode
+        self.required = required
+        self._connections: dict[str, Connection] = {}
+        self._listings: dict[str, dict[str, AgentTool]] = {}
+        self._stale: set[str] = set()
+        self._listing_locks: dict[str, asyncio.Lock] = {}
+        self._info: dict[str, MCPToolInfo] = {}
+        self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        where = self.url if self.url is not None else " ".join(self.command or ())
+        return f"<MCPServer {self.name!r} {where}>"
+
+    # -- the public surface ------------------------------------------------------------
+
+    async def tools(self, context: AgentRunContext | None = None) -> list[AgentTool]:
+        """The server's tools (filtered) as ``AgentTool``\\ s, listed with ``context``'s headers."""
+        key, headers = await self._key_for(context)
+        return list((await self._listing(key, headers)).values())
+
+    def tool_info(self, tool_name: str) -> MCPToolInfo | None:
+        """What the last listing said about ``tool_name`` (own or zett name), or None."""
+        info = self._info.get(tool_name)
+        if info is None:
+            info = self._info.get(self._zett_name(tool_name))
+        return info
+
+    def needs_approval(self, tool_name: str) -> bool:
+        """Whether a call of ``tool_name`` needs the person's approval.
+
+        True unless the tool is in ``no_approval`` (own or zett name) or the server
+        annotated it ``readOnlyHint: true`` without ``destructiveHint: true``; a tool not
+        listed (yet) needs approval.
+        """
+        info = self.tool_info(tool_name)
+        if info is None:
+            if tool_name in self._no_approval:
+                return False
+            prefix = f"{self.name}__"
+            return not (
+                tool_name.startswith(prefix) and tool_name[len(prefix) :] in self._no_approval
+            )
+        return info.needs_approval
+
+    async def aclose(self) -> None:
+        """Close every connection and wait until each is closed."""
+        self._closed = True
+        connections = list(self._connections.values())
+        self._connections.clear()
+        await asyncio.gather(*(connection.aclose() for connection in connections))
+
+    async def __aenter__(self) -> MCPServer:
+        self._closed = False
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    @property
+    def connection_count(self) -> int:
+        """How many connections are open (or opening) now."""
+        return sum(1 for connection in self._connections.values() if not connection.closed)
+
+    # -- the extension -----------------------------------------------------------------
+
+    async def on_tool(self, context: AgentRunContext) -> None:
+        try:
+            tools = await self.tools(context)
+        except Exception as error:
+            if self.required:
+                raise
+            logger.warning("MCP server %r: its tools are not offered: %s", self.name, error)
+            return
+        for agent_tool in tools:
+            context.register_tool(agent_tool)
+
+    def accept(self, config: AgentRunConfig | None, event: ExternalEvent) -> bool:
+        """Take an elicitation reply whose action and content are valid for its question."""
+        if event.name != ELICITATION_RESPONSE_EVENT or config is None:
+            return False
+        payload = event.payload
+        schema = self._schemas.get((config.session_id or "", str(payload.get("elicitation_id"))))
+        if schema is None or payload.get("action") not in ACTIONS:
+            return False
+        content = payload.get("content")
+        if payload["action"] == "accept":
+            if not isinstance(content, dict):
+                return False
+            try:
+                jsonschema.validate(content, schema)
+            except (jsonschema.ValidationError, jsonschema.SchemaError):
+                return False
+        return super().accept(config, event)
+
+    # -- connections -------------------------------------------------------------------
+
+    async def _key_for(self, context: AgentRunContext | None) -> tuple[str, dict[str, str]]:
+        source = self._headers
+        headers: Any = source(context) if callable(source) else source
+        if inspect.isawaitable(headers):
+            headers = await headers
+        if headers is None:
+            headers = {}
+        if not isinstance(headers, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+        ):
+            raise TypeError(f"MCP server {self.name!r}: headers must map str to str")
+        headers = dict(headers)
+        encoded = json.dumps(sorted(headers.items()), separators=(",", ":")).encode()
+        return hashlib.sha256(encoded).hexdigest(), headers
+
+    async def _connection_for(self, context: AgentRunContext | None) -> Connection:
+        key, headers = await self._key_for(context)
+        return self._connection(key, headers)
+
+    def _connection(self, key: str, headers: dict[str, str]) -> Connection:
+        if self._closed:
+            raise MCPConnectionError(f"MCP server {self.name!r} is shut down")
+        connection = self._connections.get(key)
+        if connection is not None and not connection.closed:
+            return connection
+        connection = Connection(
+            server_name=self.name,
+            make_transport=lambda: self._transport(headers),
+            mode=self._mode,
+            connect_timeout=self._connect_timeout,
+            call_timeout=self._call_timeout,
+            idle_timeout=self._idle_timeout,
+            backoff=self._backoff,
+            max_backoff=self._max_backoff,
+            on_tools_changed=lambda: self._stale.add(key),
+            elicitation_callback=self._on_elicitation,
+            on_end=lambda ended: self._forget(key, ended),
+        )
+        self._connections[key] = connection
+        # The owner task must not inherit the caller's context (its run, its tool call).
+        contextvars.Context().run(connection.start)
+        return connection
+
+    def _forget(self, key: str, connection: Connection) -> None:
+        if self._connections.get(key) is connection:
+            del self._connections[key]
+
+    def _transport(self, headers: dict[str, str]) -> Any:
+        if self.url is not None:
+            return _http_transport(self.url, headers, self._connect_timeout, self._call_timeout)
+        assert self.command is not None
+        parameters = StdioServerParameters(
+            command=self.command[0], args=self.command[1:], env=self._env, cwd=self._cwd
+        )
+        return stdio_client(parameters)
+
+    # -- tool listings -----------------------------------------------------------------
+
+    def _zett_name(self, mcp_name: str) -> str:
+        safe = _UNSAFE.sub("_", mcp_name)
+        name = f"{self.name}__{safe}"
+        if len(name) > 64 or safe != mcp_name:
+            digest = hashlib.sha1(mcp_name.encode()).hexdigest()[:8]
+            name = f"{name[:55]}_{digest}" if len(name) > 64 else name
+        return name
+
+    def _wanted(self, mcp_name: str, zett_name: str) -> bool:
+        if self._include is not None and not ({mcp_name, zett_name} & self._include):
+            return False
+        return not ({mcp_name, zett_name} & self._exclude)
+
+    def _approval(self, mcp_name: str, zett_name: str, annotations: dict[str, Any]) -> bool:
+        if {mcp_name, zett_name} & self._no_approval:
+            return False
+        return (
+            annotations.get("readOnlyHint") is not True
+            or annotations.get("destructiveHint") is True
+        )
+
+    async def _listing(self, key: str, headers: dict[str, str]) -> dict[str, AgentTool]:
+        listing = self._listings.get(key)
+        if listing is not None and key not in self._stale:
+            return listing
+        lock = self._listing_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            listing = self._listings.get(key)
+            if listing is not None and key not in self._stale:
+                return listing
+            self._stale.discard(key)
+            listed = await self._connection(key, headers).list_tools()
+            listing = {}
+            for mcp_tool in listed:
+                zett_name = self._zett_name(mcp_tool.name)
+                if not self._wanted(mcp_tool.name, zett_name) or zett_name in listing:
+                    continue
+                annotations = (
+                    mcp_tool.annotations.model_dump(by_alias=True, exclude_none=True)
+                    if mcp_tool.annotations is not None
+                    else {}
+                )
+                schema = dict(mcp_tool.input_schema or {"type": "object"})
+                schema.pop("title", None)
+                description = (mcp_tool.description or "").strip() or (
+                    f"The {mcp_tool.title or mcp_tool.name} tool of the {self.name} MCP server."
+                )
+                listing[zett_name] = AgentTool(
+                    name=zett_name,
+                    description=description,
+                    parameters=schema,
+                    handler=_Handler(self, mcp_tool.name, zett_name, schema),
+                )
+                self._info[zett_name] = MCPToolInfo(
+                    server=self.name,
+                    name=mcp_tool.name,
+                    zett_name=zett_name,
+                    annotations=annotations,
+                    needs_approval=self._approval(mcp_tool.name, zett_name, annotations),
+                )
+            self._listings[key] = listing
+            return listing
+
+    # -- elicitation -------------------------------------------------------------------
+
+    async def _on_elicitation(
+        self, connection: Connection, context: ClientRequestContext, params: Any
+    ) -> types.ElicitResult | types.ErrorData:
+        call = current_call.get() or connection.only_call
+        if call is None:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="zett answers elicitations only during one tool call of this connection",
+            )
+        if not isinstance(params, types.ElicitRequestFormParams):
+            return types.ElicitResult(action="decline")  # URL mode is not offered
+        request = ElicitationRequest(
+            server=self.name,
+            tool_name=call.zett_name,
+            tool_call_id=call.tool_call_id,
+            message=params.message,
+            requested_schema=params.requested_schema.model_dump(by_alias=True, exclude_none=True)
+            if hasattr(params.requested_schema, "model_dump")
+            else dict(params.requested_schema),
+            context=call.context,
+        )
+        if self._elicitation is not None:
+            answer = await self._elicitation(request)
+        elif call.context is not None and self in call.context.extensions:
+            answer = await self._ask(request)
+        else:
+            answer = ElicitationAnswer("decline")
+        content = answer.content if answer.action == "accept" else None
+        return types.ElicitResult(action=answer.action, content=content)
+
+    async def _ask(self, request: ElicitationRequest) -> ElicitationAnswer:
+        """The default: an external wait, answered with ``mcp_elicitation_response``."""
+        context = request.context
+        assert context is not None
+        elicitation_id = uuid.uuid4().hex
+        key = (context.session_id, elicitation_id)
+        self._schemas[key] = request.requested_schema
+        try:
+            async with self._wait_for_external_event(context, elicitation_id):
+                expires_at = self._wait_expires_at(context, elicitation_id)
+                await context.emit(
+                    MCPElicitationEvent(
+                        session_id=context.session_id,
+                        elicitation_id=elicitation_id,
+                        request=request,
+                        expires_at=utc_iso(expires_at) if expires_at is not None else None,
+                    )
+                )
+            reply = self._take_external_event(context)
+        except ExternalEventExpired:
+            return ElicitationAnswer("cancel")
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            return ElicitationAnswer("cancel")  # the run was cancelled; the wait ended
+        finally:
+            self._schemas.pop(key, None)
+        payload = reply.payload
+        return ElicitationAnswer(
+            payload["action"], payload.get("content") if payload["action"] == "accept" else None
+        )
+
+
+@asynccontextmanager
+async def _http_transport(
+    url: str, headers: dict[str, str], connect_timeout: float, read_timeout: float | None
+) -> AsyncIterator[Any]:
+    """One HTTP client per connection, closed with it (in the connection's owner task)."""
+    timeout = httpx2.Timeout(connect_timeout, read=read_timeout)
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
