@@ -80,13 +80,14 @@ async def run_calls(
     *calls: AssistantMessage,
     session: str = "s",
     on_event: Any = None,
+    metadata: dict[str, Any] | None = None,
 ) -> tuple[list[AgentEvent], ScriptedModel]:
     """One request whose model makes ``calls`` (one turn each), then answers "done"."""
     model = ScriptedModel([*calls, AssistantMessage("done")])
     agent = await Agent.create(model, **agent_kwargs)
     config = AgentRunConfig(session_id=session, request_id=f"{session}-r")
     events: list[AgentEvent] = []
-    async with contextlib.aclosing(agent.stream("go", config=config)) as stream:
+    async with contextlib.aclosing(agent.stream("go", config=config, metadata=metadata)) as stream:
         async for event in stream:
             events.append(event)
             if on_event is not None:

@@ -23,8 +23,8 @@ How the owner lives:
    fresh one.
 
 Retries. A call is sent at most twice, and the second time only when the first provably
-never reached the server: the HTTP session was unknown to the server ("Session
-terminated": a restarted server refused it before running anything), the request could
+never reached the server: the HTTP session was unknown to the server ("Session not
+found": a restarted server refused it before running anything), the request could
 not be written at all, or the connection died of a connect failure (nothing was listening).
 A call lost after it was sent is never repeated: it fails with ``MCPCallLost`` (it may or
 may not have run on the server).
@@ -58,7 +58,7 @@ logger = logging.getLogger("zett_agent.mcp")
 #: The call this task is making, so an elicitation asked during it finds its tool call.
 current_call: ContextVar[Any] = ContextVar("zett_mcp_current_call", default=None)
 
-_CLOSED = object()
+_UNKNOWN_SESSION = frozenset({"Session not found", "Session terminated"})
 
 
 def _never_reached(error: BaseException) -> bool:
@@ -66,7 +66,9 @@ def _never_reached(error: BaseException) -> bool:
     if isinstance(error, anyio.ClosedResourceError | anyio.BrokenResourceError):
         return True
     if isinstance(error, MCPError):
-        return error.code == types.INVALID_REQUEST and error.error.message == "Session terminated"
+        # A (restarted) HTTP server that does not know the session refuses the request
+        # before running anything: "Session not found" in its body, or a bare 404.
+        return error.error.message in _UNKNOWN_SESSION
     return False
 
 
@@ -261,7 +263,7 @@ class Connection:
         self._waiters += 1
         try:
             while True:
-                if self._client is not None:
+                if self._client is not None and self._lost_generation != self._generation:
                     return self._client, self._generation
                 if self.closed or self._closing:
                     raise MCPConnectionError(f"MCP server {self.server_name!r}: connection closed")

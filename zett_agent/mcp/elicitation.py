@@ -105,7 +105,8 @@ class MCPElicitationEvent(AgentEvent):
         return self.payload["elicitation_id"]  # type: ignore[index]
 
     @property
-    def message(self) -> str:
+    def question(self) -> str:
+        """The server's message to the person."""
         return self.payload["message"]  # type: ignore[index]
 
     @property

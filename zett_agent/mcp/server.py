@@ -115,10 +115,21 @@ class _Handler:
         context = _current_run_context.get()
         connection = await server._connection_for(context)
         call = _Call(context, current_tool_call_id(), self.zett_name)
-        result = await connection.call_tool(self.mcp_name, arguments, call)
+        try:
+            result = await connection.call_tool(self.mcp_name, arguments, call)
+        except BaseExceptionGroup as group:
+            raise _single(group) from None
         return to_tool_result(
             result, max_chars=server.max_result_chars, max_image_bytes=server.max_image_bytes
         )
+
+
+def _single(group: BaseExceptionGroup) -> BaseException:
+    """The one error inside (nested) single-error groups anyio wraps errors in."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 def _check_seconds(name: str, value: float | None, *, allow_none: bool) -> float | None:
@@ -237,6 +248,8 @@ class MCPServer(ExternalEventExtension):
 
     async def tools(self, context: AgentRunContext | None = None) -> list[AgentTool]:
         """The server's tools (filtered) as ``AgentTool``\\ s, listed with ``context``'s headers."""
+        if self._closed:
+            raise MCPConnectionError(f"MCP server {self.name!r} is shut down")
         key, headers = await self._key_for(context)
         return list((await self._listing(key, headers)).values())
 
