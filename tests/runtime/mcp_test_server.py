@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import sys
 from typing import Annotated
@@ -115,8 +116,25 @@ def big(size: int) -> str:
 async def grow(ctx: Context) -> str:
     """Adds the tool 'fresh' and announces the change."""
     app.add_tool(lambda: "fresh!", name="fresh", description="A tool added at run time.")
-    await ctx.notify_tools_changed()
+    await ctx.notify_tools_changed()  # 2026-07-28: to subscriptions/listen streams
+    if ctx.protocol_version == "2025-11-25":
+        await ctx.session.send_tool_list_changed()  # the handshake era's notification
     return "grown"
+
+
+@app.tool()
+def crash() -> str:
+    """The server process dies in the middle of the call."""
+    os._exit(3)
+
+
+@app.tool(annotations=READ_ONLY)
+async def slow(ctx: Context) -> str:
+    """Never answers (until cancelled)."""
+    import anyio
+
+    await anyio.sleep_forever()
+    return "never"
 
 
 class Confirmation(BaseModel):

@@ -241,3 +241,94 @@ async def test_shutdown_closes_every_connection_and_leaves_no_task(http):
     assert [t for t in asyncio.all_tasks() - before if not t.done()] == []
     with pytest.raises(MCPConnectionError, match="shut down"):
         await server.tools()
+
+
+async def test_a_call_lost_after_it_was_sent_is_not_repeated(http):
+    async with MCPServer(
+        "notes", url=http.url, headers=bearer_of_person, backoff=0.05, connect_timeout=3
+    ) as server:
+        events, _ = await run_calls(
+            {"extensions": [server]}, tool_call("notes__crash"), metadata={"person": "alice"}
+        )
+        (result,) = tool_results(events)
+        assert result.success is False
+        assert "may or may not have run" in result.content
+        assert [entry["tool"] for entry in calls_in(http.log)] == ["crash"]
+        await http.kill()  # reap the crashed process
+        await http.start()
+        again, _ = await run_calls(
+            {"extensions": [server]},
+            tool_call("notes__add", a=5, b=5),
+            session="s2",
+            metadata={"person": "alice"},
+        )
+        assert tool_results(again)[0].content == "10"
+    assert [entry["tool"] for entry in calls_in(http.log)] == ["crash", "add"]
+
+
+async def test_a_server_that_stays_down_fails_the_call_with_a_clear_error(http):
+    async with MCPServer(
+        "notes", url=http.url, headers=bearer_of_person, backoff=0.05, connect_timeout=1
+    ) as server:
+        tools = await server.tools()
+        await http.kill()
+        events, _ = await run_calls(
+            {"tools": tools, "extensions": []},
+            tool_call("notes__add", a=1, b=2),
+            metadata={"person": "alice"},
+        )
+        (result,) = tool_results(events)
+        assert result.success is False
+        assert "'notes'" in result.content
+    assert calls_in(http.log) == []
+
+
+async def test_cancelling_a_run_during_a_call_ends_the_wait_and_leaves_no_task(http):
+    async with MCPServer("notes", url=http.url, headers=bearer_of_person) as server:
+        started = asyncio.Event()
+
+        def on_event(agent, config, event):
+            if event.type is T.TOOL_STARTED:
+                started.set()
+
+        run = asyncio.create_task(
+            run_calls(
+                {"extensions": [server]},
+                tool_call("notes__slow"),
+                metadata={"person": "alice"},
+                on_event=on_event,
+            )
+        )
+        await started.wait()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        events, _ = await run_calls(
+            {"extensions": [server]},
+            tool_call("notes__add", a=1, b=1),
+            session="s2",
+            metadata={"person": "alice"},
+        )
+        assert tool_results(events)[0].content == "2"  # the connection survived
+
+
+async def test_cancelling_a_run_during_an_elicitation_ends_the_wait(http):
+    async with MCPServer("notes", url=http.url, headers=bearer_of_person, mode="legacy") as server:
+        asked = asyncio.Event()
+
+        def on_event(agent, config, event):
+            if event.type is T.CUSTOM:
+                asked.set()
+
+        run = asyncio.create_task(
+            run_calls(
+                {"extensions": [server]},
+                tool_call("notes__delete_all"),
+                metadata={"person": "alice"},
+                on_event=on_event,
+            )
+        )
+        await asked.wait()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
