@@ -274,7 +274,6 @@ class Connection:
                         f"MCP server {self.server_name!r} is unreachable "
                         f"(no connection within {self._connect_timeout:g} s){cause}"
                     )
-                self._poke.set()  # an owner sleeping in its backoff tries again now
                 changed = self._changed
                 timer = loop.call_later(remaining, changed.set)
                 try:
@@ -345,8 +344,9 @@ class Connection:
             self._report_lost(generation)
             ended = self._ended_generation.get(generation)
             if ended is not None:
-                cause = await asyncio.shield(ended)
-                return _is_connect_failure(cause)
+                # The owner records why the session died; wait for it (briefly).
+                await asyncio.wait([ended], timeout=self._connect_timeout)
+                return ended.done() and _is_connect_failure(ended.result())
         return False
 
     def _begin(self, call: Any) -> None:

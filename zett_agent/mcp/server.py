@@ -269,12 +269,9 @@ class MCPServer(ExternalEventExtension):
         """
         info = self.tool_info(tool_name)
         if info is None:
-            if tool_name in self._no_approval:
-                return False
             prefix = f"{self.name}__"
-            return not (
-                tool_name.startswith(prefix) and tool_name[len(prefix) :] in self._no_approval
-            )
+            own = tool_name.removeprefix(prefix)
+            return not ({tool_name, own, prefix + own} & self._no_approval)
         return info.needs_approval
 
     async def aclose(self) -> None:
