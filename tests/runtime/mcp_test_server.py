@@ -107,6 +107,12 @@ def fail() -> str:
 
 
 @app.tool(annotations=READ_ONLY)
+def env_var(name: str) -> str:
+    """One variable of the server's environment ("" when unset)."""
+    return os.environ.get(name, "")
+
+
+@app.tool(annotations=READ_ONLY)
 def big(size: int) -> str:
     """A long text."""
     return "x" * size

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from zett_agent.mcp import CUT_MARKER, MCPServer
-from zett_agent.messages import ImageContent, TextContent
+from zett_agent.messages import AssistantMessage, ImageContent, TextContent, ToolCall
 
 from .mcp_support import calls_in, run_calls, stdio_command, tool_call, tool_results
 
@@ -152,3 +152,24 @@ async def test_closing_the_server_closes_its_connection_and_ends_its_task(log):
     assert server.connection_count == 1
     await server.aclose()
     assert server.connection_count == 0
+
+
+def env_call(call_id: str, variable: str) -> AssistantMessage:
+    return AssistantMessage(
+        tool_calls=(ToolCall(id=call_id, name="notes__env_var", arguments={"name": variable}),)
+    )
+
+
+async def test_the_child_gets_only_the_environment_it_is_given(log, monkeypatch):
+    monkeypatch.setenv("ZETT_WORKER_SECRET", "do-not-leak")
+    async with MCPServer(
+        "notes", command=stdio_command(log), env={"ZETT_GIVEN": "given"}
+    ) as server:
+        events, _ = await run_calls(
+            {"extensions": [server]},
+            env_call("e1", "ZETT_WORKER_SECRET"),
+            env_call("e2", "ZETT_GIVEN"),
+        )
+    secret, given = tool_results(events)
+    assert secret.content == ""
+    assert given.content == "given"
