@@ -127,7 +127,9 @@ class Connection:
         self._closing = False
         self._lost_generation: int | None = None
         self._in_flight = 0
+        self._last_used = 0.0
         self._calls: list[Any] = []
+        self.loop = asyncio.get_running_loop()
         self._poke = asyncio.Event()
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -208,6 +210,8 @@ class Connection:
                 self._failures = 0
                 self._last_error = None
                 self._client = client
+                if generation > 1:
+                    self._on_tools_changed()  # a restarted server may list other tools
                 self._wake_waiters()
                 await self._hold(generation)
         finally:
@@ -222,6 +226,7 @@ class Connection:
                 return
             if self._lost_generation == generation:
                 raise MCPConnectionError(f"MCP server {self.server_name!r}: the session was lost")
+            idle_since = max(idle_since, self._last_used)
             if self._in_flight:
                 idle_since = loop.time()
             elif self._idle_timeout is not None and loop.time() - idle_since >= self._idle_timeout:
@@ -356,6 +361,7 @@ class Connection:
 
     def _end(self, call: Any) -> None:
         self._in_flight -= 1
+        self._last_used = self.loop.time()
         if call is not None:
             self._calls.remove(call)
         if self._in_flight == 0:

@@ -349,7 +349,11 @@ class MCPServer(ExternalEventExtension):
         if self._closed:
             raise MCPConnectionError(f"MCP server {self.name!r} is shut down")
         connection = self._connections.get(key)
-        if connection is not None and not connection.closed:
+        if (
+            connection is not None
+            and not connection.closed
+            and connection.loop is asyncio.get_running_loop()
+        ):
             return connection
         connection = Connection(
             server_name=self.name,
