@@ -144,6 +144,13 @@ async def test_approval_follows_the_annotations_and_no_approval(log):
         assert info.zett_name == "notes__write_note"
         assert info.needs_approval is True
         assert server.tool_info("notes__add").annotations == {"readOnlyHint": True}
+        names = server.approval_names  # the live set an approval gate keeps
+        assert "notes__write_note" in names and "notes__odd_hints" in names
+        assert "notes__add" not in names and "notes__grow" not in names
+        assert "write_note" not in names and "other__write_note" not in names
+        assert set(names) == {
+            name for name in (t.name for t in await server.tools()) if server.needs_approval(name)
+        }
 
 
 async def test_closing_the_server_closes_its_connection_and_ends_its_task(log):

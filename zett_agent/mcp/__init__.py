@@ -19,13 +19,14 @@ from zett_agent.mcp.elicitation import (
 from zett_agent.mcp.errors import MCPCallLost, MCPConnectionError, MCPError, MCPToolArgumentsError
 from zett_agent.mcp.results import CUT_MARKER
 from zett_agent.mcp.security import DEFAULT_ALLOWED_EXECUTABLES, check_stdio_command
-from zett_agent.mcp.server import HeadersSource, MCPServer, MCPToolInfo
+from zett_agent.mcp.server import ApprovalNames, HeadersSource, MCPServer, MCPToolInfo
 
 __all__ = [
     "CUT_MARKER",
     "DEFAULT_ALLOWED_EXECUTABLES",
     "ELICITATION_EVENT",
     "ELICITATION_RESPONSE_EVENT",
+    "ApprovalNames",
     "ElicitationAnswer",
     "ElicitationCallback",
     "ElicitationRequest",

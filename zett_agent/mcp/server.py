@@ -29,7 +29,16 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +74,7 @@ from zett_agent.tools.base import AgentTool, ToolResult, _current_run_context, c
 if TYPE_CHECKING:
     from zett_agent.agent import AgentRunConfig, AgentRunContext
 
-__all__ = ["HeadersSource", "MCPServer", "MCPToolInfo"]
+__all__ = ["ApprovalNames", "HeadersSource", "MCPServer", "MCPToolInfo"]
 
 logger = logging.getLogger("zett_agent.mcp")
 
@@ -89,6 +98,35 @@ class MCPToolInfo:
     zett_name: str
     annotations: dict[str, Any]
     needs_approval: bool
+
+
+class ApprovalNames(AbstractSet[str]):
+    """A live set of this server's zett tool names whose calls need approval.
+
+    ``name in server.approval_names`` is ``server.needs_approval(name)`` for names of this
+    server (``<server>__...``) and False for any other; iterating gives the listed tools
+    that need approval. It follows every new listing, so an approval gate that keeps it
+    (rather than a copy) always asks about the tools the server lists now.
+    """
+
+    __slots__ = ("_server",)
+
+    def __init__(self, server: MCPServer) -> None:
+        self._server = server
+
+    def __contains__(self, name: object) -> bool:
+        server = self._server
+        return (
+            isinstance(name, str)
+            and name.startswith(f"{server.name}__")
+            and server.needs_approval(name)
+        )
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([name for name, info in self._server._info.items() if info.needs_approval])
+
+    def __len__(self) -> int:
+        return sum(1 for info in self._server._info.values() if info.needs_approval)
 
 
 @dataclass(slots=True)
@@ -273,6 +311,11 @@ class MCPServer(ExternalEventExtension):
             own = tool_name.removeprefix(prefix)
             return not ({tool_name, own, prefix + own} & self._no_approval)
         return info.needs_approval
+
+    @property
+    def approval_names(self) -> ApprovalNames:
+        """The live set of this server's tool names that need approval (``ApprovalNames``)."""
+        return ApprovalNames(self)
 
     async def aclose(self) -> None:
         """Close every connection and wait until each is closed."""
