@@ -81,6 +81,24 @@ async def test_two_people_get_two_connections_and_see_only_their_own_data(http):
     assert ("read_notes", "alice-token") in tokens and ("read_notes", "bob-token") in tokens
 
 
+async def test_with_a_person_key_people_never_share_a_connection_even_with_equal_headers(http):
+    async with MCPServer(
+        "notes",
+        url=http.url,
+        headers={"Authorization": "Bearer alice-token"},
+        person_key=lambda context: context.metadata["person"] if context else None,
+    ) as server:
+        for person in ("ann", "ben", "ann"):
+            events, _ = await run_calls(
+                {"extensions": [server]},
+                tool_call("notes__add", a=1, b=1),
+                session=person,
+                metadata={"person": person},
+            )
+            assert tool_results(events)[0].content == "2"
+        assert server.connection_count == 2
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_the_server_killed_and_restarted_mid_session_the_next_call_works(http, mode):
     async with MCPServer(

@@ -9,7 +9,8 @@ Connections. Each connection belongs to one *connection key*: the headers it sen
 ``headers`` callable is asked, per request, for the headers of that request's person
 (``headers(context)``, sync or async; ``context`` is None outside a run); two different
 header sets never share a connection, equal ones do (so a server that needs no
-credentials has one connection). Each connection is opened and closed by its own task
+credentials has one connection) unless ``person_key`` names the person of each request:
+then every person has connections of their own. Each connection is opened and closed by its own task
 (``zett_agent.mcp._connection`` tells that story), reconnects with backoff, and closes
 after ``idle_timeout`` seconds without a call. A stdio server has one connection.
 
@@ -182,7 +183,9 @@ class MCPServer(ExternalEventExtension):
     """An MCP server over streamable HTTP (``url=``) or stdio (``command=``).
 
     ``headers``: a mapping, or a callable ``(context) -> mapping`` (sync or async) giving
-    the headers of one person's connection. ``mode``: how the protocol version is
+    the headers of one person's connection; ``person_key``: a callable ``(context) -> str``
+    naming the request's person, so that people never share a connection even when their
+    headers are equal. ``mode``: how the protocol version is
     negotiated (``"auto"``, ``"legacy"`` or a version string; the ``mcp`` package's
     ``Client(mode=...)``). Timeouts are in seconds: ``connect_timeout`` bounds how long a
     call waits for a connection, ``call_timeout`` each request to the server (None: no
@@ -196,6 +199,7 @@ class MCPServer(ExternalEventExtension):
         *,
         url: str | None = None,
         headers: HeadersSource = None,
+        person_key: Callable[[AgentRunContext | None], str | None] | None = None,
         command: Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None,
@@ -243,6 +247,8 @@ class MCPServer(ExternalEventExtension):
                 )
             if headers is not None:
                 raise ValueError(f"MCP server {name!r}: headers= is for HTTP servers")
+        if person_key is not None and not callable(person_key):
+            raise TypeError(f"person_key must be a callable, got {person_key!r}")
         if not (headers is None or callable(headers) or isinstance(headers, Mapping)):
             raise TypeError(f"headers must be a mapping or a callable, got {headers!r}")
         for label, value in (
@@ -255,6 +261,7 @@ class MCPServer(ExternalEventExtension):
         self.url = url
         self.command = list(command) if command is not None else None
         self._headers = headers
+        self._person_key = person_key
         self._env = dict(env) if env is not None else None
         self._cwd = cwd
         self._include = frozenset(include) if include is not None else None
@@ -381,7 +388,10 @@ class MCPServer(ExternalEventExtension):
         ):
             raise TypeError(f"MCP server {self.name!r}: headers must map str to str")
         headers = dict(headers)
-        encoded = json.dumps(sorted(headers.items()), separators=(",", ":")).encode()
+        person = self._person_key(context) if self._person_key is not None else None
+        if person is not None and not isinstance(person, str):
+            raise TypeError(f"MCP server {self.name!r}: person_key must return a str or None")
+        encoded = json.dumps([person, sorted(headers.items())], separators=(",", ":")).encode()
         return hashlib.sha256(encoded).hexdigest(), headers
 
     async def _connection_for(self, context: AgentRunContext | None) -> Connection:
