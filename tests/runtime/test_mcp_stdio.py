@@ -180,3 +180,17 @@ async def test_the_child_gets_only_the_environment_it_is_given(log, monkeypatch)
     secret, given = tool_results(events)
     assert secret.content == ""
     assert given.content == "given"
+
+
+async def test_a_child_that_dies_mid_call_fails_that_call_and_the_next_one_gets_a_new_child(log):
+    async with MCPServer("notes", command=stdio_command(log), backoff=0.05) as server:
+        events, _ = await run_calls(
+            {"extensions": [server]},
+            tool_call("notes__crash", "c1"),
+            tool_call("notes__add", "c2", a=1, b=2),
+        )
+    crashed, added = tool_results(events)
+    assert crashed.success is False
+    assert "may or may not have run" in crashed.content
+    assert added.content == "3"
+    assert [entry["tool"] for entry in calls_in(log)] == ["crash", "add"]

@@ -136,7 +136,6 @@ class Connection:
         self._waiters = 0
         self._failures = 0
         self._connecting = False
-        self._sleeping = False
         self.closed = False
 
     # -- owner -------------------------------------------------------------------------
@@ -167,13 +166,7 @@ class Connection:
                 self._last_error = cause
                 self._failures += 1
                 logger.info("MCP server %r: connection lost (%r)", self.server_name, cause)
-                self._sleeping = True
-                try:
-                    await self._sleep(
-                        min(self._max_backoff, self._backoff * 2 ** (self._failures - 1))
-                    )
-                finally:
-                    self._sleeping = False
+                await self._sleep(min(self._max_backoff, self._backoff * 2 ** (self._failures - 1)))
                 if self._failures > 1 and self._in_flight == 0 and self._waiters == 0:
                     return  # nobody needs it: the next call opens a fresh connection
         finally:
