@@ -58,6 +58,15 @@ async def test_handed_out_tools_work_without_the_extension(server, log):
     assert tool_results(events)[0].content == "2"
 
 
+async def test_a_server_both_handed_out_and_an_extension_offers_each_tool_once(server):
+    events, model = await run_calls(
+        {"tools": await server.tools(), "extensions": [server]}, tool_call("notes__add", a=1, b=1)
+    )
+    names = [definition.name for definition in model.requests[0].tools]
+    assert names.count("notes__add") == 1
+    assert tool_results(events)[0].content == "2"
+
+
 @pytest.mark.parametrize(
     "arguments",
     [{"a": "two", "b": 1}, {"a": 1}, {"a": 1, "b": None}],

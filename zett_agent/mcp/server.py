@@ -354,6 +354,9 @@ class MCPServer(ExternalEventExtension):
             logger.warning("MCP server %r: its tools are not offered: %s", self.name, error)
             return
         for agent_tool in tools:
+            known = getattr(context.tools.get(agent_tool.name), "handler", None)
+            if isinstance(known, _Handler) and known.server is self:
+                continue  # also handed out as a tool of the agent: offer it once
             context.register_tool(agent_tool)
 
     def accept(self, config: AgentRunConfig | None, event: ExternalEvent) -> bool:
