@@ -149,3 +149,13 @@ def test_the_allow_list_accepts_names_and_absolute_paths_only():
         check_stdio_command("npx pkg")
     with pytest.raises(ValueError, match="non-empty list"):
         check_stdio_command([])
+
+
+def test_zett_names_are_safe_short_and_distinct():
+    server = MCPServer("docs", url="http://x/mcp")
+    assert server._zett_name("search") == "docs__search"
+    assert server._zett_name("pages.get") == "docs__pages_get"
+    dotted = server._zett_name("a.b", taken={"docs__a_b"})
+    assert dotted.startswith("docs__a_b_") and dotted != "docs__a_b"
+    long = server._zett_name("x" * 100)
+    assert len(long) <= 64 and long != server._zett_name("x" * 99)

@@ -282,6 +282,7 @@ class MCPServer(ExternalEventExtension):
         self._stale: set[str] = set()
         self._listing_locks: dict[str, asyncio.Lock] = {}
         self._info: dict[str, MCPToolInfo] = {}
+        self._zett_names: dict[str, str] = {}
         self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
         self._closed = False
 
@@ -302,7 +303,7 @@ class MCPServer(ExternalEventExtension):
         """What the last listing said about ``tool_name`` (own or zett name), or None."""
         info = self._info.get(tool_name)
         if info is None:
-            info = self._info.get(self._zett_name(tool_name))
+            info = self._info.get(self._zett_names.get(tool_name, self._zett_name(tool_name)))
         return info
 
     def needs_approval(self, tool_name: str) -> bool:
@@ -444,12 +445,13 @@ class MCPServer(ExternalEventExtension):
 
     # -- tool listings -----------------------------------------------------------------
 
-    def _zett_name(self, mcp_name: str) -> str:
-        safe = _UNSAFE.sub("_", mcp_name)
-        name = f"{self.name}__{safe}"
-        if len(name) > 64 or safe != mcp_name:
+    def _zett_name(self, mcp_name: str, taken: Collection[str] = ()) -> str:
+        """``<server>__<tool>``: unsafe characters become ``_``; a name too long, or taken by
+        another tool after that, ends in a hash of the tool's own name instead."""
+        name = f"{self.name}__{_UNSAFE.sub('_', mcp_name)}"
+        if len(name) > 64 or name in taken:
             digest = hashlib.sha1(mcp_name.encode()).hexdigest()[:8]
-            name = f"{name[:55]}_{digest}" if len(name) > 64 else name
+            name = f"{name[:55]}_{digest}"
         return name
 
     def _wanted(self, mcp_name: str, zett_name: str) -> bool:
@@ -478,9 +480,10 @@ class MCPServer(ExternalEventExtension):
             listed = await self._connection(key, headers).list_tools()
             listing = {}
             for mcp_tool in listed:
-                zett_name = self._zett_name(mcp_tool.name)
+                zett_name = self._zett_name(mcp_tool.name, listing)
                 if not self._wanted(mcp_tool.name, zett_name) or zett_name in listing:
                     continue
+                self._zett_names[mcp_tool.name] = zett_name
                 annotations = (
                     mcp_tool.annotations.model_dump(by_alias=True, exclude_none=True)
                     if mcp_tool.annotations is not None
