@@ -159,3 +159,21 @@ def test_zett_names_are_safe_short_and_distinct():
     assert dotted.startswith("docs__a_b_") and dotted != "docs__a_b"
     long = server._zett_name("x" * 100)
     assert len(long) <= 64 and long != server._zett_name("x" * 99)
+
+
+async def test_the_connection_key_follows_headers_and_person_and_hides_both():
+    async def async_headers(context):
+        return {"Authorization": f"Bearer {context}"}
+
+    server = MCPServer("docs", url="http://x/mcp", headers=async_headers)
+    alice, headers = await server._key_for("alice")
+    assert headers == {"Authorization": "Bearer alice"}
+    assert alice == (await server._key_for("alice"))[0]
+    assert alice != (await server._key_for("bob"))[0]
+    assert "alice" not in alice  # a digest: no credential in the key
+
+    by_person = MCPServer("docs", url="http://x/mcp", headers={"A": "b"}, person_key=str)
+    assert (await by_person._key_for("ann"))[0] != (await by_person._key_for("ben"))[0]
+
+    with pytest.raises(TypeError, match="headers must map str to str"):
+        await MCPServer("docs", url="http://x/mcp", headers=lambda c: {"A": 1})._key_for(None)
