@@ -82,6 +82,16 @@ async def test_invalid_arguments_are_refused_before_anything_reaches_the_server(
     assert calls_in(log) == []
 
 
+async def test_an_approval_gate_sees_invalid_arguments_refused_without_the_server(server, log):
+    add = {tool.name: tool for tool in await server.tools()}["notes__add"]
+    assert add.validate_arguments({"a": 1, "b": 2}) == {"a": 1, "b": 2}
+    with pytest.raises(ValueError, match="'b' is a required property"):
+        add.validate_arguments({"a": 1})
+    with pytest.raises(ValueError, match="JSON object"):
+        add.validate_arguments(["a"])
+    assert calls_in(log) == []
+
+
 async def test_images_become_image_parts_and_text_stays_text(server):
     events, _ = await run_calls({"extensions": [server]}, tool_call("notes__picture"))
     (result,) = tool_results(events)

@@ -177,3 +177,13 @@ async def test_the_connection_key_follows_headers_and_person_and_hides_both():
 
     with pytest.raises(TypeError, match="headers must map str to str"):
         await MCPServer("docs", url="http://x/mcp", headers=lambda c: {"A": 1})._key_for(None)
+
+
+def test_zett_agent_mcp_imports_no_django():
+    import subprocess
+
+    probe = "import sys, zett_agent.mcp; print('django' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "False"

@@ -19,7 +19,7 @@ from zett_agent.mcp.elicitation import (
 from zett_agent.mcp.errors import MCPCallLost, MCPConnectionError, MCPError, MCPToolArgumentsError
 from zett_agent.mcp.results import CUT_MARKER
 from zett_agent.mcp.security import DEFAULT_ALLOWED_EXECUTABLES, check_stdio_command
-from zett_agent.mcp.server import ApprovalNames, HeadersSource, MCPServer, MCPToolInfo
+from zett_agent.mcp.server import ApprovalNames, HeadersSource, MCPServer, MCPTool, MCPToolInfo
 
 __all__ = [
     "CUT_MARKER",
@@ -36,6 +36,7 @@ __all__ = [
     "MCPElicitationEvent",
     "MCPError",
     "MCPServer",
+    "MCPTool",
     "MCPToolArgumentsError",
     "MCPToolInfo",
     "check_stdio_command",

@@ -68,14 +68,14 @@ from zett_agent.mcp.elicitation import (
     ElicitationRequest,
     MCPElicitationEvent,
 )
-from zett_agent.mcp.errors import MCPConnectionError
+from zett_agent.mcp.errors import MCPConnectionError, MCPToolArgumentsError
 from zett_agent.mcp.results import ArgumentValidator, to_tool_result
 from zett_agent.tools.base import AgentTool, ToolResult, _current_run_context, current_tool_call_id
 
 if TYPE_CHECKING:
     from zett_agent.agent import AgentRunConfig, AgentRunContext
 
-__all__ = ["ApprovalNames", "HeadersSource", "MCPServer", "MCPToolInfo"]
+__all__ = ["ApprovalNames", "HeadersSource", "MCPServer", "MCPTool", "MCPToolInfo"]
 
 logger = logging.getLogger("zett_agent.mcp")
 
@@ -149,7 +149,6 @@ class _Handler:
         self.validator = ArgumentValidator(zett_name, schema)
 
     async def __call__(self, **arguments: Any) -> ToolResult:
-        self.validator.check(arguments)
         server = self.server
         context = _current_run_context.get()
         connection = await server._connection_for(context)
@@ -161,6 +160,21 @@ class _Handler:
         return to_tool_result(
             result, max_chars=server.max_result_chars, max_image_bytes=server.max_image_bytes
         )
+
+
+@dataclass(slots=True)
+class MCPTool(AgentTool):
+    """An ``AgentTool`` of an MCP server: its arguments are checked against the server's
+    JSON Schema by ``validate_arguments``, so whoever asks first (the call itself, or an
+    approval gate before it) sees invalid arguments refused without calling the server."""
+
+    def validate_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(arguments, dict):
+            raise MCPToolArgumentsError(
+                f"Arguments must be a JSON object, got {type(arguments).__name__}"
+            )
+        self.handler.validator.check(arguments)
+        return arguments
 
 
 def _single(group: BaseExceptionGroup) -> BaseException:
@@ -494,7 +508,7 @@ class MCPServer(ExternalEventExtension):
                 description = (mcp_tool.description or "").strip() or (
                     f"The {mcp_tool.title or mcp_tool.name} tool of the {self.name} MCP server."
                 )
-                listing[zett_name] = AgentTool(
+                listing[zett_name] = MCPTool(
                     name=zett_name,
                     description=description,
                     parameters=schema,
