@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,34 @@ class HttpServer:
         if self.process is not None and self.process.returncode is None:
             self.process.kill()
             await self.process.wait()
+
+
+class SharedHttpServer:
+    """The same server for a whole module (started without a loop); ``clear_log`` between
+    tests keeps each test's view of what reached it its own."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.process = subprocess.Popen(
+            [sys.executable, str(SERVER), "http", str(log), str(self.port)],
+            stdout=subprocess.PIPE,
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if line.strip() != b"READY":
+            self.close()
+            raise RuntimeError(f"the test MCP server did not start: {line!r}")
+
+    def clear_log(self) -> None:
+        self.log.write_text("")
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 def tool_call(name: str, call_id: str = "c1", **arguments: Any) -> AssistantMessage:

@@ -15,13 +15,36 @@ import pytest
 from zett_agent.extensions.external import ExternalEvent
 from zett_agent.mcp import MCPConnectionError, MCPElicitationEvent, MCPServer
 
-from .mcp_support import HttpServer, T, calls_in, run_calls, tool_call, tool_results
+from .mcp_support import (
+    HttpServer,
+    SharedHttpServer,
+    T,
+    calls_in,
+    run_calls,
+    tool_call,
+    tool_results,
+)
 
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture(scope="module")
+def shared_http(tmp_path_factory):
+    """One server for the tests that do not stop it."""
+    server = SharedHttpServer(tmp_path_factory.mktemp("mcp") / "calls.jsonl")
+    yield server
+    server.close()
+
+
 @pytest.fixture
-async def http(tmp_path):
+def http(shared_http):
+    shared_http.clear_log()
+    return shared_http
+
+
+@pytest.fixture
+async def own_http(tmp_path):
+    """A server of this test's own, which it may kill and restart."""
     server = HttpServer(tmp_path / "calls.jsonl")
     await server.start()
     yield server
@@ -100,17 +123,17 @@ async def test_with_a_person_key_people_never_share_a_connection_even_with_equal
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_the_server_killed_and_restarted_mid_session_the_next_call_works(http, mode):
+async def test_the_server_killed_and_restarted_mid_session_the_next_call_works(own_http, mode):
     async with MCPServer(
-        "notes", url=http.url, headers=bearer_of_person, mode=mode, backoff=0.05
+        "notes", url=own_http.url, headers=bearer_of_person, mode=mode, backoff=0.05
     ) as server:
         agent_kwargs = {"extensions": [server]}
         first, _ = await run_calls(
             agent_kwargs, tool_call("notes__add", a=1, b=1), metadata={"person": "alice"}
         )
         assert tool_results(first)[0].content == "2"
-        await http.kill()
-        await http.start()
+        await own_http.kill()
+        await own_http.start()
         again, _ = await run_calls(
             agent_kwargs,
             tool_call("notes__add", a=2, b=2),
@@ -119,7 +142,7 @@ async def test_the_server_killed_and_restarted_mid_session_the_next_call_works(h
         )
         assert tool_results(again)[0].success is True, tool_results(again)[0].content
         assert tool_results(again)[0].content == "4"
-    assert [entry["arguments"] for entry in calls_in(http.log)] == [
+    assert [entry["arguments"] for entry in calls_in(own_http.log)] == [
         {"a": 1, "b": 1},
         {"a": 2, "b": 2},
     ]
@@ -261,9 +284,9 @@ async def test_shutdown_closes_every_connection_and_leaves_no_task(http):
         await server.tools()
 
 
-async def test_a_call_lost_after_it_was_sent_is_not_repeated(http):
+async def test_a_call_lost_after_it_was_sent_is_not_repeated(own_http):
     async with MCPServer(
-        "notes", url=http.url, headers=bearer_of_person, backoff=0.05, connect_timeout=3
+        "notes", url=own_http.url, headers=bearer_of_person, backoff=0.05, connect_timeout=3
     ) as server:
         events, _ = await run_calls(
             {"extensions": [server]}, tool_call("notes__crash"), metadata={"person": "alice"}
@@ -271,9 +294,9 @@ async def test_a_call_lost_after_it_was_sent_is_not_repeated(http):
         (result,) = tool_results(events)
         assert result.success is False
         assert "may or may not have run" in result.content
-        assert [entry["tool"] for entry in calls_in(http.log)] == ["crash"]
-        await http.kill()  # reap the crashed process
-        await http.start()
+        assert [entry["tool"] for entry in calls_in(own_http.log)] == ["crash"]
+        await own_http.kill()  # reap the crashed process
+        await own_http.start()
         again, _ = await run_calls(
             {"extensions": [server]},
             tool_call("notes__add", a=5, b=5),
@@ -281,15 +304,15 @@ async def test_a_call_lost_after_it_was_sent_is_not_repeated(http):
             metadata={"person": "alice"},
         )
         assert tool_results(again)[0].content == "10"
-    assert [entry["tool"] for entry in calls_in(http.log)] == ["crash", "add"]
+    assert [entry["tool"] for entry in calls_in(own_http.log)] == ["crash", "add"]
 
 
-async def test_a_server_that_stays_down_fails_the_call_with_a_clear_error(http):
+async def test_a_server_that_stays_down_fails_the_call_with_a_clear_error(own_http):
     async with MCPServer(
-        "notes", url=http.url, headers=bearer_of_person, backoff=0.05, connect_timeout=1
+        "notes", url=own_http.url, headers=bearer_of_person, backoff=0.05, connect_timeout=1
     ) as server:
         tools = await server.tools()
-        await http.kill()
+        await own_http.kill()
         events, _ = await run_calls(
             {"tools": tools, "extensions": []},
             tool_call("notes__add", a=1, b=2),
@@ -298,7 +321,7 @@ async def test_a_server_that_stays_down_fails_the_call_with_a_clear_error(http):
         (result,) = tool_results(events)
         assert result.success is False
         assert "'notes'" in result.content
-    assert calls_in(http.log) == []
+    assert calls_in(own_http.log) == []
 
 
 async def test_cancelling_a_run_during_a_call_ends_the_wait_and_leaves_no_task(http):
