@@ -29,53 +29,35 @@ import inspect
 import json
 import logging
 import re
-import uuid
 from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
     Collection,
-    Iterator,
     Mapping,
     Sequence,
 )
-from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx2
-import jsonschema
-import mcp_types as types
 from mcp import StdioServerParameters
-from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from zett_agent.extensions.external import (
-    ExternalEvent,
-    ExternalEventExpired,
-    ExternalEventExtension,
-    utc_iso,
-)
-from zett_agent.mcp._connection import Connection, current_call
-from zett_agent.mcp.elicitation import (
-    ACTIONS,
-    ELICITATION_RESPONSE_EVENT,
-    ElicitationAnswer,
-    ElicitationCallback,
-    ElicitationRequest,
-    MCPElicitationEvent,
-)
+from zett_agent.mcp._connection import Connection
+from zett_agent.mcp.approval import ApprovalNames, MCPToolInfo, annotations_need_approval
+from zett_agent.mcp.elicitation import ElicitationCallback, ElicitationWaits
 from zett_agent.mcp.errors import MCPConnectionError, MCPToolArgumentsError
 from zett_agent.mcp.results import ArgumentValidator, to_tool_result
 from zett_agent.tools.base import AgentTool, ToolResult, _current_run_context, current_tool_call_id
 
 if TYPE_CHECKING:
-    from zett_agent.agent import AgentRunConfig, AgentRunContext
+    from zett_agent.agent import AgentRunContext
 
-__all__ = ["ApprovalNames", "HeadersSource", "MCPServer", "MCPTool", "MCPToolInfo"]
+__all__ = ["HeadersSource", "MCPServer", "MCPTool"]
 
 logger = logging.getLogger("zett_agent.mcp")
 
@@ -88,46 +70,6 @@ HeadersSource = (
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-
-
-@dataclass(frozen=True, slots=True)
-class MCPToolInfo:
-    """What zett knows about one listed tool: names, annotations and approval."""
-
-    server: str
-    name: str
-    zett_name: str
-    annotations: dict[str, Any]
-    needs_approval: bool
-
-
-class ApprovalNames(AbstractSet[str]):
-    """A live set of this server's zett tool names whose calls need approval.
-
-    ``name in server.approval_names`` is ``server.needs_approval(name)`` for names of this
-    server (``<server>__...``) and False for any other; iterating gives the listed tools
-    that need approval. It follows every new listing, so an approval gate that keeps it
-    (rather than a copy) always asks about the tools the server lists now.
-    """
-
-    __slots__ = ("_server",)
-
-    def __init__(self, server: MCPServer) -> None:
-        self._server = server
-
-    def __contains__(self, name: object) -> bool:
-        server = self._server
-        return (
-            isinstance(name, str)
-            and name.startswith(f"{server.name}__")
-            and server.needs_approval(name)
-        )
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([name for name, info in self._server._info.items() if info.needs_approval])
-
-    def __len__(self) -> int:
-        return sum(1 for info in self._server._info.values() if info.needs_approval)
 
 
 @dataclass(slots=True)
@@ -193,7 +135,7 @@ def _check_seconds(name: str, value: float | None, *, allow_none: bool) -> float
     return float(value)
 
 
-class MCPServer(ExternalEventExtension):
+class MCPServer(ElicitationWaits):
     """An MCP server over streamable HTTP (``url=``) or stdio (``command=``).
 
     ``headers``: a mapping, or a callable ``(context) -> mapping`` (sync or async) giving
@@ -232,11 +174,7 @@ class MCPServer(ExternalEventExtension):
         mode: str = "auto",
         required: bool = False,
     ) -> None:
-        super().__init__(
-            response_event_name=ELICITATION_RESPONSE_EVENT,
-            correlation_field="elicitation_id",
-            timeout=elicitation_timeout,
-        )
+        super().__init__(elicitation_timeout=elicitation_timeout)
         if not isinstance(name, str) or not _NAME.fullmatch(name) or "__" in name:
             raise ValueError(
                 "An MCP server name must be 1-40 letters, digits, '_' or '-' without '__', "
@@ -297,7 +235,6 @@ class MCPServer(ExternalEventExtension):
         self._listing_locks: dict[str, asyncio.Lock] = {}
         self._info: dict[str, MCPToolInfo] = {}
         self._zett_names: dict[str, str] = {}
-        self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
         self._closed = False
 
     def __repr__(self) -> str:
@@ -373,24 +310,6 @@ class MCPServer(ExternalEventExtension):
             if isinstance(known, _Handler) and known.server is self:
                 continue  # also handed out as a tool of the agent: offer it once
             context.register_tool(agent_tool)
-
-    def accept(self, config: AgentRunConfig | None, event: ExternalEvent) -> bool:
-        """Take an elicitation reply whose action and content are valid for its question."""
-        if event.name != ELICITATION_RESPONSE_EVENT or config is None:
-            return False
-        payload = event.payload
-        schema = self._schemas.get((config.session_id or "", str(payload.get("elicitation_id"))))
-        if schema is None or payload.get("action") not in ACTIONS:
-            return False
-        content = payload.get("content")
-        if payload["action"] == "accept":
-            if not isinstance(content, dict):
-                return False
-            try:
-                jsonschema.validate(content, schema)
-            except (jsonschema.ValidationError, jsonschema.SchemaError):
-                return False
-        return super().accept(config, event)
 
     # -- connections -------------------------------------------------------------------
 
@@ -473,14 +392,6 @@ class MCPServer(ExternalEventExtension):
             return False
         return not ({mcp_name, zett_name} & self._exclude)
 
-    def _approval(self, mcp_name: str, zett_name: str, annotations: dict[str, Any]) -> bool:
-        if {mcp_name, zett_name} & self._no_approval:
-            return False
-        return (
-            annotations.get("readOnlyHint") is not True
-            or annotations.get("destructiveHint") is True
-        )
-
     async def _listing(self, key: str, headers: dict[str, str]) -> dict[str, AgentTool]:
         listing = self._listings.get(key)
         if listing is not None and key not in self._stale:
@@ -519,75 +430,12 @@ class MCPServer(ExternalEventExtension):
                     name=mcp_tool.name,
                     zett_name=zett_name,
                     annotations=annotations,
-                    needs_approval=self._approval(mcp_tool.name, zett_name, annotations),
+                    needs_approval=annotations_need_approval(
+                        (mcp_tool.name, zett_name), annotations, self._no_approval
+                    ),
                 )
             self._listings[key] = listing
             return listing
-
-    # -- elicitation -------------------------------------------------------------------
-
-    async def _on_elicitation(
-        self, connection: Connection, context: ClientRequestContext, params: Any
-    ) -> types.ElicitResult | types.ErrorData:
-        call = current_call.get() or connection.only_call
-        if call is None:
-            return types.ErrorData(
-                code=types.INVALID_REQUEST,
-                message="zett answers elicitations only during one tool call of this connection",
-            )
-        if not isinstance(params, types.ElicitRequestFormParams):
-            return types.ElicitResult(action="decline")  # URL mode is not offered
-        request = ElicitationRequest(
-            server=self.name,
-            tool_name=call.zett_name,
-            tool_call_id=call.tool_call_id,
-            message=params.message,
-            requested_schema=params.requested_schema.model_dump(by_alias=True, exclude_none=True)
-            if hasattr(params.requested_schema, "model_dump")
-            else dict(params.requested_schema),
-            context=call.context,
-        )
-        if self._elicitation is not None:
-            answer = await self._elicitation(request)
-        elif call.context is not None and self in call.context.extensions:
-            answer = await self._ask(request)
-        else:
-            answer = ElicitationAnswer("decline")
-        content = answer.content if answer.action == "accept" else None
-        return types.ElicitResult(action=answer.action, content=content)
-
-    async def _ask(self, request: ElicitationRequest) -> ElicitationAnswer:
-        """The default: an external wait, answered with ``mcp_elicitation_response``."""
-        context = request.context
-        assert context is not None
-        elicitation_id = uuid.uuid4().hex
-        key = (context.session_id, elicitation_id)
-        self._schemas[key] = request.requested_schema
-        try:
-            async with self._wait_for_external_event(context, elicitation_id):
-                expires_at = self._wait_expires_at(context, elicitation_id)
-                await context.emit(
-                    MCPElicitationEvent(
-                        session_id=context.session_id,
-                        elicitation_id=elicitation_id,
-                        request=request,
-                        expires_at=utc_iso(expires_at) if expires_at is not None else None,
-                    )
-                )
-            reply = self._take_external_event(context)
-        except ExternalEventExpired:
-            return ElicitationAnswer("cancel")
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise
-            return ElicitationAnswer("cancel")  # the run was cancelled; the wait ended
-        finally:
-            self._schemas.pop(key, None)
-        payload = reply.payload
-        return ElicitationAnswer(
-            payload["action"], payload.get("content") if payload["action"] == "accept" else None
-        )
 
 
 @asynccontextmanager
