@@ -30,11 +30,24 @@ def stdio_command(log: Path) -> list[str]:
     return [sys.executable, str(SERVER), "stdio", str(log)]
 
 
-def calls_in(log: Path) -> list[dict[str, Any]]:
-    """Every tools/call the server received, in order."""
+def _entries(log: Path) -> list[dict[str, Any]]:
     if not log.exists():
         return []
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def calls_in(log: Path) -> list[dict[str, Any]]:
+    """Every tools/call the server received, in order (as {"tool", "arguments", "token"})."""
+    return [
+        {key: entry[key] for key in ("tool", "arguments", "token")}
+        for entry in _entries(log)
+        if entry["method"] == "tools/call"
+    ]
+
+
+def listings_in(log: Path) -> int:
+    """How many tools/list requests the server received."""
+    return sum(1 for entry in _entries(log) if entry["method"] == "tools/list")
 
 
 def free_port() -> int:

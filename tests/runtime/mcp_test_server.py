@@ -3,9 +3,9 @@
     python mcp_test_server.py stdio LOG
     python mcp_test_server.py http LOG PORT
 
-Every ``tools/call`` that reaches the server is appended to LOG as one JSON line
-(``{"tool", "arguments", "token"}``) before anything else handles it, so a test can prove
-what did, and did not, reach the server. Over HTTP every request needs
+Every ``tools/call`` and ``tools/list`` that reaches the server is appended to LOG as one
+JSON line (``{"method", "tool", "arguments", "token"}``) before anything else handles it,
+so a test can prove what did, and did not, reach the server. Over HTTP every request needs
 ``Authorization: Bearer <token>`` with a known token (401 otherwise), and the notes tools
 keep one notebook per token: two people see only their own notes. Over HTTP the process
 prints ``READY`` once its socket listens.
@@ -44,11 +44,12 @@ def _append(line: str) -> None:
 
 
 async def log_calls(ctx, call_next):
-    if ctx.method == "tools/call":
+    if ctx.method in ("tools/call", "tools/list"):
         params = ctx.params or {}
         request = getattr(ctx, "request", None)
         headers = getattr(request, "headers", None) or {}
         entry = {
+            "method": ctx.method,
             "tool": params.get("name"),
             "arguments": params.get("arguments"),
             "token": headers.get("authorization", "").removeprefix("Bearer ") or "stdio",

@@ -13,7 +13,7 @@ import pytest
 from zett_agent.mcp import CUT_MARKER, MCPServer
 from zett_agent.messages import AssistantMessage, ImageContent, TextContent, ToolCall
 
-from .mcp_support import calls_in, run_calls, stdio_command, tool_call, tool_results
+from .mcp_support import calls_in, listings_in, run_calls, stdio_command, tool_call, tool_results
 
 pytestmark = pytest.mark.slow
 
@@ -125,14 +125,19 @@ async def test_a_long_result_is_cut_with_a_marker(log):
     assert len(result.content) < 1100
 
 
-async def test_the_list_is_cached_and_refreshed_after_the_server_announces_a_change(server, log):
-    before = {tool.name for tool in await server.tools()}
-    assert "notes__fresh" not in before
-    assert {tool.name for tool in await server.tools()} == before  # cached: no new listing
-    await run_calls({"extensions": [server]}, tool_call("notes__grow"))
-    events, model = await run_calls(
-        {"extensions": [server]}, tool_call("notes__fresh"), session="s2"
-    )
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_list_is_cached_and_refreshed_after_the_server_announces_a_change(log, mode):
+    async with MCPServer("notes", command=stdio_command(log), mode=mode) as server:
+        before = {tool.name for tool in await server.tools()}
+        assert "notes__fresh" not in before
+        assert listings_in(log) == 1
+        assert {tool.name for tool in await server.tools()} == before
+        await run_calls({"extensions": [server]}, tool_call("notes__grow"))
+        assert listings_in(log) == 1  # every request so far was served from the cache
+        events, model = await run_calls(
+            {"extensions": [server]}, tool_call("notes__fresh"), session="s2"
+        )
+        assert listings_in(log) == 2
     assert "notes__fresh" in {definition.name for definition in model.requests[0].tools}
     assert tool_results(events)[0].content == "fresh!"
 
