@@ -80,7 +80,7 @@ class _Call:
 
 
 class _Handler:
-    """The handler of one MCP tool: check the arguments, pick the connection, call."""
+    """The handler of one MCP tool: pick the connection for the run, call, map the result."""
 
     __slots__ = ("mcp_name", "server", "validator", "zett_name")
 
