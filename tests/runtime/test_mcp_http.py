@@ -373,3 +373,19 @@ async def test_cancelling_a_run_during_an_elicitation_ends_the_wait(http):
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run
+
+
+async def test_a_call_past_call_timeout_fails_clearly_and_the_connection_stays_usable(http):
+    async with MCPServer(
+        "notes", url=http.url, headers=bearer_of_person, call_timeout=0.5
+    ) as server:
+        events, _ = await run_calls(
+            {"extensions": [server]},
+            tool_call("notes__slow", "c1"),
+            tool_call("notes__add", "c2", a=2, b=3),
+            metadata={"person": "alice"},
+        )
+    slow, added = tool_results(events)
+    assert slow.success is False
+    assert "timed out" in slow.content.lower() or "timeout" in slow.content.lower(), slow.content
+    assert added.content == "5"

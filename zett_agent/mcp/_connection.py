@@ -5,8 +5,10 @@ cancel scopes; entering such a context in one task and leaving it in another cor
 them ("cancel scope in a different task"). So every ``Connection`` has exactly one *owner
 task* (``_own``) that opens the ``mcp.Client``, holds it, and closes it; nobody else ever
 enters or exits it. Callers only *use* the open client: ``call_tool`` and ``list_tools``
-write requests into its streams from the caller's own task and await the answer there, so
-a caller that is cancelled cancels only its own request.
+write requests into its streams from a short task of their own (one per call: the runtime
+steps a request by hand in its consumer's task, and the client's own anyio scopes, such as
+its read timeout, need a task to themselves) and await the answer there, so a caller that
+is cancelled cancels only its own request.
 
 How the owner lives:
 
@@ -38,9 +40,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx2
@@ -58,7 +60,20 @@ logger = logging.getLogger("zett_agent.mcp")
 #: The call this task is making, so an elicitation asked during it finds its tool call.
 current_call: ContextVar[Any] = ContextVar("zett_mcp_current_call", default=None)
 
+T = TypeVar("T")
+
 _UNKNOWN_SESSION = frozenset({"Session not found", "Session terminated"})
+
+
+def _in_own_task(coroutine: Coroutine[Any, Any, T]) -> Awaitable[T]:
+    """Run ``coroutine`` in a real task and return it to await.
+
+    The runtime steps a request by hand inside its consumer's task; the ``mcp`` client's
+    anyio cancel scopes (its read timeout, its task groups) need to own the task they run
+    in. Awaiting the task keeps the caller's cancellation: cancelling the caller cancels
+    the task and waits until it has ended, as awaiting any task does.
+    """
+    return asyncio.get_running_loop().create_task(coroutine)
 
 
 def _never_reached(error: BaseException) -> bool:
@@ -287,7 +302,17 @@ class Connection:
             self._poke.set()
 
     async def list_tools(self) -> list[types.Tool]:
-        """Every tool the server lists (all pages)."""
+        """Every tool the server lists (all pages), fetched in a task of its own."""
+        return await _in_own_task(self._list_tools())
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], call: Any
+    ) -> types.CallToolResult:
+        """Call ``name`` once (twice only when the first never reached the server), in a
+        task of its own."""
+        return await _in_own_task(self._call_tool(name, arguments, call))
+
+    async def _list_tools(self) -> list[types.Tool]:
         for attempt in (1, 2):
             client, generation = await self._connected()
             self._begin(None)
@@ -308,10 +333,9 @@ class Connection:
                 self._end(None)
         raise AssertionError("unreachable")
 
-    async def call_tool(
+    async def _call_tool(
         self, name: str, arguments: dict[str, Any], call: Any
     ) -> types.CallToolResult:
-        """Call ``name`` once (twice only when the first never reached the server)."""
         for attempt in (1, 2):
             client, generation = await self._connected()
             self._begin(call)
