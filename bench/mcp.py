@@ -65,9 +65,9 @@ async def _zett(transport: str, url: str | None) -> tuple[Any, Any]:
     from zett_agent.mcp import MCPServer
 
     if transport == "http":
-        server = MCPServer("bench", url=url, idle_timeout=None)
+        server = MCPServer("bench", url=url, idle_timeout=None, connect_timeout=120)
     else:
-        server = MCPServer("bench", command=_command(), idle_timeout=None)
+        server = MCPServer("bench", command=_command(), idle_timeout=None, connect_timeout=120)
     tools = {tool.name: tool for tool in await server.tools()}
     return server, tools["bench__add"]
 

@@ -164,7 +164,7 @@ class MCPServer(ElicitationWaits):
         no_approval: Collection[str] = (),
         elicitation: ElicitationCallback | None = None,
         elicitation_timeout: float | None = None,
-        connect_timeout: float = 10.0,
+        connect_timeout: float = 30.0,
         call_timeout: float | None = 300.0,
         idle_timeout: float | None = 300.0,
         backoff: float = 0.25,
