@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
+import socket
 import sys
 
 import mcp_types as types
 import pytest
 
-from zett_agent.mcp import CUT_MARKER, MCPServer, MCPToolArgumentsError, check_stdio_command
+from zett_agent.mcp import (
+    CUT_MARKER,
+    MCPConnectionError,
+    MCPServer,
+    MCPToolArgumentsError,
+    check_stdio_command,
+)
 from zett_agent.mcp.results import ArgumentValidator, to_tool_result
 from zett_agent.messages import ImageContent, TextContent
 
@@ -187,3 +195,20 @@ def test_zett_agent_mcp_imports_no_django():
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "False"
+
+
+async def test_shutdown_ends_a_connection_attempt_that_hangs_and_its_waiting_caller():
+    loop = asyncio.get_running_loop()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        server = MCPServer("mute", url=f"http://127.0.0.1:{port}/mcp")
+        listing = asyncio.create_task(server.tools())
+        accepted, _ = await loop.sock_accept(listener)  # the client is connecting now
+        with accepted:  # ...and this server never answers
+            await server.aclose()
+            with pytest.raises(MCPConnectionError, match="'mute'"):
+                await listing
+    assert server.connection_count == 0
