@@ -123,6 +123,7 @@ def test_an_invalid_server_schema_fails_the_call_clearly():
         ({"url": "http://x/mcp", "env": {}}, "for stdio servers"),
         ({"url": "http://x/mcp", "connect_timeout": 0}, "connect_timeout"),
         ({"url": "http://x/mcp", "max_result_chars": 0}, "max_result_chars"),
+        ({"url": "http://x/mcp", "mode": "2025-11-25"}, "mode must be"),
     ],
 )
 def test_bad_configuration_is_refused_at_construction(kwargs, message):

@@ -46,6 +46,7 @@ import httpx2
 from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from zett_agent.mcp._connection import Connection
 from zett_agent.mcp.approval import ApprovalNames, MCPToolInfo, annotations_need_approval
@@ -199,6 +200,11 @@ class MCPServer(ElicitationWaits):
                 )
             if headers is not None:
                 raise ValueError(f"MCP server {name!r}: headers= is for HTTP servers")
+        if mode not in ("auto", "legacy", *MODERN_PROTOCOL_VERSIONS):
+            raise ValueError(
+                f"mode must be 'auto', 'legacy' or one of {list(MODERN_PROTOCOL_VERSIONS)}, "
+                f"got {mode!r}"
+            )
         if person_key is not None and not callable(person_key):
             raise TypeError(f"person_key must be a callable, got {person_key!r}")
         if not (headers is None or callable(headers) or isinstance(headers, Mapping)):
