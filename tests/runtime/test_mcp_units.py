@@ -188,6 +188,7 @@ async def test_the_connection_key_follows_headers_and_person_and_hides_both():
         await MCPServer("docs", url="http://x/mcp", headers=lambda c: {"A": 1})._key_for(None)
 
 
+@pytest.mark.slow
 def test_zett_agent_mcp_imports_no_django():
     import subprocess
 
