@@ -5,11 +5,12 @@ deleting a message would silently rewrite what the agent saw (delete the session
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Count, Max, QuerySet
 from django.http import HttpRequest
 
 from agent_app.models import (
+    ApiToken,
     ChatMessage,
     ChatRun,
     ChatSession,
@@ -87,12 +88,20 @@ class ChatRunInline(admin.TabularInline):
 
 @admin.register(ChatSession)
 class ChatSessionAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "owner", "message_count", "last_activity", "created_at"]
-    list_filter = ["created_at", "updated_at"]
+    list_display = [
+        "__str__",
+        "owner",
+        "assistant",
+        "message_count",
+        "last_activity",
+        "created_at",
+    ]
+    list_filter = ["assistant", "created_at", "updated_at"]
     date_hierarchy = "created_at"
     search_fields = ["id", "title", "owner__username", "messages__content"]
-    readonly_fields = ["id", "created_at", "updated_at"]
-    fields = ["id", "title", "owner", "created_at", "updated_at"]
+    # The assistant is fixed when the chat is stored: its history was written with it.
+    readonly_fields = ["id", "assistant", "created_at", "updated_at"]
+    fields = ["id", "title", "owner", "assistant", "created_at", "updated_at"]
     raw_id_fields = ["owner"]
     inlines = [ChatMessageInline, ChatRunInline]
 
@@ -235,3 +244,34 @@ class NoteAdmin(admin.ModelAdmin):
     list_filter = ["created_at"]
     search_fields = ["title", "text"]
     raw_id_fields = ["session"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens of programs. Adding one shows its secret once; only its hash is stored."""
+
+    list_display = ["name", "user", "prefix", "created_at", "last_used_at", "expires_at", "revoked"]
+    list_filter = ["revoked", "created_at"]
+    search_fields = ["name", "prefix", "user__username"]
+    raw_id_fields = ["user"]
+    readonly_fields = ["prefix", "created_at", "last_used_at"]
+    fields = ["user", "name", "expires_at", "revoked", "prefix", "created_at", "last_used_at"]
+
+    def save_model(self, request: HttpRequest, obj: ApiToken, form: object, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        from agent_app.tokens import issue
+
+        token, secret = issue(obj.user, name=obj.name)
+        if obj.expires_at is not None or obj.revoked:
+            ApiToken.objects.filter(pk=token.pk).update(
+                expires_at=obj.expires_at, revoked=obj.revoked
+            )
+        obj.pk = token.pk
+        obj.refresh_from_db()
+        self.message_user(
+            request,
+            f"The secret of this token, shown only now: {secret}",
+            level=messages.WARNING,
+        )

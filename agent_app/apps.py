@@ -9,13 +9,16 @@ class AgentAppConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_save
 
-        from agent_app import checks  # noqa: F401
-        from agent_app.durable.store import message_saved_through_the_orm
-
         # Registers the sign-in/sign-out receivers and the system checks.
+        from agent_app import checks  # noqa: F401
+        from agent_app.assistants import registry
+        from agent_app.durable.store import message_saved_through_the_orm
         from agent_app.guard import access  # noqa: F401
         from agent_app.models import ChatMessage
 
+        # Every installed app's assistants module, and ZETT_ASSISTANTS: a bad declaration
+        # (no id, one id twice) stops the start with the class named.
+        registry.discover()
         post_save.connect(
             message_saved_through_the_orm, sender=ChatMessage, dispatch_uid="zett-history-version"
         )

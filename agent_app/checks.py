@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register, run_checks
 from django.core.exceptions import ImproperlyConfigured
 
+from agent_app import conf
 from agent_app.guard.limits import limit_problems
 from agent_app.guard.origins import origin_problems
 
@@ -23,10 +24,12 @@ __all__ = [
     "MODEL_TAG",
     "TAG",
     "check_allowed_origins",
+    "check_assistants",
     "check_limits",
     "check_login_settings",
     "check_model",
     "check_reply_timeout",
+    "check_setting_types",
     "raise_on_invalid_settings",
 ]
 
@@ -56,14 +59,14 @@ def check_allowed_origins(app_configs: Any = None, **kwargs: Any) -> list[CheckM
             hint="Give scheme://host[:port] for each page origin allowed to open a socket.",
             id="zett.E002",
         )
-        for problem in origin_problems(getattr(settings, "ZETT_ALLOWED_ORIGINS", []))
+        for problem in origin_problems(conf.ZETT_ALLOWED_ORIGINS)
     ]
 
 
 @register(TAG)
 def check_login_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """``ZETT_REQUIRE_LOGIN`` is a boolean and ``LOGIN_URL`` is set when it is on."""
-    required = getattr(settings, "ZETT_REQUIRE_LOGIN", False)
+    required = conf.ZETT_REQUIRE_LOGIN
     if not isinstance(required, bool):
         return [
             Error(
@@ -85,7 +88,7 @@ def check_model(app_configs: Any = None, **kwargs: Any) -> list[Error | Warning]
     """``ZETT_MODEL`` names a model that can be built; its provider's key is set."""
     from agent_app.agents.factory import resolve_model
 
-    spec = str(getattr(settings, "ZETT_MODEL", "demo") or "demo").strip()
+    spec = str(conf.ZETT_MODEL or "demo").strip()
     try:
         resolve_model(spec)
     except ImproperlyConfigured as error:
@@ -124,7 +127,7 @@ def check_reply_timeout(app_configs: Any = None, **kwargs: Any) -> list[Error]:
         ("ZETT_LEASE_SECONDS", 0, True),
         ("ZETT_SHUTDOWN_GRACE", 0, False),
     ):
-        value = getattr(settings, name, minimum + 1)
+        value = conf.setting(name)
         number = not isinstance(value, bool) and isinstance(value, int | float)
         if not number or not (value > minimum if strict else value >= minimum):
             bound = f"> {minimum}" if strict else f">= {minimum}"
@@ -141,3 +144,101 @@ def raise_on_invalid_settings() -> None:
         raise ImproperlyConfigured(
             "Invalid zett settings:\n" + "\n".join(f"  {error.msg}" for error in errors)
         )
+
+
+@register(TAG)
+def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``ZETT_DEFAULT_ASSISTANT`` is registered; each ``approval_required`` tool is one of its
+    assistant's tools (a name that is not would silently never be asked about)."""
+    from agent_app.assistants import registry
+
+    errors: list[CheckMessage] = []
+    default = conf.ZETT_DEFAULT_ASSISTANT
+    if default is not None and (not isinstance(default, str) or registry.get(default) is None):
+        known = ", ".join(registry.ids()) or "none"
+        errors.append(
+            Error(
+                f"ZETT_DEFAULT_ASSISTANT={default!r} is not a registered assistant "
+                f"(registered: {known}).",
+                id="zett.E020",
+            )
+        )
+    if not registry.all():
+        errors.append(
+            Error(
+                "No assistant is registered.",
+                hint="Declare one in an installed app's assistants.py, or list it in "
+                "ZETT_ASSISTANTS.",
+                id="zett.E021",
+            )
+        )
+    for assistant in registry.all():
+        names = {tool.name for tool in assistant.get_tools()}
+        for missing in sorted(set(assistant.approval_required) - names):
+            errors.append(
+                Error(
+                    f"Assistant {assistant.id!r} ({type(assistant).__qualname__}) lists "
+                    f"{missing!r} in approval_required but has no tool of that name.",
+                    hint=f"Its tools: {', '.join(sorted(names)) or 'none'}.",
+                    id="zett.E022",
+                )
+            )
+    return errors
+
+
+#: Settings whose type and bounds ``check_setting_types`` validates:
+#: (name, accepted types, allow None, the smallest value or None).
+_TYPED: tuple[tuple[str, tuple[type, ...], bool, float | None], ...] = (
+    ("ZETT_DEMO_PACE", (int, float), False, 0),
+    ("ZETT_HISTORY_PAGE", (int,), False, 1),
+    ("ZETT_REPLAY_FRAMES", (int,), False, 1),
+    ("ZETT_TOKEN_TOUCH_SECONDS", (int, float), False, 0),
+    ("ZETT_GRACEFUL_SHUTDOWN", (bool,), False, None),
+    ("ZETT_MODEL", (str,), False, None),
+    ("ZETT_LOGOUT_URL", (str,), True, None),
+    ("ZETT_WEBSOCKET_PATH", (str,), False, None),
+    ("ZETT_ASSISTANTS", (list, tuple), False, None),
+    ("ZETT_CLIENT_REPLY_NAMES", (list, tuple, set, frozenset), False, None),
+    ("ZETT_REDIS_URL", (str,), True, None),
+    ("ZETT_OPENAI_BASE_URL", (str,), True, None),
+)
+
+
+@register(TAG)
+def check_setting_types(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every other ``ZETT_*`` setting has the type (and bound) its default has."""
+    errors: list[CheckMessage] = []
+    for name, kinds, nullable, minimum in _TYPED:
+        value = conf.setting(name)
+        if value is None and nullable:
+            continue
+        wrong_bool = isinstance(value, bool) and bool not in kinds
+        if wrong_bool or not isinstance(value, kinds):
+            wanted = " or ".join(kind.__name__ for kind in kinds) + (" or None" if nullable else "")
+            errors.append(Error(f"{name} must be {wanted}, got {value!r}.", id="zett.E013"))
+        elif minimum is not None and value < minimum:
+            errors.append(Error(f"{name} must be >= {minimum}, got {value!r}.", id="zett.E013"))
+    path = conf.ZETT_WEBSOCKET_PATH
+    if isinstance(path, str) and (path.startswith("/") or not path.endswith("/")):
+        errors.append(
+            Error(
+                f"ZETT_WEBSOCKET_PATH must be relative and end with '/', got {path!r}.",
+                hint="For example 'ws/sessions/'.",
+                id="zett.E014",
+            )
+        )
+    url = conf.ZETT_OPENAI_BASE_URL
+    if isinstance(url, str) and url and not url.startswith(("http://", "https://")):
+        errors.append(
+            Error(f"ZETT_OPENAI_BASE_URL must be an http(s) URL, got {url!r}.", id="zett.E015")
+        )
+    redis_url = conf.ZETT_REDIS_URL
+    if (
+        isinstance(redis_url, str)
+        and redis_url
+        and not redis_url.startswith(("redis://", "rediss://", "unix://"))
+    ):
+        errors.append(
+            Error(f"ZETT_REDIS_URL must be a redis:// URL, got {redis_url!r}.", id="zett.E016")
+        )
+    return errors

@@ -34,11 +34,13 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from agent_app.assistants import UnknownAssistant, registry
 from agent_app.durable.audit import record_reply, record_verdict
 from agent_app.durable.runs import Creator, NothingToReplace
 from agent_app.guard.access import (
     Creation,
     Person,
+    assistant_refusal,
     chat_quota_message,
     close_chat,
     ensure_session,
@@ -155,6 +157,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         assert self.person is not None
         self._holds_chat = True
+        code, why = await database_sync_to_async(assistant_refusal)(
+            self.scope.get("user"), self.session_id
+        )
+        if code:
+            await self._refuse(ErrorCode(code), why, FORBIDDEN_CLOSE_CODE)
+            return
         try:
             self._ticket = limiter().open_socket(self.person.key, self.session_id)
         except Refusal as refusal:
@@ -285,7 +293,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def on_user_message(self, frame: UserMessageFrame) -> None:
         assert self.live is not None and self.person is not None
-        if not self._stored and not await self._store_session():
+        if frame.assistant is not None and registry.get(frame.assistant) is None:
+            await self._error(ErrorCode.UNKNOWN_ASSISTANT, str(UnknownAssistant(frame.assistant)))
+            return
+        if not self._stored and not await self._store_session(frame.assistant or ""):
             return
         creator = Creator(self.person.user_id, self.person.browser_key or "")
         try:
@@ -308,10 +319,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
         page = await self.live.history_before(frame.position, frame.limit)
         await self.send_frame(HistoryPageFrame(**page))
 
-    async def _store_session(self) -> bool:
-        """Store the chat at its first message (``agent_app.guard.access.ensure_session``)."""
+    async def _store_session(self, assistant: str) -> bool:
+        """Store the chat at its first message (``agent_app.guard.access.ensure_session``),
+        bound to ``assistant`` ("": the default) if the person may use it."""
         assert self.person is not None
-        match await ensure_session(self.person, self.session_id):
+        code, why = await database_sync_to_async(assistant_refusal)(
+            self.scope.get("user"), self.session_id, assistant or None
+        )
+        if code:
+            await self._error(ErrorCode(code), why)
+            return False
+        match await ensure_session(self.person, self.session_id, assistant):
             case Creation.FORBIDDEN:
                 await self._error(ErrorCode.FORBIDDEN, "This session belongs to someone else")
                 return False
@@ -347,7 +365,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 name=name, correlation_id=correlation_id, accepted_by=accepted_by, reason=reason
             )
 
-        if name not in CLIENT_REPLY_NAMES:
+        if name not in CLIENT_REPLY_NAMES and name not in registry.reply_names():
             await self.send_frame(result([], ReplyReason.NOT_ALLOWED))
             return
         if name == STEERING_EVENT and (refusal := steering_refusal(payload)) is not None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 
-from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from agent_app import conf
 from agent_app.sessions import shutdown
 
 __all__ = ["healthz"]
@@ -44,7 +44,7 @@ def _database() -> bool:
 
 
 def _redis() -> bool | None:
-    url = getattr(settings, "ZETT_REDIS_URL", None)
+    url = conf.ZETT_REDIS_URL
     if not url:
         return None  # not configured: one process, nothing to check
     import redis

@@ -42,6 +42,9 @@ class ChatSession(models.Model):
         on_delete=models.CASCADE,
         related_name="chat_sessions",
     )
+    #: The id of the assistant the chat talks to (``agent_app.assistants``), fixed when the
+    #: chat is stored; empty on rows written by code that named none: the default.
+    assistant = models.CharField(max_length=64, blank=True, default="")
     #: The anonymous browser that created the session (empty once a user owns it).
     browser_key = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -64,6 +67,14 @@ class ChatSession(models.Model):
 
     def __str__(self) -> str:
         return self.title or f"Session {str(self.id)[:8]}"
+
+    @property
+    def assistant_name(self) -> str:
+        """The name people see for the chat's assistant (its id when it is not registered)."""
+        from agent_app.assistants import registry
+
+        found = registry.get(self.assistant or registry.default_id() or "")
+        return found.display_name if found is not None else self.assistant
 
 
 class ChatMessage(models.Model):
@@ -257,7 +268,7 @@ class ExternalEventRecord(models.Model):
 
 
 class Note(models.Model):
-    """A note the demo ``save_note`` tool writes once the user approved it."""
+    """A note the example site's demo assistant writes once the user approved it."""
 
     session = models.ForeignKey(
         ChatSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="notes"
@@ -271,3 +282,30 @@ class Note(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+class ApiToken(models.Model):
+    """A secret a program presents (``Authorization: Bearer <secret>``) to act as ``user``.
+
+    Only a SHA-256 of the secret is kept (the secret is shown once, when the token is
+    issued); ``agent_app.tokens`` checks a presented secret against it.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="zett_api_tokens"
+    )
+    name = models.CharField(max_length=100, blank=True)
+    #: The secret's first characters, to tell tokens apart (never enough to use one).
+    prefix = models.CharField(max_length=12, editable=False)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.name or 'token'} ({self.prefix}…) of {self.user_id}"

@@ -1,9 +1,21 @@
-"""WebSocket routes: one socket per chat session (the frame protocol is docs/protocol.md)."""
+"""WebSocket routes: one socket per chat session at ``ZETT_WEBSOCKET_PATH`` + ``<uuid>/``
+(the frame protocol is docs/protocol.md). ``socket_path`` is what the chat page connects
+to, so the page never hard-codes it."""
+
+from __future__ import annotations
 
 from django.urls import path
 
+from agent_app import conf
 from agent_app.consumers import ChatConsumer
 
+__all__ = ["socket_path", "websocket_urlpatterns"]
+
 websocket_urlpatterns = [
-    path("ws/sessions/<uuid:session_id>/", ChatConsumer.as_asgi()),
+    path(f"{conf.ZETT_WEBSOCKET_PATH}<uuid:session_id>/", ChatConsumer.as_asgi()),
 ]
+
+
+def socket_path(session_id: object) -> str:
+    """The absolute path of chat ``session_id``'s socket."""
+    return f"/{conf.ZETT_WEBSOCKET_PATH}{session_id}/"

@@ -22,7 +22,7 @@ Managing chats (only the owner, through ``agent_app.guard.access``; anyone else 
 - ``rename`` (POST, CSRF-protected) sets the title;
 - ``delete`` asks first (GET: a confirmation page), then (POST) deletes the chat and
   everything stored with it: messages (superseded ones too), runs, waits and the audit
-  rows of the replies (``ExternalEventRecord``). Notes that ``save_note`` wrote are kept,
+  rows of the replies (``ExternalEventRecord``). Notes the demo's tool wrote are kept,
   without their chat. A chat whose run is still going is not deleted (409): stop it
   first.
 
@@ -35,16 +35,21 @@ from __future__ import annotations
 import json
 import uuid
 
+from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.shortcuts import redirect, render, resolve_url
+from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from agent_app import conf
+from agent_app.assistants import Assistant, UnknownAssistant, registry
 from agent_app.guard.access import Person, may_open, person_of_request, visible_sessions
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
+from agent_app.routing import socket_path
 
 #: How many chats the sidebar shows, newest activity first.
 SESSION_LIST_LIMIT = 50
@@ -74,6 +79,33 @@ def matching(sessions: QuerySet[ChatSession], query: str) -> QuerySet[ChatSessio
     return sessions.filter(Q(title__icontains=query) | Exists(messages))
 
 
+def _url_or_none(target: str | None) -> str | None:
+    """A URL, a URL name or a dotted view, resolved; None when there is nothing to link to."""
+    if not target:
+        return None
+    try:
+        return resolve_url(target)
+    except NoReverseMatch:
+        return None
+
+
+def account_links() -> dict[str, str | None]:
+    """Where the pages send people to sign in (``LOGIN_URL``) and out (``ZETT_LOGOUT_URL``)."""
+    return {
+        "zett_login_url": _url_or_none(settings.LOGIN_URL),
+        "zett_logout_url": _url_or_none(conf.ZETT_LOGOUT_URL),
+    }
+
+
+def assistant_context(request: HttpRequest) -> dict[str, object]:
+    """The assistants the visitor may start a chat with (New chat offers them when there
+    is more than one), and whether pages name a chat's assistant (more than one exists)."""
+    return {
+        "assistant_choices": registry.for_user(request.user),
+        "show_assistants": len(registry.all()) > 1,
+    }
+
+
 def sidebar_context(person: Person) -> dict[str, object]:
     """The sidebar's chats (the newest), and whether there are more than it shows."""
     sessions = list(visible_sessions(person)[: SESSION_LIST_LIMIT + 1])
@@ -82,6 +114,29 @@ def sidebar_context(person: Person) -> dict[str, object]:
         "more_sessions": len(sessions) > SESSION_LIST_LIMIT,
         "new_session_id": uuid.uuid4(),
     }
+
+
+def _chosen_assistant(request: HttpRequest, session: ChatSession | None) -> Assistant:
+    """A stored chat's assistant; for a new chat the page's ``?assistant=`` or the default
+    (a 404 for an id that is not registered, a 403 for one the visitor may not use)."""
+    if session is not None:
+        found = registry.get(session.assistant or registry.default_id() or "")
+        if found is None:
+            raise Http404(str(UnknownAssistant(session.assistant)))
+        return found
+    wanted = request.GET.get("assistant", "").strip()
+    if wanted:
+        found = registry.get(wanted)
+        if found is None:
+            raise Http404(str(UnknownAssistant(wanted)))
+    else:
+        try:
+            found = registry.resolve(None)
+        except UnknownAssistant as unknown:
+            raise Http404(str(unknown)) from None
+    if not found.has_permission(request.user):
+        raise PermissionDenied(f"You may not chat with the assistant {found.display_name!r}")
+    return found
 
 
 @require_GET
@@ -99,6 +154,8 @@ def session_list(request: HttpRequest) -> HttpResponse:
         request,
         "agent_app/session_list.html",
         {
+            **account_links(),
+            **assistant_context(request),
             "sessions": page.object_list,
             "page": page,
             "query": query,
@@ -116,11 +173,15 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     session = ChatSession.objects.filter(pk=session_id).first()
     if not may_open(person, session):
         raise Http404("There is no chat session with this id.")
+    assistant = _chosen_assistant(request, session)
     return render(
         request,
         "agent_app/chat.html",
         {
             **sidebar_context(person),
+            **account_links(),
+            **assistant_context(request),
+            "assistant": assistant,
             "session": session,
             "session_id": session_id,
             "unsaved_id": session_id if session is None else None,
@@ -129,7 +190,9 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
                 "sessionId": str(session_id),
                 "title": session.title if session is not None else "",
                 "stored": session is not None,
-                "socketPath": f"/ws/sessions/{session_id}/",
+                # Sent with the first message; the server binds a new chat to it.
+                "assistant": assistant.id,
+                "socketPath": socket_path(session_id),
                 "renameUrl": reverse("agent_app:rename", kwargs={"session_id": session_id}),
                 "deleteUrl": reverse("agent_app:delete", kwargs={"session_id": session_id}),
                 "listUrl": reverse("agent_app:session_list"),

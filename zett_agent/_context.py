@@ -5,11 +5,11 @@ They are exported from ``zett_agent.agent``; this module only keeps ``agent.py``
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from zett_agent._request import Request
     from zett_agent._resume import Resumption
     from zett_agent.extensions.base import AgentExtension
-    from zett_agent.extensions.events import ExtensionEvent
+    from zett_agent.extensions.events import ExtensionEvent, MessageTiming
     from zett_agent.history import _HistoryLease
 
 __all__ = ["AgentRunConfig", "AgentRunContext", "AgentState", "uuid7"]
@@ -265,7 +265,7 @@ class AgentRunContext:
         tools: dict[str, AgentTool],
         extensions: tuple[AgentExtension, ...],
         metadata: dict[str, Any],
-        tags: tuple[str, ...],
+        tags: dict[str, Any],
         resumption: Resumption | None = None,
     ) -> None:
         assert config.session_id is not None and config.request_id is not None
@@ -280,7 +280,9 @@ class AgentRunContext:
         self.model = model
         self.input_message = input_message
         self.tools = tools
-        self.server_tools: list[ServerToolDefinition] = []
+        #: Provider-hosted tools of this request by name (``configuration["name"]``, else
+        #: ``type``), in registration order.
+        self.server_tools: dict[str, ServerToolDefinition] = {}
         self.extensions = extensions
         self.metadata = metadata
         self.tags = tags
@@ -317,14 +319,17 @@ class AgentRunContext:
         await self._live_request("emit").emit_from_extension(event)
 
     async def publish(
-        self, extension_event: ExtensionEvent, *, target: AgentExtension | str | None = None
+        self,
+        extension_event: ExtensionEvent,
+        *,
+        target: AgentExtension | str | type[AgentExtension] | None = None,
     ) -> None:
-        """Deliver an extension event to every extension's ``on_event`` (or to ``target``)."""
-        await self._live_request("publish").publish(extension_event, target=target)
+        """Deliver an extension event to every extension's ``on_event``, or to ``target``.
 
-    def _compacting(self) -> AbstractAsyncContextManager[None]:
-        """Hold the COMPACTING phase around a summary (``async with``); for compaction only."""
-        return self._live_request("compact").compacting()
+        ``target`` is an extension, its name, or its class; a class that more than one
+        registered extension belongs to is ambiguous (``ValueError``), as is an unknown one.
+        """
+        await self._live_request("publish").publish(extension_event, target=target)
 
     def _live_request(self, action: str) -> Request:
         request = self._request()
@@ -340,7 +345,7 @@ class AgentRunContext:
         if not isinstance(tool, AgentTool):
             raise TypeError(f"register_tool needs an AgentTool (use @tool), got {tool!r}")
         if tool.name in self.tools:
-            raise ValueError(f"A tool named {tool.name!r} is already registered")
+            raise ValueError(f"Tool {tool.name!r} is already registered")
         self.tools[tool.name] = tool
 
     def register_server_tool(self, tool: ServerToolDefinition) -> None:
@@ -352,9 +357,13 @@ class AgentRunContext:
         if not isinstance(tool, ServerToolDefinition):
             raise TypeError(f"register_server_tool needs a ServerToolDefinition, got {tool!r}")
         name = _server_tool_name(tool)
-        if any(_server_tool_name(known) == name for known in self.server_tools):
-            raise ValueError(f"A server tool named {name!r} is already registered")
-        self.server_tools.append(tool)
+        if name in self.server_tools:
+            raise ValueError(f"Server tool {name!r} is already registered")
+        # A copy: an extension that registers one definition in every request, then edits
+        # this request's configuration, must not change the next request's.
+        self.server_tools[name] = ServerToolDefinition(
+            tool.type, copy.deepcopy(dict(tool.configuration))
+        )
 
     def add_message(self, message: AnyMessage, *, index: int | None = None) -> None:
         """Insert a message into the context (append when ``index`` is None)."""
@@ -370,6 +379,20 @@ class AgentRunContext:
             state._unfold().insert(index, message)
         state._snapshot = None
         self._unpublished.append(message)
+
+    async def append_message(
+        self, message: AnyMessage, timing: MessageTiming | None = None
+    ) -> None:
+        """Append a message at the end and publish its ``MessageAppendedEvent`` now.
+
+        Unlike ``add_message`` (published when the stage ends), subscribers have seen it
+        when this returns; messages added earlier in the stage are published first, so
+        the order of publication stays the order of the context. ``timing`` defaults to
+        ``MessageTiming.instant()``. During setup it behaves as ``add_message``.
+        """
+        if not isinstance(message, Message) or type(message) is Message:
+            raise TypeError(f"append_message needs a message, got {type(message).__name__}")
+        await self._live_request("append a message").append_now(message, timing)
 
     def replace_messages(self, messages: Iterable[AnyMessage], *, emit_new: bool = True) -> None:
         """Replace the whole context; publish messages that were not in it before."""

@@ -5,12 +5,18 @@ its event loop, and a reply may race the request's final answer. One lock orders
 a push succeeds only while the inbox is open, and the runtime closes the inbox in the same
 locked step in which it finds nothing left to answer. So a message is accepted if and only
 if the request will process it: never lost, never delivered twice.
+
+``max_internal`` bounds the internal messages one request answers. A reply from outside
+beyond it is refused (an outsider cannot fail someone's request by sending one too many);
+one the application's own hooks publish is queued, and the request fails with
+``AgentIterationLimitError`` when it would have to answer it, as the upstream library does.
 """
 
 from __future__ import annotations
 
 import threading
 
+from zett_agent.exceptions import AgentIterationLimitError
 from zett_agent.messages import AgentMessage, UserMessage
 
 __all__ = ["RequestInbox"]
@@ -22,6 +28,7 @@ class RequestInbox:
     __slots__ = (
         "_internal",
         "_internal_accepted",
+        "_internal_answered",
         "_lock",
         "_open",
         "_steering",
@@ -36,6 +43,7 @@ class RequestInbox:
         self._steering: list[UserMessage] = []
         self._internal: list[AgentMessage] = []
         self._internal_accepted = 0
+        self._internal_answered = 0
         self._open = True
 
     def push_steering(self, message: UserMessage) -> bool:
@@ -46,10 +54,11 @@ class RequestInbox:
             self._steering.append(message)
             return True
 
-    def push_internal(self, message: AgentMessage) -> bool:
-        """Queue an internal message; False when closed or over ``max_internal``."""
+    def push_internal(self, message: AgentMessage, *, within_limit: bool = True) -> bool:
+        """Queue an internal message; False when closed, or (``within_limit``) when
+        ``max_internal`` were accepted already."""
         with self._lock:
-            if not self._open or self._internal_accepted >= self.max_internal:
+            if not self._open or (within_limit and self._internal_accepted >= self.max_internal):
                 return False
             self._internal_accepted += 1
             self._internal.append(message)
@@ -71,6 +80,12 @@ class RequestInbox:
                 taken, self._steering = self._steering, []
                 return taken
             if self._internal:
+                if self._internal_answered >= self.max_internal:
+                    raise AgentIterationLimitError(
+                        f"More than max_internal_messages={self.max_internal} internal "
+                        "messages were queued for one request"
+                    )
+                self._internal_answered += 1
                 return self._internal.pop(0)
             self._open = False
             return None

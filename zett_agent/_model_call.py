@@ -10,11 +10,14 @@ closed (``aclose``), so cancellation and early errors reach the provider.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from zett_agent.events import AgentEvent, AgentEventType, AgentPhase, streamed_event
 from zett_agent.exceptions import AgentProtocolError
+from zett_agent.extensions.events import MessageTiming, _measured
 from zett_agent.model import ModelEvent, ModelEventType, ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -40,10 +43,18 @@ def _open_model_stream(run: Request, request: ModelRequest) -> AsyncIterator[Mod
     return call(request)
 
 
-async def call_model(run: Request, request: ModelRequest) -> ModelResponse:
-    """Stream one model call, mirroring its deltas as events; return its response."""
+async def call_model(
+    run: Request, request: ModelRequest
+) -> tuple[ModelResponse, MessageTiming | None]:
+    """Stream one model call, mirroring its deltas as events; return its response and timing.
+
+    The timing spans GENERATING and back to READY; a segment's span runs from its opening
+    event to its closing one (clocks are read only there, never per delta).
+    """
     session_id = run.context.session_id
-    await run.move(P.GENERATING)
+    started = await run.move(P.GENERATING)  # None: nobody listens, nothing is timed
+    # segment kind -> [start, start_ns, end, end_ns]; None when nothing is timed
+    spans: dict[AgentEventType, list[Any]] | None = None if started is None else {}
     emit = run.emit
     await emit(AgentEvent(E.MODEL_STARTED, session_id))
     # Locals, not module globals and enum attributes: this loop runs once per streamed item.
@@ -71,16 +82,24 @@ async def call_model(run: Request, request: ModelRequest) -> ModelResponse:
                 delta = item.delta
                 if delta and segment is not content_started:
                     if segment is reasoning_started:
+                        if spans is not None:
+                            _close_span(spans, reasoning_started)
                         await emit(AgentEvent(E.REASONING_COMPLETED, session_id))
                     segment = content_started
+                    if spans is not None:
+                        _open_span(spans, content_started)
                     await emit(AgentEvent(content_started, session_id))
                 await emit(streamed(text_delta, session_id, delta))
             elif kind is reasoning:
                 delta = item.delta
                 if delta and segment is not reasoning_started:
                     if segment is content_started:
+                        if spans is not None:
+                            _close_span(spans, content_started)
                         await emit(AgentEvent(E.CONTENT_COMPLETED, session_id))
                     segment = reasoning_started
+                    if spans is not None:
+                        _open_span(spans, reasoning_started)
                     await emit(AgentEvent(reasoning_started, session_id))
                 await emit(streamed(reasoning_delta, session_id, delta))
             elif kind is tool_call:
@@ -90,14 +109,16 @@ async def call_model(run: Request, request: ModelRequest) -> ModelResponse:
                     raise AgentProtocolError("A completed model event needs a ModelResponse")
                 if open_server_calls:
                     raise AgentProtocolError(
-                        "Model stream completed while server tool calls were still open: "
-                        f"{sorted(open_server_calls)}"
+                        "Model stream completed before server tools completed: "
+                        f"{sorted(open_server_calls)} still open"
                     )
                 response = item.response
                 if segment is not None:
                     closing = (
                         E.CONTENT_COMPLETED if segment is content_started else E.REASONING_COMPLETED
                     )
+                    if spans is not None:
+                        _close_span(spans, segment)
                     segment = None
                     await emit(AgentEvent(closing, session_id))
             else:
@@ -108,8 +129,36 @@ async def call_model(run: Request, request: ModelRequest) -> ModelResponse:
             await aclose()
     if response is None:
         raise AgentProtocolError("Model stream ended without a response")
-    await run.move(P.READY)
-    return response
+    completed = await run.move(P.READY)
+    if started is None or completed is None or spans is None:
+        return response, None
+    timing = _measured(
+        started[0],
+        completed[0],
+        max(completed[1] - started[1], 0),
+        _span(spans.get(E.REASONING_STARTED)),
+        _span(spans.get(E.CONTENT_STARTED)),
+    )
+    return response, timing
+
+
+def _open_span(spans: dict[AgentEventType, list[Any]], kind: AgentEventType) -> None:
+    """A segment opened. A segment that opens again (reasoning, text, reasoning) spans
+    from its first opening to its last closing."""
+    span = spans.get(kind)
+    if span is None:
+        spans[kind] = [datetime.now(UTC), time.monotonic_ns(), None, None]
+
+
+def _close_span(spans: dict[AgentEventType, list[Any]], kind: AgentEventType) -> None:
+    span = spans[kind]
+    span[2], span[3] = datetime.now(UTC), time.monotonic_ns()
+
+
+def _span(span: list[Any] | None) -> tuple[datetime, datetime, int] | None:
+    if span is None or span[2] is None:
+        return None
+    return span[0], span[2], max(span[3] - span[1], 0)
 
 
 async def _server_tool_event(
@@ -122,7 +171,7 @@ async def _server_tool_event(
         if call is None:
             raise AgentProtocolError("server_tool_started needs a ServerToolCall")
         if call.id in seen_calls:
-            raise AgentProtocolError(f"Server tool call {call.id!r} started twice")
+            raise AgentProtocolError(f"Server tool call {call.id!r} started more than once")
         seen_calls.add(call.id)
         open_calls.add(call.id)
         await run.emit(AgentEvent(E.SERVER_TOOL_STARTED, session_id, server_tool_call=call))
@@ -130,7 +179,7 @@ async def _server_tool_event(
         delta = item.server_tool_input_delta
         if delta is None or delta.call_id not in open_calls:
             raise AgentProtocolError(
-                f"Server tool input for a call that is not open: "
+                "Server tool input requires its matching start: no open call "
                 f"{getattr(delta, 'call_id', None)!r}"
             )
         await run.emit(
@@ -140,7 +189,7 @@ async def _server_tool_event(
         result = item.server_tool_result
         if result is None or result.call_id not in open_calls:
             raise AgentProtocolError(
-                f"Server tool result for a call that is not open: "
+                "Server tool result requires its matching start: no open call "
                 f"{getattr(result, 'call_id', None)!r}"
             )
         open_calls.discard(result.call_id)

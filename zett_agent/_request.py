@@ -2,7 +2,8 @@
 
 Order (docs/runtime.md, Hooks): setup stages run as barriers (every ``on_tool`` before any
 ``on_state``); each turn calls the model through the ``on_model_request`` onion, appends its
-answer, then runs the requested tools one at a time through the ``on_tool_call`` onion.
+answer, then runs the requested tools one at a time through the ``on_tool_call`` onion
+(``zett_agent._tool_call``).
 Checkpoints after every model response and every tool let steering supersede the rest of a turn.
 
 Three kinds of request share this loop: a new input (``Agent.stream``); a resume
@@ -36,8 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Generator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,7 @@ from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
 from zett_agent._model_call import call_model
 from zett_agent._resume import Resumption, resume_point
+from zett_agent._tool_call import execute_tool
 from zett_agent.events import AgentEvent, AgentEventType, AgentPhase, check_transition
 from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.events import (
@@ -57,6 +58,7 @@ from zett_agent.extensions.events import (
     PhaseTransitionEvent,
     RunCancelledEvent,
     SteeringMessageEvent,
+    _measured,
 )
 from zett_agent.messages import (
     AgentMessage,
@@ -66,13 +68,8 @@ from zett_agent.messages import (
     ToolMessage,
     UserMessage,
 )
-from zett_agent.model import ModelRequest
-from zett_agent.tools.base import (
-    ToolResult,
-    _current_run_context,
-    _current_tool_call_id,
-    to_tool_result,
-)
+from zett_agent.model import ModelRequest, ModelUsage
+from zett_agent.tools.base import _current_run_context, _current_tool_call_id
 
 if TYPE_CHECKING:
     from zett_agent.extensions.base import AgentExtension
@@ -109,9 +106,14 @@ class Request:
         inbox: RequestInbox,
         release: Callable[[Request], None],
         resumption: Resumption | None = None,
+        compaction: bool = False,
     ) -> None:
         self.hooks = hooks
         self.resumption = resumption
+        #: A compaction pass (``Agent.compact``): fixed at construction, so an ``on_message``
+        #: that clears ``context.input_message`` fails the request instead of turning it
+        #: into a compaction pass.
+        self.compaction = compaction
         self.max_iterations = max_iterations
         self.inbox = inbox
         self._release = release
@@ -140,10 +142,17 @@ class Request:
             event.phase = self.context.state.phase
             await driver.emit_foreign(event)  # a tool's subtask: hand over, wait until taken
             return
+        # A compaction announces itself: STARTED moves READY to COMPACTING, COMPLETED
+        # moves back (an error in between leaves COMPACTING for FAILED or CANCELLED).
+        phase = self.context.state.phase
+        if event.type is E.COMPACTION_STARTED and phase is P.READY:
+            await self.move(P.COMPACTING)
+        elif event.type is E.COMPACTION_COMPLETED and phase is P.COMPACTING:
+            await self.move(P.READY)
         await self.emit(event)
 
     async def publish(
-        self, event: ExtensionEvent, *, target: AgentExtension | str | None = None
+        self, event: ExtensionEvent, *, target: AgentExtension | str | type | None = None
     ) -> None:
         if not isinstance(event, ExtensionEvent):
             raise TypeError(f"publish needs an ExtensionEvent, got {type(event).__name__}")
@@ -153,28 +162,51 @@ class Request:
                     "The request does not accept steering messages (it has settled its "
                     "final answer, or it is a compaction pass)"
                 )
-        elif type(event) is InternalMessageEvent and not self.inbox.push_internal(event.message):
+        elif type(event) is InternalMessageEvent and not self.inbox.push_internal(
+            event.message, within_limit=False
+        ):
             raise AgentProtocolError(
                 "The request does not accept internal messages (it has settled its final "
-                f"answer, it is a compaction pass, or max_internal_messages="
-                f"{self.inbox.max_internal} was reached)"
+                "answer, or it is a compaction pass)"
             )
         context = self.context
         if target is None:
             for extension in self.hooks.on_event:
                 await extension.on_event(context, event)
             return
-        for extension in self.hooks.extensions:
-            if extension is target or extension.name == target:
-                await extension.on_event(context, event)
-                return
-        raise ValueError(f"No extension {target!r} is registered on this agent")
+        await self._target(target).on_event(context, event)
 
-    async def _publish_appended(self, message: AnyMessage) -> None:
+    def _target(self, target: AgentExtension | str | type) -> AgentExtension:
+        """The one extension ``target`` names: an instance, a name, or a class."""
+        extensions = self.hooks.extensions
+        if isinstance(target, type):
+            matches = [extension for extension in extensions if isinstance(extension, target)]
+            if len(matches) > 1:
+                names = ", ".join(extension.name for extension in matches)
+                raise ValueError(
+                    f"Publish target {target.__name__} is ambiguous: {names} are all "
+                    "registered; name one"
+                )
+        else:
+            matches = [
+                extension
+                for extension in extensions
+                if extension is target or extension.name == target
+            ]
+        if not matches:
+            raise ValueError(f"No extension {target!r} is registered on this agent")
+        return matches[0]
+
+    async def _publish_appended(
+        self,
+        message: AnyMessage,
+        timing: MessageTiming | None = None,
+        usage: ModelUsage | None = None,
+    ) -> None:
         listeners = self.hooks.on_event
         if not listeners:
             return
-        event = MessageAppendedEvent(message, MessageTiming(datetime.now(UTC), time.monotonic_ns()))
+        event = MessageAppendedEvent(message, timing or MessageTiming.instant(), usage)
         context = self.context
         for extension in listeners:
             await extension.on_event(context, event)
@@ -185,35 +217,49 @@ class Request:
         while context._unpublished:
             await self._publish_appended(context._unpublished.pop(0))
 
-    async def append(self, message: AnyMessage) -> None:
-        """Append a runtime message and publish it."""
+    async def append(
+        self,
+        message: AnyMessage,
+        timing: MessageTiming | None = None,
+        usage: ModelUsage | None = None,
+    ) -> None:
+        """Append a message and publish it at once (``timing`` None: an instant message)."""
         state = self.context.state
         state._messages.append(message)
         state._snapshot = None
-        await self._publish_appended(message)
+        await self._publish_appended(message, timing, usage)
 
-    async def move(self, target: AgentPhase) -> None:
+    async def append_now(self, message: AnyMessage, timing: MessageTiming | None) -> None:
+        """``context.append_message``: after the stage's earlier additions, published now.
+
+        During setup it waits like ``add_message`` (setup additions are published after
+        ``on_message``, before the input).
+        """
+        if self._setup:
+            self.context.add_message(message)
+            return
+        await self.flush()
+        await self.append(message, timing)
+
+    async def move(self, target: AgentPhase) -> tuple[datetime, int] | None:
+        """Move to ``target`` (checked) and publish it.
+
+        Returns the move's wall and monotonic time, which timings are built from; None when
+        no extension listens (nobody would see a timing, so the clocks are not read).
+        """
         state = self.context.state
         previous = state.phase
         check_transition(previous, target)
         state.phase = target
         listeners = self.hooks.on_event
-        if listeners:
-            event = PhaseTransitionEvent(previous, target, datetime.now(UTC), time.monotonic_ns())
-            context = self.context
-            for extension in listeners:
-                await extension.on_event(context, event)
-
-    @asynccontextmanager
-    async def compacting(self) -> AsyncIterator[None]:
-        """Hold COMPACTING while an extension summarises; back to READY when its body ends.
-
-        An exception leaves the phase at COMPACTING on purpose: the request's failure or
-        cancellation handling then moves it to FAILED or CANCELLED.
-        """
-        await self.move(P.COMPACTING)
-        yield
-        await self.move(P.READY)
+        if not listeners:
+            return None
+        moved = (datetime.now(UTC), time.monotonic_ns())
+        event = PhaseTransitionEvent(previous, target, *moved)
+        context = self.context
+        for extension in listeners:
+            await extension.on_event(context, event)
+        return moved
 
     def stage(
         self, extensions: tuple[AgentExtension, ...], hook: str, *args: Any
@@ -232,6 +278,13 @@ class Request:
         context = self.context
         for extension in extensions:
             await getattr(extension, hook)(context, *args)
+        await self._stage_ended()
+
+    async def _stage_ended(self) -> None:
+        """Publish what the stage added; end a compaction it announced but never completed."""
+        context = self.context
+        if context.state.phase is P.COMPACTING:
+            await self.move(P.READY)
         if context._unpublished and not self._setup:
             await self.flush()
 
@@ -243,10 +296,10 @@ class Request:
             await self._load_context()
             if self.resumption is not None:
                 await self._resume()
-            elif self.context.input_message is not None:
-                await self._answer()
-            else:
+            elif self.compaction:
                 await self._compaction_pass()
+            else:
+                await self._answer()
         except asyncio.CancelledError as cancel:
             await self._cancelled(cancel)
             raise
@@ -270,8 +323,10 @@ class Request:
     async def _answer(self) -> None:
         message = self.context.input_message
         if not isinstance(message, UserMessage):
+            # Nothing was published or appended yet: the failure stores nothing.
             raise AgentProtocolError(
-                f"The input must be a UserMessage after on_message, got {type(message).__name__}"
+                f"Request setup must produce a UserMessage (on_message left "
+                f"context.input_message as {type(message).__name__})"
             )
         await self.flush()
         await self.move(P.READY)
@@ -313,7 +368,7 @@ class Request:
         await self.move(P.LOADING_CONTEXT)
         await self.stage(hooks.on_tool, "on_tool")
         await self.stage(hooks.on_state, "on_state")
-        if self.context.input_message is not None:
+        if self.resumption is None and not self.compaction:
             await self.stage(hooks.on_message, "on_message")
         self._setup = False
 
@@ -337,13 +392,13 @@ class Request:
                 )
             await self.stage(hooks.before_turn, "before_turn")
             request = await self._prepare_model_request()
-            response = await call_model(self, request)
+            response, timing = await call_model(self, request)
             message = response.message
             runs_tools = bool(message.tool_calls) and response.stop is None
             if runs_tools:
                 # From the moment the answer is in the context, cancellation closes its calls.
                 self._unsettled = list(message.tool_calls)
-            await self.append(message)
+            await self.append(message, timing, response.usage)
             await self.stage(hooks.after_model, "after_model", response)
             if response.stop is not None:
                 await self.emit(
@@ -401,8 +456,7 @@ class Request:
         request = self._build_model_request()
         for extension in hooks.before_model:
             await extension.before_model(self.context, request)
-            if self.context._unpublished:
-                await self.flush()
+            await self._stage_ended()
             request = self._build_model_request()
         return request
 
@@ -411,7 +465,7 @@ class Request:
         return ModelRequest(
             messages=context.state.messages,
             tools=tuple(tool.definition for tool in context.tools.values()),
-            server_tools=tuple(context.server_tools),
+            server_tools=tuple(context.server_tools.values()),
             cache_key=context.session_id,
         )
 
@@ -424,10 +478,15 @@ class Request:
         context_token = _current_run_context.set(context)
         try:
             await self.stage(hooks.before_tool, "before_tool", call)
-            await self.move(P.RUNNING_TOOL)
+            started = await self.move(P.RUNNING_TOOL)
             await self.emit(AgentEvent(E.TOOL_STARTED, context.session_id, tool_calls=[call]))
-            result, error = await self._execute_tool(call)
-            await self.move(P.READY)
+            result, error = await execute_tool(context, self.hooks.on_tool_call, call)
+            completed = await self.move(P.READY)
+            timing = None
+            if started is not None and completed is not None:
+                timing = _measured(
+                    started[0], completed[0], max(completed[1] - started[1], 0), None, None
+                )
             await self.stage(hooks.after_tool, "after_tool", call, result, error)
             message = ToolMessage(
                 call.id,
@@ -436,7 +495,7 @@ class Request:
                 success=result.success,
                 attributes=dict(result.attributes),
             )
-            await self._settle(call, message)
+            await self._settle(call, message, timing)
             await self.emit(
                 AgentEvent(
                     E.TOOL_COMPLETED if message.success else E.TOOL_FAILED,
@@ -450,27 +509,6 @@ class Request:
             _current_run_context.reset(context_token)
             _current_tool_call_id.reset(token)
 
-    async def _execute_tool(self, call: ToolCall) -> tuple[ToolResult, Exception | None]:
-        context = self.context
-
-        async def invoke(requested: ToolCall) -> ToolResult:
-            tool = context.tools.get(requested.name)
-            if tool is None:
-                available = ", ".join(sorted(context.tools)) or "none"
-                raise LookupError(f"Unknown tool {requested.name!r}; available tools: {available}")
-            return to_tool_result(await tool.invoke(requested.arguments))
-
-        call_next: Callable[[ToolCall], Awaitable[ToolResult]] = invoke
-        for extension in reversed(self.hooks.on_tool_call):
-            call_next = _tool_layer(extension, context, call_next)
-        try:
-            result = await call_next(call)
-        except Exception as error:
-            return ToolResult(_error_text(error), success=False), error
-        if not isinstance(result, ToolResult):
-            result = to_tool_result(result)
-        return result, None
-
     async def _skip_unsettled(self) -> None:
         session_id = self.context.session_id
         while self._unsettled:
@@ -481,11 +519,13 @@ class Request:
                 AgentEvent(E.TOOL_SKIPPED, session_id, tool_calls=[call], message=message)
             )
 
-    async def _settle(self, call: ToolCall, message: ToolMessage) -> None:
+    async def _settle(
+        self, call: ToolCall, message: ToolMessage, timing: MessageTiming | None = None
+    ) -> None:
         """Append a call's result; from here on cancellation no longer closes the call."""
         if self._unsettled and self._unsettled[0] is call:
             self._unsettled.pop(0)
-        await self.append(message)
+        await self.append(message, timing)
 
     # -- steering and internal messages ------------------------------------------------
 
@@ -541,11 +581,15 @@ class Request:
                 await self._settle(
                     call, ToolMessage(call.id, call.name, CANCELLED_TOOL_CONTENT, success=False)
                 )
+            moved = None
             if previous.is_active:
-                await self.move(P.CANCELLED)
+                moved = await self.move(P.CANCELLED)
             else:
                 state.phase = P.CANCELLED
-            await self.publish(RunCancelledEvent(previous, datetime.now(UTC), time.monotonic_ns()))
+            if moved is None:
+                moved = (datetime.now(UTC), time.monotonic_ns())
+            # The same instant as the move into CANCELLED, published after it.
+            await self.publish(RunCancelledEvent(previous, *moved))
         except Exception as error:
             cancel.add_note(f"While cancelling the request: {type(error).__name__}: {error}")
 
@@ -567,19 +611,3 @@ class Request:
                 error.add_note(
                     f"{extension.name}.on_error raised {type(secondary).__name__}: {secondary}"
                 )
-
-
-def _tool_layer(
-    extension: AgentExtension,
-    context: AgentRunContext,
-    call_next: Callable[[ToolCall], Awaitable[ToolResult]],
-) -> Callable[[ToolCall], Awaitable[ToolResult]]:
-    def layer(call: ToolCall) -> Awaitable[ToolResult]:
-        return extension.on_tool_call(context, call, call_next)
-
-    return layer
-
-
-def _error_text(error: Exception) -> str:
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__

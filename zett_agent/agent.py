@@ -35,6 +35,7 @@ from zett_agent._context import AgentRunConfig, AgentRunContext, AgentState, uui
 from zett_agent._driver import FINISHED, SUSPENDED, Driver
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
+from zett_agent._json import request_metadata, request_tags
 from zett_agent._request import Request
 from zett_agent._resume import Resumption
 from zett_agent.events import AgentEvent, AgentEventType
@@ -85,14 +86,15 @@ class Agent:
             or not isinstance(max_iterations, int)
             or max_iterations < 1
         ):
-            raise ValueError(f"max_iterations must be an int >= 1, got {max_iterations!r}")
+            raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
         if (
             isinstance(max_internal_messages, bool)
             or not isinstance(max_internal_messages, int)
             or max_internal_messages < 0
         ):
             raise ValueError(
-                f"max_internal_messages must be an int >= 0, got {max_internal_messages!r}"
+                f"max_internal_messages must be a non-negative integer, got "
+                f"{max_internal_messages!r}"
             )
         self.model = model
         self.system_prompt = system_prompt
@@ -103,7 +105,9 @@ class Agent:
             if not isinstance(agent_tool, AgentTool):
                 raise TypeError(f"tools must be AgentTool objects (use @tool), got {agent_tool!r}")
             if agent_tool.name in self.tools:
-                raise ValueError(f"Two tools are named {agent_tool.name!r}")
+                raise ValueError(
+                    f"Tool names must be unique: two tools are named {agent_tool.name!r}"
+                )
             self.tools[agent_tool.name] = agent_tool
 
         if extensions is None:
@@ -115,23 +119,31 @@ class Agent:
                 raise TypeError(f"extensions must be AgentExtension objects, got {extension!r}")
             if isinstance(extension, _BUILTIN_TYPES):
                 raise ValueError(
-                    f"{type(extension).__name__} is built into every Agent; do not pass it"
+                    f"{type(extension).__name__} is an Agent built-in: every Agent has its "
+                    "own; do not pass one"
                 )
         self._inboxes: dict[str, RequestInbox] = {}
         chosen += [InternalMessageExtension(self._inboxes), SteeringExtension(self._inboxes)]
         names: set[str] = set()
         for extension in chosen:
-            if extension.name in names:
+            name = extension.name
+            if not isinstance(name, str) or not name.strip():
                 raise ValueError(
-                    f"Two extensions are named {extension.name!r}; names must be unique"
+                    f"Extension names must be non-empty strings: {type(extension).__name__} "
+                    f"has name {name!r}"
+                )
+            if name in names:
+                raise ValueError(
+                    f"Duplicate extension name {name!r}: extension names must be unique"
                 )
             names.add(extension.name)
         ordered = sorted(chosen, key=lambda extension: extension.priority)
         self.extensions: tuple[AgentExtension, ...] = tuple(ordered)
         self._hooks = HookTable(self.extensions)
 
-        self._config: AgentRunConfig | None = None
+        self._initialized_config: AgentRunConfig | None = None
         self._initialized = False
+        self._latest: AgentState | None = None
         self._lock = threading.Lock()
         self._active: dict[str, Request] = {}
         self._last_state: dict[str, AgentState] = {}
@@ -161,16 +173,49 @@ class Agent:
         return agent
 
     async def initialize(self, config: AgentRunConfig | None = None) -> None:
-        """Make the agent usable; ``config`` supplies default session and request ids."""
+        """Make the agent usable and bind its default session.
+
+        ``config`` supplies the session (and request id) of requests that name none;
+        without one (or without a session id in it) a new UUIDv7 session is the default,
+        so later ``run()`` calls without a config continue one conversation. Initializing
+        again is harmless for the same session and an ``AgentProtocolError`` for another.
+        """
         if config is not None and not isinstance(config, AgentRunConfig):
             raise TypeError(f"config must be an AgentRunConfig, got {type(config).__name__}")
-        self._config = config
+        current = self._initialized_config
+        if current is not None:
+            if config is not None and config.session_id not in (None, current.session_id):
+                raise AgentProtocolError(
+                    f"Agent is already initialized for another session "
+                    f"({current.session_id!r}, not {config.session_id!r})"
+                )
+            return
+        if config is None or config.session_id is None:
+            config = AgentRunConfig(
+                session_id=uuid7(),
+                request_id=config.request_id if config else None,
+                parent_session_id=config.parent_session_id if config else None,
+            )
+        self._initialized_config = config
         self._initialized = True
 
     @property
     def config(self) -> AgentRunConfig | None:
-        """The config given at initialization, if any."""
-        return self._config
+        """The config bound at initialization (its session is the default), else None."""
+        return self._initialized_config
+
+    @property
+    def state(self) -> AgentState:
+        """The state of the latest request this agent started, whatever its session.
+
+        Before any request it is an empty state (no messages, CREATED). With several
+        sessions, ``get_state(session_id)`` is the one to ask.
+        """
+        latest = self._latest
+        if latest is None:
+            session_id = self._initialized_config.session_id if self._initialized_config else ""
+            latest = AgentState(session_id or "", "")
+        return latest
 
     @property
     def pending(self) -> bool:
@@ -178,8 +223,16 @@ class Agent:
         return bool(self._active)
 
     def is_conflict(self, session_id: str) -> bool:
-        """True when ``session_id`` has an active request (a new one would be refused)."""
-        return session_id in self._active
+        """True when ``session_id`` has an active request (a new one would be refused).
+
+        The id is stripped as ``AgentRunConfig`` strips it; a blank one is a ``ValueError``.
+        """
+        if not isinstance(session_id, str):
+            raise TypeError(f"session_id must be a str, got {type(session_id).__name__}")
+        normalised = session_id.strip()
+        if not normalised:
+            raise ValueError("session_id cannot be empty")
+        return normalised in self._active
 
     def get_state(self, session_id: str) -> AgentState | None:
         """The active request's state of a session, else its last finished one."""
@@ -209,7 +262,7 @@ class Agent:
         elif not isinstance(message, UserMessage):
             raise TypeError(f"message must be a str or a UserMessage, got {type(message).__name__}")
         self._require_initialized()
-        return self._events(config, model, message, metadata, tags)
+        return self._events(config, model, message, request_metadata(metadata), request_tags(tags))
 
     async def run(
         self,
@@ -252,7 +305,14 @@ class Agent:
         """
         resumption = Resumption(replies, deadlines)
         self._require_initialized()
-        return self._events(config, model, None, metadata, tags, resumption)
+        return self._events(
+            config,
+            model,
+            None,
+            request_metadata(metadata),
+            request_tags(tags),
+            resumption,
+        )
 
     async def resume(
         self,
@@ -320,15 +380,16 @@ class Agent:
     def _require_initialized(self) -> None:
         if not self._initialized:
             raise AgentProtocolError(
-                "The agent was never initialized: use `await Agent.create(...)` "
+                "Agent is not initialized: use `await Agent.create(...)` "
                 "or `await agent.initialize()`"
             )
 
     def _resolve_config(self, config: AgentRunConfig | None) -> AgentRunConfig:
         if config is not None and not isinstance(config, AgentRunConfig):
             raise TypeError(f"config must be an AgentRunConfig, got {type(config).__name__}")
-        base = config or self._config or AgentRunConfig()
-        session_id = base.session_id or (self._config and self._config.session_id) or uuid7()
+        default = self._initialized_config
+        base = config or default or AgentRunConfig()
+        session_id = base.session_id or (default and default.session_id) or uuid7()
         return AgentRunConfig(
             session_id=session_id,
             request_id=base.request_id or uuid7(),
@@ -356,6 +417,7 @@ class Agent:
             inbox=inbox,
             release=self._release,
             resumption=resumption,
+            compaction=message is None and resumption is None,
         )
         context = AgentRunContext(
             request=request,
@@ -365,7 +427,7 @@ class Agent:
             tools=dict(self.tools),
             extensions=self.extensions,
             metadata=dict(metadata or {}),
-            tags=tuple(tags or ()),
+            tags=dict(tags or {}),
             resumption=resumption,
         )
         if self.system_prompt:
@@ -376,11 +438,13 @@ class Agent:
             active = self._active.get(session_id)
             if active is not None:
                 raise AgentProtocolError(
-                    f"Session {session_id!r} already has an active request "
-                    f"({active.context.request_id!r}); wait for it or cancel it first"
+                    f"Session {session_id!r} cannot start a new request while its current "
+                    f"phase is {active.context.state.phase.value!r} (request "
+                    f"{active.context.request_id!r}); wait for it or cancel it first"
                 )
             self._active[session_id] = request
             self._inboxes[session_id] = inbox
+            self._latest = context.state
         for extension in self.extensions:
             extension.__dict__["_active_requests"] = (
                 extension.__dict__.get("_active_requests", 0) + 1
@@ -425,10 +489,10 @@ class Agent:
                 active = list(self._active.values())
             if len(active) > 1:
                 raise AgentProtocolError(
-                    f"{len(active)} sessions are active; pass config=AgentRunConfig(session_id=…) "
-                    "to say which one the external event is for"
+                    f"{len(active)} sessions are active: external events require config="
+                    "AgentRunConfig(session_id=…) to say which one they are for"
                 )
-            config = active[0].context.config if active else self._config
+            config = active[0].context.config if active else self._initialized_config
         return [extension.name for extension in self.extensions if extension.accept(config, event)]
 
     def __repr__(self) -> str:

@@ -145,7 +145,7 @@ def check_transition(current: AgentPhase, target: AgentPhase) -> None:
     """Raise ``AgentProtocolError`` unless ``current → target`` is a legal move."""
     if target not in _LEGAL_MOVES[current]:
         raise AgentProtocolError(
-            f"Illegal phase transition {current.value} → {target.value}; "
+            f"Invalid agent phase transition: {current.value} -> {target.value}; "
             f"from {current.value} the legal moves are "
             f"{sorted(p.value for p in _LEGAL_MOVES[current]) or 'none'}"
         )
@@ -216,7 +216,7 @@ class AgentEvent:
         if kind is AgentEventType.CUSTOM and (
             not isinstance(self.name, str) or not self.name.strip()
         ):
-            raise ValueError("A CUSTOM AgentEvent needs a non-empty name")
+            raise ValueError("A CUSTOM AgentEvent requires a non-empty name")
 
 
 def streamed_event(

@@ -19,6 +19,7 @@ __all__ = [
     "AgentMessage",
     "AnyMessage",
     "AssistantMessage",
+    "CompactedMessage",
     "ContentPart",
     "ImageBytesSource",
     "ImageContent",
@@ -160,6 +161,20 @@ class AgentMessage(Message):
     role: ClassVar[MessageRole] = MessageRole.AGENT
 
     content: str
+
+
+@dataclass(slots=True)
+class CompactedMessage(AgentMessage):
+    """A compaction checkpoint: the summary that stands for older dialogue.
+
+    An ``AgentMessage`` (providers see it as a user turn) marked with
+    ``attributes["compaction"] = True``, so it is recognised after a round trip through
+    storage; ``zett_agent.serialization`` decodes such a message as a ``CompactedMessage``.
+    """
+
+    def __post_init__(self) -> None:
+        if self.attributes.get("compaction") is not True:
+            self.attributes = {**self.attributes, "compaction": True}
 
 
 AnyMessage: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage | AgentMessage

@@ -85,6 +85,11 @@ class ServerToolDefinition:
     def __post_init__(self) -> None:
         if not isinstance(self.type, str) or not self.type.strip():
             raise ValueError("ServerToolDefinition.type cannot be empty")
+        if "type" in self.configuration:
+            raise ValueError(
+                "Server tool configuration cannot override type: give it as "
+                "ServerToolDefinition(type=...)"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,12 +202,21 @@ class ModelRequest:
     reasoning_effort: ReasoningEffort = ReasoningEffort.MEDIUM
     #: ``None`` (model decides), ``"auto"``, ``"none"``, ``"required"`` or a tool name.
     tool_choice: str | None = None
-    #: Stable key for provider prompt caching, usually the session id.
+    #: Stable key for provider prompt caching, usually the session id; never blank.
     cache_key: str | None = None
+
+    def __post_init__(self) -> None:
+        key = self.cache_key
+        if key is not None and (not isinstance(key, str) or not key.strip()):
+            raise ValueError(f"cache_key must be a non-empty string when supplied, got {key!r}")
 
 
 class ModelEventType(StrEnum):
-    """Kinds of items in a model stream."""
+    """Kinds of items in a model stream.
+
+    Each kind also answers to the upstream library's name (``TEXT_DELTA`` is ``TEXT``,
+    ``RESPONSE`` is ``COMPLETED`` …): the same member, so either spelling matches.
+    """
 
     TEXT = "text"
     REASONING = "reasoning"
@@ -212,6 +226,12 @@ class ModelEventType(StrEnum):
     SERVER_TOOL_COMPLETED = "server_tool_completed"
     SERVER_TOOL_FAILED = "server_tool_failed"
     COMPLETED = "completed"
+    # Aliases: the names upstream's adapters and tests use.
+    TEXT_DELTA = "text"
+    REASONING_DELTA = "reasoning"
+    TOOL_CALL_DELTA = "tool_call"
+    SERVER_TOOL_INPUT_DELTA = "server_tool_input"
+    RESPONSE = "completed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from zett_agent.messages import (
     AgentMessage,
     AnyMessage,
     AssistantMessage,
+    CompactedMessage,
     ContentPart,
     ImageBytesSource,
     ImageContent,
@@ -138,7 +139,8 @@ def message_from_dict(data: dict[str, Any]) -> AnyMessage:
     if role is MessageRole.USER:
         return UserMessage(content, **common)
     if role is MessageRole.AGENT:
-        return AgentMessage(_text(content, role), **common)
+        kind = CompactedMessage if common["attributes"].get("compaction") is True else AgentMessage
+        return kind(_text(content, role), **common)
     if role is MessageRole.ASSISTANT:
         calls = tuple(
             ToolCall(call["id"], call["name"], dict(call.get("arguments") or {}))
@@ -205,7 +207,12 @@ def _compaction_to_dict(compaction: CompactionEvent | None) -> dict[str, Any] | 
     if compaction is None:
         return None
     return {
-        "summary": message_to_dict(compaction.summary),
+        "compressed_from": compaction.compressed_from,
+        "compressed_to": compaction.compressed_to,
+        "kept_from": compaction.kept_from,
+        "kept_to": compaction.kept_to,
+        "summary": compaction.summary,
+        "checkpoint": _optional_message(compaction.checkpoint),
         "replaced_count": len(compaction.replaced),
         "tokens_before": compaction.tokens_before,
         "tokens_after": compaction.tokens_after,

@@ -79,6 +79,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "agent_app",
+    # The example site itself: its assistants module declares the demo assistant.
+    "zett_site",
 ]
 
 MIDDLEWARE = [
@@ -191,9 +193,9 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-# Django's own login and logout views for every user (``agent_app.urls``); the admin keeps
+# Django's own login and logout views for every user (``zett_site.urls``); the admin keeps
 # its own login page for staff.
-LOGIN_URL = "agent_app:login"
+LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "agent_app:session_list"
 LOGOUT_REDIRECT_URL = "agent_app:session_list"
 
@@ -202,6 +204,10 @@ LOGOUT_REDIRECT_URL = "agent_app:session_list"
 #: Which model answers: resolved by ``agent_app.agents.factory`` when a session's first request
 #: builds its agent.
 ZETT_MODEL = os.environ.get("ZETT_MODEL", "demo").strip() or "demo"
+#: More assistants to register, as dotted paths (besides installed apps' assistants.py).
+ZETT_ASSISTANTS = _env_list("ZETT_ASSISTANTS", "")
+#: The assistant a new chat talks to when it names none (``zett_site.assistants``).
+ZETT_DEFAULT_ASSISTANT = os.environ.get("ZETT_DEFAULT_ASSISTANT", "demo").strip() or "demo"
 #: Seconds the demo model waits between streamed words, so the page visibly streams.
 ZETT_DEMO_PACE = float(os.environ.get("ZETT_DEMO_PACE", "0.02"))
 #: Seconds a question or approval waits for its answer (0 = no deadline).

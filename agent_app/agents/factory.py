@@ -1,20 +1,22 @@
-"""The agent factory: which model answers, and what every chat session's agent is made of.
+"""The agent factory: which model answers, and what each chat's agent is made of.
 
-``resolve_model`` reads ``settings.ZETT_MODEL`` each time it is called (when a session's
-first request builds its agent), so a test's settings override takes effect without
-reloading anything:
+``resolve_model`` reads ``ZETT_MODEL`` each time it is called (when a session's first
+request builds its agent), so a test's settings override takes effect without reloading
+anything:
 
-- ``demo`` → the offline ``DemoModel`` at ``settings.ZETT_DEMO_PACE``;
+- ``demo`` → the offline ``DemoModel`` at ``ZETT_DEMO_PACE``;
 - anything else → ``zett_agent.providers.load_model``: ``openai:<model>``,
-  ``anthropic:<model>``, or ``package.module:attribute`` (a model, or a class or callable
-  building one). The import string is also the seam tests use to plug in a scripted model.
+  ``anthropic:<model>``, ``openai-compatible:<model>`` (at ``ZETT_OPENAI_BASE_URL``), or
+  ``package.module:attribute`` (a model, or a class or callable building one). The import
+  string is also the seam tests use to plug in a scripted model.
 
-``build_agent`` gives each session one ``Agent`` with the demo tools, the ORM persistence,
-``ask_user``, the approval gate for tools that change something, and tool guidelines. Only
-the persistence extension is the session's own (it keeps the session's rows); the tools
-and the other extensions keep their state per session and request, as every extension
-of an ``Agent`` serving many sessions must, so one instance of each serves all sessions
-(``ask_user`` alone builds a pydantic model for its tool).
+``build_agent`` gives each chat one ``Agent`` made from the chat's assistant
+(``agent_app.assistants``): its instructions, model, tools and extensions, plus what the
+app adds to every agent: the ORM persistence, ``ask_user``, the durable approval gate for
+the assistant's ``approval_required`` tools, and tool guidelines. Only the persistence
+extension is the chat's own (it keeps the chat's rows); the reply extensions keep their
+state per session and request, as every extension of an ``Agent`` serving many sessions
+must, so one instance of each (per assistant) serves all chats.
 """
 
 from __future__ import annotations
@@ -22,14 +24,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from agent_app import conf
 from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
 from agent_app.agents.asking import AppAskUserExtension
-from agent_app.agents.tools import TOOLS_NEEDING_APPROVAL, demo_tools
+from agent_app.assistants import Assistant, registry
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
-from agent_app.models import WaitStatus
+from agent_app.models import ChatSession, WaitStatus
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.ask_user import ASK_USER_TOOL_NAME
 from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension
@@ -41,15 +43,7 @@ if TYPE_CHECKING:
     from zett_agent.agent import AgentRunContext
     from zett_agent.messages import ToolCall
 
-__all__ = ["SYSTEM_PROMPT", "build_agent", "describe_wait", "resolve_model"]
-
-SYSTEM_PROMPT = (
-    "You are zett, a helpful assistant in a web chat. Answer concisely in Markdown. "
-    "Use the calculate tool for any arithmetic and current_time for dates and times. "
-    "When a request is ambiguous, ask one short question with ask_user instead of guessing. "
-    "save_note changes the database, so the user approves each call: if they deny it, say "
-    "so and do not try again."
-)
+__all__ = ["assistant_of_chat", "build_agent", "describe_wait", "resolve_model"]
 
 
 def resolve_model(spec: str | None = None) -> AgentModel:
@@ -58,11 +52,11 @@ def resolve_model(spec: str | None = None) -> AgentModel:
     ``demo`` is built here so ``settings.ZETT_DEMO_PACE`` applies; every other spec goes
     to ``zett_agent.providers.load_model``, whose errors become ``ImproperlyConfigured``.
     """
-    spec = (spec if spec is not None else getattr(settings, "ZETT_MODEL", "demo")).strip()
+    spec = (spec if spec is not None else conf.ZETT_MODEL).strip()
     if spec in ("", "demo"):
-        return DemoModel(pace=float(getattr(settings, "ZETT_DEMO_PACE", 0.0)))
+        return DemoModel(pace=float(conf.ZETT_DEMO_PACE))
     try:
-        return load_model(spec)
+        return load_model(spec, openai_base_url=conf.ZETT_OPENAI_BASE_URL)
     except ValueError as error:
         raise ImproperlyConfigured(f"ZETT_MODEL={spec!r}: {error}") from error
 
@@ -76,49 +70,69 @@ async def _record_execution(context: AgentRunContext, call: ToolCall) -> None:
     )
 
 
-_TOOLS = demo_tools()
 _GUIDELINES = ToolGuidelinesExtension()
-#: The reply extensions of each ``ZETT_REPLY_TIMEOUT`` in use (one pair in production;
-#: tests change the setting), shared by every session's agent.
-_REPLY_EXTENSIONS: dict[float, tuple[AppAskUserExtension, ConfirmationExtension]] = {}
+#: The reply extensions of each (assistant, ``ZETT_REPLY_TIMEOUT``) in use (one pair per
+#: assistant in production; tests change the setting), shared by all its chats' agents.
+_REPLY_EXTENSIONS: dict[
+    tuple[int, float], tuple[Assistant, AppAskUserExtension, ConfirmationExtension]
+] = {}
 
 
-def _reply_extensions() -> tuple[AppAskUserExtension, ConfirmationExtension]:
-    timeout = float(getattr(settings, "ZETT_REPLY_TIMEOUT", 0) or 0)
-    pair = _REPLY_EXTENSIONS.get(timeout)
-    if pair is None:
-        pair = _REPLY_EXTENSIONS[timeout] = (
+def _reply_extensions(assistant: Assistant) -> tuple[AppAskUserExtension, ConfirmationExtension]:
+    timeout = float(conf.ZETT_REPLY_TIMEOUT or 0)
+    key = (id(assistant), timeout)
+    entry = _REPLY_EXTENSIONS.get(key)
+    if entry is None or entry[0] is not assistant:
+        entry = _REPLY_EXTENSIONS[key] = (
+            assistant,
             AppAskUserExtension(timeout=timeout or None),
             ConfirmationExtension(
-                TOOLS_NEEDING_APPROVAL, timeout=timeout or None, on_execute=_record_execution
+                frozenset(assistant.approval_required),
+                timeout=timeout or None,
+                on_execute=_record_execution,
             ),
         )
-    return pair
+    return entry[1], entry[2]
+
+
+def assistant_of_chat(session_id: str) -> Assistant:
+    """The assistant chat ``session_id`` talks to (the default for a chat not stored)."""
+    bound = ChatSession.objects.filter(pk=session_id).values_list("assistant", flat=True).first()
+    return registry.resolve(bound)
 
 
 def describe_wait(session_id: str, call: ToolCall) -> tuple[str, dict[str, Any]] | None:
     """``(event name, payload)`` of the wait a call will start, or None if it starts none.
 
     For recovery: a paused run's calls that never got to their question or approval are
-    shown to the user right away, with the payload the run itself would have sent.
+    shown to the user right away, with the payload the run itself would have sent, by the
+    chat's own assistant.
     """
-    asking, approval = _reply_extensions()
+    assistant = assistant_of_chat(session_id)
+    asking, approval = _reply_extensions(assistant)
     if call.name == ASK_USER_TOOL_NAME:
         payload = asking.question_payload(session_id, call)
         return None if payload is None else ("ask_user", payload)
     if call.name in approval.tools_needing_approval:
-        tool = next((tool for tool in _TOOLS if tool.name == call.name), None)
+        tool = next((tool for tool in assistant.get_tools() if tool.name == call.name), None)
         payload = approval.request_payload(call, tool)
         return None if payload is None else (APPROVAL_REQUESTED_EVENT, payload)
     return None
 
 
 async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent:
-    """The agent of one session (``model`` defaults to ``resolve_model()``)."""
+    """The agent of one chat, from its assistant (``model`` overrides the assistant's)."""
+    chat = await database_sync_to_async(ChatSession.objects.filter(pk=session_id).first)()
+    assistant = registry.resolve(chat.assistant if chat is not None else None)
     return await Agent.create(
-        model if model is not None else resolve_model(),
+        model if model is not None else assistant.get_model(),
         config=AgentRunConfig(session_id=session_id),
-        system_prompt=SYSTEM_PROMPT,
-        tools=_TOOLS,
-        extensions=[OrmPersistenceExtension(), *_reply_extensions(), _GUIDELINES],
+        system_prompt=assistant.get_instructions(chat),
+        tools=assistant.get_tools(),
+        extensions=[
+            OrmPersistenceExtension(),
+            *_reply_extensions(assistant),
+            _GUIDELINES,
+            *assistant.get_extensions(),
+        ],
     )

@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.conf import settings
-
+from agent_app import conf
 from agent_app.durable.runs import run_item
 from agent_app.durable.store import message_from_row
 from agent_app.durable.waits import pending_items
@@ -141,7 +140,7 @@ def snapshot(session_id: str, *, active_request_id: str | None) -> dict[str, Any
             "usage": _usage(0, 0),
             "stored_last_seq": 0,
         }
-    limit = max(1, int(getattr(settings, "ZETT_HISTORY_PAGE", 50)))
+    limit = max(1, int(conf.ZETT_HISTORY_PAGE))
     items, has_more = _page(
         session_id,
         before=None,

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from agent_app import conf
 from agent_app.durable.sequence import reserve_block
 from agent_app.durable.store import RowMeta, bump_version, insert_rows, open_calls
 from agent_app.durable.waits import LIVE_STATUSES, pending_item, record_wait
@@ -241,7 +241,7 @@ def _start_wait(session_id: str, run: ChatRun, call: ToolCall, now: Any) -> bool
     if described is None:
         return False
     event_name, payload = described
-    timeout = float(getattr(settings, "ZETT_REPLY_TIMEOUT", 0) or 0)
+    timeout = float(conf.ZETT_REPLY_TIMEOUT or 0)
     if timeout > 0:
         expires_at = now + timedelta(seconds=timeout)
         payload["expires_at"] = expires_at.isoformat(timespec="milliseconds")

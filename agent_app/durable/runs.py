@@ -228,7 +228,7 @@ def end_run(
     """Record how a run ended, and the last ``seq`` its session sent.
 
     ``rows``: messages stored in the same transaction, after the session's last one (the
-    run's final answer, ``agent_app.durable.persistence.ANSWER_AT_END``): one write instead of two.
+    run's final answer, ``RunSeams.at_end``): one write instead of two.
     Every run ends here, so both writes are single statements: the run's through
     ``statements.update``, the session's (a maximum and two sums) written out once per
     backend (``_end_session_sql``).

@@ -19,8 +19,6 @@ registers the wait (``record_wait`` returns it), so the user never answers twice
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -33,6 +31,7 @@ from agent_app.durable import statements
 from agent_app.models import ChatRun, ReplyWait, RunStatus, WaitKind, WaitStatus
 from agent_app.protocol.frames import ReplyReason
 from agent_app.protocol.text import cut_strings, encode_frame
+from zett_agent.extensions.approval import digest_of
 
 __all__ = [
     "APPROVAL_EVENT",
@@ -67,14 +66,6 @@ def wait_kind(event_name: str | None, payload: Any) -> WaitKind | None:
     if not isinstance(payload.get("tool_call_id"), str):
         return None
     return kind
-
-
-def digest_of(tool: str, arguments: Any) -> str:
-    """What an approval is bound to: the tool's name and the exact arguments shown."""
-    canonical = json.dumps(
-        {"tool": tool, "arguments": arguments}, sort_keys=True, separators=(",", ":"), default=str
-    )
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def record_wait(

@@ -51,6 +51,8 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 from django.utils import timezone
 
+from agent_app import conf
+from agent_app.assistants import registry
 from agent_app.guard.limits import current_limits
 from agent_app.models import ChatMessage, ChatSession
 
@@ -59,6 +61,7 @@ __all__ = [
     "SIGNED_OUT_EVENT",
     "Creation",
     "Person",
+    "assistant_refusal",
     "close_chat",
     "ensure_session",
     "login_required",
@@ -97,7 +100,7 @@ class Person:
 
 def login_required() -> bool:
     """``ZETT_REQUIRE_LOGIN``: anonymous visitors may not chat at all."""
-    return bool(getattr(settings, "ZETT_REQUIRE_LOGIN", False))
+    return bool(conf.ZETT_REQUIRE_LOGIN)
 
 
 def user_group(user_id: int) -> str:
@@ -200,8 +203,9 @@ class Creation(enum.Enum):
 
 
 @database_sync_to_async
-def ensure_session(person: Person, session_id: str) -> Creation:
-    """Store the session at its first message, owned by ``person`` (quota permitting)."""
+def ensure_session(person: Person, session_id: str, assistant: str = "") -> Creation:
+    """Store the session at its first message, owned by ``person`` (quota permitting),
+    bound to ``assistant`` (an id the caller checked; "": the default)."""
     row = ChatSession.objects.filter(pk=session_id).first()
     if row is not None:
         return Creation.EXISTS if may_open(person, row) else Creation.FORBIDDEN
@@ -216,6 +220,7 @@ def ensure_session(person: Person, session_id: str) -> Creation:
         with transaction.atomic():
             ChatSession.objects.create(
                 pk=session_id,
+                assistant=assistant or registry.default_id() or "",
                 owner_id=person.user_id,
                 browser_key="" if person.user_id is not None else person.browser_key or "",
             )
@@ -223,6 +228,22 @@ def ensure_session(person: Person, session_id: str) -> Creation:
         row = ChatSession.objects.filter(pk=session_id).first()
         return Creation.EXISTS if may_open(person, row) else Creation.FORBIDDEN
     return Creation.CREATED
+
+
+def assistant_refusal(user: Any, session_id: str, wanted: str | None = None) -> tuple[str, str]:
+    """Why ``user`` may not chat with the assistant of ``session_id`` (or, for a chat not
+    stored yet, with ``wanted`` or the default): ``(error code, message)``, or ``("", "")``
+    when they may. One query (the chat's assistant id) plus the permission check's."""
+    from agent_app.assistants import UnknownAssistant
+
+    bound = ChatSession.objects.filter(pk=session_id).values_list("assistant", flat=True).first()
+    try:
+        assistant = registry.resolve(bound if bound is not None else wanted)
+    except UnknownAssistant as unknown:
+        return "unknown_assistant", str(unknown)
+    if not assistant.has_permission(user):
+        return "forbidden", f"You may not chat with the assistant {assistant.display_name!r}"
+    return "", ""
 
 
 def chat_quota_message() -> str:

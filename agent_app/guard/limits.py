@@ -38,11 +38,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from agent_app import conf
 from agent_app.protocol.frames import ErrorCode, Refusal
 
 __all__ = [
@@ -57,12 +57,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-#: Defaults of the limits (the settings module reads the environment over them).
-DEFAULT_RATE_LIMIT = {"burst": 60, "per_second": 20.0}
-DEFAULT_MAX_SOCKETS_PER_SESSION = 20
-DEFAULT_MAX_SOCKETS_PER_PERSON = 50
-DEFAULT_MAX_CHATS_PER_HOUR = 60
 
 #: Close code of a socket refused for opening too many (4000-4999 are the application's).
 TOO_MANY_SOCKETS_CLOSE_CODE = 4429
@@ -83,7 +77,7 @@ class Limits:
 def limit_problems() -> list[tuple[str, str]]:
     """``(setting, what is wrong)`` for every invalid limit setting; empty when all are fine."""
     problems: list[tuple[str, str]] = []
-    rate = getattr(settings, "ZETT_WS_RATE_LIMIT", DEFAULT_RATE_LIMIT)
+    rate = conf.ZETT_WS_RATE_LIMIT
     if not isinstance(rate, dict) or {"burst", "per_second"} - set(rate):
         problems.append(
             ("ZETT_WS_RATE_LIMIT", f"must be a dict with 'burst' and 'per_second', got {rate!r}")
@@ -106,15 +100,15 @@ def limit_problems() -> list[tuple[str, str]]:
                     f"got {per_second!r}",
                 )
             )
-    for name, default in (
-        ("ZETT_WS_MAX_SOCKETS_PER_SESSION", DEFAULT_MAX_SOCKETS_PER_SESSION),
-        ("ZETT_WS_MAX_SOCKETS_PER_PERSON", DEFAULT_MAX_SOCKETS_PER_PERSON),
-        ("ZETT_MAX_CHATS_PER_HOUR", DEFAULT_MAX_CHATS_PER_HOUR),
+    for name in (
+        "ZETT_WS_MAX_SOCKETS_PER_SESSION",
+        "ZETT_WS_MAX_SOCKETS_PER_PERSON",
+        "ZETT_MAX_CHATS_PER_HOUR",
     ):
-        value = getattr(settings, name, default)
+        value = conf.setting(name)
         if not _is_int(value) or value < 1:
             problems.append((name, f"must be an integer >= 1, got {value!r}"))
-    redis_url = getattr(settings, "ZETT_LIMITS_REDIS_URL", "")
+    redis_url = conf.ZETT_LIMITS_REDIS_URL
     if not isinstance(redis_url, str) or (
         redis_url and not redis_url.startswith(("redis://", "rediss://", "unix://"))
     ):
@@ -146,18 +140,14 @@ def current_limits() -> Limits:
     problems = limit_problems()
     if problems:
         raise ImproperlyConfigured("; ".join(f"{name} {problem}" for name, problem in problems))
-    rate = getattr(settings, "ZETT_WS_RATE_LIMIT", DEFAULT_RATE_LIMIT)
+    rate = conf.ZETT_WS_RATE_LIMIT
     return Limits(
         burst=int(rate["burst"]),
         per_second=float(rate["per_second"]),
-        max_sockets_per_session=getattr(
-            settings, "ZETT_WS_MAX_SOCKETS_PER_SESSION", DEFAULT_MAX_SOCKETS_PER_SESSION
-        ),
-        max_sockets_per_person=getattr(
-            settings, "ZETT_WS_MAX_SOCKETS_PER_PERSON", DEFAULT_MAX_SOCKETS_PER_PERSON
-        ),
-        max_chats_per_hour=getattr(settings, "ZETT_MAX_CHATS_PER_HOUR", DEFAULT_MAX_CHATS_PER_HOUR),
-        redis_url=getattr(settings, "ZETT_LIMITS_REDIS_URL", ""),
+        max_sockets_per_session=conf.ZETT_WS_MAX_SOCKETS_PER_SESSION,
+        max_sockets_per_person=conf.ZETT_WS_MAX_SOCKETS_PER_PERSON,
+        max_chats_per_hour=conf.ZETT_MAX_CHATS_PER_HOUR,
+        redis_url=conf.ZETT_LIMITS_REDIS_URL,
     )
 
 

@@ -91,7 +91,8 @@ _INT_RANGE = (-(2**63), 2**63 - 1)
 STEERING_EVENT = "steering_message"
 #: The replies a client may send (``external_event`` names): the ones the app's extensions
 #: declare as answered by the user. Any other name (``internal_message``: an instruction
-#: from the application itself) is refused with reason ``not_allowed``.
+#: from the application itself) is refused with reason ``not_allowed``, unless an assistant
+#: declares it (``Assistant.reply_names``) or ``ZETT_CLIENT_REPLY_NAMES`` lists it.
 CLIENT_REPLY_NAMES = frozenset({"ask_user_response", "approval_response", STEERING_EVENT})
 
 
@@ -105,6 +106,7 @@ class ErrorCode(StrEnum):
     BUSY = "busy"
     NOT_RUNNING = "not_running"
     FORBIDDEN = "forbidden"
+    UNKNOWN_ASSISTANT = "unknown_assistant"
     RATE_LIMITED = "rate_limited"
     INTERNAL = "internal"
 
@@ -175,6 +177,8 @@ class UserMessageFrame(_Inbound):
 
     type: Literal["user_message"]
     content: NonBlank
+    #: The assistant a new chat talks to (``agent_app.assistants``); ignored once stored.
+    assistant: Annotated[str, Field(min_length=1, max_length=64)] | None = None
 
 
 class ExternalEventFrame(_Inbound):

@@ -15,8 +15,7 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-from django.conf import settings
-
+from agent_app import conf
 from agent_app.agents.factory import build_agent
 from agent_app.bus.base import WORKER_ID, SessionBus
 from agent_app.bus.local import LocalBus
@@ -103,7 +102,7 @@ def live_sessions() -> LiveSessions:
     loop = asyncio.get_running_loop()
     registry = _registries.get(loop)
     if registry is None:
-        url = getattr(settings, "ZETT_REDIS_URL", None) or None
+        url = conf.ZETT_REDIS_URL or None
         registry = _registries[loop] = LiveSessions(cluster_url=url)
         shutdown.install(registry, loop)
     return registry

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from channels.db import database_sync_to_async
 
 from agent_app.bus.base import Marker, SessionBus
+from agent_app.current import enter_run
 from agent_app.durable import recovery, waits
 from agent_app.durable.persistence import RunSeams, shielded, write_pending
 from agent_app.durable.runs import Begun, end_run, user_message_for
@@ -203,6 +204,7 @@ class Run:
     async def _open(self, message: UserMessage | None, history: list[Any] | None) -> Any:
         """The agent's event stream: a new message's, or a continuation's."""
         config = AgentRunConfig(session_id=self.owner.session_id, request_id=self.request_id)
+        await enter_run(self.owner.session_id)  # current_user()/current_chat(); permission
         agent = self.agent = await self.owner.get_agent()
         if message is None:
             replies, deadlines = await self._resumption()

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from django.conf import settings
+from agent_app import conf
 
 __all__ = ["DRAINING_MESSAGE", "draining", "install"]
 
@@ -68,7 +68,7 @@ def install(registry: Registry, loop: asyncio.AbstractEventLoop) -> None:
     global _installed
     if _installed or threading.current_thread() is not threading.main_thread():
         return
-    if not getattr(settings, "ZETT_GRACEFUL_SHUTDOWN", False):
+    if not conf.ZETT_GRACEFUL_SHUTDOWN:
         return
     previous = signal.getsignal(signal.SIGTERM)
 
@@ -91,7 +91,7 @@ def _start_drain(registry: Registry, done: Callable[[], None]) -> None:
 
 
 async def _drain(registry: Registry) -> None:
-    grace = float(getattr(settings, "ZETT_SHUTDOWN_GRACE", 25))
+    grace = float(conf.ZETT_SHUTDOWN_GRACE)
     running = [live.run_task for live in registry if live.run_task is not None]
     logger.info("SIGTERM: waiting up to %s s for %d run(s) to end", grace, len(running))
     if running:

@@ -70,7 +70,7 @@ def world(owner_kind: str) -> dict:
         leaving = Client()
         leaving.force_login(user)
         replayed = cookie_of(leaving)
-        leaving.post(reverse("agent_app:logout"))
+        leaving.post(reverse("logout"))
         visitors["signed_out"] = leaving
         visitors["signed_out_replayed"] = replayed
     else:
@@ -164,7 +164,7 @@ async def test_signing_out_closes_the_users_sockets(sockets, use_model):
     first = await sockets(cookie=cookie_of(tab))
     second = await sockets(cookie=cookie_of(tab))
     bystander = await sockets()  # another browser's socket stays open
-    await sync_to_async(tab.post)(reverse("agent_app:logout"))
+    await sync_to_async(tab.post)(reverse("logout"))
     for socket in (first, second):
         await socket.expect_error("forbidden")
         assert await socket.communicator.receive_output(timeout=10) == {
@@ -188,7 +188,7 @@ async def test_a_signed_out_socket_is_closed_and_its_run_goes_on_untouched(socke
     socket = await sockets(cookie=cookie_of(tab))
     await socket.send({"type": "user_message", "content": "save it"})
     await socket.until_event("custom", "approval_requested")
-    await sync_to_async(tab.post)(reverse("agent_app:logout"))
+    await sync_to_async(tab.post)(reverse("logout"))
     await socket.expect_error("forbidden")
     # The socket is gone; the run (a session's, not a socket's) still waits for its answer.
     (live,) = live_sessions()

@@ -102,6 +102,7 @@ async def test_an_approved_call_runs_after_the_user_said_yes():
         "question": "Allow launch to run with these arguments?",
         "response_event": "approval_response",
         "digest": digest_of("launch", {"target": "moon"}),
+        "expires_at": None,  # no deadline
     }
     assert verdicts == [["ConfirmationExtension"]]
     assert launched == ["moon"]

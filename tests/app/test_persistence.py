@@ -12,7 +12,6 @@ from contextlib import aclosing
 
 import pytest
 
-from agent_app.agents.tools import calculate
 from agent_app.durable.persistence import OrmPersistenceExtension, RunSeams, shielded
 from agent_app.durable.store import bump_version, message_from_row, restore_history, row_fields
 from agent_app.models import ChatMessage, ChatSession
@@ -34,6 +33,7 @@ from zett_agent.messages import (
 )
 from zett_agent.model import ModelUsage
 from zett_agent.testing import ScriptedModel
+from zett_site.tools import calculate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

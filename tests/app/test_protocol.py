@@ -242,6 +242,7 @@ def test_the_error_codes_are_exactly_those_of_the_spec():
         "busy",
         "not_running",
         "forbidden",
+        "unknown_assistant",
         "rate_limited",
         "internal",
     }

@@ -1,4 +1,4 @@
-"""The demo tools: exact arithmetic, the current time, notes (agent_app.agents.tools)."""
+"""The demo tools: exact arithmetic, the current time, notes (zett_site.tools)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ from fractions import Fraction
 
 import pytest
 
-from agent_app.agents.tools import (
+from agent_app.models import ChatSession, Note
+from tests.app.llm_doubles import call_tool, say
+from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent.testing import ScriptedModel
+from zett_site.tools import (
     MAX_EXPRESSION_LENGTH,
     TOOLS_NEEDING_APPROVAL,
     CalculationError,
@@ -18,10 +22,6 @@ from agent_app.agents.tools import (
     format_number,
     save_note,
 )
-from agent_app.models import ChatSession, Note
-from tests.app.llm_doubles import call_tool, say
-from zett_agent.agent import Agent, AgentRunConfig
-from zett_agent.testing import ScriptedModel
 
 
 @pytest.mark.parametrize(

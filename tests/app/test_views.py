@@ -101,6 +101,7 @@ def test_the_chat_page_of_a_new_id_is_an_empty_chat(client):
         "sessionId": str(session_id),
         "title": "",
         "stored": False,
+        "assistant": "demo",
         "socketPath": f"/ws/sessions/{session_id}/",
         "renameUrl": f"/s/{session_id}/rename/",
         "deleteUrl": f"/s/{session_id}/delete/",
@@ -127,6 +128,7 @@ def test_the_chat_page_hands_its_session_and_socket_path_to_the_script(client):
         "sessionId": str(session.pk),
         "title": "Groceries",
         "stored": True,
+        "assistant": "demo",
         "socketPath": f"/ws/sessions/{session.pk}/",
         "renameUrl": f"/s/{session.pk}/rename/",
         "deleteUrl": f"/s/{session.pk}/delete/",
@@ -172,9 +174,7 @@ def test_signing_in_adopts_the_browsers_chats(client):
     anonymous = chat_of("Before signing in", browser_key=key)
     stranger = chat_of("Another browser", browser_key="another-browser")
 
-    response = client.post(
-        reverse("agent_app:login"), {"username": "ada", "password": "pw-for-tests-only"}
-    )
+    response = client.post(reverse("login"), {"username": "ada", "password": "pw-for-tests-only"})
 
     assert response.status_code == 302
     anonymous.refresh_from_db()
@@ -186,22 +186,22 @@ def test_signing_in_adopts_the_browsers_chats(client):
 
 def test_an_ordinary_user_signs_in_and_out_on_the_sites_own_pages(client):
     get_user_model().objects.create_user("ada", password="pw-for-tests-only")
-    login_page = client.get(reverse("agent_app:login"))
+    login_page = client.get(reverse("login"))
     assert login_page.status_code == 200
     assert 'name="username"' in login_page.content.decode()
 
-    wrong = client.post(reverse("agent_app:login"), {"username": "ada", "password": "nope"})
+    wrong = client.post(reverse("login"), {"username": "ada", "password": "nope"})
     assert wrong.status_code == 200 and "_auth_user_id" not in client.session
 
     signed_in = client.post(
-        reverse("agent_app:login"),
+        reverse("login"),
         {"username": "ada", "password": "pw-for-tests-only", "next": LIST_URL},
     )
     assert signed_in.status_code == 302 and signed_in["Location"] == LIST_URL
     assert "Signed in as ada" in client.get(LIST_URL).content.decode()
 
-    assert client.get(reverse("agent_app:logout")).status_code == 405  # a POST, with CSRF
-    signed_out = client.post(reverse("agent_app:logout"))
+    assert client.get(reverse("logout")).status_code == 405  # a POST, with CSRF
+    signed_out = client.post(reverse("logout"))
     assert signed_out.status_code == 302
     assert "_auth_user_id" not in client.session
 
@@ -211,7 +211,7 @@ def test_signing_out_needs_the_csrf_token():
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
 
-    assert client.post(reverse("agent_app:logout")).status_code == 403
+    assert client.post(reverse("logout")).status_code == 403
     assert client.session["_auth_user_id"] == str(user.pk)
 
 
@@ -221,7 +221,7 @@ def test_with_login_required_anonymous_visitors_are_sent_to_sign_in(client, sett
     for url in (LIST_URL, chat_url(session_id)):
         response = client.get(url)
         assert response.status_code == 302
-        assert response["Location"].startswith(reverse("agent_app:login") + "?next=")
+        assert response["Location"].startswith(reverse("login") + "?next=")
     user = get_user_model().objects.create_user("ada", password="pw-for-tests-only")
     client.force_login(user)
     assert client.get(chat_url(session_id)).status_code == 200

@@ -46,7 +46,7 @@ class Conversation:
         summariser=None,
         *,
         max_tokens: int = 400,
-        keep_recent_tokens: int = 300,
+        keep_recent_tokens: int = 250,
     ) -> None:
         self.u1 = UserMessage(sized(100, "a"))
         self.a1 = AssistantMessage(sized(100, "b"))

@@ -12,6 +12,7 @@ from zett_agent.agent import Agent, AgentRunConfig, AgentRunContext
 from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.external import ExternalEvent
+from zett_agent.extensions.memory import InMemoryMessageAccumulator
 from zett_agent.messages import AssistantMessage, SystemMessage, UserMessage
 
 from .support import HookLog, ProbeModel, answer, call, calls, collect, lookup
@@ -106,15 +107,21 @@ async def test_a_request_runs_in_the_session_and_request_its_config_names(
     assert {event.session_id for event in events} == {session_id}
 
 
-async def test_a_request_without_any_session_id_gets_a_new_uuid7_session():
+async def test_an_agent_created_without_a_config_keeps_one_default_uuid7_session():
     recorder = ContextRecorder()
-    agent = await Agent.create(ProbeModel(answer("hi"), answer("again")), extensions=[recorder])
+    agent = await Agent.create(
+        ProbeModel(answer("hi"), answer("again")),
+        extensions=[recorder, InMemoryMessageAccumulator()],
+    )
+    assert is_uuid7(agent.config.session_id)
     await agent.run("hello")
     await agent.run("hello")
     first, second = recorder.contexts
-    assert is_uuid7(first.session_id)
+    assert first.session_id == second.session_id == agent.config.session_id
     assert is_uuid7(first.request_id)
     assert first.request_id != second.request_id
+    # the default session keeps its history: the second request saw the first
+    assert [m.content for m in agent.state.messages[1:]] == ["hello", "hi", "hello", "again"]
 
 
 async def test_an_agent_that_was_never_initialized_refuses_requests():
@@ -136,7 +143,7 @@ async def test_an_agent_that_was_never_initialized_refuses_requests():
 def test_an_agent_that_was_never_initialized_refuses_at_the_call_itself(use):
     log = HookLog()
     agent = Agent(ProbeModel(answer("hi")), extensions=[log])
-    with pytest.raises(AgentProtocolError, match="never initialized"):
+    with pytest.raises(AgentProtocolError, match="not initialized"):
         use(agent)  # not iterated: the refusal does not wait for the first event
     assert log.log == []
     assert agent.pending is False

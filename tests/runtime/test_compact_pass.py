@@ -38,7 +38,11 @@ class Summariser(AgentExtension):
         )
         context.replace_messages([summary], emit_new=False)
         self.compaction = CompactionEvent(
-            summary=summary,
+            1,
+            len(older),
+            len(older) + 1,
+            len(older),
+            summary.content,
             replaced=older,
             messages=(summary,),
             tokens_before=100,

@@ -23,6 +23,7 @@ from zett_agent.extensions.events import CompactionEvent, RunCancelledEvent
 from zett_agent.messages import (
     AgentMessage,
     AssistantMessage,
+    CompactedMessage,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -165,18 +166,18 @@ async def test_recent_turns_are_kept_whole_with_their_tool_calls_and_results():
     result = compacted.messages[4]
     assert isinstance(result, ToolMessage) and result.tool_call_id == "call-1"
     assert compacted.messages[3] is talk.a2
-    assert talk.stored()[:6] == (compacted.summary, talk.u2, talk.a2, result, talk.a2b, talk.u3)
+    assert talk.stored()[:6] == (compacted.checkpoint, talk.u2, talk.a2, result, talk.a2b, talk.u3)
 
 
-async def test_a_turn_that_does_not_fit_is_replaced_whole_never_leaving_a_result_without_its_call():
-    # keep_recent_tokens=200 fits U3 (50) and A2b + T2 (108), but not turn 2 whole (217).
-    talk = Conversation(ScriptedModel([summary()]), keep_recent_tokens=200)
+async def test_a_turn_beyond_the_budget_is_replaced_whole_never_leaving_a_result_without_its_call():
+    # keep_recent_tokens=50 is spent by U3 (50): turn 2 goes whole, its call with its result.
+    talk = Conversation(ScriptedModel([summary()]), keep_recent_tokens=50)
     agent = await talk.after_two_requests()
 
     await agent.run(talk.u3, config=CONFIG)
 
     seen = talk.primary.requests[-1].messages
-    assert [type(message) for message in seen] == [SystemMessage, AgentMessage, UserMessage]
+    assert [type(message) for message in seen] == [SystemMessage, CompactedMessage, UserMessage]
     assert seen[2] is talk.u3
 
 
@@ -266,7 +267,7 @@ async def test_cancelling_agent_compact_mid_summary_propagates_and_frees_the_ses
         await never.wait()
         yield ModelEvent.text("unreachable")
 
-    talk = Conversation(ProbeModel(parked), max_tokens=10_000, keep_recent_tokens=250)
+    talk = Conversation(ProbeModel(parked), max_tokens=10_000, keep_recent_tokens=200)
     agent = await talk.after_two_requests()
     stored = talk.stored()
 
@@ -280,7 +281,7 @@ async def test_cancelling_agent_compact_mid_summary_propagates_and_frees_the_ses
 
 
 async def test_a_failing_summary_model_fails_the_pass_with_its_own_error():
-    talk = Conversation(ScriptedModel([]), max_tokens=10_000, keep_recent_tokens=250)
+    talk = Conversation(ScriptedModel([]), max_tokens=10_000, keep_recent_tokens=200)
     agent = await talk.after_two_requests()
     stored = talk.stored()
 
@@ -293,7 +294,7 @@ async def test_a_failing_summary_model_fails_the_pass_with_its_own_error():
 
 async def test_a_summary_stream_without_a_response_is_a_protocol_error():
     talk = Conversation(
-        ScriptedModel([[ModelEvent.text("half")]]), max_tokens=10_000, keep_recent_tokens=250
+        ScriptedModel([[ModelEvent.text("half")]]), max_tokens=10_000, keep_recent_tokens=200
     )
     agent = await talk.after_two_requests()
 

@@ -17,6 +17,7 @@ from zett_agent.extensions.external import ExternalEvent
 from zett_agent.messages import (
     AgentMessage,
     AssistantMessage,
+    CompactedMessage,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -51,7 +52,7 @@ async def compacted_history(*history, max_tokens: int, keep_recent_tokens: int):
 
 
 async def test_agent_compact_summarises_regardless_of_size_and_replaces_the_stored_history():
-    talk = Conversation(ScriptedModel([summary()]), max_tokens=10_000, keep_recent_tokens=250)
+    talk = Conversation(ScriptedModel([summary()]), max_tokens=10_000, keep_recent_tokens=200)
     agent = await talk.after_two_requests()
     calls_before = len(talk.primary.requests)
 
@@ -62,17 +63,17 @@ async def test_agent_compact_summarises_regardless_of_size_and_replaces_the_stor
     assert talk.observer.of_type(CompactionEvent) == [compacted]
     assert len(talk.primary.requests) == calls_before
     stored = talk.stored()
-    assert stored[0] is compacted.summary
+    assert stored[0] is compacted.checkpoint
     assert stored[1:] == (talk.u2, talk.a2, stored[3], talk.a2b)
     assert agent.get_state("session-1").phase is P.COMPLETED
     assert (P.READY, P.COMPACTING) in talk.observer.moves
 
     await agent.run(talk.u3, config=CONFIG)
-    assert talk.primary.requests[-1].messages[1] is compacted.summary
+    assert talk.primary.requests[-1].messages[1] is compacted.checkpoint
 
 
 async def test_compact_stream_yields_the_compaction_events_and_they_serialise():
-    talk = Conversation(ScriptedModel([summary()]), max_tokens=10_000, keep_recent_tokens=250)
+    talk = Conversation(ScriptedModel([summary()]), max_tokens=10_000, keep_recent_tokens=200)
     agent = await talk.after_two_requests()
 
     async with contextlib.aclosing(agent.compact_stream(config=CONFIG)) as stream:
@@ -87,11 +88,12 @@ async def test_compact_stream_yields_the_compaction_events_and_they_serialise():
     encoded = event_to_dict(events[-1])
     assert encoded["applied"] is True
     assert encoded["compaction"]["replaced_count"] == 2
-    assert encoded["compaction"]["summary"]["attributes"] == {"compaction": True}
+    assert encoded["compaction"]["checkpoint"]["attributes"] == {"compaction": True}
+    assert encoded["compaction"]["summary"] == encoded["compaction"]["checkpoint"]["content"]
 
 
 async def test_agent_compact_uses_the_model_it_is_given_when_the_extension_has_none():
-    talk = Conversation(max_tokens=10_000, keep_recent_tokens=250)
+    talk = Conversation(max_tokens=10_000, keep_recent_tokens=200)
     other = ScriptedModel([summary()])
     agent = await talk.after_two_requests()
 
@@ -119,8 +121,9 @@ async def test_with_nothing_older_than_the_kept_turns_compaction_calls_no_model_
 
 
 async def test_an_earlier_checkpoint_alone_is_not_summarised_again():
-    # 220 keeps turn 2 (217) but not the checkpoint (24) in front of it.
-    talk = Conversation(ScriptedModel([summary()]), max_tokens=10_000, keep_recent_tokens=220)
+    # 200 is spent by turn 2 (217): turn 1 goes, and then the checkpoint in front of turn 2
+    # is all there is to replace.
+    talk = Conversation(ScriptedModel([summary()]), max_tokens=10_000, keep_recent_tokens=200)
     agent = await talk.after_two_requests()
 
     assert await agent.compact(config=CONFIG) is not None
@@ -132,21 +135,22 @@ async def test_a_later_compaction_folds_the_earlier_checkpoint_into_the_new_summ
     talk = Conversation(
         ScriptedModel([summary("First."), summary("Second.")]),
         max_tokens=10_000,
-        keep_recent_tokens=250,
+        keep_recent_tokens=200,
     )
     agent = await talk.after_two_requests()
     await agent.compact(config=CONFIG)
     await agent.run(talk.u3, config=CONFIG)
 
-    talk.compaction.keep_recent_tokens = 60
+    talk.compaction.keep_recent_tokens = 50  # spent by turn 3 (55): turn 2 and the checkpoint go
     second = await agent.compact(config=CONFIG)
 
     transcript = talk.summariser.requests[1].messages[1].content
     assert f"[earlier summary]\n{CHECKPOINT_HEADER}\n\nFirst." in transcript
     assert second is not None
-    checkpoints = [m for m in talk.stored() if isinstance(m, AgentMessage)]
-    assert checkpoints == [second.summary]
-    assert second.summary.content.endswith("Second.")
+    checkpoints = [m for m in talk.stored() if isinstance(m, CompactedMessage)]
+    assert checkpoints == [second.checkpoint]
+    assert second.summary == second.checkpoint.content
+    assert second.summary.endswith("Second.")
 
 
 # -- where turns begin and end -------------------------------------------------------------
@@ -163,14 +167,14 @@ async def test_system_messages_among_older_turns_are_kept_before_the_checkpoint(
         AssistantMessage(sized(30, "d")),
         *recent,
         max_tokens=100,
-        keep_recent_tokens=15,
+        keep_recent_tokens=10,  # spent by the last turn (12)
     )
 
     assert compacted is not None
     assert [type(m) for m in compacted.messages] == [
         SystemMessage,
         SystemMessage,
-        AgentMessage,
+        CompactedMessage,
         UserMessage,
         AssistantMessage,
     ]
@@ -190,7 +194,7 @@ async def test_a_message_slipped_into_a_tool_batch_does_not_start_a_turn():
     ]
     recent = [UserMessage("next"), AssistantMessage("ok")]
 
-    compacted = await compacted_history(*batch, *recent, max_tokens=1_000, keep_recent_tokens=100)
+    compacted = await compacted_history(*batch, *recent, max_tokens=1_000, keep_recent_tokens=10)
 
     assert compacted is not None
     assert list(compacted.replaced) == batch

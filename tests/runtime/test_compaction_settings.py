@@ -43,7 +43,7 @@ async def test_a_custom_token_counter_decides_when_and_what_to_compact():
     primary = ScriptedModel([AssistantMessage("1"), AssistantMessage("2"), AssistantMessage("3")])
     summariser = ScriptedModel([summary("s")])
     compaction = CompactionExtension(
-        summariser, max_tokens=45, keep_recent_tokens=20, count_tokens=ten_per_message
+        summariser, max_tokens=45, keep_recent_tokens=10, count_tokens=ten_per_message
     )
     agent = await Agent.create(
         primary,
@@ -118,13 +118,8 @@ def test_the_offline_estimate_adds_up_messages():
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"max_tokens": 0}, ValueError, "max_tokens must be > 0, got 0"),
-        ({"keep_recent_tokens": -1}, ValueError, "keep_recent_tokens must be > 0, got -1"),
-        (
-            {"max_tokens": 1_000, "keep_recent_tokens": 1_000},
-            ValueError,
-            "keep_recent_tokens must be smaller than max_tokens",
-        ),
+        ({"max_tokens": 0}, ValueError, "max_tokens must be positive, got 0"),
+        ({"keep_recent_tokens": -1}, ValueError, "keep_recent_tokens must be positive, got -1"),
         ({"max_tokens": "big"}, TypeError, "max_tokens must be an int, got str"),
         ({"max_tokens": True}, TypeError, "max_tokens must be an int, got bool"),
         ({"count_tokens": 5}, TypeError, "count_tokens must be callable or None"),

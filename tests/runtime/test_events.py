@@ -191,7 +191,7 @@ def test_the_phase_enum_has_the_documented_members():
 def test_every_extension_event_derives_from_extension_event():
     now = datetime.now(UTC)
     events = [
-        MessageAppendedEvent(UserMessage(content="hi"), MessageTiming(now, 1)),
+        MessageAppendedEvent(UserMessage(content="hi"), MessageTiming(now, now, 0)),
         PhaseTransitionEvent(AgentPhase.CREATED, AgentPhase.LOADING_CONTEXT, now, 1),
         RunCancelledEvent(AgentPhase.GENERATING, now, 1),
         SteeringMessageEvent(UserMessage(content="stop")),

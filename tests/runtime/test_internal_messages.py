@@ -9,13 +9,13 @@ import pytest
 
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType
-from zett_agent.exceptions import AgentProtocolError
+from zett_agent.exceptions import AgentIterationLimitError
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import InternalMessageEvent, SteeringMessageEvent
 from zett_agent.extensions.external import ExternalEvent
 from zett_agent.messages import AgentMessage, UserMessage
 
-from .support import Observer, Responder, collect, races_lost
+from .support import Observer, Responder, collect, last_input, races_lost
 
 T = AgentEventType
 CONFIG = AgentRunConfig(session_id="s")
@@ -98,12 +98,12 @@ async def test_a_hook_may_queue_an_instruction_by_publishing_an_event():
     assert result.content == "re: Be thorough."
 
 
-async def test_publishing_beyond_the_limit_is_a_protocol_error():
-    agent = await Agent.create(
-        Responder(), extensions=[Nudge("one", "two")], max_internal_messages=1
-    )
-    with pytest.raises(AgentProtocolError, match="max_internal_messages"):
+async def test_publishing_beyond_the_limit_fails_when_the_extra_one_is_due():
+    model = Responder()
+    agent = await Agent.create(model, extensions=[Nudge("one", "two")], max_internal_messages=1)
+    with pytest.raises(AgentIterationLimitError, match="internal messages"):
         await agent.run("hi", config=CONFIG)
+    assert [last_input(r).content for r in model.requests] == ["hi", "one"]
 
 
 async def test_an_instruction_superseded_by_steering_is_interrupted():

@@ -12,6 +12,7 @@ from zett_agent.extensions.events import CompactionEvent
 from zett_agent.messages import (
     AgentMessage,
     AssistantMessage,
+    CompactedMessage,
     ImageBytesSource,
     ImageContent,
     ImageUrlSource,
@@ -225,9 +226,14 @@ EVERY_TYPE_EXAMPLE = {
     T.COMPACTION_COMPLETED: {
         "applied": True,
         "compaction": CompactionEvent(
-            summary=AgentMessage(content="summary"),
+            1,
+            2,
+            3,
+            3,
+            "summary",
+            checkpoint=CompactedMessage(content="summary"),
             replaced=(UserMessage(content="old"), AssistantMessage(content="old answer")),
-            messages=(AgentMessage(content="summary"), UserMessage(content="new")),
+            messages=(CompactedMessage(content="summary"), UserMessage(content="new")),
             tokens_before=100,
             tokens_after=10,
             occurred_at=datetime(2025, 1, 2, tzinfo=UTC),

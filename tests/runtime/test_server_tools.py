@@ -175,7 +175,7 @@ async def test_two_server_tools_with_one_name_are_rejected():
     agent = await Agent.create(model, extensions=[Twice()])
     await agent.run("hi", config=CONFIG)
     assert [str(error) for error in errors] == [
-        "A server tool named 'web_search' is already registered",
-        "A server tool named 'run' is already registered",
+        "Server tool 'web_search' is already registered",
+        "Server tool 'run' is already registered",
     ]
     assert model.requests[0].server_tools == (SEARCH, versioned)

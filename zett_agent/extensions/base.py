@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from zett_agent.agent import AgentRunConfig, AgentRunContext
@@ -84,9 +84,16 @@ class _ToolHooks:
         self,
         context: AgentRunContext,
         call: ToolCall,
-        call_next: Callable[[ToolCall], Awaitable[ToolResult]],
-    ) -> ToolResult:
-        """Wrap one registered local tool handler and return its ``ToolResult``."""
+        call_next: Callable[..., Awaitable[Any]],
+    ) -> Any:
+        """Wrap one registered local tool handler and return its result.
+
+        ``await call_next()`` runs the next layer with ``call`` (arguments edited here
+        included); ``call_next(other)`` with another call. It returns what that layer
+        returned, at the centre the handler's own value; the outermost layer's value (a
+        ``str``, content parts, a ``ToolResult`` or anything JSON-serialisable) becomes
+        the ToolMessage. Raising fails the call, not the request.
+        """
         return await call_next(call)
 
     async def after_tool(
@@ -121,13 +128,16 @@ class AgentExtension(_SetupHooks, _TurnHooks, _ToolHooks, _EndHooks):
 
     @property
     def name(self) -> str:
-        """Unique registration identity, defaulting to the concrete class name."""
-        return self.__dict__.get("_extension_name") or type(self).__name__
+        """Unique registration identity, defaulting to the concrete class name.
+
+        Assign an instance name (or set a class attribute) to register independently
+        configured instances of one type; ``Agent(...)`` refuses a name that is not a
+        non-empty string.
+        """
+        return self.__dict__.get("_extension_name", type(self).__name__)
 
     @name.setter
     def name(self, value: str) -> None:
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"Extension name cannot be empty, got {value!r}")
         self.__dict__["_extension_name"] = value
 
     @property

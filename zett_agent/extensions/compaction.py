@@ -4,22 +4,27 @@ When the estimated size of the context exceeds ``max_tokens`` (checked in ``befo
 before every primary model call), or whenever ``Agent.compact`` asks (``on_compact``), older
 dialogue is summarised by a model and replaced by one checkpoint message::
 
-    [system messages] [older turns ...........] [recent whole user turns]
-    [system messages] [checkpoint: AgentMessage] [recent whole user turns]
+    [system messages] [older turns ...............] [recent whole user turns]
+    [system messages] [checkpoint: CompactedMessage] [recent whole user turns]
 
 A user turn starts at a ``UserMessage`` or ``AgentMessage`` and runs until the next one, so
-a tool call always stays with its results. The newest turn is always kept; older turns are
-kept, newest first, while they fit in ``keep_recent_tokens``. System messages are never
+a tool call always stays with its results. The recent window is a token budget: the newest
+turn is always kept, and older turns are added, newest first, until the kept turns reach
+``keep_recent_tokens`` (the turn that reaches it is kept whole). System messages are never
 summarised: those among the older turns stay, in order, before the checkpoint. The
-checkpoint is an ``AgentMessage`` (providers see it as a user turn) whose content starts
-with ``CHECKPOINT_HEADER`` and whose ``attributes`` hold ``{"compaction": True}``. A later
-compaction summarises an earlier checkpoint together with the turns after it.
+checkpoint is a ``CompactedMessage`` (an ``AgentMessage``: providers see it as a user turn)
+whose content starts with ``CHECKPOINT_HEADER`` and whose ``attributes`` hold
+``{"compaction": True}``. A later compaction summarises an earlier checkpoint together with
+the turns after it.
 
-A pass emits ``COMPACTION_STARTED``, mirrors the summary model's deltas as
-``COMPACTION_TEXT_DELTA`` / ``COMPACTION_REASONING_DELTA`` (phase COMPACTING throughout),
-then, back in READY, ``COMPACTION_COMPLETED``. When applied, the context is replaced without
-re-publishing kept messages, and a ``CompactionEvent`` is published to every extension
-first, so memory and persistence can swap their stored history before the UI hears of it.
+A pass emits ``COMPACTION_STARTED`` (which moves the request to COMPACTING), mirrors the
+summary model's deltas as ``COMPACTION_TEXT_DELTA`` / ``COMPACTION_REASONING_DELTA``, then
+``COMPACTION_COMPLETED`` (which moves it back to READY). When applied, the context is
+replaced without re-publishing kept messages, and a ``CompactionEvent`` (ranges, summary
+text, the messages themselves) is published to every extension first, so memory and
+persistence can swap their stored history before the UI hears of it. A summary model that
+calls a tool (a streamed tool call, or tool calls in its response) is an
+``AgentProtocolError``: a summary is text, and nothing is replaced.
 
 Choices where the contract (docs/runtime.md) is silent:
 
@@ -66,6 +71,7 @@ from zett_agent.messages import (
     AgentMessage,
     AnyMessage,
     AssistantMessage,
+    CompactedMessage,
     ImageContent,
     SystemMessage,
     TextContent,
@@ -82,6 +88,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHECKPOINT_HEADER",
     "SUMMARY_INSTRUCTIONS",
+    "CompactedMessage",
     "CompactionExtension",
     "TokenCounter",
     "estimate_tokens",
@@ -226,7 +233,9 @@ def _turn_starts(messages: Sequence[AnyMessage]) -> list[int]:
 
 
 def _is_checkpoint(message: AnyMessage) -> bool:
-    return isinstance(message, AgentMessage) and message.attributes.get("compaction") is True
+    return isinstance(message, CompactedMessage) or (
+        isinstance(message, AgentMessage) and message.attributes.get("compaction") is True
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,13 +276,7 @@ class CompactionExtension(AgentExtension):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{name} must be an int, got {type(value).__name__}")
             if value <= 0:
-                raise ValueError(f"{name} must be > 0, got {value}")
-        if keep_recent_tokens >= max_tokens:
-            raise ValueError(
-                "keep_recent_tokens must be smaller than max_tokens, or every compaction "
-                f"would keep everything: got keep_recent_tokens={keep_recent_tokens}, "
-                f"max_tokens={max_tokens}"
-            )
+                raise ValueError(f"{name} must be positive, got {value}")
         if count_tokens is not None and not callable(count_tokens):
             raise TypeError(f"count_tokens must be callable or None, got {count_tokens!r}")
         self.model = model
@@ -335,10 +338,9 @@ class CompactionExtension(AgentExtension):
         cut = starts[-1] if starts else len(messages)
         used = self._count(_dialogue(messages[cut:]))
         for start, end in reversed(list(pairwise(starts))):
-            size = self._count(_dialogue(messages[start:end]))
-            if used + size > self.keep_recent_tokens:
-                break
-            used += size
+            if used >= self.keep_recent_tokens:
+                break  # the budget is spent: older turns are summarised
+            used += self._count(_dialogue(messages[start:end]))
             cut = start
         older = messages[:cut]
         replaced = tuple(_dialogue(older))
@@ -356,14 +358,13 @@ class CompactionExtension(AgentExtension):
         request = ModelRequest(
             messages=(SystemMessage(SUMMARY_INSTRUCTIONS), UserMessage(_transcript(plan.replaced)))
         )
-        async with context._compacting():
-            await context.emit(AgentEvent(E.COMPACTION_STARTED, session_id))
-            response = await self._summarise(context, request)
+        # Emitting COMPACTION_STARTED moves the request to COMPACTING, and
+        # COMPACTION_COMPLETED back to READY (see AgentRunContext.emit).
+        await context.emit(AgentEvent(E.COMPACTION_STARTED, session_id))
+        response = await self._summarise(context, request)
 
         summary = response.message.content.strip()
-        checkpoint = AgentMessage(
-            f"{CHECKPOINT_HEADER}\n\n{summary}", attributes={"compaction": True}
-        )
+        checkpoint = CompactedMessage(f"{CHECKPOINT_HEADER}\n\n{summary}")
         if (
             not summary
             or response.stop is not None
@@ -374,8 +375,14 @@ class CompactionExtension(AgentExtension):
 
         messages = (*plan.kept_system, checkpoint, *plan.recent)
         context.replace_messages(messages, emit_new=False)
+        replaced, kept = len(plan.replaced), len(_dialogue(plan.recent))
         compaction = CompactionEvent(
-            summary=checkpoint,
+            1,
+            replaced,
+            replaced + 1,
+            replaced + kept,
+            checkpoint.content,
+            checkpoint=checkpoint,
             replaced=plan.replaced,
             messages=messages,
             tokens_before=plan.tokens_before,
@@ -412,8 +419,17 @@ class CompactionExtension(AgentExtension):
                 elif kind is ModelEventType.COMPLETED:
                     if not isinstance(item.response, ModelResponse):
                         raise AgentProtocolError("A completed model event needs a ModelResponse")
+                    if item.response.message.tool_calls:
+                        raise AgentProtocolError(
+                            "The summary model answered with tool calls; a compaction "
+                            "summary must be text"
+                        )
                     response = item.response
-                # The summary request offers no tools: any tool traffic is ignored.
+                elif kind is ModelEventType.TOOL_CALL:
+                    raise AgentProtocolError(
+                        "The summary model streamed a tool call; a compaction summary must be text"
+                    )
+                # Server tool traffic is display data of the provider's: ignored.
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:

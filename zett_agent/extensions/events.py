@@ -9,10 +9,11 @@ a running request, and ``CompactionEvent`` after replacing older context with a 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from zett_agent.events import AgentPhase
-from zett_agent.messages import AgentMessage, AnyMessage, UserMessage
+from zett_agent.messages import AgentMessage, AnyMessage, CompactedMessage, UserMessage
+from zett_agent.model import ModelUsage
 
 __all__ = [
     "CompactionEvent",
@@ -34,20 +35,105 @@ class ExtensionEvent:
 
 @dataclass(frozen=True, slots=True)
 class MessageTiming:
-    """When a message entered the context."""
+    """How long the work that produced a message took (UTC times, monotonic durations).
 
-    #: Wall-clock time (UTC).
-    occurred_at: datetime
-    #: ``time.monotonic_ns()`` at the same instant, for ordering and durations.
-    monotonic_ns: int
+    For an assistant message the span is the model call (into GENERATING and back to
+    READY), with the reasoning and content segments when the model streamed them; for a
+    tool result it is the call (RUNNING_TOOL and back). Any other message took no
+    measured time (``MessageTiming.instant()``). Durations come from the monotonic clock,
+    so a wall-clock correction never makes them negative.
+    """
+
+    started_at: datetime
+    completed_at: datetime
+    duration_ns: int
+    reasoning_started_at: datetime | None = None
+    reasoning_completed_at: datetime | None = None
+    reasoning_duration_ns: int | None = None
+    content_started_at: datetime | None = None
+    content_completed_at: datetime | None = None
+    content_duration_ns: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.duration_ns < 0:
+            raise ValueError(f"duration_ns cannot be negative, got {self.duration_ns}")
+        for span in ("reasoning", "content"):
+            values = (
+                getattr(self, f"{span}_started_at"),
+                getattr(self, f"{span}_completed_at"),
+                getattr(self, f"{span}_duration_ns"),
+            )
+            given = [value is not None for value in values]
+            if any(given) and not all(given):
+                raise ValueError(f"{span} timing fields must be supplied together")
+            if values[2] is not None and values[2] < 0:
+                raise ValueError(f"{span}_duration_ns cannot be negative, got {values[2]}")
+
+    @classmethod
+    def instant(cls) -> MessageTiming:
+        """A message that took no measured time: started and completed now."""
+        now = datetime.now(UTC)
+        return _measured(now, now, 0, None, None)
+
+    @property
+    def occurred_at(self) -> datetime:
+        """When the message was ready (``completed_at``)."""
+        return self.completed_at
+
+
+_TIMING_SETTERS = tuple(
+    getattr(MessageTiming, name).__set__ for name in MessageTiming.__dataclass_fields__
+)
+
+
+def _measured(
+    started_at: datetime,
+    completed_at: datetime,
+    duration_ns: int,
+    reasoning: tuple[datetime, datetime, int] | None,
+    content: tuple[datetime, datetime, int] | None,
+) -> MessageTiming:
+    """A timing the runtime measured itself (consistent by construction): no validation.
+
+    One per appended message, so it fills the slots directly instead of going through the
+    frozen dataclass ``__init__`` and its checks.
+    """
+    timing = object.__new__(MessageTiming)
+    s_start, s_end, s_duration, r_start, r_end, r_duration, c_start, c_end, c_duration = (
+        _TIMING_SETTERS
+    )
+    s_start(timing, started_at)
+    s_end(timing, completed_at)
+    s_duration(timing, duration_ns)
+    if reasoning is None:
+        r_start(timing, None)
+        r_end(timing, None)
+        r_duration(timing, None)
+    else:
+        r_start(timing, reasoning[0])
+        r_end(timing, reasoning[1])
+        r_duration(timing, reasoning[2])
+    if content is None:
+        c_start(timing, None)
+        c_end(timing, None)
+        c_duration(timing, None)
+    else:
+        c_start(timing, content[0])
+        c_end(timing, content[1])
+        c_duration(timing, content[2])
+    return timing
 
 
 @dataclass(frozen=True, slots=True)
 class MessageAppendedEvent(ExtensionEvent):
-    """A message entered the request's context (input, answer, tool result, added message)."""
+    """A message entered the request's context (input, answer, tool result, added message).
+
+    ``usage`` is the model call's token usage for an assistant answer, else None.
+    """
 
     message: AnyMessage
     timing: MessageTiming
+    usage: ModelUsage | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +183,27 @@ class InternalMessageEvent(ExtensionEvent):
 
 @dataclass(frozen=True, slots=True)
 class CompactionEvent(ExtensionEvent):
-    """Older context was summarised into one checkpoint message."""
+    """Older context was summarised into one checkpoint message.
 
+    The ranges are one-based and inclusive, in the list of non-system messages just before
+    the compaction (an earlier checkpoint counts as one message): ``compressed_*`` were
+    folded into the checkpoint, ``kept_*`` stay as they were. ``summary`` is the
+    checkpoint's exact content. The keyword fields carry the messages themselves, for
+    memory and persistence; an event built with the positional fields only (as upstream's
+    code publishes it) leaves them empty.
+    """
+
+    compressed_from: int
+    compressed_to: int
+    kept_from: int
+    kept_to: int
+    summary: str
     #: The checkpoint that now stands for the replaced messages.
-    summary: AgentMessage
+    checkpoint: CompactedMessage | None = field(default=None, kw_only=True)
     #: The messages the checkpoint replaced, in order.
-    replaced: tuple[AnyMessage, ...]
+    replaced: tuple[AnyMessage, ...] = field(default=(), kw_only=True)
     #: The complete context after compaction, in order.
-    messages: tuple[AnyMessage, ...]
-    tokens_before: int
-    tokens_after: int
-    occurred_at: datetime = field(default_factory=lambda: datetime.now().astimezone())
+    messages: tuple[AnyMessage, ...] = field(default=(), kw_only=True)
+    tokens_before: int = field(default=0, kw_only=True)
+    tokens_after: int = field(default=0, kw_only=True)
+    occurred_at: datetime = field(default_factory=lambda: datetime.now(UTC), kw_only=True)

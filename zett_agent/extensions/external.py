@@ -73,11 +73,14 @@ class ExternalEvent:
             raise ValueError(f"ExternalEvent name cannot be empty, got {self.name!r}")
         if not isinstance(self.payload, dict):
             raise TypeError(
-                f"ExternalEvent payload must be a dict, got {type(self.payload).__name__}"
+                "ExternalEvent payload must be a dictionary with string keys, got "
+                f"{type(self.payload).__name__}"
             )
         for key in self.payload:
             if not isinstance(key, str):
-                raise TypeError(f"ExternalEvent payload keys must be str, got {key!r}")
+                raise TypeError(
+                    f"ExternalEvent payload must be a dictionary with string keys, got key {key!r}"
+                )
 
 
 class ExternalEventExpired(TimeoutError):
@@ -195,7 +198,7 @@ class ExternalEventExtension(AgentExtension):
             names = frozenset(response_event_name)
         if not names or any(not isinstance(n, str) or not n.strip() for n in names):
             raise ValueError(
-                "response_event_name must be a non-empty name or names, "
+                "response_event_name cannot be empty: give a non-empty name or names, "
                 f"got {response_event_name!r}"
             )
         if not isinstance(correlation_field, str) or not correlation_field.strip():
@@ -255,8 +258,8 @@ class ExternalEventExtension(AgentExtension):
         with self._external_lock:
             if key in self._pending_external:
                 raise RuntimeError(
-                    f"Session {key[0]!r} is already waiting for an external event "
-                    f"with correlation id {correlation_id!r}"
+                    f"An external event for session {key[0]!r} with correlation id "
+                    f"{correlation_id!r} is already pending"
                 )
             self._pending_external[key] = pending
         timer: asyncio.TimerHandle | None = None
@@ -312,8 +315,8 @@ class ExternalEventExtension(AgentExtension):
             staged = self._staged_external.pop(context)
         except KeyError:
             raise RuntimeError(
-                "No external response is staged for this request: call "
-                "_take_external_event once, after _wait_for_external_event has finished"
+                "_take_external_event was called without an accepted external response: "
+                "call it once, after _wait_for_external_event has finished"
             ) from None
         if isinstance(staged, ExternalEventExpired):
             raise staged

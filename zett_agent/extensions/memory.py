@@ -81,5 +81,8 @@ class InMemoryMessageAccumulator(AgentExtension):
                     history = self._sessions[context.session_id] = ValidatedHistory()
                 history.append(event.message)
         elif isinstance(event, CompactionEvent):
+            # An event that carries only ranges (as upstream's code publishes it) is
+            # published after the context was replaced: the context is the new history.
+            compacted = event.messages or context.state.messages
             history = self._sessions.setdefault(context.session_id, ValidatedHistory())
-            history.replace(m for m in event.messages if m.include_in_messages)
+            history.replace(m for m in compacted if m.include_in_messages)

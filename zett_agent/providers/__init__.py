@@ -34,8 +34,12 @@ _ACCEPTED = (
 PLACEHOLDER_KEY = "unused"
 
 
-def load_model(spec: str) -> AgentModel:
-    """Build the model named by ``spec``; a ``ValueError`` says which forms are accepted."""
+def load_model(spec: str, *, openai_base_url: str | None = None) -> AgentModel:
+    """Build the model named by ``spec``; a ``ValueError`` says which forms are accepted.
+
+    ``openai_base_url`` is the OpenAI-compatible server's /v1 URL; when None, the
+    ``ZETT_OPENAI_BASE_URL`` environment variable is read.
+    """
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"Model spec cannot be empty; use {_ACCEPTED}")
     spec = spec.strip()
@@ -50,7 +54,9 @@ def load_model(spec: str) -> AgentModel:
         if kind != "anthropic":
             from zett_agent.providers.openai import OpenAIModel
 
-            base_url = os.environ.get("ZETT_OPENAI_BASE_URL", "").strip() or None
+            base_url = (openai_base_url or "").strip() or (
+                os.environ.get("ZETT_OPENAI_BASE_URL", "").strip() or None
+            )
             key = None  # the SDK reads OPENAI_API_KEY itself
             if kind == "openai-compatible":
                 if base_url is None:

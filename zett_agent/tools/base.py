@@ -28,8 +28,9 @@ body runs. Async bodies run on the event loop; sync bodies run in a worker threa
 from __future__ import annotations
 
 import inspect
+import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_type_hints, overload
@@ -138,9 +139,27 @@ class AgentTool:
             raise ValueError(_describe_validation_error(self.name, exc)) from None
         return {name: getattr(model, name) for name in type(model).model_fields}
 
+    async def __call__(self, arguments: Mapping[str, Any]) -> Any:
+        """Run the tool from Python as the model would: ``await add({"a": 2, "b": 3})``.
+
+        Arguments are validated first (a ``@tool``'s pydantic model raises its
+        ``ValidationError``); returns the handler's own value, not yet serialised.
+        """
+        if self._validator is not None:
+            parsed = self._validator.model_validate(dict(arguments))
+            fields = type(parsed).model_fields
+            return await self._run({name: getattr(parsed, name) for name in fields})
+        return await self._run(dict(arguments))
+
+    def serialize_result(self, value: Any) -> str:
+        """The text a returned value becomes: a ``str`` as is, anything else as JSON."""
+        return serialize_value(value)
+
     async def invoke(self, arguments: dict[str, Any]) -> Any:
         """Validate ``arguments`` and run the handler; return what it returned."""
-        kwargs = self.validate_arguments(arguments)
+        return await self._run(self.validate_arguments(arguments))
+
+    async def _run(self, kwargs: dict[str, Any]) -> Any:
         if self._is_async is None:
             handler = self.handler
             self._is_async = inspect.iscoroutinefunction(handler) or (
@@ -173,7 +192,14 @@ def to_tool_result(value: Any) -> ToolResult:
         and all(isinstance(part, TextContent | ImageContent) for part in value)
     ):
         return ToolResult(list(value))
-    return ToolResult(pydantic_core.to_json(value).decode())
+    return ToolResult(serialize_value(value))
+
+
+def serialize_value(value: Any) -> str:
+    """A ``str`` as is; anything else as JSON (pydantic JSON mode, non-ASCII kept)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(pydantic_core.to_jsonable_python(value), ensure_ascii=False)
 
 
 def _describe_validation_error(tool_name: str, exc: pydantic.ValidationError) -> str:
@@ -247,13 +273,23 @@ def _build_validator(
         hints = get_type_hints(function, include_extras=True)
     except Exception as exc:  # unresolved forward references
         raise TypeError(f"Cannot resolve the annotations of tool {tool_name!r}: {exc}") from exc
+    unknown = sorted(set(descriptions) - set(signature.parameters))
+    if unknown:
+        raise ValueError(
+            f"Docstring Args contains unknown parameters: {', '.join(unknown)} (tool {tool_name!r})"
+        )
     fields: dict[str, Any] = {}
     for name, parameter in signature.parameters.items():
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            raise TypeError(f"Tool {tool_name!r} cannot take *{name}: list each parameter")
-        if parameter.kind is parameter.POSITIONAL_ONLY:
-            raise TypeError(f"Tool {tool_name!r} parameter {name!r} cannot be positional-only")
-        annotation = hints.get(name, Any)
+        if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+            raise ValueError(
+                f"Tools accept only named parameters: {tool_name!r} cannot take {parameter}"
+            )
+        if name not in hints:
+            raise ValueError(
+                f"Missing annotation for {name} (tool {tool_name!r}): annotate every "
+                "parameter so its arguments can be validated"
+            )
+        annotation = hints[name]
         default = ... if parameter.default is parameter.empty else parameter.default
         # An explicit description=None would override one given with
         # Annotated[..., Field(description=...)], so pass the docstring's only when it has one.
@@ -268,9 +304,41 @@ def _build_validator(
     schema = model.model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
-        prop.pop("title", None)
+        prop.pop("title", None)  # pydantic's title-cased field names say nothing new
+    schema = _self_contained(schema, tool_name)
     schema.setdefault("properties", {})
     return model, schema
+
+
+def _self_contained(schema: dict[str, Any], tool_name: str) -> dict[str, Any]:
+    """The schema with every ``$ref`` replaced by its definition, and no ``$defs``.
+
+    Several providers refuse references in tool schemas, so nested models are written out
+    in place. A recursive model cannot be written out: it is a ``ValueError``.
+    """
+    definitions = schema.pop("$defs", {})
+    if not definitions:
+        return schema
+
+    def resolve(node: Any, seen: frozenset[str]) -> Any:
+        if isinstance(node, list):
+            return [resolve(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        reference = node.get("$ref")
+        if not isinstance(reference, str):
+            return {key: resolve(value, seen) for key, value in node.items()}
+        name = reference.rsplit("/", 1)[-1]
+        if name in seen:
+            raise ValueError(
+                f"Tool {tool_name!r} takes a recursive model ({name}): its references "
+                "cannot be expanded into a self-contained schema"
+            )
+        expanded = resolve(definitions[name], seen | {name})
+        siblings = {key: resolve(value, seen) for key, value in node.items() if key != "$ref"}
+        return {**expanded, **siblings}
+
+    return resolve(schema, frozenset())
 
 
 def _make_tool(
@@ -287,15 +355,15 @@ def _make_tool(
     doc = _parse_docstring(inspect.getdoc(function))
     text = description or doc.description
     if not text:
-        raise ValueError(f"Tool {tool_name!r} needs a description: write a docstring")
+        raise ValueError(f"A tool needs a docstring description: {tool_name!r} has none")
     if isinstance(guidelines, str):
         guidelines = [guidelines]  # one string is one guideline, not one per character
     rules = [rule.strip() for rule in (guidelines if guidelines is not None else doc.guidelines)]
     rules = [rule for rule in rules if rule]
     if not rules:
         raise ValueError(
-            f"Tool {tool_name!r} needs at least one guideline: add a 'Guidelines:' section "
-            "to its docstring or pass guidelines=[...]"
+            f"A tool needs at least one non-empty guideline: add a 'Guidelines:' section to "
+            f"the docstring of {tool_name!r} or pass guidelines=[...]"
         )
     validator, schema = _build_validator(function, doc.arguments, tool_name)
     built = AgentTool(
@@ -353,17 +421,29 @@ def tool(
 def render_tool_guidance(tools: Iterable[AgentTool]) -> str:
     """Render the "Tool snippets" and "Tool guidelines" sections for a system message.
 
+    Snippets come first, one bullet per tool (``- name: call``; a multi-line snippet is
+    indented under ``- name:``), then one ``## name`` group of ``- rule`` bullets per tool.
     Returns an empty string when no tool has a snippet or a guideline.
     """
     tools = list(tools)
-    snippets = [t.snippet for t in tools if t.snippet]
-    guided = [t for t in tools if t.guidelines]
-    parts: list[str] = []
+    snippets = [_snippet_bullet(t) for t in tools if t.snippet]
+    groups = [
+        f"## {t.name}\n" + "\n".join(f"- {rule}" for rule in t.guidelines)
+        for t in tools
+        if t.guidelines
+    ]
+    sections: list[str] = []
     if snippets:
-        parts.append("# Tool snippets\n\n" + "\n".join(snippets))
-    if guided:
-        blocks = [
-            f"## {t.name}\n" + "\n".join(f"- {rule}" for rule in t.guidelines) for t in guided
-        ]
-        parts.append("# Tool guidelines\n\n" + "\n\n".join(blocks))
-    return "\n\n".join(parts)
+        sections.append("# Tool snippets\n" + "\n".join(snippets))
+    if groups:
+        sections.append("# Tool guidelines\n" + "\n\n".join(groups))
+    return "\n\n".join(sections)
+
+
+def _snippet_bullet(agent_tool: AgentTool) -> str:
+    """A tool's snippet as one bullet; every line of a multi-line one stays inside it."""
+    lines = (agent_tool.snippet or "").splitlines()
+    if len(lines) == 1:
+        return f"- {agent_tool.name}: {lines[0]}"
+    body = "\n".join(f"  {line}" if line.strip() else "" for line in lines)
+    return f"- {agent_tool.name}:\n{body}"

@@ -13,9 +13,9 @@ import contextlib
 import time
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agent_app import conf
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.messages import SystemMessage, UserMessage
 from zett_agent.model import AgentModel, ModelEventType, ModelRequest, ModelResponse
@@ -47,7 +47,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        spec = options["model"] or getattr(settings, "ZETT_MODEL", "demo")
+        spec = options["model"] or conf.ZETT_MODEL
         try:
             model = load_model(spec)
         except ValueError as error:

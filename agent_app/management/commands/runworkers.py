@@ -22,6 +22,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agent_app import conf
+
 
 class Command(BaseCommand):
     help = "Start N daphne workers on consecutive ports (scale-out needs REDIS_URL)."
@@ -38,7 +40,7 @@ class Command(BaseCommand):
         workers, first_port, host = options["workers"], options["port"], options["host"]
         if workers < 1:
             raise CommandError(f"--workers must be at least 1, got {workers}")
-        if workers > 1 and not getattr(settings, "ZETT_REDIS_URL", None):
+        if workers > 1 and not conf.ZETT_REDIS_URL:
             raise CommandError(
                 "Several workers need REDIS_URL: their runs, frames and leases meet in Redis. "
                 "Set it (e.g. REDIS_URL=redis://127.0.0.1:6379/0), or use --workers 1."

@@ -92,7 +92,9 @@ const lastTurn = new LastTurnActions(transcript, {
   edit: (content) => replaceLastTurn(content),
 });
 const outbox = new Outbox({
-  send,
+  // A new chat is bound to the assistant its first message names (a stored one ignores it).
+  send: (frame) =>
+    send(frame.type === "user_message" && config.assistant ? { ...frame, assistant: config.assistant } : frame),
   transcript,
   input: ui.input,
   hint: ui.hint,

@@ -1,8 +1,9 @@
-"""The demo tools every chat agent gets: exact arithmetic, the current time, saving a note.
+"""The demo assistant's tools: exact arithmetic, the current time, saving a note.
 
 They are real (the calculator is exact, the note is a database row) and harmless (nothing
 leaves the process). ``save_note`` has an effect the user should consent to, so it is listed
-in ``TOOLS_NEEDING_APPROVAL`` and ``agent_app.agents.approval`` asks before it runs.
+in ``TOOLS_NEEDING_APPROVAL``, the demo assistant's ``approval_required``
+(``zett_site.assistants``).
 
 The tools are built once and shared by every session's agent (``@tool`` builds a pydantic
 model per tool): ``save_note`` learns its session from the run that calls it.
@@ -238,5 +239,5 @@ def _store_note(session_id: str, title: str, text: str) -> Note:
 
 
 def demo_tools() -> list[AgentTool]:
-    """The tools of every session's agent (the same objects for all)."""
+    """The demo assistant's tools (the same objects for every chat)."""
     return [calculate, current_time, save_note]

@@ -1,0 +1,58 @@
+"""``websocket_application()``: the whole websocket stack of the chat app, for a project's
+ASGI ``ProtocolTypeRouter``::
+
+    application = ProtocolTypeRouter({
+        "http": get_asgi_application(),
+        "websocket": websocket_application(),
+    })
+
+Layers, outermost first: the origin check (``agent_app.guard.origins``: scheme, host and port
+of a page allowed to open a socket; a refusal is logged with its reason), cookies, the
+Django session, the person (a browser's signed-in user, or a program's
+``Authorization: Bearer`` API token, ``agent_app.tokens``), and the router of the chat
+sockets (``agent_app.routing``, at ``ZETT_WEBSOCKET_PATH``).
+
+zett's settings are checked when the stack is built, before the first handshake: daphne
+runs no system checks, and a bad limit would otherwise start fine and fail every handshake.
+
+The session middleware is Channels' own minus its ``send`` wrapper: that wrapper saves a
+modified session when an HTTP response starts, which a websocket never sends, so on a socket
+it only added two lazy-object lookups to every frame.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.auth import AuthMiddleware
+from channels.routing import URLRouter
+from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionMiddleware
+
+__all__ = ["SocketSessionMiddleware", "websocket_application"]
+
+
+class SocketSessionMiddleware(SessionMiddleware):
+    """Puts the Django session in a websocket's scope and leaves ``send`` as it is."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> Any:
+        wrapper = InstanceSessionWrapper(scope, send)
+        await wrapper.resolve_session()
+        return await self.inner(wrapper.scope, receive, send)
+
+
+def websocket_application(*, check_settings: bool = True) -> Any:
+    """The chat app's websocket ASGI application (call it once Django is set up)."""
+    from agent_app.checks import raise_on_invalid_settings
+    from agent_app.guard.origins import OriginValidator
+    from agent_app.routing import websocket_urlpatterns
+    from agent_app.tokens import BearerTokenMiddleware
+
+    if check_settings:
+        raise_on_invalid_settings()
+    return OriginValidator(
+        CookieMiddleware(
+            SocketSessionMiddleware(
+                AuthMiddleware(BearerTokenMiddleware(URLRouter(websocket_urlpatterns)))
+            )
+        )
+    )

@@ -1,0 +1,228 @@
+"""Assistants: what a chat talks to (instructions, model, tools, approvals, who may use it).
+
+A project declares its assistants in any installed app's ``assistants`` module, which the
+app imports at start-up like ``admin.py``, or names them in ``ZETT_ASSISTANTS`` (dotted
+paths)::
+
+    from agent_app.assistants import Assistant, register, current_user
+
+    @register
+    class Support(Assistant):
+        id = "support"
+        name = "Support"
+        instructions = "You help MyShop's customers."
+        tools = [lookup_order, refund_order]
+        approval_required = {"refund_order"}
+        permission_required = "shop.view_order"
+
+Each chat is bound to one assistant when it is stored (``ChatSession.assistant``); a new
+chat takes the id its first message names, else the page's ``?assistant=``, else
+``ZETT_DEFAULT_ASSISTANT``. ``registry`` holds one instance of each registered class; the
+agent of a chat is built from it (``agent_app.agents.factory``). Inside a run, ``current_user()``
+and ``current_chat()`` say who is chatting (``agent_app.current``).
+
+Bad declarations fail at start-up with the class named: no ``id``, an id that is not
+``[a-z0-9_-]+``, two classes with one id. ``manage.py check`` finds the rest (a tool in
+``approval_required`` the assistant does not have, an unknown default).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import autodiscover_modules, import_string
+
+from agent_app import conf
+from agent_app.current import current_chat, current_user
+
+if TYPE_CHECKING:
+    from agent_app.models import ChatSession
+    from zett_agent.extensions.base import AgentExtension
+    from zett_agent.model import AgentModel
+    from zett_agent.tools.base import AgentTool
+
+__all__ = [
+    "Assistant",
+    "AssistantRegistry",
+    "UnknownAssistant",
+    "current_chat",
+    "current_user",
+    "register",
+    "registry",
+]
+
+#: What an assistant id may look like (it is stored with each chat and shown in URLs).
+ID_PATTERN = re.compile(r"[a-z0-9_-]{1,64}")
+
+A = TypeVar("A", bound=type["Assistant"])
+
+
+class UnknownAssistant(LookupError):
+    """No assistant is registered under this id."""
+
+    def __init__(self, assistant_id: str) -> None:
+        known = ", ".join(registry.ids()) or "none"
+        super().__init__(f"No assistant {assistant_id!r} is registered (registered: {known})")
+        self.assistant_id = assistant_id
+
+
+class Assistant:
+    """One kind of agent people can chat with. Subclass it and ``@register`` the class."""
+
+    #: Unique, ``[a-z0-9_-]+``; stored with each chat.
+    id: ClassVar[str]
+    #: Shown to people (the id when empty).
+    name: ClassVar[str] = ""
+    #: The system prompt; or override ``get_instructions``.
+    instructions: ClassVar[str] = ""
+    #: A ``ZETT_MODEL`` spec or an ``AgentModel``; None: ``ZETT_MODEL``.
+    model: ClassVar[Any] = None
+    #: zett_agent tools (``@tool``).
+    tools: ClassVar[Sequence[AgentTool]] = ()
+    #: Names of the tools that run only after the person approves the call.
+    approval_required: ClassVar[Iterable[str]] = frozenset()
+    #: More ``AgentExtension`` instances for this assistant's agents.
+    extensions: ClassVar[Sequence[AgentExtension]] = ()
+    #: Names of external events its own ``ExternalEventExtension``s take from clients (the
+    #: socket refuses every other name but the app's own replies; see ``reply_names``).
+    reply_names: ClassVar[Iterable[str]] = ()
+    #: ``"app_label.codename"`` a user needs; or override ``has_permission``.
+    permission_required: ClassVar[str | None] = None
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.id
+
+    def get_instructions(self, chat: ChatSession | None) -> str:
+        """The system prompt of ``chat``'s agent (built once per chat and process)."""
+        return self.instructions
+
+    def get_model(self) -> AgentModel:
+        """The model answering for this assistant."""
+        from agent_app.agents.factory import resolve_model
+
+        if self.model is None or isinstance(self.model, str):
+            return resolve_model(self.model)
+        return self.model
+
+    def get_tools(self) -> list[AgentTool]:
+        return list(self.tools)
+
+    def get_extensions(self) -> list[AgentExtension]:
+        return list(self.extensions)
+
+    def has_permission(self, user: Any) -> bool:
+        """Whether ``user`` (a user or ``AnonymousUser``) may chat with this assistant."""
+        if self.permission_required is None:
+            return True
+        return bool(user is not None and user.has_perm(self.permission_required))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__qualname__} {self.id!r}>"
+
+
+def _label(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class AssistantRegistry:
+    """The registered assistants, by id, in the order they were registered."""
+
+    def __init__(self) -> None:
+        self._assistants: dict[str, Assistant] = {}
+
+    def register(self, cls: A) -> A:
+        """Register ``cls`` (an ``Assistant`` subclass); returns it, so it decorates."""
+        if not (isinstance(cls, type) and issubclass(cls, Assistant)):
+            raise ImproperlyConfigured(f"{cls!r} is not an Assistant subclass")
+        assistant_id = cls.__dict__.get("id", getattr(cls, "id", None))
+        if not isinstance(assistant_id, str) or not assistant_id:
+            raise ImproperlyConfigured(f"Assistant {_label(cls)} has no id: set id = '<name>'")
+        if not ID_PATTERN.fullmatch(assistant_id):
+            raise ImproperlyConfigured(
+                f"Assistant {_label(cls)} has id {assistant_id!r}: use 1 to 64 of a-z 0-9 _ -"
+            )
+        existing = self._assistants.get(assistant_id)
+        if existing is not None and _label(type(existing)) != _label(cls):
+            raise ImproperlyConfigured(
+                f"Two assistants have the id {assistant_id!r}: {_label(type(existing))} "
+                f"and {_label(cls)}"
+            )
+        self._assistants[assistant_id] = cls()
+        return cls
+
+    def unregister(self, assistant_id: str) -> None:
+        self._assistants.pop(assistant_id, None)
+
+    def get(self, assistant_id: str) -> Assistant | None:
+        """The assistant registered as ``assistant_id``; None when there is none."""
+        return self._assistants.get(assistant_id)
+
+    def all(self) -> list[Assistant]:
+        return list(self._assistants.values())
+
+    def ids(self) -> list[str]:
+        return list(self._assistants)
+
+    def for_user(self, user: Any) -> list[Assistant]:
+        """The assistants ``user`` may chat with."""
+        return [
+            assistant for assistant in self._assistants.values() if assistant.has_permission(user)
+        ]
+
+    def reply_names(self) -> frozenset[str]:
+        """The external event names clients may send besides the app's own replies: every
+        assistant's ``reply_names`` and ``ZETT_CLIENT_REPLY_NAMES``."""
+        names = set(conf.ZETT_CLIENT_REPLY_NAMES)
+        for assistant in self._assistants.values():
+            names.update(assistant.reply_names)
+        return frozenset(names)
+
+    def default_id(self) -> str | None:
+        """``ZETT_DEFAULT_ASSISTANT``, else the first registered; None when none is."""
+        configured = conf.ZETT_DEFAULT_ASSISTANT
+        if configured:
+            return configured
+        return next(iter(self._assistants), None)
+
+    def resolve(self, assistant_id: str | None) -> Assistant:
+        """The assistant of a chat bound to ``assistant_id`` ("" or None: the default)."""
+        wanted = assistant_id or self.default_id()
+        if wanted is None:
+            raise ImproperlyConfigured(
+                "No assistant is registered: declare one in an installed app's assistants.py "
+                "or in ZETT_ASSISTANTS"
+            )
+        assistant = self._assistants.get(wanted)
+        if assistant is None:
+            raise UnknownAssistant(wanted)
+        return assistant
+
+    def discover(self) -> None:
+        """Import every installed app's ``assistants`` module and ``ZETT_ASSISTANTS``."""
+        autodiscover_modules("assistants")
+        paths = conf.ZETT_ASSISTANTS
+        if isinstance(paths, str) or not isinstance(paths, list | tuple):
+            raise ImproperlyConfigured(
+                f"ZETT_ASSISTANTS must be a list of dotted paths, got {paths!r}"
+            )
+        for path in paths:
+            try:
+                cls = import_string(path)
+            except ImportError as error:
+                raise ImproperlyConfigured(
+                    f"ZETT_ASSISTANTS: cannot import {path!r}: {error}"
+                ) from error
+            self.register(cls)
+
+
+#: The process's assistants.
+registry = AssistantRegistry()
+
+
+def register(cls: A) -> A:
+    """Class decorator: register an ``Assistant`` subclass in ``registry``."""
+    return registry.register(cls)

@@ -1,0 +1,110 @@
+"""API tokens: how a program (not a browser) chats as a user.
+
+``issue`` makes a token and returns its secret, the only time it exists in clear: the
+database keeps a SHA-256 of it (the secret is 32 random bytes, so a plain hash is enough
+and a leaked table gives no usable token). ``user_of_secret`` finds the token by that hash
+and compares the hashes in constant time; it refuses a revoked or expired token, and a
+token whose user is inactive (a deleted user's tokens are deleted with the user). Using a
+token writes ``last_used_at`` at most once per ``ZETT_TOKEN_TOUCH_SECONDS``, so a client
+reconnecting in a loop does not turn every handshake into a write.
+
+``BearerTokenMiddleware`` reads ``Authorization: Bearer <secret>`` from a websocket
+handshake and puts the token's user in ``scope["user"]``; a handshake with a bad token is
+refused (HTTP 403, logged with the reason), never downgraded to anonymous. A token is
+never read from a query string: URLs end up in logs and browser histories.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.utils import timezone
+
+from agent_app import conf
+from agent_app.models import ApiToken
+
+__all__ = ["BearerTokenMiddleware", "TokenRefused", "bearer_secret", "issue", "user_of_secret"]
+
+logger = logging.getLogger(__name__)
+
+#: What every secret starts with (tells a zett token apart in a config file or a leak scan).
+SECRET_PREFIX = "zett_"
+
+
+class TokenRefused(Exception):
+    """The presented token is unknown, revoked, expired, or its user may not sign in."""
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def issue(user: Any, *, name: str = "", days: float | None = None) -> tuple[ApiToken, str]:
+    """A new token of ``user`` (valid ``days`` days, or until revoked) and its secret."""
+    secret = SECRET_PREFIX + secrets.token_urlsafe(32)
+    expires_at = timezone.now() + timedelta(days=days) if days is not None else None
+    token = ApiToken.objects.create(
+        user=user, name=name, prefix=secret[:12], key_hash=_hash(secret), expires_at=expires_at
+    )
+    return token, secret
+
+
+def user_of_secret(secret: str) -> Any:
+    """The user a token secret stands for; ``TokenRefused`` saying why it is refused."""
+    digest = _hash(secret)
+    token = ApiToken.objects.select_related("user").filter(key_hash=digest).first()
+    if token is None or not hmac.compare_digest(token.key_hash, digest):
+        raise TokenRefused("unknown token")
+    now = timezone.now()
+    if token.revoked:
+        raise TokenRefused(f"token {token.pk} is revoked")
+    if token.expires_at is not None and token.expires_at <= now:
+        raise TokenRefused(f"token {token.pk} expired")
+    if not token.user.is_active:
+        raise TokenRefused(f"token {token.pk}: its user is inactive")
+    touch = timedelta(seconds=float(conf.ZETT_TOKEN_TOUCH_SECONDS))
+    if token.last_used_at is None or now - token.last_used_at >= touch:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token.user
+
+
+def bearer_secret(headers: Any) -> str | None:
+    """The secret of an ``Authorization: Bearer`` header in ASGI ``headers``; None without
+    one. ``TokenRefused`` for an Authorization header of another form."""
+    for key, value in headers:
+        if key.lower() == b"authorization":
+            scheme, _, secret = value.decode("latin-1").strip().partition(" ")
+            if scheme.lower() != "bearer" or not secret.strip():
+                raise TokenRefused("the Authorization header is not 'Bearer <token>'")
+            return secret.strip()
+    return None
+
+
+class BearerTokenMiddleware:
+    """ASGI middleware: a websocket handshake with a bearer token acts as its user."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        if scope["type"] != "websocket":
+            return await self.inner(scope, receive, send)
+        try:
+            secret = bearer_secret(scope.get("headers", ()))
+            if secret is None:
+                return await self.inner(scope, receive, send)
+            user = await database_sync_to_async(user_of_secret)(secret)
+        except TokenRefused as refused:
+            logger.warning("Refused a websocket handshake on %s: %s", scope.get("path"), refused)
+            message = await receive()  # websocket.connect
+            if message["type"] == "websocket.connect":
+                await send({"type": "websocket.close", "code": 403})
+            return None
+        # A program's socket: its user, and no browser session to adopt chats from.
+        return await self.inner(dict(scope, user=user, zett_token=True), receive, send)

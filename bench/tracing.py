@@ -1,0 +1,324 @@
+"""What tracing costs a W1 request: zett with and without ``TracingExtension``, in one run.
+
+    python -m bench.tracing            # 7 repetitions
+    python -m bench.tracing --smoke    # a few requests of every variant, no target judged
+
+W1 is the runtime benchmark's (``bench.workloads``): one ``add`` call, then a 20-delta
+answer, through ``Agent.stream`` with no other extension. Four variants of it run side by
+side in one process:
+
+- ``off``: no tracing extension (the runtime benchmark's zett runner itself);
+- ``api-only``: ``TracingExtension`` with no SDK behind the API (``NoOpTracerProvider``,
+  what an application gets when tracing is on but nothing is configured to record);
+- ``sampled-out``: the SDK with a sampler that drops every trace (what most requests of a
+  sampled production set-up cost);
+- ``recording``: the SDK recording every span (4 per W1 request: ``invoke_agent``, two
+  ``chat``, ``execute_tool``) through a ``BatchSpanProcessor`` into an exporter that counts
+  and drops them, so no network or disk is timed. Its floor is timed too: ``off`` requests
+  each followed by 4 bare SDK spans of the same provider (start, 3 attributes, end), the
+  cost the SDK charges for 4 spans whatever creates them;
+- ``listener``: an extension whose ``on_event`` does nothing, what the runtime charges for
+  any event listener (it builds an event per phase move and appended message once one
+  listens): the part of the bare W1 figures that is not the tracing extension's own.
+
+The same tracing variants also run on W1 with the default extensions (``W1-history-10``:
+in-memory history holding 10 earlier messages, tool guidelines), whose history listens to
+``on_event`` already, as every real agent's extensions do.
+
+Every variant is checked before timing (the tool ran once, the answer streamed as 20
+deltas; ``recording`` exported exactly 4 spans per request). Each repetition times one
+block of every variant back to back, in a rotated order, and each overhead is taken inside
+one repetition against that repetition's ``off`` block; CPU time of the whole process (the
+batch processor's thread included) is what the target is judged on, wall time is shown
+beside it. The target: tracing on costs at most 10 % of a W1 request.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):
+    _BENCH = Path(__file__).resolve().parent
+    sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _BENCH]
+    sys.path.insert(0, str(_BENCH.parent))
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+from dataclasses import dataclass, field
+
+from bench.machine import describe_machine, package_versions
+from bench.runtime import VerificationError, time_requests
+from bench.workloads import ANSWER_TEXT, WORKLOADS
+from bench.zett_runner import ZettRunner, build
+
+#: Tracing on costs at most this fraction of a W1 request (CPU time).
+TARGET_OVERHEAD = 0.10
+SPANS_PER_REQUEST = 4
+DISTRIBUTIONS = ["opentelemetry-api", "opentelemetry-sdk"]
+
+
+#: The requests measured: W1 as the runtime benchmark runs it (no other extension), and W1
+#: with the default extensions (in-memory history with 10 earlier messages, tool guidelines),
+#: whose history already has an ``on_event`` listener, as every real agent does.
+BASES = ("W1", "W1-history-10")
+
+
+@dataclass(slots=True)
+class Variant:
+    name: str
+    base: str
+    runner: object
+    #: CPU and wall µs/request, one sample per repetition.
+    cpu: list[float] = field(default_factory=list)
+    wall: list[float] = field(default_factory=list)
+    #: (variant - off) / off inside each repetition, CPU and wall.
+    overhead: list[float] = field(default_factory=list)
+    wall_overhead: list[float] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.base} {self.name}"
+
+
+class CountingExporter:
+    """A span exporter that counts what it is handed and keeps nothing."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+
+    def export(self, spans):
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        self.spans += len(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+
+class FloorRunner:
+    """``off`` requests, each followed by the 4 bare SDK spans the recording variant makes."""
+
+    def __init__(self, runner: ZettRunner, tracer: object) -> None:
+        self.name = "floor"
+        self.counter = runner.counter
+        self._runner = runner
+        self._tracer = tracer
+
+    async def request(self) -> None:
+        await self._runner.request()
+        tracer = self._tracer
+        for name in ("invoke_agent bench", "chat", "execute_tool add", "chat"):
+            span = tracer.start_span(name, attributes={"gen_ai.operation.name": name})
+            span.set_attribute("gen_ai.usage.input_tokens", 1)
+            span.set_attribute("gen_ai.usage.output_tokens", 1)
+            span.end()
+
+
+async def traced_runner(workload: str, tracer_provider: object) -> ZettRunner:
+    """The runtime benchmark's runner of ``workload`` with a ``TracingExtension`` added."""
+    from zett_agent.agent import Agent
+    from zett_agent.extensions.tracing import TracingExtension
+
+    off = await build(WORKLOADS[workload])
+    own = [e for e in off._agent.extensions if type(e).__name__ not in _BUILT_IN]
+    agent = await Agent.create(
+        off._agent.model,
+        tools=list(off._agent.tools.values()),
+        extensions=[*own, TracingExtension("bench", tracer_provider=tracer_provider)],
+    )
+    return ZettRunner(agent, off.counter, off._memory)
+
+
+async def listening_runner() -> ZettRunner:
+    """W1 with one extension whose ``on_event`` does nothing: what the runtime itself
+    charges for having any listener (it then builds an event per phase move and message)."""
+    from zett_agent.agent import Agent
+    from zett_agent.extensions.base import AgentExtension
+
+    class Listener(AgentExtension):
+        async def on_event(self, context: object, event: object) -> None:
+            return None
+
+    off = await build(WORKLOADS["W1"])
+    agent = await Agent.create(
+        off._agent.model, tools=list(off._agent.tools.values()), extensions=[Listener()]
+    )
+    return ZettRunner(agent, off.counter)
+
+
+#: Extensions every Agent adds itself (passing them is refused).
+_BUILT_IN = ("InternalMessageExtension", "SteeringExtension")
+
+
+async def build_variants() -> tuple[list[Variant], CountingExporter, object]:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+    from opentelemetry.trace import NoOpTracerProvider
+
+    exporter = CountingExporter()
+    recording = TracerProvider()
+    recording.add_span_processor(BatchSpanProcessor(exporter))
+    dropped = TracerProvider(sampler=ALWAYS_OFF)
+    dropped.add_span_processor(BatchSpanProcessor(CountingExporter()))
+    variants = []
+    for base in BASES:
+        variants += [
+            Variant("off", base, await build(WORKLOADS[base])),
+            Variant("api-only", base, await traced_runner(base, NoOpTracerProvider())),
+            Variant("sampled-out", base, await traced_runner(base, dropped)),
+            Variant("recording", base, await traced_runner(base, recording)),
+        ]
+    floor = FloorRunner(await build(WORKLOADS["W1"]), recording.get_tracer("bench"))
+    variants.append(Variant("floor", "W1", floor))
+    variants.append(Variant("listener", "W1", await listening_runner()))
+    return variants, exporter, recording
+
+
+async def verify(variant: Variant, exporter: CountingExporter, provider: object) -> None:
+    provider.force_flush()  # spans of earlier requests may still be on their way
+    before = exporter.spans
+    observed = await variant.runner.observe() if hasattr(variant.runner, "observe") else None
+    if observed is not None and (
+        observed.tool_calls != 1 or observed.text_deltas != 20 or observed.answer != ANSWER_TEXT
+    ):
+        raise VerificationError(f"{variant.label}: {observed}")
+    if variant.name == "recording":
+        provider.force_flush()
+        if exporter.spans - before != SPANS_PER_REQUEST:
+            raise VerificationError(
+                f"{variant.label} exported {exporter.spans - before} spans for one request"
+            )
+
+
+async def run(args: argparse.Namespace) -> dict:
+    variants, exporter, provider = await build_variants()
+    for variant in variants:
+        await verify(variant, exporter, provider)
+        for _ in range(args.warmup):
+            await variant.runner.request()
+    loads = [os.getloadavg()[0]]
+    provider.force_flush()  # the batch processor exports in its own thread: settle first
+    exported_before = exporter.spans
+    spans_expected = 0
+    for repetition in range(args.repetitions):
+        shift = repetition % len(variants)
+        for variant in variants[shift:] + variants[:shift]:
+            cpu, wall = await time_requests(variant.runner, WORKLOADS["W1"], args.requests)
+            variant.cpu.append(cpu)
+            variant.wall.append(wall)
+            if variant.name in ("recording", "floor"):
+                spans_expected += args.requests * SPANS_PER_REQUEST
+        offs = {variant.base: variant for variant in variants if variant.name == "off"}
+        for variant in variants:
+            off = offs[variant.base]
+            if variant is not off:
+                variant.overhead.append(variant.cpu[-1] / off.cpu[-1] - 1)
+                variant.wall_overhead.append(variant.wall[-1] / off.wall[-1] - 1)
+        loads.append(os.getloadavg()[0])
+        line = "  ".join(f"{v.label} {v.cpu[-1]:,.1f}" for v in variants)
+        print(f"  rep {repetition + 1}/{args.repetitions}: {line} CPU µs/req", flush=True)
+    provider.force_flush()
+    exported = exporter.spans - exported_before
+    if exported != spans_expected:
+        raise VerificationError(
+            f"{exported} spans exported in the timed blocks, not {spans_expected}"
+        )
+    return {
+        "machine": describe_machine(),
+        "versions": package_versions(DISTRIBUTIONS),
+        "load_average": [min(loads), max(loads)],
+        "requests_per_block": args.requests,
+        "repetitions": args.repetitions,
+        "variants": [
+            {
+                "name": variant.name,
+                "base": variant.base,
+                "cpu": variant.cpu,
+                "wall": variant.wall,
+                "overhead": variant.overhead,
+                "wall_overhead": variant.wall_overhead,
+            }
+            for variant in variants
+        ],
+    }
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def render(results: dict, *, judge: bool) -> str:
+    lines = [
+        "| request | tracing | CPU µs/request | min-max | overhead vs off (CPU) | min-max | "
+        "wall µs | overhead (wall) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for variant in results["variants"]:
+        cpu, overhead = variant["cpu"], variant["overhead"]
+        extra = (
+            f"{_median(overhead):+.1%} | {min(overhead):+.1%} - {max(overhead):+.1%}"
+            if overhead
+            else "— | —"
+        )
+        wall_extra = f"{_median(variant['wall_overhead']):+.1%}" if overhead else "—"
+        lines.append(
+            f"| {variant['base']} | {variant['name']} | {_median(cpu):,.1f} | "
+            f"{min(cpu):,.1f} - {max(cpu):,.1f} | {extra} | {_median(variant['wall']):,.1f} | "
+            f"{wall_extra} |"
+        )
+    found = {(variant["base"], variant["name"]): variant for variant in results["variants"]}
+    off, floor, recording = (found["W1", name] for name in ("off", "floor", "recording"))
+    sdk = _median([f - o for f, o in zip(floor["cpu"], off["cpu"], strict=True)])
+    ours = _median([r - f for r, f in zip(recording["cpu"], floor["cpu"], strict=True)])
+    low, high = results["load_average"]
+    lines += [
+        "",
+        f"W1: the SDK's 4 bare spans cost {sdk:,.1f} µs CPU per request; recording them with "
+        f"their attributes and context costs {ours:+,.1f} µs beyond that. Load average "
+        f"{low:.2f}-{high:.2f} on {results['machine']['cores']} cores.",
+    ]
+    if judge:
+        for base in BASES:
+            for name in ("api-only", "sampled-out", "recording"):
+                overhead = _median(found[base, name]["overhead"])
+                verdict = "met" if overhead <= TARGET_OVERHEAD else "missed"
+                lines.append(
+                    f"- {base}, {name}: {overhead:+.1%} of the request (target ≤ 10 %): {verdict}"
+                )
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="a few requests, for CI")
+    parser.add_argument("--requests", type=int, default=2000, help="requests per block")
+    parser.add_argument("--repetitions", type=int, default=7)
+    parser.add_argument("--warmup", type=int, default=200, help="untimed requests per variant")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.requests, args.repetitions, args.warmup = 20, 2, 5
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    print(f"Tracing on W1: {args.repetitions} repetitions x {args.requests} requests", flush=True)
+    results = asyncio.run(run(args))
+    print(render(results, judge=not args.smoke))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,12 @@
+"""The shop's pages, Django's sign-in views, and zett's chat under /help/."""
+
+from django.contrib import admin
+from django.urls import include, path
+from shop import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("help/", include("agent_app.urls")),
+]

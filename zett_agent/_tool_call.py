@@ -1,0 +1,65 @@
+"""One local tool call: run it through the ``on_tool_call`` onion and turn it into a result.
+
+The first extension is the outermost layer. Each layer's ``call_next`` returns what the
+layer inside it returned (the handler's own value at the centre), so middleware can
+transform a result; ``call_next()`` with no argument passes on the call the layer received
+(arguments it edited included), ``call_next(other)`` another one. The outermost value
+becomes the ``ToolResult`` (``to_tool_result``). Any ``Exception`` on the way (an unknown
+tool, invalid arguments, the handler, a layer) is a failed result, not a failed request;
+cancellation is not caught.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from zett_agent.tools.base import ToolResult, to_tool_result
+
+if TYPE_CHECKING:
+    from zett_agent._context import AgentRunContext
+    from zett_agent.extensions.base import AgentExtension
+    from zett_agent.messages import ToolCall
+
+__all__ = ["execute_tool"]
+
+
+async def execute_tool(
+    context: AgentRunContext, layers: tuple[AgentExtension, ...], call: ToolCall
+) -> tuple[ToolResult, Exception | None]:
+    """The call's result, and the exception when it failed."""
+
+    async def invoke(requested: ToolCall) -> Any:
+        tool = context.tools.get(requested.name)
+        if tool is None:
+            available = ", ".join(sorted(context.tools)) or "none"
+            raise LookupError(f"Unknown tool {requested.name!r}; available tools: {available}")
+        return await tool.invoke(requested.arguments)
+
+    run: Callable[[ToolCall], Awaitable[Any]] = invoke
+    for extension in reversed(layers):
+        run = _layer(extension, context, run)
+    try:
+        result = to_tool_result(await run(call))
+    except Exception as error:
+        return ToolResult(error_text(error), success=False), error
+    return result, None
+
+
+def _layer(
+    extension: AgentExtension,
+    context: AgentRunContext,
+    inner: Callable[[ToolCall], Awaitable[Any]],
+) -> Callable[[ToolCall], Awaitable[Any]]:
+    def layer(call: ToolCall) -> Awaitable[Any]:
+        def call_next(requested: ToolCall | None = None) -> Awaitable[Any]:
+            return inner(call if requested is None else requested)
+
+        return extension.on_tool_call(context, call, call_next)
+
+    return layer
+
+
+def error_text(error: Exception) -> str:
+    """What the model reads for a failed call: the error's own text (its type when empty)."""
+    return str(error) or type(error).__name__

@@ -1,0 +1,643 @@
+"""``TracingExtension``: OpenTelemetry spans for agent runs, model calls and tool calls.
+
+Spans follow the OpenTelemetry GenAI semantic conventions and go to the global tracer
+provider (``opentelemetry.trace.get_tracer_provider()``) unless one is passed in:
+
+- ``invoke_agent <agent name>`` (INTERNAL), one per request, the parent of the others;
+  it carries the request's token usage summed over its model calls;
+- ``chat <model>`` (CLIENT), one per model call;
+- ``execute_tool <tool>`` (INTERNAL), one per tool call that reached its tool hooks.
+
+``opentelemetry-api`` is imported when the extension is built (or a wait span recorded),
+never when this module is imported, so an application may import the names below whether
+or not tracing is installed and turned on.
+
+How a span ends. Phase moves drive the run's and the model calls' spans: LOADING_CONTEXT
+starts the run's, GENERATING a model call's (``after_model`` ends it with the response),
+COMPLETED ends the run's; RUNNING_TOOL (after every ``before_tool``: an approval wait
+there has a span of its own) starts a tool call's, which ``after_tool`` ends.
+A failure (``on_error``) ends every open span with the error's ``error.type``. A
+cancellation (the consumer closed the stream, the task was cancelled, the process is
+shutting down) is not an error: the move to CANCELLED (or ``RunCancelledEvent``) ends
+the open spans marked ``zett.outcome = cancelled``. A tool call the person declined or
+let expire (its result says so in ``attributes["reply"]``, as the approval extension
+records it) is not an error either.
+
+Cost. Nothing is recorded, and no child span is built, when the run span is not recording
+(no SDK configured, or the sampler dropped the trace): the extension then costs a few hook
+calls per request. Content (messages, tool arguments and results, error texts) is recorded
+only with ``record_content=True``.
+
+Context. The run span is the current span while the request runs (its model calls and tool
+bodies see it, or their own span), so instrumented HTTP clients and database drivers nest
+under it. Its parent is the current span of whoever started iterating the request, or the
+W3C ``traceparent`` given in the request's metadata under ``TRACE_PARENT``; traceparents
+under ``TRACE_LINKS`` become span links (a continuation run links the run it continues).
+``traceparent(session_id)`` gives the running request's span as a traceparent, to carry it
+to another worker; ``record_wait_span`` records a human wait (question, approval) after
+the fact, from wherever its outcome became known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from zett_agent.events import AgentPhase
+from zett_agent.extensions._genai_content import (
+    content_json,
+    message_json,
+    message_parts,
+    output_json,
+    to_json,
+)
+from zett_agent.extensions.base import AgentExtension
+from zett_agent.extensions.events import PhaseTransitionEvent, RunCancelledEvent
+from zett_agent.extensions.external import ExternalEventExpired
+from zett_agent.messages import AssistantMessage, SystemMessage
+from zett_agent.tools.base import current_tool_call_id
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Span, Tracer, TracerProvider
+
+    from zett_agent.agent import AgentRunContext
+    from zett_agent.extensions.events import ExtensionEvent
+    from zett_agent.messages import ToolCall
+    from zett_agent.model import ModelResponse
+    from zett_agent.tools.base import ToolResult
+
+__all__ = [
+    "TRACE_LINKS",
+    "TRACE_PARENT",
+    "WAIT_OUTCOMES",
+    "TracingExtension",
+    "current_traceparent",
+    "record_wait_span",
+]
+
+#: Request metadata key: the W3C traceparent (str) of the span a run's span should be a
+#: child of, e.g. the socket or HTTP request that started it.
+TRACE_PARENT = "zett.trace.parent"
+#: Request metadata key: traceparents (strs) the run's span links to, e.g. the run it
+#: continues after a restart.
+TRACE_LINKS = "zett.trace.links"
+#: How a human wait can end (``record_wait_span``).
+WAIT_OUTCOMES = frozenset({"answered", "approved", "denied", "expired", "cancelled"})
+
+_INSTRUMENTATION = "zett_agent"
+_COMPLETED, _FAILED, _CANCELLED = "completed", "failed", "cancelled"
+_LOADING_CONTEXT, _GENERATING = AgentPhase.LOADING_CONTEXT, AgentPhase.GENERATING
+_RUNNING_TOOL = AgentPhase.RUNNING_TOOL
+_COMPLETED_PHASE, _CANCELLED_PHASE = AgentPhase.COMPLETED, AgentPhase.CANCELLED
+
+
+class _OpenTelemetry:
+    """The OpenTelemetry API, imported on first use (``_load``), looked up once."""
+
+    __slots__ = ("Status", "StatusCode", "context", "propagator", "trace", "version")
+
+    def __init__(self) -> None:
+        from opentelemetry import context, trace
+        from opentelemetry.trace import Status, StatusCode
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        from zett_agent import __version__
+
+        self.trace = trace
+        self.context = context
+        self.Status = Status
+        self.StatusCode = StatusCode
+        self.propagator = TraceContextTextMapPropagator()
+        self.version = __version__
+
+
+_otel: _OpenTelemetry = None  # type: ignore[assignment]  # set by _load
+
+
+def _load() -> None:
+    global _otel
+    if _otel is None:
+        _otel = _OpenTelemetry()
+
+
+class TracingExtension(AgentExtension):
+    """Emit ``invoke_agent`` / ``chat`` / ``execute_tool`` spans for every request.
+
+    ``agent_name`` names the agent in span names and ``gen_ai.agent.name`` (an application
+    passes its assistant's id). ``record_content`` adds the messages, tool arguments and
+    results and error texts to the spans. ``tracer_provider`` defaults to the global one.
+    """
+
+    #: Last in every stage: a tool call's outcome is read after the other extensions'
+    #: ``after_tool`` (which say whether the person declined it), and a model call's span
+    #: ends after their ``after_model``.
+    priority = 1000
+
+    def __init__(
+        self,
+        agent_name: str | None = None,
+        *,
+        record_content: bool = False,
+        tracer_provider: TracerProvider | None = None,
+    ) -> None:
+        _load()
+        if agent_name is not None and (not isinstance(agent_name, str) or not agent_name):
+            raise ValueError(f"agent_name must be a non-empty str or None, got {agent_name!r}")
+        self.agent_name = agent_name
+        self.record_content = bool(record_content)
+        self._tracer: Tracer = _otel.trace.get_tracer(
+            _INSTRUMENTATION, _otel.version, tracer_provider=tracer_provider
+        )
+        self._runs: dict[AgentRunContext, _Run] = {}
+
+    # -- seams for the application -------------------------------------------------------
+
+    def traceparent(self, session_id: str, tool_call_id: str | None = None) -> str | None:
+        """The W3C traceparent of the session's running request (or of one of its open
+        tool calls), or None when there is none or it is not recorded."""
+        for run in list(self._runs.values()):
+            if run.session_id == session_id:
+                span = run.span
+                if tool_call_id is not None:
+                    tool = run.tools.get(tool_call_id)
+                    if tool is None:
+                        return None
+                    span = tool.span
+                return _traceparent_of(span)
+        return None
+
+    # -- hooks -----------------------------------------------------------------------------
+
+    async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
+        """Phase moves open and close the run's and the model call's spans."""
+        kind = type(event)
+        if kind is PhaseTransitionEvent:
+            phase = event.current_phase  # type: ignore[attr-defined]
+            if phase is _GENERATING:
+                self._start_chat(context)
+            elif phase is _RUNNING_TOOL:
+                self._start_tool(context)
+            elif phase is _LOADING_CONTEXT:
+                self._start_run(context)
+            elif phase is _COMPLETED_PHASE:
+                self._completed(context)
+            elif phase is _CANCELLED_PHASE:
+                self._cancelled(context)
+        elif kind is RunCancelledEvent:
+            self._cancelled(context)  # cancelled before any phase move was announced
+
+    def _start_run(self, context: AgentRunContext) -> None:
+        """Start the run's span (a compaction pass, with no input, gets none)."""
+        if context.input_message is None and not context.resuming:
+            return
+        model = context.model
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.conversation.id": context.session_id,
+            "zett.request.id": context.request_id,
+        }
+        if self.agent_name is not None:
+            attributes["gen_ai.agent.name"] = self.agent_name
+        provider, requested = _model_identity(model)
+        if provider is not None:
+            attributes["gen_ai.provider.name"] = provider
+        if requested is not None:
+            attributes["gen_ai.request.model"] = requested
+        if context.resuming:
+            attributes["zett.run.resumed"] = True
+        metadata = context.metadata
+        parent = _parent_context(metadata.get(TRACE_PARENT)) if metadata else None
+        links = _links(metadata.get(TRACE_LINKS)) if metadata else None
+        name = f"invoke_agent {self.agent_name}" if self.agent_name else "invoke_agent"
+        trace = _otel.trace
+        span = self._tracer.start_span(
+            name, context=parent, kind=trace.SpanKind.INTERNAL, attributes=attributes, links=links
+        )
+        if not span.is_recording():
+            return  # not sampled, or no SDK: nothing below would be recorded either
+        run = _Run(context.session_id, span, provider, requested)
+        run.context = trace.set_span_in_context(span)
+        run.token = _otel.context.attach(run.context)
+        if self.record_content and context.input_message is not None:
+            span.set_attribute(
+                "gen_ai.input.messages", to_json([message_json(context.input_message)])
+            )
+        self._runs[context] = run
+
+    def _start_chat(self, context: AgentRunContext) -> None:
+        run = self._runs.get(context)
+        if run is None:
+            return
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.conversation.id": run.session_id,
+        }
+        provider, requested = _model_identity(context.model)
+        provider = provider or run.provider
+        if provider is not None:
+            attributes["gen_ai.provider.name"] = provider
+        if requested is not None:
+            attributes["gen_ai.request.model"] = requested
+        if self.record_content:
+            messages = context.state.messages
+            system = [m for m in messages if isinstance(m, SystemMessage)]
+            if system:
+                attributes["gen_ai.system_instructions"] = to_json(
+                    [part for message in system for part in message_parts(message.content)]
+                )
+            attributes["gen_ai.input.messages"] = to_json(
+                [message_json(m) for m in messages if not isinstance(m, SystemMessage)]
+            )
+        trace = _otel.trace
+        span = self._tracer.start_span(
+            f"chat {requested}" if requested else "chat",
+            context=run.context,
+            kind=trace.SpanKind.CLIENT,
+            attributes=attributes,
+        )
+        run.chat = span
+        run.chat_token = _otel.context.attach(trace.set_span_in_context(span))
+
+    def _completed(self, context: AgentRunContext) -> None:
+        run = self._runs.pop(context, None)
+        if run is None:
+            return
+        span = run.span
+        if self.record_content:
+            final = context.state.messages[-1]
+            span.set_attribute("gen_ai.output.messages", to_json([message_json(final)]))
+        span.set_attribute("zett.outcome", _COMPLETED)
+        run.end()
+
+    def _cancelled(self, context: AgentRunContext) -> None:
+        """Cancellation is no error: open spans end marked ``cancelled``."""
+        run = self._runs.pop(context, None)
+        if run is None:
+            return
+        for tool in run.tools.values():
+            tool.span.set_attribute("zett.outcome", _CANCELLED)
+        if run.chat is not None:
+            run.chat.set_attribute("zett.outcome", _CANCELLED)
+        run.span.set_attribute("zett.outcome", _CANCELLED)
+        run.end()
+
+    async def after_model(self, context: AgentRunContext, response: ModelResponse) -> None:
+        run = self._runs.get(context)
+        if run is None or run.chat is None:
+            return
+        message = response.message
+        usage = response.usage
+        attributes = _usage(
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+        )
+        attributes["zett.outcome"] = _COMPLETED
+        if message.model:
+            attributes["gen_ai.response.model"] = message.model
+        reasons = _finish_reasons(response)
+        if reasons:
+            attributes["gen_ai.response.finish_reasons"] = reasons
+            run.finish_reasons = reasons
+        if self.record_content:
+            attributes["gen_ai.output.messages"] = to_json([output_json(message, reasons)])
+        run.input_tokens += usage.input_tokens
+        run.output_tokens += usage.output_tokens
+        run.cache_read += usage.cache_read_tokens
+        run.cache_write += usage.cache_write_tokens
+        run.chat.set_attributes(attributes)  # one call: each one takes the span's lock
+        if message.tool_calls:
+            run.calls = {call.id: call for call in message.tool_calls}
+        run.end_chat()
+
+    def _start_tool(self, context: AgentRunContext) -> None:
+        """RUNNING_TOOL: every ``before_tool`` has run; the call is the current one."""
+        run = self._runs.get(context)
+        if run is None:
+            return
+        call = _running_call(context, run)
+        if call is None:
+            return
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "function",
+            "gen_ai.conversation.id": run.session_id,
+        }
+        agent_tool = context.tools.get(call.name)
+        if agent_tool is not None and agent_tool.description:
+            attributes["gen_ai.tool.description"] = agent_tool.description
+        if self.record_content:
+            attributes["gen_ai.tool.call.arguments"] = to_json(call.arguments)
+        span = self._tracer.start_span(
+            f"execute_tool {call.name}",
+            context=run.context,
+            kind=_otel.trace.SpanKind.INTERNAL,
+            attributes=attributes,
+        )
+        token = _otel.context.attach(_otel.trace.set_span_in_context(span))
+        run.tools[call.id] = _ToolSpan(span, token)
+
+    async def after_tool(
+        self,
+        context: AgentRunContext,
+        call: ToolCall,
+        result: ToolResult,
+        error: Exception | None,
+    ) -> None:
+        run = self._runs.get(context)
+        if run is None:
+            return
+        tool = run.tools.pop(call.id, None)
+        if tool is None:
+            return
+        span = tool.span
+        if self.record_content:
+            span.set_attribute("gen_ai.tool.call.result", content_json(result.content))
+        declined = _declined(result.attributes, error)
+        if result.success:
+            span.set_attribute("zett.outcome", _COMPLETED)
+        elif declined is not None:
+            span.set_attribute("zett.outcome", declined)
+        else:
+            _fail(span, error, self.record_content)
+        tool.end()
+
+    async def on_error(self, context: AgentRunContext, error: Exception) -> None:
+        run = self._runs.pop(context, None)
+        if run is None:
+            return
+        for tool in run.tools.values():
+            _fail(tool.span, error, self.record_content)
+        if run.chat is not None:
+            _fail(run.chat, error, self.record_content)
+        _fail(run.span, error, self.record_content)
+        run.end()
+
+
+class _ToolSpan:
+    __slots__ = ("span", "token")
+
+    def __init__(self, span: Span, token: object) -> None:
+        self.span = span
+        self.token = token
+
+    def end(self) -> None:
+        if self.token is not None:
+            _otel.context.detach(self.token)
+            self.token = None
+        self.span.end()
+
+
+class _Run:
+    """One recorded request: its span, the open model and tool spans, its usage."""
+
+    __slots__ = (
+        "cache_read",
+        "cache_write",
+        "calls",
+        "chat",
+        "chat_token",
+        "context",
+        "finish_reasons",
+        "input_tokens",
+        "output_tokens",
+        "provider",
+        "requested",
+        "session_id",
+        "span",
+        "token",
+        "tools",
+    )
+
+    def __init__(
+        self, session_id: str, span: Span, provider: str | None, requested: str | None
+    ) -> None:
+        self.session_id = session_id
+        self.span = span
+        self.provider = provider
+        self.requested = requested
+        self.token: object = None
+        #: The OpenTelemetry context holding the run's span: its children's parent.
+        self.context: Context | None = None
+        self.chat: Span | None = None
+        self.chat_token: object = None
+        self.tools: dict[str, _ToolSpan] = {}
+        #: The latest model answer's tool calls by id (the one running is looked up here).
+        self.calls: dict[str, ToolCall] = {}
+        self.finish_reasons: list[str] | None = None
+        self.input_tokens = self.output_tokens = self.cache_read = self.cache_write = 0
+
+    def end_chat(self) -> None:
+        chat, self.chat = self.chat, None
+        if chat is None:
+            return
+        if self.chat_token is not None:
+            _otel.context.detach(self.chat_token)
+        self.chat_token = None
+        chat.end()
+
+    def end(self) -> None:
+        """End every open span, innermost first, then the run's with its usage."""
+        for tool in reversed(list(self.tools.values())):
+            tool.end()
+        self.tools.clear()
+        self.end_chat()
+        span = self.span
+        attributes = _usage(
+            self.input_tokens, self.output_tokens, self.cache_read, self.cache_write
+        )
+        if self.finish_reasons:
+            attributes["gen_ai.response.finish_reasons"] = self.finish_reasons
+        span.set_attributes(attributes)
+        if self.token is not None:
+            _otel.context.detach(self.token)
+        self.token = None
+        span.end()
+
+
+# -- attributes --------------------------------------------------------------------------
+
+
+def _running_call(context: AgentRunContext, run: _Run) -> ToolCall | None:
+    """The tool call being executed: from the latest answer, else (a resumed request's
+    restored calls) from the history."""
+    call_id = current_tool_call_id()
+    if call_id is None:
+        return None
+    call = run.calls.get(call_id)
+    if call is not None:
+        return call
+    for message in reversed(context.state.messages):
+        if isinstance(message, AssistantMessage):
+            for candidate in message.tool_calls:
+                if candidate.id == call_id:
+                    return candidate
+    return None
+
+
+def _model_identity(model: object) -> tuple[str | None, str | None]:
+    """(provider, model name) as a model object states them (``provider`` / ``model``)."""
+    provider = getattr(model, "provider", None)
+    name = getattr(model, "model", None)
+    return (
+        provider if isinstance(provider, str) and provider else None,
+        name if isinstance(name, str) and name else None,
+    )
+
+
+def _finish_reasons(response: ModelResponse) -> list[str]:
+    if response.finish_reason:
+        return [str(response.finish_reason)]
+    if response.stop is not None:
+        return [response.stop.reason.value]
+    return []
+
+
+def _usage(input_tokens: int, output_tokens: int, cache_read: int, cache_write: int) -> dict:
+    attributes: dict[str, Any] = {
+        "gen_ai.usage.input_tokens": input_tokens,
+        "gen_ai.usage.output_tokens": output_tokens,
+    }
+    if cache_read:
+        attributes["gen_ai.usage.cache_read.input_tokens"] = cache_read
+    if cache_write:
+        attributes["gen_ai.usage.cache_creation.input_tokens"] = cache_write
+    return attributes
+
+
+def _declined(attributes: Mapping[str, Any], error: Exception | None) -> str | None:
+    """``denied`` / ``expired`` when a tool result says the person declined or never
+    answered (``{"reply": {"approved": False}}`` / ``{"reply": {"expired": True}}``, or
+    the reply's deadline passed: ``ExternalEventExpired``)."""
+    if isinstance(error, ExternalEventExpired):
+        return "expired"
+    reply = attributes.get("reply") if attributes else None
+    if not isinstance(reply, Mapping):
+        return None
+    if reply.get("expired") is True:
+        return "expired"
+    if reply.get("approved") is False:
+        return "denied"
+    return None
+
+
+def _fail(span: Span, error: BaseException | None, record_content: bool) -> None:
+    """Mark ``span`` as failed: ``error.type``, ERROR status (with the text only with
+    content recording: an error message may quote arguments)."""
+    kind = type(error).__qualname__ if error is not None else "_OTHER"
+    span.set_attribute("error.type", kind)
+    span.set_attribute("zett.outcome", _FAILED)
+    description = str(error) if record_content and error is not None else kind
+    span.set_status(_otel.Status(_otel.StatusCode.ERROR, description))
+    if record_content and error is not None:
+        span.record_exception(error)
+
+
+# -- trace context ----------------------------------------------------------------------------
+
+
+def _parent_context(value: object) -> Context | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"metadata[{TRACE_PARENT!r}] must be a traceparent str, got {value!r}")
+    return _otel.propagator.extract({"traceparent": value})
+
+
+def _links(values: object) -> list[Any] | None:
+    if not values:
+        return None
+    if isinstance(values, str):
+        values = [values]
+    if not isinstance(values, Iterable):
+        raise TypeError(f"metadata[{TRACE_LINKS!r}] must be traceparent strs, got {values!r}")
+    links = []
+    for value in values:
+        parent = _parent_context(value)
+        span_context = _otel.trace.get_current_span(parent).get_span_context()
+        if span_context.is_valid:
+            links.append(_otel.trace.Link(span_context))
+    return links or None
+
+
+def _traceparent_of(span: Span) -> str | None:
+
+    if not span.get_span_context().is_valid:
+        return None
+    carrier: dict[str, str] = {}
+    _otel.propagator.inject(carrier, context=_otel.trace.set_span_in_context(span))
+    return carrier.get("traceparent")
+
+
+def current_traceparent() -> str | None:
+    """The W3C traceparent of the caller's current span (inside a traced request: the run's,
+    a model call's or a tool call's), or None when there is no valid one."""
+    _load()
+    return _traceparent_of(_otel.trace.get_current_span())
+
+
+def record_wait_span(
+    *,
+    kind: str,
+    outcome: str,
+    requested_at: datetime,
+    ended_at: datetime | None = None,
+    conversation_id: str | None = None,
+    tool_name: str | None = None,
+    tool_call_id: str | None = None,
+    answered_by: str | None = None,
+    expires_at: datetime | None = None,
+    parent: str | None = None,
+    links: Iterable[str] = (),
+    tracer_provider: TracerProvider | None = None,
+) -> None:
+    """Record one human wait as a span ``wait <kind>`` from ``requested_at`` to ``ended_at``
+    (default now).
+
+    Called once the wait's outcome is known (one of ``WAIT_OUTCOMES``), in whichever
+    process learnt it: the wait may have outlived the one that asked. ``parent`` is the
+    traceparent of the run or tool call that waited (``TracingExtension.traceparent``);
+    ``answered_by`` identifies who answered. None of these is content: a question's text
+    and the answer are never recorded here. A wait that ends is never an error.
+    """
+    if not isinstance(kind, str) or not kind.strip():
+        raise ValueError(f"kind must be a non-empty str, got {kind!r}")
+    if outcome not in WAIT_OUTCOMES:
+        raise ValueError(f"outcome must be one of {sorted(WAIT_OUTCOMES)}, got {outcome!r}")
+    start_ns = _epoch_ns(requested_at, "requested_at")
+    end_ns = _epoch_ns(ended_at or datetime.now(UTC), "ended_at")
+    _load()
+    tracer = _otel.trace.get_tracer(
+        _INSTRUMENTATION, _otel.version, tracer_provider=tracer_provider
+    )
+    attributes: dict[str, Any] = {"zett.wait.kind": kind, "zett.wait.outcome": outcome}
+    for key, value in (
+        ("gen_ai.conversation.id", conversation_id),
+        ("gen_ai.tool.name", tool_name),
+        ("gen_ai.tool.call.id", tool_call_id),
+        ("zett.wait.answered_by", answered_by),
+    ):
+        if value is not None:
+            attributes[key] = str(value)
+    if expires_at is not None:
+        attributes["zett.wait.expires_at"] = expires_at.astimezone(UTC).isoformat()
+    span = tracer.start_span(
+        f"wait {kind}",
+        context=_parent_context(parent),
+        kind=_otel.trace.SpanKind.INTERNAL,
+        attributes=attributes,
+        links=_links(list(links)),
+        start_time=start_ns,
+    )
+    span.end(end_time=max(end_ns, start_ns))
+
+
+def _epoch_ns(moment: datetime, name: str) -> int:
+    if not isinstance(moment, datetime) or moment.tzinfo is None:
+        raise ValueError(f"{name} must be an aware datetime, got {moment!r}")
+    return int(moment.timestamp() * 1_000_000_000)
