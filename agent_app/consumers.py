@@ -223,8 +223,22 @@ class ChatConsumer(AsyncWebsocketConsumer):
         try:
             if not self._closed:
                 await self.base_send({"type": "websocket.send", "text": text})
+        except Exception:
+            self._gone()
         finally:
             lock.release()
+
+    def _gone(self) -> None:
+        """A send failed: the socket is closing (its ``websocket.disconnect`` is on its way).
+
+        daphne refuses a send once the client's close frame has been read, which can be
+        well before the disconnect reaches this consumer (the transport first drains what
+        it still holds for the client). The frame that was being answered must not fail
+        because its answer cannot be delivered: later sends to this socket are dropped.
+        """
+        if not self._closed:
+            self._closed = True
+            logger.debug("A socket of session %s is closing: sends dropped", self.session_id)
 
     async def _send_quietly(self, frame: OutboundFrame) -> None:
         """Send, and let a socket that is already gone be gone."""

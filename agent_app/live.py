@@ -533,7 +533,7 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
         dropped (the conversation moved on). With a cluster the settling happens under
         the session's lease (``leased``: the caller holds it already), so two workers never
         settle one run twice. Returns the paused runs whose replies are all known: the
-        caller continues them.
+        caller continues them, and those whose continuation was due but never started.
         """
         stale = await database_sync_to_async(recovery.stale_runs)(self.session_id)
         if not stale:
@@ -559,8 +559,12 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
             for outcome in settled:
                 seq = await self.next_seq()
                 await self._broadcast(seq, encode_frame(outcome.frame(seq)), marker="unkept")
+            ready = [outcome.request_id for outcome in settled if outcome.ready]
+            if not abandon_paused:
+                due = await database_sync_to_async(recovery.answered_paused_runs)(self.session_id)
+                ready.extend(request_id for request_id in due if request_id not in ready)
         finally:
             if took:
                 await cluster.flushed(self.session_id)  # type: ignore[union-attr]
                 await cluster.release(self.session_id)  # type: ignore[union-attr]
-        return [outcome.request_id for outcome in settled if outcome.ready]
+        return ready

@@ -39,6 +39,7 @@ from agent_app.store import (
 from zett_agent.messages import AnyMessage, UserMessage
 
 __all__ = [
+    "AlreadyContinued",
     "Begun",
     "Creator",
     "NothingToReplace",
@@ -65,6 +66,10 @@ class Creator:
 
 class NothingToReplace(ValueError):
     """``regenerate``/``edit_last`` in a session that has no user message yet."""
+
+
+class AlreadyContinued(Exception):
+    """A continuation of a run that is no longer paused: another one took it over first."""
 
 
 class StaleRuns(Exception):
@@ -105,7 +110,8 @@ def begin_run(
     ``replace_last_turn`` (``regenerate``, ``edit``): the last user message and all that
     follows it are marked superseded first; ``content`` None then asks the same again.
     A continuation (``content`` None, ``resumed_from`` set) stores no message and marks the
-    paused run it takes over ``resumed``. ``refuse_stale``: store nothing and raise
+    paused run it takes over ``resumed`` (``AlreadyContinued`` if it is not paused any more:
+    exactly one continuation per paused run). ``refuse_stale``: store nothing and raise
     ``StaleRuns`` if a run of the session is still ``running`` or ``paused`` (the caller
     settles those first, ``agent_app.recovery``): counted by the statement that locks the
     session row (``bump_version``), so the check costs no statement of its own.
@@ -153,10 +159,8 @@ def begin_run(
                 )
             ]
         )
-        if resumed_from:
-            ChatRun.objects.filter(request_id=resumed_from, status=RunStatus.PAUSED).update(
-                status=RunStatus.RESUMED, ended_at=now
-            )
+        if resumed_from and not _take_paused_run(resumed_from, now):
+            raise AlreadyContinued(resumed_from)  # rolls back: nothing is stored
         position = None
         if message is not None:
             (row,) = insert_rows(
@@ -178,6 +182,19 @@ def begin_run(
         message=message,
         superseded_from=superseded_from,
         history=history,
+    )
+
+
+def _take_paused_run(request_id: str, now: datetime) -> bool:
+    """Mark a paused run ``resumed``; False if it is not paused (any more).
+
+    One conditional update, in the transaction that stores its continuation: of two
+    processes (or two sockets) continuing one paused run, only one stores a continuation.
+    """
+    return bool(
+        ChatRun.objects.filter(request_id=request_id, status=RunStatus.PAUSED).update(
+            status=RunStatus.RESUMED, ended_at=now
+        )
     )
 
 
