@@ -193,3 +193,41 @@ async def _exit_status(server: DaphneProcess) -> int | None:
 
     assert server.process is not None
     return await asyncio.to_thread(server.process.wait, 60)
+
+
+async def test_frames_answered_to_a_closing_socket_log_nothing_above_info(server, database):
+    session_id = str(uuid.uuid4())
+    client = await server.socket(session_id)
+    await long_history(client)
+    closing = await RawSocket.open(
+        server.port, session_id, server.cookie, receive_buffer=TINY_BUFFER
+    )
+    try:
+        await closing.first_byte()  # its large session frame is on its way, mostly queued
+        answered = [
+            {"type": "history_before", "position": 10**6, "limit": 50},  # history_page
+            {"type": "cancel"},  # error not_running
+            {"type": "ping"},  # pong
+            approval("no-such-call"),  # external_event_result, audited
+        ]
+        await closing.send_frames(*(text_frame(frame) for frame in answered), close_frame())
+        # Frames are handled in order: once the last one's verdict is audited, all were.
+        verdict = "SELECT accepted_by FROM agent_app_externaleventrecord"
+        assert await until_true(lambda: query(database, verdict) == [("[]",)])
+    finally:
+        closing.close()
+        await server.close_clients()
+    server.stop()
+    assert noisy_lines(server.log()) == [], server.log()[-4000:]
+
+
+async def until_true(check, timeout: float = 30) -> bool:
+    """Whether ``check()`` holds within ``timeout`` (looked at every 20 ms)."""
+    import asyncio
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
