@@ -3,7 +3,8 @@
 Websockets pass the origin check first (scheme, host and port of a page allowed to open a
 socket; see ``agent_app.security``, also for why a client sending no Origin is admitted),
 then the cookie, session and auth middleware that puts ``scope["user"]`` and
-``scope["session"]`` (the consumer asks ``agent_app.access`` whose chat it is).
+``scope["session"]`` (the consumer asks ``agent_app.access`` whose chat it is). A path no
+route serves is refused quietly (``agent_app.unrouted``).
 
 zett's settings are checked here, before the first handshake: daphne runs no system checks,
 and a bad limit would otherwise start fine and fail every handshake.
@@ -23,7 +24,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "zett_site.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddleware  # noqa: E402
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter  # noqa: E402
 from channels.sessions import (  # noqa: E402
     CookieMiddleware,
     InstanceSessionWrapper,
@@ -33,6 +34,7 @@ from channels.sessions import (  # noqa: E402
 from agent_app.checks import raise_on_invalid_settings  # noqa: E402
 from agent_app.routing import websocket_urlpatterns  # noqa: E402
 from agent_app.security import OriginValidator  # noqa: E402
+from agent_app.unrouted import QuietURLRouter  # noqa: E402
 
 raise_on_invalid_settings()
 
@@ -51,7 +53,7 @@ application = ProtocolTypeRouter(
         "http": django_asgi_app,
         "websocket": OriginValidator(
             CookieMiddleware(
-                SocketSessionMiddleware(AuthMiddleware(URLRouter(websocket_urlpatterns)))
+                SocketSessionMiddleware(AuthMiddleware(QuietURLRouter(websocket_urlpatterns)))
             )
         ),
     }

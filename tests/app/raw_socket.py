@@ -66,6 +66,23 @@ def close_frame(code: int = 1001) -> bytes:
     return client_frame(0x8, struct.pack("!H", code))
 
 
+async def handshake_status(port: int, path: str, cookie: str | None = None) -> str:
+    """The status line a websocket handshake on ``path`` is answered with."""
+
+    def ask() -> str:
+        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as sock:
+            sock.sendall(handshake("127.0.0.1", port, path, cookie))
+            data = b""
+            while b"\r\n" not in data:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            return data.split(b"\r\n", 1)[0].decode("latin-1")
+
+    return await asyncio.to_thread(ask)
+
+
 class RawSocket:
     """One handshaken connection on a plain socket (blocking calls run in a thread)."""
 

@@ -221,11 +221,11 @@ async def test_frames_answered_to_a_closing_socket_log_nothing_above_info(server
     assert noisy_lines(server.log()) == [], server.log()[-4000:]
 
 
-async def until_true(check, timeout: float = 30) -> bool:
-    """Whether ``check()`` holds within ``timeout`` (looked at every 20 ms)."""
+async def until_true(check, within: float = 30) -> bool:
+    """Whether ``check()`` holds within ``within`` seconds (looked at every 20 ms)."""
     import asyncio
 
-    deadline = asyncio.get_running_loop().time() + timeout
+    deadline = asyncio.get_running_loop().time() + within
     while not check():
         if asyncio.get_running_loop().time() > deadline:
             return False
