@@ -17,7 +17,9 @@ Rules (docs/security.md has the whole threat model):
   module) opens for nobody. While an id has no row, its sockets in one process all belong
   to the first person who opened it (``_Claims``).
 - **Creating** (``ensure_session``): the first ``user_message`` stores the row, owned by the
-  sender, after the "chats created per person per hour" quota; connecting stores nothing.
+  sender, after the "chats created per person per hour" quota (which counts chats created,
+  deleted ones too: ``agent_app.chat_records``); connecting stores nothing. A deleted
+  chat's id is never stored again.
 - **Identity of a socket** (``person_of_scope``): the user, or the browser id in the
   session the cookie names. A socket with neither (no cookie, or one for an unknown or
   expired session) has no identity and may do nothing (``forbidden``).
@@ -51,6 +53,7 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 from django.utils import timezone
 
+from agent_app.chat_records import created_since, record_creation, was_deleted
 from agent_app.limits import current_limits
 from agent_app.models import ChatMessage, ChatSession
 
@@ -197,6 +200,8 @@ class Creation(enum.Enum):
     CREATED = "created"
     FORBIDDEN = "forbidden"
     QUOTA = "quota"
+    #: The chat was deleted (``agent_app.chat_records``): it is not stored again.
+    DELETED = "deleted"
 
 
 @database_sync_to_async
@@ -205,20 +210,19 @@ def ensure_session(person: Person, session_id: str) -> Creation:
     row = ChatSession.objects.filter(pk=session_id).first()
     if row is not None:
         return Creation.EXISTS if may_open(person, row) else Creation.FORBIDDEN
+    if was_deleted(session_id):
+        return Creation.DELETED
     since = timezone.now() - timedelta(hours=1)
-    if person.user_id is not None:
-        created = ChatSession.objects.filter(owner_id=person.user_id)
-    else:
-        created = ChatSession.objects.filter(owner__isnull=True, browser_key=person.browser_key)
-    if created.filter(created_at__gte=since).count() >= current_limits().max_chats_per_hour:
+    if created_since(person.key, since) >= current_limits().max_chats_per_hour:
         return Creation.QUOTA
     try:
         with transaction.atomic():
-            ChatSession.objects.create(
+            created = ChatSession.objects.create(
                 pk=session_id,
                 owner_id=person.user_id,
                 browser_key="" if person.user_id is not None else person.browser_key or "",
             )
+            record_creation(session_id, person.key, created.created_at)
     except IntegrityError:  # another socket stored it first: whose is it?
         row = ChatSession.objects.filter(pk=session_id).first()
         return Creation.EXISTS if may_open(person, row) else Creation.FORBIDDEN
@@ -318,6 +322,8 @@ async def open_chat(person: Person | None, session_id: str) -> bool:
     row = await database_sync_to_async(ChatSession.objects.filter(pk=session_id).first)()
     if row is not None and not may_open(person, row):
         return False
+    if row is None and await database_sync_to_async(was_deleted)(session_id):
+        return False  # a deleted chat does not open again, not even empty
     return _loop_claims().take(session_id, person)
 
 

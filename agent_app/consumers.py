@@ -45,6 +45,7 @@ from agent_app.access import (
     user_group,
 )
 from agent_app.audit import record_reply, record_verdict
+from agent_app.chat_records import ChatDeleted, was_deleted
 from agent_app.limits import TOO_MANY_SOCKETS_CLOSE_CODE, SocketTicket, limiter
 from agent_app.live import Busy, LiveSession, NotRunning, Verdict, live_sessions
 from agent_app.models import ChatSession, RunKind
@@ -73,12 +74,16 @@ from agent_app.protocol import (
 )
 from agent_app.runs import Creator, NothingToReplace
 
-__all__ = ["FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer"]
+__all__ = ["DELETED_CLOSE_CODE", "FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer"]
 
 logger = logging.getLogger(__name__)
 
+CHAT_DELETED_MESSAGE = "This chat was deleted"
+
 #: Close code after a ``forbidden`` error (4000-4999 are the application's own).
 FORBIDDEN_CLOSE_CODE = 4403
+#: Close code of a socket whose chat was deleted (by another tab, or anywhere else).
+DELETED_CLOSE_CODE = 4410
 #: Close code when connecting itself failed on the server (database down …).
 INTERNAL_CLOSE_CODE = 1011
 
@@ -98,6 +103,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     #: The session's row exists (checked at the first ``user_message``).
     _stored = False
     _accepted = False
+    #: Told that its chat was deleted (``chat_deleted``).
+    _deleted = False
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         user = scope.get("user")
@@ -141,6 +148,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def _join(self) -> None:
         self.person = await person_of_scope(self.scope)
         if not await open_chat(self.person, self.session_id):
+            if self.person is not None and await database_sync_to_async(was_deleted)(
+                self.session_id
+            ):
+                await self._refuse(ErrorCode.FORBIDDEN, CHAT_DELETED_MESSAGE, DELETED_CLOSE_CODE)
+                return
             message = (
                 "Sign in, or allow cookies, to chat"
                 if self.person is None
@@ -204,6 +216,19 @@ class ChatConsumer(AsyncWebsocketConsumer):
         """The user signed out (``agent_app.access.close_user_sockets``): close the socket."""
         await self._release()
         await self._refuse(ErrorCode.FORBIDDEN, "You signed out", FORBIDDEN_CLOSE_CODE)
+
+    async def zett_chat_deleted(self, event: dict[str, Any]) -> None:
+        """One of the user's chats was deleted (``agent_app.chat_records``): this one?"""
+        if event.get("session_id") == self.session_id:
+            await self.chat_deleted()
+
+    async def chat_deleted(self) -> None:
+        """The chat is gone for good: say so and close (once, however often it is told)."""
+        if self._deleted:
+            return
+        self._deleted = True
+        await self._release()
+        await self._refuse(ErrorCode.FORBIDDEN, CHAT_DELETED_MESSAGE, DELETED_CLOSE_CODE)
 
     async def send_frame(self, frame: OutboundFrame) -> None:
         await self.send_text(encode_frame(frame.dump()))
@@ -301,6 +326,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.live.start(frame.content, creator)
         except Busy as busy:
             await self._error(ErrorCode.BUSY, str(busy))
+        except ChatDeleted:
+            await self.chat_deleted()
 
     async def on_replace_last_turn(self, content: str | None, kind: RunKind) -> None:
         """``regenerate`` (``content`` None) or ``edit_last``: answer the last turn anew."""
@@ -311,6 +338,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._error(ErrorCode.BUSY, str(busy))
         except NothingToReplace as nothing:
             await self._error(ErrorCode.BAD_FRAME, str(nothing))
+        except ChatDeleted:
+            await self.chat_deleted()
 
     async def on_history_before(self, frame: HistoryBeforeFrame) -> None:
         assert self.live is not None
@@ -326,6 +355,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 return False
             case Creation.QUOTA:
                 await self._error(ErrorCode.RATE_LIMITED, chat_quota_message())
+                return False
+            case Creation.DELETED:
+                await self.chat_deleted()
                 return False
         self._stored = True
         return True

@@ -22,6 +22,7 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.utils import timezone
 
+from agent_app.chat_records import ChatDeleted, creator_key, record_creation, was_deleted
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
 from agent_app.sequence import SEQ_BLOCK
 from agent_app.statements import insert, update
@@ -129,14 +130,7 @@ def begin_run(
         try:
             bumped = bump()
         except ChatSession.DoesNotExist:
-            ChatSession.objects.get_or_create(
-                pk=session_id,
-                defaults={
-                    "owner_id": creator.owner_id,
-                    "browser_key": "" if creator.owner_id else creator.browser_key,
-                    "title": title,
-                },
-            )
+            _store_session(session_id, creator, title)
             bumped = bump()
         if bumped.unsettled_runs:
             raise StaleRuns(session_id)  # rolls the bump back: nothing is stored
@@ -183,6 +177,28 @@ def begin_run(
         superseded_from=superseded_from,
         history=history,
     )
+
+
+def _store_session(session_id: str, creator: Creator, title: str) -> None:
+    """Store a session at its first run, with its record; ``ChatDeleted`` if it was deleted.
+
+    A socket that stored the chat earlier (``agent_app.access.ensure_session``) lands here
+    when the chat was deleted meanwhile, by another tab or process: it stays deleted.
+    """
+    if was_deleted(session_id):
+        raise ChatDeleted(session_id)
+    row, created = ChatSession.objects.get_or_create(
+        pk=session_id,
+        defaults={
+            "owner_id": creator.owner_id,
+            "browser_key": "" if creator.owner_id else creator.browser_key,
+            "title": title,
+        },
+    )
+    if created:
+        record_creation(
+            session_id, creator_key(creator.owner_id, creator.browser_key), row.created_at
+        )
 
 
 def _take_paused_run(request_id: str, now: datetime) -> bool:

@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
 from agent_app.limits import Limiter, current_limits, limiter
-from agent_app.models import ChatSession
+from agent_app.models import ChatCreation, ChatSession
 from tests.app.llm_doubles import say
 from tests.app.services import REDIS_URL, require_service
 from zett_agent.testing import ScriptedModel
@@ -144,8 +144,8 @@ async def test_a_person_starts_at_most_their_number_of_chats_an_hour(
     error = await third.expect_error("rate_limited")
     assert "2 chats in the last hour" in error["message"]
     assert not await ChatSession.objects.filter(pk=third.session_id).aexists()
-    # A chat started over an hour ago no longer counts.
-    await ChatSession.objects.filter(pk=socket.session_id).aupdate(
+    # A chat started over an hour ago no longer counts (its record says when it was).
+    await ChatCreation.objects.filter(session_id=socket.session_id).aupdate(
         created_at=timezone.now() - timedelta(hours=1, minutes=1)
     )
     await third.send({"type": "user_message", "content": "hi"})
