@@ -28,7 +28,8 @@ Rules (docs/security.md has the whole threat model):
   layer group ``user_group(user_id)``. With ``ZETT_REQUIRE_LOGIN`` anonymous visitors have
   no identity at all: pages send them to the login page, sockets are ``forbidden``.
 - A deleted user's chats are deleted with them (``on_delete=CASCADE``), and their sockets
-  are closed like at sign-out.
+  are closed like at sign-out; a socket that did not hear of it (another process, the
+  in-memory layer) is closed at its next run start (``still_exists``).
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ __all__ = [
     "open_chat",
     "person_of_request",
     "person_of_scope",
+    "still_exists",
     "user_group",
     "visible_sessions",
 ]
@@ -137,6 +139,21 @@ async def person_of_scope(scope: dict[str, Any]) -> Person | None:
         return None
     key = await database_sync_to_async(_browser_key)(session, create=True)
     return None if key is None else Person(None, key)
+
+
+async def still_exists(person: Person) -> bool:
+    """Whether the person's account still exists (an anonymous browser always does).
+
+    A user deleted by another process is told through the channel layer (their sockets
+    close like at sign-out); with the in-memory layer another process cannot reach this
+    one, so each run start checks again: a run must not write chats for a user who is gone.
+    """
+    if person.user_id is None:
+        return True
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects.filter(pk=person.user_id)
+    return await users.aexists()
 
 
 def _browser_key(session: Any, *, create: bool) -> str | None:

@@ -42,6 +42,7 @@ from agent_app.access import (
     ensure_session,
     open_chat,
     person_of_scope,
+    still_exists,
     user_group,
 )
 from agent_app.audit import record_reply, record_verdict
@@ -319,6 +320,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def on_user_message(self, frame: UserMessageFrame) -> None:
         assert self.live is not None and self.person is not None
+        if not await self._account_exists():
+            return
         if not self._stored and not await self._store_session():
             return
         creator = Creator(self.person.user_id, self.person.browser_key or "")
@@ -332,6 +335,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def on_replace_last_turn(self, content: str | None, kind: RunKind) -> None:
         """``regenerate`` (``content`` None) or ``edit_last``: answer the last turn anew."""
         assert self.live is not None
+        if not await self._account_exists():
+            return
         try:
             await self.live.start(content, kind=kind, replace_last_turn=True)
         except Busy as busy:
@@ -345,6 +350,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
         assert self.live is not None
         page = await self.live.history_before(frame.position, frame.limit)
         await self.send_frame(HistoryPageFrame(**page))
+
+    async def _account_exists(self) -> bool:
+        """Check the user at each run start; close the socket of one deleted meanwhile."""
+        assert self.person is not None
+        if await still_exists(self.person):
+            return True
+        logger.info("Closing a socket of session %s: its user was deleted", self.session_id)
+        await self._release()
+        await self._refuse(
+            ErrorCode.FORBIDDEN, "Your account no longer exists", FORBIDDEN_CLOSE_CODE
+        )
+        return False
 
     async def _store_session(self) -> bool:
         """Store the chat at its first message (``agent_app.access.ensure_session``)."""

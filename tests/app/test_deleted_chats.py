@@ -10,6 +10,8 @@ quota back.
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
 import uuid
 
 import pytest
@@ -39,6 +41,23 @@ async def a_stored_chat(sockets, use_model, session_id: str, cookie: str) -> lis
     await first.run_to_completion()
     await second.run_to_completion()
     return [first, second]
+
+
+async def elsewhere(work) -> None:
+    """Run ``work`` in a new thread that knows nothing of this event loop: another process."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as error:
+            failed.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    await asyncio.to_thread(thread.join)
+    if failed:
+        raise failed[0]
 
 
 async def closed_with(socket, code: int) -> dict:
@@ -81,7 +100,7 @@ async def test_a_tab_left_open_on_a_chat_deleted_elsewhere_does_not_bring_it_bac
     def delete_elsewhere() -> None:  # no event loop here: like another process
         ChatSession.objects.filter(pk=session_id).delete()
 
-    await asyncio.to_thread(delete_elsewhere)
+    await elsewhere(delete_elsewhere)
     await first.send({"type": "user_message", "content": "are you there?"})
     await closed_with(first, DELETED_CLOSE_CODE)
     assert not await ChatSession.objects.filter(pk=session_id).aexists()
@@ -102,3 +121,48 @@ async def test_deleting_chats_gives_no_quota_back(sockets, use_model, settings):
     third = await sockets(str(uuid.uuid4()), cookie=cookie)
     await third.send({"type": "user_message", "content": "hi"})
     await third.expect_error("rate_limited")
+
+
+@pytest.mark.parametrize("stored", [False, True], ids=["new chat", "stored chat"])
+async def test_a_socket_of_a_user_deleted_elsewhere_closes_cleanly_at_its_next_run(
+    sockets, use_model, caplog, stored
+):
+    from django.contrib.auth import get_user_model
+    from django.db.models.signals import post_delete
+
+    from agent_app.access import close_deleted_users_sockets
+
+    use_model(ScriptedModel([say("hello"), say("again")]))
+    users = get_user_model()
+    user = await sync_to_async(users.objects.create_user)("ada", password="pw-1234567")
+    tab = Client()
+    await sync_to_async(tab.force_login)(user)
+    socket = await sockets(cookie=f"sessionid={tab.cookies['sessionid'].value}")
+    if stored:
+        await socket.send({"type": "user_message", "content": "hi"})
+        await socket.run_to_completion()
+
+    def delete_elsewhere() -> None:
+        # Another process, with the in-memory layer: its sign-out message reaches nobody.
+        post_delete.disconnect(sender=users, dispatch_uid="zett.close_deleted_user")
+        try:
+            users.objects.filter(pk=user.pk).delete()
+        finally:
+            post_delete.connect(
+                close_deleted_users_sockets,
+                sender=users,
+                dispatch_uid="zett.close_deleted_user",
+            )
+
+    await elsewhere(delete_elsewhere)
+    await socket.send({"type": "user_message", "content": "still there?"})
+    error = await socket.expect_error("forbidden")
+    closing = await socket.communicator.receive_output(timeout=10)
+    if stored:
+        # Its chat went with the user: closed as deleted (told at once, or at this message).
+        assert closing["code"] in (4403, DELETED_CLOSE_CODE)
+    else:
+        assert "account" in error["message"]
+        assert closing == {"type": "websocket.close", "code": 4403}
+    assert not await ChatSession.objects.aexists()
+    assert [r for r in caplog.records if r.levelno > logging.INFO] == []
