@@ -46,6 +46,12 @@ from agent_app.access import (
     user_group,
 )
 from agent_app.audit import record_reply, record_verdict
+from agent_app.backpressure import (
+    FELL_BEHIND_CLOSE_CODE,
+    buffered_bytes,
+    send_buffer_cap,
+    transport_of,
+)
 from agent_app.chat_records import ChatDeleted, was_deleted
 from agent_app.limits import TOO_MANY_SOCKETS_CLOSE_CODE, SocketTicket, limiter
 from agent_app.live import Busy, LiveSession, NotRunning, Verdict, live_sessions
@@ -104,6 +110,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
     #: The session's row exists (checked at the first ``user_message``).
     _stored = False
     _accepted = False
+    #: daphne's transport of this socket, whose unsent bytes are capped (``_send_cap``).
+    _transport: Any = None
+    _send_cap = 0
     #: Told that its chat was deleted (``chat_deleted``).
     _deleted = False
 
@@ -179,6 +188,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None:
         self._accepted = True
         await super().accept(subprotocol, headers)
+        self._transport = transport_of(self.base_send)
+        self._send_cap = send_buffer_cap()
 
     async def _refuse(self, code: ErrorCode, message: str, close_code: int) -> None:
         """Accept (so the client can read why) unless done already, send the error, close."""
@@ -249,10 +260,32 @@ class ChatConsumer(AsyncWebsocketConsumer):
         try:
             if not self._closed:
                 await self.base_send({"type": "websocket.send", "text": text})
+                transport = self._transport
+                if transport is not None:
+                    backlog = buffered_bytes(transport) - len(text)  # unread before this one
+                    if backlog > self._send_cap:
+                        await self._fell_behind(backlog)
         except Exception:
             self._gone()
         finally:
             lock.release()
+
+    async def _fell_behind(self, held: int) -> None:
+        """Drop a socket that does not read (``agent_app.backpressure``); it may come back.
+
+        It leaves the session at once (no further frame is queued for it); the rest of
+        the release happens when its disconnect arrives, as for any socket.
+        """
+        self._closed = True
+        if self.live is not None:
+            self.live.leave(self)
+        logger.info(
+            "Dropping a socket of session %s: %d bytes unread, more than %d",
+            self.session_id,
+            held,
+            self._send_cap,
+        )
+        await self.base_send({"type": "websocket.close", "code": FELL_BEHIND_CLOSE_CODE})
 
     def _gone(self) -> None:
         """A send failed: the socket is closing (its ``websocket.disconnect`` is on its way).

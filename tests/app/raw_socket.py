@@ -143,19 +143,24 @@ class RawSocket:
 
         await asyncio.to_thread(read)
 
-    async def drain_to_end(self) -> bytes:
-        """Read everything until the server closes the connection; return all of it."""
+    async def drain_to_end(self) -> tuple[bytes, str]:
+        """Read until the server ends the connection: ``(all bytes read, how it ended)``.
 
-        def drain() -> bytes:
+        ``closed`` (the server closed or reset it) or ``timeout`` (it stayed open, silent,
+        for ``TIMEOUT_S``).
+        """
+
+        def drain() -> tuple[bytes, str]:
             while True:
                 try:
                     chunk = self.sock.recv(65536)
-                except (ConnectionResetError, TimeoutError):
-                    break
+                except ConnectionResetError:
+                    return self.received, "closed"
+                except TimeoutError:
+                    return self.received, "timeout"
                 if not chunk:
-                    break
+                    return self.received, "closed"
                 self.received += chunk
-            return self.received
 
         return await asyncio.to_thread(drain)
 
