@@ -53,7 +53,12 @@ from agent_app.backpressure import (
     transport_of,
 )
 from agent_app.chat_records import ChatDeleted, was_deleted
-from agent_app.limits import TOO_MANY_SOCKETS_CLOSE_CODE, SocketTicket, limiter
+from agent_app.limits import (
+    TOO_MANY_SOCKETS_CLOSE_CODE,
+    SocketTicket,
+    history_page_cost,
+    limiter,
+)
 from agent_app.live import Busy, LiveSession, NotRunning, Verdict, live_sessions
 from agent_app.models import ChatSession, RunKind
 from agent_app.protocol import (
@@ -380,7 +385,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.chat_deleted()
 
     async def on_history_before(self, frame: HistoryBeforeFrame) -> None:
-        assert self.live is not None
+        assert self.live is not None and self.person is not None
+        # One frame was charged on arrival; a page is charged by its size (``limits``).
+        extra = history_page_cost(frame.limit) - 1
+        if extra and not await limiter().take_frame(self.person.key, extra):
+            await self._error(ErrorCode.RATE_LIMITED, "Too many history pages; slow down")
+            return
         page = await self.live.history_before(frame.position, frame.limit)
         await self.send_frame(HistoryPageFrame(**page))
 
