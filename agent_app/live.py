@@ -32,7 +32,9 @@ How a run flows:
   frame, then the active run's frames from the replay buffer after the ``seq`` it last saw,
   then the live ones, with nothing lost or repeated in between.
 - **The run task** iterates ``agent.stream`` and broadcasts each event. The runtime runs at
-  most one event ahead of it, so a slow socket slows the run instead of piling up frames.
+  most one event ahead of it; a socket that does not read does not slow the others: its
+  frames wait in its transport, up to a cap past which it is dropped and resumes later
+  (``agent_app.backpressure``).
   daphne writes a frame out only when the event loop polls the socket, which it does
   whenever the run waits (a model's network read, a database write, a reply): frames sent
   in one burst leave together, in one write. A run that does not wait (a model or tool
