@@ -19,7 +19,12 @@ and at the first ``user_message`` (which stores the chat), ``agent_app.limits`` 
 (sockets per chat and per person) and for every frame (the person's frame budget),
 ``agent_app.audit`` around every reply. Nothing a client sends can end the socket: a
 handler that raises is answered with an ``internal`` error frame, and the socket's
-resources (live session, run, counters, group) are released however it ends.
+resources (live session, run, counters, group) are released however it ends. Nor can the
+socket's end undo what a frame started: a send to a socket that is closing is dropped
+(``_gone``), so a reply sent just before its tab closed is still taken, audited and
+announced. A socket that leaves more than ``ZETT_WS_SEND_BUFFER_BYTES`` unread is dropped
+(``agent_app.backpressure``, close code 4408: the page reconnects and resumes); one whose
+chat or user was deleted is told and closed (4410, 4403).
 """
 
 from __future__ import annotations
@@ -90,6 +95,7 @@ __all__ = ["DELETED_CLOSE_CODE", "FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "Chat
 
 logger = logging.getLogger(__name__)
 
+#: What a socket of a deleted chat is told before it closes.
 CHAT_DELETED_MESSAGE = "This chat was deleted"
 
 #: Close code after a ``forbidden`` error (4000-4999 are the application's own).
