@@ -32,7 +32,9 @@ How a run flows:
   frame, then the active run's frames from the replay buffer after the ``seq`` it last saw,
   then the live ones, with nothing lost or repeated in between.
 - **The run task** iterates ``agent.stream`` and broadcasts each event. The runtime runs at
-  most one event ahead of it, so a slow socket slows the run instead of piling up frames.
+  most one event ahead of it; a socket that does not read does not slow the others: its
+  frames wait in its transport, up to a cap past which it is dropped and resumes later
+  (``agent_app.backpressure``).
   daphne writes a frame out only when the event loop polls the socket, which it does
   whenever the run waits (a model's network read, a database write, a reply): frames sent
   in one burst leave together, in one write. A run that does not wait (a model or tool
@@ -535,7 +537,7 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
         dropped (the conversation moved on). With a cluster the settling happens under
         the session's lease (``leased``: the caller holds it already), so two workers never
         settle one run twice. Returns the paused runs whose replies are all known: the
-        caller continues them.
+        caller continues them, and those whose continuation was due but never started.
         """
         stale = await database_sync_to_async(recovery.stale_runs)(self.session_id)
         if not stale:
@@ -561,8 +563,12 @@ class LiveSession(ReplyHandling, RemoteRuns, FrameFanout, RunEnding):
             for outcome in settled:
                 seq = await self.next_seq()
                 await self._broadcast(seq, encode_frame(outcome.frame(seq)), marker="unkept")
+            ready = [outcome.request_id for outcome in settled if outcome.ready]
+            if not abandon_paused:
+                due = await database_sync_to_async(recovery.answered_paused_runs)(self.session_id)
+                ready.extend(request_id for request_id in due if request_id not in ready)
         finally:
             if took:
                 await cluster.flushed(self.session_id)  # type: ignore[union-attr]
                 await cluster.release(self.session_id)  # type: ignore[union-attr]
-        return [outcome.request_id for outcome in settled if outcome.ready]
+        return ready

@@ -24,7 +24,7 @@ from zett_agent.agent import Agent
 if TYPE_CHECKING:
     from agent_app.live import LiveSession
 
-__all__ = ["WORKER_ID", "AgentFactory", "LiveSessions", "live_sessions"]
+__all__ = ["WORKER_ID", "AgentFactory", "LiveSessions", "existing_live_sessions", "live_sessions"]
 
 #: This process, as run rows and leases name it: host, pid and a random boot id.
 WORKER_ID = f"{_socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -103,3 +103,8 @@ def live_sessions() -> LiveSessions:
         registry = _registries[loop] = LiveSessions(cluster_url=url)
         shutdown.install(registry, loop)
     return registry
+
+
+def existing_live_sessions() -> LiveSessions | None:
+    """The running event loop's registry if it has one (``live_sessions`` would make one)."""
+    return _registries.get(asyncio.get_running_loop())

@@ -31,6 +31,7 @@ from agent_app import waits
 from agent_app.models import RunKind, WaitKind, WaitStatus
 from agent_app.persistence import settle
 from agent_app.protocol import encode_frame
+from agent_app.runs import AlreadyContinued
 from zett_agent.agent import AgentRunConfig
 from zett_agent.extensions.external import ExternalEvent
 
@@ -52,6 +53,19 @@ class Verdict:
     request_id: str | None
     accepted_by: list[str]
     reason: str | None = None
+
+
+async def _tell_replier(answer: Callable[[Verdict], Awaitable[None]], verdict: Verdict) -> None:
+    """Send the replier its verdict; a replier that is gone changes nothing of the reply.
+
+    By now the reply may have been taken (a wait claimed, a tool approved): everything
+    that follows (``reply_accepted``, the continuation, the audit) must happen whether or
+    not the replying socket can still hear about it.
+    """
+    try:
+        await answer(verdict)
+    except Exception:
+        logger.debug("The replier left before hearing its verdict")
 
 
 class ReplyHandling:
@@ -86,7 +100,7 @@ class ReplyHandling:
                     answered = payload["tool_call_id"]
             if verdict is None:
                 verdict, resume_from = await self._to_stored_wait(name, payload)
-            await answer(verdict)
+            await _tell_replier(answer, verdict)
             if verdict.accepted_by:
                 await self._reply_accepted(verdict.request_id, name, payload)
         if answered is not None:
@@ -191,6 +205,8 @@ class ReplyHandling:
             return await self.start(None, kind=RunKind.RESUME, resumed_from=paused_request_id)
         except Busy:
             return None  # that run takes the recorded replies when it reaches them
+        except AlreadyContinued:
+            return None  # another socket or process continued it first
         except Exception:
             logger.exception("Could not continue the paused request %s", paused_request_id)
             return None

@@ -85,6 +85,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "agent_app.headers.SecurityHeadersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -230,6 +231,11 @@ ZETT_WS_RATE_LIMIT = {
 #: Most sockets open at once on one chat, and by one person (counted per worker process).
 ZETT_WS_MAX_SOCKETS_PER_SESSION = _env_number("ZETT_WS_MAX_SOCKETS_PER_SESSION", "20", int)
 ZETT_WS_MAX_SOCKETS_PER_PERSON = _env_number("ZETT_WS_MAX_SOCKETS_PER_PERSON", "50", int)
+#: The Content-Security-Policy of every page (``agent_app.headers``); unset: the strict
+#: default, empty: none.
+ZETT_CONTENT_SECURITY_POLICY = os.environ.get("ZETT_CONTENT_SECURITY_POLICY")
+#: Most bytes a socket may leave unread before it is dropped (``agent_app.backpressure``).
+ZETT_WS_SEND_BUFFER_BYTES = _env_number("ZETT_WS_SEND_BUFFER_BYTES", "1048576", int)
 #: Most chats one person may start in an hour (counted in the database).
 ZETT_MAX_CHATS_PER_HOUR = _env_number("ZETT_MAX_CHATS_PER_HOUR", "60", int)
 #: Where the frame budgets are shared between worker processes; empty: in each process.

@@ -8,6 +8,13 @@ OS picks, and prints ``LISTENING <port>`` once the socket is bound: the test wai
 line instead of guessing when the server is up.
 Static files are served by Django's ASGI static handler, as ``runserver`` does.
 
+``ZETT_TEST_DIE_AFTER_CLAIM=1`` makes the process SIGKILL itself right after a reply for a
+stored wait was claimed (committed), before anything else happens: a crash between
+claiming a paused run's wait and starting its continuation, on purpose.
+``ZETT_TEST_SEND_BUFFER=<bytes>`` gives every accepted socket a kernel send buffer that
+small (``SO_SNDBUF``; loopback's otherwise grows to megabytes): what a client does not read
+then stays in the server's own transport buffer, as on a busy link.
+
 A process of its own, rather than a thread of the test process, because Twisted's reactor
 runs once per process and a SQLite database is then simply a file both sides can open.
 """
@@ -39,6 +46,11 @@ def main() -> None:
     if not options.no_migrate:
         call_command("migrate", interactive=False, verbosity=0)
 
+    if os.environ.get("ZETT_TEST_DIE_AFTER_CLAIM"):
+        _die_after_claim()
+    if os.environ.get("ZETT_TEST_SEND_BUFFER"):
+        _small_send_buffers(int(os.environ["ZETT_TEST_SEND_BUFFER"]))
+
     from channels.routing import get_default_application
     from daphne.endpoints import build_endpoint_description_strings
     from daphne.server import Server
@@ -54,6 +66,36 @@ def main() -> None:
         endpoints=build_endpoint_description_strings(host="127.0.0.1", port=options.port),
         signal_handlers=True,
     ).run()
+
+
+def _die_after_claim() -> None:
+    import signal
+
+    from agent_app import waits
+
+    claim = waits.claim
+
+    def claim_then_die(*args, **kwargs):  # type: ignore[no-untyped-def]
+        verdict = claim(*args, **kwargs)
+        if verdict.reason is None:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return verdict
+
+    waits.claim = claim_then_die
+
+
+def _small_send_buffers(size: int) -> None:
+    import socket
+
+    from twisted.internet import tcp
+
+    accept = tcp.Server.__init__
+
+    def small_buffer(self, sock, *args, **kwargs):  # type: ignore[no-untyped-def]
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
+        accept(self, sock, *args, **kwargs)
+
+    tcp.Server.__init__ = small_buffer
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from tests.app.browser_support import (
     last_answer,
     open_new_chat,
     send,
+    wait_for_value,
 )
 
 pytest_plugins = ["tests.app.browser_fixtures"]
@@ -227,7 +228,7 @@ def test_after_the_link_drops_an_idle_page_reconnects_and_keeps_its_conversation
 
     drop_socket(page)
 
-    page.wait_for_function("window.zettSockets.length === 2")
+    wait_for_value(page, "window.zettSockets.length", 2)
     expect(page.locator("#connection-label")).to_have_text("Connected")
     assert page.evaluate("window.zettSockets[1].url").endswith(f"?after_seq={seen}")
     # Nothing happened meanwhile, so nothing was rebuilt.
@@ -248,7 +249,7 @@ def test_after_the_link_drops_mid_question_the_same_run_goes_on_and_can_be_answe
 
     drop_socket(page)
 
-    page.wait_for_function("window.zettSockets.length === 2")
+    wait_for_value(page, "window.zettSockets.length", 2)
     expect(page.locator("#connection-label")).to_have_text("Connected")
     assert "after_seq=" in page.evaluate("window.zettSockets.at(-1).url")
     expect(question).to_have_attribute("data-state", "open")

@@ -21,6 +21,7 @@ from tests.app.browser_support import (
     open_new_chat,
     send,
     transcript_snapshot,
+    wait_for_value,
 )
 
 pytest_plugins = ["tests.app.browser_fixtures"]
@@ -145,7 +146,7 @@ def test_the_edit_button_keeps_the_keyboard_while_the_link_drops_and_comes_back(
 
     drop_socket(page)
 
-    page.wait_for_function("window.zettSockets.length === 2")
+    wait_for_value(page, "window.zettSockets.length", 2)
     expect_connected(page)
     expect(edit).to_be_focused()
     page.keyboard.press("Enter")

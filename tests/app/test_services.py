@@ -36,6 +36,8 @@ SUITES = [
     # The single-statement writes: RETURNING ids, JSON and time columns on PostgreSQL.
     "tests/app/test_statements.py",
     "tests/app/test_begin_run.py",
+    # Deleted chats and users: the creation records on PostgreSQL, the user group over Redis.
+    "tests/app/test_deleted_chats.py",
 ]
 
 

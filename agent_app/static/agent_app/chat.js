@@ -478,6 +478,9 @@ function handleError(frame) {
     outbox.refused(frame.code);
     updateMode();
   }
+  if (frame.code === "rate_limited" && paging.loading) {
+    paging.refused();
+  }
   if (frame.code === "not_running") {
     ui.stop.disabled = false;
     ui.stop.textContent = "Stop";
