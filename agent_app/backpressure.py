@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
+from agent_app import conf
 
 __all__ = [
     "DEFAULT_SEND_BUFFER_BYTES",
@@ -40,7 +40,7 @@ _BUFFER_FIELDS = ("dataBuffer", "offset", "_tempDataLen")
 
 def send_buffer_cap() -> int:
     """``ZETT_WS_SEND_BUFFER_BYTES`` (at least one frame's worth; 0 or unset: the default)."""
-    value = int(getattr(settings, "ZETT_WS_SEND_BUFFER_BYTES", 0) or 0)
+    value = int(conf.ZETT_WS_SEND_BUFFER_BYTES or 0)
     return value if value > 0 else DEFAULT_SEND_BUFFER_BYTES
 
 

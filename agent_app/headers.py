@@ -15,9 +15,10 @@ so a site that configured that middleware differently still sends them.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils.deprecation import MiddlewareMixin
+
+from agent_app import conf
 
 __all__ = ["DEFAULT_POLICY", "SecurityHeadersMiddleware", "policy_for"]
 
@@ -30,7 +31,7 @@ DEFAULT_POLICY = (
 
 def policy_for(request: HttpRequest) -> str:
     """The policy of a response to ``request`` (empty: send none)."""
-    configured = getattr(settings, "ZETT_CONTENT_SECURITY_POLICY", None)
+    configured = conf.ZETT_CONTENT_SECURITY_POLICY
     if configured is not None:
         return str(configured)
     host = request.get_host()
