@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.app.browser_support import (
@@ -29,6 +30,7 @@ from tests.app.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 COUNTDOWN = re.compile(r"^0:0[1-6]$")
 

@@ -24,6 +24,7 @@ from tests.app.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 
 @EVERY_LAYOUT

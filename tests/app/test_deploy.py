@@ -20,7 +20,7 @@ import redis
 from tests.app.servers import ROOT, DaphneProcess, fresh_database, server_env
 from tests.app.services import REDIS_URL, require_service
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def event_is(kind: str):

@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 from tests.app.hostile import Exchange, SocketClosed, Tally, frames
 from tests.leaks import leaked_tasks
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Sockets (Hypothesis examples) and frames per socket of the in-process run.

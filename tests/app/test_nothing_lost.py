@@ -15,7 +15,7 @@ import pytest
 
 from agent_app.models import ChatMessage, ChatRun, Note
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
 SESSIONS = 200
 AT_ONCE = 10

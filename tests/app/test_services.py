@@ -54,6 +54,7 @@ async def test_the_redis_channel_layer_delivers_group_messages():
         await layer.flush()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_the_socket_and_persistence_suites_pass_on_postgresql_and_redis():
     database_url = require_service("PostgreSQL", POSTGRES_URL)
