@@ -96,7 +96,7 @@ async def test_a_denied_note_is_acknowledged():
     call = ToolCall("demo_call_1", "save_note", {"title": "t", "text": "t"})
     denied = ToolMessage(call.id, "save_note", "ApprovalDenied: The user denied it", success=False)
     message = await reply([UserMessage("note: t"), AssistantMessage(tool_calls=(call,)), denied])
-    assert "did not save" in message.content
+    assert message.content == "I did not save the note. You denied it, so nothing was written."
 
 
 @pytest.mark.parametrize("text", ["Tell me a story about dragons", "hello", "Hi there!", "hey"])

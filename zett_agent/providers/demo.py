@@ -83,6 +83,9 @@ _WORD_OPERATORS = [
     (re.compile(r"\bdivided by\b", re.IGNORECASE), "/"),
 ]
 _EXPRESSION = re.compile(r"[-+(]*\s*[\d.]+(?:\s*(?:\*\*|[-+*/%()])+\s*\(*\s*[\d.]+\)*)+\)*")
+# A failed tool's result starts with its error's type ("ApprovalDenied: ..."): for a
+# program, not for the person reading the answer.
+_ERROR_NAME = re.compile(r"^[A-Z][A-Za-z0-9_]*: ")
 _NOTE_WORDS = re.compile(r"^\s*(?:save|add|make|take|write|create)?\s*(?:a|the|this)?\s*$", re.I)
 
 
@@ -190,9 +193,12 @@ def _after_tool(result: ToolMessage, call: ToolCall | None, tools: set[str]) -> 
             return _Step(f"I could not ask you: {output}")
         return _after_answer(arguments.get("question"), _answer(output), tools)
     if not result.success:
+        reason = _ERROR_NAME.sub("", output)
         if result.name == "save_note":
-            return _Step(f"I did not save the note. {output}")
-        return _Step(f"The {result.name} tool failed: {output}")
+            if "denied" in reason:
+                return _Step("I did not save the note. You denied it, so nothing was written.")
+            return _Step(f"I did not save the note. {reason}")
+        return _Step(f"The {result.name} tool failed: {reason}")
     if result.name == "calculate":
         return _Step(f"`{arguments.get('expression', '?')}` = **{output}**")
     if result.name == "current_time":
