@@ -4,6 +4,8 @@ approval card's arguments, colours and deadline, and the chat on a 375 px phone.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -14,6 +16,7 @@ from tests.app.browser_support import (
     last_answer,
     open_new_chat,
     send,
+    serve,
 )
 
 pytest_plugins = ["tests.app.browser_fixtures"]
@@ -22,6 +25,15 @@ pytestmark = pytest.mark.slow
 NARROW = pytest.mark.parametrize(
     "page", [LAYOUTS["narrow-light"]], ids=["narrow-light"], indirect=True
 )
+
+
+@pytest.fixture(scope="module")
+def paced_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The demo model at the pace users see (``ZETT_DEMO_PACE``'s default), so a long answer
+    streams for seconds."""
+    with serve(tmp_path_factory.mktemp("paced"), "paced", "demo", {"ZETT_DEMO_PACE": "0.02"}) as s:
+        yield s
+
 
 #: Elements with the ``hidden`` attribute that a display rule shows anyway.
 SHOWN_THOUGH_HIDDEN = """() => [...document.querySelectorAll("[hidden]")]
@@ -173,3 +185,47 @@ def test_on_a_phone_the_bar_is_one_row_the_drawer_starts_under_it_and_rows_keep_
         action = box_of(page, f".list-page {selector}")
         bottom = action["y"] + action["height"]
         assert row["y"] <= action["y"] and bottom <= row["y"] + row["height"], selector
+
+
+def test_the_demo_s_starter_prompts_show_code_a_table_and_a_long_answer_to_stop(
+    page: Page, daphne_server: LiveServer, paced_server: LiveServer
+) -> None:
+    open_new_chat(page, daphne_server)
+    starters = page.get_by_role("list", name="Say hello to start the conversation")
+    expect(starters.get_by_role("button")).to_have_text(
+        [
+            "What is 1/3 + 1/6?",
+            "Save a note: buy milk",
+            "Show me a code example",
+            "Compare the setups in a table",
+            "Write a long answer",
+            "Help",
+        ]
+    )
+    starters.get_by_role("button", name="Show me a code example").click()
+    expect(page.locator(".msg--user .msg__body")).to_have_text(["Show me a code example"])
+    expect(starters).to_be_hidden()
+    expect_idle(page)
+    answer = last_answer(page)
+    expect(answer.locator(".code-block__language")).to_have_text(["python", "javascript"])
+    expect(answer.get_by_role("button", name="Copy python code")).to_be_visible()
+    expect(answer.get_by_role("button", name="Copy javascript code")).to_be_visible()
+    expect(answer.locator("code.hljs .hljs-keyword").first).to_be_visible()  # highlighted
+
+    open_new_chat(page, daphne_server)
+    page.get_by_role("button", name="Compare the setups in a table").click()
+    expect_idle(page)
+    table = last_answer(page).locator("table")
+    expect(table.locator("th")).to_have_count(5)
+    expect(table.locator("tbody tr")).to_have_count(3)
+    expect(table.locator("tbody tr").first).to_contain_text("manage.py runserver")
+
+    open_new_chat(page, paced_server)
+    page.get_by_role("button", name="Write a long answer").click()
+    stop = page.get_by_role("button", name="Stop")
+    expect(stop).to_be_visible()
+    expect(last_answer(page)).to_contain_text("How an answer reaches this page")
+    stop.click()
+    expect(page.locator(".note", has_text="Stopped.")).to_be_visible()
+    expect_idle(page)
+    expect(last_answer(page)).not_to_contain_text("That is the whole path.")

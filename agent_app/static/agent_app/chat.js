@@ -547,6 +547,16 @@ ui.input.addEventListener("input", () => {
 
 ui.stop.addEventListener("click", stopRun);
 
+// A new chat's starter prompts: each is sent as if typed, through the composer's checks.
+for (const starter of document.querySelectorAll(".starters__prompt")) {
+  starter.addEventListener("click", () => {
+    ui.input.value = starter.dataset.prompt;
+    updateMode();
+    ui.composer.requestSubmit();
+    ui.input.focus({ preventScroll: true });
+  });
+}
+
 // --- renaming and deleting the chat -------------------------------------------------------
 
 ui.chatActions.hidden = !config.stored;
