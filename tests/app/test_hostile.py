@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 
 from tests.app.hostile import Exchange, SocketClosed, Tally, frames
 from tests.leaks import leaked_tasks
+from tests.progress import say
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
@@ -139,6 +140,8 @@ def test_thousands_of_generated_hostile_frames_are_each_answered_and_leave_nothi
     @given(st.lists(frames(), min_size=FRAMES_PER_SOCKET, max_size=FRAMES_PER_SOCKET))
     def hostile_socket(sent: list[str | bytes]) -> None:
         asyncio.run(one_socket(sent, tally))
+        if tally.sockets % 25 == 0:
+            say(request, f"hostile frames: {tally.sockets} sockets, {tally.frames} frames")
 
     hostile_socket()
     report(request, tally.line("ASGI app, in process"))
