@@ -500,7 +500,7 @@ function composerProblem() {
   if (!content.trim()) {
     return BLANK_HINT;
   }
-  // A UTF-8 byte is at most one UTF-16 unit's worth of three: short texts skip the count.
+  // A UTF-16 unit is at most three UTF-8 bytes: a text under a third of the limit fits.
   if (content.length * 3 > MAX_CONTENT_BYTES) {
     const bytes = new TextEncoder().encode(content).length;
     if (bytes > MAX_CONTENT_BYTES) {
