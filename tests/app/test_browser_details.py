@@ -4,6 +4,11 @@ approval card's arguments, colours and deadline, and the chat on a 375 px phone.
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -11,6 +16,8 @@ from playwright.sync_api import Page, expect
 
 from tests.app.browser_support import (
     LAYOUTS,
+    ROOT,
+    WIDE,
     LiveServer,
     expect_idle,
     last_answer,
@@ -229,3 +236,59 @@ def test_the_demo_s_starter_prompts_show_code_a_table_and_a_long_answer_to_stop(
     expect(page.locator(".note", has_text="Stopped.")).to_be_visible()
     expect_idle(page)
     expect(last_answer(page)).not_to_contain_text("That is the whole path.")
+
+
+def staff_signed_in(page: Page, server: LiveServer) -> Page:
+    """A superuser in the server's database, signed in to the admin in a browser of their
+    own (signing in where the chats were written would make them the staff's)."""
+    password = "admin-" + uuid.uuid4().hex
+    script = (
+        "import django; django.setup(); from django.contrib.auth.models import User; "
+        f"User.objects.create_superuser('staff-{password[-8:]}', 'staff@example.com', "
+        f"'{password}')"
+    )
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{server.database}"}
+    env["DJANGO_SETTINGS_MODULE"] = "zett_site.settings"
+    env.pop("REDIS_URL", None)
+    subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, check=True, timeout=120)
+    page = page.context.browser.new_context(viewport=WIDE).new_page()
+    page.goto(f"{server.url}/admin/login/?next=/admin/")
+    page.get_by_label("Username").fill(f"staff-{password[-8:]}")
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Site administration")).to_be_visible()
+    return page
+
+
+def test_the_admin_shows_a_chat_as_its_conversation(page: Page, daphne_server: LiveServer) -> None:
+    session_id = open_new_chat(page, daphne_server)
+    send(page, "Compare the setups in a table")
+    expect_idle(page)
+    page.get_by_role("button", name="Regenerate the last answer").click()
+    expect(page.locator(".turn__meta")).to_have_count(1)
+    expect_idle(page)
+
+    page = staff_signed_in(page, daphne_server)
+    page.goto(f"{daphne_server.url}/admin/agent_app/chatsession/{session_id}/change/")
+    messages = page.locator("#messages-group")
+    # The answers read as Markdown (a table each); the turn the regeneration replaced (the
+    # message as first sent, and its answer) is marked, so the message does not read as
+    # sent twice; only tool rows could have a success mark (none here).
+    expect(messages.locator("td.field-content_shown table")).to_have_count(2)
+    superseded = messages.locator("tr:has(.zett-superseded) td.field-role")
+    expect(superseded).to_have_text(["User", "Assistant"])
+    expect(messages.locator("tr:not(:has(.zett-superseded)) td.field-role")).to_have_text(
+        ["User", "Assistant"]
+    )
+    expect(messages.locator("td.field-succeeded img")).to_have_count(0)
+    # A request id is one line, however narrow its column.
+    for cell in page.locator("td.field-request_id").all():
+        lines = cell.evaluate(
+            "(node) => Math.round(node.querySelector('p').getBoundingClientRect().height"
+            " / parseFloat(getComputedStyle(node.querySelector('p')).lineHeight))"
+        )
+        assert lines == 1
+    page.goto(f"{daphne_server.url}/admin/agent_app/chatsession/")
+    owner = page.locator(f"tr:has(a[href*='{session_id}']) td.field-owner_shown")
+    expect(owner).to_have_text(re.compile(r"^anonymous · [0-9a-zA-Z_-]{8}$"))
+    page.context.close()
