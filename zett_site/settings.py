@@ -86,6 +86,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "agent_app.headers.SecurityHeadersMiddleware",
+    # Static files in every mode, from any server (daphne, uvicorn, ``runworkers``): with
+    # DEBUG straight from the apps' static folders, re-read on change; without it from
+    # STATIC_ROOT (``manage.py collectstatic``).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -93,11 +97,6 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
-
-if not DEBUG:
-    # Static files from STATIC_ROOT (``manage.py collectstatic``); with DEBUG, ``runserver``
-    # serves them from the apps as it always does.
-    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
 
 ROOT_URLCONF = "zett_site.urls"
 WSGI_APPLICATION = "zett_site.wsgi.application"
@@ -187,6 +186,10 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT") or BASE_DIR / "staticfiles")
+# WhiteNoise's own defaults, fixed when the settings load (a test runner that turns DEBUG
+# off later keeps them): with DEBUG, the apps' static folders, re-read on every change.
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
 # Compressed copies, unhashed names: the page's ES modules import each other by relative
 # path, which hashed names would break.
 STORAGES = {

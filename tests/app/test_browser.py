@@ -31,6 +31,7 @@ from tests.app.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 
 # --- tests -------------------------------------------------------------------------------
@@ -74,8 +75,6 @@ def test_answering_the_question_and_approving_the_note_saves_it(
     approval = page.locator(".widget--approval")
     expect(approval).to_contain_text("Allow save_note to run with these arguments?")
     expect(approval.locator(".widget__arguments")).to_contain_text("Buy oat milk and coffee")
-    expect(approval).to_be_focused()
-    page.keyboard.press("Tab")
     expect(approval.get_by_role("button", name="Approve")).to_be_focused()
     page.keyboard.press("Enter")
     expect(approval.locator(".widget__status")).to_have_text("You approved this.")

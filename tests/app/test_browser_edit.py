@@ -25,6 +25,7 @@ from tests.app.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 TWO_LAYOUTS = pytest.mark.parametrize(
     "page",
