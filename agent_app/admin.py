@@ -1,13 +1,21 @@
 """Admin: browse sessions with their messages and runs, the messages themselves, the runs and
 how they ended, the waits for replies, the external-event audit trail and the demo notes.
 Everything a chat writes is read-only here except titles, owners and notes: editing or
-deleting a message would silently rewrite what the agent saw (delete the session instead)."""
+deleting a message would silently rewrite what the agent saw (delete the session instead).
+
+A session's page reads as its conversation: answers rendered from Markdown (raw HTML in them
+shown as text, unsafe links left unlinked), turns a regeneration or an edit replaced marked
+superseded, a success mark only on tool results, and an anonymous owner named by the short
+form of its browser key."""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.db.models import Count, Max, QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
 
 from agent_app.models import (
     ApiToken,
@@ -21,16 +29,21 @@ from agent_app.models import (
 
 #: Characters of message content shown in list columns.
 PREVIEW_LENGTH = 80
+#: Characters of a message rendered on its session's page; longer ones are cut there.
+RENDERED_LENGTH = 4000
+#: Characters of an anonymous owner's browser key shown.
+BROWSER_KEY_SHOWN = 8
+
+#: CommonMark with tables, raw HTML escaped: markdown-it's link check refuses
+#: ``javascript:``, ``vbscript:``, ``file:`` and non-image ``data:`` URLs.
+_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
+
+#: The admin's own additions: request ids on one line, rendered messages, superseded rows.
+ADMIN_CSS = {"all": ["agent_app/admin.css"]}
 
 
 def _preview(content: object) -> str:
-    if isinstance(content, list):
-        text = " ".join(
-            part.get("text", "[image]") if isinstance(part, dict) else str(part) for part in content
-        )
-    else:
-        text = str(content or "")
-    text = " ".join(text.split())
+    text = " ".join(_text(content).split())
     return text if len(text) <= PREVIEW_LENGTH else text[: PREVIEW_LENGTH - 1] + "…"
 
 
@@ -43,30 +56,69 @@ def _calls(message: ChatMessage) -> str:
     )
 
 
-def _outcome(message: ChatMessage) -> bool | None:
-    """A tool result's success; None (an empty cell) where it does not apply."""
-    return message.success if message.role == "tool" else None
+def _outcome(message: ChatMessage) -> str:
+    """A tool result's success; an empty cell where it does not apply (no "unknown" icon)."""
+    if message.role != "tool" or message.success is None:
+        return ""
+    return "succeeded" if message.success else "failed"
+
+
+def _text(content: object) -> str:
+    if isinstance(content, list):
+        return "\n\n".join(
+            part.get("text", "[image]") if isinstance(part, dict) else str(part) for part in content
+        )
+    return str(content or "")
+
+
+def _rendered(message: ChatMessage) -> SafeString:
+    """The message as its reader saw it: Markdown for people's and the agent's words, plain
+    text for tool results, marked when a later regeneration or edit replaced it."""
+    text = _text(message.content)
+    if len(text) > RENDERED_LENGTH:
+        text = text[: RENDERED_LENGTH - 1] + "…"
+    if message.role == "tool":
+        body = format_html('<pre class="zett-tool-result">{}</pre>', text)
+    else:
+        # markdown-it escapes every character of the text it does not turn into markup.
+        body = mark_safe(f'<div class="zett-markdown">{_MARKDOWN.render(text)}</div>')
+    if message.superseded:
+        return format_html(
+            '<div class="zett-superseded"><strong class="zett-superseded__tag">superseded'
+            "</strong> replaced by a regenerated or edited turn{}</div>",
+            body,
+        )
+    return body
+
+
+def _owner(session: ChatSession) -> str:
+    """The signed-in owner, or the anonymous browser that started the chat."""
+    if session.owner_id is not None:
+        return str(session.owner)
+    if session.browser_key:
+        return f"anonymous · {session.browser_key[:BROWSER_KEY_SHOWN]}"
+    return "anonymous"
 
 
 class ChatMessageInline(admin.TabularInline):
     model = ChatMessage
     ordering = ["position"]
-    fields = ["position", "role", "content_preview", "tool_calls_shown", "succeeded", "request_id"]
+    fields = ["position", "role", "content_shown", "tool_calls_shown", "succeeded", "request_id"]
     readonly_fields = fields
     extra = 0
     can_delete = False
     show_change_link = True
 
     @admin.display(description="content")
-    def content_preview(self, message: ChatMessage) -> str:
-        return _preview(message.content)
+    def content_shown(self, message: ChatMessage) -> SafeString:
+        return _rendered(message)
 
     @admin.display(description="tool calls")
     def tool_calls_shown(self, message: ChatMessage) -> str:
         return _calls(message)
 
-    @admin.display(description="success", boolean=True)
-    def succeeded(self, message: ChatMessage) -> bool | None:
+    @admin.display(description="success")
+    def succeeded(self, message: ChatMessage) -> str:
         return _outcome(message)
 
     def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
@@ -90,7 +142,7 @@ class ChatRunInline(admin.TabularInline):
 class ChatSessionAdmin(admin.ModelAdmin):
     list_display = [
         "__str__",
-        "owner",
+        "owner_shown",
         "assistant",
         "message_count",
         "last_activity",
@@ -98,12 +150,24 @@ class ChatSessionAdmin(admin.ModelAdmin):
     ]
     list_filter = ["assistant", "created_at", "updated_at"]
     date_hierarchy = "created_at"
-    search_fields = ["id", "title", "owner__username", "messages__content"]
+    search_fields = ["id", "title", "owner__username", "browser_key", "messages__content"]
     # The assistant is fixed when the chat is stored: its history was written with it.
-    readonly_fields = ["id", "assistant", "created_at", "updated_at"]
-    fields = ["id", "title", "owner", "assistant", "created_at", "updated_at"]
+    readonly_fields = ["id", "assistant", "browser", "created_at", "updated_at"]
+    fields = ["id", "title", "owner", "browser", "assistant", "created_at", "updated_at"]
     raw_id_fields = ["owner"]
     inlines = [ChatMessageInline, ChatRunInline]
+
+    class Media:
+        css = ADMIN_CSS
+
+    @admin.display(description="owner", ordering="owner__username")
+    def owner_shown(self, session: ChatSession) -> str:
+        return _owner(session)
+
+    @admin.display(description="browser key")
+    def browser(self, session: ChatSession) -> str:
+        key = session.browser_key
+        return f"{key[:BROWSER_KEY_SHOWN]}…" if key else ""
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ChatSession]:
         return (
@@ -145,6 +209,9 @@ class ChatMessageAdmin(admin.ModelAdmin):
     #: Messages of one session together, in conversation order.
     ordering = ["session", "position"]
 
+    class Media:
+        css = ADMIN_CSS
+
     @admin.display(description="content")
     def content_preview(self, message: ChatMessage) -> str:
         return _preview(message.content)
@@ -153,8 +220,8 @@ class ChatMessageAdmin(admin.ModelAdmin):
     def tool_calls_shown(self, message: ChatMessage) -> str:
         return _calls(message)
 
-    @admin.display(description="success", boolean=True, ordering="success")
-    def succeeded(self, message: ChatMessage) -> bool | None:
+    @admin.display(description="success", ordering="success")
+    def succeeded(self, message: ChatMessage) -> str:
         return _outcome(message)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -174,6 +241,9 @@ class ChatRunAdmin(admin.ModelAdmin):
     search_fields = ["request_id", "resumed_from", "session__id", "session__title"]
     list_select_related = ["session"]
     readonly_fields = [field.name for field in ChatRun._meta.fields]
+
+    class Media:
+        css = ADMIN_CSS
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -10,7 +10,8 @@ Layers, outermost first: the origin check (``agent_app.guard.origins``: scheme, 
 of a page allowed to open a socket; a refusal is logged with its reason), cookies, the
 Django session, the person (a browser's signed-in user, or a program's
 ``Authorization: Bearer`` API token, ``agent_app.tokens``), and the router of the chat
-sockets (``agent_app.routing``, at ``ZETT_WEBSOCKET_PATH``).
+sockets (``agent_app.routing``, at ``ZETT_WEBSOCKET_PATH``; a path no route serves is refused
+quietly, ``agent_app.unrouted``).
 
 zett's settings are checked when the stack is built, before the first handshake: daphne
 runs no system checks, and a bad limit would otherwise start fine and fail every handshake.
@@ -25,7 +26,6 @@ from __future__ import annotations
 from typing import Any
 
 from channels.auth import AuthMiddleware
-from channels.routing import URLRouter
 from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionMiddleware
 
 __all__ = ["SocketSessionMiddleware", "websocket_application"]
@@ -46,13 +46,14 @@ def websocket_application(*, check_settings: bool = True) -> Any:
     from agent_app.guard.origins import OriginValidator
     from agent_app.routing import websocket_urlpatterns
     from agent_app.tokens import BearerTokenMiddleware
+    from agent_app.unrouted import QuietURLRouter
 
     if check_settings:
         raise_on_invalid_settings()
     return OriginValidator(
         CookieMiddleware(
             SocketSessionMiddleware(
-                AuthMiddleware(BearerTokenMiddleware(URLRouter(websocket_urlpatterns)))
+                AuthMiddleware(BearerTokenMiddleware(QuietURLRouter(websocket_urlpatterns)))
             )
         )
     )

@@ -91,6 +91,9 @@ class Assistant:
     reply_names: ClassVar[Iterable[str]] = ()
     #: ``"app_label.codename"`` a user needs; or override ``has_permission``.
     permission_required: ClassVar[str | None] = None
+    #: Prompts a new, empty chat offers as buttons (each sends its text as the first
+    #: message); none: the empty chat just invites a first message.
+    starter_prompts: ClassVar[Sequence[str]] = ()
 
     @property
     def display_name(self) -> str:

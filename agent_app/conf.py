@@ -70,6 +70,14 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_SHUTDOWN_GRACE": 25.0,
     #: Updating an API token's ``last_used`` at most this often (seconds).
     "ZETT_TOKEN_TOUCH_SECONDS": 60,
+    #: Most bytes a socket may leave unread before it is dropped (close code 4408).
+    "ZETT_WS_SEND_BUFFER_BYTES": 1024 * 1024,
+    #: The Content-Security-Policy of every page (None: the strict default; "": none).
+    "ZETT_CONTENT_SECURITY_POLICY": None,
+    #: Largest attachment accepted, in bytes.
+    "ZETT_ATTACHMENT_MAX_BYTES": 10 * 1024 * 1024,
+    #: Media types attachments may have (None: every type zett can read).
+    "ZETT_ATTACHMENT_TYPES": None,
 }
 
 

@@ -19,7 +19,12 @@ and at the first ``user_message`` (which stores the chat), ``agent_app.guard.lim
 (sockets per chat and per person) and for every frame (the person's frame budget),
 ``agent_app.durable.audit`` around every reply. Nothing a client sends can end the socket: a
 handler that raises is answered with an ``internal`` error frame, and the socket's
-resources (live session, run, counters, group) are released however it ends.
+resources (live session, run, counters, group) are released however it ends. Nor can the
+socket's end undo what a frame started: a send to a socket that is closing is dropped
+(``_gone``), so a reply sent just before its tab closed is still taken, audited and
+announced. A socket that leaves more than ``ZETT_WS_SEND_BUFFER_BYTES`` unread is dropped
+(``agent_app.backpressure``, close code 4408: the page reconnects and resumes); one whose
+chat or user was deleted is told and closed (4410, 4403).
 """
 
 from __future__ import annotations
@@ -35,6 +40,13 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from agent_app.assistants import UnknownAssistant, registry
+from agent_app.backpressure import (
+    FELL_BEHIND_CLOSE_CODE,
+    buffered_bytes,
+    send_buffer_cap,
+    transport_of,
+)
+from agent_app.chat_records import ChatDeleted, was_deleted
 from agent_app.durable.audit import record_reply, record_verdict
 from agent_app.durable.runs import Creator, NothingToReplace
 from agent_app.guard.access import (
@@ -46,9 +58,15 @@ from agent_app.guard.access import (
     ensure_session,
     open_chat,
     person_of_scope,
+    still_exists,
     user_group,
 )
-from agent_app.guard.limits import TOO_MANY_SOCKETS_CLOSE_CODE, SocketTicket, limiter
+from agent_app.guard.limits import (
+    TOO_MANY_SOCKETS_CLOSE_CODE,
+    SocketTicket,
+    history_page_cost,
+    limiter,
+)
 from agent_app.models import ChatSession, RunKind
 from agent_app.protocol.frames import (
     CLIENT_REPLY_NAMES,
@@ -80,12 +98,17 @@ from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
 from agent_app.sessions.replies import Verdict
 
-__all__ = ["FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer"]
+__all__ = ["DELETED_CLOSE_CODE", "FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer"]
 
 logger = logging.getLogger(__name__)
 
+#: What a socket of a deleted chat is told before it closes.
+CHAT_DELETED_MESSAGE = "This chat was deleted"
+
 #: Close code after a ``forbidden`` error (4000-4999 are the application's own).
 FORBIDDEN_CLOSE_CODE = 4403
+#: Close code of a socket whose chat was deleted (by another tab, or anywhere else).
+DELETED_CLOSE_CODE = 4410
 #: Close code when connecting itself failed on the server (database down …).
 INTERNAL_CLOSE_CODE = 1011
 
@@ -105,6 +128,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
     #: The session's row exists (checked at the first ``user_message``).
     _stored = False
     _accepted = False
+    #: daphne's transport of this socket, whose unsent bytes are capped (``_send_cap``).
+    _transport: Any = None
+    _send_cap = 0
+    #: Told that its chat was deleted (``chat_deleted``).
+    _deleted = False
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         user = scope.get("user")
@@ -148,6 +176,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def _join(self) -> None:
         self.person = await person_of_scope(self.scope)
         if not await open_chat(self.person, self.session_id):
+            if self.person is not None and await database_sync_to_async(was_deleted)(
+                self.session_id
+            ):
+                await self._refuse(ErrorCode.FORBIDDEN, CHAT_DELETED_MESSAGE, DELETED_CLOSE_CODE)
+                return
             message = (
                 "Sign in, or allow cookies, to chat"
                 if self.person is None
@@ -179,6 +212,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None:
         self._accepted = True
         await super().accept(subprotocol, headers)
+        self._transport = transport_of(self.base_send)
+        self._send_cap = send_buffer_cap()
 
     async def _refuse(self, code: ErrorCode, message: str, close_code: int) -> None:
         """Accept (so the client can read why) unless done already, send the error, close."""
@@ -218,6 +253,19 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self._release()
         await self._refuse(ErrorCode.FORBIDDEN, "You signed out", FORBIDDEN_CLOSE_CODE)
 
+    async def zett_chat_deleted(self, event: dict[str, Any]) -> None:
+        """One of the user's chats was deleted (``agent_app.chat_records``): this one?"""
+        if event.get("session_id") == self.session_id:
+            await self.chat_deleted()
+
+    async def chat_deleted(self) -> None:
+        """The chat is gone for good: say so and close (once, however often it is told)."""
+        if self._deleted:
+            return
+        self._deleted = True
+        await self._release()
+        await self._refuse(ErrorCode.FORBIDDEN, CHAT_DELETED_MESSAGE, DELETED_CLOSE_CODE)
+
     async def send_frame(self, frame: OutboundFrame) -> None:
         await self.send_text(encode_frame(frame.dump()))
 
@@ -236,8 +284,44 @@ class ChatConsumer(AsyncWebsocketConsumer):
         try:
             if not self._closed:
                 await self.base_send({"type": "websocket.send", "text": text})
+                transport = self._transport
+                if transport is not None:
+                    backlog = buffered_bytes(transport) - len(text)  # unread before this one
+                    if backlog > self._send_cap:
+                        await self._fell_behind(backlog)
+        except Exception:
+            self._gone()
         finally:
             lock.release()
+
+    async def _fell_behind(self, held: int) -> None:
+        """Drop a socket that does not read (``agent_app.backpressure``); it may come back.
+
+        It leaves the session at once (no further frame is queued for it); the rest of
+        the release happens when its disconnect arrives, as for any socket.
+        """
+        self._closed = True
+        if self.live is not None:
+            self.live.leave(self)
+        logger.info(
+            "Dropping a socket of session %s: %d bytes unread, more than %d",
+            self.session_id,
+            held,
+            self._send_cap,
+        )
+        await self.base_send({"type": "websocket.close", "code": FELL_BEHIND_CLOSE_CODE})
+
+    def _gone(self) -> None:
+        """A send failed: the socket is closing (its ``websocket.disconnect`` is on its way).
+
+        daphne refuses a send once the client's close frame has been read, which can be
+        well before the disconnect reaches this consumer (the transport first drains what
+        it still holds for the client). The frame that was being answered must not fail
+        because its answer cannot be delivered: later sends to this socket are dropped.
+        """
+        if not self._closed:
+            self._closed = True
+            logger.debug("A socket of session %s is closing: sends dropped", self.session_id)
 
     async def _send_quietly(self, frame: OutboundFrame) -> None:
         """Send, and let a socket that is already gone be gone."""
@@ -293,6 +377,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def on_user_message(self, frame: UserMessageFrame) -> None:
         assert self.live is not None and self.person is not None
+        if not await self._account_exists():
+            return
         if frame.assistant is not None and registry.get(frame.assistant) is None:
             await self._error(ErrorCode.UNKNOWN_ASSISTANT, str(UnknownAssistant(frame.assistant)))
             return
@@ -303,21 +389,44 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.live.start(frame.content, creator)
         except Busy as busy:
             await self._error(busy.code, busy.message)
+        except ChatDeleted:
+            await self.chat_deleted()
 
     async def on_replace_last_turn(self, content: str | None, kind: RunKind) -> None:
         """``regenerate`` (``content`` None) or ``edit_last``: answer the last turn anew."""
         assert self.live is not None
+        if not await self._account_exists():
+            return
         try:
             await self.live.start(content, kind=kind, replace_last_turn=True)
         except Busy as busy:
             await self._error(busy.code, busy.message)
         except NothingToReplace as nothing:
             await self._error(ErrorCode.BAD_FRAME, str(nothing))
+        except ChatDeleted:
+            await self.chat_deleted()
 
     async def on_history_before(self, frame: HistoryBeforeFrame) -> None:
-        assert self.live is not None
+        assert self.live is not None and self.person is not None
+        # One frame was charged on arrival; a page is charged by its size (``limits``).
+        extra = history_page_cost(frame.limit) - 1
+        if extra and not await limiter().take_frame(self.person.key, extra):
+            await self._error(ErrorCode.RATE_LIMITED, "Too many history pages; slow down")
+            return
         page = await self.live.history_before(frame.position, frame.limit)
         await self.send_frame(HistoryPageFrame(**page))
+
+    async def _account_exists(self) -> bool:
+        """Check the user at each run start; close the socket of one deleted meanwhile."""
+        assert self.person is not None
+        if await still_exists(self.person):
+            return True
+        logger.info("Closing a socket of session %s: its user was deleted", self.session_id)
+        await self._release()
+        await self._refuse(
+            ErrorCode.FORBIDDEN, "Your account no longer exists", FORBIDDEN_CLOSE_CODE
+        )
+        return False
 
     async def _store_session(self, assistant: str) -> bool:
         """Store the chat at its first message (``agent_app.guard.access.ensure_session``),
@@ -335,6 +444,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 return False
             case Creation.QUOTA:
                 await self._error(ErrorCode.RATE_LIMITED, chat_quota_message())
+                return False
+            case Creation.DELETED:
+                await self.chat_deleted()
                 return False
         self._stored = True
         return True

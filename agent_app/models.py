@@ -77,6 +77,27 @@ class ChatSession(models.Model):
         return found.display_name if found is not None else self.assistant
 
 
+class ChatCreation(models.Model):
+    """Every chat ever stored, kept after the chat is deleted (``agent_app.chat_records``).
+
+    The chats-per-hour quota counts these rows, so deleting chats gives no quota back; and
+    ``deleted_at`` marks an id that is never stored again (another tab's next message must
+    not bring a deleted chat back).
+    """
+
+    session_id = models.UUIDField(primary_key=True)
+    #: Who created it: ``agent_app.guard.access.Person.key`` (``user:<pk>`` or ``browser:<id>``).
+    creator = models.CharField(max_length=100)
+    created_at = models.DateTimeField()
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["creator", "created_at"], name="creation_creator_time")]
+
+    def __str__(self) -> str:
+        return f"Chat {str(self.session_id)[:8]} by {self.creator}"
+
+
 class ChatMessage(models.Model):
     """One persisted message of a session, at its position in the conversation."""
 

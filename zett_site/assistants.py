@@ -23,3 +23,12 @@ class Demo(Assistant):
     instructions = INSTRUCTIONS
     tools = demo_tools()
     approval_required = TOOLS_NEEDING_APPROVAL
+    # The offline demo model answers each of these (zett_agent.providers.demo).
+    starter_prompts = (
+        "What is 1/3 + 1/6?",
+        "Save a note: buy milk",
+        "Show me a code example",
+        "Compare the setups in a table",
+        "Write a long answer",
+        "help",
+    )

@@ -85,6 +85,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "agent_app.headers.SecurityHeadersMiddleware",
+    # Static files in every mode, from any server (daphne, uvicorn, ``runworkers``): with
+    # DEBUG straight from the apps' static folders, re-read on change; without it from
+    # STATIC_ROOT (``manage.py collectstatic``).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -92,11 +97,6 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
-
-if not DEBUG:
-    # Static files from STATIC_ROOT (``manage.py collectstatic``); with DEBUG, ``runserver``
-    # serves them from the apps as it always does.
-    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
 
 ROOT_URLCONF = "zett_site.urls"
 WSGI_APPLICATION = "zett_site.wsgi.application"
@@ -186,6 +186,10 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT") or BASE_DIR / "staticfiles")
+# WhiteNoise's own defaults, fixed when the settings load (a test runner that turns DEBUG
+# off later keeps them): with DEBUG, the apps' static folders, re-read on every change.
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
 # Compressed copies, unhashed names: the page's ES modules import each other by relative
 # path, which hashed names would break.
 STORAGES = {
@@ -230,6 +234,11 @@ ZETT_WS_RATE_LIMIT = {
 #: Most sockets open at once on one chat, and by one person (counted per worker process).
 ZETT_WS_MAX_SOCKETS_PER_SESSION = _env_number("ZETT_WS_MAX_SOCKETS_PER_SESSION", "20", int)
 ZETT_WS_MAX_SOCKETS_PER_PERSON = _env_number("ZETT_WS_MAX_SOCKETS_PER_PERSON", "50", int)
+#: The Content-Security-Policy of every page (``agent_app.headers``); unset: the strict
+#: default, empty: none.
+ZETT_CONTENT_SECURITY_POLICY = os.environ.get("ZETT_CONTENT_SECURITY_POLICY")
+#: Most bytes a socket may leave unread before it is dropped (``agent_app.backpressure``).
+ZETT_WS_SEND_BUFFER_BYTES = _env_number("ZETT_WS_SEND_BUFFER_BYTES", "1048576", int)
 #: Most chats one person may start in an hour (counted in the database).
 ZETT_MAX_CHATS_PER_HOUR = _env_number("ZETT_MAX_CHATS_PER_HOUR", "60", int)
 #: Where the frame budgets are shared between worker processes; empty: in each process.

@@ -15,6 +15,10 @@ settles it (``recover_session``), reading only the database:
   call that had not started "was not run".
 
 A ``paused`` run whose waits all passed their deadline becomes ``expired`` the same way.
+A ``paused`` run whose waits are all answered is continued (``answered_paused_runs``):
+claiming a reply and starting the continuation it calls for are two steps, and a process
+may die between them; whoever touches the session next takes the second one, exactly
+once (``begin_run`` refuses a second continuation of one paused run).
 Each settled run is announced to the session's sockets with numbers from a fresh ``seq``
 block, so they come after everything the dead process sent.
 
@@ -43,6 +47,7 @@ __all__ = [
     "EXPIRED_TOOL_CONTENT",
     "INTERRUPTED_RUN_MESSAGE",
     "Settled",
+    "answered_paused_runs",
     "close_run_calls",
     "is_running",
     "recover_session",
@@ -108,6 +113,33 @@ def stale_runs(session_id: str) -> list[tuple[str, str]]:
             session_id=session_id, status__in=[RunStatus.RUNNING, RunStatus.PAUSED]
         ).values_list("request_id", "status")
     )
+
+
+def answered_paused_runs(session_id: str) -> list[str]:
+    """Paused runs of the session whose every wait has its answer, oldest first.
+
+    Such a run was due to go on: a reply claimed its last open wait, and the continuation
+    that claim starts never began (the process died in between, or starting it failed).
+    The caller continues it; ``begin_run`` lets only one continuation take a paused run.
+    """
+    paused = list(
+        ChatRun.objects.filter(session_id=session_id, status=RunStatus.PAUSED)
+        .order_by("started_at")
+        .values_list("request_id", flat=True)
+    )
+    if not paused:
+        return []
+    statuses: dict[str, set[str]] = {request_id: set() for request_id in paused}
+    for request_id, status in ReplyWait.objects.filter(
+        session_id=session_id, request_id__in=paused, status__in=LIVE_STATUSES
+    ).values_list("request_id", "status"):
+        statuses[request_id].add(status)
+    return [
+        request_id
+        for request_id in paused
+        if WaitStatus.ANSWERED in statuses[request_id]
+        and WaitStatus.OPEN not in statuses[request_id]
+    ]
 
 
 def recover_session(

@@ -23,6 +23,7 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.utils import timezone
 
+from agent_app.chat_records import ChatDeleted, creator_key, record_creation, was_deleted
 from agent_app.durable.sequence import SEQ_BLOCK
 from agent_app.durable.statements import insert, update
 from agent_app.durable.store import (
@@ -41,6 +42,7 @@ from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStat
 from zett_agent.messages import AnyMessage, UserMessage
 
 __all__ = [
+    "AlreadyContinued",
     "Begun",
     "Creator",
     "NothingToReplace",
@@ -67,6 +69,10 @@ class Creator:
 
 class NothingToReplace(ValueError):
     """``regenerate``/``edit_last`` in a session that has no user message yet."""
+
+
+class AlreadyContinued(Exception):
+    """A continuation of a run that is no longer paused: another one took it over first."""
 
 
 class StaleRuns(Exception):
@@ -97,21 +103,15 @@ def _lock_session(
     try:
         return bump()
     except ChatSession.DoesNotExist:
-        ChatSession.objects.get_or_create(
-            pk=session_id,
-            defaults={
-                "owner_id": creator.owner_id,
-                "browser_key": "" if creator.owner_id else creator.browser_key,
-                "title": title,
-            },
-        )
+        _store_session(session_id, creator, title)
         return bump()
 
 
 def _store_run(
     session_id: str, request_id: str, kind: str, resumed_from: str, worker: str, now: datetime
 ) -> None:
-    """Insert the run's row; a continuation marks the paused run it takes over ``resumed``."""
+    """Insert the run's row; a continuation marks the paused run it takes over ``resumed``
+    (``AlreadyContinued`` when it is not paused any more)."""
     insert(
         [
             ChatRun(
@@ -123,10 +123,8 @@ def _store_run(
             )
         ]
     )
-    if resumed_from:
-        ChatRun.objects.filter(request_id=resumed_from, status=RunStatus.PAUSED).update(
-            status=RunStatus.RESUMED, ended_at=now
-        )
+    if resumed_from and not _take_paused_run(resumed_from, now):
+        raise AlreadyContinued(resumed_from)  # rolls back: nothing is stored
 
 
 def begin_run(
@@ -146,7 +144,8 @@ def begin_run(
     ``replace_last_turn`` (``regenerate``, ``edit``): the last user message and all that
     follows it are marked superseded first; ``content`` None then asks the same again.
     A continuation (``content`` None, ``resumed_from`` set) stores no message and marks the
-    paused run it takes over ``resumed``. ``refuse_stale``: store nothing and raise
+    paused run it takes over ``resumed`` (``AlreadyContinued`` if it is not paused any more:
+    exactly one continuation per paused run). ``refuse_stale``: store nothing and raise
     ``StaleRuns`` if a run of the session is still ``running`` or ``paused`` (the caller
     settles those first, ``agent_app.durable.recovery``): counted by the statement that locks the
     session row (``bump_version``), so the check costs no statement of its own.
@@ -193,6 +192,41 @@ def begin_run(
         message=message,
         superseded_from=superseded_from,
         history=history,
+    )
+
+
+def _store_session(session_id: str, creator: Creator, title: str) -> None:
+    """Store a session at its first run, with its record; ``ChatDeleted`` if it was deleted.
+
+    A socket that stored the chat earlier (``agent_app.guard.access.ensure_session``) lands here
+    when the chat was deleted meanwhile, by another tab or process: it stays deleted.
+    """
+    if was_deleted(session_id):
+        raise ChatDeleted(session_id)
+    row, created = ChatSession.objects.get_or_create(
+        pk=session_id,
+        defaults={
+            "owner_id": creator.owner_id,
+            "browser_key": "" if creator.owner_id else creator.browser_key,
+            "title": title,
+        },
+    )
+    if created:
+        record_creation(
+            session_id, creator_key(creator.owner_id, creator.browser_key), row.created_at
+        )
+
+
+def _take_paused_run(request_id: str, now: datetime) -> bool:
+    """Mark a paused run ``resumed``; False if it is not paused (any more).
+
+    One conditional update, in the transaction that stores its continuation: of two
+    processes (or two sockets) continuing one paused run, only one stores a continuation.
+    """
+    return bool(
+        ChatRun.objects.filter(request_id=request_id, status=RunStatus.PAUSED).update(
+            status=RunStatus.RESUMED, ended_at=now
+        )
     )
 
 

@@ -17,7 +17,9 @@ Rules (docs/security.md has the whole threat model):
   module) opens for nobody. While an id has no row, its sockets in one process all belong
   to the first person who opened it (``_Claims``).
 - **Creating** (``ensure_session``): the first ``user_message`` stores the row, owned by the
-  sender, after the "chats created per person per hour" quota; connecting stores nothing.
+  sender, after the "chats created per person per hour" quota (which counts chats created,
+  deleted ones too: ``agent_app.chat_records``); connecting stores nothing. A deleted
+  chat's id is never stored again.
 - **Identity of a socket** (``person_of_scope``): the user, or the browser id in the
   session the cookie names. A socket with neither (no cookie, or one for an unknown or
   expired session) has no identity and may do nothing (``forbidden``).
@@ -26,7 +28,8 @@ Rules (docs/security.md has the whole threat model):
   layer group ``user_group(user_id)``. With ``ZETT_REQUIRE_LOGIN`` anonymous visitors have
   no identity at all: pages send them to the login page, sockets are ``forbidden``.
 - A deleted user's chats are deleted with them (``on_delete=CASCADE``), and their sockets
-  are closed like at sign-out.
+  are closed like at sign-out; a socket that did not hear of it (another process, the
+  in-memory layer) is closed at its next run start (``still_exists``).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from django.utils import timezone
 
 from agent_app import conf
 from agent_app.assistants import registry
+from agent_app.chat_records import created_since, record_creation, was_deleted
 from agent_app.guard.limits import current_limits
 from agent_app.models import ChatMessage, ChatSession
 
@@ -69,6 +73,7 @@ __all__ = [
     "open_chat",
     "person_of_request",
     "person_of_scope",
+    "still_exists",
     "user_group",
     "visible_sessions",
 ]
@@ -139,6 +144,21 @@ async def person_of_scope(scope: dict[str, Any]) -> Person | None:
     return None if key is None else Person(None, key)
 
 
+async def still_exists(person: Person) -> bool:
+    """Whether the person's account still exists (an anonymous browser always does).
+
+    A user deleted by another process is told through the channel layer (their sockets
+    close like at sign-out); with the in-memory layer another process cannot reach this
+    one, so each run start checks again: a run must not write chats for a user who is gone.
+    """
+    if person.user_id is None:
+        return True
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects.filter(pk=person.user_id)
+    return await users.aexists()
+
+
 def _browser_key(session: Any, *, create: bool) -> str | None:
     """The browser id kept in ``session``; made and saved if ``create`` and the session
     really exists (a socket cannot set a cookie: a session it made would be unreachable)."""
@@ -200,6 +220,8 @@ class Creation(enum.Enum):
     CREATED = "created"
     FORBIDDEN = "forbidden"
     QUOTA = "quota"
+    #: The chat was deleted (``agent_app.chat_records``): it is not stored again.
+    DELETED = "deleted"
 
 
 @database_sync_to_async
@@ -209,21 +231,20 @@ def ensure_session(person: Person, session_id: str, assistant: str = "") -> Crea
     row = ChatSession.objects.filter(pk=session_id).first()
     if row is not None:
         return Creation.EXISTS if may_open(person, row) else Creation.FORBIDDEN
+    if was_deleted(session_id):
+        return Creation.DELETED
     since = timezone.now() - timedelta(hours=1)
-    if person.user_id is not None:
-        created = ChatSession.objects.filter(owner_id=person.user_id)
-    else:
-        created = ChatSession.objects.filter(owner__isnull=True, browser_key=person.browser_key)
-    if created.filter(created_at__gte=since).count() >= current_limits().max_chats_per_hour:
+    if created_since(person.key, since) >= current_limits().max_chats_per_hour:
         return Creation.QUOTA
     try:
         with transaction.atomic():
-            ChatSession.objects.create(
+            created = ChatSession.objects.create(
                 pk=session_id,
                 assistant=assistant or registry.default_id() or "",
                 owner_id=person.user_id,
                 browser_key="" if person.user_id is not None else person.browser_key or "",
             )
+            record_creation(session_id, person.key, created.created_at)
     except IntegrityError:  # another socket stored it first: whose is it?
         row = ChatSession.objects.filter(pk=session_id).first()
         return Creation.EXISTS if may_open(person, row) else Creation.FORBIDDEN
@@ -339,6 +360,8 @@ async def open_chat(person: Person | None, session_id: str) -> bool:
     row = await database_sync_to_async(ChatSession.objects.filter(pk=session_id).first)()
     if row is not None and not may_open(person, row):
         return False
+    if row is None and await database_sync_to_async(was_deleted)(session_id):
+        return False  # a deleted chat does not open again, not even empty
     return _loop_claims().take(session_id, person)
 
 

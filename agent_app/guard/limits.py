@@ -52,6 +52,7 @@ __all__ = [
     "SocketTicket",
     "TokenBucket",
     "current_limits",
+    "history_page_cost",
     "limit_problems",
     "limiter",
 ]
@@ -177,22 +178,23 @@ class TokenBucket:
         self._tokens = float(burst)
         self._updated = clock()
 
-    def take(self) -> bool:
-        """Spend one token; False when the budget is exhausted."""
+    def take(self, cost: int = 1) -> bool:
+        """Spend ``cost`` tokens; False (spending none) when the budget has fewer."""
         now = self._clock()
         self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.per_second)
         self._updated = now
-        if self._tokens < 1:
+        if self._tokens < cost:
             return False
-        self._tokens -= 1
+        self._tokens -= cost
         return True
 
 
-#: One token bucket in Redis: KEYS[1] the person's bucket, ARGV burst and refill rate.
+#: One token bucket in Redis: KEYS[1] the person's bucket, ARGV burst, refill rate, cost.
 #: Redis's own clock, so every process agrees on the time; the key expires once full.
 _TAKE_SCRIPT = """
 local burst = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3]) or 1
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
@@ -200,8 +202,8 @@ local tokens = tonumber(state[1]) or burst
 local at = tonumber(state[2]) or now
 tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
 local taken = 0
-if tokens >= 1 then
-  tokens = tokens - 1
+if tokens >= cost then
+  tokens = tokens - cost
   taken = 1
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
@@ -212,6 +214,21 @@ else
 end
 return taken
 """
+#: Messages of a ``history_before`` page that cost as much as one ordinary frame.
+HISTORY_ROWS_PER_FRAME = 5
+
+
+def history_page_cost(limit: int) -> int:
+    """What a ``history_before`` frame asking for ``limit`` messages costs in frames.
+
+    Reading and encoding a page costs the server about a thousand times what its 60-byte
+    request costs the client: charged as one frame, a person's budget alone could keep a
+    core busy reading history. Charged by its size (a full page of 50 as 11 frames), the
+    default budget sustains about two pages a second, what scrolling up needs.
+    """
+    return 1 + limit // HISTORY_ROWS_PER_FRAME
+
+
 #: Prefix of the Redis keys of the frame budgets.
 REDIS_PREFIX = "zett:budget:"
 
@@ -276,11 +293,17 @@ class Limiter:
 
     # --- frames ----------------------------------------------------------------------------
 
-    async def take_frame(self, person: str) -> bool:
-        """Spend one frame of ``person``'s budget; False when it is exhausted."""
+    async def take_frame(self, person: str, cost: int = 1) -> bool:
+        """Spend ``cost`` frames of ``person``'s budget; False when it has fewer left.
+
+        A frame whose answer costs the server far more than an ordinary one
+        (``history_before``: ``history_page_cost``) is charged as several; never more
+        than the whole burst, so it can always be sent once the budget is full.
+        """
         limits = current_limits()
+        cost = max(1, min(cost, limits.burst))
         if limits.redis_url:
-            taken = await self._take_in_redis(person, limits)
+            taken = await self._take_in_redis(person, limits, cost)
             if taken is not None:
                 return taken
         bucket = self._buckets.get(person)
@@ -289,14 +312,14 @@ class Limiter:
             limits.per_second,
         ):
             bucket = self._buckets[person] = TokenBucket(limits.burst, limits.per_second)
-        return bucket.take()
+        return bucket.take(cost)
 
-    async def _take_in_redis(self, person: str, limits: Limits) -> bool | None:
+    async def _take_in_redis(self, person: str, limits: Limits, cost: int = 1) -> bool | None:
         """The shared bucket's verdict, or None when Redis cannot be reached."""
         try:
             script = self._redis_script(limits.redis_url)
             taken = await script(
-                keys=[REDIS_PREFIX + person], args=[limits.burst, limits.per_second]
+                keys=[REDIS_PREFIX + person], args=[limits.burst, limits.per_second, cost]
             )
         except Exception as error:  # any Redis or connection failure: fall back, say so once
             if not self._redis_down:

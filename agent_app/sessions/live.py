@@ -31,7 +31,9 @@ How a run flows:
   ``session`` frame, then the active run's frames from the replay buffer after the ``seq``
   it last saw, then the live ones, with nothing lost or repeated in between.
 - **The run task** iterates ``agent.stream`` and broadcasts each event. The runtime runs at
-  most one event ahead of it, so a slow socket slows the run instead of piling up frames.
+  most one event ahead of it; a socket that does not read does not slow the others: its
+  frames wait in its transport, up to a cap past which it is dropped and resumes later
+  (``agent_app.backpressure``).
   daphne writes a frame out only when the event loop polls the socket, which it does
   whenever the run waits (a model's network read, a database write, a reply): frames sent
   in one burst leave together, in one write. A run that does not wait (a model or tool
@@ -68,7 +70,7 @@ from agent_app.bus.base import WORKER_ID, Marker, SessionBus
 from agent_app.durable import recovery
 from agent_app.durable.history import page_before, snapshot
 from agent_app.durable.persistence import shielded
-from agent_app.durable.runs import Begun, Creator, StaleRuns, begin_run
+from agent_app.durable.runs import AlreadyContinued, Begun, Creator, StaleRuns, begin_run
 from agent_app.models import RunKind, RunStatus
 from agent_app.protocol.frames import encode_frame
 from agent_app.sessions import shutdown
@@ -360,6 +362,8 @@ class LiveSession:
             return await self.start(None, kind=RunKind.RESUME, resumed_from=paused_request_id)
         except Busy:
             return None  # that run takes the recorded replies when it reaches them
+        except AlreadyContinued:
+            return None  # another socket or process continued it first
         except Exception:
             logger.exception("Could not continue the paused request %s", paused_request_id)
             return None
@@ -373,7 +377,7 @@ class LiveSession:
         dropped (the conversation moved on). The settling happens under the session's
         lease (``leased``: the caller holds it already), so two workers never settle one
         run twice. Returns the paused runs whose replies are all known: the caller
-        continues them.
+        continues them, and those whose continuation was due but never started.
         """
         stale = await database_sync_to_async(recovery.stale_runs)(self.session_id)
         if not stale:
@@ -396,11 +400,15 @@ class LiveSession:
                 seq = await self.feed.next_seq()
                 text = encode_frame(outcome.frame(seq))
                 await self.feed.broadcast(seq, text, marker=Marker.UNKEPT)
+            ready = [outcome.request_id for outcome in settled if outcome.ready]
+            if not abandon_paused:
+                due = await database_sync_to_async(recovery.answered_paused_runs)(self.session_id)
+                ready.extend(request_id for request_id in due if request_id not in ready)
         finally:
             if not leased:
                 await self.bus.flushed(self.session_id)
                 await self.bus.release(self.session_id)
-        return [outcome.request_id for outcome in settled if outcome.ready]
+        return ready
 
 
 async def take_lease(bus: SessionBus, session_id: str, request_id: str) -> None:

@@ -23,7 +23,7 @@ from agent_app.bus.redis import RedisBus
 from agent_app.sessions import shutdown
 from agent_app.sessions.live import AgentFactory, LiveSession
 
-__all__ = ["LiveSessions", "live_sessions"]
+__all__ = ["LiveSessions", "existing_live_sessions", "live_sessions"]
 
 
 class LiveSessions:
@@ -106,3 +106,8 @@ def live_sessions() -> LiveSessions:
         registry = _registries[loop] = LiveSessions(cluster_url=url)
         shutdown.install(registry, loop)
     return registry
+
+
+def existing_live_sessions() -> LiveSessions | None:
+    """The running event loop's registry if it has one (``live_sessions`` would make one)."""
+    return _registries.get(asyncio.get_running_loop())

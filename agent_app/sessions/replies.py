@@ -21,6 +21,7 @@ one says why (``agent_app.protocol.frames.ReplyReason``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -38,6 +39,8 @@ from zett_agent.extensions.external import ExternalEvent
 
 __all__ = ["ReplyDesk", "Verdict"]
 
+logger = logging.getLogger(__name__)
+
 #: The extension that takes each kind of stored wait's reply (as ``accepted_by`` says).
 _TAKER = {WaitKind.ASK_USER: "AskUserExtension", WaitKind.APPROVAL: "ConfirmationExtension"}
 
@@ -52,6 +55,19 @@ class Verdict:
 
 
 Answer = Callable[[Verdict], Awaitable[None]]
+
+
+async def _tell_replier(answer: Answer, verdict: Verdict) -> None:
+    """Send the replier its verdict; a replier that is gone changes nothing of the reply.
+
+    By now the reply may have been taken (a wait claimed, a tool approved): everything
+    that follows (``reply_accepted``, the continuation, the audit) must happen whether or
+    not the replying socket can still hear about it.
+    """
+    try:
+        await answer(verdict)
+    except Exception:
+        logger.debug("The replier left before hearing its verdict")
 
 
 class ReplyHost(Protocol):
@@ -94,7 +110,7 @@ class ReplyDesk:
                     answered = payload["tool_call_id"]
             if verdict is None:
                 verdict, resume_from = await self._to_stored_wait(name, payload)
-            await answer(verdict)
+            await _tell_replier(answer, verdict)
             if verdict.accepted_by:
                 await self._reply_accepted(verdict.request_id, name, payload)
         if answered is not None:

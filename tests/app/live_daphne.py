@@ -13,6 +13,13 @@ serves that ASGI application instead, as deployed (nothing migrated, no static h
 a benchmark's site, or its bare Channels baseline); ``--quiet`` keeps autobahn's per-frame debug
 styling out of the measurement.
 
+``ZETT_TEST_DIE_AFTER_CLAIM=1`` makes the process SIGKILL itself right after a reply for a
+stored wait was claimed (committed), before anything else happens: a crash between
+claiming a paused run's wait and starting its continuation, on purpose.
+``ZETT_TEST_SEND_BUFFER=<bytes>`` gives every accepted socket a kernel send buffer that
+small (``SO_SNDBUF``; loopback's otherwise grows to megabytes): what a client does not read
+then stays in the server's own transport buffer, as on a busy link.
+
 A process of its own, rather than a thread of the test process, because Twisted's reactor
 runs once per process and a SQLite database is then simply a file both sides can open.
 """
@@ -75,10 +82,45 @@ def _application(spec: str, *, migrate: bool):  # type: ignore[no-untyped-def]
     if migrate:
         call_command("migrate", interactive=False, verbosity=0)
 
+    if os.environ.get("ZETT_TEST_DIE_AFTER_CLAIM"):
+        _die_after_claim()
+    if os.environ.get("ZETT_TEST_SEND_BUFFER"):
+        _small_send_buffers(int(os.environ["ZETT_TEST_SEND_BUFFER"]))
+
     from channels.routing import get_default_application
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     return ASGIStaticFilesHandler(get_default_application())
+
+
+def _die_after_claim() -> None:
+    import signal
+
+    from agent_app.durable import waits
+
+    claim = waits.claim
+
+    def claim_then_die(*args, **kwargs):  # type: ignore[no-untyped-def]
+        verdict = claim(*args, **kwargs)
+        if verdict.wait is not None:  # accepted
+            os.kill(os.getpid(), signal.SIGKILL)
+        return verdict
+
+    waits.claim = claim_then_die
+
+
+def _small_send_buffers(size: int) -> None:
+    import socket
+
+    from twisted.internet import tcp
+
+    accept = tcp.Server.__init__
+
+    def small_buffer(self, sock, *args, **kwargs):  # type: ignore[no-untyped-def]
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
+        accept(self, sock, *args, **kwargs)
+
+    tcp.Server.__init__ = small_buffer
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from agent_app.models import ChatMessage, ChatSession, ExternalEventRecord, Note
+from agent_app.models import ChatMessage, ChatRun, ChatSession, ExternalEventRecord, Note
 
 pytestmark = pytest.mark.django_db
 
@@ -90,3 +90,65 @@ def test_external_events_are_filterable_by_verdict_and_session(staff_client, cha
 def test_the_admin_refuses_anonymous_visitors(client, chat):
     response = client.get(changelist(ChatSession))
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+@pytest.fixture
+def regenerated(django_user_model):
+    """An anonymous browser's chat: a tool call, an answer in Markdown, then the same
+    question answered again (the first answer superseded)."""
+    session = ChatSession.objects.create(title="Maths", browser_key="b7e1c0ffee" + "0" * 22)
+    rows = [
+        ("user", "what is 2 + 2?", {}),
+        ("assistant", "", {"tool_calls": [{"id": "c1", "name": "calculate"}]}),
+        ("tool", "4", {"name": "calculate", "success": True, "tool_call_id": "c1"}),
+        (
+            "assistant",
+            "It is **4**. <script>alert(1)</script> [x](javascript:alert(1))\n\n"
+            "| a | b |\n|---|---|\n| 1 | 2 |",
+            {"superseded": True},
+        ),
+        ("assistant", "Still **four**.", {}),
+    ]
+    for position, (role, content, extra) in enumerate(rows):
+        ChatMessage.objects.create(
+            session=session,
+            position=position,
+            role=role,
+            content=content,
+            request_id="r" * 36,
+            **extra,
+        )
+    ChatRun.objects.create(session=session, request_id="0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+    return session
+
+
+def test_a_session_page_reads_as_the_conversation(staff_client, regenerated):
+    page = staff_client.get(change(regenerated)).content.decode()
+    # Markdown rendered, raw HTML shown as text, an unsafe link left unlinked.
+    assert "<strong>4</strong>" in page and "<strong>four</strong>" in page
+    assert "<th>a</th>" in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert(1)" not in page
+    assert 'href="javascript:' not in page
+    # The replaced answer is marked; the current one is not.
+    assert page.count("zett-superseded__tag") == 1
+    assert page.index("zett-superseded__tag") < page.index("<strong>4</strong>")
+    # Only the tool result has a success mark, and no row shows the "unknown" icon.
+    assert "icon-unknown" not in page
+    assert page.count("<p>succeeded</p>") == 1
+    # Request ids stay on one line (the admin's stylesheet keeps them whole).
+    assert "agent_app/admin.css" in page
+
+
+def test_an_anonymous_owner_is_shown_by_the_short_form_of_its_browser_key(
+    staff_client, regenerated
+):
+    page = staff_client.get(changelist(ChatSession)).content.decode()
+    assert "anonymous · b7e1c0ff" in page
+    assert "b7e1c0ffee0" not in page
+    runs = staff_client.get(changelist(ChatRun)).content.decode()
+    assert "agent_app/admin.css" in runs
+
+
+def test_the_admin_stylesheet_keeps_request_ids_on_one_line(client):
+    css = b"".join(client.get("/static/agent_app/admin.css").streaming_content).decode()
+    assert "td.field-request_id" in css and "white-space: nowrap" in css

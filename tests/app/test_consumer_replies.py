@@ -8,7 +8,9 @@ Each reply is an ``external_event`` frame through the real ASGI app, as in
 from __future__ import annotations
 
 import pytest
+from django.db.models.signals import post_delete
 
+from agent_app.chat_records import chat_was_deleted
 from agent_app.models import ChatSession, ExternalEventRecord, Note
 from tests.app.conftest import answer_of, events_of, rows
 from tests.app.llm_doubles import call_tool, say
@@ -148,7 +150,12 @@ async def test_a_reply_whose_audit_row_cannot_be_written_is_refused_and_acts_on_
     await socket.send({"type": "user_message", "content": "go"})
     await socket.until_event("custom", "ask_user")
     # The session's row vanishes under the paused run: the audit row has nothing to point to.
-    await ChatSession.objects.filter(pk=socket.session_id).adelete()
+    # (Without telling the chat's sockets, which would close them: a deletion racing this.)
+    post_delete.disconnect(sender=ChatSession, dispatch_uid="zett.chat_deleted")
+    try:
+        await ChatSession.objects.filter(pk=socket.session_id).adelete()
+    finally:
+        post_delete.connect(chat_was_deleted, sender=ChatSession, dispatch_uid="zett.chat_deleted")
     reply = {"tool_call_id": "ask-1", "answer": "yes"}
     await socket.send({"type": "external_event", "name": "ask_user_response", "payload": reply})
     await socket.expect_error("internal")

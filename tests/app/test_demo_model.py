@@ -18,6 +18,7 @@ from zett_agent.providers.demo import (
     NOTE_QUESTION,
     DemoModel,
 )
+from zett_agent.providers.demo_answers import CODE_ANSWER, LONG_ANSWER, TABLE_ANSWER
 
 ALL_TOOLS = tuple(
     ToolDefinition(name, "d") for name in ("calculate", "current_time", "save_note", "ask_user")
@@ -96,15 +97,46 @@ async def test_a_denied_note_is_acknowledged():
     call = ToolCall("demo_call_1", "save_note", {"title": "t", "text": "t"})
     denied = ToolMessage(call.id, "save_note", "ApprovalDenied: The user denied it", success=False)
     message = await reply([UserMessage("note: t"), AssistantMessage(tool_calls=(call,)), denied])
-    assert "did not save" in message.content
+    assert message.content == "I did not save the note. You denied it, so nothing was written."
 
 
-@pytest.mark.parametrize("text", ["Tell me a story about dragons", "hello", "Hi there!", "hey"])
+@pytest.mark.parametrize("text", ["Is it going to rain?", "hello", "Hi there!", "hey"])
 async def test_anything_else_explains_the_demo_and_how_to_configure_a_provider(text):
     # A greeting too: it is answered at once instead of pausing the run on a question.
     message = await reply([UserMessage(text)])
     assert message.tool_calls == ()
     assert "offline demo" in message.content and "ZETT_MODEL" in message.content
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("Show me a code example", CODE_ANSWER),
+        ("Write a Python function", CODE_ANSWER),
+        ("Compare the setups in a table", TABLE_ANSWER),
+        ("Write a long answer", LONG_ANSWER),
+        ("Tell me a story about dragons", LONG_ANSWER),
+    ],
+)
+async def test_code_tables_and_long_answers_are_written_out(text, answer):
+    message = await reply([UserMessage(text)])
+    assert message.tool_calls == () and message.content == answer
+
+
+async def test_the_written_answers_hold_what_they_are_for():
+    fences = [line for line in CODE_ANSWER.splitlines() if line.startswith("```")]
+    assert fences == ["```python", "```", "```javascript", "```"]
+    rows = [line for line in TABLE_ANSWER.splitlines() if line.startswith("|")]
+    assert len(rows) == 5 and rows[1].startswith("|---")
+    assert len({len(row.split("|")) for row in rows}) == 1  # every row has every column
+    assert len(LONG_ANSWER.split()) > 300  # seconds of streaming at the default pace
+
+
+async def test_the_code_examples_do_what_they_say():
+    python = CODE_ANSWER.split("```python\n")[1].split("```")[0]
+    printed = []
+    exec(compile(python, "demo-example", "exec"), {"print": printed.append})
+    assert printed == [[("the", 3), ("and", 2), ("cat", 1)]]
 
 
 async def test_without_the_tool_it_says_so_instead_of_calling_it():

@@ -21,6 +21,7 @@ from agent_app.protocol.text import (
     split_text,
     text_bytes,
 )
+from tests.examples import examples
 from zett_agent.events import AgentEvent, AgentEventType, AgentPhase
 from zett_agent.serialization import event_to_dict
 
@@ -77,7 +78,7 @@ REQUEST_ID = "7d1b2c3a-4e5f-4a6b-8c9d-0e1f2a3b4c5d"
 PAIR = "\ud83d\ude42"  # an emoji as two code points: split, each half is a lone surrogate
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     text=st.text(st.characters(exclude_categories=()), min_size=1, max_size=300)
     | st.lists(

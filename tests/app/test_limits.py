@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
 from agent_app.guard.limits import Limiter, current_limits, limiter
-from agent_app.models import ChatSession
+from agent_app.models import ChatCreation, ChatSession
 from tests.app.llm_doubles import say
 from tests.app.services import REDIS_URL, require_service
 from zett_agent.testing import ScriptedModel
@@ -144,8 +144,8 @@ async def test_a_person_starts_at_most_their_number_of_chats_an_hour(
     error = await third.expect_error("rate_limited")
     assert "2 chats in the last hour" in error["message"]
     assert not await ChatSession.objects.filter(pk=third.session_id).aexists()
-    # A chat started over an hour ago no longer counts.
-    await ChatSession.objects.filter(pk=socket.session_id).aupdate(
+    # A chat started over an hour ago no longer counts (its record says when it was).
+    await ChatCreation.objects.filter(session_id=socket.session_id).aupdate(
         created_at=timezone.now() - timedelta(hours=1, minutes=1)
     )
     await third.send({"type": "user_message", "content": "hi"})
@@ -244,3 +244,24 @@ async def test_explicit_allowed_origins_are_exact(sockets, use_model, settings):
     ]:
         socket = await sockets(origin=origin, expect_session=admitted)
         assert socket.connected is admitted, origin
+
+
+async def test_a_history_page_costs_the_budget_by_its_size(sockets, use_model, settings):
+    from agent_app.guard.limits import history_page_cost
+
+    settings.ZETT_WS_RATE_LIMIT = {"burst": 30, "per_second": 0.0}
+    use_model(ScriptedModel([say("hello")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "hi"})
+    await socket.run_to_completion()  # one frame spent
+    assert history_page_cost(50) == 11
+    for _ in range(2):  # 22 of the 29 left
+        await socket.send({"type": "history_before", "position": 10, "limit": 50})
+        await socket.expect("history_page")
+    await socket.send({"type": "history_before", "position": 10, "limit": 50})
+    error = await socket.expect_error("rate_limited")
+    assert "history" in error["message"]
+    # Small pages and ordinary frames still fit what is left (29 - 22 - 1 = 6).
+    await socket.send({"type": "history_before", "position": 10, "limit": 4})
+    await socket.expect("history_page")
+    await socket.assert_quiet()

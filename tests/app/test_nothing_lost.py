@@ -14,16 +14,19 @@ import uuid
 import pytest
 
 from agent_app.models import ChatMessage, ChatRun, Note
+from tests.progress import say
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
 SESSIONS = 200
 AT_ONCE = 10
 
 
-async def in_batches(make, count: int) -> None:
+async def in_batches(make, count: int, request: pytest.FixtureRequest) -> None:
     for start in range(0, count, AT_ONCE):
         await asyncio.gather(*(make(index) for index in range(start, start + AT_ONCE)))
+        if (start + AT_ONCE) % (count // 4) == 0:
+            say(request, f"{request.node.name}: {start + AT_ONCE} of {count} sessions")
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +36,7 @@ def many_chats_for_one_browser(settings):
     settings.ZETT_WS_RATE_LIMIT = {"burst": 10 * SESSIONS, "per_second": 1000.0}
 
 
-async def test_a_message_cancelled_at_once_is_never_lost(sockets, settings):
+async def test_a_message_cancelled_at_once_is_never_lost(sockets, settings, request):
     settings.ZETT_MODEL = "demo"
     settings.ZETT_DEMO_PACE = 0.01
 
@@ -44,7 +47,7 @@ async def test_a_message_cancelled_at_once_is_never_lost(sockets, settings):
         await socket.until(lambda f: f["type"] in ("run_cancelled", "error"))
         await socket.close()
 
-    await in_batches(send_and_cancel, SESSIONS)
+    await in_batches(send_and_cancel, SESSIONS, request)
     stored = {m.content async for m in ChatMessage.objects.filter(role="user")}
     assert stored == {f"message {index}" for index in range(SESSIONS)}
     statuses = {run.status async for run in ChatRun.objects.all()}
@@ -52,7 +55,7 @@ async def test_a_message_cancelled_at_once_is_never_lost(sockets, settings):
 
 
 async def test_an_approval_followed_by_closing_the_socket_keeps_the_whole_exchange(
-    sockets, settings
+    sockets, settings, request
 ):
     settings.ZETT_MODEL = "demo"
     settings.ZETT_DEMO_PACE = 0
@@ -74,7 +77,7 @@ async def test_an_approval_followed_by_closing_the_socket_keeps_the_whole_exchan
     async def record(index: int) -> None:
         session_ids.append(await approve_and_leave(index))
 
-    await in_batches(record, SESSIONS)
+    await in_batches(record, SESSIONS, request)
     # The runs go on without their sockets: wait for each to end.
     from agent_app.sessions.registry import live_sessions
 

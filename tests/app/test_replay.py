@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from agent_app.bus.replay import ReplayBuffer, text_from_fields
 from agent_app.protocol.frames import encode_delta_frame, encode_frame
 from agent_app.protocol.text import DELTA_FAST_CHARS, FRAME_BUDGET
+from tests.examples import examples
 
 REQUEST = "r1"
 SESSION = "s1"
@@ -53,7 +54,7 @@ def _flatten(texts: list[str]) -> list[tuple[str, str | None, str]]:
     return flat
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(frames=_frames, limit=st.integers(min_value=2, max_value=12), data=st.data())
 def test_a_merged_buffer_replays_exactly_what_an_unmerged_one_does(frames, limit, data):
     small, whole = ReplayBuffer(limit), ReplayBuffer(10_000)
@@ -86,7 +87,7 @@ def test_a_long_run_of_deltas_merges_into_one_frame_per_segment():
     assert tail == "ab" * 1_000
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25))
 @given(
     sizes=st.lists(
         st.integers(min_value=1, max_value=DELTA_FAST_CHARS - 9), min_size=2, max_size=40

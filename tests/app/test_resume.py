@@ -26,6 +26,10 @@ from zett_agent.testing import ScriptedModel
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+#: Paging through a whole long session at once costs more than the default frame budget
+#: (a page is charged by its size): these tests are about the pages, not the budget.
+PAGING_BUDGET = {"burst": 10_000, "per_second": 10_000.0}
+
 WORDS = [f"w{i} " for i in range(30)]
 
 
@@ -205,8 +209,9 @@ async def all_pages(socket) -> list[dict]:
 
 
 async def test_a_long_session_opens_with_its_newest_page_and_pages_back_to_the_start(
-    sockets, use_model
+    sockets, use_model, settings
 ):
+    settings.ZETT_WS_RATE_LIMIT = PAGING_BUDGET
     use_model(ScriptedModel())
     cookie, key = await new_browser()
     session = await ChatSession.objects.acreate(browser_key=key)
@@ -225,8 +230,9 @@ async def test_a_long_session_opens_with_its_newest_page_and_pages_back_to_the_s
 
 
 async def test_a_session_of_huge_messages_opens_small_and_everything_stays_reachable(
-    sockets, use_model
+    sockets, use_model, settings
 ):
+    settings.ZETT_WS_RATE_LIMIT = PAGING_BUDGET
     use_model(ScriptedModel())
     cookie, key = await new_browser()
     session = await ChatSession.objects.acreate(browser_key=key)

@@ -229,3 +229,19 @@ def test_with_login_required_anonymous_visitors_are_sent_to_sign_in(client, sett
 
 def test_the_chat_page_only_answers_get(client):
     assert client.post(chat_url(uuid.uuid4())).status_code == 405
+
+
+def test_a_missing_page_and_a_server_error_look_like_the_site(client, rf):
+    from django.views.defaults import server_error
+
+    missing = client.get("/no-such-page/")
+    assert missing.status_code == 404
+    page = missing.content.decode()
+    assert "agent_app/chat.css" in page and "<h1>Not found</h1>" in page
+    assert f'href="{LIST_URL}"' in page
+
+    failed = server_error(rf.get("/"))
+    assert failed.status_code == 500
+    page = failed.content.decode()
+    assert "agent_app/chat.css" in page and "<h1>Something went wrong</h1>" in page
+    assert "<title>Something went wrong · zett</title>" in page

@@ -5,8 +5,10 @@ request. It still exercises the whole product, because it really uses the tools 
 offers: arithmetic goes through ``calculate``, the time through ``current_time``, a note
 through ``save_note`` (which the app guards with an approval), and a request it cannot act on
 without more detail ("calculate something", "save a note") goes through ``ask_user``.
-Anything else gets a short explanation of what the demo can do and how to configure a real
-provider with ``ZETT_MODEL``.
+Asked for code, a table or a long answer, it writes one (``demo_answers``), so the page's
+highlighting, tables, streaming and Stop can be seen. Anything else gets a short
+explanation of what the demo can do and how to configure a real provider with
+``ZETT_MODEL``.
 
 Each step reads the conversation since the last user message: no tool result yet means
 "decide what to do with the request"; a tool result means "report it, or act on the
@@ -37,6 +39,7 @@ from zett_agent.model import (
     ModelUsage,
     ToolCallDelta,
 )
+from zett_agent.providers.demo_answers import CODE_ANSWER, LONG_ANSWER, TABLE_ANSWER
 
 __all__ = ["DemoModel"]
 
@@ -59,6 +62,7 @@ OFFLINE_ANSWER = (
     "- arithmetic: *what is 12 * (3 + 4) / 5?* (through the calculator tool)\n"
     "- the time: *what time is it in Europe/Paris?*\n"
     "- a note: *save a note: call the plumber* (you approve it first)\n"
+    "- *show me a code example*, *compare the setups in a table* or *write a long answer*\n"
     "- *help*, and I will ask you what you want to try.\n\n"
     "To talk to a real model, set `ZETT_MODEL` before starting the server, e.g. "
     "`ZETT_MODEL=openai:gpt-4o-mini` with `OPENAI_API_KEY`, or "
@@ -75,6 +79,9 @@ _TIME_ZONE = re.compile(r"\b([A-Z][A-Za-z_]+(?:/[A-Za-z_\-]+)+|UTC)\b")
 _CALC_INTENT = re.compile(r"\b(calculate|compute|calc|math|arithmetic|sum)\b", re.IGNORECASE)
 # Only an explicit request for help asks back; a greeting is answered at once, so a first
 # "hello" on a fresh install (or from a script) ends its run instead of waiting for a reply.
+_CODE_INTENT = re.compile(r"\b(code|snippet|function|program|python|javascript)\b", re.I)
+_TABLE_INTENT = re.compile(r"\b(table|compare|comparison)\b", re.IGNORECASE)
+_LONG_INTENT = re.compile(r"\b(long|story|essay|in detail|streaming)\b", re.IGNORECASE)
 _HELP_INTENT = re.compile(r"^\W*help\b|\bwhat can you do\b", re.IGNORECASE)
 _WORD_OPERATORS = [
     (re.compile(r"\bplus\b", re.IGNORECASE), "+"),
@@ -83,6 +90,9 @@ _WORD_OPERATORS = [
     (re.compile(r"\bdivided by\b", re.IGNORECASE), "/"),
 ]
 _EXPRESSION = re.compile(r"[-+(]*\s*[\d.]+(?:\s*(?:\*\*|[-+*/%()])+\s*\(*\s*[\d.]+\)*)+\)*")
+# A failed tool's result starts with its error's type ("ApprovalDenied: ..."): for a
+# program, not for the person reading the answer.
+_ERROR_NAME = re.compile(r"^[A-Z][A-Za-z0-9_]*: ")
 _NOTE_WORDS = re.compile(r"^\s*(?:save|add|make|take|write|create)?\s*(?:a|the|this)?\s*$", re.I)
 
 
@@ -175,11 +185,22 @@ def _first_step(text: str, tools: set[str]) -> _Step:
         return _Step(f"Let me look at the clock{where}.", ("current_time", arguments))
     if _CALC_INTENT.search(text):
         return _ask(EXPRESSION_QUESTION, tools, "I can calculate that, but I need the numbers.")
+    for intent, answer in _WRITTEN_ANSWERS:
+        if intent.search(text):
+            return _Step(answer)
     if _HELP_INTENT.search(text):
         return _ask(
             HELP_QUESTION, tools, "I am the offline demo, happy to show you around.", HELP_OPTIONS
         )
     return _Step(OFFLINE_ANSWER)
+
+
+#: Requests answered with a written text, in the order they are tried.
+_WRITTEN_ANSWERS = (
+    (_CODE_INTENT, CODE_ANSWER),
+    (_TABLE_INTENT, TABLE_ANSWER),
+    (_LONG_INTENT, LONG_ANSWER),
+)
 
 
 def _after_tool(result: ToolMessage, call: ToolCall | None, tools: set[str]) -> _Step:
@@ -190,9 +211,12 @@ def _after_tool(result: ToolMessage, call: ToolCall | None, tools: set[str]) -> 
             return _Step(f"I could not ask you: {output}")
         return _after_answer(arguments.get("question"), _answer(output), tools)
     if not result.success:
+        reason = _ERROR_NAME.sub("", output)
         if result.name == "save_note":
-            return _Step(f"I did not save the note. {output}")
-        return _Step(f"The {result.name} tool failed: {output}")
+            if "denied" in reason:
+                return _Step("I did not save the note. You denied it, so nothing was written.")
+            return _Step(f"I did not save the note. {reason}")
+        return _Step(f"The {result.name} tool failed: {reason}")
     if result.name == "calculate":
         return _Step(f"`{arguments.get('expression', '?')}` = **{output}**")
     if result.name == "current_time":

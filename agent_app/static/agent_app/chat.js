@@ -64,6 +64,7 @@ const ui = {
   retry: byId("reconnect-now"),
   linkStatus: byId("connection-status"),
   sessionUsage: byId("session-usage"),
+  topbar: document.querySelector(".topbar"),
   sidebar: byId("sidebar"),
   sidebarToggle: byId("sidebar-toggle"),
   title: byId("chat-title"),
@@ -169,7 +170,7 @@ function updateMode() {
     ui.stop.textContent = "Stop";
   }
   ui.stop.hidden = !active;
-  ui.send.disabled = !connection.isOpen;
+  ui.send.disabled = !connection.isOpen || composerProblem() !== "";
   // Offline they stay: pressed then, they say nothing was sent, and keep the keyboard.
   lastTurn.refresh(!active);
 }
@@ -466,6 +467,7 @@ function handleExternalEventResult(frame) {
       notices.show("The steer arrived after the answer had finished, so it was not used.", { tone: "info" });
       if (entry) {
         outbox.restoreText(entry.content, "Your steer was not used");
+        updateMode();
       }
     }
   }
@@ -478,6 +480,9 @@ function handleError(frame) {
     outbox.refused(frame.code);
     updateMode();
   }
+  if (frame.code === "rate_limited" && paging.loading) {
+    paging.refused();
+  }
   if (frame.code === "not_running") {
     ui.stop.disabled = false;
     ui.stop.textContent = "Stop";
@@ -486,27 +491,50 @@ function handleError(frame) {
 
 // --- the composer ---------------------------------------------------------------------
 
+const BLANK_HINT = "Only spaces: type a message to send.";
+
+/**
+ * Why the composer's text cannot be sent, for people ("" when it can; null when nothing
+ * is typed, which needs no words): said as it is typed, with Send disabled, not after.
+ */
+function composerProblem() {
+  const content = ui.input.value;
+  if (content === "") {
+    return null;
+  }
+  if (!content.trim()) {
+    return BLANK_HINT;
+  }
+  // A UTF-16 unit is at most three UTF-8 bytes: a text under a third of the limit fits.
+  if (content.length * 3 > MAX_CONTENT_BYTES) {
+    const bytes = new TextEncoder().encode(content).length;
+    if (bytes > MAX_CONTENT_BYTES) {
+      return `This is ${Math.ceil(bytes / 1024)} KiB; the limit is 32 KiB. Shorten it to send.`;
+    }
+  }
+  return "";
+}
+
 ui.composer.addEventListener("submit", (event) => {
   event.preventDefault();
   const content = ui.input.value;
-  if (!content.trim()) {
+  const problem = composerProblem();
+  if (problem !== "") {
+    ui.hint.textContent = problem ?? "";
     ui.input.focus();
-    return;
-  }
-  const bytes = new TextEncoder().encode(content).length;
-  if (bytes > MAX_CONTENT_BYTES) {
-    ui.hint.textContent = `This is ${Math.ceil(bytes / 1024)} KiB; the limit is 32 KiB. Shorten it to send.`;
     return;
   }
   if (isRunning()) {
     if (outbox.steer(content)) {
       ui.input.value = "";
+      updateMode();
     }
     return;
   }
   if (sendMessage(content)) {
     ui.input.value = "";
     ui.hint.textContent = "";
+    updateMode();
   }
 });
 
@@ -518,10 +546,21 @@ ui.input.addEventListener("keydown", (event) => {
 });
 
 ui.input.addEventListener("input", () => {
-  ui.hint.textContent = "";
+  ui.hint.textContent = composerProblem() ?? "";
+  updateMode();
 });
 
 ui.stop.addEventListener("click", stopRun);
+
+// A new chat's starter prompts: each is sent as if typed, through the composer's checks.
+for (const starter of document.querySelectorAll(".starters__prompt")) {
+  starter.addEventListener("click", () => {
+    ui.input.value = starter.dataset.prompt;
+    updateMode();
+    ui.composer.requestSubmit();
+    ui.input.focus({ preventScroll: true });
+  });
+}
 
 // --- renaming and deleting the chat -------------------------------------------------------
 
@@ -553,6 +592,11 @@ ui.deleteChat.addEventListener("click", () => {
 ui.retry.addEventListener("click", () => connection.retryNow());
 
 // --- the sidebar on narrow screens ----------------------------------------------------
+
+// The drawer opens under the bar, however tall the bar is (it wraps when the link is down).
+new ResizeObserver(() => {
+  document.documentElement.style.setProperty("--topbar-height", `${ui.topbar.offsetHeight}px`);
+}).observe(ui.topbar);
 
 function setSidebarOpen(open) {
   ui.sidebar.dataset.open = String(open);

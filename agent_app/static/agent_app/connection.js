@@ -10,11 +10,15 @@
  * Every close schedules the next attempt after min(BASE * 2^attempt, MAX) ms with ±20 %
  * jitter. `retryNow()` and the browser's `online` event skip the wait. A close code in
  * 4000–4999 is the application deliberately refusing this chat: retrying cannot help, so the
- * connection stops and reports it instead.
+ * connection stops and reports it instead — except `FELL_BEHIND` (4408): the server dropped
+ * a socket that left too much unread (a tab in the background), and reconnecting at once
+ * resumes it with `after_seq`, missing nothing.
  */
 
 const BASE_DELAY_MS = 500;
 const MAX_DELAY_MS = 15_000;
+/** The server dropped this socket for reading too slowly: reconnect and resume. */
+export const FELL_BEHIND_CLOSE_CODE = 4408;
 
 /** Status values passed to `onStatus`. */
 export const LinkState = Object.freeze({
@@ -101,7 +105,13 @@ export class ChatConnection {
     }
     this.socket = null;
     this.greeted = false;
-    if (close.code >= 4000 && close.code <= 4999) {
+    if (close.code === FELL_BEHIND_CLOSE_CODE && this.attempt === 0) {
+      this.attempt += 1; // at once, this first time; a socket that keeps falling behind backs off
+      this.retryTimer = setTimeout(() => this.start(), 0);
+      this.onStatus({ state: LinkState.WAITING, delayMs: 0, code: close.code });
+      return;
+    }
+    if (close.code >= 4000 && close.code <= 4999 && close.code !== FELL_BEHIND_CLOSE_CODE) {
       this.stopped = true;
       this.onStatus({ state: LinkState.REFUSED, code: close.code, reason: close.reason });
       return;

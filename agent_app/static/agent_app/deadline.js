@@ -1,10 +1,12 @@
 /**
  * Deadlines on questions and approvals: the payload's `expires_at` (ISO 8601, UTC) shown as
- * a countdown ("Answer within 4:59") that runs out into "expired".
+ * "Answer within an hour" (whole minutes while more than `TICKING_FROM_MS` are left), then
+ * as a countdown ("Answer within 4:59") that runs out into "expired".
  *
- * One timer for all countdowns on the page, ticking once a second while at least one runs.
- * The text is not a live region: a screen reader would otherwise read a number every
- * second. The exact deadline is the element's tooltip and `datetime`.
+ * One timer for all countdowns on the page, ticking once a second while at least one runs;
+ * a text is only rewritten when it changes, so far deadlines change once a minute. The
+ * text is not a live region: a screen reader would otherwise read a number every second.
+ * The exact deadline is the element's tooltip and `datetime`.
  */
 import { parseTime } from "./time.js";
 
@@ -14,13 +16,31 @@ const exact = new Intl.DateTimeFormat(document.documentElement.lang || "en", {
   timeStyle: "medium",
 });
 
-/** "4:59", "1:02:03"; whole seconds, rounded up, never below zero. */
+/** The last minutes count down by the second; before them, whole minutes do. */
+const TICKING_FROM_MS = 5 * 60 * 1000;
+
+function count(number, one, many) {
+  return number === 1 ? one : `${number} ${many}`;
+}
+
+/**
+ * "an hour", "2 hours and 5 minutes", "12 minutes" (whole minutes, rounded up) while more
+ * than the last minutes are left; then "4:59" (whole seconds, rounded up, never below 0).
+ */
 export function remainingText(milliseconds) {
+  if (milliseconds > TICKING_FROM_MS) {
+    const minutes = Math.ceil(milliseconds / 60_000);
+    const hours = Math.floor(minutes / 60);
+    const rest = minutes % 60;
+    const restText = count(rest, "a minute", "minutes");
+    if (hours === 0) {
+      return restText;
+    }
+    const hoursText = count(hours, "an hour", "hours");
+    return rest === 0 ? hoursText : `${hoursText} and ${restText}`;
+  }
   const total = Math.max(0, Math.ceil(milliseconds / 1000));
-  const hours = Math.floor(total / 3600);
-  const minutes = Math.floor((total % 3600) / 60);
-  const seconds = String(total % 60).padStart(2, "0");
-  return hours > 0 ? `${hours}:${String(minutes).padStart(2, "0")}:${seconds}` : `${minutes}:${seconds}`;
+  return `${Math.floor(total / 60)}:${String(total % 60).padStart(2, "0")}`;
 }
 
 export class Countdowns {
@@ -60,7 +80,10 @@ export class Countdowns {
   /** Rewrite one countdown; false once its deadline has passed. */
   update(entry) {
     const left = entry.deadline.getTime() - Date.now();
-    entry.time.textContent = remainingText(left);
+    const text = remainingText(left);
+    if (entry.time.textContent !== text) {
+      entry.time.textContent = text;
+    }
     return left > 0;
   }
 

@@ -148,13 +148,13 @@ function showWait(transcript, turn, requestId, event) {
   const widget = transcript.showWidget(card, payload, event.name, requestId);
   widget.scrollIntoView({ block: "nearest" });
   // The agent is blocked on this answer: take the keyboard there, unless the user is in
-  // the middle of typing something else. An approval gets focus on the widget itself, not
-  // on its Approve button, so a stray Enter cannot consent to anything.
+  // the middle of typing something else: on the first control, as a question's first
+  // option, so an approval's Approve (Deny is the next Tab). The key that sent the message
+  // went down before the approval existed, so it cannot press Approve.
   const active = document.activeElement;
   const idle = active === document.body || (active?.id === "composer-input" && !active.value);
   if (idle) {
-    const target = event.name === "approval_requested" ? widget : widget.querySelector("textarea, input, button");
-    target?.focus({ preventScroll: true });
+    widget.querySelector("textarea, input, button")?.focus({ preventScroll: true });
   }
 }
 

@@ -67,6 +67,11 @@ export class HistoryPaging {
     }
   }
 
+  /** The server refused the page (`rate_limited`: pages cost more of the frame budget). */
+  refused() {
+    this.linkDropped(); // the same: it will not come, and can be asked for again
+  }
+
   /** Ask for the page before the oldest message shown. */
   load() {
     if (!this.hasMore || this.loading) {

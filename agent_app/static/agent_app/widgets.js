@@ -240,7 +240,7 @@ export class ReplyWidgets {
       return;
     }
     if (Array.isArray(acceptedBy) && acceptedBy.length > 0) {
-      this.close(widget, "answered", replySummary(widget.kind, widget.reply));
+      this.answered(widget, widget.reply);
     } else {
       this.close(widget, "rejected", REJECTED_TEXT[reason] ?? REJECTED_DEFAULT);
     }
@@ -250,7 +250,7 @@ export class ReplyWidgets {
   accepted(toolCallId, payload) {
     const widget = this.widgets.get(toolCallId);
     if (widget && (OPEN_STATES.has(widget.state) || widget.state === "rejected")) {
-      this.close(widget, "answered", replySummary(widget.kind, payload));
+      this.answered(widget, payload);
     }
   }
 
@@ -265,7 +265,7 @@ export class ReplyWidgets {
         this.close(widget, "expired", EXPIRED_TEXT);
       }
     } else if (widget.state !== "answered") {
-      this.close(widget, "answered", replySummary(widget.kind, reply));
+      this.answered(widget, reply);
     }
   }
 
@@ -342,6 +342,14 @@ export class ReplyWidgets {
     widget.reply = reply;
     this.setState(widget, "sending");
     this.say(widget.form, "Sending…");
+  }
+
+  /** Answered with `reply`; an approval says which way (`data-outcome`: its colour). */
+  answered(widget, reply) {
+    if (widget.kind === "approval" && typeof reply?.approved === "boolean") {
+      widget.form.dataset.outcome = reply.approved ? "approved" : "denied";
+    }
+    this.close(widget, "answered", replySummary(widget.kind, reply));
   }
 
   close(widget, state, text) {

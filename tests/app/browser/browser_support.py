@@ -33,6 +33,7 @@ import json
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -290,6 +291,19 @@ def transcript_snapshot(page: Page) -> list[str]:
     """The conversation as a reader sees it (``SNAPSHOT``), to compare before and after a
     reload."""
     return page.evaluate(SNAPSHOT)
+
+
+def wait_for_value(page: Page, expression: str, expected: object) -> None:
+    """Wait until ``expression`` evaluates to ``expected`` in the page.
+
+    Not ``page.wait_for_function``: that evaluates its predicate with ``eval`` inside the
+    page, which the page's Content-Security-Policy forbids; ``page.evaluate`` is not.
+    """
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while (value := page.evaluate(expression)) != expected:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{expression} is {value!r}, not {expected!r}")
+        page.wait_for_timeout(20)
 
 
 def expect_connected(page: Page) -> None:

@@ -27,9 +27,11 @@ from tests.app.browser.browser_support import (
     last_answer,
     open_new_chat,
     send,
+    wait_for_value,
 )
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 
 # --- tests -------------------------------------------------------------------------------
@@ -73,8 +75,6 @@ def test_answering_the_question_and_approving_the_note_saves_it(
     approval = page.locator(".widget--approval")
     expect(approval).to_contain_text("Allow save_note to run with these arguments?")
     expect(approval.locator(".widget__arguments")).to_contain_text("Buy oat milk and coffee")
-    expect(approval).to_be_focused()
-    page.keyboard.press("Tab")
     expect(approval.get_by_role("button", name="Approve")).to_be_focused()
     page.keyboard.press("Enter")
     expect(approval.locator(".widget__status")).to_have_text("You approved this.")
@@ -227,7 +227,7 @@ def test_after_the_link_drops_an_idle_page_reconnects_and_keeps_its_conversation
 
     drop_socket(page)
 
-    page.wait_for_function("window.zettSockets.length === 2")
+    wait_for_value(page, "window.zettSockets.length", 2)
     expect(page.locator("#connection-label")).to_have_text("Connected")
     assert page.evaluate("window.zettSockets[1].url").endswith(f"?after_seq={seen}")
     # Nothing happened meanwhile, so nothing was rebuilt.
@@ -248,7 +248,7 @@ def test_after_the_link_drops_mid_question_the_same_run_goes_on_and_can_be_answe
 
     drop_socket(page)
 
-    page.wait_for_function("window.zettSockets.length === 2")
+    wait_for_value(page, "window.zettSockets.length", 2)
     expect(page.locator("#connection-label")).to_have_text("Connected")
     assert "after_seq=" in page.evaluate("window.zettSockets.at(-1).url")
     expect(question).to_have_attribute("data-state", "open")

@@ -11,6 +11,7 @@ the title being renamed.
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.app.browser.browser_support import (
@@ -23,6 +24,7 @@ from tests.app.browser.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 
 def describe(violations: list[dict]) -> str:

@@ -22,6 +22,7 @@ from tests.app.browser.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 TWO_LAYOUTS = pytest.mark.parametrize(
     "page",

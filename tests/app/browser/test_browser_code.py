@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.app.browser.browser_model import CODE_REPLY, HTML_CODE, PLAIN_CODE, PYTHON_CODE
@@ -24,6 +25,7 @@ from tests.app.browser.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 #: highlight.js's a11y themes: keyword colour and block background, light and dark.
 THEME = {

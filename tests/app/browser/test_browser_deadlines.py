@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.app.browser.browser_support import (
@@ -29,6 +30,7 @@ from tests.app.browser.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 COUNTDOWN = re.compile(r"^0:0[1-6]$")
 
@@ -75,7 +77,7 @@ def test_a_reply_that_comes_too_late_says_why_it_was_not_used(
     open_new_chat(page, tight_server)
     send(page, "Save a note")
     question = page.locator(".widget--ask")
-    expect(question.locator(".widget__deadline time")).to_have_text(re.compile(r"^(59|60):"))
+    expect(question.locator(".widget__deadline time")).to_have_text(re.compile(r"^an hour"))
     # This tab sees nothing more of the run: it slept through the deadline.
     gate.hold("agent_event", "run_failed", "run_cancelled", "reply_accepted")
 

@@ -21,9 +21,11 @@ from tests.app.browser.browser_support import (
     open_new_chat,
     send,
     transcript_snapshot,
+    wait_for_value,
 )
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 TWO_LAYOUTS = pytest.mark.parametrize(
     "page",
@@ -145,7 +147,7 @@ def test_the_edit_button_keeps_the_keyboard_while_the_link_drops_and_comes_back(
 
     drop_socket(page)
 
-    page.wait_for_function("window.zettSockets.length === 2")
+    wait_for_value(page, "window.zettSockets.length", 2)
     expect_connected(page)
     expect(edit).to_be_focused()
     page.keyboard.press("Enter")

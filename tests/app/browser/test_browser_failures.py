@@ -9,6 +9,7 @@ docs/protocol.md gives them.
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.app.browser.browser_model import RECOVERED_REPLY
@@ -24,6 +25,7 @@ from tests.app.browser.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 
 @EVERY_LAYOUT

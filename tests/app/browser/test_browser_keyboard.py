@@ -24,6 +24,7 @@ from tests.app.browser.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 
 @EVERY_LAYOUT
@@ -39,9 +40,12 @@ def test_focus_returns_to_the_composer_after_each_reply_widget(
     page.keyboard.press("Enter")
 
     approval = page.locator(".widget--approval")
-    expect(approval).to_be_focused()
+    approve = approval.get_by_role("button", name="Approve")
+    expect(approve).to_be_focused()
     page.keyboard.press("Tab")
-    expect(approval.get_by_role("button", name="Approve")).to_be_focused()
+    expect(approval.get_by_role("button", name="Deny")).to_be_focused()
+    page.keyboard.press("Shift+Tab")
+    expect(approve).to_be_focused()
     page.keyboard.press("Enter")
 
     expect(approval.locator(".widget__status")).to_have_text("You approved this.")

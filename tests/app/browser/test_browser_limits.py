@@ -9,6 +9,7 @@ answers and results of half a megabyte would only make the tests slow.
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.app.browser.browser_support import (
@@ -22,6 +23,7 @@ from tests.app.browser.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 TRUNCATED = "This message is too long to show here in full; it is stored whole."
 

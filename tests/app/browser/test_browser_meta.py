@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.app.browser.browser_support import (
@@ -27,6 +28,7 @@ from tests.app.browser.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 STORED_AT = "2024-03-05T09:07:00+00:00"

@@ -8,6 +8,7 @@ tab would be.
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.app.browser.browser_support import (
@@ -24,6 +25,7 @@ from tests.app.browser.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 
 def second_tab(page: Page, probe: PageProbe) -> Page:

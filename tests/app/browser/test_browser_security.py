@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.app.browser.browser_support import (
@@ -26,6 +27,7 @@ from tests.app.browser.browser_support import (
 )
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
+pytestmark = pytest.mark.slow
 
 
 #: True when any element carries an event-handler attribute or a ``javascript:`` link.

@@ -18,7 +18,7 @@ import redis
 from tests.app.servers import DaphneProcess, fresh_database, migrate, provider_valid, server_env
 from tests.app.services import REDIS_URL, require_service
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 #: Short, so a dead worker's run is settled quickly; renewal every third of it.
 LEASE_SECONDS = "2"

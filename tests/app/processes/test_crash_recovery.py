@@ -16,7 +16,7 @@ import pytest
 
 from tests.app.servers import DaphneProcess, fresh_database, provider_valid, server_env
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -20,7 +21,7 @@ import redis
 from tests.app.servers import ROOT, DaphneProcess, fresh_database, server_env
 from tests.app.services import REDIS_URL, require_service
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def event_is(kind: str):
@@ -128,26 +129,26 @@ def wait_until_listening(ports: set[int], process: subprocess.Popen) -> list[str
     raise AssertionError("runworkers exited before its workers listened:\n" + "".join(lines))
 
 
-def test_runworkers_serves_static_files_without_debug_and_answers_health_on_each_worker(
-    tmp_path,
-):
+@pytest.mark.parametrize("mode", ["default", "production"])
+def test_runworkers_serves_the_page_and_its_static_files_and_health_on_each_worker(tmp_path, mode):
+    """In its default (DEBUG) mode straight from the apps, with nothing collected; in
+    production (no DEBUG, a secret key) from ``collectstatic``'s STATIC_ROOT."""
     redis_url = require_service("Redis", REDIS_URL)
     static_root = tmp_path / "static"
     with fresh_database("postgres", tmp_path) as url:
-        env = server_env(
-            url,
-            REDIS_URL=redis_url,
-            DJANGO_DEBUG="0",
-            DJANGO_SECRET_KEY="deploy-test-" + uuid.uuid4().hex,
-            DJANGO_STATIC_ROOT=str(static_root),
-        )
-        subprocess.run(
-            [sys.executable, "manage.py", "collectstatic", "--no-input", "-v", "0"],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            timeout=300,
-        )
+        env = server_env(url, REDIS_URL=redis_url, DJANGO_STATIC_ROOT=str(static_root))
+        if mode == "default":
+            for name in ("DJANGO_DEBUG", "DJANGO_SECRET_KEY"):
+                env.pop(name, None)
+        else:
+            env.update(DJANGO_DEBUG="0", DJANGO_SECRET_KEY="deploy-test-" + uuid.uuid4().hex)
+            subprocess.run(
+                [sys.executable, "manage.py", "collectstatic", "--no-input", "-v", "0"],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                timeout=300,
+            )
         first = free_ports(2)
         workers = subprocess.Popen(
             [sys.executable, "manage.py", "runworkers", "--workers", "2", "--port", str(first)],
@@ -170,6 +171,13 @@ def test_runworkers_serves_static_files_without_debug_and_answers_health_on_each
                 }
                 status, script = get(f"http://127.0.0.1:{port}/static/agent_app/chat.js")
                 assert status == 200 and b"import" in script
+                status, page = get(f"http://127.0.0.1:{port}/")
+                assert status == 200, page
+                assets = re.findall(rb'(?:href|src)="(/static/[^"]+)"', page)
+                assert len(assets) >= 2, page
+                for asset in assets:
+                    status, _ = get(f"http://127.0.0.1:{port}{asset.decode()}")
+                    assert status == 200, asset
             status, _ = get(f"http://127.0.0.1:{first}/static/agent_app/no-such-file.js")
             assert status == 404
         finally:

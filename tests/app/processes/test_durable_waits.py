@@ -16,7 +16,7 @@ import redis
 from tests.app.servers import DaphneProcess, fresh_database, migrate, server_env
 from tests.app.services import REDIS_URL, require_service
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 MODEL = "tests.app.durable_model:trip_planner"
 

@@ -34,8 +34,9 @@ from hypothesis import strategies as st
 from tests.app.processes.hostile import Exchange, SocketClosed, Tally, frames
 from tests.app.servers import ARTIFACTS, launch_daphne
 from tests.leaks import leaked_tasks
+from tests.progress import say
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[3]
 #: Sockets (Hypothesis examples) and frames per socket of the in-process run.
@@ -137,6 +138,8 @@ def test_thousands_of_generated_hostile_frames_are_each_answered_and_leave_nothi
     @given(st.lists(frames(), min_size=FRAMES_PER_SOCKET, max_size=FRAMES_PER_SOCKET))
     def hostile_socket(sent: list[str | bytes]) -> None:
         asyncio.run(one_socket(sent, tally))
+        if tally.sockets % 25 == 0:
+            say(request, f"hostile frames: {tally.sockets} sockets, {tally.frames} frames")
 
     hostile_socket()
     report(request, tally.line("ASGI app, in process"))

@@ -18,6 +18,7 @@ import pytest
 from channels_redis.pubsub import RedisPubSubChannelLayer
 
 from tests.app.services import POSTGRES_URL, REDIS_URL, require_service
+from tests.progress import say
 from zett_site.settings import REDIS_SOCKET_TIMEOUT
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -36,6 +37,8 @@ SUITES = [
     # The single-statement writes: RETURNING ids, JSON and time columns on PostgreSQL.
     "tests/app/test_statements.py",
     "tests/app/test_begin_run.py",
+    # Deleted chats and users: the creation records on PostgreSQL, the user group over Redis.
+    "tests/app/test_deleted_chats.py",
 ]
 
 
@@ -54,8 +57,9 @@ async def test_the_redis_channel_layer_delivers_group_messages():
         await layer.flush()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_the_socket_and_persistence_suites_pass_on_postgresql_and_redis():
+def test_the_socket_and_persistence_suites_pass_on_postgresql_and_redis(request):
     database_url = require_service("PostgreSQL", POSTGRES_URL)
     redis_url = require_service("Redis", REDIS_URL)
     # A database name of this run's own: pytest-django creates "test_<name>", and two
@@ -68,15 +72,23 @@ def test_the_socket_and_persistence_suites_pass_on_postgresql_and_redis():
         "REDIS_URL": redis_url,
         "ZETT_EXPECT_SERVICES": "1",
     }
-    child = subprocess.run(
+    # The child's progress lines ("....  [ 40%]") reach the terminal as they come.
+    lines = []
+    with subprocess.Popen(
         [sys.executable, "-m", "pytest", *SUITES, "-q", "-p", "no:cacheprovider", "--no-header"],
         cwd=ROOT,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
-        timeout=900,
-        check=False,
-    )
-    summary = child.stdout.strip().splitlines()[-1:] or [child.stderr[-2000:]]
-    assert child.returncode == 0, child.stdout[-6000:] + child.stderr[-3000:]
+    ) as child:
+        assert child.stdout is not None
+        for line in child.stdout:
+            lines.append(line)
+            if line.rstrip().endswith("%]"):
+                say(request, f"on PostgreSQL and Redis: {line.strip()}")
+        returncode = child.wait(timeout=900)
+    output = "".join(lines)
+    summary = output.strip().splitlines()[-1:] or [""]
+    assert returncode == 0, output[-9000:]
     assert "passed" in summary[0] and "skipped" not in summary[0], summary
