@@ -28,3 +28,22 @@ async def no_leaked_tasks():
 def offline_estimate(monkeypatch, tmp_path):
     """No cached tiktoken encoding, so compaction's default counter is ``estimate_tokens``."""
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+
+
+@pytest.fixture
+def exporter():
+    """Spans recorded in memory, for the tracing tests (the SDK is imported only here)."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def provider(exporter):
+    """A tracer provider that hands every span to ``exporter`` as it ends."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider

@@ -8,14 +8,8 @@ import asyncio
 import json
 
 import pytest
-
-pytest.importorskip("opentelemetry.sdk")
-
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
-    InMemorySpanExporter,
-)
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import SpanKind, StatusCode
 
@@ -36,18 +30,6 @@ from zett_agent.model import ModelEvent, ModelResponse, ModelUsage
 from zett_agent.tools.base import tool
 
 SESSION = "chat-42"
-
-
-@pytest.fixture
-def exporter():
-    return InMemorySpanExporter()
-
-
-@pytest.fixture
-def provider(exporter):
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider
 
 
 class NamedModel(ProbeModel):

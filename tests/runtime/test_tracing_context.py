@@ -10,14 +10,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("opentelemetry.sdk")
-
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
-    InMemorySpanExporter,
-)
 from opentelemetry.trace import StatusCode
 
 from tests.runtime.support import (
@@ -44,18 +36,6 @@ from zett_agent.tools.base import tool
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSION = "chat-7"
-
-
-@pytest.fixture
-def exporter():
-    return InMemorySpanExporter()
-
-
-@pytest.fixture
-def provider(exporter):
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider
 
 
 def traceparent(span) -> str:
