@@ -32,6 +32,7 @@ from agent_app.agents.asking import AppAskUserExtension
 from agent_app.assistants import Assistant, registry
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
+from agent_app.telemetry import extensions_for
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.ask_user import ASK_USER_TOOL_NAME
 from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension
@@ -134,5 +135,6 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
             *_reply_extensions(assistant),
             _GUIDELINES,
             *assistant.get_extensions(),
+            *extensions_for(assistant.id),
         ],
     )

@@ -79,6 +79,8 @@ from agent_app.sessions.fanout import Feed, Subscriber
 from agent_app.sessions.follower import Follower
 from agent_app.sessions.replies import ReplyDesk, Verdict
 from agent_app.sessions.run import Run, RunState, StopReason
+from agent_app.telemetry import metrics
+from agent_app.telemetry.waits import expired_waits
 from zett_agent.agent import Agent
 
 __all__ = ["AgentFactory", "LiveSession", "SessionRegistry"]
@@ -188,8 +190,11 @@ class LiveSession:
             }
             await subscriber.send_text(encode_frame(frame))
             if self._run is not None:
+                replayed = 0
                 for text in feed.replay.frames_after(after_seq):
                     await subscriber.send_text(text)
+                    replayed += 1
+                metrics.replayed(replayed)
             elif self.follower.remote is not None:
                 await self.follower.replay_to(subscriber, after_seq)
             elif frame["last_seq"] > feed.last_seq:
@@ -394,6 +399,8 @@ class LiveSession:
             settled = await database_sync_to_async(recovery.recover_session)(
                 self.session_id, dead, abandon_paused=abandon_paused
             )
+            metrics.lease_takeover(len(dead))
+            await expired_waits(self.session_id, settled)
             for outcome in settled:
                 self.feed.seq.add_block(*outcome.seq_block)
             for outcome in settled:
