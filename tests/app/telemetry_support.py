@@ -9,6 +9,7 @@ a wait's span is recorded by whichever thread learnt its outcome), never on a ti
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from typing import Any
 
@@ -72,3 +73,61 @@ def ids_of(traceparent: str) -> tuple[int, int]:
 def span_ids(span: ReadableSpan) -> tuple[int, int]:
     context = span.get_span_context()
     return context.trace_id, context.span_id
+
+
+# -- spans of a server process ------------------------------------------------------------
+
+
+class JsonLinesExporter:
+    """Writes each finished span as one JSON line to a file, flushed at once: a server
+    process the test SIGKILLs leaves every span that had ended."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+
+    def export(self, spans: Any) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        with self.lock, open(self.path, "a", encoding="utf-8") as file:
+            for span in spans:
+                file.write(json.dumps(span_record(span)) + "\n")
+                file.flush()
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+
+def span_record(span: ReadableSpan) -> dict[str, Any]:
+    context = span.get_span_context()
+    return {
+        "name": span.name,
+        "trace_id": f"{context.trace_id:032x}",
+        "span_id": f"{context.span_id:016x}",
+        "parent": None if span.parent is None else f"{span.parent.span_id:016x}",
+        "links": [
+            [f"{link.context.trace_id:032x}", f"{link.context.span_id:016x}"] for link in span.links
+        ],
+        "attributes": dict(span.attributes or {}),
+    }
+
+
+def install_span_file(path: str) -> None:
+    """Make the global tracer provider write every span to ``path`` (``live_daphne.py``'s
+    ``ZETT_TEST_SPAN_FILE``)."""
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(JsonLinesExporter(path)))
+    trace.set_tracer_provider(provider)
+
+
+def read_span_file(path: Any) -> list[dict[str, Any]]:
+    from pathlib import Path
+
+    file = Path(path)
+    if not file.exists():
+        return []
+    return [json.loads(line) for line in file.read_text().splitlines() if line.strip()]

@@ -276,3 +276,23 @@ def test_with_zett_otel_unset_a_run_imports_nothing_of_opentelemetry(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"ended": "run_completed", "otel": []}
+
+
+def test_manage_py_check_wants_booleans_and_the_api_for_zett_otel(monkeypatch):
+    import importlib.util
+
+    from agent_app.checks import check_setting_types, check_tracing
+
+    with override_settings(ZETT_OTEL="1", ZETT_OTEL_CONTENT=1, ZETT_METRICS_TOKEN=None):
+        messages = [error.msg for error in check_setting_types()]
+    assert "ZETT_OTEL must be bool, got '1'." in messages
+    assert "ZETT_OTEL_CONTENT must be bool, got 1." in messages
+    assert "ZETT_METRICS_TOKEN must be str, got None." in messages
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: None if name == "opentelemetry" else real(name)
+    )
+    with override_settings(ZETT_OTEL=True):
+        assert [error.id for error in check_tracing()] == ["zett.E040"]
+    with override_settings(ZETT_OTEL=False):
+        assert check_tracing() == []
