@@ -142,8 +142,10 @@ class Run:
     #: The event loop's clock when the run's task started, and at its first text (metrics).
     started: float = 0.0
     first_token: float | None = None
-    #: Traced, and its span's traceparent not stored yet (``agent_app.telemetry.context``).
+    #: Traced, and its span's traceparent not read yet; then that traceparent, stored with
+    #: the run's waits and its end (``agent_app.telemetry.context``).
     trace_pending: bool = False
+    trace_context: str = ""
 
     def to(self, state: RunState) -> None:
         """Move to ``state``; a transition the diagram does not draw is a bug."""
@@ -243,11 +245,9 @@ class Run:
         async with aclosing(stream) as events:
             async for event in events:
                 kind = event.type
-                if self.trace_pending:  # the run's span exists: store where it is first
+                if self.trace_pending:  # the run's span exists by its first event
                     self.trace_pending = False
-                    await shielded(
-                        context.store_trace_context(self.agent, self.owner.session_id, request_id)
-                    )
+                    self.trace_context = context.traceparent_of(self.agent, self.owner.session_id)
                 if self.state is _WAITING:
                     self.state = _RUNNING  # any event ends a wait
                 if self.held is not None and kind is not E.RUN_COMPLETED:
@@ -309,7 +309,11 @@ class Run:
             self.waits.add(payload["tool_call_id"])
             known = await shielded(
                 database_sync_to_async(waits.record_wait)(
-                    session_id, self.request_id, event["name"], payload
+                    session_id,
+                    self.request_id,
+                    event["name"],
+                    payload,
+                    trace_context=self.trace_context,
                 )
             )
         await self.owner.feed.broadcast_event(self.request_id, event)
@@ -425,6 +429,7 @@ class Run:
                     error=error,
                     usage=self.usage,
                     rows=rows,
+                    trace_context=self.trace_context,
                 )
             )
         except Exception:

@@ -1,22 +1,24 @@
 """A run's trace context in the database: how it crosses workers and restarts.
 
-The run's task writes its span's traceparent to its row (``ChatRun.trace_context``) as soon
-as the span exists, on its first event — before its first model call or tool, so a process
-killed later leaves it behind (write-ahead). Whoever continues the run, or records the end
-of one of its waits, reads it from there, on any worker, hours later. The row rather than
-Redis: the trace context must outlive exactly what the run's row outlives.
+A traced run reads its span's traceparent on its first event (``traceparent_of``, from
+memory) and stores it with its row (``ChatRun.trace_context``) in statements it writes
+anyway: in the transaction that stores each of its waits (``waits.record_wait``), and
+with its end (``runs.end_run``). So tracing adds no database round trip, and a run that
+can be continued — one that waits — has it stored before any process could die while it
+waits (write-ahead). Whoever continues the run, or records the end of one of its waits,
+reads it there, on any worker, hours later. The row rather than Redis: the trace context
+must outlive exactly what the run's row outlives. (A run killed before it waited or ended
+leaves none: nothing continues it, so nothing links to it.)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from channels.db import database_sync_to_async
-
 from agent_app.telemetry import tracing
 from zett_agent.extensions.tracing import TRACE_LINKS, TracingExtension
 
-__all__ = ["continuation_metadata", "store_trace_context", "stored_trace_context"]
+__all__ = ["continuation_metadata", "stored_trace_context", "traceparent_of"]
 
 
 def stored_trace_context(request_id: str) -> str | None:
@@ -39,20 +41,9 @@ def continuation_metadata(resumed_from: str | None) -> dict[str, Any] | None:
     return {TRACE_LINKS: [traceparent]} if traceparent else None
 
 
-def _store(request_id: str, traceparent: str) -> None:
-    from agent_app.models import ChatRun
-
-    ChatRun.objects.filter(request_id=request_id).update(trace_context=traceparent)
-
-
-_store_async = database_sync_to_async(_store)
-
-
-async def store_trace_context(agent: Any, session_id: str, request_id: str) -> None:
-    """Write the running request's traceparent to its row (nothing if it is not traced)."""
+def traceparent_of(agent: Any, session_id: str) -> str:
+    """The running request's traceparent ("" when the agent is not traced or not sampled)."""
     for extension in getattr(agent, "extensions", ()):
         if isinstance(extension, TracingExtension):
-            traceparent = extension.traceparent(session_id)
-            if traceparent is not None:
-                await _store_async(request_id, traceparent)
-            return
+            return extension.traceparent(session_id) or ""
+    return ""

@@ -9,10 +9,10 @@ a ``TracingExtension`` (the runtime's ``TracingExtension`` for the chat's assist
 
 What only the app knows:
 
-- **Where a run's trace lives.** When a run's span starts, its traceparent is written to
-  the run's row (``ChatRun.trace_context``) before the first model call (write-ahead, as
-  everything that must outlive the process). The row is what every worker shares, so it is
-  how the trace context crosses processes: a run continued after a crash, a deploy or a
+- **Where a run's trace lives.** A run's traceparent is stored with its row
+  (``ChatRun.trace_context``) when it first waits and when it ends, in writes it makes
+  anyway. The row is what every worker shares, so it is how the trace context crosses
+  processes: a run continued after a crash, a deploy or a
   wait of hours — on whichever worker takes the reply — reads it there
   (``agent_app.telemetry.context``).
 - **Continuations link.** A continuation run (``kind`` ``resume``) starts a trace of its
