@@ -309,13 +309,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=200, help="untimed requests per variant")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument(
-        "--app-requests", type=int, default=100, help="requests per block through the app"
+        "--app-requests", type=int, default=40, help="requests per block through the app"
+    )
+    parser.add_argument(
+        "--app-repetitions", type=int, default=30, help="blocks of each app variant"
     )
     parser.add_argument("--no-app", action="store_true", help="skip the chat app's figures")
     args = parser.parse_args(argv)
     if args.smoke:
         args.requests, args.repetitions, args.warmup = 20, 2, 5
-        args.app_requests = 3
+        args.app_requests, args.app_repetitions = 3, 2
     return args
 
 
@@ -327,8 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_app:
         from bench.tracing_app import render_app, run_app
 
-        print(f"Through the app: {args.repetitions} repetitions x {args.app_requests} requests")
-        results["app"] = run_app(args.app_requests, args.repetitions, warmup=2)
+        print(f"Through the app: {args.app_repetitions} repetitions x {args.app_requests} requests")
+        results["app"] = run_app(args.app_requests, args.app_repetitions, warmup=2)
         print(render_app(results["app"], judge=not args.smoke, target=TARGET_OVERHEAD))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

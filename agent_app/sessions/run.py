@@ -46,7 +46,7 @@ from agent_app.protocol.frames import RunCancelledFrame, RunFailedFrame, RunStar
 from agent_app.protocol.text import encode_frame, event_frame_text
 from agent_app.sessions.fanout import STREAK_SECONDS, TEXT_DELTAS, Feed, let_the_loop_write
 from agent_app.telemetry import context, metrics, tracing
-from agent_app.telemetry.waits import wait_ended
+from agent_app.telemetry.waits import cancelled_waits, wait_ended
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType
 from zett_agent.extensions.external import ExternalEvent
@@ -365,7 +365,7 @@ class Run:
         self.to(RunState.ENDING)
         self.outcome = status
         if metrics.ENABLED:
-            seconds = asyncio.get_running_loop().time() - self.started
+            seconds = asyncio.get_running_loop().time() - self.started if self.started else 0.0
             metrics.run_ended(metrics.assistant_of(self.agent), str(status), seconds)
         await shielded(self._record_end(status, final, error))
 
@@ -413,6 +413,7 @@ class Run:
         self.at_end.clear()
         try:
             if status is not RunStatus.COMPLETED and self.stop is not StopReason.LEASE_LOST:
+                await cancelled_waits(session_id, sorted(self.waits))
                 await shielded(
                     database_sync_to_async(recovery.close_run_calls)(
                         session_id, self.request_id, status

@@ -20,6 +20,8 @@ and kinds are fixed sets. No user, chat or request id is ever a label.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from zett_agent.extensions.base import AgentExtension
@@ -46,6 +48,7 @@ __all__ = [
     "run_ended",
     "socket_closed",
     "socket_opened",
+    "sse_stream",
     "sse_stream_closed",
     "sse_stream_opened",
     "time_to_first_token",
@@ -138,6 +141,16 @@ def sse_stream_opened() -> None:
 def sse_stream_closed() -> None:
     if ENABLED:
         SSE_STREAMS.dec()
+
+
+@contextmanager
+def sse_stream() -> Iterator[None]:
+    """``with metrics.sse_stream():`` around the body of a streaming SSE response."""
+    sse_stream_opened()
+    try:
+        yield
+    finally:
+        sse_stream_closed()
 
 
 def replayed(frames: int) -> None:

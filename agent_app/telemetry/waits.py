@@ -54,8 +54,10 @@ def wait_ended_sync(
     *,
     reply: Any = None,
     answered_by: str | None = None,
+    only_open: bool = False,
 ) -> None:
-    """Record the end of a call's latest wait (``outcome`` None: from ``reply``)."""
+    """Record the end of a call's latest wait (``outcome`` None: from ``reply``);
+    ``only_open``: unless it was answered already (its end is recorded then)."""
     traced = tracing.active()
     if not traced and not metrics.ENABLED:
         return
@@ -66,7 +68,7 @@ def wait_ended_sync(
         .order_by("-created_at", "-pk")
         .first()
     )
-    if wait is None:
+    if wait is None or (only_open and wait.status != "open"):
         return
     kind = str(wait.kind)
     if outcome is None:
@@ -106,6 +108,23 @@ async def wait_ended(
     if not tracing.active() and not metrics.ENABLED:
         return
     await _wait_ended(session_id, tool_call_id, outcome, reply=reply, answered_by=answered_by)
+
+
+def _cancelled(session_id: str, tool_call_ids: list[str]) -> None:
+    for tool_call_id in tool_call_ids:
+        wait_ended_sync(session_id, tool_call_id, "cancelled", only_open=True)
+
+
+_cancelled_async = database_sync_to_async(_cancelled)
+
+
+async def cancelled_waits(session_id: str, tool_call_ids: list[str]) -> None:
+    """A run that stops (or fails) leaves these waits unanswered: they end ``cancelled``.
+
+    Called before the run's end closes them, so a wait already answered is not counted
+    twice."""
+    if tool_call_ids and (tracing.active() or metrics.ENABLED):
+        await _cancelled_async(session_id, tool_call_ids)
 
 
 def _expired_by_recovery(session_id: str, request_ids: list[str]) -> None:

@@ -140,3 +140,13 @@ async def test_a_refused_frame_counts_as_a_rate_limit_refusal(sockets, use_model
         await socket.send({"type": "cancel"})
         await socket.expect_error("rate_limited")
     assert refusals._value.get() == before + 1
+
+
+def test_an_sse_stream_is_counted_open_while_its_body_runs_even_when_it_fails():
+    from agent_app.telemetry import metrics
+
+    before = metrics.SSE_STREAMS._value.get()
+    with pytest.raises(ConnectionResetError), metrics.sse_stream():
+        assert metrics.SSE_STREAMS._value.get() == before + 1
+        raise ConnectionResetError
+    assert metrics.SSE_STREAMS._value.get() == before

@@ -134,6 +134,22 @@ async def test_a_denied_approval_and_an_answered_question_say_how_they_ended(
     assert tool.status.is_ok
 
 
+async def test_stopping_a_run_while_it_waits_ends_its_wait_span_cancelled(
+    spans, sockets, use_model
+):
+    use_model(ScriptedModel([call_tool("save_note", "note-1", title="Milk", text="Buy milk")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Note: buy milk"})
+    await socket.until_event("custom", "approval_requested")
+    await socket.send({"type": "cancel"})
+    await socket.until(lambda frame: frame["type"] == "run_cancelled")
+    (wait,) = await spans.wait_for("wait approval")
+    assert wait.attributes["zett.wait.outcome"] == "cancelled"
+    (run,) = await spans.wait_for("invoke_agent demo")
+    assert run.attributes["zett.outcome"] == "cancelled"
+    assert run.status.is_unset
+
+
 async def test_the_socket_request_span_is_the_parent_of_the_run_it_starts(spans, use_model):
     """As with an ASGI instrumentation middleware: the socket's span is current in the
     consumer, and the run it starts is that span's child."""
