@@ -29,15 +29,15 @@ from tests.app.conftest import (
     new_browser_cookie,
     stop_live_runs,
 )
+from tests.app.durable.test_waits import BROWSER, QUESTION, leave_a_paused_run
 from tests.app.llm_doubles import call_tool, say
 from tests.app.telemetry_support import global_exporter, ids_of, span_ids
-from tests.app.test_waits import BROWSER, QUESTION, leave_a_paused_run
 from zett_agent.model import ModelUsage
 from zett_agent.testing import ScriptedModel
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
