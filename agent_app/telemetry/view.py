@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import os
+from pathlib import Path
 from typing import Any
 
 from django.db.models import Count
@@ -74,9 +75,11 @@ class _OpenWaits:
 def _exposition() -> tuple[bytes, str]:
     from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
         from prometheus_client import multiprocess
 
+        _forget_dead_workers(directory, multiprocess.mark_process_dead)
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
         text = generate_latest(registry)
@@ -85,6 +88,25 @@ def _exposition() -> tuple[bytes, str]:
     waits = CollectorRegistry()
     waits.register(_OpenWaits())
     return text + generate_latest(waits), CONTENT_TYPE_LATEST
+
+
+def _forget_dead_workers(directory: str, mark_dead: Any) -> None:
+    """Drop the live gauges (open sockets, streams) of worker processes that are gone.
+
+    A worker killed outright never says so; its counters and histograms must stay (they
+    are part of the sums), but what it had open is not open any more. The directory is
+    one host's, so a process id that does not exist here is a dead worker.
+    """
+    for path in Path(directory).glob("gauge_live*_*.db"):
+        pid = path.stem.rpartition("_")[2]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            mark_dead(int(pid), directory)
+        except PermissionError:
+            pass  # alive, another user's
 
 
 @never_cache

@@ -6,7 +6,8 @@
   with the run; the spans that ended before the kill are in worker one's file, children of
   that same span.
 - Two workers share ``PROMETHEUS_MULTIPROC_DIR``: ``/metrics`` on either shows the runs
-  of both, and nobody reads it without the token.
+  of both, and nobody reads it without the token; once one is killed, its runs still
+  count and the socket it had open does not.
 
 Each server writes its spans to a file of its own (``ZETT_TEST_SPAN_FILE``), line by line
 as they end, so a killed process leaves what it had recorded.
@@ -177,6 +178,10 @@ async def test_metrics_of_two_workers_add_up_and_need_the_token(tmp_path):
                 )
             assert (await asyncio.to_thread(scrape, one, None))[0] == 401
             assert (await asyncio.to_thread(scrape, two, "guess"))[0] == 403
+            one.kill()  # its runs still count; the socket it had open does not
+            status, text = await asyncio.to_thread(scrape, two, "scrape-me")
+            assert sample(text, "zett_runs_total", assistant="demo", outcome="completed") == 2
+            assert sample(text, "zett_sockets_open") == 1
         finally:
             await one.close_clients()
             await two.close_clients()
