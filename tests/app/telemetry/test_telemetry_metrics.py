@@ -10,7 +10,8 @@ import pytest
 from django.test import override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.app.llm_doubles import call_tool, say
+from tests.app.durable.test_waits import BROWSER, NOTE, leave_a_paused_run
+from tests.app.llm_doubles import SteppedModel, call_tool, say
 from zett_agent.model import ModelUsage
 from zett_agent.testing import ScriptedModel
 
@@ -150,3 +151,42 @@ def test_an_sse_stream_is_counted_open_while_its_body_runs_even_when_it_fails():
         assert metrics.SSE_STREAMS._value.get() == before + 1
         raise ConnectionResetError
     assert metrics.SSE_STREAMS._value.get() == before
+
+
+def counted(counter, *labels: str) -> float:
+    metric = counter.labels(*labels) if labels else counter
+    return metric._value.get()
+
+
+async def test_a_late_page_counts_the_frames_replayed_to_it(sockets, use_model):
+    from agent_app.telemetry import metrics
+
+    model = use_model(SteppedModel(["a ", "b ", "c ", "d "]))
+    first = await sockets()
+    await first.send({"type": "user_message", "content": "Count"})
+    model.step(2)
+    seen = await first.until(lambda frame: (frame.get("event") or {}).get("delta") == "b ")
+    before = counted(metrics.REPLAYED)
+    late = await sockets(first.session_id)
+    replayed = await late.until(lambda frame: frame.get("seq") == seen[-1]["seq"])
+    assert counted(metrics.REPLAYED) - before == len([f for f in replayed if "seq" in f])
+    model.finish()
+    await first.run_to_completion()
+    await late.run_to_completion()
+
+
+async def test_settling_a_dead_workers_run_counts_a_takeover_and_its_expired_wait(
+    sockets, use_model
+):
+    from agent_app.models import ReplyWait
+    from agent_app.telemetry import metrics
+
+    use_model(ScriptedModel())
+    takeovers = counted(metrics.TAKEOVERS)
+    expired = counted(metrics.WAITS, "approval", "expired")
+    session_id, _ = await leave_a_paused_run([NOTE], {"note-1": "approval"})
+    await ReplyWait.objects.aupdate(expires_at="2020-01-01T00:00:00Z")
+    socket = await sockets(session_id, cookie=BROWSER["cookie"])
+    assert [run["status"] for run in socket.session_frame["runs"]] == ["expired"]
+    assert counted(metrics.TAKEOVERS) == takeovers + 1
+    assert counted(metrics.WAITS, "approval", "expired") == expired + 1
