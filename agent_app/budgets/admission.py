@@ -26,17 +26,14 @@ can then let the budget be passed by more than one call).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from channels.db import database_sync_to_async
 
 from agent_app.budgets import ledger
-from agent_app.budgets.ledger import BudgetExceeded, Ticket
-from agent_app.current import current_chat
-from agent_app.durable.persistence import shielded
-from agent_app.guard.access import Person
+from agent_app.budgets.ledger import BudgetExceeded, Person, Ticket
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.model import ModelEvent, ModelEventType, ModelRequest, ModelUsage
 
@@ -53,6 +50,7 @@ CALL_WAIT = 60.0
 _POLL = 0.5
 
 _limit_for = database_sync_to_async(ledger.limit_for)
+T = TypeVar("T")
 _try_admit = database_sync_to_async(ledger.try_admit)
 _settle = database_sync_to_async(ledger.settle)
 
@@ -60,6 +58,21 @@ _settle = database_sync_to_async(ledger.settle)
 _waiters: dict[str, set[asyncio.Future[None]]] = {}
 #: Tickets admitted at a run's start, by session, for the run's first model call.
 _handed: dict[str, Ticket] = {}
+
+
+async def shielded(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` to its end even if the caller is cancelled meanwhile (a settle
+    that is due is written), then let the cancellation through."""
+    task = asyncio.ensure_future(awaitable)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return task.result()
 
 
 async def _wait_for_settle(person: str, seconds: float) -> None:
@@ -138,14 +151,14 @@ async def admit_run(person: Person | None, session_id: str) -> AsyncIterator[Non
         raise
 
 
-def _person_of_current_chat() -> Person | None:
-    try:
-        chat = current_chat()
-    except LookupError:
-        return None  # an agent run outside the app's runs: no person, no budget
-    if chat.owner_id is None and not chat.browser_key:
-        return None
-    return Person(chat.owner_id, chat.browser_key or None)
+def _whose(session_id: str) -> tuple[Person, int] | None:
+    """The person a chat belongs to and their limit; None: no budget applies."""
+    person = ledger.person_of_session(session_id)
+    limit = None if person is None else ledger.limit_for(person)
+    return None if person is None or limit is None else (person, limit)
+
+
+_whose_async = database_sync_to_async(_whose)
 
 
 class BudgetExtension(AgentExtension):
@@ -166,12 +179,12 @@ class BudgetExtension(AgentExtension):
         if key in self._tickets:
             return  # admitted already (another extension rebuilt the request)
         handed = _handed.pop(context.session_id, None)
-        person = _person_of_current_chat()
-        limit = None if person is None else await _limit_for(person)
-        if person is None or limit is None:
+        whose = await _whose_async(context.session_id)
+        if whose is None:
             if handed is not None:
                 await shielded(settle(handed))
             return
+        person, limit = whose
         if handed is not None and handed.person == person.key:
             self._tickets[key] = handed
             return

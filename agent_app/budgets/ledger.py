@@ -28,14 +28,19 @@ SQLite's database write lock alike, so two workers never decide on the same numb
 A reservation whose worker died mid-call would hold for ever: reservations lapse
 ``RESERVATION_SECONDS`` after the latest admission (the next decision drops them), and a
 late settle never takes a count below zero.
+
+The budgets import neither ``agent_app.models`` nor ``agent_app.guard.access`` (the rows are
+looked up through the app registry, people are anything with ``user_id`` and ``key``): the
+agent factory and the run import this package, and it must not close an import cycle.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Any, Protocol
 
+from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -43,20 +48,20 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from agent_app import conf
-from agent_app.guard.access import Person
-from agent_app.models import TokenUsage
 from agent_app.protocol.frames import BudgetExceededFrame, ErrorCode, Refusal
 
 __all__ = [
     "RESERVATION_SECONDS",
     "Budget",
     "BudgetExceeded",
+    "Person",
     "Ticket",
     "budget_of",
     "check_budget",
     "clock",
     "day_of",
     "limit_for",
+    "person_of_session",
     "release",
     "resets_at",
     "settle",
@@ -66,6 +71,42 @@ __all__ = [
 #: How long a call's reservation holds without a newer admission (a call that outlives it
 #: still settles what it used).
 RESERVATION_SECONDS = 300
+
+
+class Person(Protocol):
+    """Whose budget: ``agent_app.guard.access.Person`` (a user, or an anonymous browser)."""
+
+    @property
+    def user_id(self) -> int | None: ...
+
+    @property
+    def key(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Owner:
+    """The person a stored chat belongs to (the same ``key`` as ``guard.access.Person``)."""
+
+    user_id: int | None
+    browser_key: str
+
+    @property
+    def key(self) -> str:
+        return f"user:{self.user_id}" if self.user_id is not None else f"browser:{self.browser_key}"
+
+
+def _rows() -> Any:
+    """The ``TokenUsage`` model (``agent_app.models``), through the app registry."""
+    return apps.get_model("agent_app", "TokenUsage")
+
+
+def person_of_session(session_id: str) -> Person | None:
+    """The person a stored chat belongs to; None for a chat not stored or owned by nobody."""
+    chats = apps.get_model("agent_app", "ChatSession").objects
+    found = chats.filter(pk=session_id).values_list("owner_id", "browser_key").first()
+    if found is None or (found[0] is None and not found[1]):
+        return None
+    return _Owner(found[0], "" if found[0] is not None else found[1])
 
 
 def clock() -> datetime:
@@ -175,26 +216,31 @@ def limit_for(person: Person) -> int | None:
 # --- the row ---------------------------------------------------------------------------
 
 
-def _locked_row(person: Person, day: date) -> TokenUsage:
+def _locked_row(person: Person, day: date) -> Any:
     """The person's row of ``day`` (created if need be), locked for the transaction."""
     key = person.key
-    row_id = TokenUsage.objects.filter(person=key, day=day).values_list("pk", flat=True).first()
+    row_id = _rows().objects.filter(person=key, day=day).values_list("pk", flat=True).first()
     if row_id is None:
         carried = (
-            TokenUsage.objects.filter(person=key, day__lt=day, calls__gt=0)
+            _rows()
+            .objects.filter(person=key, day__lt=day, calls__gt=0)
             .order_by("-day")
             .values_list("call_estimate", flat=True)
             .first()
         )
         try:
             with transaction.atomic():
-                row_id = TokenUsage.objects.create(
-                    person=key, day=day, user_id=person.user_id, call_estimate=carried or 0
-                ).pk
+                row_id = (
+                    _rows()
+                    .objects.create(
+                        person=key, day=day, user_id=person.user_id, call_estimate=carried or 0
+                    )
+                    .pk
+                )
         except IntegrityError:  # another worker created it first
-            row_id = TokenUsage.objects.get(person=key, day=day).pk
-    TokenUsage.objects.filter(pk=row_id).update(calls=F("calls"))  # the lock
-    return TokenUsage.objects.get(pk=row_id)
+            row_id = _rows().objects.get(person=key, day=day).pk
+    _rows().objects.filter(pk=row_id).update(calls=F("calls"))  # the lock
+    return _rows().objects.get(pk=row_id)
 
 
 def budget_of(person: Person, now: datetime | None = None) -> Budget | None:
@@ -203,7 +249,7 @@ def budget_of(person: Person, now: datetime | None = None) -> Budget | None:
     if limit is None:
         return None
     day = day_of(now or clock())
-    row = TokenUsage.objects.filter(person=person.key, day=day).first()
+    row = _rows().objects.filter(person=person.key, day=day).first()
     used = row.total_tokens if row is not None else 0
     return Budget(limit, used, resets_at(day))
 
@@ -241,7 +287,7 @@ def try_admit(
             reserved = in_flight = 0  # their workers died: let the reservations lapse
         used = row.total_tokens
         if used >= limit:
-            TokenUsage.objects.filter(pk=row.pk).update(
+            _rows().objects.filter(pk=row.pk).update(
                 refusals=F("refusals") + 1, reserved_tokens=reserved, in_flight=in_flight
             )
             return BudgetExceeded(limit, used, resets_at(day))
@@ -249,7 +295,7 @@ def try_admit(
         if in_flight and not force and (not estimate or used + reserved >= limit):
             return None
         hold = max(estimate or limit - used, 1)
-        TokenUsage.objects.filter(pk=row.pk).update(
+        _rows().objects.filter(pk=row.pk).update(
             reserved_tokens=reserved + hold,
             in_flight=in_flight + 1,
             reserved_until=now + timedelta(seconds=RESERVATION_SECONDS),
@@ -274,7 +320,7 @@ def settle(ticket: Ticket, input_tokens: int = 0, output_tokens: int = 0) -> Non
             call_estimate=(F("input_tokens") + F("output_tokens") + spent) / (F("calls") + 1),
             updated_at=timezone.now(),
         )
-    TokenUsage.objects.filter(pk=ticket.row_id).update(**fields)
+    _rows().objects.filter(pk=ticket.row_id).update(**fields)
 
 
 def release(ticket: Ticket) -> None:

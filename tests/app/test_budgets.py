@@ -50,9 +50,7 @@ def at(monkeypatch):
 
 async def used_by(person: str) -> list[tuple[str, int, int, int]]:
     rows = TokenUsage.objects.filter(person=person).order_by("day")
-    return [
-        (str(row.day), row.input_tokens, row.output_tokens, row.calls) async for row in rows
-    ]
+    return [(str(row.day), row.input_tokens, row.output_tokens, row.calls) async for row in rows]
 
 
 # --- who gets how much -----------------------------------------------------------------------
@@ -176,8 +174,10 @@ def test_the_typical_call_is_carried_over_to_the_next_day(at):
 async def terminal(socket) -> dict:
     """The frame that ends one message: its run's end, or the refusal of the message."""
     frames = await socket.until(
-        lambda frame: frame["type"] in ("error", "run_failed")
-        or (frame["type"] == "agent_event" and frame["event"]["type"] == "run_completed")
+        lambda frame: (
+            frame["type"] in ("error", "run_failed")
+            or (frame["type"] == "agent_event" and frame["event"]["type"] == "run_completed")
+        )
     )
     return frames[-1]
 
@@ -328,7 +328,17 @@ def test_budgets_on_postgresql():
     }
     env.pop("REDIS_URL", None)
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", __file__, "-q", "-p", "no:cacheprovider", "-m", "not slow"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            __file__,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "not slow",
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
