@@ -57,6 +57,7 @@ __all__ = [
     "Person",
     "Ticket",
     "budget_of",
+    "budget_problems",
     "check_budget",
     "clock",
     "day_of",
@@ -180,6 +181,35 @@ class Ticket:
 
 
 # --- who gets how much -----------------------------------------------------------------
+
+
+def _is_budget(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+
+
+def budget_problems() -> list[str]:
+    """What is wrong with ``ZETT_TOKEN_BUDGETS`` (``manage.py check``), one line a problem."""
+    budgets = conf.ZETT_TOKEN_BUDGETS
+    if budgets is None:
+        return []
+    if not isinstance(budgets, dict):
+        return [f"must be a dict or None, got {budgets!r}"]
+    problems = [
+        f"has an unknown key {key!r} (known: 'user', 'anonymous', 'groups')"
+        for key in budgets
+        if key not in ("user", "anonymous", "groups")
+    ]
+    for key in ("user", "anonymous"):
+        if not _is_budget(budgets.get(key)):
+            problems.append(f"[{key!r}] must be tokens per day (an int >= 0) or None")
+    groups = budgets.get("groups") or {}
+    if not isinstance(groups, dict):
+        problems.append(f"['groups'] must map group names to tokens per day, got {groups!r}")
+        groups = {}
+    for name, value in groups.items():
+        if not isinstance(name, str) or not _is_budget(value):
+            problems.append(f"['groups'][{name!r}] must be tokens per day (an int >= 0) or None")
+    return problems
 
 
 def _group_names(user_id: int) -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import Group
+from django.core.checks import run_checks
 
 from agent_app.budgets import admission, ledger
 from agent_app.budgets.ledger import BudgetExceeded, Ticket, check_budget, limit_for, try_admit
@@ -94,6 +95,29 @@ def test_a_category_left_out_has_no_limit(settings, django_user_model):
     user = django_user_model.objects.create_user("ann")
     assert limit_for(Person(user.pk)) is None
     assert limit_for(anonymous()) == 100
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ([100], "must be a dict or None"),
+        ({"users": 100}, "unknown key 'users'"),
+        ({"user": -1}, "['user'] must be tokens per day"),
+        ({"anonymous": 1.5}, "['anonymous'] must be tokens per day"),
+        ({"user": True}, "['user'] must be tokens per day"),
+        ({"groups": ["staff"]}, "['groups'] must map group names"),
+        ({"groups": {"staff": "lots"}}, "['groups']['staff'] must be tokens per day"),
+    ],
+)
+def test_manage_py_check_names_what_is_wrong_with_the_budgets(settings, value, problem):
+    settings.ZETT_TOKEN_BUDGETS = value
+    errors = [error for error in run_checks(tags=["zett"]) if error.id == "zett.E030"]
+    assert len(errors) == 1 and problem in errors[0].msg, errors
+
+
+def test_good_budgets_pass_the_check(settings):
+    settings.ZETT_TOKEN_BUDGETS = {"user": 0, "anonymous": None, "groups": {"staff": None}}
+    assert [error for error in run_checks(tags=["zett"]) if error.id == "zett.E030"] == []
 
 
 # --- the ledger --------------------------------------------------------------------------------
