@@ -35,6 +35,7 @@ from channels.db import database_sync_to_async
 from agent_app.budgets import ledger
 from agent_app.budgets.ledger import BudgetExceeded, Person, Ticket
 from zett_agent.extensions.base import AgentExtension
+from zett_agent.extensions.events import ExtensionEvent, RunCancelledEvent
 from zett_agent.model import ModelEvent, ModelEventType, ModelRequest, ModelUsage
 
 if TYPE_CHECKING:
@@ -200,6 +201,14 @@ class BudgetExtension(AgentExtension):
 
     async def on_error(self, context: AgentRunContext, error: Exception) -> None:
         """A request that failed between an admission and its call gives the ticket back."""
+        await self._give_back(context)
+
+    async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
+        """A request cancelled before its admitted call (Stop at once) gives it back too."""
+        if isinstance(event, RunCancelledEvent):
+            await self._give_back(context)
+
+    async def _give_back(self, context: AgentRunContext) -> None:
         left = [
             self._tickets.pop((context.session_id, context.request_id), None),
             _handed.pop(context.session_id, None),

@@ -18,14 +18,15 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import Group
 from django.core.checks import run_checks
+from django.urls import reverse
 
 from agent_app.budgets import admission, ledger
 from agent_app.budgets.ledger import BudgetExceeded, Ticket, check_budget, limit_for, try_admit
 from agent_app.guard.access import Person
 from agent_app.models import ChatRun, RunStatus, TokenUsage
-from tests.app.llm_doubles import call_tool, say
+from tests.app.llm_doubles import GatedModel, call_tool, say
 from tests.app.services import POSTGRES_URL, require_service
-from zett_agent.model import ModelUsage
+from zett_agent.model import ModelEvent, ModelUsage
 from zett_agent.testing import ScriptedModel
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -193,6 +194,27 @@ def test_the_typical_call_is_carried_over_to_the_next_day(at):
     assert isinstance(try_admit(person, 1_000), Ticket)  # no need to wait for it
 
 
+def test_the_admin_lists_usage_per_person_per_day_with_the_budget_left(
+    client, django_user_model, settings, at
+):
+    settings.ZETT_TOKEN_BUDGETS = {"user": 1_000, "anonymous": 300}
+    admin = django_user_model.objects.create_superuser("admin", "admin@example.com", "pw-123456")
+    ann = django_user_model.objects.create_user("ann")
+    at(MONDAY)
+    ledger.settle(try_admit(Person(ann.pk), 1_000), 400, 50)
+    ledger.settle(try_admit(anonymous("browser-one"), 300), 250, 100)
+    client.force_login(admin)
+    page = client.get(reverse("admin:agent_app_tokenusage_changelist")).content.decode()
+    assert "ann" in page and "browser:browser-one" in page
+    for shown in ("450", "1,000", "550", "350", "300"):
+        assert f">{shown}<" in page, shown
+    assert ">0<" in page  # the anonymous browser has nothing left
+    row = TokenUsage.objects.get(user=ann)
+    change = client.get(reverse("admin:agent_app_tokenusage_change", args=[row.pk]))
+    assert change.status_code == 200
+    assert client.get(reverse("admin:agent_app_tokenusage_add")).status_code == 403
+
+
 # --- runs through the socket ------------------------------------------------------------------
 
 
@@ -305,6 +327,20 @@ async def test_signed_in_users_have_budgets_of_their_own(
     await stranger.expect("budget")
     await stranger.send({"type": "user_message", "content": "hi"})
     await stranger.run_to_completion()
+
+
+async def test_a_stopped_answer_gives_its_reservation_back(sockets, use_model, settings):
+    settings.ZETT_TOKEN_BUDGETS = {"anonymous": 1_000}
+    use_model(GatedModel([ModelEvent.text("Thinking"), asyncio.Event()]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "think"})
+    await socket.until_event("text_delta")
+    row = await TokenUsage.objects.aget()
+    assert (row.in_flight, row.reserved_tokens) == (1, 1_000)  # the first call: all of it
+    await socket.send({"type": "cancel"})
+    await socket.expect("run_cancelled")
+    row = await TokenUsage.objects.aget()
+    assert (row.in_flight, row.reserved_tokens, row.total_tokens) == (0, 0, 0)
 
 
 async def test_a_waiting_admission_is_woken_by_a_settle_and_can_be_cancelled(
