@@ -39,6 +39,7 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from agent_app import conf
 from agent_app.assistants import UnknownAssistant, registry
 from agent_app.backpressure import (
     FELL_BEHIND_CLOSE_CODE,
@@ -215,6 +216,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def _send_budget(self) -> None:
         """The person's token budget of today, for the composer (when one applies)."""
         assert self.person is not None
+        if not conf.ZETT_TOKEN_BUDGETS:
+            return
         budget = await database_sync_to_async(budget_of)(self.person)
         if budget is not None:
             await self.send_frame(BudgetFrame(**budget.as_dict()))
@@ -396,8 +399,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         creator = Creator(self.person.user_id, self.person.browser_key or "")
         try:
-            async with admit_run(self.person, self.session_id):
-                await self.live.start(frame.content, creator)
+            await self._start(frame.content, creator)
         except (Busy, BudgetExceeded) as refusal:
             await self.send_frame(refusal.frame())
         except ChatDeleted:
@@ -409,14 +411,25 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not await self._account_exists():
             return
         try:
-            async with admit_run(self.person, self.session_id):
-                await self.live.start(content, kind=kind, replace_last_turn=True)
+            await self._start(content, kind=kind, replace_last_turn=True)
         except (Busy, BudgetExceeded) as refusal:
             await self.send_frame(refusal.frame())
         except NothingToReplace as nothing:
             await self._error(ErrorCode.BAD_FRAME, str(nothing))
         except ChatDeleted:
             await self.chat_deleted()
+
+    async def _start(self, content: str | None, *args: Any, **kwargs: Any) -> None:
+        """Start a run (``LiveSession.start``) within the person's token budget.
+
+        A session running a run here says so at once, before the budget is asked (which
+        may wait for calls in flight), as ``start`` would; ``start`` still decides.
+        """
+        assert self.live is not None
+        if self.live.run is not None:
+            raise Busy(self.live.run.request_id)
+        async with admit_run(self.person, self.session_id):
+            await self.live.start(content, *args, **kwargs)
 
     async def on_history_before(self, frame: HistoryBeforeFrame) -> None:
         assert self.live is not None and self.person is not None

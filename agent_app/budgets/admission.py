@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from channels.db import database_sync_to_async
 
+from agent_app import conf
 from agent_app.budgets import ledger
 from agent_app.budgets.ledger import BudgetExceeded, Person, Ticket
 from zett_agent.extensions.base import AgentExtension
@@ -131,8 +132,11 @@ async def admit_run(person: Person | None, session_id: str) -> AsyncIterator[Non
     The ticket is handed to the run's first model call; if starting fails (the body
     raises), it is given back.
     """
-    limit = None if person is None else await _limit_for(person)
-    if person is None or limit is None:
+    if person is None or not conf.ZETT_TOKEN_BUDGETS:
+        yield  # no budgets: not a single await more than without them
+        return
+    limit = await _limit_for(person)
+    if limit is None:
         yield
         return
     ticket = await admit(person, limit, wait=START_WAIT)
@@ -176,6 +180,8 @@ class BudgetExtension(AgentExtension):
         self._tickets: dict[tuple[str, str], Ticket] = {}
 
     async def before_model(self, context: AgentRunContext, request: ModelRequest) -> None:
+        if not conf.ZETT_TOKEN_BUDGETS and not _handed:
+            return  # no budgets: no query
         key = (context.session_id, context.request_id)
         if key in self._tickets:
             return  # admitted already (another extension rebuilt the request)

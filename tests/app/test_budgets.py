@@ -24,7 +24,7 @@ from agent_app.budgets import admission, ledger
 from agent_app.budgets.ledger import BudgetExceeded, Ticket, check_budget, limit_for, try_admit
 from agent_app.guard.access import Person
 from agent_app.models import ChatRun, RunStatus, TokenUsage
-from tests.app.llm_doubles import GatedModel, call_tool, say
+from tests.app.llm_doubles import GatedModel, call_tool, completed, say
 from tests.app.services import POSTGRES_URL, require_service
 from zett_agent.model import ModelEvent, ModelUsage
 from zett_agent.testing import ScriptedModel
@@ -327,6 +327,33 @@ async def test_signed_in_users_have_budgets_of_their_own(
     await stranger.expect("budget")
     await stranger.send({"type": "user_message", "content": "hi"})
     await stranger.run_to_completion()
+
+
+async def test_without_budgets_nothing_is_counted_or_sent(sockets, use_model, settings):
+    settings.ZETT_TOKEN_BUDGETS = None
+    use_model(ScriptedModel([say("one")], usage=CALL))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "hi"})
+    frames = await socket.run_to_completion()
+    assert "budget" not in {frame["type"] for frame in frames}
+    assert await TokenUsage.objects.acount() == 0
+
+
+async def test_a_second_tab_is_told_busy_at_once_while_the_first_call_is_measured(
+    sockets, use_model, settings
+):
+    settings.ZETT_TOKEN_BUDGETS = {"anonymous": 1_000}
+    gate = asyncio.Event()
+    use_model(GatedModel([ModelEvent.text("one"), gate, completed("one")]))
+    one = await sockets()
+    two = await sockets(one.session_id)
+    await one.send({"type": "user_message", "content": "from one"})
+    await two.until_event("text_delta")
+    await two.send({"type": "user_message", "content": "from two"})
+    assert (await two.expect("error"))["code"] == "busy"  # not after the call: now
+    gate.set()
+    await one.run_to_completion()
+    assert (await TokenUsage.objects.aget()).in_flight == 0
 
 
 async def test_a_stopped_answer_gives_its_reservation_back(sockets, use_model, settings):
