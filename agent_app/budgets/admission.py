@@ -51,8 +51,9 @@ CALL_WAIT = 60.0
 #: Longest pause between two looks at the ledger while waiting (seconds).
 _POLL = 0.5
 
-_limit_for = database_sync_to_async(ledger.limit_for)
 T = TypeVar("T")
+
+_limit_for = database_sync_to_async(ledger.limit_for)
 _try_admit = database_sync_to_async(ledger.try_admit)
 _settle = database_sync_to_async(ledger.settle)
 
