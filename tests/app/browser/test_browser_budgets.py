@@ -16,6 +16,7 @@ from playwright.sync_api import Page, expect
 from tests.app.browser.browser_model import USAGE
 from tests.app.browser.browser_support import (
     LiveServer,
+    axe_violations,
     expect_idle,
     open_new_chat,
     send,
@@ -61,6 +62,10 @@ def test_the_composer_shows_the_budget_left_and_the_refusal(
 
     page.reload()
     expect(meter).to_contain_text("No tokens left today")
+    assert axe_violations(page) == []
+    page.set_viewport_size({"width": 375, "height": 700})  # a phone: everything still fits
+    expect(meter).to_be_in_viewport()
+    expect(page.locator("#send-button")).to_be_in_viewport()
     assert budget_server.rows(
         "SELECT input_tokens + output_tokens, calls FROM agent_app_tokenusage"
     ) == [(2 * USAGE.total_tokens, 2)]
