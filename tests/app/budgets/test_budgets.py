@@ -31,7 +31,7 @@ from zett_agent.testing import ScriptedModel
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 #: What every scripted call costs: 60 in + 40 out.
 CALL = ModelUsage(input_tokens=60, output_tokens=40)
 MONDAY = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
