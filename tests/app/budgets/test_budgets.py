@@ -310,6 +310,21 @@ async def test_the_socket_is_told_the_budget_and_a_regenerate_is_refused_too(
     assert (budget["used"], budget["remaining"]) == (100, 0)
 
 
+async def test_a_refused_person_chats_again_the_next_day(sockets, use_model, settings, at):
+    at(MONDAY)
+    settings.ZETT_TOKEN_BUDGETS = {"anonymous": 100}
+    model = use_model(ScriptedModel([say("one"), say("two")], usage=CALL))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "hi"})
+    await socket.run_to_completion()
+    await socket.send({"type": "user_message", "content": "again"})
+    assert (await socket.expect_error("budget_exceeded"))["resets_at"] == "2026-03-03T00:00:00Z"
+    at(datetime(2026, 3, 3, 0, 0, 1, tzinfo=UTC))
+    await socket.send({"type": "user_message", "content": "again"})
+    frames = await socket.run_to_completion()
+    assert frames[0]["type"] == "run_started" and len(model.requests) == 2
+
+
 async def test_signed_in_users_have_budgets_of_their_own(
     sockets, use_model, settings, login_cookie
 ):
