@@ -63,8 +63,13 @@ export class BudgetMeter {
 
   /** What a refusal notice says. */
   refusalText() {
-    const when = this.resetsAt && !Number.isNaN(this.resetsAt.getTime()) ? ` It resets ${whenText(this.resetsAt)}.` : "";
-    return `You have used your token budget for today.${when}`;
+    const when = this.resetsText();
+    return `You have used your token budget for today.${when ? ` It resets ${when}.` : ""}`;
+  }
+
+  /** "at 00:00" (or "on <date>"), or "" when the reset time is not known. */
+  resetsText() {
+    return this.resetsAt && !Number.isNaN(this.resetsAt.getTime()) ? whenText(this.resetsAt) : "";
   }
 
   render() {
@@ -73,7 +78,7 @@ export class BudgetMeter {
       return;
     }
     const remaining = Math.max(this.limit - this.used, 0);
-    const resets = this.resetsAt && !Number.isNaN(this.resetsAt.getTime()) ? whenText(this.resetsAt) : "";
+    const resets = this.resetsText();
     this.el.hidden = false;
     this.el.dataset.state = remaining > 0 ? "ok" : "exceeded";
     this.el.textContent =

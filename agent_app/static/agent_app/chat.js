@@ -76,7 +76,14 @@ const ui = {
 };
 
 /** Refusals that give back what this page sent (`outbox.js`). */
-const GIVE_BACK_CODES = new Set(["busy", "rate_limited", "too_large", "not_running", "bad_frame", "budget_exceeded"]);
+const GIVE_BACK_CODES = new Set([
+  "busy",
+  "rate_limited",
+  "too_large",
+  "not_running",
+  "bad_frame",
+  "budget_exceeded",
+]);
 
 const notices = new Notices(byId("notices"));
 const budget = new BudgetMeter(byId("token-budget"));
@@ -489,7 +496,8 @@ function handleError(frame) {
   if (frame.code === "budget_exceeded") {
     budget.exceeded(frame);
   }
-  const text = frame.code === "budget_exceeded" ? budget.refusalText() : (ERROR_TEXT[frame.code] ?? "Something went wrong.");
+  const text =
+    frame.code === "budget_exceeded" ? budget.refusalText() : (ERROR_TEXT[frame.code] ?? "Something went wrong.");
   notices.show(text, { detail: frame.message || "", key: `error-${frame.code}` });
   if (GIVE_BACK_CODES.has(frame.code)) {
     outbox.refused(frame.code);
