@@ -85,6 +85,9 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_OTEL_CONTENT": False,
     #: A bearer token that lets a scraper read ``/metrics`` (staff users may without it).
     "ZETT_METRICS_TOKEN": "",
+    #: Input + output tokens per person per day: ``{"user": N, "anonymous": N,
+    #: "groups": {"<group>": N}}`` (None: no budgets; ``agent_app.budgets``).
+    "ZETT_TOKEN_BUDGETS": None,
 }
 
 

@@ -21,6 +21,7 @@ from agent_app import conf
 from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
 from agent_app.agents.asking import AppAskUserExtension
 from agent_app.assistants import Assistant, registry
+from agent_app.budgets import BUDGETS
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
 from agent_app.telemetry import extensions_for
@@ -106,6 +107,7 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
         tools=assistant.get_tools(),
         extensions=[
             OrmPersistenceExtension(),
+            BUDGETS,
             *_reply_extensions(assistant),
             _GUIDELINES,
             *assistant.get_extensions(),
