@@ -88,6 +88,7 @@ __all__ = [
     "TracingExtension",
     "current_traceparent",
     "record_wait_span",
+    "tool_outcome",
 ]
 
 _COMPLETED, _FAILED, _CANCELLED = "completed", "failed", "cancelled"
@@ -331,13 +332,11 @@ class TracingExtension(AgentExtension):
         span = tool.span
         if self.record_content:
             span.set_attribute("gen_ai.tool.call.result", content_json(result.content))
-        declined = _declined(result.attributes, error)
-        if result.success:
-            span.set_attribute("zett.outcome", _COMPLETED)
-        elif declined is not None:
-            span.set_attribute("zett.outcome", declined)
-        else:
+        outcome = tool_outcome(result, error)
+        if outcome == _FAILED:
             _fail(span, error, self.record_content)
+        else:
+            span.set_attribute("zett.outcome", outcome)
         tool.end()
 
     async def on_error(self, context: AgentRunContext, error: Exception) -> None:
@@ -485,6 +484,14 @@ def _usage(input_tokens: int, output_tokens: int, cache_read: int, cache_write: 
     if cache_write:
         attributes["gen_ai.usage.cache_creation.input_tokens"] = cache_write
     return attributes
+
+
+def tool_outcome(result: ToolResult, error: Exception | None) -> str:
+    """How a tool call ended: ``completed``, ``denied`` or ``expired`` (the person declined
+    it or never answered: no error), else ``failed``. Spans and metrics both say it."""
+    if result.success:
+        return _COMPLETED
+    return _declined(result.attributes, error) or _FAILED
 
 
 def _declined(attributes: Mapping[str, Any], error: Exception | None) -> str | None:
