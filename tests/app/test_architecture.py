@@ -92,8 +92,9 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 #: The cycles left to untangle, so that no new one can join them unnoticed (the list must
 #: only ever shrink): the assistants registry and ``current`` import each other,
 #: ``ChatSession.assistant_name`` asks the registry, and an assistant's default model comes
-#: from the agent factory (whose MCP wiring reads the chat's person and stores MCP questions); ``chat_records`` and ``guard.access`` import each other, and a
-#: deleted chat's sockets are closed through the sessions' registry.
+#: from the agent factory, whose MCP wiring reads the chat's person and stores MCP
+#: questions; ``chat_records`` and ``guard.access`` import each other, and a deleted
+#: chat's sockets are closed through the sessions' registry.
 KNOWN_CYCLES = [
     [
         "agent_app.agents.elicitation",
