@@ -216,7 +216,9 @@ class HistoryRenderer {
     const call =
       wait.kind === "approval"
         ? { id: wait.tool_call_id, name: payload.tool, arguments: payload.arguments }
-        : { id: wait.tool_call_id, name: "ask_user" };
+        : wait.kind === "elicitation"
+          ? { id: payload.call_id, name: payload.tool }
+          : { id: wait.tool_call_id, name: "ask_user" };
     const card = transcript.cardFor(turn, call);
     card.setState("waiting");
     transcript.showWidget(card, payload, wait.name, wait.request_id);
