@@ -10,6 +10,7 @@ denied call never got there. The model is scripted; everything else is real.
 from __future__ import annotations
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from agent_app.assistants import Assistant, register, registry
 from tests.app.conftest import answer_of, events_of, rows
@@ -280,3 +281,20 @@ async def test_a_declined_elicitation_is_told_to_the_server(sockets, use_model, 
     await socket.expect("external_event_result", accepted_by=["MCPElicitationExtension"])
     (done,) = tool_ends(await socket.run_to_completion())
     assert done["message"]["content"] == "kept (decline)"
+
+
+async def test_recovery_asks_for_the_approval_of_an_mcp_call_that_never_asked(helper):
+    """A worker that died between the model's answer and the approval: the next one asks."""
+    from agent_app.agents.factory import describe_wait
+    from agent_app.models import ChatSession
+    from zett_agent.extensions.approval import digest_of
+    from zett_agent.messages import ToolCall
+
+    chat = await ChatSession.objects.acreate(assistant=McpHelper.id)
+    call = ToolCall("c9", "notes__write_note", {"text": "later"})
+    name, payload = await sync_to_async(describe_wait)(str(chat.pk), call)
+    assert name == "approval_requested"
+    assert payload["tool"] == "notes__write_note"
+    assert payload["digest"] == digest_of("notes__write_note", {"text": "later"})
+    read_only = ToolCall("c8", "local__delete_all", {})  # in mcp_no_approval
+    assert await sync_to_async(describe_wait)(str(chat.pk), read_only) is None
