@@ -48,7 +48,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from zett_agent.mcp._connection import Connection
+from zett_agent.mcp._connection import Connection, note_refusal
 from zett_agent.mcp.approval import ApprovalNames, MCPToolInfo, annotations_need_approval
 from zett_agent.mcp.elicitation import ElicitationCallback, ElicitationWaits
 from zett_agent.mcp.errors import MCPConnectionError, MCPToolArgumentsError
@@ -495,8 +495,15 @@ async def _http_transport(
 ) -> AsyncIterator[Any]:
     """One HTTP client per connection, closed with it (in the connection's owner task)."""
     timeout = httpx2.Timeout(connect_timeout, read=read_timeout)
+
+    async def refused(response: httpx2.Response) -> None:
+        if response.status_code in (401, 403):
+            note_refusal(response.status_code)
+
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+        httpx2.AsyncClient(
+            headers=headers, timeout=timeout, event_hooks={"response": [refused]}
+        ) as http,
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
