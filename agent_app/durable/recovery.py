@@ -201,31 +201,11 @@ def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
     resumable = False
     expired_wait = False
     for call in calls:
-        wait = waits.get(call.id)
-        question = questions.get(call.id)
-        if question is not None and question.status == WaitStatus.OPEN and _expired(question, now):
-            closes.append((call, EXPIRED_QUESTION_CONTENT, _expired_reply(question)))
-            question.status = WaitStatus.EXPIRED
-            question.save(update_fields=["status"])
-            if wait is not None:
-                wait.status = WaitStatus.DONE
-                wait.save(update_fields=["status"])
-            expired_wait = True
-        elif question is not None:
-            resumable = True  # answerable (or answered): the continuation ends the call
-        elif wait is not None and wait.status == WaitStatus.EXECUTING:
-            closes.append((call, STARTED_TOOL_CONTENT, {}))
-            wait.status = WaitStatus.DONE
-            wait.save(update_fields=["status"])
-        elif wait is not None and wait.status == WaitStatus.OPEN and _expired(wait, now):
-            closes.append((call, EXPIRED_TOOL_CONTENT, _expired_reply(wait)))
-            wait.status = WaitStatus.EXPIRED
-            wait.save(update_fields=["status"])
-            expired_wait = True
-        elif wait is not None:
-            resumable = True  # open and in time, or answered: a continuation can go on
-        elif run.status == RunStatus.RUNNING and _start_wait(session_id, run, call, now):
-            resumable = True
+        outcome = _settle_call(
+            session_id, run, call, waits.get(call.id), questions.get(call.id), now, closes
+        )
+        resumable = resumable or outcome == "resumable"
+        expired_wait = expired_wait or outcome == "expired"
     if resumable:
         _insert_results(session_id, run.request_id, closes)
         if run.status == RunStatus.PAUSED and not closes:
@@ -255,6 +235,44 @@ def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
         run.error_message = EXPIRED_RUN_MESSAGE
     run.save(update_fields=["status", "ended_at", "error_type", "error_message"])
     return Settled(run.request_id, run.status, (0, 0))
+
+
+def _settle_call(
+    session_id: str,
+    run: ChatRun,
+    call: ToolCall,
+    wait: ReplyWait | None,
+    question: ReplyWait | None,
+    now: Any,
+    closes: list[tuple[ToolCall, str, dict[str, Any]]],
+) -> str:
+    """What one open call of a dead run becomes: ``resumable``, ``expired`` (its result
+    is added to ``closes``), ``closed`` (likewise), or ``""`` (closed with the rest)."""
+    if question is not None and question.status == WaitStatus.OPEN and _expired(question, now):
+        closes.append((call, EXPIRED_QUESTION_CONTENT, _expired_reply(question)))
+        question.status = WaitStatus.EXPIRED
+        question.save(update_fields=["status"])
+        if wait is not None:
+            wait.status = WaitStatus.DONE
+            wait.save(update_fields=["status"])
+        return "expired"
+    if question is not None:
+        return "resumable"  # answerable (or answered): the continuation ends the call
+    if wait is not None and wait.status == WaitStatus.EXECUTING:
+        closes.append((call, STARTED_TOOL_CONTENT, {}))
+        wait.status = WaitStatus.DONE
+        wait.save(update_fields=["status"])
+        return "closed"
+    if wait is not None and wait.status == WaitStatus.OPEN and _expired(wait, now):
+        closes.append((call, EXPIRED_TOOL_CONTENT, _expired_reply(wait)))
+        wait.status = WaitStatus.EXPIRED
+        wait.save(update_fields=["status"])
+        return "expired"
+    if wait is not None:
+        return "resumable"  # open and in time, or answered: a continuation can go on
+    if run.status == RunStatus.RUNNING and _start_wait(session_id, run, call, now):
+        return "resumable"
+    return ""
 
 
 def _abandon(session_id: str, run: ChatRun, now: Any) -> Settled:
