@@ -14,7 +14,8 @@ The app answers every such question here (``ask``, the servers' elicitation call
   ``{tool_call_id, action, content}``; an unknown action, or accepted content the schema
   refuses, is not taken. The answer goes back to the server, which finishes the call;
   nobody answering in time, or the run being stopped, answers ``cancel``. The tool's
-  result records the answer (``attributes.reply``, kind ``elicitation``).
+  result records the answer (``attributes.reply``, kind ``elicitation``; for an approved
+  call, whose ``reply`` is its approval, ``attributes.mcp_question``).
 - **After a crash.** The worker's connection died with it, and the server's call with
   the connection: an MCP call cannot continue on a new connection. The question stays
   answerable (recovery keeps the run paused while it is open and in time); answering it
@@ -223,8 +224,11 @@ class ElicitationDesk(ExternalEventExtension):
         error: Exception | None,
     ) -> None:
         record = self._answers.pop((context.request_id, call.id), None)
-        if record is not None and "reply" not in result.attributes:
-            result.attributes["reply"] = record
+        if record is None:
+            return
+        # An approved call's ``reply`` is its approval; the question is kept beside it.
+        key = "reply" if "reply" not in result.attributes else "mcp_question"
+        result.attributes[key] = record
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
         await super().on_event(context, event)

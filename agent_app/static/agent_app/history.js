@@ -169,6 +169,13 @@ class HistoryRenderer {
       const widget = transcript.widgets.settledFromHistory(call, reply, item.request_id);
       card.el.after(widget);
     }
+    // An approved MCP call that also asked a question: the question, under the approval.
+    const asked = item.attributes?.mcp_question;
+    const askedId = `${item.tool_call_id}.mcp-question`;
+    if (asked && typeof asked === "object" && !transcript.widgets.has(askedId)) {
+      const widget = transcript.widgets.settledFromHistory({ id: askedId }, asked, item.request_id);
+      (card.el.nextElementSibling ?? card.el).after(widget);
+    }
   }
 
   /** After a run's last item: how it ended, unless a newer page said so already. */
