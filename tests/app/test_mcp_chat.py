@@ -298,3 +298,37 @@ async def test_recovery_asks_for_the_approval_of_an_mcp_call_that_never_asked(he
     assert payload["digest"] == digest_of("notes__write_note", {"text": "later"})
     read_only = ToolCall("c8", "local__delete_all", {})  # in mcp_no_approval
     assert await sync_to_async(describe_wait)(str(chat.pk), read_only) is None
+
+
+async def test_an_unanswered_question_is_cancelled_at_its_deadline(
+    sockets, use_model, helper, person, settings
+):
+    settings.ZETT_REPLY_TIMEOUT = 1
+    use_model(ScriptedModel([call_tool("local__delete_all"), say("Kept.")]))
+    socket = await sockets(cookie=person)
+    await socket.send(first("Delete everything"))
+    frames = await socket.until_event("custom", "mcp_elicitation")
+    wait_id = frames[-1]["event"]["payload"]["tool_call_id"]
+    (done,) = tool_ends(await socket.run_to_completion())  # the deadline answers for nobody
+    assert done["message"]["content"] == "kept (cancel)"
+    assert done["message"]["attributes"]["reply"]["expired"] is True
+    from agent_app.models import ReplyWait
+
+    assert (await ReplyWait.objects.aget(tool_call_id=wait_id)).status == "expired"
+
+
+async def test_stopping_the_run_ends_the_question(sockets, use_model, helper, person):
+    use_model(ScriptedModel([call_tool("local__delete_all"), say("never")]))
+    socket = await sockets(cookie=person)
+    await socket.send(first("Delete everything"))
+    frames = await socket.until_event("custom", "mcp_elicitation")
+    wait_id = frames[-1]["event"]["payload"]["tool_call_id"]
+    await socket.send({"type": "cancel"})
+    await socket.until(lambda frame: frame["type"] == "run_cancelled")
+    reply = {"tool_call_id": wait_id, "action": "decline"}
+    await socket.send(elicitation_reply(reply))
+    late = await socket.until(lambda frame: frame["type"] == "external_event_result")
+    assert late[-1]["accepted_by"] == []
+    from agent_app.models import ReplyWait
+
+    assert (await ReplyWait.objects.aget(tool_call_id=wait_id)).status == "cancelled"
