@@ -30,6 +30,7 @@ cache) and registers them. What the app adds to ``zett_agent.mcp``:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import re
@@ -213,12 +214,23 @@ def _person_of(user: Any, chat: Any) -> str:
     return f"browser:{chat.browser_key or chat.pk}"
 
 
-async def _people(server: MCPServer, context: AgentRunContext | None) -> tuple[dict, str | None]:
-    """``(headers, person key)`` of the request's person for ``server`` (once a request)."""
+async def _own_headers(own: Any, context: AgentRunContext | None) -> dict[str, str]:
+    """The headers the server was built with (a mapping, or its own callable's answer)."""
+    if callable(own):
+        own = own(context)
+        if inspect.isawaitable(own):
+            own = await own
+    return dict(own) if isinstance(own, Mapping) else {}
+
+
+async def _people(
+    server: MCPServer, own: Any, context: AgentRunContext | None
+) -> tuple[dict, str | None]:
+    """``(headers, person key)`` of the request's person for ``server`` (once a request):
+    ``own``, the headers the server was built with, and the assistant's for the person."""
     from agent_app.assistants import registry
 
-    own = server.configured_headers
-    base = dict(own) if isinstance(own, Mapping) else {}
+    base = await _own_headers(own, context)
     try:
         user, chat = current_user(), current_chat()
     except LookupError:
@@ -248,8 +260,10 @@ def _bind(server: MCPServer) -> MCPServer:
         return server
     from agent_app.agents.elicitation import ask
 
+    own = server.configured_headers
+
     async def headers(context: AgentRunContext | None) -> dict[str, str]:
-        return (await _people(server, context))[0]
+        return (await _people(server, own, context))[0]
 
     def person_key(context: AgentRunContext | None) -> str | None:
         if context is None:
