@@ -128,6 +128,47 @@ def _entries(config: Any) -> dict[str, Any]:
     return servers
 
 
+def _http_server(name: str, where: str, entry: dict[str, Any], filters: dict) -> MCPServer:
+    from zett_agent.mcp import MCPServer
+
+    kind, unknown = entry.get("type"), set(entry) - _HTTP_KEYS
+    if unknown or (kind is not None and kind not in _HTTP_TYPES):
+        raise ImproperlyConfigured(
+            f"ZETT_MCP_SERVERS {where}: an HTTP server takes url, headers, include "
+            f"and exclude (got {sorted(unknown) or kind!r})"
+        )
+    headers = _string_map(entry.get("headers", {}), f"{where} headers")
+    return MCPServer(name, url=entry["url"], headers=headers, **filters)
+
+
+def _stdio_server(
+    name: str, where: str, entry: dict[str, Any], filters: dict, allowed: Any
+) -> MCPServer:
+    from zett_agent.mcp import MCPServer, check_stdio_command
+
+    kind, unknown = entry.get("type"), set(entry) - _STDIO_KEYS
+    if unknown or kind not in (None, "stdio"):
+        raise ImproperlyConfigured(
+            f"ZETT_MCP_SERVERS {where}: a stdio server takes command, args, env, "
+            f"cwd, include and exclude (got {sorted(unknown) or kind!r})"
+        )
+    command = entry["command"]
+    if not isinstance(command, str) or not command:
+        raise ImproperlyConfigured(f"ZETT_MCP_SERVERS {where}: command must be a non-empty string")
+    argv = [command, *_strings(entry.get("args", []), f"{where} args")]
+    try:
+        check_stdio_command(argv, allowed)
+    except ValueError as error:
+        raise ImproperlyConfigured(
+            f"ZETT_MCP_SERVERS {where}: {error} (ZETT_MCP_ALLOWED_COMMANDS)"
+        ) from None
+    env = _string_map(entry.get("env", {}), f"{where} env")
+    cwd = entry.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise ImproperlyConfigured(f"ZETT_MCP_SERVERS {where}: cwd must be a string")
+    return MCPServer(name, command=argv, env=env, cwd=cwd, **filters)
+
+
 def parse_servers(
     config: Any,
     *,
@@ -136,8 +177,6 @@ def parse_servers(
 ) -> list[MCPServer]:
     """The servers ``config`` (the ``mcpServers`` shape) declares; ``ImproperlyConfigured``
     naming the server and the problem for anything wrong."""
-    from zett_agent.mcp import MCPServer, check_stdio_command
-
     environ = os.environ if environ is None else environ
     allowed = conf.ZETT_MCP_ALLOWED_COMMANDS if allowed_commands is None else allowed_commands
     servers: list[MCPServer] = []
@@ -146,40 +185,16 @@ def parse_servers(
         if not isinstance(entry, dict):
             raise ImproperlyConfigured(f"ZETT_MCP_SERVERS {where} must be an object")
         entry = _expand(entry, where, environ)
-        kind = entry.get("type")
-        filters: dict[str, Any] = {}
-        for key in ("include", "exclude"):
-            if key in entry:
-                filters[key] = _strings(entry[key], f"{where} {key}")
+        filters = {
+            key: _strings(entry[key], f"{where} {key}")
+            for key in ("include", "exclude")
+            if key in entry
+        }
         try:
             if "url" in entry:
-                unknown = set(entry) - _HTTP_KEYS
-                if unknown or (kind is not None and kind not in _HTTP_TYPES):
-                    raise ImproperlyConfigured(
-                        f"ZETT_MCP_SERVERS {where}: an HTTP server takes url, headers, include "
-                        f"and exclude (got {sorted(unknown) or kind!r})"
-                    )
-                headers = _string_map(entry.get("headers", {}), f"{where} headers")
-                servers.append(MCPServer(name, url=entry["url"], headers=headers, **filters))
+                servers.append(_http_server(name, where, entry, filters))
             elif "command" in entry:
-                unknown = set(entry) - _STDIO_KEYS
-                if unknown or kind not in (None, "stdio"):
-                    raise ImproperlyConfigured(
-                        f"ZETT_MCP_SERVERS {where}: a stdio server takes command, args, env, "
-                        f"cwd, include and exclude (got {sorted(unknown) or kind!r})"
-                    )
-                command = entry["command"]
-                if not isinstance(command, str) or not command:
-                    raise ImproperlyConfigured(
-                        f"ZETT_MCP_SERVERS {where}: command must be a non-empty string"
-                    )
-                argv = [command, *_strings(entry.get("args", []), f"{where} args")]
-                check_stdio_command(argv, allowed)
-                env = _string_map(entry.get("env", {}), f"{where} env")
-                cwd = entry.get("cwd")
-                if cwd is not None and not isinstance(cwd, str):
-                    raise ImproperlyConfigured(f"ZETT_MCP_SERVERS {where}: cwd must be a string")
-                servers.append(MCPServer(name, command=argv, env=env, cwd=cwd, **filters))
+                servers.append(_stdio_server(name, where, entry, filters, allowed))
             else:
                 raise ImproperlyConfigured(
                     f"ZETT_MCP_SERVERS {where} needs a url (HTTP) or a command (stdio)"
