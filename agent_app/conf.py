@@ -84,6 +84,9 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_ATTACHMENT_MAX_BYTES": 10 * 1024 * 1024,
     #: Media types attachments may have (None: every type zett can read).
     "ZETT_ATTACHMENT_TYPES": None,
+    #: Input + output tokens per person per day: ``{"user": N, "anonymous": N,
+    #: "groups": {"<group>": N}}`` (None: no budgets; ``agent_app.budgets``).
+    "ZETT_TOKEN_BUDGETS": None,
 }
 
 

@@ -22,6 +22,7 @@ from agent_app.agents import mcp
 from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
 from agent_app.agents.asking import AppAskUserExtension
 from agent_app.assistants import Assistant, registry
+from agent_app.budgets import BUDGETS
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
 from zett_agent.agent import Agent, AgentRunConfig
@@ -108,6 +109,7 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
         tools=assistant.get_tools(),
         extensions=[
             OrmPersistenceExtension(),
+            BUDGETS,
             *_reply_extensions(assistant),
             *mcp.extensions_for(assistant),
             _GUIDELINES,
