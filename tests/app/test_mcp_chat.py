@@ -193,6 +193,7 @@ async def test_two_people_each_see_only_their_own_notes(
     assert helper.mcp_servers[0].connection_count == 2  # one each, never shared
 
 
+@pytest.mark.slow
 async def test_the_http_server_restarted_mid_chat_and_the_next_call_works(
     sockets, use_model, tmp_path, login_cookie
 ):
