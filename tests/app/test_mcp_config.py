@@ -109,7 +109,7 @@ def test_zett_mcp_list_says_why_a_server_failed_and_exits_1(settings):
     }
     out = io.StringIO()
     with pytest.raises(CommandError, match="1 of 1 MCP server"):
-        call_command("zett_mcp", "list", "--timeout", "5", stdout=out)
+        call_command("zett_mcp", "list", "--timeout", "1", stdout=out)
     assert "gone (ZETT_MCP_SERVERS)" in out.getvalue()
     assert "error:" in out.getvalue()
 
