@@ -25,6 +25,7 @@ from agent_app.assistants import Assistant, registry
 from agent_app.budgets import BUDGETS
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
+from agent_app.telemetry import extensions_for
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.ask_user import ASK_USER_TOOL_NAME
 from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension
@@ -114,5 +115,6 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
             *mcp.extensions_for(assistant),
             _GUIDELINES,
             *assistant.get_extensions(),
+            *extensions_for(assistant.id),
         ],
     )
