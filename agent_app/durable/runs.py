@@ -16,13 +16,15 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.utils import timezone
 
+from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
+from agent_app.attachments.stored import attachment_refs
 from agent_app.chat_records import ChatDeleted, creator_key, record_creation, was_deleted
 from agent_app.durable.sequence import SEQ_BLOCK
 from agent_app.durable.statements import insert, update
@@ -94,6 +96,8 @@ class Begun:
     superseded_from: int | None = None
     #: The history the run starts from, its user message last (None for a continuation).
     history: list[AnyMessage] | None = None
+    #: References of the user message's attachments (``attachment_ref``).
+    attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _lock_session(
@@ -138,6 +142,7 @@ def begin_run(
     resumed_from: str = "",
     replace_last_turn: bool = False,
     refuse_stale: bool = False,
+    attachments: list[str] | None = None,
 ) -> Begun:
     """Store the session if new, the run, the user's message and a ``seq`` block.
 
@@ -167,9 +172,14 @@ def begin_run(
             ChatSession.objects.filter(pk=session_id, title="").update(title=title)
         if replace_last_turn:
             superseded_from, replaced = _supersede_last_turn(session_id)
-            message = UserMessage(content) if content is not None else replaced
+            # An edit keeps the files of the message it replaces.
+            message = (
+                UserMessage(content, attributes=_attachments_of(replaced))
+                if content is not None
+                else replaced
+            )
         elif content is not None:
-            message = UserMessage(content)
+            message = UserMessage(content, attributes=_with_attachments(attachments))
         _store_run(session_id, request_id, kind, resumed_from, worker, now)
         position = None
         if message is not None:
@@ -182,7 +192,9 @@ def begin_run(
     else:
         remember(session_id, version, [message] if message is not None else [])
     history = None
+    refs: list[dict[str, Any]] = []
     if message is not None:
+        refs = attachment_refs(session_id, message.attributes.get(ATTACHMENTS_ATTRIBUTE) or ())
         # What the run starts from, read while this thread knows the version it just wrote.
         history = restore_history(session_id, version=version)
     return Begun(
@@ -192,7 +204,17 @@ def begin_run(
         message=message,
         superseded_from=superseded_from,
         history=history,
+        attachments=refs,
     )
+
+
+def _with_attachments(ids: list[str] | None) -> dict[str, Any]:
+    """A new message's attributes: the ids of its attachments, if it has any."""
+    return {ATTACHMENTS_ATTRIBUTE: list(ids)} if ids else {}
+
+
+def _attachments_of(message: UserMessage) -> dict[str, Any]:
+    return _with_attachments(message.attributes.get(ATTACHMENTS_ATTRIBUTE))
 
 
 def _store_session(session_id: str, creator: Creator, title: str) -> None:

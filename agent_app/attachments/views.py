@@ -1,0 +1,169 @@
+"""The attachment endpoints: upload a file to a chat, and read one back.
+
+``upload`` (``POST <prefix>/s/<chat id>/attachments/``, multipart field ``file``) answers
+``201 {id, name, media_type, size, url}``; ``download`` (``GET .../attachments/<id>/``)
+sends the bytes. Both take the chat's owner only: a signed-in user or the anonymous
+browser (cookies, so the upload is CSRF-checked), or a program with an API token
+(``Authorization: Bearer``, no cookies, so no CSRF). Anyone else gets the 404 a chat that
+does not exist gets.
+
+Every refusal is JSON, ``{"code": ..., "message": ...}``, with the sentence the page shows
+next to the file's chip: the CSRF check is run here (the view is exempt from the
+middleware's, whose refusal is an HTML page), and so are the checks of the file
+(``check_attachment``), the daily quota and the chat's own rules. The file is checked
+before anything is stored; a chat not stored yet is stored by its first upload exactly as
+by its first message (``ensure_session``: the chats-per-hour quota, the assistant's
+permission, a deleted chat stays deleted).
+
+The download is sent with the sniffed type, ``nosniff`` and a sandboxing CSP; only images
+are shown inline (the page's thumbnails), anything else is a download.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import CsrfViewMiddleware
+from django.views.decorators.csrf import csrf_exempt
+
+from agent_app import conf
+from agent_app.attachments.refusals import AttachmentRefused
+from agent_app.attachments.sniffing import IMAGE_TYPES, KNOWN_TYPES
+from agent_app.attachments.stored import attachment_ref, check_quota, store_attachment
+from agent_app.attachments.validation import check_attachment, check_size
+from agent_app.guard.access import (
+    Creation,
+    Person,
+    assistant_refusal,
+    chat_quota_message,
+    ensure_session,
+    may_open,
+    person_of_request,
+)
+from agent_app.models import ChatAttachment, ChatSession
+from agent_app.tokens import TokenRefused, bearer_secret, user_of_secret
+
+__all__ = ["download", "upload"]
+
+#: The HTTP status of each refusal of a file.
+_STATUS = {
+    "empty": 400,
+    "no_file": 400,
+    "too_large": 413,
+    "unsupported_type": 415,
+    "type_mismatch": 415,
+    "image_too_large": 422,
+    "bad_file": 422,
+    "quota_exceeded": 429,
+}
+_NOT_FOUND = "There is no chat session with this id."
+
+
+def refusal(code: str, message: str, status: int | None = None) -> JsonResponse:
+    """A refused request as the page reads it."""
+    return JsonResponse({"code": code, "message": message}, status=status or _STATUS[code])
+
+
+class _Refused(Exception):
+    def __init__(self, response: JsonResponse) -> None:
+        self.response = response
+
+
+def _caller(request: HttpRequest) -> tuple[Person, Any]:
+    """The person behind the request and their user; ``_Refused`` when there is none."""
+    try:
+        secret = bearer_secret(
+            (key.encode("latin-1"), value.encode("latin-1"))
+            for key, value in request.headers.items()
+        )
+        if secret is not None:
+            user = user_of_secret(secret)
+            return Person(user.pk, None), user
+    except TokenRefused:
+        raise _Refused(refusal("unauthorized", "This API token is not valid.", 401)) from None
+    if request.method == "POST":
+        failed = CsrfViewMiddleware(lambda _: HttpResponse()).process_view(
+            request, lambda _: None, (), {}
+        )
+        if failed is not None:
+            message = "The page's security token is missing or old; reload the page."
+            raise _Refused(refusal("forbidden", message, 403))
+    person = person_of_request(request)
+    if person is None:
+        raise _Refused(refusal("forbidden", "Sign in to attach files.", 403))
+    return person, request.user
+
+
+def _store_chat(person: Person, user: Any, session_id: str, assistant: str) -> None:
+    """Store a new chat at its first upload, as its first message would."""
+    code, why = assistant_refusal(user, session_id, assistant or None)
+    if code:
+        raise _Refused(refusal(code, why, 404 if code == "unknown_assistant" else 403))
+    created = ensure_session.func(person, session_id, assistant)
+    if created is Creation.FORBIDDEN:
+        raise _Refused(refusal("not_found", _NOT_FOUND, 404))
+    if created is Creation.QUOTA:
+        raise _Refused(refusal("rate_limited", chat_quota_message(), 429))
+    if created is Creation.DELETED:
+        raise _Refused(refusal("deleted", "This chat was deleted.", 410))
+
+
+@csrf_exempt
+def upload(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Check a file, store it and answer its reference (see the module docstring)."""
+    if request.method != "POST":
+        return refusal("method_not_allowed", "Upload a file with POST.", 405)
+    try:
+        person, user = _caller(request)
+        session = ChatSession.objects.filter(pk=session_id).first()
+        if session is not None and not may_open(person, session):
+            return refusal("not_found", _NOT_FOUND, 404)
+        upload = request.FILES.get("file")
+        if upload is None:
+            return refusal("no_file", "Send the file in the form field 'file'.")
+        max_bytes = int(conf.ZETT_ATTACHMENT_MAX_BYTES)
+        check_size(upload.size or 0, max_bytes=max_bytes, name=upload.name or "The file")
+        data = upload.read()
+        types = conf.ZETT_ATTACHMENT_TYPES
+        checked = check_attachment(
+            data, upload.name, max_bytes=max_bytes, types=KNOWN_TYPES if types is None else types
+        )
+        check_quota(person.key, checked.size)
+        if session is None:
+            _store_chat(person, user, str(session_id), request.POST.get("assistant", ""))
+        row = store_attachment(session_id, person.key, checked, data)
+    except AttachmentRefused as refused:
+        return refusal(refused.code, str(refused))
+    except _Refused as refused:
+        return refused.response
+    return JsonResponse(attachment_ref(row), status=201)
+
+
+def download(request: HttpRequest, session_id: uuid.UUID, attachment_id: uuid.UUID) -> HttpResponse:
+    """Send an attachment's bytes to its chat's owner."""
+    if request.method not in ("GET", "HEAD"):
+        return refusal("method_not_allowed", "Read an attachment with GET.", 405)
+    try:
+        person, _ = _caller(request)
+    except _Refused as refused:
+        return refused.response
+    row = (
+        ChatAttachment.objects.select_related("session")
+        .filter(pk=attachment_id, session_id=session_id)
+        .first()
+    )
+    if row is None or not may_open(person, row.session):
+        return refusal("not_found", "There is no such attachment in this chat.", 404)
+    inline = row.media_type in IMAGE_TYPES
+    response = FileResponse(
+        row.file.open("rb"),
+        content_type=row.media_type,
+        as_attachment=not inline,
+        filename=row.name,
+    )
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
