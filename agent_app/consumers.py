@@ -411,7 +411,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 self.session_id, frame.attachments
             )
         except UnknownAttachments as unknown:
-            await self._error(ErrorCode.UNKNOWN_ATTACHMENT, str(unknown))
+            await self._error(ErrorCode.BAD_FRAME, str(unknown))
             return None
 
     async def on_replace_last_turn(self, content: str | None, kind: RunKind) -> None:

@@ -33,7 +33,7 @@ from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExte
 from agent_app.agents.asking import AppAskUserExtension
 from agent_app.assistants import Assistant, registry
 from agent_app.attachments.extension import AttachmentExtension
-from agent_app.attachments.stored import has_documents, read_attachment_file
+from agent_app.attachments.reading import has_documents, read_attachment_file
 from agent_app.attachments.tool import read_attachment_tool
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus

@@ -9,8 +9,8 @@ refers to an attachment by id:
 - frames carry *references* (``attachment_ref``): ``{id, name, media_type, size, url}``,
   where ``url`` is the app's download view, which checks the chat's owner on every request
   (a storage URL is never handed out);
-- a run reads the bytes through ``read_attachment_file`` when the provider request is built
-  (``AttachmentExtension``), and only the files of the chat it runs in.
+- a run reads the bytes through ``agent_app.attachments.reading`` when the provider request
+  is built (``AttachmentExtension``), and only the files of the chat it runs in.
 
 Files leave with their rows: a ``post_delete`` receiver removes the file once the deleting
 transaction commits, for every way a row goes — one chat deleted, a queryset of chats
@@ -40,7 +40,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agent_app import conf
-from agent_app.attachments.content import AttachmentFile
 from agent_app.attachments.refusals import AttachmentRefused
 from agent_app.attachments.validation import CheckedAttachment
 from agent_app.models import ChatAttachment
@@ -51,8 +50,6 @@ __all__ = [
     "attachment_refs",
     "chat_attachment_ids",
     "check_quota",
-    "has_documents",
-    "read_attachment_file",
     "refs_by_id",
     "store_attachment",
 ]
@@ -169,32 +166,6 @@ def chat_attachment_ids(session_id: Any, ids: Sequence[Any]) -> list[str]:
     if missing:
         raise UnknownAttachments(missing)
     return [str(value) for value in parsed]
-
-
-def read_attachment_file(session_id: str, attachment_id: str) -> AttachmentFile | None:
-    """The bytes of the chat's attachment (an ``AttachmentReader``); None when it has none."""
-    parsed = _uuids([attachment_id])
-    if parsed is None:
-        return None
-    row = ChatAttachment.objects.filter(session_id=session_id, pk=parsed[0]).first()
-    if row is None:
-        return None
-    try:
-        with row.file.open("rb") as handle:
-            data = handle.read()
-    except OSError:
-        logger.warning("The file of attachment %s could not be read", row.pk)
-        return None
-    return AttachmentFile(str(row.pk), row.name, row.media_type, data)
-
-
-def has_documents(session_id: str) -> bool:
-    """Whether the chat holds an attachment that is no image (one the tool can read)."""
-    return (
-        ChatAttachment.objects.filter(session_id=session_id)
-        .exclude(media_type__startswith="image/")
-        .exists()
-    )
 
 
 @receiver(post_delete, sender=ChatAttachment, dispatch_uid="zett.attachment_deleted")

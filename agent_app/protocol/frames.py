@@ -111,8 +111,6 @@ class ErrorCode(StrEnum):
     NOT_RUNNING = "not_running"
     FORBIDDEN = "forbidden"
     UNKNOWN_ASSISTANT = "unknown_assistant"
-    #: A ``user_message`` named an attachment that is not its chat's.
-    UNKNOWN_ATTACHMENT = "unknown_attachment"
     RATE_LIMITED = "rate_limited"
     INTERNAL = "internal"
 

@@ -155,10 +155,10 @@ async def test_another_persons_attachment_id_is_refused_and_nothing_runs(browser
     socket = await stranger.socket()
 
     await socket.send({"type": "user_message", "content": "Show me", "attachments": [theirs["id"]]})
-    error = await socket.expect_error("unknown_attachment")
+    error = await socket.expect_error("bad_frame")
     assert theirs["id"] in error["message"]
     await socket.send({"type": "user_message", "content": "Show me", "attachments": ["not-an-id"]})
-    await socket.expect_error("unknown_attachment")
+    await socket.expect_error("bad_frame")
     await socket.assert_quiet()
     assert model.requests == []
     assert not await ChatMessage.objects.filter(session_id=socket.session_id).aexists()
@@ -170,7 +170,7 @@ async def test_the_same_persons_attachment_of_another_chat_is_refused(browser, u
     elsewhere = await visitor.upload(str(uuid.uuid4()), image_bytes("PNG"), "a.png")
     socket = await visitor.socket()
     await socket.send({"type": "user_message", "content": "Hi", "attachments": [elsewhere["id"]]})
-    await socket.expect_error("unknown_attachment")
+    await socket.expect_error("bad_frame")
 
 
 async def test_history_replay_and_other_tabs_carry_references(browser, use_model):
