@@ -306,3 +306,13 @@ def test_a_deleted_chat_takes_no_new_upload(client, django_capture_on_commit_cal
 
     assert response.status_code == 410
     assert response.json()["code"] == "deleted"
+
+
+def test_manage_check_names_bad_attachment_settings(settings):
+    from agent_app.checks import check_setting_types
+
+    settings.ZETT_ATTACHMENT_TYPES = ["image/png", "text/html"]
+    settings.ZETT_ATTACHMENT_MAX_BYTES = 0
+    problems = {error.id: error.msg for error in check_setting_types()}
+    assert "text/html" in problems["zett.E017"]
+    assert "ZETT_ATTACHMENT_MAX_BYTES must be >= 1" in problems["zett.E013"]

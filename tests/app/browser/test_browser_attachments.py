@@ -35,7 +35,8 @@ PASTE = """([data, name]) => {
   transfer.items.add(new File([bytes], name, { type: "image/png" }));
   const box = document.getElementById("composer-input");
   box.focus();
-  box.dispatchEvent(new ClipboardEvent("paste", { clipboardData: transfer, bubbles: true, cancelable: true }));
+  const paste = { clipboardData: transfer, bubbles: true, cancelable: true };
+  box.dispatchEvent(new ClipboardEvent("paste", paste));
 }"""
 
 
