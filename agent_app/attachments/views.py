@@ -110,6 +110,20 @@ def _store_chat(person: Person, user: Any, session_id: str, assistant: str) -> N
         raise _Refused(refusal("deleted", "This chat was deleted.", 410))
 
 
+#: Room in a request for the form's own parts besides the file's bytes.
+_FORM_OVERHEAD = 64 * 1024
+
+
+def _check_declared_length(request: HttpRequest, max_bytes: int) -> None:
+    """Refuse a body that declares more than a file of ``max_bytes`` needs, unread."""
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > max_bytes + _FORM_OVERHEAD:
+        check_size(declared - _FORM_OVERHEAD, max_bytes=max_bytes)
+
+
 @csrf_exempt
 def upload(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Check a file, store it and answer its reference (see the module docstring)."""
@@ -117,13 +131,14 @@ def upload(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         return refusal("method_not_allowed", "Upload a file with POST.", 405)
     try:
         person, user = _caller(request)
+        max_bytes = int(conf.ZETT_ATTACHMENT_MAX_BYTES)
+        _check_declared_length(request, max_bytes)
         session = ChatSession.objects.filter(pk=session_id).first()
         if session is not None and not may_open(person, session):
             return refusal("not_found", _NOT_FOUND, 404)
         upload = request.FILES.get("file")
         if upload is None:
             return refusal("no_file", "Send the file in the form field 'file'.")
-        max_bytes = int(conf.ZETT_ATTACHMENT_MAX_BYTES)
         check_size(upload.size or 0, max_bytes=max_bytes, name=upload.name or "The file")
         data = upload.read()
         types = conf.ZETT_ATTACHMENT_TYPES

@@ -316,3 +316,20 @@ def test_manage_check_names_bad_attachment_settings(settings):
     problems = {error.id: error.msg for error in check_setting_types()}
     assert "text/html" in problems["zett.E017"]
     assert "ZETT_ATTACHMENT_MAX_BYTES must be >= 1" in problems["zett.E013"]
+
+
+def test_a_body_declaring_more_than_any_allowed_file_is_refused_unread(client, settings, media):
+    settings.ZETT_ATTACHMENT_MAX_BYTES = 1000
+    page_visit(client)
+    body = b"x" * (70 * 1024)
+
+    response = client.generic(
+        "POST",
+        upload_url(uuid.uuid4()),
+        body,
+        content_type="multipart/form-data; boundary=never-read",
+    )
+
+    assert response.status_code == 413
+    assert response.json()["code"] == "too_large"
+    assert stored_files(media) == []

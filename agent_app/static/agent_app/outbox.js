@@ -13,7 +13,7 @@
 const REFUSED_KINDS = {
   busy: ["message", "replace"],
   not_running: ["steer"],
-  bad_frame: ["replace"],
+  bad_frame: ["replace", "message"],
 };
 
 export class Outbox {
