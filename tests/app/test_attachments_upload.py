@@ -333,3 +333,17 @@ def test_a_body_declaring_more_than_any_allowed_file_is_refused_unread(client, s
     assert response.status_code == 413
     assert response.json()["code"] == "too_large"
     assert stored_files(media) == []
+
+
+def test_the_admin_lists_attachments_and_shows_them_on_their_chat(client, admin_client):
+    page_visit(client)
+    session_id = uuid.uuid4()
+    ref = upload(client, session_id, image_bytes("PNG"), "in the admin.png").json()
+
+    listing = admin_client.get(reverse("admin:agent_app_chatattachment_changelist"))
+    assert listing.status_code == 200
+    assert "in the admin.png" in listing.content.decode()
+    detail = admin_client.get(reverse("admin:agent_app_chatattachment_change", args=[ref["id"]]))
+    assert detail.status_code == 200
+    chat = admin_client.get(reverse("admin:agent_app_chatsession_change", args=[session_id]))
+    assert "in the admin.png" in chat.content.decode()
