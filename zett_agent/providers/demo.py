@@ -207,9 +207,9 @@ def _attachments_described(content: str | list[ContentPart]) -> str | None:
         lines.append(line)
     if not lines:
         return None
-    count = "one file" if len(lines) == 1 else f"{len(lines)} files"
+    count, them = ("one file", "it") if len(lines) == 1 else (f"{len(lines)} files", "them")
     return (
-        f"You attached {count}. I am the offline demo, so I cannot look inside them, "
+        f"You attached {count}. I am the offline demo, so I cannot look inside {them}, "
         "but here is what I was given:\n\n" + "\n".join(lines)
     )
 
