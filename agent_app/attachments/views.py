@@ -25,6 +25,7 @@ import uuid
 from typing import Any
 
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
@@ -153,6 +154,8 @@ def upload(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         return refusal(refused.code, str(refused))
     except _Refused as refused:
         return refused.response
+    except MultiPartParserError:
+        return refusal("bad_request", "The upload is not a readable multipart form.", 400)
     return JsonResponse(attachment_ref(row), status=201)
 
 

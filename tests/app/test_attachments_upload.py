@@ -347,3 +347,12 @@ def test_the_admin_lists_attachments_and_shows_them_on_their_chat(client, admin_
     assert detail.status_code == 200
     chat = admin_client.get(reverse("admin:agent_app_chatsession_change", args=[session_id]))
     assert "in the admin.png" in chat.content.decode()
+
+
+def test_a_body_that_is_no_multipart_form_gets_json_too(client):
+    page_visit(client)
+    response = client.generic(
+        "POST", upload_url(uuid.uuid4()), b"garbage", content_type="multipart/form-data"
+    )
+    assert response.status_code == 400
+    assert response.json()["code"] == "bad_request"

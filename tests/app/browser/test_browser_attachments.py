@@ -93,6 +93,13 @@ def test_pick_and_paste_send_reload_and_see_the_images(
     widths = images.evaluate_all("(all) => all.map((image) => image.naturalWidth)")
     assert widths == [60, 30]  # served by the app's download view, to this browser only
 
+    # Regenerate: the message is answered again and keeps its files.
+    page.get_by_role("button", name="Regenerate").click()
+    expect(last_answer(page)).to_contain_text("You attached 2 files")
+    expect_idle(page)
+    expect(page.locator(".msg--user")).to_have_count(1)
+    expect(page.locator(".msg--user img.attachment__thumb")).to_have_count(2)
+
 
 @EVERY_LAYOUT
 def test_a_refused_file_keeps_its_chip_with_the_reason_and_can_be_removed(
