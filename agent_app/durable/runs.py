@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -142,7 +142,7 @@ def begin_run(
     resumed_from: str = "",
     replace_last_turn: bool = False,
     refuse_stale: bool = False,
-    attachments: list[str] | None = None,
+    attachments: Sequence[str] = (),
 ) -> Begun:
     """Store the session if new, the run, the user's message and a ``seq`` block.
 
@@ -158,8 +158,6 @@ def begin_run(
     now = timezone.now()
     creator = creator or Creator()
     title = title_from(content) if content else ""
-    superseded_from = None
-    message: UserMessage | None = None
     bump = functools.partial(
         bump_version, session_id, now, seq_block=SEQ_BLOCK, count_unsettled=refuse_stale
     )
@@ -170,16 +168,7 @@ def begin_run(
         version, reserved = bumped.history_version, bumped.seq_reserved
         if title and not bumped.title:
             ChatSession.objects.filter(pk=session_id, title="").update(title=title)
-        if replace_last_turn:
-            superseded_from, replaced = _supersede_last_turn(session_id)
-            # An edit keeps the files of the message it replaces.
-            message = (
-                UserMessage(content, attributes=_attachments_of(replaced))
-                if content is not None
-                else replaced
-            )
-        elif content is not None:
-            message = UserMessage(content, attributes=_with_attachments(attachments))
+        superseded_from, message = _message_of(session_id, content, replace_last_turn, attachments)
         _store_run(session_id, request_id, kind, resumed_from, worker, now)
         position = None
         if message is not None:
@@ -191,30 +180,39 @@ def begin_run(
         forget(session_id)
     else:
         remember(session_id, version, [message] if message is not None else [])
-    history = None
-    refs: list[dict[str, Any]] = []
-    if message is not None:
-        refs = attachment_refs(session_id, message.attributes.get(ATTACHMENTS_ATTRIBUTE) or ())
-        # What the run starts from, read while this thread knows the version it just wrote.
-        history = restore_history(session_id, version=version)
-    return Begun(
-        position,
-        now,
-        (reserved - SEQ_BLOCK + 1, reserved),
-        message=message,
-        superseded_from=superseded_from,
-        history=history,
-        attachments=refs,
-    )
+    # What the run starts from, read while this thread knows the version it just wrote.
+    history = restore_history(session_id, version=version) if message is not None else None
+    block = (reserved - SEQ_BLOCK + 1, reserved)
+    refs = attachment_refs(session_id, _attachment_ids(message))
+    return Begun(position, now, block, message, superseded_from, history, refs)
 
 
-def _with_attachments(ids: list[str] | None) -> dict[str, Any]:
+def _message_of(
+    session_id: str, content: str | None, replace_last_turn: bool, attachments: Sequence[str]
+) -> tuple[int | None, UserMessage | None]:
+    """``(superseded_from, message)``: the user message a run starts with (None: a
+    continuation); ``replace_last_turn`` supersedes the last turn first and, with
+    ``content`` None, asks its message again; an edit keeps the replaced message's files."""
+    if replace_last_turn:
+        superseded_from, replaced = _supersede_last_turn(session_id)
+        if content is None:
+            return superseded_from, replaced
+        return superseded_from, UserMessage(
+            content, attributes=_with_files(_attachment_ids(replaced))
+        )
+    return None, UserMessage(
+        content, attributes=_with_files(attachments)
+    ) if content is not None else None
+
+
+def _with_files(ids: Sequence[str]) -> dict[str, Any]:
     """A new message's attributes: the ids of its attachments, if it has any."""
     return {ATTACHMENTS_ATTRIBUTE: list(ids)} if ids else {}
 
 
-def _attachments_of(message: UserMessage) -> dict[str, Any]:
-    return _with_attachments(message.attributes.get(ATTACHMENTS_ATTRIBUTE))
+def _attachment_ids(message: UserMessage | None) -> list[str]:
+    ids = message.attributes.get(ATTACHMENTS_ATTRIBUTE) if message is not None else None
+    return [str(value) for value in ids] if isinstance(ids, list) else []
 
 
 def _store_session(session_id: str, creator: Creator, title: str) -> None:
