@@ -16,11 +16,14 @@ by its first message (``ensure_session``: the chats-per-hour quota, the assistan
 permission, a deleted chat stays deleted).
 
 The download is sent with the sniffed type, ``nosniff`` and a sandboxing CSP; only images
-are shown inline (the page's thumbnails), anything else is a download.
+are shown inline, anything else is a download. ``?thumbnail=1`` on an image larger than
+``THUMBNAIL_SIDE`` answers it scaled down (the page's thumbnails: a conversation of
+screenshots does not load them whole).
 """
 
 from __future__ import annotations
 
+import io
 import uuid
 from typing import Any
 
@@ -28,6 +31,7 @@ from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
+from PIL import Image
 
 from agent_app import conf
 from agent_app.attachments.refusals import AttachmentRefused
@@ -175,13 +179,41 @@ def download(request: HttpRequest, session_id: uuid.UUID, attachment_id: uuid.UU
     if row is None or not may_open(person, row.session):
         return refusal("not_found", "There is no such attachment in this chat.", 404)
     inline = row.media_type in IMAGE_TYPES
-    response = FileResponse(
+    if inline and request.GET.get("thumbnail") and _larger_than_a_thumbnail(row):
+        response = _thumbnail(row)
+    else:
+        response = _file_response(row, inline)
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+#: The longest side of a thumbnail (``?thumbnail=1``), in pixels.
+THUMBNAIL_SIDE = 512
+
+
+def _larger_than_a_thumbnail(row: ChatAttachment) -> bool:
+    return max(row.width or 0, row.height or 0) > THUMBNAIL_SIDE
+
+
+def _thumbnail(row: ChatAttachment) -> HttpResponse:
+    """The image scaled to fit ``THUMBNAIL_SIDE`` (the first frame of an animation)."""
+    with row.file.open("rb") as handle, Image.open(handle) as image:
+        if image.format == "JPEG":
+            image.draft("RGB", (THUMBNAIL_SIDE, THUMBNAIL_SIDE))
+        image.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE))
+        clear = image.mode in ("RGBA", "LA", "P", "PA")
+        small = image.convert("RGBA" if clear else "RGB")
+    out = io.BytesIO()
+    small.save(out, "PNG" if clear else "JPEG", quality=85)
+    return HttpResponse(out.getvalue(), content_type="image/png" if clear else "image/jpeg")
+
+
+def _file_response(row: ChatAttachment, inline: bool) -> HttpResponse:
+    return FileResponse(
         row.file.open("rb"),
         content_type=row.media_type,
         as_attachment=not inline,
         filename=row.name,
     )
-    response["X-Content-Type-Options"] = "nosniff"
-    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
-    response["Cache-Control"] = "private, max-age=3600"
-    return response

@@ -356,3 +356,24 @@ def test_a_body_that_is_no_multipart_form_gets_json_too(client):
     )
     assert response.status_code == 400
     assert response.json()["code"] == "bad_request"
+
+
+def test_a_large_image_has_a_scaled_down_thumbnail_and_a_small_one_is_sent_as_is(client):
+    from io import BytesIO
+
+    from PIL import Image
+
+    page_visit(client)
+    session_id = uuid.uuid4()
+    large = upload(client, session_id, image_bytes("PNG", (1200, 800)), "wide.png").json()
+    small_png = image_bytes("PNG", (40, 30))
+    small = upload(client, session_id, small_png, "small.png").json()
+
+    response = client.get(large["url"] + "?thumbnail=1")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/jpeg"
+    assert Image.open(BytesIO(response.content)).size == (512, 341)
+    whole = client.get(large["url"])
+    assert Image.open(BytesIO(b"".join(whole.streaming_content))).size == (1200, 800)
+    same = client.get(small["url"] + "?thumbnail=1")
+    assert b"".join(same.streaming_content) == small_png

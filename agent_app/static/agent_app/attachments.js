@@ -17,8 +17,8 @@
  *                       others) in `parent`, e.g. a message bubble.
  *
  * Only the server's references travel in frames; the bytes go once, by HTTP. Every name is
- * inserted as text; thumbnails are the app's own download URLs (or a local `blob:` preview
- * while the upload runs).
+ * inserted as text; thumbnails are the app's own download URLs with `?thumbnail=1` (scaled
+ * down by the server), or a local `blob:` preview while the upload runs.
  */
 
 import { element } from "./blocks.js";
@@ -37,6 +37,8 @@ export function sizeText(size) {
 }
 
 const isImage = (mediaType) => typeof mediaType === "string" && mediaType.startsWith("image/");
+/** An image's thumbnail: the download view scales a large image down. */
+const thumbnailUrl = (ref) => `${ref.url}?thumbnail=1`;
 
 /** A message's files, in `parent` (nothing for none). */
 export function renderAttachments(parent, refs) {
@@ -53,7 +55,7 @@ export function renderAttachments(parent, refs) {
     link.rel = "noopener";
     if (isImage(ref.media_type)) {
       const image = element("img", "attachment__thumb");
-      image.src = ref.url;
+      image.src = thumbnailUrl(ref);
       image.alt = ref.name;
       image.loading = "lazy";
       link.append(image);
@@ -148,7 +150,7 @@ export class AttachmentTray {
 
   restore(refs) {
     for (const ref of refs ?? []) {
-      const item = this.chip(ref.name, ref.size, isImage(ref.media_type) ? ref.url : null);
+      const item = this.chip(ref.name, ref.size, isImage(ref.media_type) ? thumbnailUrl(ref) : null);
       this.settle(item, "ready", ref);
     }
   }
