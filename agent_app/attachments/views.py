@@ -78,10 +78,14 @@ class _Refused(Exception):
 
 def _caller(request: HttpRequest) -> tuple[Person, Any]:
     """The person behind the request and their user; ``_Refused`` when there is none."""
+    authorization = request.headers.get("Authorization", "")
     try:
-        secret = bearer_secret(
-            (key.encode("latin-1"), value.encode("latin-1"))
-            for key, value in request.headers.items()
+        # Only a Bearer header is a token: a proxy's Basic sign-in in front of the site is
+        # not this app's business, and the page's cookies still say who it is.
+        secret = (
+            bearer_secret([(b"authorization", authorization.encode("latin-1"))])
+            if authorization.lower().startswith("bearer")
+            else None
         )
         if secret is not None:
             user = user_of_secret(secret)

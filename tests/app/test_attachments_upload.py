@@ -377,3 +377,11 @@ def test_a_large_image_has_a_scaled_down_thumbnail_and_a_small_one_is_sent_as_is
     assert Image.open(BytesIO(b"".join(whole.streaming_content))).size == (1200, 800)
     same = client.get(small["url"] + "?thumbnail=1")
     assert b"".join(same.streaming_content) == small_png
+
+
+def test_a_basic_authorization_header_of_a_proxy_leaves_the_cookie_in_charge(client):
+    page_visit(client)
+    response = upload(
+        client, uuid.uuid4(), image_bytes("PNG"), "a.png", headers={"Authorization": "Basic eDp5"}
+    )
+    assert response.status_code == 201

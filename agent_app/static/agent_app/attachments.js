@@ -10,6 +10,7 @@
  *     thumbnail and the progress; a refused file keeps its chip with the server's reason
  *     until it is removed. `onChange()` is called whenever a chip changes.
  *   tray.busy           true while an upload is still running (wait before sending).
+ *   tray.ready          true while an uploaded file waits to be sent.
  *   tray.take()         the references `{id, name, media_type, size, url}` of the uploaded
  *                       files, for the `user_message` frame; their chips go (refused chips stay).
  *   tray.restore(refs)  puts references back as chips (a message the server refused).
@@ -130,6 +131,11 @@ export class AttachmentTray {
 
   get busy() {
     return this.items.some((item) => item.state === "uploading");
+  }
+
+  /** Whether a file is uploaded and waiting to be sent. */
+  get ready() {
+    return this.items.some((item) => item.state === "ready");
   }
 
   /** Upload each of `files` (a FileList or an array of File). */

@@ -93,7 +93,14 @@ const lastTurn = new LastTurnActions(transcript, {
   regenerate: () => replaceLastTurn(null),
   edit: (content) => replaceLastTurn(content),
 });
-const tray = new AttachmentTray(ui.composer, { uploadUrl: config.attachmentsUrl, assistant: config.assistant, onChange: () => updateMode() });
+const tray = new AttachmentTray(ui.composer, {
+  uploadUrl: config.attachmentsUrl,
+  assistant: config.assistant,
+  onChange: () => {
+    ui.hint.textContent = composerProblem() ?? "";
+    updateMode();
+  },
+});
 const outbox = new Outbox({
   // A new chat is bound to the assistant its first message names (a stored one ignores it).
   send: (frame) =>
@@ -505,7 +512,7 @@ const BLANK_HINT = "Only spaces: type a message to send.";
 function composerProblem() {
   const content = ui.input.value;
   if (content === "") {
-    return null;
+    return tray.ready ? "Type a message to send with the files." : null;
   }
   if (!content.trim()) {
     return BLANK_HINT;
