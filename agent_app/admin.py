@@ -18,6 +18,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
+from agent_app.budgets import admin as _budgets_admin  # noqa: F401  (registers TokenUsage)
 from agent_app.models import (
     ApiToken,
     ChatAttachment,

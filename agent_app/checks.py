@@ -17,6 +17,7 @@ from django.core.checks import CheckMessage, Error, Warning, register, run_check
 from django.core.exceptions import ImproperlyConfigured
 
 from agent_app import conf
+from agent_app.budgets.ledger import budget_problems
 from agent_app.guard.limits import limit_problems
 from agent_app.guard.origins import origin_problems
 
@@ -30,6 +31,7 @@ __all__ = [
     "check_model",
     "check_reply_timeout",
     "check_setting_types",
+    "check_token_budgets",
     "raise_on_invalid_settings",
 ]
 
@@ -135,6 +137,19 @@ def check_reply_timeout(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                 Error(f"{name} must be a number of seconds {bound}, got {value!r}", id="zett.E012")
             )
     return errors
+
+
+@register(TAG)
+def check_token_budgets(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """``ZETT_TOKEN_BUDGETS``: tokens per day for users, anonymous visitors and groups."""
+    return [
+        Error(
+            f"ZETT_TOKEN_BUDGETS {problem}.",
+            hint='For example {"user": 200000, "anonymous": 20000, "groups": {"staff": None}}.',
+            id="zett.E030",
+        )
+        for problem in budget_problems()
+    ]
 
 
 def raise_on_invalid_settings() -> None:

@@ -83,6 +83,9 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_ATTACHMENT_DAILY_BYTES": 500 * 1024 * 1024,
     #: Most attachments one message may carry.
     "ZETT_ATTACHMENTS_PER_MESSAGE": 10,
+    #: Input + output tokens per person per day: ``{"user": N, "anonymous": N,
+    #: "groups": {"<group>": N}}`` (None: no budgets; ``agent_app.budgets``).
+    "ZETT_TOKEN_BUDGETS": None,
 }
 
 

@@ -48,6 +48,7 @@ from agent_app.backpressure import (
     send_buffer_cap,
     transport_of,
 )
+from agent_app.budgets import BudgetExceeded, admit_run, budget_of
 from agent_app.chat_records import ChatDeleted, was_deleted
 from agent_app.durable.audit import record_reply, record_verdict
 from agent_app.durable.runs import Creator, NothingToReplace
@@ -74,6 +75,7 @@ from agent_app.protocol.frames import (
     CLIENT_REPLY_NAMES,
     MAX_ATTACHMENTS,
     STEERING_EVENT,
+    BudgetFrame,
     CancelFrame,
     EditLastFrame,
     ErrorCode,
@@ -211,6 +213,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
         live = live_sessions().session(self.session_id)
         self.live = live  # set first: however joining ends, release leaves the session
         await live.join(self, after_seq=_after_seq(self.scope))
+        await self._send_budget()
+
+    async def _send_budget(self) -> None:
+        """The person's token budget of today, for the composer (when one applies)."""
+        assert self.person is not None
+        if not conf.ZETT_TOKEN_BUDGETS:
+            return
+        budget = await database_sync_to_async(budget_of)(self.person)
+        if budget is not None:
+            await self.send_frame(BudgetFrame(**budget.as_dict()))
 
     async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None:
         self._accepted = True
@@ -392,9 +404,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         creator = Creator(self.person.user_id, self.person.browser_key or "")
         try:
-            await self.live.start(frame.content, creator, attachments=attachments)
-        except Busy as busy:
-            await self._error(busy.code, busy.message)
+            await self._start(frame.content, creator, attachments=attachments)
+        except (Busy, BudgetExceeded) as refusal:
+            await self.send_frame(refusal.frame())
         except ChatDeleted:
             await self.chat_deleted()
 
@@ -420,13 +432,25 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not await self._account_exists():
             return
         try:
-            await self.live.start(content, kind=kind, replace_last_turn=True)
-        except Busy as busy:
-            await self._error(busy.code, busy.message)
+            await self._start(content, kind=kind, replace_last_turn=True)
+        except (Busy, BudgetExceeded) as refusal:
+            await self.send_frame(refusal.frame())
         except NothingToReplace as nothing:
             await self._error(ErrorCode.BAD_FRAME, str(nothing))
         except ChatDeleted:
             await self.chat_deleted()
+
+    async def _start(self, content: str | None, *args: Any, **kwargs: Any) -> None:
+        """Start a run (``LiveSession.start``) within the person's token budget.
+
+        A session running a run here says so at once, before the budget is asked (which
+        may wait for calls in flight), as ``start`` would; ``start`` still decides.
+        """
+        assert self.live is not None
+        if self.live.run is not None:
+            raise Busy(self.live.run.request_id)
+        async with admit_run(self.person, self.session_id):
+            await self.live.start(content, *args, **kwargs)
 
     async def on_history_before(self, frame: HistoryBeforeFrame) -> None:
         assert self.live is not None and self.person is not None

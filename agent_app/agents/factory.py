@@ -26,6 +26,7 @@ from agent_app.assistants import Assistant, registry
 from agent_app.attachments.extension import AttachmentExtension
 from agent_app.attachments.reading import has_documents, read_attachment_file
 from agent_app.attachments.tool import read_attachment_tool
+from agent_app.budgets import BUDGETS
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
 from zett_agent.agent import Agent, AgentRunConfig
@@ -130,6 +131,7 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
         tools=assistant.get_tools(),
         extensions=[
             OrmPersistenceExtension(),
+            BUDGETS,
             *_reply_extensions(assistant),
             _GUIDELINES,
             _ATTACHMENTS,

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from channels.db import database_sync_to_async
 
 from agent_app.assistants import enter_run
+from agent_app.budgets.ledger import BudgetExceeded
 from agent_app.bus.base import Marker, SessionBus
 from agent_app.durable import recovery, waits
 from agent_app.durable.persistence import RunSeams, shielded, write_pending
@@ -137,6 +138,8 @@ class Run:
     #: follow it), held back until the answer is stored.
     held: list[dict[str, Any]] | None = None
     agent: Agent | None = None
+    #: Why it ended ``budget_exceeded``, when it did.
+    refusal: BudgetExceeded | None = None
 
     def to(self, state: RunState) -> None:
         """Move to ``state``; a transition the diagram does not draw is a bug."""
@@ -190,6 +193,11 @@ class Run:
         except asyncio.CancelledError:
             status = RunStatus.CANCELLED if self.stop is None else RunStatus.INTERRUPTED
             await self.finish(status)
+            return
+        except BudgetExceeded as refusal:
+            # Before a model call: the calls before it are stored, no further one is made.
+            self.refusal = refusal
+            await self.finish(RunStatus.BUDGET_EXCEEDED, error=(refusal.code, refusal.message))
             return
         except Exception as error:
             logger.warning(
@@ -426,6 +434,17 @@ class Run:
                     "request_id": request_id,
                     "status": str(status),
                     "message": recovery.INTERRUPTED_RUN_MESSAGE,
+                }
+            )
+        if status is RunStatus.BUDGET_EXCEEDED and self.refusal is not None:
+            return encode_frame(
+                {
+                    "type": "run_failed",
+                    "seq": seq,
+                    "request_id": request_id,
+                    "status": str(status),
+                    "error": {"type": str(self.refusal.code), "message": self.refusal.message},
+                    "resets_at": self.refusal.frame().resets_at,
                 }
             )
         error = error or ("Error", "The answer failed.")
