@@ -234,6 +234,9 @@ export class AttachmentTray {
     item.chip.dataset.state = state;
     item.chip.querySelector("progress").hidden = true;
     item.chip.querySelector(".attachment__status").textContent = state === "refused" ? reason : "";
+    if (state === "refused") {
+      item.chip.querySelector(".attachment__thumb")?.remove(); // not an image the server took
+    }
     this.onChange();
   }
 

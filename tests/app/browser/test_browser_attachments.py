@@ -111,6 +111,7 @@ def test_a_refused_file_keeps_its_chip_with_the_reason_and_can_be_removed(
     refused = chip(page, "cat.png")
     expect(refused).to_have_attribute("data-state", "refused")
     expect(refused.locator(".attachment__status")).to_contain_text("cat.png")
+    expect(refused.locator("img")).to_have_count(0)  # no broken preview of a non-image
 
     pick(page, "fine.png", image_bytes("PNG"))
     expect(chip(page, "fine.png")).to_have_attribute("data-state", "ready")
