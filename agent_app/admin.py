@@ -253,7 +253,7 @@ class ChatMessageAdmin(admin.ModelAdmin):
 class ChatRunAdmin(admin.ModelAdmin):
     list_display = ["request_id", "session", "status", "kind", "started_at", "ended_at", "worker"]
     list_filter = ["status", "kind", "started_at"]
-    search_fields = ["request_id", "resumed_from", "session__id", "session__title"]
+    search_fields = ["request_id", "resumed_from", "session__id", "session__title", "trace_context"]
     list_select_related = ["session"]
     readonly_fields = [field.name for field in ChatRun._meta.fields]
 

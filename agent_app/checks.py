@@ -221,7 +221,28 @@ _TYPED: tuple[tuple[str, tuple[type, ...], bool, float | None], ...] = (
     ("ZETT_ATTACHMENT_DAILY_FILES", (int,), False, 0),
     ("ZETT_ATTACHMENT_DAILY_BYTES", (int,), False, 0),
     ("ZETT_ATTACHMENTS_PER_MESSAGE", (int,), False, 1),
+    ("ZETT_OTEL", (bool,), False, None),
+    ("ZETT_OTEL_CONTENT", (bool,), False, None),
+    ("ZETT_METRICS_TOKEN", (str,), False, None),
 )
+
+
+@register(TAG)
+def check_tracing(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``ZETT_OTEL`` on needs the OpenTelemetry API (the ``otel`` extra)."""
+    if conf.ZETT_OTEL is not True:
+        return []
+    import importlib.util
+
+    if importlib.util.find_spec("opentelemetry") is None:
+        return [
+            Error(
+                "ZETT_OTEL is on but opentelemetry-api is not installed.",
+                hint='pip install "zett[otel]", or turn ZETT_OTEL off.',
+                id="zett.E040",
+            )
+        ]
+    return []
 
 
 @register(TAG)

@@ -102,6 +102,7 @@ from agent_app.sessions.errors import Busy, NotRunning
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
 from agent_app.sessions.replies import Verdict
+from agent_app.telemetry.waits import person_label, replier
 
 __all__ = ["DELETED_CLOSE_CODE", "FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer"]
 
@@ -548,6 +549,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         async def answer(verdict: Verdict) -> None:
             await self.send_frame(result(verdict.accepted_by, verdict.reason))
 
+        replier.set(person_label(self.scope.get("user")))  # the wait span's answered_by
         verdict = await self.live.deliver(name, payload, answer)
         await record_verdict(record, verdict.request_id, verdict.accepted_by)
 

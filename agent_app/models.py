@@ -223,6 +223,9 @@ class ChatRun(models.Model):
     error_message = models.TextField(blank=True)
     #: Token usage summed over the run's model calls.
     usage = models.JSONField(null=True, blank=True)
+    #: The W3C traceparent of the run's span (with tracing on): a continuation run on any
+    #: worker links to it, and its waits' spans are its children.
+    trace_context = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-started_at"]

@@ -9,6 +9,7 @@ from django.urls import path
 
 from agent_app import views
 from agent_app.attachments import views as attachment_views
+from agent_app.telemetry.view import metrics_view
 
 app_name = "agent_app"
 
@@ -27,4 +28,5 @@ urlpatterns = [
         attachment_views.download,
         name="attachment",
     ),
+    path("metrics", metrics_view, name="metrics"),
 ]

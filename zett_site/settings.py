@@ -258,6 +258,12 @@ ZETT_WS_SEND_BUFFER_BYTES = _env_number("ZETT_WS_SEND_BUFFER_BYTES", "1048576", 
 ZETT_MAX_CHATS_PER_HOUR = _env_number("ZETT_MAX_CHATS_PER_HOUR", "60", int)
 #: Where the frame budgets are shared between worker processes; empty: in each process.
 ZETT_LIMITS_REDIS_URL = os.environ.get("ZETT_LIMITS_REDIS_URL", _REDIS_URL or "")
+#: OpenTelemetry spans (``1``), with content (``ZETT_OTEL_CONTENT=1``): to the global tracer
+#: provider, which the deployment configures (``docs/operations.md``).
+ZETT_OTEL = _env_bool("ZETT_OTEL", default=False)
+ZETT_OTEL_CONTENT = _env_bool("ZETT_OTEL_CONTENT", default=False)
+#: A bearer token for Prometheus scrapers of ``/metrics`` (staff users need none).
+ZETT_METRICS_TOKEN = os.environ.get("ZETT_METRICS_TOKEN", "").strip()
 #: Tokens per person per day (``agent_app.budgets``), as JSON, e.g.
 #: ``{"user": 200000, "anonymous": 20000, "groups": {"staff": null}}``; unset: no budgets.
 #: Text that is not JSON is kept as text, for the system check to name.

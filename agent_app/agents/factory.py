@@ -29,6 +29,7 @@ from agent_app.attachments.tool import read_attachment_tool
 from agent_app.budgets import BUDGETS
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
+from agent_app.telemetry import extensions_for
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.ask_user import ASK_USER_TOOL_NAME
 from zett_agent.extensions.base import AgentExtension
@@ -137,5 +138,6 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
             _ATTACHMENTS,
             _READING,
             *assistant.get_extensions(),
+            *extensions_for(assistant.id),
         ],
     )

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agent_app', '0006_token_usage'),
+        ('agent_app', '0007_run_trace_context'),
     ]
 
     operations = [
