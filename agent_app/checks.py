@@ -216,6 +216,11 @@ _TYPED: tuple[tuple[str, tuple[type, ...], bool, float | None], ...] = (
     ("ZETT_CLIENT_REPLY_NAMES", (list, tuple, set, frozenset), False, None),
     ("ZETT_REDIS_URL", (str,), True, None),
     ("ZETT_OPENAI_BASE_URL", (str,), True, None),
+    ("ZETT_ATTACHMENT_MAX_BYTES", (int,), False, 1),
+    ("ZETT_ATTACHMENT_TYPES", (list, tuple, set, frozenset), True, None),
+    ("ZETT_ATTACHMENT_DAILY_FILES", (int,), False, 0),
+    ("ZETT_ATTACHMENT_DAILY_BYTES", (int,), False, 0),
+    ("ZETT_ATTACHMENTS_PER_MESSAGE", (int,), False, 1),
     ("ZETT_OTEL", (bool,), False, None),
     ("ZETT_OTEL_CONTENT", (bool,), False, None),
     ("ZETT_METRICS_TOKEN", (str,), False, None),
@@ -268,6 +273,7 @@ def check_setting_types(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
         errors.append(
             Error(f"ZETT_OPENAI_BASE_URL must be an http(s) URL, got {url!r}.", id="zett.E015")
         )
+    errors += _attachment_type_problems()
     redis_url = conf.ZETT_REDIS_URL
     if (
         isinstance(redis_url, str)
@@ -293,7 +299,7 @@ def check_mcp_servers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessa
         return [
             Error(
                 f"ZETT_MCP_ALLOWED_COMMANDS must be a list of executables, got {allowed!r}.",
-                id="zett.E030",
+                id="zett.E050",
             )
         ]
     try:
@@ -303,7 +309,25 @@ def check_mcp_servers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessa
             Error(
                 str(error),
                 hint="See docs/mcp.md; `manage.py zett_mcp list` connects and lists the tools.",
-                id="zett.E031",
+                id="zett.E051",
             )
         ]
     return []
+
+
+def _attachment_type_problems() -> list[CheckMessage]:
+    from agent_app.attachments.sniffing import KNOWN_TYPES
+
+    types = conf.ZETT_ATTACHMENT_TYPES
+    if not isinstance(types, list | tuple | set | frozenset):
+        return []
+    unknown = sorted(str(kind) for kind in types if kind not in KNOWN_TYPES)
+    if not unknown:
+        return []
+    return [
+        Error(
+            f"ZETT_ATTACHMENT_TYPES holds types zett cannot read: {', '.join(unknown)}.",
+            hint=f"Choose among {', '.join(sorted(KNOWN_TYPES))}.",
+            id="zett.E017",
+        )
+    ]

@@ -84,6 +84,11 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_ATTACHMENT_MAX_BYTES": 10 * 1024 * 1024,
     #: Media types attachments may have (None: every type zett can read).
     "ZETT_ATTACHMENT_TYPES": None,
+    #: Most attachments one person may upload in 24 hours, and their bytes in total.
+    "ZETT_ATTACHMENT_DAILY_FILES": 200,
+    "ZETT_ATTACHMENT_DAILY_BYTES": 500 * 1024 * 1024,
+    #: Most attachments one message may carry.
+    "ZETT_ATTACHMENTS_PER_MESSAGE": 10,
     #: OpenTelemetry spans for runs, model calls, tool calls and human waits (read when a
     #: chat's agent is built; needs the ``otel`` extra).
     "ZETT_OTEL": False,

@@ -41,6 +41,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from agent_app import conf
 from agent_app.assistants import UnknownAssistant, registry
+from agent_app.attachments.stored import UnknownAttachments, chat_attachment_ids
 from agent_app.backpressure import (
     FELL_BEHIND_CLOSE_CODE,
     buffered_bytes,
@@ -72,6 +73,7 @@ from agent_app.guard.limits import (
 from agent_app.models import ChatSession, RunKind
 from agent_app.protocol.frames import (
     CLIENT_REPLY_NAMES,
+    MAX_ATTACHMENTS,
     STEERING_EVENT,
     BudgetFrame,
     CancelFrame,
@@ -396,15 +398,34 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if frame.assistant is not None and registry.get(frame.assistant) is None:
             await self._error(ErrorCode.UNKNOWN_ASSISTANT, str(UnknownAssistant(frame.assistant)))
             return
+        attachments: list[str] = []
+        if frame.attachments and (attachments := await self._attachments(frame)) is None:
+            return
         if not self._stored and not await self._store_session(frame.assistant or ""):
             return
         creator = Creator(self.person.user_id, self.person.browser_key or "")
         try:
-            await self._start(frame.content, creator)
+            await self._start(frame.content, creator, attachments=attachments)
         except (Busy, BudgetExceeded) as refusal:
             await self.send_frame(refusal.frame())
         except ChatDeleted:
             await self.chat_deleted()
+
+    async def _attachments(self, frame: UserMessageFrame) -> list[str] | None:
+        """The message's attachment ids if all are this chat's; else say why (None)."""
+        most = min(MAX_ATTACHMENTS, int(conf.ZETT_ATTACHMENTS_PER_MESSAGE))
+        if len(frame.attachments) > most:
+            await self._error(
+                ErrorCode.BAD_FRAME, f"A message can carry at most {most} attachments"
+            )
+            return None
+        try:
+            return await database_sync_to_async(chat_attachment_ids)(
+                self.session_id, frame.attachments
+            )
+        except UnknownAttachments as unknown:
+            await self._error(ErrorCode.BAD_FRAME, str(unknown))
+            return None
 
     async def on_replace_last_turn(self, content: str | None, kind: RunKind) -> None:
         """``regenerate`` (``content`` None) or ``edit_last``: answer the last turn anew."""

@@ -69,6 +69,41 @@ class ChatSession(models.Model):
         return self.title or f"Session {str(self.id)[:8]}"
 
 
+def attachment_path(instance: ChatAttachment, filename: str) -> str:
+    """Where an attachment's bytes are stored: named by the app, never by the uploader."""
+    return f"zett-attachments/{instance.session_id}/{instance.pk}"
+
+
+class ChatAttachment(models.Model):
+    """A file attached to a chat, stored through ``STORAGES["default"]``.
+
+    Messages refer to it by id (``UserMessage.attributes["attachments"]``) and never hold
+    its bytes. It belongs to its chat: deleted with it, and its file with it
+    (``agent_app.attachments.stored``). ``uploader`` names the person
+    (``Person.key``) for the daily quota.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="attachments")
+    uploader = models.CharField(max_length=100, editable=False)
+    #: The sanitised name the person gave the file (``agent_app.attachments.names``).
+    name = models.CharField(max_length=200)
+    #: The type sniffed from the bytes, never the client's claim.
+    media_type = models.CharField(max_length=100, editable=False)
+    size = models.PositiveBigIntegerField(editable=False)
+    width = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    height = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    file = models.FileField(upload_to=attachment_path, max_length=300, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["uploader", "created_at"], name="attachment_uploader_time")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.media_type})"
+
+
 class ChatCreation(models.Model):
     """Every chat ever stored, kept after the chat is deleted (``agent_app.chat_records``).
 

@@ -206,6 +206,9 @@ WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
 # Compressed copies, unhashed names: the page's ES modules import each other by relative
 # path, which hashed names would break.
+# Attachments are stored through the default storage: these files on one machine; with
+# several machines, a shared storage (django-storages: S3, GCS, Azure) in STORAGES.
+MEDIA_ROOT = Path(os.environ.get("DJANGO_MEDIA_ROOT") or BASE_DIR / "media")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},

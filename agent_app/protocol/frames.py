@@ -44,6 +44,7 @@ from agent_app.protocol.text import (
 
 __all__ = [
     "CLIENT_REPLY_NAMES",
+    "MAX_ATTACHMENTS",
     "MAX_CONTENT_BYTES",
     "MAX_DEPTH",
     "MAX_FRAME_BYTES",
@@ -83,6 +84,9 @@ __all__ = [
 
 #: Largest user text (``user_message`` / ``steer`` content), in UTF-8 bytes.
 MAX_CONTENT_BYTES = 32 * 1024
+#: Most attachment ids one ``user_message`` may name (``ZETT_ATTACHMENTS_PER_MESSAGE`` may
+#: lower it).
+MAX_ATTACHMENTS = 20
 #: Largest inbound frame, in UTF-8 bytes.
 MAX_FRAME_BYTES = 256 * 1024
 #: Deepest nesting of arrays and objects in an inbound frame (the frame object is level 1).
@@ -184,6 +188,11 @@ class UserMessageFrame(_Inbound):
     content: NonBlank
     #: The assistant a new chat talks to (``agent_app.assistants``); ignored once stored.
     assistant: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    #: Ids of files uploaded to this chat (``POST .../attachments/``), sent with the text.
+    attachments: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=64)]],
+        Field(max_length=MAX_ATTACHMENTS),
+    ] = []
 
 
 class ExternalEventFrame(_Inbound):
@@ -460,6 +469,8 @@ class RunStartedFrame(OutboundFrame):
     #: For ``regenerate``/``edit``: where the superseded turn began; pages drop it.
     superseded_from: int | None = None
     created_at: str
+    #: References of the message's attachments: ``{id, name, media_type, size, url}``.
+    attachments: list[dict[str, Any]] = []
 
 
 class AgentEventFrame(OutboundFrame):

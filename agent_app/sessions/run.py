@@ -179,6 +179,7 @@ class Run:
             position=begun.position,
             superseded_from=begun.superseded_from,
             created_at=begun.created_at.isoformat().replace("+00:00", "Z"),
+            attachments=begun.attachments,
         )
         await feed.broadcast(
             seq, encode_frame(frame.dump()), marker=Marker.START, request_id=self.request_id

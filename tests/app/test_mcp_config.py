@@ -77,12 +77,12 @@ def test_an_allowed_absolute_path_may_run():
 def test_manage_py_check_reports_a_bad_setting_without_connecting(settings):
     settings.ZETT_MCP_SERVERS = {"mcpServers": {"shell": {"command": "sh"}}}
     (error,) = check_mcp_servers()
-    assert error.id == "zett.E031"
+    assert error.id == "zett.E051"
     assert "'sh'" in error.msg
     settings.ZETT_MCP_SERVERS = {"mcpServers": {"docs": {"url": "https://192.0.2.1/mcp"}}}
     assert check_mcp_servers() == []  # parsed only: nothing listens there
     settings.ZETT_MCP_ALLOWED_COMMANDS = "npx"
-    assert check_mcp_servers()[0].id == "zett.E030"
+    assert check_mcp_servers()[0].id == "zett.E050"
 
 
 def test_zett_mcp_list_connects_and_lists_the_tools(settings, tmp_path):

@@ -21,6 +21,7 @@
  * Regenerate, Edit and Retry replace the last turn (`edit.js`); the page changes when their
  * run starts.
  */
+import { AttachmentTray } from "./attachments.js";
 import { BudgetMeter } from "./budget.js";
 import { confirmDelete, renameInline } from "./chats.js";
 import { ChatConnection, socketUrl } from "./connection.js";
@@ -105,6 +106,14 @@ const lastTurn = new LastTurnActions(transcript, {
   regenerate: () => replaceLastTurn(null),
   edit: (content) => replaceLastTurn(content),
 });
+const tray = new AttachmentTray(ui.composer, {
+  uploadUrl: config.attachmentsUrl,
+  assistant: config.assistant,
+  onChange: () => {
+    ui.hint.textContent = composerProblem() ?? "";
+    updateMode();
+  },
+});
 const outbox = new Outbox({
   // A new chat is bound to the assistant its first message names (a stored one ignores it).
   send: (frame) =>
@@ -121,6 +130,7 @@ const outbox = new Outbox({
     }
     updateMode();
   },
+  onAttachmentsBack: (refs) => tray.restore(refs),
 });
 const link = new LinkIndicator(
   { link: ui.link, label: ui.linkLabel, status: ui.linkStatus, retry: ui.retry },
@@ -234,7 +244,9 @@ function rememberRuns(items) {
 
 /** Send `content` as a new message and show it. False (nothing shown) if it was not sent. */
 function sendMessage(content) {
-  if (!outbox.message(content)) {
+  const attachments = tray.take();
+  if (!outbox.message(content, attachments)) {
+    tray.restore(attachments);
     return false;
   }
   nameChatAfter(content);
@@ -421,7 +433,7 @@ function startRun(frame) {
       transcript.stampUserMessage(bubble, stamp);
     } else {
       // Sent by another tab (or before a reload): it goes before what this page still sends.
-      bubble = transcript.addUserMessage(content, { ...stamp, before: outbox.firstPendingBubble() });
+      bubble = transcript.addUserMessage(content, { ...stamp, before: outbox.firstPendingBubble(), attachments: frame.attachments });
     }
     transcript.startRun(frame.request_id, { prompt: content, bubble });
     nameChatAfter(content);
@@ -527,7 +539,7 @@ const BLANK_HINT = "Only spaces: type a message to send.";
 function composerProblem() {
   const content = ui.input.value;
   if (content === "") {
-    return null;
+    return tray.ready ? "Type a message to send with the files." : null;
   }
   if (!content.trim()) {
     return BLANK_HINT;
@@ -549,6 +561,10 @@ ui.composer.addEventListener("submit", (event) => {
   if (problem !== "") {
     ui.hint.textContent = problem ?? "";
     ui.input.focus();
+    return;
+  }
+  if (tray.busy && !isRunning()) {
+    ui.hint.textContent = "Wait until the files are uploaded, then send.";
     return;
   }
   if (isRunning()) {

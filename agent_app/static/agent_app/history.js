@@ -92,6 +92,7 @@ class HistoryRenderer {
       position: item.position,
       requestId: item.request_id,
       parent: this.sink,
+      attachments: item.attachments,
     });
     if (item.content_truncated) {
       bubble.append(this.truncatedNote());
