@@ -74,6 +74,8 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_WS_SEND_BUFFER_BYTES": 1024 * 1024,
     #: The Content-Security-Policy of every page (None: the strict default; "": none).
     "ZETT_CONTENT_SECURITY_POLICY": None,
+    #: Seconds an idle AG-UI event stream waits before it sends a keep-alive comment.
+    "ZETT_SSE_KEEPALIVE_SECONDS": 15.0,
     #: Largest attachment accepted, in bytes.
     "ZETT_ATTACHMENT_MAX_BYTES": 10 * 1024 * 1024,
     #: Media types attachments may have (None: every type zett can read).

@@ -47,7 +47,6 @@ from agent_app.backpressure import (
     transport_of,
 )
 from agent_app.chat_records import ChatDeleted, was_deleted
-from agent_app.durable.audit import record_reply, record_verdict
 from agent_app.durable.runs import Creator, NothingToReplace
 from agent_app.guard.access import (
     Creation,
@@ -93,6 +92,7 @@ from agent_app.protocol.frames import (
     parse_frame,
     steering_refusal,
 )
+from agent_app.sessions.entry import audited_reply
 from agent_app.sessions.errors import Busy, NotRunning
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
@@ -489,21 +489,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self.send_frame(result([], "not_running"))  # an empty chat: nothing waits
                 return
             self._stored = True
-        # The audit row comes first: a reply that cannot be recorded is not acted on. With
-        # no run active it may still answer a paused run's stored question.
-        record = await record_reply(self.session_id, self.live.active_request_id, name, payload)
-        if record is None:
-            await self._error(
-                ErrorCode.INTERNAL, "The reply could not be recorded, so it was not delivered"
-            )
-            await self.send_frame(result([], ReplyReason.INTERNAL))
-            return
 
         async def answer(verdict: Verdict) -> None:
             await self.send_frame(result(verdict.accepted_by, verdict.reason))
 
-        verdict = await self.live.deliver(name, payload, answer)
-        await record_verdict(record, verdict.request_id, verdict.accepted_by)
+        # The audit row comes first (``audited_reply``): a reply that cannot be recorded is
+        # not acted on. With no run active it may still answer a paused run's stored question.
+        if await audited_reply(self.live, name, payload, answer) is None:
+            await self._error(
+                ErrorCode.INTERNAL, "The reply could not be recorded, so it was not delivered"
+            )
+            await self.send_frame(result([], ReplyReason.INTERNAL))
 
     async def _error(self, code: ErrorCode, message: str) -> None:
         await self.send_frame(ErrorFrame(code=code, message=message))

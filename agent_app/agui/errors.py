@@ -45,6 +45,21 @@ class ErrorCode(StrEnum):
     INTERRUPTED = "interrupted"
     #: A paused run's questions passed their deadline unanswered.
     EXPIRED = "expired"
+    #: No credentials, or a wrong, revoked or expired API token (HTTP 401).
+    UNAUTHORIZED = "unauthorized"
+    #: The caller may not do this: a cookie POST without its CSRF token, an assistant the
+    #: person may not use (HTTP 403).
+    FORBIDDEN = "forbidden"
+    #: No such thread or chat for this caller: someone else's is not found either (HTTP 404).
+    NOT_FOUND = "not_found"
+    #: No assistant of that id is installed, or the thread belongs to another (HTTP 404).
+    UNKNOWN_ASSISTANT = "unknown_assistant"
+    #: A run of the thread is still going (HTTP 409).
+    BUSY = "busy"
+    #: No run of the thread is going (a cancel; HTTP 409).
+    NOT_RUNNING = "not_running"
+    #: Over a per-person limit: requests, open streams, chats an hour (HTTP 429).
+    RATE_LIMITED = "rate_limited"
     #: The server failed handling the request (logged on the server).
     INTERNAL = "internal"
 
