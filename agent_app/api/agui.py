@@ -36,7 +36,7 @@ from agent_app.agui.run_input import RunRequest, parse_run_input
 from agent_app.agui.sse import CONTENT_TYPE, SSE_HEADERS, encode_events
 from agent_app.api.auth import Caller
 from agent_app.api.common import NOT_FOUND_MESSAGE, authorized, chat_id, own_chat, refusal
-from agent_app.api.stream import ThreadStream
+from agent_app.api.stream import ThreadStream, detached
 from agent_app.assistants import Assistant, registry
 from agent_app.chat_records import ChatDeleted
 from agent_app.durable.runs import Creator
@@ -141,7 +141,7 @@ async def _new_message(
             )
         assert stream.live is not None and wanted.text is not None
         creator = Creator(person.user_id, person.browser_key or "")
-        request_id = await stream.live.start(wanted.text, creator)
+        request_id = await detached(stream.live.start(wanted.text, creator))
     except Busy as busy:
         stream.close()
         raise AguiError(ErrorCode.BUSY, busy.message, status=409) from None
@@ -190,7 +190,9 @@ async def _resume(caller: Caller, chat: ChatSession | None, wanted: RunRequest) 
         await stream.open()
         assert stream.live is not None
         for reply in replies:
-            verdict = await audited_reply(stream.live, reply.name, reply.payload, _unheard)
+            verdict = await detached(
+                audited_reply(stream.live, reply.name, reply.payload, _unheard)
+            )
             if verdict is None:
                 stream.close()
                 raise AguiError(

@@ -19,6 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from agent_app.agui.errors import AguiError, ErrorCode
 from agent_app.api.common import authorized, chat_id, own_chat, refusal
+from agent_app.api.stream import detached
 from agent_app.durable.history import page_before
 from agent_app.guard.access import Person, visible_sessions
 from agent_app.models import ChatRun, ChatSession, RunStatus
@@ -120,16 +121,21 @@ async def cancel(request: HttpRequest, session_id: str) -> HttpResponse:
     try:
         caller = await authorized(request)
         row = await own_chat(caller.person, chat_id(session_id))
-        live = live_sessions().session(str(row.pk))
         try:
-            await live.cancel()
+            await detached(_cancel(str(row.pk)))
         except NotRunning as refused:
             raise AguiError(ErrorCode.NOT_RUNNING, refused.message, status=409) from None
-        finally:
-            live.check_idle()
         return JsonResponse({"cancelled": True})
     except AguiError as error:
         return refusal(error)
+
+
+async def _cancel(session_id: str) -> None:
+    live = live_sessions().session(session_id)
+    try:
+        await live.cancel()
+    finally:
+        live.check_idle()
 
 
 def _int_param(request: HttpRequest, name: str, default: int, *, minimum: int) -> int:

@@ -27,10 +27,11 @@ gives back its place in the per-person limits (``close``, idempotent).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Coroutine, Iterable
+from typing import Any, TypeVar
 
 from agent_app import conf
 from agent_app.agui.encoder import RunEncoder
@@ -39,7 +40,9 @@ from agent_app.guard.limits import SocketTicket, limiter
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
 
-__all__ = ["MAX_QUEUED", "TERMINAL_EVENTS", "ThreadStream"]
+__all__ = ["MAX_QUEUED", "TERMINAL_EVENTS", "ThreadStream", "detached"]
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +51,19 @@ MAX_QUEUED = 20_000
 #: The events that end an AG-UI run, and so a stream.
 TERMINAL_EVENTS = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 _END = None
+
+
+async def detached(work: Coroutine[Any, Any, T]) -> T:
+    """Await ``work`` in a task with a context of its own, not the request's.
+
+    What a view starts in a live session — a run, a continuation, a lease watcher —
+    outlives the request, but a task inherits the context it was created in, and a
+    request's context carries the executor Django runs its ORM calls in for that request
+    (asgiref's ``ThreadSensitiveContext``), which is shut down when the response ends.
+    Started from here, those tasks use the ORM the way the chat socket's tasks do.
+    Cancelling the caller cancels ``work``.
+    """
+    return await asyncio.create_task(work, context=contextvars.Context())
 
 
 class ThreadStream:
@@ -86,12 +102,15 @@ class ThreadStream:
 
     async def open(self) -> dict[str, Any]:
         """Join the thread's live session; returns its ``session`` frame."""
-        live = self.live = live_sessions().session(self.thread_id)
-        await live.join(self)  # right after ``session()``: see ``LiveSession.join``
+        await detached(self._join())
         first = self._queue.get_nowait()
         assert first is not None
         self.session = json.loads(first)
         return self.session
+
+    async def _join(self) -> None:
+        live = self.live = live_sessions().session(self.thread_id)
+        await live.join(self)  # right after ``session()``: see ``LiveSession.join``
 
     @property
     def last_seq(self) -> int:
