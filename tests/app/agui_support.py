@@ -2,24 +2,50 @@
 
 ``check_events`` parses every event with ``ag-ui-protocol``'s own models (no field outside
 them) and checks the SSE ids (strictly increasing; every ``TEXT_MESSAGE_CONTENT`` has
-one). ``validate_stream`` runs ``ag-ui-validate``'s rules over the bytes a server sent.
+one). ``validate_stream`` runs ``ag-ui-validate``'s rules over the bytes a server sent. The
+``http`` fixture (import ``http_fixture``) sends requests through the real ASGI app.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+import pytest
 from ag_ui.core import Event
 from ag_ui_validate.transport import TransportOptions, validate_body
 from asgiref.sync import sync_to_async
 from pydantic import BaseModel, TypeAdapter
 
 from agent_app.agui.sse import CONTENT_TYPE
+from tests.app.asgi_http import HttpCall
+from tests.app.conftest import stop_live_runs
+from tests.leaks import fail_on_leaked_tasks
 
 EVENT = TypeAdapter(Event)
+
+
+@pytest.fixture(name="http")
+async def http_fixture():
+    """``await http(method, url, headers=..., body=...) -> HttpCall`` (started)."""
+    from zett_site.asgi import application
+
+    before = set(asyncio.all_tasks())
+    calls: list[HttpCall] = []
+
+    async def call(method: str, url: str, **options) -> HttpCall:
+        started = await HttpCall(application, method, url, **options).start()
+        calls.append(started)
+        return started
+
+    yield call
+    for started in calls:
+        await started.disconnect()
+    await stop_live_runs()
+    await fail_on_leaked_tasks(before)
 
 
 def run_input(thread_id: str, text: str | None = "hello", **extra: Any) -> dict[str, Any]:
@@ -97,6 +123,13 @@ async def validate_stream(text: str, *, allow: Iterable[str] = ()) -> list[Any]:
         (allowed if finding.rule in allow else problems).append(finding)
     assert not problems, [(d.rule, d.message) for d in problems]
     return allowed
+
+
+async def post_run(http, secret: str, body: dict, assistant: str = "demo") -> HttpCall:
+    """POST ``body`` to the assistant's AG-UI endpoint with the token ``secret``."""
+    return await http(
+        "POST", f"/api/ag-ui/{assistant}/", headers=bearer(secret), body=body_of(body)
+    )
 
 
 def body_of(data: dict[str, Any]) -> str:

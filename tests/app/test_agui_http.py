@@ -10,7 +10,6 @@ path. Every event parses with ``ag-ui-protocol`` and every stream passes ``ag-ui
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 import pytest
@@ -25,7 +24,9 @@ from tests.app.agui_support import (
     bearer,
     body_of,
     check_events,
+    http_fixture,  # noqa: F401 (the ``http`` fixture)
     make_token,
+    post_run,
     resume_input,
     run_input,
     validate_stream,
@@ -33,36 +34,9 @@ from tests.app.agui_support import (
 from tests.app.asgi_http import HttpCall, SseReader
 from tests.app.conftest import stop_live_runs
 from tests.app.llm_doubles import SteppedModel, call_tool, say
-from tests.leaks import fail_on_leaked_tasks
 from zett_agent.testing import ScriptedModel
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-async def http():
-    """``await http(method, url, headers=..., body=...) -> HttpCall`` (started)."""
-    from zett_site.asgi import application
-
-    before = set(asyncio.all_tasks())
-    calls: list[HttpCall] = []
-
-    async def call(method: str, url: str, **options) -> HttpCall:
-        started = await HttpCall(application, method, url, **options).start()
-        calls.append(started)
-        return started
-
-    yield call
-    for started in calls:
-        await started.disconnect()
-    await stop_live_runs()
-    await fail_on_leaked_tasks(before)
-
-
-async def post_run(http, secret: str, body: dict, assistant: str = "demo") -> HttpCall:
-    return await http(
-        "POST", f"/api/ag-ui/{assistant}/", headers=bearer(secret), body=body_of(body)
-    )
 
 
 def types(events) -> list[str]:
