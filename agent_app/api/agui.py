@@ -95,7 +95,8 @@ async def thread_events(request: HttpRequest, thread_id: str) -> HttpResponse:
             raise
     except AguiError as error:
         return refusal(error)
-    encoder = RunEncoder(session_id, after_seq=after_seq)
+    answered = await sync_to_async(_answered_waits)(session_id)
+    encoder = RunEncoder(session_id, after_seq=after_seq, answered=answered)
     return _event_stream(stream.sse(encoder, stop_when_idle=True))
 
 
@@ -207,8 +208,17 @@ async def _resume(caller: Caller, chat: ChatSession | None, wanted: RunRequest) 
     except BaseException:
         stream.close()
         raise
-    encoder = RunEncoder(thread_id, after_seq=stream.last_seq)
+    answered = [reply.payload["tool_call_id"] for reply in replies]
+    encoder = RunEncoder(thread_id, after_seq=stream.last_seq, answered=answered)
     return _event_stream(stream.sse(encoder))
+
+
+def _answered_waits(thread_id: str) -> list[str]:
+    """The thread's waits that were answered: a continuation asks them again, and a
+    re-attached stream must not show them as interrupts."""
+    done = (WaitStatus.ANSWERED, WaitStatus.EXECUTING, WaitStatus.DONE)
+    waits = ReplyWait.objects.filter(session_id=thread_id, status__in=done)
+    return list(waits.values_list("tool_call_id", flat=True))
 
 
 def _interrupts_of(thread_id: str) -> tuple[dict[str, Any], dict[str, str]]:
