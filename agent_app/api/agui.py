@@ -23,6 +23,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.utils import timezone
@@ -62,7 +64,7 @@ async def run(request: HttpRequest, assistant_id: str) -> HttpResponse:
     try:
         caller = await authorized(request)
         assistant = await _assistant(assistant_id, caller)
-        wanted = parse_run_input(request.body)
+        wanted = parse_run_input(_body_of(request))
         chat = await own_chat(caller.person, wanted.thread_id, missing_ok=True)
         if chat is not None and (chat.assistant or registry.default_id()) != assistant.id:
             raise AguiError(
@@ -272,6 +274,18 @@ async def _assistant(assistant_id: str, caller: Caller) -> Assistant:
             status=403,
         )
     return assistant
+
+
+def _body_of(request: HttpRequest) -> bytes:
+    """The request body; Django refuses one over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` itself."""
+    try:
+        return request.body
+    except RequestDataTooBig:
+        raise AguiError(
+            ErrorCode.TOO_LARGE,
+            f"The body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes",
+            status=413,
+        ) from None
 
 
 def _ticket(caller: Caller, thread_id: str) -> SocketTicket:
