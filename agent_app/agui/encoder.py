@@ -126,6 +126,8 @@ class RunEncoder:
         self._turn_text: str | None = None
         self._last_seq: int | None = None
         self._reattached = after_seq is None
+        #: The start of a ``*_CONTENT`` event's data, by message (``delta_text``).
+        self._content_heads: dict[str, str] = {}
 
     # --- feeding -----------------------------------------------------------------------
 
@@ -149,6 +151,33 @@ class RunEncoder:
         if events:
             out.append(SseEvent(events[-1], seq))
         return out
+
+    def delta_text(self, seq: int, request_id: str, kind: str, literal: str) -> str | None:
+        """The SSE text of a ``text_delta`` or ``reasoning_delta`` frame (``kind``) whose
+        delta is the JSON string ``literal``, when it becomes one ``*_CONTENT`` event of the
+        message already open — most frames of a run; None for any other case, which
+        ``encode`` then handles. The same text as ``encode`` gives, built without decoding
+        or encoding the delta (the live stream's hot path)."""
+        segment = self._segment
+        if (
+            segment is None
+            or request_id != self.run_id
+            or not self._reattached
+            or (self._last_seq is not None and seq <= self._last_seq)
+            or (self.after_seq is not None and seq <= self.after_seq)
+            or literal == '""'
+        ):
+            return None
+        message_id = segment.text if kind == "text_delta" else segment.reasoning
+        if message_id is None:
+            return None
+        head = self._content_heads.get(message_id)
+        if head is None:
+            name = "TEXT_MESSAGE_CONTENT" if kind == "text_delta" else "REASONING_MESSAGE_CONTENT"
+            empty = SseEvent(_event(name, messageId=message_id, delta="")).encode()
+            head = self._content_heads[message_id] = empty[len("data: ") : -len('""}\n\n')]
+        self._last_seq = seq
+        return f"id: {seq}\ndata: {head}{literal}}}\n\n"
 
     def encode_all(self, frames: Iterable[dict[str, Any]]) -> list[SseEvent]:
         """The events of several frames, in order."""

@@ -14,9 +14,11 @@ after ``Last-Event-ID`` for a re-attachment, those after the ``session`` frame's
 ``last_seq`` for a new message or a resume (only what happens from now on).
 
 Concurrency: the live session calls ``send_text`` under its lock and must never wait for
-an HTTP client, so frames go into an unbounded queue, read by the response's iterator
-(``sse``). A client that leaves more than ``MAX_QUEUED`` frames unread is dropped (its
-stream ends; it re-attaches with its last id, as a socket that falls behind does). The
+an HTTP client, so frames go into a queue, read by the response's iterator (``sse``),
+which takes every frame that arrived since its last write and sends their events in one
+piece (one write to the client per burst, not per event). A client that leaves more than
+``MAX_QUEUED`` frames unread is dropped (its stream ends; it re-attaches with its last id,
+as a socket that falls behind does). The
 iterator waits for the next frame at most ``ZETT_SSE_KEEPALIVE_SECONDS`` and sends a
 keep-alive comment when none came. It ends after the AG-UI run's ``RUN_FINISHED`` or
 ``RUN_ERROR``, or when the chat is deleted, and however it ends — the client went away
@@ -30,13 +32,15 @@ import asyncio
 import contextvars
 import json
 import logging
-from collections.abc import AsyncIterator, Coroutine, Iterable
+from collections import deque
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any, TypeVar
 
 from agent_app import conf
 from agent_app.agui.encoder import RunEncoder
-from agent_app.agui.sse import KEEP_ALIVE, SseEvent, encode_events
+from agent_app.agui.sse import KEEP_ALIVE
 from agent_app.guard.limits import SocketTicket, limiter
+from agent_app.protocol.text import encode_delta_frame
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
 
@@ -73,7 +77,10 @@ class ThreadStream:
         self.thread_id = thread_id
         self.live: LiveSession | None = None
         self._ticket = ticket
-        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        #: Frames not read yet; ``_END`` once the stream must end.
+        self._frames: deque[str | None] = deque()
+        #: Set by the next frame when the reader waits for one.
+        self._wakeup: asyncio.Future[None] | None = None
         #: The ``session`` frame the live session sent first (set by ``open``).
         self.session: dict[str, Any] = {}
         self._closed = False
@@ -83,11 +90,17 @@ class ThreadStream:
     async def send_text(self, text: str) -> None:
         if self._closed:
             return
-        if self._queue.qsize() >= MAX_QUEUED:
+        if len(self._frames) >= MAX_QUEUED:
             logger.info("Dropping an event stream of thread %s: it does not read", self.thread_id)
             self._stop()
             return
-        self._queue.put_nowait(text)
+        self._put(text)
+
+    def _put(self, text: str | None) -> None:
+        self._frames.append(text)
+        wakeup = self._wakeup
+        if wakeup is not None and not wakeup.done():
+            wakeup.set_result(None)
 
     async def chat_deleted(self) -> None:
         """The chat was deleted (``agent_app.chat_records``): the stream ends."""
@@ -96,14 +109,14 @@ class ThreadStream:
     def _stop(self) -> None:
         if self.live is not None:
             self.live.leave(self)
-        self._queue.put_nowait(_END)
+        self._put(_END)
 
     # --- the view's side ---------------------------------------------------------------
 
     async def open(self) -> dict[str, Any]:
         """Join the thread's live session; returns its ``session`` frame."""
         await detached(self._join())
-        first = self._queue.get_nowait()
+        first = self._frames.popleft()
         assert first is not None
         self.session = json.loads(first)
         return self.session
@@ -131,56 +144,121 @@ class ThreadStream:
             if ticket is not None:
                 limiter().close_socket(ticket)
 
+    async def _arrival(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for a frame; whether one came."""
+        loop = asyncio.get_running_loop()
+        wakeup = self._wakeup = loop.create_future()
+        timer = loop.call_later(seconds, _wake, wakeup)
+        try:
+            await wakeup
+        finally:
+            timer.cancel()
+            self._wakeup = None
+        return bool(self._frames)
+
     async def sse(
-        self,
-        encoder: RunEncoder,
-        *,
-        first: Iterable[SseEvent] = (),
-        run_id: str | None = None,
-        stop_when_idle: bool = False,
+        self, encoder: RunEncoder, *, run_id: str | None = None, stop_when_idle: bool = False
     ) -> AsyncIterator[str]:
-        """The SSE text of the stream: ``first``, then the encoded frames.
+        """The SSE text of the stream: the encoded frames, every frame that arrived
+        meanwhile in one piece (one write to the client, however many events).
 
         ``run_id``: frames before that run's ``run_started`` are skipped (a new message's
         stream is that run's only). ``stop_when_idle``: end at once when no run is active.
         """
-        getter: asyncio.Future[str | None] | None = None
         try:
-            prelude = list(first)
-            if prelude:
-                yield encode_events(prelude)
-                if prelude[-1].type in TERMINAL_EVENTS:
-                    return
             if stop_when_idle and not self.session.get("active_request_id"):
                 return
             waiting_for = run_id
             keepalive = float(conf.ZETT_SSE_KEEPALIVE_SECONDS)
-            queue = self._queue
+            frames = self._frames
+            deltas = _DeltaFrames()
             while True:
-                if queue.empty():
-                    if getter is None:
-                        getter = asyncio.ensure_future(queue.get())
-                    done, _ = await asyncio.wait((getter,), timeout=keepalive)
-                    if not done:
-                        yield KEEP_ALIVE
-                        continue
-                    text, getter = getter.result(), None
-                else:
-                    text = queue.get_nowait()
-                if text is None:
-                    return
-                frame = json.loads(text)
-                if waiting_for is not None:
-                    if frame.get("type") != "run_started" or frame.get("request_id") != run_id:
-                        continue
-                    waiting_for = None
-                events = encoder.encode(frame)
-                if not events:
+                if not frames and not await self._arrival(keepalive):
+                    yield KEEP_ALIVE
                     continue
-                yield encode_events(events)
-                if any(event.type in TERMINAL_EVENTS for event in events):
+                out: list[str] = []
+                ended = False
+                while frames and not ended:
+                    text = frames.popleft()
+                    if text is None:
+                        ended = True
+                        break
+                    if waiting_for is None:
+                        delta = deltas.parse(text)
+                        if delta is not None:
+                            fast = encoder.delta_text(*delta)
+                            if fast is not None:
+                                out.append(fast)
+                                continue
+                    frame = json.loads(text)
+                    deltas.learn(frame)
+                    if waiting_for is not None:
+                        if frame.get("type") != "run_started" or frame.get("request_id") != run_id:
+                            continue
+                        waiting_for = None
+                    for event in encoder.encode(frame):
+                        out.append(event.encode())
+                        ended = ended or event.type in TERMINAL_EVENTS
+                if out:
+                    yield "".join(out)
+                if ended:
                     return
         finally:
-            if getter is not None:
-                getter.cancel()
             self.close()
+
+
+class _DeltaFrames:
+    """Reads a text or reasoning delta frame without decoding it (``parse``).
+
+    Such a frame is ``{"type": "agent_event", "seq": N`` + a middle fixed for the run
+    (its request, the event type, session and phase) + the delta's JSON string + ``}}``
+    (``agent_app.protocol.text.encode_delta_frame``, which also writes what the
+    ``encode_frame`` of the same frame gives). The middles are learnt from the first
+    frame of each kind, decoded the usual way (``learn``); ``parse`` then gives ``(seq,
+    request id, event type, delta literal)`` for a frame that has one of them.
+    """
+
+    _PREFIX = '{"type": "agent_event", "seq": '
+
+    def __init__(self) -> None:
+        self.middles: dict[str, tuple[str, str]] = {}
+
+    def learn(self, frame: dict[str, Any]) -> None:
+        event = frame.get("event")
+        if frame.get("type") != "agent_event" or not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        if kind not in _DELTA_KINDS or set(event) != _DELTA_KEYS or len(self.middles) > 8:
+            return
+        request_id, session_id, phase = frame.get("request_id"), event["session_id"], event["phase"]
+        if not (isinstance(request_id, str) and isinstance(session_id, str)):
+            return
+        if phase is not None and not isinstance(phase, str):
+            return
+        probe = encode_delta_frame(7, request_id, kind, session_id, phase, "")
+        start, end = len(self._PREFIX) + 1, len(probe) - len('""}}')
+        if probe.startswith(self._PREFIX + "7") and probe.endswith('""}}'):
+            self.middles[probe[start:end]] = (request_id, kind)
+
+    def parse(self, text: str) -> tuple[int, str, str, str] | None:
+        if not self.middles or not text.startswith(self._PREFIX) or not text.endswith("}}"):
+            return None
+        comma = text.find(",", len(self._PREFIX))
+        digits = text[len(self._PREFIX) : comma]
+        if comma < 0 or not digits.isdigit():
+            return None
+        for middle, (request_id, kind) in self.middles.items():
+            if text.startswith(middle, comma):
+                literal = text[comma + len(middle) : -2]
+                if literal.startswith('"'):
+                    return int(digits), request_id, kind, literal
+        return None
+
+
+_DELTA_KINDS = frozenset({"text_delta", "reasoning_delta"})
+_DELTA_KEYS = frozenset({"type", "session_id", "phase", "delta"})
+
+
+def _wake(wakeup: asyncio.Future[None]) -> None:
+    if not wakeup.done():
+        wakeup.set_result(None)

@@ -18,8 +18,10 @@ from asgiref.sync import sync_to_async
 from django.test import override_settings
 
 from agent_app.agui.encoder import RunEncoder
-from agent_app.agui.sse import KEEP_ALIVE
+from agent_app.agui.sse import KEEP_ALIVE, encode_events
+from agent_app.api.stream import ThreadStream
 from agent_app.models import ChatRun, ChatSession, ExternalEventRecord, ReplyWait, WaitStatus
+from agent_app.protocol.text import encode_frame
 from tests.app.agui_support import (
     bearer,
     body_of,
@@ -34,6 +36,7 @@ from tests.app.agui_support import (
 from tests.app.asgi_http import HttpCall, SseReader
 from tests.app.conftest import stop_live_runs
 from tests.app.llm_doubles import SteppedModel, call_tool, say
+from zett_agent.messages import AssistantMessage
 from zett_agent.testing import ScriptedModel
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -353,3 +356,43 @@ async def test_capabilities_say_the_stream_is_resumable(http):
     AgentCapabilities.model_validate(document)
     missing = await http("GET", "/api/ag-ui/nobody/capabilities", headers=bearer(secret))
     assert missing.status == 404 and (await missing.json())["code"] == "unknown_assistant"
+
+
+async def test_the_streams_fast_path_writes_what_the_encoder_writes(
+    sockets, use_model, monkeypatch
+):
+    """Delta frames read without decoding them give the very text ``encode`` gives."""
+    fast: list[bool] = []
+    original = RunEncoder.delta_text
+
+    def counted(self, *args):
+        text = original(self, *args)
+        fast.append(text is not None)
+        return text
+
+    monkeypatch.setattr(RunEncoder, "delta_text", counted)
+    use_model(
+        ScriptedModel(
+            [AssistantMessage('He said "hi" \\ to café 𝄞 \ud800 — fine.', reasoning="Think: é")]
+        )
+    )
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Quote me"})
+    frames = [f for f in await socket.run_to_completion() if "seq" in f]
+    assert sum(f.get("event", {}).get("type") == "text_delta" for f in frames) > 3
+    expected = encode_events(RunEncoder(socket.session_id).encode_all(frames))
+    for after_seq in (None, frames[3]["seq"]):
+        stream = ThreadStream(socket.session_id)
+        stream._frames.extend([encode_frame(frame) for frame in frames] + [None])
+        encoder = RunEncoder(socket.session_id, after_seq=after_seq)
+        written = "".join([piece async for piece in stream.sse(encoder)])
+        slow = encode_events(RunEncoder(socket.session_id, after_seq=after_seq).encode_all(frames))
+        assert written == slow
+    assert "".join([piece async for piece in _stream_of(socket.session_id, frames)]) == expected
+    assert fast.count(True) > 3  # most deltas took the fast path
+
+
+def _stream_of(thread_id, frames):
+    stream = ThreadStream(thread_id)
+    stream._frames.extend([encode_frame(frame) for frame in frames] + [None])
+    return stream.sse(RunEncoder(thread_id))
