@@ -123,7 +123,9 @@ class ThreadStream:
 
     async def _join(self) -> None:
         live = self.live = live_sessions().session(self.thread_id)
-        await live.join(self)  # right after ``session()``: see ``LiveSession.join``
+        # Right after ``session()`` (see ``LiveSession.join``); the stream reads runs, not
+        # the conversation: its ``session`` frame carries no history.
+        await live.join(self, history=False)
 
     @property
     def last_seq(self) -> int:

@@ -68,7 +68,7 @@ from channels.db import database_sync_to_async
 
 from agent_app.bus.base import WORKER_ID, Marker, SessionBus
 from agent_app.durable import recovery
-from agent_app.durable.history import page_before, snapshot
+from agent_app.durable.history import bare_snapshot, page_before, snapshot
 from agent_app.durable.persistence import shielded
 from agent_app.durable.runs import AlreadyContinued, Begun, Creator, StaleRuns, begin_run
 from agent_app.models import RunKind, RunStatus
@@ -152,32 +152,41 @@ class LiveSession:
 
     # --- sockets -----------------------------------------------------------------------
 
-    async def join(self, subscriber: Subscriber, after_seq: int | None = None) -> None:
+    async def join(
+        self, subscriber: Subscriber, after_seq: int | None = None, *, history: bool = True
+    ) -> None:
         """Send ``session`` (and the active run's frames after ``after_seq``); then live.
 
         Call it right after ``LiveSessions.session()``, with no await in between: from
         here until it returns the session counts as watched, so it is not dropped.
+        ``history=False``: the ``session`` frame carries only the active run and
+        ``last_seq`` (a subscriber that reads runs, not the conversation).
         """
         ready: list[str] = []
         self._joining += 1
         try:
-            await self._join(subscriber, after_seq, ready)
+            await self._join(subscriber, after_seq, ready, history)
         finally:
             self._joining -= 1
             self.check_idle()
         for paused in ready:
             await self.resume(paused)
 
-    async def _join(self, subscriber: Subscriber, after_seq: int | None, ready: list[str]) -> None:
+    async def _join(
+        self, subscriber: Subscriber, after_seq: int | None, ready: list[str], history: bool
+    ) -> None:
         feed = self.feed
         async with feed.lock:
             await self.follower.follow()
             if self._run is None and self.follower.remote is None:
                 ready.extend(await self.recover())
             active = self.active_request_id
-            state = await database_sync_to_async(snapshot)(
-                self.session_id, active_request_id=active
-            )
+            if history:
+                state = await database_sync_to_async(snapshot)(
+                    self.session_id, active_request_id=active
+                )
+            else:
+                state = await database_sync_to_async(bare_snapshot)(self.session_id)
             stored_last = state.pop("stored_last_seq")
             frame = {
                 "type": "session",
