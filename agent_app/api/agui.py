@@ -20,6 +20,7 @@ contract of both is docs/http-api.md.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -37,7 +38,14 @@ from agent_app.agui.interrupts import refusal_code, replies_for
 from agent_app.agui.run_input import RunRequest, parse_run_input
 from agent_app.agui.sse import CONTENT_TYPE, SSE_HEADERS, encode_events
 from agent_app.api.auth import Caller
-from agent_app.api.common import NOT_FOUND_MESSAGE, authorized, chat_id, own_chat, refusal
+from agent_app.api.common import (
+    NOT_FOUND_MESSAGE,
+    authorized,
+    chat_id,
+    own_chat,
+    own_chat_sync,
+    refusal,
+)
 from agent_app.api.stream import ThreadStream, detached
 from agent_app.assistants import Assistant, registry
 from agent_app.chat_records import ChatDeleted
@@ -63,20 +71,44 @@ async def run(request: HttpRequest, assistant_id: str) -> HttpResponse:
         return _not_allowed("POST")
     try:
         caller = await authorized(request)
-        assistant = await _assistant(assistant_id, caller)
+        _installed(assistant_id)
         wanted = parse_run_input(_body_of(request))
-        chat = await own_chat(caller.person, wanted.thread_id, missing_ok=True)
-        if chat is not None and (chat.assistant or registry.default_id()) != assistant.id:
-            raise AguiError(
-                ErrorCode.UNKNOWN_ASSISTANT,
-                f"This thread talks to the assistant {chat.assistant!r}; post to its endpoint",
-                status=404,
-            )
+        thread = await sync_to_async(_thread_of)(caller, assistant_id, wanted)
         if wanted.resume:
-            return await _resume(caller, chat, wanted)
-        return await _new_message(caller, assistant, chat, wanted)
+            return await _resume(caller, thread, wanted)
+        return await _new_message(caller, thread, wanted)
     except AguiError as error:
         return refusal(error)
+
+
+@dataclass(frozen=True, slots=True)
+class _Thread:
+    """What a POST needs to know of its thread, read in one trip to the database."""
+
+    assistant: Assistant
+    #: The stored chat; None for a thread never used (a new message stores it).
+    chat: ChatSession | None
+    #: A question or approval of the thread waits for its answer (in time).
+    pending: bool = False
+    #: Every wait the thread ever had (interrupt id → kind) and its run, for a resume.
+    kinds: dict[str, Any] = field(default_factory=dict)
+    runs: dict[str, str] = field(default_factory=dict)
+
+
+def _thread_of(caller: Caller, assistant_id: str, wanted: RunRequest) -> _Thread:
+    assistant = _permitted(_installed(assistant_id), caller)
+    chat = own_chat_sync(caller.person, wanted.thread_id, missing_ok=True)
+    if chat is not None and (chat.assistant or registry.default_id()) != assistant.id:
+        raise AguiError(
+            ErrorCode.UNKNOWN_ASSISTANT,
+            f"This thread talks to the assistant {chat.assistant!r}; post to its endpoint",
+            status=404,
+        )
+    if chat is None:
+        return _Thread(assistant, None)
+    if wanted.resume:
+        return _Thread(assistant, chat, False, *_interrupts_of(wanted.thread_id))
+    return _Thread(assistant, chat, _interrupts_pending(wanted.thread_id))
 
 
 @csrf_exempt
@@ -109,7 +141,7 @@ async def capabilities_of(request: HttpRequest, assistant_id: str) -> HttpRespon
         return _not_allowed("GET")
     try:
         caller = await authorized(request)
-        assistant = await _assistant(assistant_id, caller)
+        assistant = await sync_to_async(_permitted)(_installed(assistant_id), caller)
     except AguiError as error:
         return refusal(error)
     document = capabilities(
@@ -123,25 +155,23 @@ async def capabilities_of(request: HttpRequest, assistant_id: str) -> HttpRespon
 # --- a new message -------------------------------------------------------------------------
 
 
-async def _new_message(
-    caller: Caller, assistant: Assistant, chat: ChatSession | None, wanted: RunRequest
-) -> HttpResponse:
+async def _new_message(caller: Caller, thread: _Thread, wanted: RunRequest) -> HttpResponse:
     person, thread_id = caller.person, wanted.thread_id
-    if chat is None:
-        match await ensure_session(person, thread_id, assistant.id):
+    if thread.pending:
+        raise AguiError(
+            ErrorCode.INTERRUPTS_PENDING,
+            "The thread's interrupts wait for answers: resume them first",
+            status=409,
+        )
+    if thread.chat is None:
+        match await ensure_session(person, thread_id, thread.assistant.id):
             case Creation.FORBIDDEN | Creation.DELETED:
                 raise AguiError(ErrorCode.NOT_FOUND, NOT_FOUND_MESSAGE, status=404)
             case Creation.QUOTA:
                 raise AguiError(ErrorCode.RATE_LIMITED, chat_quota_message(), status=429)
     stream = ThreadStream(thread_id, _ticket(caller, thread_id))
     try:
-        await stream.open()  # first: a dead process's paused run is settled by joining
-        if await sync_to_async(_interrupts_pending)(thread_id):
-            raise AguiError(
-                ErrorCode.INTERRUPTS_PENDING,
-                "The thread's interrupts wait for answers: resume them first",
-                status=409,
-            )
+        await stream.open()
         assert stream.live is not None and wanted.text is not None
         creator = Creator(person.user_id, person.browser_key or "")
         request_id = await detached(stream.live.start(wanted.text, creator))
@@ -170,9 +200,9 @@ def _interrupts_pending(thread_id: str) -> bool:
 # --- a resume ------------------------------------------------------------------------------
 
 
-async def _resume(caller: Caller, chat: ChatSession | None, wanted: RunRequest) -> HttpResponse:
-    thread_id = wanted.thread_id
-    if chat is None:
+async def _resume(caller: Caller, thread: _Thread, wanted: RunRequest) -> HttpResponse:
+    thread_id, kinds, runs = wanted.thread_id, thread.kinds, thread.runs
+    if thread.chat is None:
         # No thread: no interrupt to answer (and nothing to store).
         return _refused_stream(
             thread_id,
@@ -180,7 +210,6 @@ async def _resume(caller: Caller, chat: ChatSession | None, wanted: RunRequest) 
             ErrorCode.UNKNOWN_INTERRUPT,
             "This thread has no interrupts",
         )
-    kinds, runs = await sync_to_async(_interrupts_of)(thread_id)
     try:
         replies = replies_for(wanted.resume, kinds)
     except AguiError as error:
@@ -261,13 +290,17 @@ def _refused_stream(thread_id: str, run_id: str, code: ErrorCode, message: str) 
 # --- shared --------------------------------------------------------------------------------
 
 
-async def _assistant(assistant_id: str, caller: Caller) -> Assistant:
+def _installed(assistant_id: str) -> Assistant:
     assistant = registry.get(assistant_id)
     if assistant is None:
         raise AguiError(
             ErrorCode.UNKNOWN_ASSISTANT, f"No assistant {assistant_id!r} is installed", status=404
         )
-    if not await sync_to_async(assistant.has_permission)(caller.user):
+    return assistant
+
+
+def _permitted(assistant: Assistant, caller: Caller) -> Assistant:
+    if not assistant.has_permission(caller.user):
         raise AguiError(
             ErrorCode.FORBIDDEN,
             f"You may not chat with the assistant {assistant.display_name!r}",

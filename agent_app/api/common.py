@@ -19,7 +19,7 @@ from agent_app.guard.access import Person, may_open
 from agent_app.guard.limits import limiter
 from agent_app.models import ChatSession
 
-__all__ = ["NOT_FOUND_MESSAGE", "authorized", "chat_id", "own_chat", "refusal"]
+__all__ = ["NOT_FOUND_MESSAGE", "authorized", "chat_id", "own_chat", "own_chat_sync", "refusal"]
 
 NOT_FOUND_MESSAGE = "There is no thread with this id"
 
@@ -48,7 +48,9 @@ def chat_id(value: str) -> str:
         raise AguiError(ErrorCode.NOT_FOUND, NOT_FOUND_MESSAGE, status=404) from None
 
 
-def _own_chat(person: Person, session_id: str, *, missing_ok: bool) -> ChatSession | None:
+def own_chat_sync(person: Person, session_id: str, *, missing_ok: bool) -> ChatSession | None:
+    """The person's stored chat ``session_id``: 404 for anyone else's, a deleted one, or
+    none (``missing_ok``: None for an id never stored, which a new thread may take)."""
     row = ChatSession.objects.filter(pk=session_id).first()
     if row is None and missing_ok and not was_deleted(session_id):
         return None
@@ -58,6 +60,5 @@ def _own_chat(person: Person, session_id: str, *, missing_ok: bool) -> ChatSessi
 
 
 async def own_chat(person: Person, session_id: str, *, missing_ok: bool = False) -> ChatSession:
-    """The person's stored chat ``session_id``: 404 for anyone else's, a deleted one, or
-    none (``missing_ok``: None for an id never stored, which a new thread may take)."""
-    return await sync_to_async(_own_chat)(person, session_id, missing_ok=missing_ok)
+    """``own_chat_sync`` from async code."""
+    return await sync_to_async(own_chat_sync)(person, session_id, missing_ok=missing_ok)

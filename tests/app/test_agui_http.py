@@ -396,3 +396,25 @@ def _stream_of(thread_id, frames):
     stream = ThreadStream(thread_id)
     stream._frames.extend([encode_frame(frame) for frame in frames] + [None])
     return stream.sse(RunEncoder(thread_id))
+
+
+async def test_the_per_person_limits_apply_to_streams_and_requests(http, use_model):
+    model = use_model(SteppedModel(["one"]))
+    _, secret = await make_token("ada")
+    thread_id = str(uuid.uuid4())
+    with override_settings(ZETT_WS_MAX_SOCKETS_PER_PERSON=1):
+        stream = SseReader(await post_run(http, secret, run_input(thread_id, "go")))
+        await stream.until(lambda e: e.type == "RUN_STARTED")
+        # An open stream is one of the person's sockets: a second one is refused.
+        second = await http("GET", f"/api/ag-ui/threads/{thread_id}/events", headers=bearer(secret))
+        assert second.status == 429 and (await second.json())["code"] == "rate_limited"
+        model.finish()
+        await stream.rest()
+    with override_settings(ZETT_MAX_CHATS_PER_HOUR=1):
+        fresh = await post_run(http, secret, run_input(str(uuid.uuid4()), "another chat"))
+        assert fresh.status == 429 and (await fresh.json())["code"] == "rate_limited"
+    with override_settings(ZETT_WS_RATE_LIMIT={"burst": 1, "per_second": 0.001}):
+        statuses = [
+            (await http("GET", "/api/chats/", headers=bearer(secret))).status for _ in range(3)
+        ]
+        assert 429 in statuses
