@@ -23,7 +23,9 @@ iterator waits for the next frame at most ``ZETT_SSE_KEEPALIVE_SECONDS`` and sen
 keep-alive comment when none came. It ends after the AG-UI run's ``RUN_FINISHED`` or
 ``RUN_ERROR``, or when the chat is deleted, and however it ends — the client went away
 (Django cancels the response's task), the server failed — it leaves the live session and
-gives back its place in the per-person limits (``close``, idempotent).
+gives back its place in the per-person limits (``close``, idempotent). A stream whose
+response never begins to read it (the client hung up between the view and the first byte)
+is closed after ``UNCLAIMED_SECONDS``.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ logger = logging.getLogger(__name__)
 
 #: Frames a client may leave unread before its stream is dropped.
 MAX_QUEUED = 20_000
+#: Seconds a joined stream waits for its response to start reading it, then gives up (a
+#: client that hung up between the view and the first byte: nobody will read it).
+UNCLAIMED_SECONDS = 60.0
 #: The events that end an AG-UI run, and so a stream.
 TERMINAL_EVENTS = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 _END = None
@@ -84,6 +89,7 @@ class ThreadStream:
         #: The ``session`` frame the live session sent first (set by ``open``).
         self.session: dict[str, Any] = {}
         self._closed = False
+        self._unclaimed: asyncio.TimerHandle | None = None
 
     # --- the live session's side -------------------------------------------------------
 
@@ -116,6 +122,8 @@ class ThreadStream:
     async def open(self) -> dict[str, Any]:
         """Join the thread's live session; returns its ``session`` frame."""
         await detached(self._join())
+        loop = asyncio.get_running_loop()
+        self._unclaimed = loop.call_later(UNCLAIMED_SECONDS, self._abandon)
         first = self._frames.popleft()
         assert first is not None
         self.session = json.loads(first)
@@ -132,8 +140,16 @@ class ThreadStream:
         """The highest ``seq`` the session had sent when this stream joined."""
         return int(self.session.get("last_seq") or 0)
 
+    def _abandon(self) -> None:
+        """Nobody began reading the stream (the response never started): let it go."""
+        logger.info("An event stream of thread %s was never read; closing it", self.thread_id)
+        self.close()
+
     def close(self) -> None:
         """Leave the live session and the limits (idempotent)."""
+        if self._unclaimed is not None:
+            self._unclaimed.cancel()
+            self._unclaimed = None
         if self._closed:
             return
         self._closed = True
@@ -167,8 +183,11 @@ class ThreadStream:
         ``run_id``: frames before that run's ``run_started`` are skipped (a new message's
         stream is that run's only). ``stop_when_idle``: end at once when no run is active.
         """
+        if self._unclaimed is not None:
+            self._unclaimed.cancel()
+            self._unclaimed = None
         try:
-            if stop_when_idle and not self.session.get("active_request_id"):
+            if self._closed or (stop_when_idle and not self.session.get("active_request_id")):
                 return
             waiting_for = run_id
             keepalive = float(conf.ZETT_SSE_KEEPALIVE_SECONDS)

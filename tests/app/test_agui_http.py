@@ -10,6 +10,7 @@ path. Every event parses with ``ag-ui-protocol`` and every stream passes ``ag-ui
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
@@ -418,3 +419,52 @@ async def test_the_per_person_limits_apply_to_streams_and_requests(http, use_mod
             (await http("GET", "/api/chats/", headers=bearer(secret))).status for _ in range(3)
         ]
         assert 429 in statuses
+
+
+def test_a_continuation_asking_an_answered_wait_again_is_no_interrupt():
+    """A continuation runs its calls with the answers it has: asked again, no interrupt."""
+    thread = str(uuid.uuid4())
+    ask = {"type": "custom", "name": "approval_requested"}
+    ask["payload"] = {"tool_call_id": "c1", "tool": "save_note", "arguments": {}, "digest": "d"}
+    reply = {"tool_call_id": "c1", "approved": True}
+    frames = [
+        {"type": "run_started", "seq": 1, "request_id": "A"},
+        {"type": "agent_event", "seq": 2, "request_id": "A", "event": ask},
+        {"type": "reply_accepted", "seq": 3, "request_id": "A", "name": "approval_response"}
+        | {"correlation_id": "c1", "payload": reply},
+        {"type": "run_started", "seq": 4, "request_id": "B", "resumed_from": "A"},
+        {"type": "agent_event", "seq": 5, "request_id": "B", "event": ask},
+        {"type": "agent_event", "seq": 6, "request_id": "B", "event": {"type": "run_completed"}},
+    ]
+    live = RunEncoder(thread)
+    by_frame = [live.encode(frame) for frame in frames]
+    assert [e.type for e in by_frame[1]][-1] == "RUN_FINISHED"  # the first ask: an interrupt
+    assert [e.type for e in by_frame[4]] == ["CUSTOM"]  # asked again once answered: none
+    assert by_frame[5][-1].data["outcome"] == {"type": "success"}
+    # A stream that joins later knows the answered waits from the store.
+    later = RunEncoder(thread, answered=["c1"]).encode_all(frames[3:])
+    assert [e.type for e in later] == [e.type for e in by_frame[3] + by_frame[4] + by_frame[5]]
+    check_events(later)
+
+
+async def test_a_stream_nobody_reads_lets_go_of_the_session(http, monkeypatch):
+    """A client that hangs up before the first byte leaves no subscriber behind."""
+    from agent_app.api import stream as stream_module
+    from agent_app.sessions.registry import live_sessions
+
+    abandoned = asyncio.Event()
+    original = ThreadStream._abandon
+
+    def abandon(self):
+        original(self)
+        abandoned.set()
+
+    monkeypatch.setattr(stream_module, "UNCLAIMED_SECONDS", 0.01)
+    monkeypatch.setattr(ThreadStream, "_abandon", abandon)
+    stream = ThreadStream(str(uuid.uuid4()))
+    await stream.open()
+    live = live_sessions().get(stream.thread_id)
+    assert live is not None and stream in live.sockets
+    await abandoned.wait()
+    assert stream._closed and live_sessions().get(stream.thread_id) is None
+    assert [piece async for piece in stream.sse(RunEncoder(stream.thread_id))] == []
