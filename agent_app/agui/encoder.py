@@ -214,7 +214,12 @@ class RunEncoder:
         if kind == "run_failed":
             error = frame.get("error") or {}
             message = error.get("message") if isinstance(error, dict) else None
-            return self._error(ErrorCode.RUN_FAILED, message or "The run failed.")
+            code = (
+                ErrorCode.BUDGET_EXCEEDED
+                if frame.get("status") == ErrorCode.BUDGET_EXCEEDED
+                else ErrorCode.RUN_FAILED
+            )
+            return self._error(code, message or "The run failed.")
         if kind == "run_interrupted":
             code = ErrorCode.EXPIRED if frame.get("status") == "expired" else ErrorCode.INTERRUPTED
             return self._error(code, frame.get("message") or "The run was interrupted.")

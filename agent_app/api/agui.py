@@ -48,13 +48,14 @@ from agent_app.api.common import (
 )
 from agent_app.api.stream import ThreadStream, detached
 from agent_app.assistants import Assistant, registry
+from agent_app.budgets import BudgetExceeded
 from agent_app.chat_records import ChatDeleted
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
 from agent_app.guard.limits import SocketTicket, limiter
 from agent_app.models import ChatSession, ReplyWait, WaitStatus
 from agent_app.protocol.frames import Refusal
-from agent_app.sessions.entry import audited_reply
+from agent_app.sessions.entry import audited_reply, start_run
 from agent_app.sessions.errors import Busy
 from agent_app.sessions.replies import Verdict
 
@@ -174,10 +175,16 @@ async def _new_message(caller: Caller, thread: _Thread, wanted: RunRequest) -> H
         await stream.open()
         assert stream.live is not None and wanted.text is not None
         creator = Creator(person.user_id, person.browser_key or "")
-        request_id = await detached(stream.live.start(wanted.text, creator))
+        request_id = await detached(start_run(stream.live, person, wanted.text, creator))
     except Busy as busy:
         stream.close()
         raise AguiError(ErrorCode.BUSY, busy.message, status=409) from None
+    except BudgetExceeded as spent:
+        stream.close()
+        resets_at = spent.frame().resets_at
+        raise AguiError(
+            ErrorCode.BUDGET_EXCEEDED, spent.message, status=429, resets_at=resets_at
+        ) from None
     except ChatDeleted:
         stream.close()
         raise AguiError(ErrorCode.NOT_FOUND, NOT_FOUND_MESSAGE, status=404) from None
@@ -223,7 +230,7 @@ async def _resume(caller: Caller, thread: _Thread, wanted: RunRequest) -> HttpRe
         assert stream.live is not None
         for reply in replies:
             verdict = await detached(
-                audited_reply(stream.live, reply.name, reply.payload, _unheard)
+                audited_reply(stream.live, reply.name, reply.payload, _unheard, caller.user)
             )
             if verdict is None:
                 stream.close()

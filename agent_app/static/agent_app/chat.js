@@ -21,6 +21,7 @@
  * Regenerate, Edit and Retry replace the last turn (`edit.js`); the page changes when their
  * run starts.
  */
+import { BudgetMeter } from "./budget.js";
 import { confirmDelete, renameInline } from "./chats.js";
 import { ChatConnection, socketUrl } from "./connection.js";
 import { LastTurnActions } from "./edit.js";
@@ -46,6 +47,7 @@ const ERROR_TEXT = {
   not_running: "Nothing is running right now.",
   forbidden: "You may not use this chat.",
   rate_limited: "You are sending messages too quickly. Try again in a moment.",
+  budget_exceeded: "You have used your token budget for today.",
   internal: "The server failed to handle a message from this page.",
 };
 
@@ -74,14 +76,25 @@ const ui = {
 };
 
 /** Refusals that give back what this page sent (`outbox.js`). */
-const GIVE_BACK_CODES = new Set(["busy", "rate_limited", "too_large", "not_running", "bad_frame"]);
+const GIVE_BACK_CODES = new Set([
+  "busy",
+  "rate_limited",
+  "too_large",
+  "not_running",
+  "bad_frame",
+  "budget_exceeded",
+]);
 
 const notices = new Notices(byId("notices"));
+const budget = new BudgetMeter(byId("token-budget"));
 const widgets = new ReplyWidgets((name, payload) => send({ type: "external_event", name, payload }), {
   onAnswered: () => ui.input.focus({ preventScroll: true }),
 });
 const transcript = new Transcript(byId("transcript"), widgets, byId("transcript-empty"), {
-  onUsage: (usage) => showSessionUsage(addUsage(sessionUsage, usage)),
+  onUsage: (usage) => {
+    showSessionUsage(addUsage(sessionUsage, usage));
+    budget.spent(usage);
+  },
   onRetry: retry,
 });
 const paging = new HistoryPaging(transcript, send, {
@@ -291,6 +304,9 @@ function handleFrame(frame) {
       replyAccepted(frame);
       break;
     case "run_failed":
+      if (frame.status === "budget_exceeded") {
+        budget.exceeded(frame);
+      }
       endRun(frame.request_id, "failed", { error: frame.error ?? {} });
       break;
     case "run_cancelled":
@@ -314,6 +330,9 @@ function handleFrame(frame) {
       break;
     case "error":
       handleError(frame);
+      break;
+    case "budget":
+      budget.received(frame);
       break;
     default:
       break;
@@ -474,7 +493,11 @@ function handleExternalEventResult(frame) {
 }
 
 function handleError(frame) {
-  const text = ERROR_TEXT[frame.code] ?? "Something went wrong.";
+  if (frame.code === "budget_exceeded") {
+    budget.exceeded(frame);
+  }
+  const text =
+    frame.code === "budget_exceeded" ? budget.refusalText() : (ERROR_TEXT[frame.code] ?? "Something went wrong.");
   notices.show(text, { detail: frame.message || "", key: `error-${frame.code}` });
   if (GIVE_BACK_CODES.has(frame.code)) {
     outbox.refused(frame.code);
