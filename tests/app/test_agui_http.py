@@ -38,6 +38,7 @@ from tests.app.asgi_http import HttpCall, SseReader
 from tests.app.conftest import stop_live_runs
 from tests.app.llm_doubles import SteppedModel, call_tool, say
 from zett_agent.messages import AssistantMessage
+from zett_agent.model import ModelUsage
 from zett_agent.testing import ScriptedModel
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -468,3 +469,24 @@ async def test_a_stream_nobody_reads_lets_go_of_the_session(http, monkeypatch):
     await abandoned.wait()
     assert stream._closed and live_sessions().get(stream.thread_id) is None
     assert [piece async for piece in stream.sse(RunEncoder(stream.thread_id))] == []
+
+
+async def test_the_token_budget_applies_to_http_runs(http, use_model, settings):
+    """A run that passes the budget ends in RUN_ERROR; the next one is refused with 429."""
+    settings.ZETT_TOKEN_BUDGETS = {"user": 100}
+    model = use_model(
+        ScriptedModel(
+            [call_tool("calculate", expression="1+1"), say("2")],
+            usage=ModelUsage(input_tokens=60, output_tokens=40),
+        )
+    )
+    _, secret = await make_token("ada")
+    thread_id = str(uuid.uuid4())
+    events = await SseReader(await post_run(http, secret, run_input(thread_id, "1+1?"))).rest()
+    assert events[-1].type == "RUN_ERROR" and events[-1].data["code"] == "budget_exceeded"
+    check_events(events)
+    refused = await post_run(http, secret, run_input(thread_id, "and 2+2?"))
+    body = await refused.json()
+    assert refused.status == 429 and body["code"] == "budget_exceeded"
+    assert body["resets_at"].endswith("T00:00:00Z")
+    assert len(model.requests) == 1
