@@ -490,3 +490,24 @@ async def test_the_token_budget_applies_to_http_runs(http, use_model, settings):
     assert refused.status == 429 and body["code"] == "budget_exceeded"
     assert body["resets_at"].endswith("T00:00:00Z")
     assert len(model.requests) == 1
+
+
+async def test_the_api_lives_under_the_prefix_the_app_is_mounted_at(http, use_model, settings):
+    settings.ROOT_URLCONF = "tests.app.prefixed_urls"
+    use_model(ScriptedModel([say("Hi from the prefix.")]))
+    _, secret = await make_token("ada")
+    thread_id = str(uuid.uuid4())
+    call = await http(
+        "POST",
+        "/support/chat/api/ag-ui/demo/",
+        headers=bearer(secret),
+        body=body_of(run_input(thread_id, "hello")),
+    )
+    assert call.status == 200
+    assert (await SseReader(call).rest())[-1].type == "RUN_FINISHED"
+    listing = await http("GET", "/support/chat/api/chats/", headers=bearer(secret))
+    assert [chat["id"] for chat in (await listing.json())["chats"]] == [thread_id]
+    capabilities = await http(
+        "GET", "/support/chat/api/ag-ui/demo/capabilities", headers=bearer(secret)
+    )
+    assert (await capabilities.json())["transport"]["resumable"] is True
