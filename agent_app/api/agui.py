@@ -124,7 +124,7 @@ async def thread_events(request: HttpRequest, thread_id: str) -> HttpResponse:
         after_seq = _last_event_id(request)
         stream = ThreadStream(session_id, _ticket(caller, session_id))
         try:
-            await stream.open()
+            await stream.open(after_seq)
         except BaseException:
             stream.close()
             raise

@@ -8,10 +8,13 @@ ones, every frame once, in ``seq`` order. So an HTTP client and the page's socke
 run, numbered the same, on any worker. The frames are fed to a ``RunEncoder``
 (``agent_app.agui.encoder``), which turns them into AG-UI events with their SSE ids.
 
-The stream always joins with the whole replay (the encoder learns from the run's first
-frame where it stands) and the encoder's ``after_seq`` says which events are sent: those
-after ``Last-Event-ID`` for a re-attachment, those after the ``session`` frame's
-``last_seq`` for a new message or a resume (only what happens from now on).
+The encoder learns from the run's first frame where the run stands, and its
+``after_seq`` says which events are sent: those after ``Last-Event-ID`` for a
+re-attachment, those after the ``session`` frame's ``last_seq`` for a new message or a
+resume (only what happens from now on). A new message or a resume joins with the whole
+replay; a re-attachment joins after its id (so a merged delta that straddles it comes cut,
+as a socket's replay does) and reads the run's frames up to its id apart, for the
+encoder's state (``open``).
 
 Concurrency: the live session calls ``send_text`` under its lock and must never wait for
 an HTTP client, so frames go into a queue, read by the response's iterator (``sse``),
@@ -90,6 +93,8 @@ class ThreadStream:
         self.session: dict[str, Any] = {}
         self._closed = False
         self._unclaimed: asyncio.TimerHandle | None = None
+        #: The run's frames up to a re-attachment's ``after_seq`` (``open``).
+        self._before: list[dict[str, Any]] = []
 
     # --- the live session's side -------------------------------------------------------
 
@@ -119,21 +124,46 @@ class ThreadStream:
 
     # --- the view's side ---------------------------------------------------------------
 
-    async def open(self) -> dict[str, Any]:
-        """Join the thread's live session; returns its ``session`` frame."""
-        await detached(self._join())
+    async def open(self, after_seq: int | None = None) -> dict[str, Any]:
+        """Join the thread's live session; returns its ``session`` frame.
+
+        ``after_seq`` (a re-attachment): the replay holds the frames after it, cut where a
+        merged delta straddles it, and the run's frames up to it are read apart
+        (``_frames_up_to``), for the encoder to learn where the run stood.
+        """
+        await detached(self._join(after_seq or None))
         loop = asyncio.get_running_loop()
         self._unclaimed = loop.call_later(UNCLAIMED_SECONDS, self._abandon)
         first = self._frames.popleft()
         assert first is not None
         self.session = json.loads(first)
+        if after_seq:
+            self._before = await self._frames_up_to(after_seq)
         return self.session
 
-    async def _join(self) -> None:
+    async def _join(self, after_seq: int | None) -> None:
         live = self.live = live_sessions().session(self.thread_id)
         # Right after ``session()`` (see ``LiveSession.join``); the stream reads runs, not
         # the conversation: its ``session`` frame carries no history.
-        await live.join(self, history=False)
+        await live.join(self, after_seq, history=False)
+
+    async def _frames_up_to(self, after_seq: int) -> list[dict[str, Any]]:
+        """The active run's frames numbered up to ``after_seq``, decoded.
+
+        From this worker's replay buffer when the run runs here, else from the shared
+        replay stream. Deltas merged into a frame numbered past ``after_seq`` are not
+        among them (that frame comes in the replay, cut): only a delta's text is lost to
+        the encoder, never what was open.
+        """
+        live, active = self.live, self.session.get("active_request_id")
+        if live is None or not active:
+            return []
+        if live.run is not None and live.run.request_id == active:
+            texts: list[str] = list(live.feed.replay.frames_after(None))
+        else:
+            texts = [text for _, text in await live.bus.replay(self.thread_id, active, None)]
+        frames = [json.loads(text) for text in texts]
+        return [frame for frame in frames if int(frame.get("seq") or 0) <= after_seq]
 
     @property
     def last_seq(self) -> int:
@@ -189,6 +219,9 @@ class ThreadStream:
         try:
             if self._closed or (stop_when_idle and not self.session.get("active_request_id")):
                 return
+            for frame in self._before:
+                encoder.encode(frame)  # numbered up to ``after_seq``: state, no events
+            self._before = []
             waiting_for = run_id
             keepalive = float(conf.ZETT_SSE_KEEPALIVE_SECONDS)
             frames = self._frames

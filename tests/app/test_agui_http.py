@@ -511,3 +511,32 @@ async def test_the_api_lives_under_the_prefix_the_app_is_mounted_at(http, use_mo
         "GET", "/support/chat/api/ag-ui/demo/capabilities", headers=bearer(secret)
     )
     assert (await capabilities.json())["transport"]["resumable"] is True
+
+
+async def test_a_re_attachment_inside_merged_deltas_repeats_no_text(http, use_model, settings):
+    """The replay buffer merges a long run's deltas; re-attaching inside them still gives
+    exactly the text after the id."""
+    settings.ZETT_REPLAY_FRAMES = 4
+    words = [f"w{i} " for i in range(30)]
+    model = use_model(SteppedModel(words))
+    _, secret = await make_token("ada")
+    thread_id = str(uuid.uuid4())
+    call = await post_run(http, secret, run_input(thread_id, "Talk"))
+    first = SseReader(call)
+    model.step(10)
+    seen = await first.until(lambda e: e.data.get("delta") == "w9 ")
+    last_id = seen[-1].id
+    await call.disconnect()
+    model.step(10)  # merged with the deltas before the id, in the buffer
+    headers = {**bearer(secret), "Last-Event-ID": str(last_id)}
+    again = SseReader(await http("GET", f"/api/ag-ui/threads/{thread_id}/events", headers=headers))
+    await again.until(lambda e: e.type == "TEXT_MESSAGE_CONTENT")
+    model.finish()
+    await again.rest()
+    rest = again.events
+    text = "".join(e.data["delta"] for e in seen + rest if e.type == "TEXT_MESSAGE_CONTENT")
+    assert text == "".join(words)
+    assert [e.type for e in rest[:2]] == ["RUN_STARTED", "TEXT_MESSAGE_START"]
+    assert rest[1].data["messageId"] == next(
+        e.data["messageId"] for e in seen if e.type == "TEXT_MESSAGE_START"
+    )
