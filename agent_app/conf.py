@@ -76,6 +76,12 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_CONTENT_SECURITY_POLICY": None,
     #: Seconds an idle AG-UI event stream waits before it sends a keep-alive comment.
     "ZETT_SSE_KEEPALIVE_SECONDS": 15.0,
+    #: Site-wide MCP servers for every assistant, in the ``mcpServers`` JSON shape (a dict
+    #: or its JSON text; ``${VAR}`` from the environment). See docs/mcp.md.
+    "ZETT_MCP_SERVERS": {},
+    #: Executables a configured stdio MCP server may start (bare names found on PATH, or
+    #: absolute paths).
+    "ZETT_MCP_ALLOWED_COMMANDS": ["npx", "uvx", "node", "python3", "docker"],
     #: Largest attachment accepted, in bytes.
     "ZETT_ATTACHMENT_MAX_BYTES": 10 * 1024 * 1024,
     #: Media types attachments may have (None: every type zett can read).

@@ -203,6 +203,8 @@ class ChatRun(models.Model):
 class WaitKind(models.TextChoices):
     ASK_USER = "ask_user", "question"
     APPROVAL = "approval", "approval"
+    #: An MCP server's question during a tool call (``agent_app.agents.elicitation``).
+    ELICITATION = "elicitation", "MCP question"
 
 
 class WaitStatus(models.TextChoices):

@@ -45,7 +45,11 @@ __all__ = ["ReplyDesk", "Verdict"]
 logger = logging.getLogger(__name__)
 
 #: The extension that takes each kind of stored wait's reply (as ``accepted_by`` says).
-_TAKER = {WaitKind.ASK_USER: "AskUserExtension", WaitKind.APPROVAL: "ConfirmationExtension"}
+_TAKER = {
+    WaitKind.ASK_USER: "AskUserExtension",
+    WaitKind.APPROVAL: "ConfirmationExtension",
+    WaitKind.ELICITATION: "MCPElicitationExtension",
+}
 
 
 @dataclass(frozen=True, slots=True)

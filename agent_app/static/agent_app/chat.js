@@ -459,7 +459,11 @@ function showPending(pending) {
       continue;
     }
     const payload = { ...wait.payload, tool_call_id: wait.tool_call_id, expires_at: wait.expires_at };
-    const card = transcript.cardFor(turn, { id: wait.tool_call_id, name: payload.tool ?? "ask_user" });
+    const call =
+      wait.kind === "elicitation"
+        ? { id: payload.call_id, name: payload.tool }
+        : { id: wait.tool_call_id, name: payload.tool ?? "ask_user" };
+    const card = transcript.cardFor(turn, call);
     card.setState("waiting");
     transcript.showWidget(card, payload, wait.name, wait.request_id);
   }

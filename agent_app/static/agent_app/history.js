@@ -169,6 +169,13 @@ class HistoryRenderer {
       const widget = transcript.widgets.settledFromHistory(call, reply, item.request_id);
       card.el.after(widget);
     }
+    // An approved MCP call that also asked a question: the question, under the approval.
+    const asked = item.attributes?.mcp_question;
+    const askedId = `${item.tool_call_id}.mcp-question`;
+    if (asked && typeof asked === "object" && !transcript.widgets.has(askedId)) {
+      const widget = transcript.widgets.settledFromHistory({ id: askedId }, asked, item.request_id);
+      (card.el.nextElementSibling ?? card.el).after(widget);
+    }
   }
 
   /** After a run's last item: how it ended, unless a newer page said so already. */
@@ -217,7 +224,9 @@ class HistoryRenderer {
     const call =
       wait.kind === "approval"
         ? { id: wait.tool_call_id, name: payload.tool, arguments: payload.arguments }
-        : { id: wait.tool_call_id, name: "ask_user" };
+        : wait.kind === "elicitation"
+          ? { id: payload.call_id, name: payload.tool }
+          : { id: wait.tool_call_id, name: "ask_user" };
     const card = transcript.cardFor(turn, call);
     card.setState("waiting");
     transcript.showWidget(card, payload, wait.name, wait.request_id);
