@@ -74,6 +74,8 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_WS_SEND_BUFFER_BYTES": 1024 * 1024,
     #: The Content-Security-Policy of every page (None: the strict default; "": none).
     "ZETT_CONTENT_SECURITY_POLICY": None,
+    #: Seconds an idle AG-UI event stream waits before it sends a keep-alive comment.
+    "ZETT_SSE_KEEPALIVE_SECONDS": 15.0,
     #: Site-wide MCP servers for every assistant, in the ``mcpServers`` JSON shape (a dict
     #: or its JSON text; ``${VAR}`` from the environment). See docs/mcp.md.
     "ZETT_MCP_SERVERS": {},

@@ -48,9 +48,8 @@ from agent_app.backpressure import (
     send_buffer_cap,
     transport_of,
 )
-from agent_app.budgets import BudgetExceeded, admit_run, budget_of
+from agent_app.budgets import BudgetExceeded, budget_of
 from agent_app.chat_records import ChatDeleted, was_deleted
-from agent_app.durable.audit import record_reply, record_verdict
 from agent_app.durable.runs import Creator, NothingToReplace
 from agent_app.guard.access import (
     Creation,
@@ -98,11 +97,11 @@ from agent_app.protocol.frames import (
     parse_frame,
     steering_refusal,
 )
+from agent_app.sessions.entry import audited_reply, start_run
 from agent_app.sessions.errors import Busy, NotRunning
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
 from agent_app.sessions.replies import Verdict
-from agent_app.telemetry.waits import person_label, replier
 
 __all__ = ["DELETED_CLOSE_CODE", "FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer"]
 
@@ -448,10 +447,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         may wait for calls in flight), as ``start`` would; ``start`` still decides.
         """
         assert self.live is not None
-        if self.live.run is not None:
-            raise Busy(self.live.run.request_id)
-        async with admit_run(self.person, self.session_id):
-            await self.live.start(content, *args, **kwargs)
+        await start_run(self.live, self.person, content, *args, **kwargs)
 
     async def on_history_before(self, frame: HistoryBeforeFrame) -> None:
         assert self.live is not None and self.person is not None
@@ -536,22 +532,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self.send_frame(result([], "not_running"))  # an empty chat: nothing waits
                 return
             self._stored = True
-        # The audit row comes first: a reply that cannot be recorded is not acted on. With
-        # no run active it may still answer a paused run's stored question.
-        record = await record_reply(self.session_id, self.live.active_request_id, name, payload)
-        if record is None:
-            await self._error(
-                ErrorCode.INTERNAL, "The reply could not be recorded, so it was not delivered"
-            )
-            await self.send_frame(result([], ReplyReason.INTERNAL))
-            return
 
         async def answer(verdict: Verdict) -> None:
             await self.send_frame(result(verdict.accepted_by, verdict.reason))
 
-        replier.set(person_label(self.scope.get("user")))  # the wait span's answered_by
-        verdict = await self.live.deliver(name, payload, answer)
-        await record_verdict(record, verdict.request_id, verdict.accepted_by)
+        # The audit row comes first (``audited_reply``): a reply that cannot be recorded is
+        # not acted on. With no run active it may still answer a paused run's stored question.
+        if await audited_reply(self.live, name, payload, answer, self.scope.get("user")) is None:
+            await self._error(
+                ErrorCode.INTERNAL, "The reply could not be recorded, so it was not delivered"
+            )
+            await self.send_frame(result([], ReplyReason.INTERNAL))
 
     async def _error(self, code: ErrorCode, message: str) -> None:
         await self.send_frame(ErrorFrame(code=code, message=message))

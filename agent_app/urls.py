@@ -1,11 +1,11 @@
-"""Page URLs of the chat app, to ``include()`` under any prefix; the WebSocket route lives in
-``agent_app.routing``.
+"""Page URLs of the chat app and its HTTP API (``agent_app.api.urls``), to ``include()``
+under any prefix; the WebSocket route lives in ``agent_app.routing``.
 
 Signing in and out are the project's business: the pages link to ``settings.LOGIN_URL``
 and post to ``ZETT_LOGOUT_URL``.
 """
 
-from django.urls import path
+from django.urls import include, path
 
 from agent_app import views
 from agent_app.attachments import views as attachment_views
@@ -29,4 +29,6 @@ urlpatterns = [
         name="attachment",
     ),
     path("metrics", metrics_view, name="metrics"),
+    # The HTTP API (AG-UI streams, the JSON API for programs): docs/http-api.md.
+    path("api/", include("agent_app.api.urls")),
 ]

@@ -182,6 +182,13 @@ def snapshot(session_id: str, *, active_request_id: str | None) -> dict[str, Any
     }
 
 
+def bare_snapshot(session_id: str) -> dict[str, Any]:
+    """A ``session`` frame's ``stored_last_seq`` alone: for a subscriber that reads only
+    the run's frames (an AG-UI event stream), not the history."""
+    stored = ChatSession.objects.filter(pk=session_id).values_list("last_event_seq", flat=True)
+    return {"stored_last_seq": stored.first() or 0}
+
+
 def _usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
     return {
         "input_tokens": input_tokens,

@@ -143,14 +143,16 @@ class LiveSession:
 
     # --- sockets -----------------------------------------------------------------------
 
-    async def join(self, subscriber: Subscriber, after_seq: int | None = None) -> None:
+    async def join(
+        self, subscriber: Subscriber, after_seq: int | None = None, *, history: bool = True
+    ) -> None:
         """Send ``session`` (and the active run's frames after ``after_seq``); then live
-        (``Door.join``).
+        (``Door.join``; ``history=False``: a ``session`` frame without the conversation).
 
         Call it right after ``LiveSessions.session()``, with no await in between: from
         here until it returns the session counts as watched, so it is not dropped.
         """
-        await self.door.join(subscriber, after_seq)
+        await self.door.join(subscriber, after_seq, history=history)
 
     def leave(self, subscriber: Subscriber) -> None:
         """Stop sending to ``subscriber``; the run (if any) goes on."""
