@@ -146,8 +146,8 @@ class LiveSession:
     async def join(
         self, subscriber: Subscriber, after_seq: int | None = None, *, history: bool = True
     ) -> None:
-        """Send ``session`` (and the active run's frames after ``after_seq``); then live
-        (``Door.join``; ``history=False``: a ``session`` frame without the conversation).
+        """``session`` (without the conversation if not ``history``), the active run's frames
+        after ``after_seq``, then live (``Door.join``).
 
         Call it right after ``LiveSessions.session()``, with no await in between: from
         here until it returns the session counts as watched, so it is not dropped.
