@@ -40,6 +40,8 @@ __all__ = [
     "Claim",
     "claim",
     "digest_of",
+    "elicitation_answer",
+    "is_mcp_question",
     "mark",
     "pending_items",
     "record_wait",
@@ -49,13 +51,14 @@ __all__ = [
 
 ASK_USER_EVENT = "ask_user"
 APPROVAL_EVENT = "approval_requested"
-ELICITATION_EVENT = "mcp_elicitation"
+ASK_USER_RESPONSE = "ask_user_response"
+#: The older name of an MCP question's reply, still taken for one (``elicitation_answer``).
+ELICITATION_RESPONSE_ALIAS = "mcp_elicitation_response"
 #: The replies a stored wait can take.
-RESPONSE_EVENTS = frozenset({"ask_user_response", "approval_response", "mcp_elicitation_response"})
+RESPONSE_EVENTS = frozenset({ASK_USER_RESPONSE, "approval_response", ELICITATION_RESPONSE_ALIAS})
 _KINDS = {
     ASK_USER_EVENT: WaitKind.ASK_USER,
     APPROVAL_EVENT: WaitKind.APPROVAL,
-    ELICITATION_EVENT: WaitKind.ELICITATION,
 }
 #: Largest payload a pending wait is listed with, in bytes of JSON: a session's frame
 #: stays far under the frame limit however much a question or an approval holds.
@@ -182,11 +185,13 @@ def claim(session_id: str, name: str, payload: dict[str, Any]) -> Claim:
         and wait.expires_at <= timezone.now()
     ):
         return Claim(ReplyReason.EXPIRED)
-    if wait.status != WaitStatus.OPEN or wait.response_event != name:
+    mcp = is_mcp_question(wait.payload)
+    takes = {ASK_USER_RESPONSE, ELICITATION_RESPONSE_ALIAS} if mcp else {wait.response_event}
+    if wait.status != WaitStatus.OPEN or name not in takes:
         return Claim(ReplyReason.STALE)
     if wait.kind == WaitKind.APPROVAL and not _digest_matches(wait, payload):
         return Claim(ReplyReason.MISMATCH)
-    if wait.kind == WaitKind.ELICITATION and not _answers_question(wait, payload):
+    if mcp and not _answers_question(wait, payload):
         return Claim(ReplyReason.INVALID)
     won = ReplyWait.objects.filter(pk=wait.pk, status=WaitStatus.OPEN).update(
         status=WaitStatus.ANSWERED, reply=payload, answered_at=timezone.now()
@@ -217,21 +222,81 @@ def resumption(session_id: str) -> tuple[list[tuple[str, dict[str, Any]]], dict[
 
 #: How an MCP question may be answered.
 ELICITATION_ACTIONS = ("accept", "decline", "cancel")
+#: The ``source`` of an ``ask_user`` event that stands for an MCP server's question.
+MCP_SOURCE = "mcp"
+
+
+def is_mcp_question(payload: Any) -> bool:
+    """Whether an ``ask_user`` payload (or a stored wait's) is an MCP server's question."""
+    return isinstance(payload, dict) and payload.get("source") == MCP_SOURCE
+
+
+def single_field(schema: Any) -> str | None:
+    """The one property of a requested schema that has exactly one, else None."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if isinstance(properties, dict) and len(properties) == 1:
+        return next(iter(properties))
+    return None
+
+
+def _coerce(value: Any, field: dict[str, Any]) -> Any:
+    """A text answer as the field's type (a number, an integer, a boolean); else as is."""
+    kind = field.get("type") if isinstance(field, dict) else None
+    if not isinstance(value, str) or kind not in ("number", "integer", "boolean"):
+        return value
+    text = value.strip()
+    if kind == "boolean":
+        lowered = text.lower()
+        if lowered in ("true", "yes", "y", "1"):
+            return True
+        if lowered in ("false", "no", "n", "0"):
+            return False
+        raise ValueError(f"{text!r} is not yes or no")
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if kind == "integer":
+        if not number.is_integer():
+            raise ValueError(f"{text!r} is not a whole number")
+        return int(number)
+    return number
+
+
+def elicitation_answer(payload: dict[str, Any], schema: Any) -> dict[str, Any]:
+    """The ``{action, content}`` a reply gives an MCP question asked with ``schema``.
+
+    The reply is ``ask_user_response`` ``{tool_call_id, answer, action?}`` (``action``
+    defaults to ``accept``): an object ``answer`` is the content; a text (or a list of
+    texts) answers a schema's single field, as that field's type. The older
+    ``{action, content}`` is read too. ``ValueError`` says why a reply answers nothing.
+    """
+    action = payload.get("action", "accept")
+    if action not in ELICITATION_ACTIONS:
+        raise ValueError(f"action must be one of {', '.join(ELICITATION_ACTIONS)}, got {action!r}")
+    if action != "accept":
+        return {"action": action}
+    schema = schema if isinstance(schema, dict) else {}
+    answer = payload["content"] if "content" in payload else payload.get("answer")
+    if not isinstance(answer, dict):
+        field = single_field(schema)
+        if field is None or answer is None:
+            raise ValueError("the answer must be an object of the requested fields")
+        answer = {field: _coerce(answer, schema["properties"][field])}
+    try:
+        jsonschema.validate(answer, schema)
+    except jsonschema.ValidationError as error:
+        raise ValueError(f"the answer does not fit the question: {error.message}") from None
+    except jsonschema.SchemaError:
+        raise ValueError("the server's requested schema is not a valid schema") from None
+    return {"action": "accept", "content": answer}
 
 
 def valid_elicitation_reply(payload: dict[str, Any], schema: Any) -> bool:
-    """Whether ``payload`` (``{action, content}``) answers a question asked with ``schema``."""
-    action = payload.get("action")
-    if action not in ELICITATION_ACTIONS:
-        return False
-    if action != "accept":
-        return True
-    content = payload.get("content")
-    if not isinstance(content, dict):
-        return False
+    """Whether ``payload`` answers an MCP question asked with ``schema``."""
     try:
-        jsonschema.validate(content, schema if isinstance(schema, dict) else {})
-    except (jsonschema.ValidationError, jsonschema.SchemaError):
+        elicitation_answer(payload, schema)
+    except ValueError:
         return False
     return True
 

@@ -72,8 +72,8 @@ def first(text: str) -> dict:
     return {"type": "user_message", "content": text, "assistant": McpHelper.id}
 
 
-def elicitation_reply(payload: dict) -> dict:
-    return {"type": "external_event", "name": "mcp_elicitation_response", "payload": payload}
+def answer(payload: dict, name: str = "ask_user_response") -> dict:
+    return {"type": "external_event", "name": name, "payload": payload}
 
 
 def tool_ends(frames):
@@ -236,9 +236,14 @@ async def test_an_elicitation_is_a_question_answered_on_the_page(
     use_model(ScriptedModel([call_tool("local__delete_all"), say("Done.")]))
     socket = await sockets(cookie=person)
     await socket.send(first("Delete everything"))
-    frames = await socket.until_event("custom", "mcp_elicitation")
+    frames = await socket.until_event("custom", "ask_user")
     question = frames[-1]["event"]["payload"]
-    assert question["message"] == "Why delete everything?"
+    # A standard ask_user question, so any client answers it; the MCP fields beside it.
+    assert question["question"] == "Why delete everything?"
+    assert (question["options"], question["allow_multiple"]) == (None, False)
+    assert question["response_event"] == "ask_user_response"
+    assert (question["source"], question["server"]) == ("mcp", "local")
+    assert question["tool"] == "local__delete_all"
     assert question["call_id"] == "call-1"
     assert question["tool_call_id"].startswith("call-1.mcp-")
     assert question["requested_schema"]["properties"]["reason"]["type"] == "string"
@@ -247,11 +252,14 @@ async def test_an_elicitation_is_a_question_answered_on_the_page(
     pending = (await sockets(socket.session_id, cookie=person)).session_frame
     assert pending["active_request_id"] == frames[0]["request_id"]
 
-    wrong = {"tool_call_id": wait_id, "action": "accept", "content": {"reason": 5}}
-    await socket.send(elicitation_reply(wrong))
-    await socket.expect("external_event_result", accepted_by=[])
-    reply = {"tool_call_id": wait_id, "action": "accept", "content": {"reason": "spring"}}
-    await socket.send(elicitation_reply(reply))
+    wrong = {"tool_call_id": wait_id, "answer": {"reason": 5}}
+    await socket.send(answer(wrong))
+    await socket.expect("external_event_result", accepted_by=[], reason="invalid")
+    bad_action = {"tool_call_id": wait_id, "answer": "spring", "action": "maybe"}
+    await socket.send(answer(bad_action))
+    await socket.expect("external_event_result", accepted_by=[], reason="invalid")
+    reply = {"tool_call_id": wait_id, "answer": "spring"}  # the schema's single field
+    await socket.send(answer(reply))
     await socket.expect(
         "external_event_result", correlation_id=wait_id, accepted_by=["MCPElicitationExtension"]
     )
@@ -259,15 +267,16 @@ async def test_an_elicitation_is_a_question_answered_on_the_page(
     (done,) = tool_ends(frames)
     assert done["message"]["content"] == "deleted because spring"
     assert done["message"]["attributes"]["reply"] == {
-        "kind": "elicitation",
+        "kind": "ask_user",
+        "source": "mcp",
         "question": "Why delete everything?",
         "action": "accept",
-        "content": {"reason": "spring"},
+        "answer": {"reason": "spring"},
     }
     from agent_app.models import ReplyWait
 
     wait = await ReplyWait.objects.aget(tool_call_id=wait_id)
-    assert (wait.kind, wait.status) == ("elicitation", "done")
+    assert (wait.kind, wait.status) == ("ask_user", "done")
     assert [role for role, _ in await rows(socket.session_id)][-2:] == ["tool", "assistant"]
 
 
@@ -275,10 +284,10 @@ async def test_a_declined_elicitation_is_told_to_the_server(sockets, use_model, 
     use_model(ScriptedModel([call_tool("local__delete_all"), say("Kept.")]))
     socket = await sockets(cookie=person)
     await socket.send(first("Delete everything"))
-    frames = await socket.until_event("custom", "mcp_elicitation")
+    frames = await socket.until_event("custom", "ask_user")
     wait_id = frames[-1]["event"]["payload"]["tool_call_id"]
     reply = {"tool_call_id": wait_id, "action": "decline"}
-    await socket.send(elicitation_reply(reply))
+    await socket.send(answer(reply, "mcp_elicitation_response"))  # the older name still works
     await socket.expect("external_event_result", accepted_by=["MCPElicitationExtension"])
     (done,) = tool_ends(await socket.run_to_completion())
     assert done["message"]["content"] == "kept (decline)"
@@ -308,7 +317,7 @@ async def test_an_unanswered_question_is_cancelled_at_its_deadline(
     use_model(ScriptedModel([call_tool("local__delete_all"), say("Kept.")]))
     socket = await sockets(cookie=person)
     await socket.send(first("Delete everything"))
-    frames = await socket.until_event("custom", "mcp_elicitation")
+    frames = await socket.until_event("custom", "ask_user")
     wait_id = frames[-1]["event"]["payload"]["tool_call_id"]
     (done,) = tool_ends(await socket.run_to_completion())  # the deadline answers for nobody
     assert done["message"]["content"] == "kept (cancel)"
@@ -322,12 +331,12 @@ async def test_stopping_the_run_ends_the_question(sockets, use_model, helper, pe
     use_model(ScriptedModel([call_tool("local__delete_all"), say("never")]))
     socket = await sockets(cookie=person)
     await socket.send(first("Delete everything"))
-    frames = await socket.until_event("custom", "mcp_elicitation")
+    frames = await socket.until_event("custom", "ask_user")
     wait_id = frames[-1]["event"]["payload"]["tool_call_id"]
     await socket.send({"type": "cancel"})
     await socket.until(lambda frame: frame["type"] == "run_cancelled")
     reply = {"tool_call_id": wait_id, "action": "decline"}
-    await socket.send(elicitation_reply(reply))
+    await socket.send(answer(reply))
     late = await socket.until(lambda frame: frame["type"] == "external_event_result")
     assert late[-1]["accepted_by"] == []
     from agent_app.models import ReplyWait
