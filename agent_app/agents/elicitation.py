@@ -43,6 +43,7 @@ from agent_app.durable import waits
 from agent_app.durable.persistence import shielded
 from agent_app.models import ReplyWait, WaitKind, WaitStatus
 from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.extensions import form_answers
 from zett_agent.extensions.external import (
     ExternalEvent,
     ExternalEventExpired,
@@ -65,15 +66,6 @@ __all__ = ["ACTIONS", "ElicitationDesk", "ask", "desk", "interrupted_text", "rep
 ACTIONS = waits.ELICITATION_ACTIONS
 #: The replies a question takes: the standard one, and the older MCP name.
 RESPONSE_EVENTS = (waits.ASK_USER_RESPONSE, waits.ELICITATION_RESPONSE_ALIAS)
-
-
-def _options(schema: dict[str, Any]) -> list[str] | None:
-    """The choices of a schema whose single field is an enum of texts, else None."""
-    field = waits.single_field(schema)
-    values = schema["properties"][field].get("enum") if field is not None else None
-    if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
-        return list(values)
-    return None
 
 
 def _read(reply: Any, schema: Any) -> dict[str, Any]:
@@ -172,7 +164,7 @@ class ElicitationDesk(ExternalEventExtension):
                     "session_id": context.session_id,
                     "tool_call_id": wait_id,
                     "question": request.message,
-                    "options": _options(request.requested_schema),
+                    "options": form_answers.options_of(request.requested_schema),
                     "allow_multiple": False,
                     "response_event": waits.ASK_USER_RESPONSE,
                     "expires_at": utc_iso(expires_at) if expires_at is not None else None,

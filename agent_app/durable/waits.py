@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import jsonschema
 from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -32,6 +31,7 @@ from agent_app.durable import statements
 from agent_app.models import ChatRun, ReplyWait, RunStatus, WaitKind, WaitStatus
 from agent_app.protocol.frames import ReplyReason
 from agent_app.protocol.text import cut_strings, encode_frame
+from zett_agent.extensions import form_answers
 from zett_agent.extensions.approval import digest_of
 
 __all__ = [
@@ -221,75 +221,17 @@ def resumption(session_id: str) -> tuple[list[tuple[str, dict[str, Any]]], dict[
 
 
 #: How an MCP question may be answered.
-ELICITATION_ACTIONS = ("accept", "decline", "cancel")
+ELICITATION_ACTIONS = form_answers.ACTIONS
 #: The ``source`` of an ``ask_user`` event that stands for an MCP server's question.
 MCP_SOURCE = "mcp"
+#: An ``ask_user_response`` read as an MCP question's ``{action, content}`` (or ValueError).
+elicitation_answer = form_answers.read_answer
+single_field = form_answers.single_field
 
 
 def is_mcp_question(payload: Any) -> bool:
     """Whether an ``ask_user`` payload (or a stored wait's) is an MCP server's question."""
     return isinstance(payload, dict) and payload.get("source") == MCP_SOURCE
-
-
-def single_field(schema: Any) -> str | None:
-    """The one property of a requested schema that has exactly one, else None."""
-    properties = schema.get("properties") if isinstance(schema, dict) else None
-    if isinstance(properties, dict) and len(properties) == 1:
-        return next(iter(properties))
-    return None
-
-
-def _coerce(value: Any, field: dict[str, Any]) -> Any:
-    """A text answer as the field's type (a number, an integer, a boolean); else as is."""
-    kind = field.get("type") if isinstance(field, dict) else None
-    if not isinstance(value, str) or kind not in ("number", "integer", "boolean"):
-        return value
-    text = value.strip()
-    if kind == "boolean":
-        lowered = text.lower()
-        if lowered in ("true", "yes", "y", "1"):
-            return True
-        if lowered in ("false", "no", "n", "0"):
-            return False
-        raise ValueError(f"{text!r} is not yes or no")
-    try:
-        number = float(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a number") from None
-    if kind == "integer":
-        if not number.is_integer():
-            raise ValueError(f"{text!r} is not a whole number")
-        return int(number)
-    return number
-
-
-def elicitation_answer(payload: dict[str, Any], schema: Any) -> dict[str, Any]:
-    """The ``{action, content}`` a reply gives an MCP question asked with ``schema``.
-
-    The reply is ``ask_user_response`` ``{tool_call_id, answer, action?}`` (``action``
-    defaults to ``accept``): an object ``answer`` is the content; a text (or a list of
-    texts) answers a schema's single field, as that field's type. The older
-    ``{action, content}`` is read too. ``ValueError`` says why a reply answers nothing.
-    """
-    action = payload.get("action", "accept")
-    if action not in ELICITATION_ACTIONS:
-        raise ValueError(f"action must be one of {', '.join(ELICITATION_ACTIONS)}, got {action!r}")
-    if action != "accept":
-        return {"action": action}
-    schema = schema if isinstance(schema, dict) else {}
-    answer = payload["content"] if "content" in payload else payload.get("answer")
-    if not isinstance(answer, dict):
-        field = single_field(schema)
-        if field is None or answer is None:
-            raise ValueError("the answer must be an object of the requested fields")
-        answer = {field: _coerce(answer, schema["properties"][field])}
-    try:
-        jsonschema.validate(answer, schema)
-    except jsonschema.ValidationError as error:
-        raise ValueError(f"the answer does not fit the question: {error.message}") from None
-    except jsonschema.SchemaError:
-        raise ValueError("the server's requested schema is not a valid schema") from None
-    return {"action": "accept", "content": answer}
 
 
 def valid_elicitation_reply(payload: dict[str, Any], schema: Any) -> bool:

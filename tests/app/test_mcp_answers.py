@@ -1,6 +1,6 @@
 """How an ``ask_user_response`` answers an MCP server's question, and how AG-UI shows one.
 
-No server here: the answer rules (``agent_app.durable.waits.elicitation_answer``) and the
+No server here: the answer rules (``zett_agent.extensions.form_answers``) and the
 ``ask_user`` payload the question desk builds are pure; the chat-level behaviour is in
 ``tests.app.test_mcp_chat``.
 """
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent_app.agents.elicitation import _options
 from agent_app.agui.interrupts import interrupt_for, replies_for
 from agent_app.agui.run_input import ResumeEntry
 from agent_app.durable.waits import elicitation_answer, is_mcp_question
+from zett_agent.extensions.form_answers import options_of as _options
 
 REASON = {"type": "object", "properties": {"reason": {"type": "string"}}, "required": ["reason"]}
 COUNT = {"type": "object", "properties": {"count": {"type": "integer"}}}
