@@ -342,3 +342,26 @@ async def test_stopping_the_run_ends_the_question(sockets, use_model, helper, pe
     from agent_app.models import ReplyWait
 
     assert (await ReplyWait.objects.aget(tool_call_id=wait_id)).status == "cancelled"
+
+
+async def test_over_ag_ui_an_mcp_question_is_an_input_required_interrupt_answered_by_resume(
+    sockets, use_model, helper, person
+):
+    """The stream of a run whose server asks ends in the interrupt any question gives, and a
+    resume with a text answers the schema's single field."""
+    from tests.app.test_agui_encoder import Recording, _answer_over_agui
+
+    use_model(ScriptedModel([call_tool("local__delete_all"), say("Done.")]))
+    socket = await sockets(cookie=person)
+    recording = Recording(socket.session_id)
+    await socket.send(first("Delete everything"))
+    recording.add(await socket.until_event("custom", "ask_user"))
+    finished = recording.live()[-1].data
+    assert finished["type"] == "RUN_FINISHED"
+    (interrupt,) = finished["outcome"]["interrupts"]
+    assert interrupt["reason"] == "input_required"
+    assert interrupt["id"].startswith("call-1.mcp-")
+    assert interrupt["message"] == "Why delete everything?"
+    await _answer_over_agui(socket, recording, {interrupt["id"]: "ask_user"}, {"answer": "tidy"})
+    (done,) = tool_ends(await socket.run_to_completion())
+    assert done["message"]["content"] == "deleted because tidy"
