@@ -498,9 +498,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
         correlation = payload.get("tool_call_id")
         correlation_id = correlation if isinstance(correlation, str) else None
 
-        def result(accepted_by: list[str], reason: ReplyReason | None) -> ExternalEventResultFrame:
+        def result(
+            accepted_by: list[str], reason: ReplyReason | None, message: str | None = None
+        ) -> ExternalEventResultFrame:
             return ExternalEventResultFrame(
-                name=name, correlation_id=correlation_id, accepted_by=accepted_by, reason=reason
+                name=name,
+                correlation_id=correlation_id,
+                accepted_by=accepted_by,
+                reason=reason,
+                message=message,
             )
 
         if name not in CLIENT_REPLY_NAMES and name not in registry.reply_names():
@@ -526,7 +532,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
 
         async def answer(verdict: Verdict) -> None:
-            await self.send_frame(result(verdict.accepted_by, verdict.reason))
+            await self.send_frame(result(verdict.accepted_by, verdict.reason, verdict.detail))
 
         replier.set(person_label(self.scope.get("user")))  # the wait span's answered_by
         verdict = await self.live.deliver(name, payload, answer)

@@ -160,6 +160,8 @@ class Claim:
     #: None too: whether that is ``stale`` depends on whether a run is active).
     reason: ReplyReason | None
     wait: ReplyWait | None = None
+    #: Why, in words, when the reason alone does not say it (an ``invalid`` answer).
+    detail: str | None = None
 
 
 def claim(session_id: str, name: str, payload: dict[str, Any]) -> Claim:
@@ -191,8 +193,8 @@ def claim(session_id: str, name: str, payload: dict[str, Any]) -> Claim:
         return Claim(ReplyReason.STALE)
     if wait.kind == WaitKind.APPROVAL and not _digest_matches(wait, payload):
         return Claim(ReplyReason.MISMATCH)
-    if mcp and not _answers_question(wait, payload):
-        return Claim(ReplyReason.INVALID)
+    if mcp and (problem := _question_refuses(wait, payload)) is not None:
+        return Claim(ReplyReason.INVALID, detail=problem)
     won = ReplyWait.objects.filter(pk=wait.pk, status=WaitStatus.OPEN).update(
         status=WaitStatus.ANSWERED, reply=payload, answered_at=timezone.now()
     )
@@ -243,8 +245,13 @@ def valid_elicitation_reply(payload: dict[str, Any], schema: Any) -> bool:
     return True
 
 
-def _answers_question(wait: ReplyWait, payload: dict[str, Any]) -> bool:
-    return valid_elicitation_reply(payload, (wait.payload or {}).get("requested_schema"))
+def _question_refuses(wait: ReplyWait, payload: dict[str, Any]) -> str | None:
+    """Why ``payload`` does not answer an MCP question (None when it does)."""
+    try:
+        elicitation_answer(payload, (wait.payload or {}).get("requested_schema"))
+    except ValueError as error:
+        return str(error)
+    return None
 
 
 def _digest_matches(wait: ReplyWait, payload: dict[str, Any]) -> bool:

@@ -60,6 +60,8 @@ class Verdict:
     request_id: str | None
     accepted_by: list[str]
     reason: ReplyReason | None = None
+    #: Why, in words, when the reason alone does not say it (``external_event_result.message``).
+    detail: str | None = None
 
 
 Answer = Callable[[Verdict], Awaitable[None]]
@@ -178,7 +180,7 @@ class ReplyDesk:
             reason = claim.reason if claim is not None else None
             if reason is None:
                 reason = ReplyReason.STALE if running else ReplyReason.NOT_RUNNING
-            return Verdict(running, [], reason), None
+            return Verdict(running, [], reason, claim.detail if claim else None), None
         taker = (
             _MCP_TAKER
             if waits.is_mcp_question(claim.wait.payload)

@@ -254,15 +254,18 @@ async def test_an_elicitation_is_a_question_answered_on_the_page(
 
     wrong = {"tool_call_id": wait_id, "answer": {"reason": 5}}
     await socket.send(answer(wrong))
-    await socket.expect("external_event_result", accepted_by=[], reason="invalid")
+    refused = await socket.expect("external_event_result", accepted_by=[], reason="invalid")
+    assert refused["message"].startswith("the answer does not fit the question: 5 is not")
     bad_action = {"tool_call_id": wait_id, "answer": "spring", "action": "maybe"}
     await socket.send(answer(bad_action))
-    await socket.expect("external_event_result", accepted_by=[], reason="invalid")
+    refused = await socket.expect("external_event_result", accepted_by=[], reason="invalid")
+    assert "action must be one of accept, decline, cancel" in refused["message"]
     reply = {"tool_call_id": wait_id, "answer": "spring"}  # the schema's single field
     await socket.send(answer(reply))
-    await socket.expect(
+    taken = await socket.expect(
         "external_event_result", correlation_id=wait_id, accepted_by=["MCPElicitationExtension"]
     )
+    assert "message" not in taken
     frames = await socket.run_to_completion()
     (done,) = tool_ends(frames)
     assert done["message"]["content"] == "deleted because spring"
