@@ -515,9 +515,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
         correlation = payload.get("tool_call_id")
         correlation_id = correlation if isinstance(correlation, str) else None
 
-        def result(accepted_by: list[str], reason: ReplyReason | None) -> ExternalEventResultFrame:
+        def result(
+            accepted_by: list[str], reason: ReplyReason | None, message: str | None = None
+        ) -> ExternalEventResultFrame:
             return ExternalEventResultFrame(
-                name=name, correlation_id=correlation_id, accepted_by=accepted_by, reason=reason
+                name=name,
+                correlation_id=correlation_id,
+                accepted_by=accepted_by,
+                reason=reason,
+                message=message,
             )
 
         if name not in CLIENT_REPLY_NAMES and name not in registry.reply_names():
@@ -534,7 +540,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             self._stored = True
 
         async def answer(verdict: Verdict) -> None:
-            await self.send_frame(result(verdict.accepted_by, verdict.reason))
+            await self.send_frame(result(verdict.accepted_by, verdict.reason, verdict.detail))
 
         # The audit row comes first (``audited_reply``): a reply that cannot be recorded is
         # not acted on. With no run active it may still answer a paused run's stored question.

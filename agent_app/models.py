@@ -236,10 +236,10 @@ class ChatRun(models.Model):
 
 
 class WaitKind(models.TextChoices):
+    #: A question: the ``ask_user`` tool's, or an MCP server's during a tool call
+    #: (``agent_app.agents.elicitation``; its payload says ``source: "mcp"``).
     ASK_USER = "ask_user", "question"
     APPROVAL = "approval", "approval"
-    #: An MCP server's question during a tool call (``agent_app.agents.elicitation``).
-    ELICITATION = "elicitation", "MCP question"
 
 
 class WaitStatus(models.TextChoices):

@@ -1,21 +1,27 @@
-"""An MCP server's question during a tool call, as a durable question on the chat page.
+"""An MCP server's question during a tool call, as a durable ``ask_user`` question.
 
 A server may ask the person something in the middle of a call (``elicitation/create``).
-The app answers every such question here (``ask``, the servers' elicitation callback):
+The app answers every such question here (``ask``, the servers' elicitation callback),
+as an ``ask_user`` wait, so a client that knows ``ask_user`` answers it unchanged:
 
-- **Asked.** ``ElicitationDesk`` emits the CUSTOM event ``mcp_elicitation`` with
-  ``{tool_call_id, call_id, tool, server, message, requested_schema, response_event,
-  expires_at}``. ``tool_call_id`` is the question's own id (``<call id>.mcp-<hex>``: a call
-  may ask several questions, and an approved call keeps its approval's wait), ``call_id``
-  the MCP tool call's. The run stores the wait before any socket sees the event
-  (``agent_app.durable.waits``), so it survives the worker, and the page shows the
-  schema's fields with Accept / Decline / Cancel and the deadline (``ZETT_REPLY_TIMEOUT``).
-- **Answered.** The reply is the external event ``mcp_elicitation_response``
-  ``{tool_call_id, action, content}``; an unknown action, or accepted content the schema
-  refuses, is not taken. The answer goes back to the server, which finishes the call;
-  nobody answering in time, or the run being stopped, answers ``cancel``. The tool's
-  result records the answer (``attributes.reply``, kind ``elicitation``; for an approved
-  call, whose ``reply`` is its approval, ``attributes.mcp_question``).
+- **Asked.** ``ElicitationDesk`` emits the CUSTOM event ``ask_user`` with the standard
+  fields (``tool_call_id``, ``question`` = the server's message, ``options`` = the values
+  of a schema's single enum field or null, ``allow_multiple`` false, ``response_event``
+  ``ask_user_response``, ``expires_at``) and the MCP ones (``source: "mcp"``,
+  ``call_id``, ``tool``, ``server``, ``requested_schema``). ``tool_call_id`` is the
+  question's own id (``<call id>.mcp-<hex>``: a call may ask several questions, and an
+  approved call keeps its approval's wait), ``call_id`` the MCP tool call's. The run
+  stores the wait (kind ``ask_user``) before any socket sees the event
+  (``agent_app.durable.waits``), so it survives the worker; the page shows the schema's
+  fields with Accept / Decline / Cancel and the deadline (``ZETT_REPLY_TIMEOUT``).
+- **Answered.** The reply is ``ask_user_response`` ``{tool_call_id, answer, action?}``
+  (``waits.elicitation_answer``: a text answers a single-field schema, an object is the
+  content, ``action`` defaults to ``accept``); ``mcp_elicitation_response``
+  ``{tool_call_id, action, content}`` is still taken. A reply the schema refuses is not
+  taken (reason ``invalid``). The answer goes back to the server, which finishes the
+  call; nobody answering in time, or the run being stopped, answers ``cancel``. The
+  tool's result records the answer (``attributes.reply``, kind ``ask_user``, ``source``
+  mcp; for an approved call, whose ``reply`` is its approval, ``attributes.mcp_question``).
 - **After a crash.** The worker's connection died with it, and the server's call with
   the connection: an MCP call cannot continue on a new connection. The question stays
   answerable (recovery keeps the run paused while it is open and in time); answering it
@@ -37,13 +43,14 @@ from agent_app.durable import waits
 from agent_app.durable.persistence import shielded
 from agent_app.models import ReplyWait, WaitKind, WaitStatus
 from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.extensions import form_answers
 from zett_agent.extensions.external import (
     ExternalEvent,
     ExternalEventExpired,
     ExternalEventExtension,
     utc_iso,
 )
-from zett_agent.mcp import ELICITATION_EVENT, ELICITATION_RESPONSE_EVENT, ElicitationAnswer
+from zett_agent.mcp import ElicitationAnswer
 from zett_agent.tools.base import ToolResult
 
 if TYPE_CHECKING:
@@ -57,10 +64,20 @@ if TYPE_CHECKING:
 __all__ = ["ACTIONS", "ElicitationDesk", "ask", "desk", "interrupted_text", "reply_summary"]
 
 ACTIONS = waits.ELICITATION_ACTIONS
+#: The replies a question takes: the standard one, and the older MCP name.
+RESPONSE_EVENTS = (waits.ASK_USER_RESPONSE, waits.ELICITATION_RESPONSE_ALIAS)
+
+
+def _read(reply: Any, schema: Any) -> dict[str, Any]:
+    """A stored or given reply as ``{action, content}`` (``cancel`` if it answers nothing)."""
+    try:
+        return waits.elicitation_answer(reply if isinstance(reply, dict) else {}, schema)
+    except ValueError:
+        return {"action": "cancel"}
 
 
 def reply_summary(reply: dict[str, Any]) -> str:
-    """An answer in words, for the model and the transcript."""
+    """An answer (``{action, content}``) in words, for the model and the transcript."""
     action = reply.get("action")
     if action == "accept":
         content = reply.get("content") or {}
@@ -74,13 +91,13 @@ def interrupted_text(wait: ReplyWait) -> str:
     payload = wait.payload or {}
     server, tool = payload.get("server", "the MCP server"), payload.get("tool", "the tool")
     answer = (
-        f"You answered: {reply_summary(wait.reply)}. "
+        f"You answered: {reply_summary(_read(wait.reply, payload.get('requested_schema')))}. "
         if isinstance(wait.reply, dict)
         else "Nobody answered. "
     )
     return (
         f"Interrupted: the server stopped while {server} waited for the answer to its "
-        f"question ({payload.get('message', '')!r}). {answer}An MCP call cannot continue on "
+        f"question ({payload.get('question', '')!r}). {answer}An MCP call cannot continue on "
         f"a new connection, so {tool} was not run again; call it again if it is still needed."
     )
 
@@ -90,9 +107,9 @@ def _stored_question(session_id: str, call_id: str) -> ReplyWait | None:
     found = [
         wait
         for wait in ReplyWait.objects.filter(
-            session_id=session_id, kind=WaitKind.ELICITATION, tool_call_id__startswith=call_id
+            session_id=session_id, kind=WaitKind.ASK_USER, tool_call_id__startswith=call_id
         ).order_by("-created_at", "-pk")
-        if (wait.payload or {}).get("call_id") == call_id
+        if waits.is_mcp_question(wait.payload) and wait.payload.get("call_id") == call_id
     ]
     return found[0] if found else None
 
@@ -110,7 +127,7 @@ class ElicitationDesk(ExternalEventExtension):
 
     def __init__(self, *, timeout: float | None = None) -> None:
         super().__init__(
-            response_event_name=ELICITATION_RESPONSE_EVENT,
+            response_event_name=RESPONSE_EVENTS,
             correlation_field="tool_call_id",
             timeout=timeout,
         )
@@ -122,7 +139,7 @@ class ElicitationDesk(ExternalEventExtension):
         self._interrupted: dict[tuple[str, str], ReplyWait | None] = {}
 
     def accept(self, config: AgentRunConfig | None, event: ExternalEvent) -> bool:
-        if event.name != ELICITATION_RESPONSE_EVENT or config is None:
+        if event.name not in RESPONSE_EVENTS or config is None:
             return False
         key = (config.session_id or "", str(event.payload.get("tool_call_id")))
         schema = self._schemas.get(key)
@@ -144,24 +161,28 @@ class ElicitationDesk(ExternalEventExtension):
             async with self._wait_for_external_event(context, wait_id):
                 expires_at = self._wait_expires_at(context, wait_id)
                 payload = {
+                    "session_id": context.session_id,
                     "tool_call_id": wait_id,
+                    "question": request.message,
+                    "options": form_answers.options_of(request.requested_schema),
+                    "allow_multiple": False,
+                    "response_event": waits.ASK_USER_RESPONSE,
+                    "expires_at": utc_iso(expires_at) if expires_at is not None else None,
+                    "source": waits.MCP_SOURCE,
                     "call_id": call_id,
                     "tool": request.tool_name,
                     "server": request.server,
-                    "message": request.message,
                     "requested_schema": request.requested_schema,
-                    "response_event": ELICITATION_RESPONSE_EVENT,
-                    "expires_at": utc_iso(expires_at) if expires_at is not None else None,
                 }
                 await context.emit(
                     AgentEvent(
                         AgentEventType.CUSTOM,
                         context.session_id,
-                        name=ELICITATION_EVENT,
+                        name=waits.ASK_USER_EVENT,
                         payload=payload,
                     )
                 )
-            reply = self._take_external_event(context).payload
+            reply = _read(self._take_external_event(context).payload, request.requested_schema)
         except ExternalEventExpired:
             status = WaitStatus.EXPIRED
             reply = {"action": "cancel", "expired": True}
@@ -175,9 +196,10 @@ class ElicitationDesk(ExternalEventExtension):
             self._schemas.pop(key, None)
         await shielded(database_sync_to_async(waits.mark)(context.session_id, wait_id, status))
         action = reply["action"]
-        record = {"kind": "elicitation", "question": request.message, "action": action}
+        record = {"kind": "ask_user", "source": waits.MCP_SOURCE, "question": request.message}
+        record["action"] = action
         if action == "accept":
-            record["content"] = reply.get("content")
+            record["answer"] = reply.get("content")
         if reply.get("expired"):
             record["expired"] = True
         self._answers[(context.request_id, call_id)] = record
@@ -211,9 +233,15 @@ class ElicitationDesk(ExternalEventExtension):
                 context.session_id, call.id, wait.tool_call_id
             )
         )
-        record: dict[str, Any] = {"kind": "elicitation", "question": wait.payload.get("message")}
+        payload = wait.payload or {}
+        record: dict[str, Any] = {
+            "kind": "ask_user",
+            "source": waits.MCP_SOURCE,
+            "question": payload.get("question"),
+        }
         if isinstance(wait.reply, dict):
-            record.update(action=wait.reply.get("action"), content=wait.reply.get("content"))
+            answer = _read(wait.reply, payload.get("requested_schema"))
+            record.update(action=answer["action"], answer=answer.get("content"))
         return ToolResult(interrupted_text(wait), success=False, attributes={"reply": record})
 
     async def after_tool(

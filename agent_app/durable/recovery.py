@@ -44,7 +44,7 @@ from django.utils import timezone
 from agent_app import conf
 from agent_app.durable.sequence import reserve_block
 from agent_app.durable.store import RowMeta, bump_version, insert_rows, open_calls
-from agent_app.durable.waits import LIVE_STATUSES, pending_item, record_wait
+from agent_app.durable.waits import LIVE_STATUSES, is_mcp_question, pending_item, record_wait
 from agent_app.models import ChatRun, ChatSession, ReplyWait, RunStatus, WaitKind, WaitStatus
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
 
@@ -296,10 +296,10 @@ def _questions(session_id: str, open_ids: list[str]) -> dict[str, ReplyWait]:
     found: dict[str, ReplyWait] = {}
     wanted = set(open_ids)
     for wait in ReplyWait.objects.select_for_update().filter(
-        session_id=session_id, kind=WaitKind.ELICITATION, status__in=LIVE_STATUSES
+        session_id=session_id, kind=WaitKind.ASK_USER, status__in=LIVE_STATUSES
     ):
         call_id = (wait.payload or {}).get("call_id")
-        if call_id in wanted:
+        if is_mcp_question(wait.payload) and call_id in wanted:
             found[call_id] = wait
     return found
 
@@ -316,7 +316,10 @@ def _expired(wait: ReplyWait, now: Any) -> bool:
 
 
 def _expired_reply(wait: ReplyWait) -> dict[str, Any]:
-    return {"reply": {"kind": str(wait.kind), "expired": True}}
+    reply: dict[str, Any] = {"kind": str(wait.kind), "expired": True}
+    if is_mcp_question(wait.payload):
+        reply.update(source="mcp", question=wait.payload.get("question"))
+    return {"reply": reply}
 
 
 def _start_wait(session_id: str, run: ChatRun, call: ToolCall, now: Any) -> bool:

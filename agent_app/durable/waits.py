@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import jsonschema
 from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -32,6 +31,7 @@ from agent_app.durable import statements
 from agent_app.models import ChatRun, ReplyWait, RunStatus, WaitKind, WaitStatus
 from agent_app.protocol.frames import ReplyReason
 from agent_app.protocol.text import cut_strings, encode_frame
+from zett_agent.extensions import form_answers
 from zett_agent.extensions.approval import digest_of
 
 __all__ = [
@@ -40,6 +40,8 @@ __all__ = [
     "Claim",
     "claim",
     "digest_of",
+    "elicitation_answer",
+    "is_mcp_question",
     "mark",
     "pending_items",
     "record_wait",
@@ -49,13 +51,14 @@ __all__ = [
 
 ASK_USER_EVENT = "ask_user"
 APPROVAL_EVENT = "approval_requested"
-ELICITATION_EVENT = "mcp_elicitation"
+ASK_USER_RESPONSE = "ask_user_response"
+#: The older name of an MCP question's reply, still taken for one (``elicitation_answer``).
+ELICITATION_RESPONSE_ALIAS = "mcp_elicitation_response"
 #: The replies a stored wait can take.
-RESPONSE_EVENTS = frozenset({"ask_user_response", "approval_response", "mcp_elicitation_response"})
+RESPONSE_EVENTS = frozenset({ASK_USER_RESPONSE, "approval_response", ELICITATION_RESPONSE_ALIAS})
 _KINDS = {
     ASK_USER_EVENT: WaitKind.ASK_USER,
     APPROVAL_EVENT: WaitKind.APPROVAL,
-    ELICITATION_EVENT: WaitKind.ELICITATION,
 }
 #: Largest payload a pending wait is listed with, in bytes of JSON: a session's frame
 #: stays far under the frame limit however much a question or an approval holds.
@@ -157,6 +160,8 @@ class Claim:
     #: None too: whether that is ``stale`` depends on whether a run is active).
     reason: ReplyReason | None
     wait: ReplyWait | None = None
+    #: Why, in words, when the reason alone does not say it (an ``invalid`` answer).
+    detail: str | None = None
 
 
 def claim(session_id: str, name: str, payload: dict[str, Any]) -> Claim:
@@ -182,12 +187,14 @@ def claim(session_id: str, name: str, payload: dict[str, Any]) -> Claim:
         and wait.expires_at <= timezone.now()
     ):
         return Claim(ReplyReason.EXPIRED)
-    if wait.status != WaitStatus.OPEN or wait.response_event != name:
+    mcp = is_mcp_question(wait.payload)
+    takes = {ASK_USER_RESPONSE, ELICITATION_RESPONSE_ALIAS} if mcp else {wait.response_event}
+    if wait.status != WaitStatus.OPEN or name not in takes:
         return Claim(ReplyReason.STALE)
     if wait.kind == WaitKind.APPROVAL and not _digest_matches(wait, payload):
         return Claim(ReplyReason.MISMATCH)
-    if wait.kind == WaitKind.ELICITATION and not _answers_question(wait, payload):
-        return Claim(ReplyReason.INVALID)
+    if mcp and (problem := _question_refuses(wait, payload)) is not None:
+        return Claim(ReplyReason.INVALID, detail=problem)
     won = ReplyWait.objects.filter(pk=wait.pk, status=WaitStatus.OPEN).update(
         status=WaitStatus.ANSWERED, reply=payload, answered_at=timezone.now()
     )
@@ -216,28 +223,35 @@ def resumption(session_id: str) -> tuple[list[tuple[str, dict[str, Any]]], dict[
 
 
 #: How an MCP question may be answered.
-ELICITATION_ACTIONS = ("accept", "decline", "cancel")
+ELICITATION_ACTIONS = form_answers.ACTIONS
+#: The ``source`` of an ``ask_user`` event that stands for an MCP server's question.
+MCP_SOURCE = "mcp"
+#: An ``ask_user_response`` read as an MCP question's ``{action, content}`` (or ValueError).
+elicitation_answer = form_answers.read_answer
+single_field = form_answers.single_field
+
+
+def is_mcp_question(payload: Any) -> bool:
+    """Whether an ``ask_user`` payload (or a stored wait's) is an MCP server's question."""
+    return isinstance(payload, dict) and payload.get("source") == MCP_SOURCE
 
 
 def valid_elicitation_reply(payload: dict[str, Any], schema: Any) -> bool:
-    """Whether ``payload`` (``{action, content}``) answers a question asked with ``schema``."""
-    action = payload.get("action")
-    if action not in ELICITATION_ACTIONS:
-        return False
-    if action != "accept":
-        return True
-    content = payload.get("content")
-    if not isinstance(content, dict):
-        return False
+    """Whether ``payload`` answers an MCP question asked with ``schema``."""
     try:
-        jsonschema.validate(content, schema if isinstance(schema, dict) else {})
-    except (jsonschema.ValidationError, jsonschema.SchemaError):
+        elicitation_answer(payload, schema)
+    except ValueError:
         return False
     return True
 
 
-def _answers_question(wait: ReplyWait, payload: dict[str, Any]) -> bool:
-    return valid_elicitation_reply(payload, (wait.payload or {}).get("requested_schema"))
+def _question_refuses(wait: ReplyWait, payload: dict[str, Any]) -> str | None:
+    """Why ``payload`` does not answer an MCP question (None when it does)."""
+    try:
+        elicitation_answer(payload, (wait.payload or {}).get("requested_schema"))
+    except ValueError as error:
+        return str(error)
+    return None
 
 
 def _digest_matches(wait: ReplyWait, payload: dict[str, Any]) -> bool:

@@ -523,6 +523,15 @@ class ExternalEventResultFrame(OutboundFrame):
     accepted_by: list[str]
     #: Why nobody took it; None when accepted.
     reason: ReplyReason | None = None
+    #: The same in words, when the reason alone does not say it (an ``invalid`` answer to
+    #: an MCP server's question); the key is left out otherwise.
+    message: str | None = None
+
+    def dump(self) -> dict[str, Any]:
+        data = super().dump()
+        if data["message"] is None:
+            del data["message"]
+        return data
 
 
 class ErrorFrame(OutboundFrame):

@@ -48,8 +48,9 @@ logger = logging.getLogger(__name__)
 _TAKER = {
     WaitKind.ASK_USER: "AskUserExtension",
     WaitKind.APPROVAL: "ConfirmationExtension",
-    WaitKind.ELICITATION: "MCPElicitationExtension",
 }
+#: The extension that takes an MCP server's question (an ``ask_user`` wait of ``source`` mcp).
+_MCP_TAKER = "MCPElicitationExtension"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,8 @@ class Verdict:
     request_id: str | None
     accepted_by: list[str]
     reason: ReplyReason | None = None
+    #: Why, in words, when the reason alone does not say it (``external_event_result.message``).
+    detail: str | None = None
 
 
 Answer = Callable[[Verdict], Awaitable[None]]
@@ -177,8 +180,12 @@ class ReplyDesk:
             reason = claim.reason if claim is not None else None
             if reason is None:
                 reason = ReplyReason.STALE if running else ReplyReason.NOT_RUNNING
-            return Verdict(running, [], reason), None
-        taker = _TAKER[WaitKind(claim.wait.kind)]
+            return Verdict(running, [], reason, claim.detail if claim else None), None
+        taker = (
+            _MCP_TAKER
+            if waits.is_mcp_question(claim.wait.payload)
+            else _TAKER[WaitKind(claim.wait.kind)]
+        )
         if running is not None:
             return Verdict(running, [taker]), None  # the run takes it when it gets there
         return Verdict(claim.wait.request_id, [taker]), claim.wait.request_id

@@ -72,8 +72,8 @@ def first(text: str) -> dict:
     return {"type": "user_message", "content": text, "assistant": McpHelper.id}
 
 
-def elicitation_reply(payload: dict) -> dict:
-    return {"type": "external_event", "name": "mcp_elicitation_response", "payload": payload}
+def answer(payload: dict, name: str = "ask_user_response") -> dict:
+    return {"type": "external_event", "name": name, "payload": payload}
 
 
 def tool_ends(frames):
@@ -236,9 +236,14 @@ async def test_an_elicitation_is_a_question_answered_on_the_page(
     use_model(ScriptedModel([call_tool("local__delete_all"), say("Done.")]))
     socket = await sockets(cookie=person)
     await socket.send(first("Delete everything"))
-    frames = await socket.until_event("custom", "mcp_elicitation")
+    frames = await socket.until_event("custom", "ask_user")
     question = frames[-1]["event"]["payload"]
-    assert question["message"] == "Why delete everything?"
+    # A standard ask_user question, so any client answers it; the MCP fields beside it.
+    assert question["question"] == "Why delete everything?"
+    assert (question["options"], question["allow_multiple"]) == (None, False)
+    assert question["response_event"] == "ask_user_response"
+    assert (question["source"], question["server"]) == ("mcp", "local")
+    assert question["tool"] == "local__delete_all"
     assert question["call_id"] == "call-1"
     assert question["tool_call_id"].startswith("call-1.mcp-")
     assert question["requested_schema"]["properties"]["reason"]["type"] == "string"
@@ -247,27 +252,34 @@ async def test_an_elicitation_is_a_question_answered_on_the_page(
     pending = (await sockets(socket.session_id, cookie=person)).session_frame
     assert pending["active_request_id"] == frames[0]["request_id"]
 
-    wrong = {"tool_call_id": wait_id, "action": "accept", "content": {"reason": 5}}
-    await socket.send(elicitation_reply(wrong))
-    await socket.expect("external_event_result", accepted_by=[])
-    reply = {"tool_call_id": wait_id, "action": "accept", "content": {"reason": "spring"}}
-    await socket.send(elicitation_reply(reply))
-    await socket.expect(
+    wrong = {"tool_call_id": wait_id, "answer": {"reason": 5}}
+    await socket.send(answer(wrong))
+    refused = await socket.expect("external_event_result", accepted_by=[], reason="invalid")
+    assert refused["message"].startswith("the answer does not fit the question: 5 is not")
+    bad_action = {"tool_call_id": wait_id, "answer": "spring", "action": "maybe"}
+    await socket.send(answer(bad_action))
+    refused = await socket.expect("external_event_result", accepted_by=[], reason="invalid")
+    assert "action must be one of accept, decline, cancel" in refused["message"]
+    reply = {"tool_call_id": wait_id, "answer": "spring"}  # the schema's single field
+    await socket.send(answer(reply))
+    taken = await socket.expect(
         "external_event_result", correlation_id=wait_id, accepted_by=["MCPElicitationExtension"]
     )
+    assert "message" not in taken
     frames = await socket.run_to_completion()
     (done,) = tool_ends(frames)
     assert done["message"]["content"] == "deleted because spring"
     assert done["message"]["attributes"]["reply"] == {
-        "kind": "elicitation",
+        "kind": "ask_user",
+        "source": "mcp",
         "question": "Why delete everything?",
         "action": "accept",
-        "content": {"reason": "spring"},
+        "answer": {"reason": "spring"},
     }
     from agent_app.models import ReplyWait
 
     wait = await ReplyWait.objects.aget(tool_call_id=wait_id)
-    assert (wait.kind, wait.status) == ("elicitation", "done")
+    assert (wait.kind, wait.status) == ("ask_user", "done")
     assert [role for role, _ in await rows(socket.session_id)][-2:] == ["tool", "assistant"]
 
 
@@ -275,10 +287,10 @@ async def test_a_declined_elicitation_is_told_to_the_server(sockets, use_model, 
     use_model(ScriptedModel([call_tool("local__delete_all"), say("Kept.")]))
     socket = await sockets(cookie=person)
     await socket.send(first("Delete everything"))
-    frames = await socket.until_event("custom", "mcp_elicitation")
+    frames = await socket.until_event("custom", "ask_user")
     wait_id = frames[-1]["event"]["payload"]["tool_call_id"]
     reply = {"tool_call_id": wait_id, "action": "decline"}
-    await socket.send(elicitation_reply(reply))
+    await socket.send(answer(reply, "mcp_elicitation_response"))  # the older name still works
     await socket.expect("external_event_result", accepted_by=["MCPElicitationExtension"])
     (done,) = tool_ends(await socket.run_to_completion())
     assert done["message"]["content"] == "kept (decline)"
@@ -308,7 +320,7 @@ async def test_an_unanswered_question_is_cancelled_at_its_deadline(
     use_model(ScriptedModel([call_tool("local__delete_all"), say("Kept.")]))
     socket = await sockets(cookie=person)
     await socket.send(first("Delete everything"))
-    frames = await socket.until_event("custom", "mcp_elicitation")
+    frames = await socket.until_event("custom", "ask_user")
     wait_id = frames[-1]["event"]["payload"]["tool_call_id"]
     (done,) = tool_ends(await socket.run_to_completion())  # the deadline answers for nobody
     assert done["message"]["content"] == "kept (cancel)"
@@ -322,14 +334,37 @@ async def test_stopping_the_run_ends_the_question(sockets, use_model, helper, pe
     use_model(ScriptedModel([call_tool("local__delete_all"), say("never")]))
     socket = await sockets(cookie=person)
     await socket.send(first("Delete everything"))
-    frames = await socket.until_event("custom", "mcp_elicitation")
+    frames = await socket.until_event("custom", "ask_user")
     wait_id = frames[-1]["event"]["payload"]["tool_call_id"]
     await socket.send({"type": "cancel"})
     await socket.until(lambda frame: frame["type"] == "run_cancelled")
     reply = {"tool_call_id": wait_id, "action": "decline"}
-    await socket.send(elicitation_reply(reply))
+    await socket.send(answer(reply))
     late = await socket.until(lambda frame: frame["type"] == "external_event_result")
     assert late[-1]["accepted_by"] == []
     from agent_app.models import ReplyWait
 
     assert (await ReplyWait.objects.aget(tool_call_id=wait_id)).status == "cancelled"
+
+
+async def test_over_ag_ui_an_mcp_question_is_an_input_required_interrupt_answered_by_resume(
+    sockets, use_model, helper, person
+):
+    """The stream of a run whose server asks ends in the interrupt any question gives, and a
+    resume with a text answers the schema's single field."""
+    from tests.app.test_agui_encoder import Recording, _answer_over_agui
+
+    use_model(ScriptedModel([call_tool("local__delete_all"), say("Done.")]))
+    socket = await sockets(cookie=person)
+    recording = Recording(socket.session_id)
+    await socket.send(first("Delete everything"))
+    recording.add(await socket.until_event("custom", "ask_user"))
+    finished = recording.live()[-1].data
+    assert finished["type"] == "RUN_FINISHED"
+    (interrupt,) = finished["outcome"]["interrupts"]
+    assert interrupt["reason"] == "input_required"
+    assert interrupt["id"].startswith("call-1.mcp-")
+    assert interrupt["message"] == "Why delete everything?"
+    await _answer_over_agui(socket, recording, {interrupt["id"]: "ask_user"}, {"answer": "tidy"})
+    (done,) = tool_ends(await socket.run_to_completion())
+    assert done["message"]["content"] == "deleted because tidy"

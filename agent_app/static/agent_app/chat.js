@@ -472,7 +472,7 @@ function showPending(pending) {
     }
     const payload = { ...wait.payload, tool_call_id: wait.tool_call_id, expires_at: wait.expires_at };
     const call =
-      wait.kind === "elicitation"
+      wait.payload?.source === "mcp"
         ? { id: payload.call_id, name: payload.tool }
         : { id: wait.tool_call_id, name: payload.tool ?? "ask_user" };
     const card = transcript.cardFor(turn, call);

@@ -225,7 +225,7 @@ class HistoryRenderer {
     const call =
       wait.kind === "approval"
         ? { id: wait.tool_call_id, name: payload.tool, arguments: payload.arguments }
-        : wait.kind === "elicitation"
+        : payload.source === "mcp"
           ? { id: payload.call_id, name: payload.tool }
           : { id: wait.tool_call_id, name: "ask_user" };
     const card = transcript.cardFor(turn, call);

@@ -392,7 +392,7 @@ export class Transcript {
     const widget =
       name === "approval_requested"
         ? this.widgets.approval(payload, { requestId })
-        : name === "mcp_elicitation"
+        : payload.source === "mcp"
           ? this.widgets.elicitation(payload, { requestId })
           : this.widgets.askUser(payload, { requestId });
     this.keepPinned(() => card.el.after(widget));

@@ -1,7 +1,7 @@
 /**
  * The widgets through which the user answers a waiting agent: ask-user, approval, and an
- * MCP server's question during a tool call (`mcp_elicitation`: the requested schema's
- * fields, then Accept, Decline or Cancel).
+ * MCP server's question during a tool call (an `ask_user` with `source: "mcp"`: the
+ * requested schema's fields, then Accept, Decline or Cancel).
  *
  * Each widget is keyed by the tool call it answers and belongs to one run. Its states
  * (`data-state`):
@@ -61,9 +61,13 @@ export function replySummary(kind, reply) {
   if (reply?.expired) {
     return EXPIRED_TEXT;
   }
-  if (kind === "elicitation") {
-    if (reply?.action === "accept") {
-      const fields = Object.entries(reply.content ?? {}).map(([key, value]) => `${key}: ${value}`);
+  if (kind === "elicitation" || reply?.source === "mcp") {
+    if ((reply?.action ?? "accept") === "accept") {
+      const answer = reply?.answer ?? reply?.content ?? {};
+      if (typeof answer !== "object" || Array.isArray(answer)) {
+        return `You answered: ${answerText(answer)}`;
+      }
+      const fields = Object.entries(answer).map(([key, value]) => `${key}: ${value}`);
       return fields.length ? `You answered: ${fields.join(", ")}` : "You accepted.";
     }
     return reply?.action === "decline" ? "You declined." : "You cancelled.";
@@ -206,14 +210,15 @@ export class ReplyWidgets {
   /**
    * A question an MCP server asks during a tool call: one input per field of its
    * requested schema (a flat object of strings, numbers, booleans and enums), then
-   * Accept, Decline or Cancel. The reply is `{tool_call_id, action, content}`.
+   * Accept, Decline or Cancel. The reply is `ask_user_response` `{tool_call_id, action,
+   * answer}` (`answer`: the fields, when accepted).
    */
   elicitation(payload, { requestId = null } = {}) {
     const schema = payload.requested_schema ?? {};
     const properties = schema.properties ?? {};
     const required = new Set(Array.isArray(schema.required) ? schema.required : []);
     const kicker = `${payload.server ?? "An MCP server"} asks`;
-    const { form, body, actions } = this.frame("ask", kicker, payload.message);
+    const { form, body, actions } = this.frame("ask", kicker, payload.question ?? payload.message);
     const fields = [];
     for (const [name, field] of Object.entries(properties)) {
       const inputId = uniqueId("field");
@@ -277,9 +282,9 @@ export class ReplyWidgets {
             content[name] = input.value;
           }
         }
-        reply.content = content;
+        reply.answer = content;
       }
-      this.submit(payload.tool_call_id, payload.response_event || "mcp_elicitation_response", reply);
+      this.submit(payload.tool_call_id, payload.response_event || "ask_user_response", reply);
     });
     return this.register(payload, form, "elicitation", requestId);
   }
@@ -290,8 +295,8 @@ export class ReplyWidgets {
    */
   settledFromHistory(call, reply, requestId = null) {
     const args = call.arguments ?? {};
-    if (reply.kind === "elicitation") {
-      const form = this.elicitation({ tool_call_id: call.id, message: reply.question ?? "" }, { requestId });
+    if (reply.source === "mcp") {
+      const form = this.elicitation({ tool_call_id: call.id, question: reply.question ?? "" }, { requestId });
       this.resolve(call.id, reply);
       return form;
     }

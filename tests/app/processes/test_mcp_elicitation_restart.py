@@ -61,24 +61,21 @@ async def test_a_question_of_an_mcp_server_is_answerable_after_a_sigkill(tmp_pat
             await client.send(
                 {"type": "external_event", "name": "approval_response", "payload": reply}
             )
-            frames = await client.until(is_custom("mcp_elicitation"))
+            frames = await client.until(is_custom("ask_user"))
             asked = frames[-1]["event"]["payload"]
-            assert asked["message"] == "Why delete everything?"
+            assert (asked["question"], asked["source"]) == ("Why delete everything?", "mcp")
             server.kill()
             server.start()
 
             again = await server.socket(session_id)
             (pending,) = again.session_frame["pending"]
-            assert pending["kind"] == "elicitation"
+            assert (pending["kind"], pending["name"]) == ("ask_user", "ask_user")
+            assert pending["response_event"] == "ask_user_response"
             assert pending["tool_call_id"] == asked["tool_call_id"]
             assert pending["payload"]["requested_schema"] == asked["requested_schema"]
-            answer = {
-                "tool_call_id": asked["tool_call_id"],
-                "action": "accept",
-                "content": {"reason": "spring cleaning"},
-            }
+            answer = {"tool_call_id": asked["tool_call_id"], "answer": "spring cleaning"}
             await again.send(
-                {"type": "external_event", "name": "mcp_elicitation_response", "payload": answer}
+                {"type": "external_event", "name": "ask_user_response", "payload": answer}
             )
             result = await again.until(lambda f: f["type"] == "external_event_result")
             assert result[-1]["accepted_by"] == ["MCPElicitationExtension"]
