@@ -146,11 +146,9 @@ class LiveSession:
     async def join(
         self, subscriber: Subscriber, after_seq: int | None = None, *, history: bool = True
     ) -> None:
-        """``session`` (without the conversation if not ``history``), the active run's frames
-        after ``after_seq``, then live (``Door.join``).
-
-        Call it right after ``LiveSessions.session()``, with no await in between: from
-        here until it returns the session counts as watched, so it is not dropped.
+        """``session`` (no conversation if not ``history``), the run's frames after
+        ``after_seq``, then live (``Door.join``). Call it right after ``session()``, with no
+        await in between: from there until it returns the session is watched, not dropped.
         """
         await self.door.join(subscriber, after_seq, history=history)
 
