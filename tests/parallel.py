@@ -13,6 +13,10 @@ of ``ZETT_TEST_REDIS_URL``: some tests flush it, others count frame budgets or h
 leases in it. So every test of a module that imports ``tests.app.services.REDIS_URL`` joins
 the ``redis`` group, which ``loadgroup`` runs on one worker, one test after another; a new
 Redis test joins it by importing that name, as it must anyway to reach Redis.
+
+Every worker collects the whole suite and must find the same tests in the same order, so a
+test's id never holds a value drawn at import (a ``uuid4()`` in a ``parametrize`` list):
+xdist stops the run at once when two workers disagree.
 """
 
 from __future__ import annotations
