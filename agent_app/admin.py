@@ -1,5 +1,6 @@
 """Admin: browse sessions with their messages and runs, the messages themselves, the runs and
-how they ended, the waits for replies, the external-event audit trail and the demo notes.
+how they ended, the waits for replies, the external-event audit trail, the attachments and
+the demo notes.
 Everything a chat writes is read-only here except titles, owners and notes: editing or
 deleting a message would silently rewrite what the agent saw (delete the session instead).
 
@@ -17,8 +18,10 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
+from agent_app.budgets import admin as _budgets_admin  # noqa: F401  (registers TokenUsage)
 from agent_app.models import (
     ApiToken,
+    ChatAttachment,
     ChatMessage,
     ChatRun,
     ChatSession,
@@ -138,6 +141,18 @@ class ChatRunInline(admin.TabularInline):
         return False
 
 
+class ChatAttachmentInline(admin.TabularInline):
+    model = ChatAttachment
+    fields = ["name", "media_type", "size", "created_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
 @admin.register(ChatSession)
 class ChatSessionAdmin(admin.ModelAdmin):
     list_display = [
@@ -155,7 +170,7 @@ class ChatSessionAdmin(admin.ModelAdmin):
     readonly_fields = ["id", "assistant", "browser", "created_at", "updated_at"]
     fields = ["id", "title", "owner", "browser", "assistant", "created_at", "updated_at"]
     raw_id_fields = ["owner"]
-    inlines = [ChatMessageInline, ChatRunInline]
+    inlines = [ChatMessageInline, ChatAttachmentInline, ChatRunInline]
 
     class Media:
         css = ADMIN_CSS
@@ -238,7 +253,7 @@ class ChatMessageAdmin(admin.ModelAdmin):
 class ChatRunAdmin(admin.ModelAdmin):
     list_display = ["request_id", "session", "status", "kind", "started_at", "ended_at", "worker"]
     list_filter = ["status", "kind", "started_at"]
-    search_fields = ["request_id", "resumed_from", "session__id", "session__title"]
+    search_fields = ["request_id", "resumed_from", "session__id", "session__title", "trace_context"]
     list_select_related = ["session"]
     readonly_fields = [field.name for field in ChatRun._meta.fields]
 
@@ -305,6 +320,32 @@ class ExternalEventRecordAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(ChatAttachment)
+class ChatAttachmentAdmin(admin.ModelAdmin):
+    """Files people attached; read-only (a message refers to them). Deleting a row here
+    removes its file from storage too."""
+
+    list_display = ["name", "media_type", "size", "session", "uploader", "created_at"]
+    list_filter = ["media_type", "created_at"]
+    search_fields = ["name", "id", "session__id", "uploader"]
+    readonly_fields = [
+        "id",
+        "session",
+        "name",
+        "media_type",
+        "size",
+        "width",
+        "height",
+        "uploader",
+        "file",
+        "created_at",
+    ]
+    fields = readonly_fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
 

@@ -17,6 +17,7 @@ from django.core.checks import CheckMessage, Error, Warning, register, run_check
 from django.core.exceptions import ImproperlyConfigured
 
 from agent_app import conf
+from agent_app.budgets.ledger import budget_problems
 from agent_app.guard.limits import limit_problems
 from agent_app.guard.origins import origin_problems
 
@@ -30,6 +31,7 @@ __all__ = [
     "check_model",
     "check_reply_timeout",
     "check_setting_types",
+    "check_token_budgets",
     "raise_on_invalid_settings",
 ]
 
@@ -137,6 +139,19 @@ def check_reply_timeout(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     return errors
 
 
+@register(TAG)
+def check_token_budgets(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """``ZETT_TOKEN_BUDGETS``: tokens per day for users, anonymous visitors and groups."""
+    return [
+        Error(
+            f"ZETT_TOKEN_BUDGETS {problem}.",
+            hint='For example {"user": 200000, "anonymous": 20000, "groups": {"staff": None}}.',
+            id="zett.E030",
+        )
+        for problem in budget_problems()
+    ]
+
+
 def raise_on_invalid_settings() -> None:
     """Run zett's checks; ``ImproperlyConfigured`` listing every error found."""
     errors = [message for message in run_checks(tags=[TAG]) if message.is_serious()]
@@ -201,7 +216,33 @@ _TYPED: tuple[tuple[str, tuple[type, ...], bool, float | None], ...] = (
     ("ZETT_CLIENT_REPLY_NAMES", (list, tuple, set, frozenset), False, None),
     ("ZETT_REDIS_URL", (str,), True, None),
     ("ZETT_OPENAI_BASE_URL", (str,), True, None),
+    ("ZETT_ATTACHMENT_MAX_BYTES", (int,), False, 1),
+    ("ZETT_ATTACHMENT_TYPES", (list, tuple, set, frozenset), True, None),
+    ("ZETT_ATTACHMENT_DAILY_FILES", (int,), False, 0),
+    ("ZETT_ATTACHMENT_DAILY_BYTES", (int,), False, 0),
+    ("ZETT_ATTACHMENTS_PER_MESSAGE", (int,), False, 1),
+    ("ZETT_OTEL", (bool,), False, None),
+    ("ZETT_OTEL_CONTENT", (bool,), False, None),
+    ("ZETT_METRICS_TOKEN", (str,), False, None),
 )
+
+
+@register(TAG)
+def check_tracing(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``ZETT_OTEL`` on needs the OpenTelemetry API (the ``otel`` extra)."""
+    if conf.ZETT_OTEL is not True:
+        return []
+    import importlib.util
+
+    if importlib.util.find_spec("opentelemetry") is None:
+        return [
+            Error(
+                "ZETT_OTEL is on but opentelemetry-api is not installed.",
+                hint='pip install "zett[otel]", or turn ZETT_OTEL off.',
+                id="zett.E040",
+            )
+        ]
+    return []
 
 
 @register(TAG)
@@ -232,6 +273,7 @@ def check_setting_types(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
         errors.append(
             Error(f"ZETT_OPENAI_BASE_URL must be an http(s) URL, got {url!r}.", id="zett.E015")
         )
+    errors += _attachment_type_problems()
     redis_url = conf.ZETT_REDIS_URL
     if (
         isinstance(redis_url, str)
@@ -242,3 +284,50 @@ def check_setting_types(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
             Error(f"ZETT_REDIS_URL must be a redis:// URL, got {redis_url!r}.", id="zett.E016")
         )
     return errors
+
+
+@register(TAG)
+def check_mcp_servers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``ZETT_MCP_SERVERS`` parses (shape, ``${VAR}``s, allowed commands); no connection
+    is made (``manage.py zett_mcp list`` connects)."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from agent_app.agents.mcp import parse_servers
+
+    allowed = conf.ZETT_MCP_ALLOWED_COMMANDS
+    if isinstance(allowed, str) or not isinstance(allowed, list | tuple | set | frozenset):
+        return [
+            Error(
+                f"ZETT_MCP_ALLOWED_COMMANDS must be a list of executables, got {allowed!r}.",
+                id="zett.E050",
+            )
+        ]
+    try:
+        parse_servers(conf.ZETT_MCP_SERVERS, allowed_commands=allowed)
+    except ImproperlyConfigured as error:
+        return [
+            Error(
+                str(error),
+                hint="See docs/mcp.md; `manage.py zett_mcp list` connects and lists the tools.",
+                id="zett.E051",
+            )
+        ]
+    return []
+
+
+def _attachment_type_problems() -> list[CheckMessage]:
+    from agent_app.attachments.sniffing import KNOWN_TYPES
+
+    types = conf.ZETT_ATTACHMENT_TYPES
+    if not isinstance(types, list | tuple | set | frozenset):
+        return []
+    unknown = sorted(str(kind) for kind in types if kind not in KNOWN_TYPES)
+    if not unknown:
+        return []
+    return [
+        Error(
+            f"ZETT_ATTACHMENT_TYPES holds types zett cannot read: {', '.join(unknown)}.",
+            hint=f"Choose among {', '.join(sorted(KNOWN_TYPES))}.",
+            id="zett.E017",
+        )
+    ]

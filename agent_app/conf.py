@@ -74,10 +74,33 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_WS_SEND_BUFFER_BYTES": 1024 * 1024,
     #: The Content-Security-Policy of every page (None: the strict default; "": none).
     "ZETT_CONTENT_SECURITY_POLICY": None,
+    #: Seconds an idle AG-UI event stream waits before it sends a keep-alive comment.
+    "ZETT_SSE_KEEPALIVE_SECONDS": 15.0,
+    #: Site-wide MCP servers for every assistant, in the ``mcpServers`` JSON shape (a dict
+    #: or its JSON text; ``${VAR}`` from the environment). See docs/mcp.md.
+    "ZETT_MCP_SERVERS": {},
+    #: Executables a configured stdio MCP server may start (bare names found on PATH, or
+    #: absolute paths).
+    "ZETT_MCP_ALLOWED_COMMANDS": ["npx", "uvx", "node", "python3", "docker"],
     #: Largest attachment accepted, in bytes.
     "ZETT_ATTACHMENT_MAX_BYTES": 10 * 1024 * 1024,
     #: Media types attachments may have (None: every type zett can read).
     "ZETT_ATTACHMENT_TYPES": None,
+    #: Most attachments one person may upload in 24 hours, and their bytes in total.
+    "ZETT_ATTACHMENT_DAILY_FILES": 200,
+    "ZETT_ATTACHMENT_DAILY_BYTES": 500 * 1024 * 1024,
+    #: Most attachments one message may carry.
+    "ZETT_ATTACHMENTS_PER_MESSAGE": 10,
+    #: OpenTelemetry spans for runs, model calls, tool calls and human waits (read when a
+    #: chat's agent is built; needs the ``otel`` extra).
+    "ZETT_OTEL": False,
+    #: ...with the content: messages, tool arguments and results, error texts.
+    "ZETT_OTEL_CONTENT": False,
+    #: A bearer token that lets a scraper read ``/metrics`` (staff users may without it).
+    "ZETT_METRICS_TOKEN": "",
+    #: Input + output tokens per person per day: ``{"user": N, "anonymous": N,
+    #: "groups": {"<group>": N}}`` (None: no budgets; ``agent_app.budgets``).
+    "ZETT_TOKEN_BUDGETS": None,
 }
 
 

@@ -39,15 +39,17 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from agent_app import conf
 from agent_app.assistants import UnknownAssistant, registry
+from agent_app.attachments.stored import UnknownAttachments, chat_attachment_ids
 from agent_app.backpressure import (
     FELL_BEHIND_CLOSE_CODE,
     buffered_bytes,
     send_buffer_cap,
     transport_of,
 )
+from agent_app.budgets import BudgetExceeded, budget_of
 from agent_app.chat_records import ChatDeleted, was_deleted
-from agent_app.durable.audit import record_reply, record_verdict
 from agent_app.durable.runs import Creator, NothingToReplace
 from agent_app.guard.access import (
     Creation,
@@ -70,7 +72,9 @@ from agent_app.guard.limits import (
 from agent_app.models import ChatSession, RunKind
 from agent_app.protocol.frames import (
     CLIENT_REPLY_NAMES,
+    MAX_ATTACHMENTS,
     STEERING_EVENT,
+    BudgetFrame,
     CancelFrame,
     EditLastFrame,
     ErrorCode,
@@ -93,6 +97,7 @@ from agent_app.protocol.frames import (
     parse_frame,
     steering_refusal,
 )
+from agent_app.sessions.entry import audited_reply, start_run
 from agent_app.sessions.errors import Busy, NotRunning
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
@@ -208,6 +213,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
         live = live_sessions().session(self.session_id)
         self.live = live  # set first: however joining ends, release leaves the session
         await live.join(self, after_seq=_after_seq(self.scope))
+        await self._send_budget()
+
+    async def _send_budget(self) -> None:
+        """The person's token budget of today, for the composer (when one applies)."""
+        assert self.person is not None
+        if not conf.ZETT_TOKEN_BUDGETS:
+            return
+        budget = await database_sync_to_async(budget_of)(self.person)
+        if budget is not None:
+            await self.send_frame(BudgetFrame(**budget.as_dict()))
 
     async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None:
         self._accepted = True
@@ -382,15 +397,34 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if frame.assistant is not None and registry.get(frame.assistant) is None:
             await self._error(ErrorCode.UNKNOWN_ASSISTANT, str(UnknownAssistant(frame.assistant)))
             return
+        attachments: list[str] = []
+        if frame.attachments and (attachments := await self._attachments(frame)) is None:
+            return
         if not self._stored and not await self._store_session(frame.assistant or ""):
             return
         creator = Creator(self.person.user_id, self.person.browser_key or "")
         try:
-            await self.live.start(frame.content, creator)
-        except Busy as busy:
-            await self._error(busy.code, busy.message)
+            await self._start(frame.content, creator, attachments=attachments)
+        except (Busy, BudgetExceeded) as refusal:
+            await self.send_frame(refusal.frame())
         except ChatDeleted:
             await self.chat_deleted()
+
+    async def _attachments(self, frame: UserMessageFrame) -> list[str] | None:
+        """The message's attachment ids if all are this chat's; else say why (None)."""
+        most = min(MAX_ATTACHMENTS, int(conf.ZETT_ATTACHMENTS_PER_MESSAGE))
+        if len(frame.attachments) > most:
+            await self._error(
+                ErrorCode.BAD_FRAME, f"A message can carry at most {most} attachments"
+            )
+            return None
+        try:
+            return await database_sync_to_async(chat_attachment_ids)(
+                self.session_id, frame.attachments
+            )
+        except UnknownAttachments as unknown:
+            await self._error(ErrorCode.BAD_FRAME, str(unknown))
+            return None
 
     async def on_replace_last_turn(self, content: str | None, kind: RunKind) -> None:
         """``regenerate`` (``content`` None) or ``edit_last``: answer the last turn anew."""
@@ -398,13 +432,22 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not await self._account_exists():
             return
         try:
-            await self.live.start(content, kind=kind, replace_last_turn=True)
-        except Busy as busy:
-            await self._error(busy.code, busy.message)
+            await self._start(content, kind=kind, replace_last_turn=True)
+        except (Busy, BudgetExceeded) as refusal:
+            await self.send_frame(refusal.frame())
         except NothingToReplace as nothing:
             await self._error(ErrorCode.BAD_FRAME, str(nothing))
         except ChatDeleted:
             await self.chat_deleted()
+
+    async def _start(self, content: str | None, *args: Any, **kwargs: Any) -> None:
+        """Start a run (``LiveSession.start``) within the person's token budget.
+
+        A session running a run here says so at once, before the budget is asked (which
+        may wait for calls in flight), as ``start`` would; ``start`` still decides.
+        """
+        assert self.live is not None
+        await start_run(self.live, self.person, content, *args, **kwargs)
 
     async def on_history_before(self, frame: HistoryBeforeFrame) -> None:
         assert self.live is not None and self.person is not None
@@ -472,9 +515,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
         correlation = payload.get("tool_call_id")
         correlation_id = correlation if isinstance(correlation, str) else None
 
-        def result(accepted_by: list[str], reason: ReplyReason | None) -> ExternalEventResultFrame:
+        def result(
+            accepted_by: list[str], reason: ReplyReason | None, message: str | None = None
+        ) -> ExternalEventResultFrame:
             return ExternalEventResultFrame(
-                name=name, correlation_id=correlation_id, accepted_by=accepted_by, reason=reason
+                name=name,
+                correlation_id=correlation_id,
+                accepted_by=accepted_by,
+                reason=reason,
+                message=message,
             )
 
         if name not in CLIENT_REPLY_NAMES and name not in registry.reply_names():
@@ -489,21 +538,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self.send_frame(result([], "not_running"))  # an empty chat: nothing waits
                 return
             self._stored = True
-        # The audit row comes first: a reply that cannot be recorded is not acted on. With
-        # no run active it may still answer a paused run's stored question.
-        record = await record_reply(self.session_id, self.live.active_request_id, name, payload)
-        if record is None:
+
+        async def answer(verdict: Verdict) -> None:
+            await self.send_frame(result(verdict.accepted_by, verdict.reason, verdict.detail))
+
+        # The audit row comes first (``audited_reply``): a reply that cannot be recorded is
+        # not acted on. With no run active it may still answer a paused run's stored question.
+        if await audited_reply(self.live, name, payload, answer, self.scope.get("user")) is None:
             await self._error(
                 ErrorCode.INTERNAL, "The reply could not be recorded, so it was not delivered"
             )
             await self.send_frame(result([], ReplyReason.INTERNAL))
-            return
-
-        async def answer(verdict: Verdict) -> None:
-            await self.send_frame(result(verdict.accepted_by, verdict.reason))
-
-        verdict = await self.live.deliver(name, payload, answer)
-        await record_verdict(record, verdict.request_id, verdict.accepted_by)
 
     async def _error(self, code: ErrorCode, message: str) -> None:
         await self.send_frame(ErrorFrame(code=code, message=message))

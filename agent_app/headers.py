@@ -23,7 +23,7 @@ from agent_app import conf
 __all__ = ["DEFAULT_POLICY", "SecurityHeadersMiddleware", "policy_for"]
 
 DEFAULT_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
     "font-src 'self'; connect-src 'self' {sockets}; object-src 'none'; base-uri 'none'; "
     "form-action 'self'; frame-ancestors 'none'"
 )

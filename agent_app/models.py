@@ -69,6 +69,41 @@ class ChatSession(models.Model):
         return self.title or f"Session {str(self.id)[:8]}"
 
 
+def attachment_path(instance: ChatAttachment, filename: str) -> str:
+    """Where an attachment's bytes are stored: named by the app, never by the uploader."""
+    return f"zett-attachments/{instance.session_id}/{instance.pk}"
+
+
+class ChatAttachment(models.Model):
+    """A file attached to a chat, stored through ``STORAGES["default"]``.
+
+    Messages refer to it by id (``UserMessage.attributes["attachments"]``) and never hold
+    its bytes. It belongs to its chat: deleted with it, and its file with it
+    (``agent_app.attachments.stored``). ``uploader`` names the person
+    (``Person.key``) for the daily quota.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="attachments")
+    uploader = models.CharField(max_length=100, editable=False)
+    #: The sanitised name the person gave the file (``agent_app.attachments.names``).
+    name = models.CharField(max_length=200)
+    #: The type sniffed from the bytes, never the client's claim.
+    media_type = models.CharField(max_length=100, editable=False)
+    size = models.PositiveBigIntegerField(editable=False)
+    width = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    height = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    file = models.FileField(upload_to=attachment_path, max_length=300, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["uploader", "created_at"], name="attachment_uploader_time")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.media_type})"
+
+
 class ChatCreation(models.Model):
     """Every chat ever stored, kept after the chat is deleted (``agent_app.chat_records``).
 
@@ -152,6 +187,9 @@ class RunStatus(models.TextChoices):
     RESUMED = "resumed", "resumed"
     #: A paused run whose waits passed their deadline before anyone answered.
     EXPIRED = "expired", "expired"
+    #: Its person's daily token budget ran out: it made no further model call
+    #: (``agent_app.budgets``).
+    BUDGET_EXCEEDED = "budget_exceeded", "budget exceeded"
 
 
 class RunKind(models.TextChoices):
@@ -185,6 +223,9 @@ class ChatRun(models.Model):
     error_message = models.TextField(blank=True)
     #: Token usage summed over the run's model calls.
     usage = models.JSONField(null=True, blank=True)
+    #: The W3C traceparent of the run's span (with tracing on): a continuation run on any
+    #: worker links to it, and its waits' spans are its children.
+    trace_context = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-started_at"]
@@ -195,6 +236,8 @@ class ChatRun(models.Model):
 
 
 class WaitKind(models.TextChoices):
+    #: A question: the ``ask_user`` tool's, or an MCP server's during a tool call
+    #: (``agent_app.agents.elicitation``; its payload says ``source: "mcp"``).
     ASK_USER = "ask_user", "question"
     APPROVAL = "approval", "approval"
 
@@ -295,6 +338,54 @@ class Note(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+class TokenUsage(models.Model):
+    """The tokens one person used on one day: the row every budget check locks.
+
+    ``person`` is ``agent_app.guard.access.Person.key`` (``user:<pk>`` or
+    ``browser:<id>``); ``user`` is set for a signed-in person, for the admin.
+    ``reserved_tokens`` and ``in_flight`` are held by model calls under way (released when
+    each settles, or dropped once ``reserved_until`` has passed: a worker died mid-call).
+    ``agent_app.budgets.ledger`` tells the whole story.
+    """
+
+    person = models.CharField(max_length=100)
+    day = models.DateField()
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="zett_token_usage",
+    )
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    #: Model calls that settled this day.
+    calls = models.PositiveIntegerField(default=0)
+    #: Runs and model calls refused because the budget was used up.
+    refusals = models.PositiveIntegerField(default=0)
+    #: Tokens one call of this person typically costs (carried over from the day before).
+    call_estimate = models.PositiveBigIntegerField(default=0)
+    reserved_tokens = models.PositiveBigIntegerField(default=0)
+    in_flight = models.PositiveIntegerField(default=0)
+    reserved_until = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-day", "person"]
+        verbose_name = "token usage"
+        verbose_name_plural = "token usage"
+        constraints = [
+            models.UniqueConstraint(fields=["person", "day"], name="one_usage_row_per_person_day")
+        ]
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __str__(self) -> str:
+        return f"{self.person} on {self.day}: {self.total_tokens} tokens"
 
 
 class ApiToken(models.Model):

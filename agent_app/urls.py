@@ -1,13 +1,15 @@
-"""Page URLs of the chat app, to ``include()`` under any prefix; the WebSocket route lives in
-``agent_app.routing``.
+"""Page URLs of the chat app and its HTTP API (``agent_app.api.urls``), to ``include()``
+under any prefix; the WebSocket route lives in ``agent_app.routing``.
 
 Signing in and out are the project's business: the pages link to ``settings.LOGIN_URL``
 and post to ``ZETT_LOGOUT_URL``.
 """
 
-from django.urls import path
+from django.urls import include, path
 
 from agent_app import views
+from agent_app.attachments import views as attachment_views
+from agent_app.telemetry.view import metrics_view
 
 app_name = "agent_app"
 
@@ -16,4 +18,17 @@ urlpatterns = [
     path("s/<uuid:session_id>/", views.chat, name="chat"),
     path("s/<uuid:session_id>/rename/", views.rename, name="rename"),
     path("s/<uuid:session_id>/delete/", views.delete, name="delete"),
+    path(
+        "s/<uuid:session_id>/attachments/",
+        attachment_views.upload,
+        name="attachment_upload",
+    ),
+    path(
+        "s/<uuid:session_id>/attachments/<uuid:attachment_id>/",
+        attachment_views.download,
+        name="attachment",
+    ),
+    path("metrics", metrics_view, name="metrics"),
+    # The HTTP API (AG-UI streams, the JSON API for programs): docs/http-api.md.
+    path("api/", include("agent_app.api.urls")),
 ]

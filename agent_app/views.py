@@ -195,6 +195,9 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
                 "socketPath": socket_path(session_id),
                 "renameUrl": reverse("agent_app:rename", kwargs={"session_id": session_id}),
                 "deleteUrl": reverse("agent_app:delete", kwargs={"session_id": session_id}),
+                "attachmentsUrl": reverse(
+                    "agent_app:attachment_upload", kwargs={"session_id": session_id}
+                ),
                 "listUrl": reverse("agent_app:session_list"),
             },
         },

@@ -16,6 +16,8 @@ service is switched on by one variable:
 ``DJANGO_ALLOWED_HOSTS`` comma-separated host names
 ``ZETT_ALLOWED_ORIGINS`` comma-separated ``scheme://host[:port]`` allowed to open sockets
 ``ZETT_REQUIRE_LOGIN``   ``1`` → only signed-in users may chat
+``ZETT_MCP_SERVERS``     site-wide MCP servers, the ``mcpServers`` JSON (docs/mcp.md)
+``ZETT_MCP_ALLOWED_COMMANDS`` comma-separated executables those stdio servers may run
 =======================  ===============================================================
 
 The limits per person (``ZETT_WS_*``, ``ZETT_MAX_CHATS_PER_HOUR``) are described in
@@ -24,6 +26,7 @@ docs/security.md; ``agent_app.checks`` validates them and the other zett setting
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -45,6 +48,17 @@ def _env_bool(name: str, default: bool) -> bool:
     if value in _FALSE:
         return False
     raise ValueError(f"{name} must be one of {sorted(_TRUE | _FALSE)}, got {raw!r}")
+
+
+def _env_json(name: str) -> object:
+    """The variable as JSON (None when unset or empty); unreadable JSON stays text."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
 
 
 def _env_number(name: str, default: str, kind: type[int] | type[float]) -> int | float | str:
@@ -192,6 +206,9 @@ WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
 # Compressed copies, unhashed names: the page's ES modules import each other by relative
 # path, which hashed names would break.
+# Attachments are stored through the default storage: these files on one machine; with
+# several machines, a shared storage (django-storages: S3, GCS, Azure) in STORAGES.
+MEDIA_ROOT = Path(os.environ.get("DJANGO_MEDIA_ROOT") or BASE_DIR / "media")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -241,8 +258,22 @@ ZETT_CONTENT_SECURITY_POLICY = os.environ.get("ZETT_CONTENT_SECURITY_POLICY")
 ZETT_WS_SEND_BUFFER_BYTES = _env_number("ZETT_WS_SEND_BUFFER_BYTES", "1048576", int)
 #: Most chats one person may start in an hour (counted in the database).
 ZETT_MAX_CHATS_PER_HOUR = _env_number("ZETT_MAX_CHATS_PER_HOUR", "60", int)
+#: Site-wide MCP servers: the ``mcpServers`` JSON text (see docs/mcp.md).
+ZETT_MCP_SERVERS = os.environ.get("ZETT_MCP_SERVERS", "")
+if os.environ.get("ZETT_MCP_ALLOWED_COMMANDS", "").strip():
+    ZETT_MCP_ALLOWED_COMMANDS = _env_list("ZETT_MCP_ALLOWED_COMMANDS", "")
 #: Where the frame budgets are shared between worker processes; empty: in each process.
 ZETT_LIMITS_REDIS_URL = os.environ.get("ZETT_LIMITS_REDIS_URL", _REDIS_URL or "")
+#: OpenTelemetry spans (``1``), with content (``ZETT_OTEL_CONTENT=1``): to the global tracer
+#: provider, which the deployment configures (``docs/operations.md``).
+ZETT_OTEL = _env_bool("ZETT_OTEL", default=False)
+ZETT_OTEL_CONTENT = _env_bool("ZETT_OTEL_CONTENT", default=False)
+#: A bearer token for Prometheus scrapers of ``/metrics`` (staff users need none).
+ZETT_METRICS_TOKEN = os.environ.get("ZETT_METRICS_TOKEN", "").strip()
+#: Tokens per person per day (``agent_app.budgets``), as JSON, e.g.
+#: ``{"user": 200000, "anonymous": 20000, "groups": {"staff": null}}``; unset: no budgets.
+#: Text that is not JSON is kept as text, for the system check to name.
+ZETT_TOKEN_BUDGETS = _env_json("ZETT_TOKEN_BUDGETS")
 
 LOGGING = {
     "version": 1,

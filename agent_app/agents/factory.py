@@ -5,7 +5,9 @@ Which model answers is ``agent_app.agents.llm.resolve_model``'s business.
 ``build_agent`` gives each chat one ``Agent`` made from the chat's assistant
 (``agent_app.assistants``): its instructions, model, tools and extensions, plus what the
 app adds to every agent: the ORM persistence, ``ask_user``, the durable approval gate for
-the assistant's ``approval_required`` tools, and tool guidelines. Only the persistence
+the assistant's ``approval_required`` tools, tool guidelines, and attachments (the
+``AttachmentExtension``, and its ``read_attachment`` tool in the chats that hold a
+document). Only the persistence
 extension is the chat's own (it keeps the chat's rows); the reply extensions keep their
 state per session and request, as every extension of an ``Agent`` serving many sessions
 must, so one instance of each (per assistant) serves all chats.
@@ -18,13 +20,20 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 
 from agent_app import conf
+from agent_app.agents import mcp
 from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
 from agent_app.agents.asking import AppAskUserExtension
 from agent_app.assistants import Assistant, registry
+from agent_app.attachments.extension import AttachmentExtension
+from agent_app.attachments.reading import has_documents, read_attachment_file
+from agent_app.attachments.tool import read_attachment_tool
+from agent_app.budgets import BUDGETS
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
+from agent_app.telemetry import extensions_for
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.ask_user import ASK_USER_TOOL_NAME
+from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension
 from zett_agent.model import AgentModel
 
@@ -45,6 +54,25 @@ async def _record_execution(context: AgentRunContext, call: ToolCall) -> None:
 
 
 _GUIDELINES = ToolGuidelinesExtension()
+#: Attachments reach the model from storage, read when each request is built, and only the
+#: files of the chat the run is in (the reader looks them up by the run's session id).
+_READER = database_sync_to_async(read_attachment_file)
+_ATTACHMENTS = AttachmentExtension(_READER)
+
+
+class _ReadAttachmentOffer(AgentExtension):
+    """Offer ``read_attachment`` to the requests of chats that hold a document (one query):
+    other chats' requests, and their tool guidelines, stay as they were."""
+
+    def __init__(self) -> None:
+        self.tool = read_attachment_tool(_READER)
+
+    async def on_tool(self, context: AgentRunContext) -> None:
+        if await database_sync_to_async(has_documents)(context.session_id):
+            context.register_tool(self.tool)
+
+
+_READING = _ReadAttachmentOffer()
 #: The reply extensions of each (assistant, ``ZETT_REPLY_TIMEOUT``) in use (one pair per
 #: assistant in production; tests change the setting), shared by all its chats' agents.
 _REPLY_EXTENSIONS: dict[
@@ -61,9 +89,10 @@ def _reply_extensions(assistant: Assistant) -> tuple[AppAskUserExtension, Confir
             assistant,
             AppAskUserExtension(timeout=timeout or None),
             ConfirmationExtension(
-                frozenset(assistant.approval_required),
+                mcp.approval_names(assistant),
                 timeout=timeout or None,
                 on_execute=_record_execution,
+                settled_elsewhere=mcp.settled_elsewhere,
             ),
         )
     return entry[1], entry[2]
@@ -89,6 +118,7 @@ def describe_wait(session_id: str, call: ToolCall) -> tuple[str, dict[str, Any]]
         return None if payload is None else ("ask_user", payload)
     if call.name in approval.tools_needing_approval:
         tool = next((tool for tool in assistant.get_tools() if tool.name == call.name), None)
+        tool = tool or mcp.approval_tool(assistant, call.name)
         payload = approval.request_payload(call, tool)
         return None if payload is None else (APPROVAL_REQUESTED_EVENT, payload)
     return None
@@ -105,8 +135,13 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
         tools=assistant.get_tools(),
         extensions=[
             OrmPersistenceExtension(),
+            BUDGETS,
             *_reply_extensions(assistant),
+            *mcp.extensions_for(assistant),
             _GUIDELINES,
+            _ATTACHMENTS,
+            _READING,
             *assistant.get_extensions(),
+            *extensions_for(assistant.id),
         ],
     )

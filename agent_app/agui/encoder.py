@@ -25,9 +25,11 @@ approval ends the AG-UI run (``RUN_FINISHED``, interrupt outcome). The answer's
 ``zett.reply_accepted``); the next event of the same zett run (the tool starting, or the wait's
 deadline passing) begins another AG-UI run with the same ``runId``: the zett run goes on
 where it waited. A continuation run (a paused run taken over after a restart) is a new zett
-run: its ``RUN_STARTED`` names the paused one in ``parentRunId``. A run whose end never
-came (its process died unseen) is ended with ``RUN_ERROR`` ``interrupted`` when the next
-run starts.
+run: its ``RUN_STARTED`` names the paused one in ``parentRunId``. It asks again the waits
+it runs with the answers it has: a wait answered already (its ``reply_accepted`` was seen,
+or the caller names it in ``answered``) is only a ``CUSTOM`` event, no interrupt. A run
+whose end never came (its process died unseen) is ended with ``RUN_ERROR``
+``interrupted`` when the next run starts.
 
 **Re-attaching after ``seq`` N** (``after_seq=N``): the encoder is fed the run's frames
 from its ``run_started`` — those numbered up to N to learn where the run stood, the rest to
@@ -75,6 +77,8 @@ _TOKEN_USAGE = {
     "cache_read_tokens": "cachedInputTokens",
     "cache_write_tokens": "cacheWriteInputTokens",
 }
+#: The replies that answer a wait (``reply_accepted.name``).
+_ANSWERS = frozenset({"ask_user_response", "approval_response"})
 _TOOL_RESULTS = frozenset({"tool_completed", "tool_failed", "tool_skipped"})
 _MODEL_ENDS = frozenset({"model_completed", "model_stopped"})
 
@@ -100,9 +104,13 @@ class _Segment:
 class RunEncoder:
     """Encodes the frames of a chat's runs, in order, as AG-UI events (see the module)."""
 
-    def __init__(self, thread_id: str, *, after_seq: int | None = None) -> None:
+    def __init__(
+        self, thread_id: str, *, after_seq: int | None = None, answered: Iterable[str] = ()
+    ) -> None:
         self.thread_id = thread_id
         self.after_seq = after_seq
+        #: Waits (tool call ids) known to be answered: asked again, they are no interrupt.
+        self._answered = set(answered)
         #: The zett run the frames belong to, and the one it continues (if any).
         self.run_id: str | None = None
         self._parent_run_id: str | None = None
@@ -118,6 +126,8 @@ class RunEncoder:
         self._turn_text: str | None = None
         self._last_seq: int | None = None
         self._reattached = after_seq is None
+        #: The start of a ``*_CONTENT`` event's data, by message (``delta_text``).
+        self._content_heads: dict[str, str] = {}
 
     # --- feeding -----------------------------------------------------------------------
 
@@ -142,6 +152,33 @@ class RunEncoder:
             out.append(SseEvent(events[-1], seq))
         return out
 
+    def delta_text(self, seq: int, request_id: str, kind: str, literal: str) -> str | None:
+        """The SSE text of a ``text_delta`` or ``reasoning_delta`` frame (``kind``) whose
+        delta is the JSON string ``literal``, when it becomes one ``*_CONTENT`` event of the
+        message already open — most frames of a run; None for any other case, which
+        ``encode`` then handles. The same text as ``encode`` gives, built without decoding
+        or encoding the delta (the live stream's hot path)."""
+        segment = self._segment
+        if (
+            segment is None
+            or request_id != self.run_id
+            or not self._reattached
+            or (self._last_seq is not None and seq <= self._last_seq)
+            or (self.after_seq is not None and seq <= self.after_seq)
+            or literal == '""'
+        ):
+            return None
+        message_id = segment.text if kind == "text_delta" else segment.reasoning
+        if message_id is None:
+            return None
+        head = self._content_heads.get(message_id)
+        if head is None:
+            name = "TEXT_MESSAGE_CONTENT" if kind == "text_delta" else "REASONING_MESSAGE_CONTENT"
+            empty = SseEvent(_event(name, messageId=message_id, delta="")).encode()
+            head = self._content_heads[message_id] = empty[len("data: ") : -len('""}\n\n')]
+        self._last_seq = seq
+        return f"id: {seq}\ndata: {head}{literal}}}\n\n"
+
     def encode_all(self, frames: Iterable[dict[str, Any]]) -> list[SseEvent]:
         """The events of several frames, in order."""
         return [event for frame in frames for event in self.encode(frame)]
@@ -163,6 +200,11 @@ class RunEncoder:
             event = frame.get("event")
             return self._agent_event(event, seq) if isinstance(event, dict) else []
         if kind == "reply_accepted":
+            payload = frame.get("payload")
+            if frame.get("name") in _ANSWERS and isinstance(payload, dict):
+                answered = payload.get("tool_call_id")
+                if isinstance(answered, str):
+                    self._answered.add(answered)
             if self._segment is None:
                 # The answer to an interrupt: the run's next frame begins the next AG-UI
                 # run (or, for a paused run, its continuation's ``run_started`` does).
@@ -172,7 +214,12 @@ class RunEncoder:
         if kind == "run_failed":
             error = frame.get("error") or {}
             message = error.get("message") if isinstance(error, dict) else None
-            return self._error(ErrorCode.RUN_FAILED, message or "The run failed.")
+            code = (
+                ErrorCode.BUDGET_EXCEEDED
+                if frame.get("status") == ErrorCode.BUDGET_EXCEEDED
+                else ErrorCode.RUN_FAILED
+            )
+            return self._error(code, message or "The run failed.")
         if kind == "run_interrupted":
             code = ErrorCode.EXPIRED if frame.get("status") == "expired" else ErrorCode.INTERRUPTED
             return self._error(code, frame.get("message") or "The run was interrupted.")
@@ -344,8 +391,8 @@ class RunEncoder:
             return [_custom("custom", event)]  # a frame too large kept only the event's type
         out = [_event("CUSTOM", name=name, value=payload)]
         interrupt = interrupt_for(name, payload) if wait_of(name, payload) else None
-        if interrupt is None:
-            return out
+        if interrupt is None or interrupt["id"] in self._answered:
+            return out  # no wait, or one answered already (a continuation asks it again)
         self._announced.add(interrupt["id"])
         return [*out, *self._finish({"type": "interrupt", "interrupts": [interrupt]})]
 

@@ -45,6 +45,24 @@ class ErrorCode(StrEnum):
     INTERRUPTED = "interrupted"
     #: A paused run's questions passed their deadline unanswered.
     EXPIRED = "expired"
+    #: No credentials, or a wrong, revoked or expired API token (HTTP 401).
+    UNAUTHORIZED = "unauthorized"
+    #: The caller may not do this: a cookie POST without its CSRF token, an assistant the
+    #: person may not use (HTTP 403).
+    FORBIDDEN = "forbidden"
+    #: No such thread or chat for this caller: someone else's is not found either (HTTP 404).
+    NOT_FOUND = "not_found"
+    #: No assistant of that id is installed, or the thread belongs to another (HTTP 404).
+    UNKNOWN_ASSISTANT = "unknown_assistant"
+    #: A run of the thread is still going (HTTP 409).
+    BUSY = "busy"
+    #: No run of the thread is going (a cancel; HTTP 409).
+    NOT_RUNNING = "not_running"
+    #: Over a per-person limit: requests, open streams, chats an hour (HTTP 429).
+    RATE_LIMITED = "rate_limited"
+    #: The person's token budget of the day is used up (HTTP 429 before a run; a run that
+    #: passes it mid-way ends in ``RUN_ERROR`` with this code).
+    BUDGET_EXCEEDED = "budget_exceeded"
     #: The server failed handling the request (logged on the server).
     INTERNAL = "internal"
 
@@ -52,12 +70,14 @@ class ErrorCode(StrEnum):
 class AguiError(Exception):
     """A request the AG-UI layer refuses: ``code`` for programs, ``message`` for people."""
 
-    def __init__(self, code: ErrorCode, message: str, *, status: int = 400) -> None:
+    def __init__(self, code: ErrorCode, message: str, *, status: int = 400, **details: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.status = status
+        #: More fields of the JSON body (``resets_at`` of ``budget_exceeded``).
+        self.details = details
 
     def as_dict(self) -> dict[str, str]:
         """The JSON body of the refusal."""
-        return {"code": self.code.value, "message": self.message}
+        return {"code": self.code.value, "message": self.message, **self.details}

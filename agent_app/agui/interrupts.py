@@ -118,6 +118,8 @@ def _answer_schema(payload: dict[str, Any]) -> dict[str, Any]:
             if payload.get("allow_multiple")
             else choice
         )
+    elif isinstance(payload.get("requested_schema"), dict) and _fields(payload) != 1:
+        answer = payload["requested_schema"]  # an MCP server's question of several fields
     else:
         answer = {"type": "string", "minLength": 1}
     return {
@@ -126,6 +128,11 @@ def _answer_schema(payload: dict[str, Any]) -> dict[str, Any]:
         "required": ["answer"],
         "additionalProperties": False,
     }
+
+
+def _fields(payload: dict[str, Any]) -> int:
+    properties = payload["requested_schema"].get("properties")
+    return len(properties) if isinstance(properties, dict) else 0
 
 
 def _approval_schema(payload: dict[str, Any]) -> dict[str, Any]:
@@ -205,6 +212,9 @@ def _answer_reply(where: str, call_id: str, entry: ResumeEntry) -> ExternalEvent
         )
     given = entry.payload
     answer = given.get("answer") if isinstance(given, dict) else given
+    if isinstance(answer, dict):
+        # The fields of an MCP server's question: the reply path checks them against its schema.
+        return ExternalEvent(ASK_USER_RESPONSE, {"tool_call_id": call_id, "answer": answer})
     if isinstance(answer, str):
         texts = [answer]
     elif isinstance(answer, list) and answer and all(isinstance(item, str) for item in answer):

@@ -17,6 +17,7 @@ REFUSAL_CODES = frozenset(
         "type_mismatch",  # the name's extension says one type, the bytes another
         "image_too_large",  # more pixels than the limit (a decompression bomb, or just huge)
         "bad_file",  # the bytes claim a type but are broken: truncated, corrupt, encrypted
+        "quota_exceeded",  # the person's daily count or bytes of attachments is used up
     }
 )
 

@@ -72,47 +72,45 @@ def read_attachment_tool(
         start: Annotated[int, Field(ge=0)] = 0,
         length: Annotated[int, Field(ge=1, le=max_length)] = max_length,
     ) -> ToolResult:
-        """Read part of the text of a file attached to this chat.
+        """Read part of the text of a file attached to this chat, to read on where a cut
+        document's note says.
 
         Args:
             id: The attachment id given in the message the file was attached to.
             start: The first character to read, counting from 0.
             length: How many characters to read.
 
-        Snippet:
-            read_attachment(id="3f2c...", start=20000, length=20000)
-
         Guidelines:
-            - Use when an attached document was cut and you need the part that was not shown.
-            - Continue from where the previous read ended; do not reread what you were shown.
+            - Use when an attached document was cut and you need the part not shown.
+            - Continue from where the previous read ended; do not reread what you saw.
         """
         attachment = await look_up(current_run_context().session_id, id)
         if attachment is None:
             return ToolResult(f"No file with attachment id {id!r} is attached to this chat.", False)
-        if attachment.media_type in IMAGE_TYPES:
-            return ToolResult(
-                f"{attachment.name} is an image; it has no text to read.", success=False
-            )
-        try:
-            document = await asyncio.to_thread(
-                document_text, attachment.data, attachment.media_type, at_least=start + length + 1
-            )
-        except AttachmentRefused as refusal:
-            return ToolResult(f"{attachment.name} could not be read: {refusal}", success=False)
-        text = document.text
-        if start >= len(text) and text:
-            return ToolResult(
-                f"start={start} is past the end: {attachment.name} has {len(text)} characters.",
-                success=False,
-            )
-        end = min(len(text), start + length)
-        header = f"[{attachment.name}: characters {start} to {end}"
-        if document.complete:
-            header += f" of {len(text)}]"
-        else:
-            header += "]"
-        more = f"\n[More follows: continue with start={end}]"
-        ends = end == len(text) and document.complete
-        return ToolResult(header + "\n" + text[start:end] + ("" if ends else more))
+        return await _read_slice(attachment, start, length)
 
     return read_attachment
+
+
+async def _read_slice(attachment: AttachmentFile, start: int, length: int) -> ToolResult:
+    """Characters ``start`` to ``start + length`` of a document's text, with a header."""
+    if attachment.media_type in IMAGE_TYPES:
+        return ToolResult(f"{attachment.name} is an image; it has no text to read.", success=False)
+    try:
+        document = await asyncio.to_thread(
+            document_text, attachment.data, attachment.media_type, at_least=start + length + 1
+        )
+    except AttachmentRefused as refusal:
+        return ToolResult(f"{attachment.name} could not be read: {refusal}", success=False)
+    text = document.text
+    if start >= len(text) and text:
+        return ToolResult(
+            f"start={start} is past the end: {attachment.name} has {len(text)} characters.",
+            success=False,
+        )
+    end = min(len(text), start + length)
+    total = f" of {len(text)}" if document.complete else ""
+    header = f"[{attachment.name}: characters {start} to {end}{total}]"
+    ends = end == len(text) and document.complete
+    more = "" if ends else f"\n[More follows: continue with start={end}]"
+    return ToolResult(header + "\n" + text[start:end] + more)

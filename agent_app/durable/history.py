@@ -7,7 +7,9 @@ before a position. A single message too large for a page is sent cut
 (``content_truncated``); the stored row stays whole.
 
 Each item is the stored message (``message_to_dict``) plus what the row knows beyond it:
-position, request, time, steering/partial/stop reason, usage. The runs of the listed
+position, request, time, steering/partial/stop reason, usage; a user message with files
+also gets their references (``attachments``: ``{id, name, media_type, size, url}``, one
+query a page; the bytes never travel in history). The runs of the listed
 messages come along, so a page can say how each request ended (docs/protocol.md).
 """
 
@@ -17,6 +19,8 @@ import json
 from typing import Any
 
 from agent_app import conf
+from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
+from agent_app.attachments.stored import refs_by_id
 from agent_app.durable.runs import run_item
 from agent_app.durable.store import message_from_row
 from agent_app.durable.waits import pending_items
@@ -104,7 +108,26 @@ def _page(
         used += size
     has_more = len(items) < len(newest)
     items.reverse()
+    _add_attachment_refs(session_id, items)
     return items, has_more
+
+
+def _add_attachment_refs(session_id: str, items: list[dict[str, Any]]) -> None:
+    """Give each user message the references of its attachments (one query a page)."""
+    named = {
+        item["position"]: ids
+        for item in items
+        if item.get("role") == "user"
+        and isinstance(ids := (item.get("attributes") or {}).get(ATTACHMENTS_ATTRIBUTE), list)
+        and ids
+    }
+    if not named:
+        return
+    refs = refs_by_id(session_id, [value for ids in named.values() for value in ids])
+    for item in items:
+        ids = named.get(item["position"])
+        if ids:
+            item["attachments"] = [refs[str(value)] for value in ids if str(value) in refs]
 
 
 def _runs_of(
@@ -157,6 +180,13 @@ def snapshot(session_id: str, *, active_request_id: str | None) -> dict[str, Any
         "usage": _usage(session.input_tokens, session.output_tokens),
         "stored_last_seq": session.last_event_seq,
     }
+
+
+def bare_snapshot(session_id: str) -> dict[str, Any]:
+    """A ``session`` frame's ``stored_last_seq`` alone: for a subscriber that reads only
+    the run's frames (an AG-UI event stream), not the history."""
+    stored = ChatSession.objects.filter(pk=session_id).values_list("last_event_seq", flat=True)
+    return {"stored_last_seq": stored.first() or 0}
 
 
 def _usage(input_tokens: int, output_tokens: int) -> dict[str, int]:

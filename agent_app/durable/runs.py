@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.utils import timezone
 
+from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
+from agent_app.attachments.stored import attachment_refs
 from agent_app.chat_records import ChatDeleted, creator_key, record_creation, was_deleted
 from agent_app.durable.sequence import SEQ_BLOCK
 from agent_app.durable.statements import insert, update
@@ -94,6 +96,8 @@ class Begun:
     superseded_from: int | None = None
     #: The history the run starts from, its user message last (None for a continuation).
     history: list[AnyMessage] | None = None
+    #: References of the user message's attachments (``attachment_ref``).
+    attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _lock_session(
@@ -138,6 +142,7 @@ def begin_run(
     resumed_from: str = "",
     replace_last_turn: bool = False,
     refuse_stale: bool = False,
+    attachments: Sequence[str] = (),
 ) -> Begun:
     """Store the session if new, the run, the user's message and a ``seq`` block.
 
@@ -163,7 +168,7 @@ def begin_run(
         version, reserved = bumped.history_version, bumped.seq_reserved
         if title and not bumped.title:
             ChatSession.objects.filter(pk=session_id, title="").update(title=title)
-        superseded_from, message = _message_of(session_id, content, replace_last_turn)
+        superseded_from, message = _message_of(session_id, content, replace_last_turn, attachments)
         _store_run(session_id, request_id, kind, resumed_from, worker, now)
         position = None
         if message is not None:
@@ -178,21 +183,36 @@ def begin_run(
     # What the run starts from, read while this thread knows the version it just wrote.
     history = restore_history(session_id, version=version) if message is not None else None
     block = (reserved - SEQ_BLOCK + 1, reserved)
-    return Begun(
-        position, now, block, message=message, superseded_from=superseded_from, history=history
-    )
+    refs = attachment_refs(session_id, _attachment_ids(message))
+    return Begun(position, now, block, message, superseded_from, history, refs)
 
 
 def _message_of(
-    session_id: str, content: str | None, replace_last_turn: bool
+    session_id: str, content: str | None, replace_last_turn: bool, attachments: Sequence[str]
 ) -> tuple[int | None, UserMessage | None]:
     """``(superseded_from, message)``: the user message a run starts with (None: a
     continuation); ``replace_last_turn`` supersedes the last turn first and, with
-    ``content`` None, asks its message again."""
+    ``content`` None, asks its message again; an edit keeps the replaced message's files."""
     if replace_last_turn:
         superseded_from, replaced = _supersede_last_turn(session_id)
-        return superseded_from, UserMessage(content) if content is not None else replaced
-    return None, UserMessage(content) if content is not None else None
+        if content is None:
+            return superseded_from, replaced
+        return superseded_from, UserMessage(
+            content, attributes=_with_files(_attachment_ids(replaced))
+        )
+    return None, UserMessage(
+        content, attributes=_with_files(attachments)
+    ) if content is not None else None
+
+
+def _with_files(ids: Sequence[str]) -> dict[str, Any]:
+    """A new message's attributes: the ids of its attachments, if it has any."""
+    return {ATTACHMENTS_ATTRIBUTE: list(ids)} if ids else {}
+
+
+def _attachment_ids(message: UserMessage | None) -> list[str]:
+    ids = message.attributes.get(ATTACHMENTS_ATTRIBUTE) if message is not None else None
+    return [str(value) for value in ids] if isinstance(ids, list) else []
 
 
 def _store_session(session_id: str, creator: Creator, title: str) -> None:
@@ -258,6 +278,7 @@ def end_run(
     error: tuple[str, str] | None = None,
     usage: dict[str, int] | None = None,
     rows: list[tuple[AnyMessage, RowMeta]] | None = None,
+    trace_context: str = "",
 ) -> None:
     """Record how a run ended, and the last ``seq`` its session sent.
 
@@ -273,6 +294,8 @@ def end_run(
         fields["error_type"], fields["error_message"] = error
     if usage:
         fields["usage"] = usage
+    if trace_context:  # a traced run's traceparent (``agent_app.telemetry.context``)
+        fields["trace_context"] = trace_context
     db = connections[DEFAULT_DB_ALIAS]
     bumped = None
     with transaction.atomic():

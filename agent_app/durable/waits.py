@@ -31,6 +31,7 @@ from agent_app.durable import statements
 from agent_app.models import ChatRun, ReplyWait, RunStatus, WaitKind, WaitStatus
 from agent_app.protocol.frames import ReplyReason
 from agent_app.protocol.text import cut_strings, encode_frame
+from zett_agent.extensions import form_answers
 from zett_agent.extensions.approval import digest_of
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "Claim",
     "claim",
     "digest_of",
+    "elicitation_answer",
+    "is_mcp_question",
     "mark",
     "pending_items",
     "record_wait",
@@ -48,9 +51,15 @@ __all__ = [
 
 ASK_USER_EVENT = "ask_user"
 APPROVAL_EVENT = "approval_requested"
+ASK_USER_RESPONSE = "ask_user_response"
+#: The older name of an MCP question's reply, still taken for one (``elicitation_answer``).
+ELICITATION_RESPONSE_ALIAS = "mcp_elicitation_response"
 #: The replies a stored wait can take.
-RESPONSE_EVENTS = frozenset({"ask_user_response", "approval_response"})
-_KINDS = {ASK_USER_EVENT: WaitKind.ASK_USER, APPROVAL_EVENT: WaitKind.APPROVAL}
+RESPONSE_EVENTS = frozenset({ASK_USER_RESPONSE, "approval_response", ELICITATION_RESPONSE_ALIAS})
+_KINDS = {
+    ASK_USER_EVENT: WaitKind.ASK_USER,
+    APPROVAL_EVENT: WaitKind.APPROVAL,
+}
 #: Largest payload a pending wait is listed with, in bytes of JSON: a session's frame
 #: stays far under the frame limit however much a question or an approval holds.
 PENDING_PAYLOAD_BUDGET = 48 * 1024
@@ -69,13 +78,24 @@ def wait_kind(event_name: str | None, payload: Any) -> WaitKind | None:
 
 
 def record_wait(
-    session_id: str, request_id: str, event_name: str, payload: dict[str, Any]
+    session_id: str,
+    request_id: str,
+    event_name: str,
+    payload: dict[str, Any],
+    *,
+    trace_context: str = "",
 ) -> dict[str, Any] | None:
-    """Store the wait an event announces; return the reply if one is already known."""
+    """Store the wait an event announces; return the reply if one is already known.
+
+    ``trace_context``: the traced run's traceparent, stored with the run in the same
+    transaction (whoever continues the run, or ends the wait, finds it there).
+    """
     kind = _KINDS[event_name]
     tool_call_id = payload["tool_call_id"]
     expires_at = _deadline(payload.get("expires_at"))
     with transaction.atomic():
+        if trace_context:
+            statements.update(ChatRun, {"trace_context": trace_context}, request_id=request_id)
         existing = (
             ReplyWait.objects.select_for_update()
             .filter(session_id=session_id, tool_call_id=tool_call_id, status__in=LIVE_STATUSES)
@@ -140,6 +160,8 @@ class Claim:
     #: None too: whether that is ``stale`` depends on whether a run is active).
     reason: ReplyReason | None
     wait: ReplyWait | None = None
+    #: Why, in words, when the reason alone does not say it (an ``invalid`` answer).
+    detail: str | None = None
 
 
 def claim(session_id: str, name: str, payload: dict[str, Any]) -> Claim:
@@ -165,10 +187,14 @@ def claim(session_id: str, name: str, payload: dict[str, Any]) -> Claim:
         and wait.expires_at <= timezone.now()
     ):
         return Claim(ReplyReason.EXPIRED)
-    if wait.status != WaitStatus.OPEN or wait.response_event != name:
+    mcp = is_mcp_question(wait.payload)
+    takes = {ASK_USER_RESPONSE, ELICITATION_RESPONSE_ALIAS} if mcp else {wait.response_event}
+    if wait.status != WaitStatus.OPEN or name not in takes:
         return Claim(ReplyReason.STALE)
     if wait.kind == WaitKind.APPROVAL and not _digest_matches(wait, payload):
         return Claim(ReplyReason.MISMATCH)
+    if mcp and (problem := _question_refuses(wait, payload)) is not None:
+        return Claim(ReplyReason.INVALID, detail=problem)
     won = ReplyWait.objects.filter(pk=wait.pk, status=WaitStatus.OPEN).update(
         status=WaitStatus.ANSWERED, reply=payload, answered_at=timezone.now()
     )
@@ -194,6 +220,38 @@ def resumption(session_id: str) -> tuple[list[tuple[str, dict[str, Any]]], dict[
         elif wait.status == WaitStatus.OPEN and wait.expires_at is not None:
             deadlines[wait.tool_call_id] = wait.expires_at
     return replies, deadlines
+
+
+#: How an MCP question may be answered.
+ELICITATION_ACTIONS = form_answers.ACTIONS
+#: The ``source`` of an ``ask_user`` event that stands for an MCP server's question.
+MCP_SOURCE = "mcp"
+#: An ``ask_user_response`` read as an MCP question's ``{action, content}`` (or ValueError).
+elicitation_answer = form_answers.read_answer
+single_field = form_answers.single_field
+
+
+def is_mcp_question(payload: Any) -> bool:
+    """Whether an ``ask_user`` payload (or a stored wait's) is an MCP server's question."""
+    return isinstance(payload, dict) and payload.get("source") == MCP_SOURCE
+
+
+def valid_elicitation_reply(payload: dict[str, Any], schema: Any) -> bool:
+    """Whether ``payload`` answers an MCP question asked with ``schema``."""
+    try:
+        elicitation_answer(payload, schema)
+    except ValueError:
+        return False
+    return True
+
+
+def _question_refuses(wait: ReplyWait, payload: dict[str, Any]) -> str | None:
+    """Why ``payload`` does not answer an MCP question (None when it does)."""
+    try:
+        elicitation_answer(payload, (wait.payload or {}).get("requested_schema"))
+    except ValueError as error:
+        return str(error)
+    return None
 
 
 def _digest_matches(wait: ReplyWait, payload: dict[str, Any]) -> bool:

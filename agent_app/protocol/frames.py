@@ -44,6 +44,7 @@ from agent_app.protocol.text import (
 
 __all__ = [
     "CLIENT_REPLY_NAMES",
+    "MAX_ATTACHMENTS",
     "MAX_CONTENT_BYTES",
     "MAX_DEPTH",
     "MAX_FRAME_BYTES",
@@ -51,6 +52,8 @@ __all__ = [
     "STEERING_EVENT",
     "TOOL_RESULT_KEEP",
     "AgentEventFrame",
+    "BudgetExceededFrame",
+    "BudgetFrame",
     "CancelFrame",
     "EditLastFrame",
     "ErrorCode",
@@ -81,6 +84,9 @@ __all__ = [
 
 #: Largest user text (``user_message`` / ``steer`` content), in UTF-8 bytes.
 MAX_CONTENT_BYTES = 32 * 1024
+#: Most attachment ids one ``user_message`` may name (``ZETT_ATTACHMENTS_PER_MESSAGE`` may
+#: lower it).
+MAX_ATTACHMENTS = 20
 #: Largest inbound frame, in UTF-8 bytes.
 MAX_FRAME_BYTES = 256 * 1024
 #: Deepest nesting of arrays and objects in an inbound frame (the frame object is level 1).
@@ -93,7 +99,9 @@ STEERING_EVENT = "steering_message"
 #: declare as answered by the user. Any other name (``internal_message``: an instruction
 #: from the application itself) is refused with reason ``not_allowed``, unless an assistant
 #: declares it (``Assistant.reply_names``) or ``ZETT_CLIENT_REPLY_NAMES`` lists it.
-CLIENT_REPLY_NAMES = frozenset({"ask_user_response", "approval_response", STEERING_EVENT})
+CLIENT_REPLY_NAMES = frozenset(
+    {"ask_user_response", "approval_response", "mcp_elicitation_response", STEERING_EVENT}
+)
 
 
 class ErrorCode(StrEnum):
@@ -108,6 +116,7 @@ class ErrorCode(StrEnum):
     FORBIDDEN = "forbidden"
     UNKNOWN_ASSISTANT = "unknown_assistant"
     RATE_LIMITED = "rate_limited"
+    BUDGET_EXCEEDED = "budget_exceeded"
     INTERNAL = "internal"
 
 
@@ -179,6 +188,11 @@ class UserMessageFrame(_Inbound):
     content: NonBlank
     #: The assistant a new chat talks to (``agent_app.assistants``); ignored once stored.
     assistant: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    #: Ids of files uploaded to this chat (``POST .../attachments/``), sent with the text.
+    attachments: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=64)]],
+        Field(max_length=MAX_ATTACHMENTS),
+    ] = []
 
 
 class ExternalEventFrame(_Inbound):
@@ -455,6 +469,8 @@ class RunStartedFrame(OutboundFrame):
     #: For ``regenerate``/``edit``: where the superseded turn began; pages drop it.
     superseded_from: int | None = None
     created_at: str
+    #: References of the message's attachments: ``{id, name, media_type, size, url}``.
+    attachments: list[dict[str, Any]] = []
 
 
 class AgentEventFrame(OutboundFrame):
@@ -507,6 +523,15 @@ class ExternalEventResultFrame(OutboundFrame):
     accepted_by: list[str]
     #: Why nobody took it; None when accepted.
     reason: ReplyReason | None = None
+    #: The same in words, when the reason alone does not say it (an ``invalid`` answer to
+    #: an MCP server's question); the key is left out otherwise.
+    message: str | None = None
+
+    def dump(self) -> dict[str, Any]:
+        data = super().dump()
+        if data["message"] is None:
+            del data["message"]
+        return data
 
 
 class ErrorFrame(OutboundFrame):
@@ -515,6 +540,26 @@ class ErrorFrame(OutboundFrame):
     type: Literal["error"] = "error"
     code: ErrorCode
     message: str
+
+
+class BudgetExceededFrame(ErrorFrame):
+    """``error`` ``budget_exceeded``: the person's daily token budget is used up
+    (``agent_app.budgets``); ``resets_at`` says when it is whole again."""
+
+    code: ErrorCode = ErrorCode.BUDGET_EXCEEDED
+    resets_at: str
+    limit: int
+    used: int
+
+
+class BudgetFrame(OutboundFrame):
+    """The person's token budget of today, sent on connect when one applies."""
+
+    type: Literal["budget"] = "budget"
+    limit: int
+    used: int
+    remaining: int
+    resets_at: str
 
 
 class PongFrame(OutboundFrame):

@@ -15,13 +15,14 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
-from agent_app.durable.history import snapshot
+from agent_app.durable.history import bare_snapshot, snapshot
 from agent_app.protocol.frames import encode_frame
 from agent_app.sessions.fanout import Feed, Subscriber
 from agent_app.sessions.follower import Follower
 from agent_app.sessions.replies import ReplyDesk
 from agent_app.sessions.run import Run
 from agent_app.sessions.settling import Settler
+from agent_app.telemetry import metrics
 
 __all__ = ["Door", "DoorHost"]
 
@@ -52,30 +53,41 @@ class Door:
         #: Sockets between ``session()`` and the end of ``join``.
         self.joining = 0
 
-    async def join(self, subscriber: Subscriber, after_seq: int | None = None) -> None:
-        """Send ``session`` (and the active run's frames after ``after_seq``); then live."""
+    async def join(
+        self, subscriber: Subscriber, after_seq: int | None = None, *, history: bool = True
+    ) -> None:
+        """Send ``session`` (and the active run's frames after ``after_seq``); then live.
+
+        ``history=False``: the ``session`` frame carries only the active run and
+        ``last_seq`` (a subscriber that reads runs, not the conversation: an AG-UI stream).
+        """
         ready: list[str] = []
         self.joining += 1
         try:
-            await self._enter(subscriber, after_seq, ready)
+            await self._enter(subscriber, after_seq, ready, history)
         finally:
             self.joining -= 1
             self.host.check_idle()
         for paused in ready:
             await self.host.replies.resume(paused)
 
-    async def _enter(self, subscriber: Subscriber, after_seq: int | None, ready: list[str]) -> None:
+    async def _enter(
+        self, subscriber: Subscriber, after_seq: int | None, ready: list[str], history: bool
+    ) -> None:
         host = self.host
         feed, follower = host.feed, host.follower
         async with feed.lock:
             await follower.follow()
             if host.run is None and follower.remote is None:
                 ready.extend(await host.settler.settle())
-            frame = await self._session_frame()
+            frame = await self._session_frame(history)
             await subscriber.send_text(encode_frame(frame))
             if host.run is not None:
+                replayed = 0
                 for text in feed.replay.frames_after(after_seq):
                     await subscriber.send_text(text)
+                    replayed += 1
+                metrics.replayed(replayed)
             elif follower.remote is not None:
                 await follower.replay_to(subscriber, after_seq)
             elif frame["last_seq"] > feed.last_seq:
@@ -84,11 +96,16 @@ class Door:
                 feed.floors[subscriber] = frame["last_seq"]
             feed.sockets.append(subscriber)
 
-    async def _session_frame(self) -> dict[str, Any]:
+    async def _session_frame(self, history: bool = True) -> dict[str, Any]:
         """The ``session`` frame: the stored state, the active run, the last ``seq``."""
         host = self.host
         active = host.active_request_id
-        state = await database_sync_to_async(snapshot)(host.session_id, active_request_id=active)
+        if history:
+            state = await database_sync_to_async(snapshot)(
+                host.session_id, active_request_id=active
+            )
+        else:
+            state = await database_sync_to_async(bare_snapshot)(host.session_id)
         stored_last = state.pop("stored_last_seq")
         return {
             "type": "session",

@@ -205,6 +205,7 @@ class Follower:
                 message.get("request_id"),
                 list(message.get("accepted_by") or []),
                 None if reason is None else ReplyReason(reason),
+                message.get("detail"),
             )
             given.append(verdict)
             await answer(verdict)
@@ -244,6 +245,7 @@ class Follower:
                         "request_id": verdict.request_id,
                         "accepted_by": verdict.accepted_by,
                         "reason": verdict.reason,
+                        "detail": verdict.detail,
                     }
                     await bus.answer(reply_to, ticket, body)
 

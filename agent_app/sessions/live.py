@@ -60,7 +60,7 @@ import asyncio
 import functools
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
@@ -143,14 +143,14 @@ class LiveSession:
 
     # --- sockets -----------------------------------------------------------------------
 
-    async def join(self, subscriber: Subscriber, after_seq: int | None = None) -> None:
-        """Send ``session`` (and the active run's frames after ``after_seq``); then live
-        (``Door.join``).
-
-        Call it right after ``LiveSessions.session()``, with no await in between: from
-        here until it returns the session counts as watched, so it is not dropped.
+    async def join(
+        self, subscriber: Subscriber, after_seq: int | None = None, *, history: bool = True
+    ) -> None:
+        """``session`` (no conversation if not ``history``), the run's frames after
+        ``after_seq``, then live (``Door.join``). Call it right after ``session()``, with no
+        await in between: from there until it returns the session is watched, not dropped.
         """
-        await self.door.join(subscriber, after_seq)
+        await self.door.join(subscriber, after_seq, history=history)
 
     def leave(self, subscriber: Subscriber) -> None:
         """Stop sending to ``subscriber``; the run (if any) goes on."""
@@ -173,13 +173,15 @@ class LiveSession:
         kind: str = RunKind.MESSAGE,
         resumed_from: str | None = None,
         replace_last_turn: bool = False,
+        attachments: Sequence[str] = (),
     ) -> str:
         """Store and start a request; ``Busy`` if one runs (here or on another worker).
 
         ``content`` is the user's message. ``replace_last_turn`` (``regenerate``, ``edit``)
         supersedes the last turn first and, with ``content`` None, asks its message again
         (``NothingToReplace`` when there is none). ``resumed_from`` (``content`` None)
-        continues that paused run instead (``agent_app.sessions.replies``).
+        continues that paused run instead (``agent_app.sessions.replies``). ``attachments``:
+        ids of the chat's attachments the message refers to (checked by the caller).
         """
         if self._run is not None:
             raise Busy(self._run.request_id)
@@ -199,6 +201,7 @@ class LiveSession:
                     kind=kind,
                     resumed_from=resumed_from or "",
                     replace_last_turn=replace_last_turn,
+                    attachments=list(attachments),
                 )
                 await run.announce(begun)
         except BaseException:

@@ -36,6 +36,7 @@ from agent_app.protocol.frames import ReplyReason, encode_frame
 from agent_app.sessions.errors import Busy
 from agent_app.sessions.fanout import Feed
 from agent_app.sessions.run import Run
+from agent_app.telemetry.waits import replier, wait_ended
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.external import ExternalEvent
 
@@ -44,7 +45,12 @@ __all__ = ["ReplyDesk", "Verdict"]
 logger = logging.getLogger(__name__)
 
 #: The extension that takes each kind of stored wait's reply (as ``accepted_by`` says).
-_TAKER = {WaitKind.ASK_USER: "AskUserExtension", WaitKind.APPROVAL: "ConfirmationExtension"}
+_TAKER = {
+    WaitKind.ASK_USER: "AskUserExtension",
+    WaitKind.APPROVAL: "ConfirmationExtension",
+}
+#: The extension that takes an MCP server's question (an ``ask_user`` wait of ``source`` mcp).
+_MCP_TAKER = "MCPElicitationExtension"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +60,8 @@ class Verdict:
     request_id: str | None
     accepted_by: list[str]
     reason: ReplyReason | None = None
+    #: Why, in words, when the reason alone does not say it (``external_event_result.message``).
+    detail: str | None = None
 
 
 Answer = Callable[[Verdict], Awaitable[None]]
@@ -112,6 +120,7 @@ class ReplyDesk:
                 verdict = self._to_waiting_run(host.agent, run, name, payload)
                 if verdict is not None and payload.get("tool_call_id") in run.waits:
                     answered = payload["tool_call_id"]
+            claimed = verdict is None
             if verdict is None:
                 verdict, resume_from = await self._to_stored_wait(name, payload)
             await _tell_replier(answer, verdict)
@@ -125,6 +134,14 @@ class ReplyDesk:
                 database_sync_to_async(waits.mark)(
                     host.session_id, answered, WaitStatus.ANSWERED, payload
                 )
+            )
+        if answered is not None or (verdict.accepted_by and claimed):
+            await wait_ended(
+                host.session_id,
+                payload["tool_call_id"],
+                None,
+                reply=payload,
+                answered_by=replier.get(),
             )
         if resume_from is not None:
             await self.resume(resume_from)
@@ -163,8 +180,12 @@ class ReplyDesk:
             reason = claim.reason if claim is not None else None
             if reason is None:
                 reason = ReplyReason.STALE if running else ReplyReason.NOT_RUNNING
-            return Verdict(running, [], reason), None
-        taker = _TAKER[WaitKind(claim.wait.kind)]
+            return Verdict(running, [], reason, claim.detail if claim else None), None
+        taker = (
+            _MCP_TAKER
+            if waits.is_mcp_question(claim.wait.payload)
+            else _TAKER[WaitKind(claim.wait.kind)]
+        )
         if running is not None:
             return Verdict(running, [taker]), None  # the run takes it when it gets there
         return Verdict(claim.wait.request_id, [taker]), claim.wait.request_id

@@ -105,6 +105,7 @@ def test_the_chat_page_of_a_new_id_is_an_empty_chat(client):
         "socketPath": f"/ws/sessions/{session_id}/",
         "renameUrl": f"/s/{session_id}/rename/",
         "deleteUrl": f"/s/{session_id}/delete/",
+        "attachmentsUrl": f"/s/{session_id}/attachments/",
         "listUrl": "/",
     }
     assert "<title>New chat · zett</title>" in response.content.decode()
@@ -132,6 +133,7 @@ def test_the_chat_page_hands_its_session_and_socket_path_to_the_script(client):
         "socketPath": f"/ws/sessions/{session.pk}/",
         "renameUrl": f"/s/{session.pk}/rename/",
         "deleteUrl": f"/s/{session.pk}/delete/",
+        "attachmentsUrl": f"/s/{session.pk}/attachments/",
         "listUrl": "/",
     }
     assert "<title>Groceries · zett</title>" in page

@@ -70,12 +70,15 @@ async def test_the_bearer_header_reaches_the_server(http):
     ]
 
 
-async def test_a_refused_bearer_is_a_clear_connection_error(http):
+async def test_a_refused_bearer_is_a_clear_connection_error_at_once(http):
+    """A 401 is not an unreachable server: the caller hears it now, not after
+    ``connect_timeout``, and the next call tries again once."""
     async with MCPServer(
-        "notes", url=http.url, headers={"Authorization": "Bearer nobody"}, connect_timeout=3
+        "notes", url=http.url, headers={"Authorization": "Bearer nobody"}, connect_timeout=60
     ) as server:
-        with pytest.raises(MCPConnectionError, match="'notes'"):
-            await server.tools()
+        for _ in range(2):
+            with pytest.raises(MCPConnectionError, match=r"'notes' refused .*\(HTTP 401\)"):
+                await asyncio.wait_for(server.tools(), 20)  # far under connect_timeout
     assert calls_in(http.log) == []
 
 
@@ -148,19 +151,17 @@ async def test_the_server_killed_and_restarted_mid_session_the_next_call_works(o
     ]
 
 
-def answering(*replies):
-    """An on_event hook that answers each mcp_elicitation with the next reply payload(s)."""
+def answering(*replies, name="ask_user_response", key="tool_call_id"):
+    """An on_event hook that answers each question (an ``ask_user`` event) with the next
+    reply payload(s), sent as ``name`` and correlated by ``key``."""
     verdicts = []
     questions = []
 
     def on_event(agent, config, event):
-        if event.type is T.CUSTOM and event.name == "mcp_elicitation":
+        if event.type is T.CUSTOM and event.name == "ask_user":
             questions.append(event)
             for payload in replies[len(questions) - 1]:
-                reply = ExternalEvent(
-                    "mcp_elicitation_response",
-                    {"elicitation_id": event.payload["elicitation_id"], **payload},
-                )
+                reply = ExternalEvent(name, {key: event.payload[key], **payload})
                 verdicts.append(agent.emit_external_event(reply, config=config))
 
     return on_event, questions, verdicts
@@ -170,9 +171,9 @@ def answering(*replies):
 async def test_an_elicitation_is_answered_through_an_external_event(http, mode):
     on_event, questions, verdicts = answering(
         [
-            {"action": "accept", "content": {"wrong": "field"}},  # refused: schema mismatch
-            {"action": "maybe"},  # refused: no such action
-            {"action": "accept", "content": {"reason": "spring cleaning"}},
+            {"answer": {"wrong": "field"}},  # refused: schema mismatch
+            {"answer": "x", "action": "maybe"},  # refused: no such action
+            {"answer": "spring cleaning"},  # the schema's single field
         ]
     )
     async with MCPServer("notes", url=http.url, headers=bearer_of_person, mode=mode) as server:
@@ -185,8 +186,12 @@ async def test_an_elicitation_is_answered_through_an_external_event(http, mode):
     (question,) = questions
     assert isinstance(question, MCPElicitationEvent)
     assert question.question == "Why delete everything?"
-    assert question.payload["tool_call_id"] == "del-1"
-    assert question.payload["tool_name"] == "notes__delete_all"
+    payload = question.payload
+    assert (payload["options"], payload["allow_multiple"]) == (None, False)
+    assert payload["response_event"] == "ask_user_response"
+    assert payload["tool_call_id"].startswith("del-1.mcp-")
+    assert (payload["source"], payload["call_id"]) == ("mcp", "del-1")
+    assert payload["tool"] == "notes__delete_all"
     assert question.requested_schema["properties"]["reason"]["type"] == "string"
     assert verdicts == [[], [], ["notes"]]
     (result,) = tool_results(events)
@@ -194,7 +199,10 @@ async def test_an_elicitation_is_answered_through_an_external_event(http, mode):
 
 
 async def test_a_declined_elicitation_is_told_to_the_server(http):
-    on_event, _, verdicts = answering([{"action": "decline"}])
+    # The older reply name, correlated by elicitation_id, is still taken.
+    on_event, _, verdicts = answering(
+        [{"action": "decline"}], name="mcp_elicitation_response", key="elicitation_id"
+    )
     async with MCPServer("notes", url=http.url, headers=bearer_of_person) as server:
         events, _ = await run_calls(
             {"extensions": [server]},

@@ -5,15 +5,19 @@ The seam is one callback, ``MCPServer(elicitation=callback)``: it receives an
 schema) and returns an ``ElicitationAnswer`` (``accept`` with content, ``decline`` or
 ``cancel``). An application with durable questions plugs its own callback in here.
 
-Without a callback, an ``MCPServer`` passed in ``extensions=`` answers through an external
-wait, exactly like ``ask_user``: it emits an ``MCPElicitationEvent`` (CUSTOM event
-``mcp_elicitation``) and waits for an ``mcp_elicitation_response`` external event whose
-``elicitation_id`` matches, sent with ``Agent.emit_external_event``. The reply's payload is
-``{"elicitation_id", "action", "content"}``; a reply whose action is unknown, or whose
-accepted content does not match the requested schema, is refused (``emit_external_event``
-answers ``[]``) and the question stays open. ``elicitation_timeout`` gives each question a
-deadline (the event's ``expires_at``); a question nobody answers in time is answered
-``cancel``, and so is one whose request is cancelled. Servers handed out as tools only
+Without a callback, an ``MCPServer`` passed in ``extensions=`` asks an ``ask_user``
+question: it emits an ``MCPElicitationEvent`` (CUSTOM event ``ask_user`` with the standard
+fields — ``tool_call_id`` is the question's own id, ``<call id>.mcp-<hex>``, ``question``
+the server's message — plus ``source: "mcp"``, ``call_id``, ``tool``, ``server`` and
+``requested_schema``) and waits for an ``ask_user_response`` external event whose
+``tool_call_id`` matches, sent with ``Agent.emit_external_event``. The reply's payload is
+read by ``zett_agent.extensions.form_answers`` (``{tool_call_id, answer, action?}``); the
+older ``mcp_elicitation_response`` ``{elicitation_id, action, content}`` is taken too. A
+reply that answers nothing (an unknown action, content the schema refuses) is refused
+(``emit_external_event`` answers ``[]``) and the question stays open.
+``elicitation_timeout`` gives each question a deadline (the event's ``expires_at``); a
+question nobody answers in time is answered ``cancel``, and so is one whose request is
+cancelled. Servers handed out as tools only
 (``await server.tools()``) without a callback decline every elicitation: nobody could
 answer it.
 """
@@ -26,10 +30,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-import jsonschema
 import mcp_types as types
 
 from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.extensions import form_answers
 from zett_agent.extensions.external import (
     ExternalEvent,
     ExternalEventExpired,
@@ -54,9 +58,12 @@ __all__ = [
     "MCPElicitationEvent",
 ]
 
-ELICITATION_EVENT = "mcp_elicitation"
-ELICITATION_RESPONSE_EVENT = "mcp_elicitation_response"
-ACTIONS = ("accept", "decline", "cancel")
+#: The CUSTOM event a question is (an ``ask_user``), and the replies it takes.
+ELICITATION_EVENT = "ask_user"
+ELICITATION_RESPONSE_EVENT = "ask_user_response"
+#: The older name of the reply, still taken (correlated by ``elicitation_id``).
+ELICITATION_RESPONSE_ALIAS = "mcp_elicitation_response"
+ACTIONS = form_answers.ACTIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +99,8 @@ ElicitationCallback = Callable[[ElicitationRequest], Awaitable[ElicitationAnswer
 
 
 class MCPElicitationEvent(AgentEvent):
-    """CUSTOM event ``mcp_elicitation``: show the question; reply with ``response_event``."""
+    """CUSTOM event ``ask_user`` of ``source`` mcp: show the question (the schema's fields
+    when the client can), reply with ``response_event``."""
 
     def __init__(
         self,
@@ -104,13 +112,17 @@ class MCPElicitationEvent(AgentEvent):
     ) -> None:
         payload: dict[str, Any] = {
             "session_id": session_id,
-            "elicitation_id": elicitation_id,
-            "tool_call_id": request.tool_call_id,
-            "server": request.server,
-            "tool_name": request.tool_name,
-            "message": request.message,
-            "requested_schema": request.requested_schema,
+            "tool_call_id": elicitation_id,
+            "question": request.message,
+            "options": form_answers.options_of(request.requested_schema),
+            "allow_multiple": False,
             "response_event": ELICITATION_RESPONSE_EVENT,
+            "source": "mcp",
+            "elicitation_id": elicitation_id,
+            "call_id": request.tool_call_id,
+            "tool": request.tool_name,
+            "server": request.server,
+            "requested_schema": request.requested_schema,
         }
         if expires_at is not None:
             payload["expires_at"] = expires_at
@@ -123,7 +135,7 @@ class MCPElicitationEvent(AgentEvent):
     @property
     def question(self) -> str:
         """The server's message to the person."""
-        return self.payload["message"]  # type: ignore[index]
+        return self.payload["question"]  # type: ignore[index]
 
     @property
     def requested_schema(self) -> dict[str, Any]:
@@ -138,29 +150,28 @@ class ElicitationWaits(ExternalEventExtension):
 
     def __init__(self, *, elicitation_timeout: float | None) -> None:
         super().__init__(
-            response_event_name=ELICITATION_RESPONSE_EVENT,
-            correlation_field="elicitation_id",
+            response_event_name=(ELICITATION_RESPONSE_EVENT, ELICITATION_RESPONSE_ALIAS),
+            correlation_field="tool_call_id",
             timeout=elicitation_timeout,
         )
         #: The requested schema of each open question, by (session, elicitation id).
         self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
 
     def accept(self, config: AgentRunConfig | None, event: ExternalEvent) -> bool:
-        """Take an elicitation reply whose action and content are valid for its question."""
-        if event.name != ELICITATION_RESPONSE_EVENT or config is None:
+        """Take a reply that answers its question (``form_answers.read_answer``)."""
+        if event.name not in self.response_event_names or config is None:
             return False
         payload = event.payload
-        schema = self._schemas.get((config.session_id or "", str(payload.get("elicitation_id"))))
-        if schema is None or payload.get("action") not in ACTIONS:
+        if event.name == ELICITATION_RESPONSE_ALIAS and "tool_call_id" not in payload:
+            payload = {**payload, "tool_call_id": payload.get("elicitation_id")}
+            event = ExternalEvent(event.name, payload)
+        schema = self._schemas.get((config.session_id or "", str(payload.get("tool_call_id"))))
+        if schema is None:
             return False
-        content = payload.get("content")
-        if payload["action"] == "accept":
-            if not isinstance(content, dict):
-                return False
-            try:
-                jsonschema.validate(content, schema)
-            except (jsonschema.ValidationError, jsonschema.SchemaError):
-                return False
+        try:
+            form_answers.read_answer(payload, schema)
+        except ValueError:
+            return False
         return super().accept(config, event)
 
     async def _on_elicitation(
@@ -194,10 +205,10 @@ class ElicitationWaits(ExternalEventExtension):
         return types.ElicitResult(action=answer.action, content=content)
 
     async def _ask(self, request: ElicitationRequest) -> ElicitationAnswer:
-        """The default: an external wait, answered with ``mcp_elicitation_response``."""
+        """The default: an ``ask_user`` wait, answered with ``ask_user_response``."""
         context = request.context
         assert context is not None
-        elicitation_id = uuid.uuid4().hex
+        elicitation_id = f"{request.tool_call_id or 'call'}.mcp-{uuid.uuid4().hex[:12]}"
         key = (context.session_id, elicitation_id)
         self._schemas[key] = request.requested_schema
         try:
@@ -221,7 +232,5 @@ class ElicitationWaits(ExternalEventExtension):
             return ElicitationAnswer("cancel")  # the run was cancelled; the wait ended
         finally:
             self._schemas.pop(key, None)
-        payload = reply.payload
-        return ElicitationAnswer(
-            payload["action"], payload.get("content") if payload["action"] == "accept" else None
-        )
+        answer = form_answers.read_answer(reply.payload, request.requested_schema)
+        return ElicitationAnswer(answer["action"], answer.get("content"))

@@ -82,6 +82,8 @@ class AnthropicModel(SDKModel["AsyncAnthropic"]):
     """An ``AgentModel`` on the Anthropic Messages streaming API."""
 
     provider = PROVIDER
+    #: User messages may carry image parts: sent as `image` blocks (base64 for bytes).
+    accepts_images = True
     sdk_name = "anthropic"
     key_variable = KEY_VARIABLE
     stream_item = "event"

@@ -27,6 +27,10 @@ from dataclasses import dataclass
 from zett_agent.messages import (
     AnyMessage,
     AssistantMessage,
+    ContentPart,
+    ImageBytesSource,
+    ImageContent,
+    TextContent,
     ToolCall,
     ToolMessage,
     UserMessage,
@@ -109,6 +113,8 @@ class DemoModel:
 
     provider = "demo"
     model = "zett-demo"
+    #: It takes image parts, and says what it was given (it cannot look at them).
+    accepts_images = True
 
     def __init__(self, *, pace: float = 0.0) -> None:
         if not isinstance(pace, int | float) or pace < 0:
@@ -167,7 +173,49 @@ def _decide(request: ModelRequest) -> _Step:
         result = turn[-1]
         call = _find_call(turn, result.tool_call_id)
         return _after_tool(result, call, tools)
+    described = _attachments_described(messages[start].content)
+    if described is not None:
+        return _Step(described)
     return _first_step(text, tools)
+
+
+#: How an attached file is introduced in a message (``agent_app.attachments.content``).
+_ATTACHED = re.compile(r"^\[Attached (image|file): (.+) \(([^,()]+), attachment id [^)]+\)")
+
+
+def _attachments_described(content: str | list[ContentPart]) -> str | None:
+    """What the demo says about the files of a message, or None when it has none."""
+    if isinstance(content, str):
+        return None
+    lines: list[str] = []
+    for part in content:
+        if isinstance(part, ImageContent) and isinstance(part.source, ImageBytesSource):
+            if lines:
+                lines[-1] += f", {_size(len(part.source.data))} of image data"
+            continue
+        if not isinstance(part, TextContent):
+            continue
+        head, _, body = part.text.partition("\n")
+        found = _ATTACHED.match(head)
+        if found is None:
+            continue
+        kind, name, media_type = found.groups()
+        line = f"- **{name}**: {'an image' if kind == 'image' else 'a file'} ({media_type})"
+        words = body.rsplit("\n[", 1)[0].split() if body else []
+        if words:
+            line += f", {len(words)} words of text, starting “{' '.join(words[:8])}…”"
+        lines.append(line)
+    if not lines:
+        return None
+    count, them = ("one file", "it") if len(lines) == 1 else (f"{len(lines)} files", "them")
+    return (
+        f"You attached {count}. I am the offline demo, so I cannot look inside {them}, "
+        "but here is what I was given:\n\n" + "\n".join(lines)
+    )
+
+
+def _size(size: int) -> str:
+    return f"{size} bytes" if size < 1024 else f"{size / 1024:.1f} KB"
 
 
 def _first_step(text: str, tools: set[str]) -> _Step:

@@ -97,6 +97,8 @@ class OpenAIModel(SDKModel["AsyncOpenAI"]):
     """An ``AgentModel`` on the OpenAI Chat Completions streaming API."""
 
     provider = PROVIDER
+    #: User messages may carry image parts: sent as `image_url` parts (data URLs for bytes).
+    accepts_images = True
     sdk_name = "openai"
     key_variable = KEY_VARIABLE
     stream_item = "chunk"

@@ -21,6 +21,8 @@
  * Regenerate, Edit and Retry replace the last turn (`edit.js`); the page changes when their
  * run starts.
  */
+import { AttachmentTray } from "./attachments.js";
+import { BudgetMeter } from "./budget.js";
 import { confirmDelete, renameInline } from "./chats.js";
 import { ChatConnection, socketUrl } from "./connection.js";
 import { LastTurnActions } from "./edit.js";
@@ -46,6 +48,7 @@ const ERROR_TEXT = {
   not_running: "Nothing is running right now.",
   forbidden: "You may not use this chat.",
   rate_limited: "You are sending messages too quickly. Try again in a moment.",
+  budget_exceeded: "You have used your token budget for today.",
   internal: "The server failed to handle a message from this page.",
 };
 
@@ -74,14 +77,25 @@ const ui = {
 };
 
 /** Refusals that give back what this page sent (`outbox.js`). */
-const GIVE_BACK_CODES = new Set(["busy", "rate_limited", "too_large", "not_running", "bad_frame"]);
+const GIVE_BACK_CODES = new Set([
+  "busy",
+  "rate_limited",
+  "too_large",
+  "not_running",
+  "bad_frame",
+  "budget_exceeded",
+]);
 
 const notices = new Notices(byId("notices"));
+const budget = new BudgetMeter(byId("token-budget"));
 const widgets = new ReplyWidgets((name, payload) => send({ type: "external_event", name, payload }), {
   onAnswered: () => ui.input.focus({ preventScroll: true }),
 });
 const transcript = new Transcript(byId("transcript"), widgets, byId("transcript-empty"), {
-  onUsage: (usage) => showSessionUsage(addUsage(sessionUsage, usage)),
+  onUsage: (usage) => {
+    showSessionUsage(addUsage(sessionUsage, usage));
+    budget.spent(usage);
+  },
   onRetry: retry,
 });
 const paging = new HistoryPaging(transcript, send, {
@@ -91,6 +105,14 @@ const paging = new HistoryPaging(transcript, send, {
 const lastTurn = new LastTurnActions(transcript, {
   regenerate: () => replaceLastTurn(null),
   edit: (content) => replaceLastTurn(content),
+});
+const tray = new AttachmentTray(ui.composer, {
+  uploadUrl: config.attachmentsUrl,
+  assistant: config.assistant,
+  onChange: () => {
+    ui.hint.textContent = composerProblem() ?? "";
+    updateMode();
+  },
 });
 const outbox = new Outbox({
   // A new chat is bound to the assistant its first message names (a stored one ignores it).
@@ -108,6 +130,7 @@ const outbox = new Outbox({
     }
     updateMode();
   },
+  onAttachmentsBack: (refs) => tray.restore(refs),
 });
 const link = new LinkIndicator(
   { link: ui.link, label: ui.linkLabel, status: ui.linkStatus, retry: ui.retry },
@@ -221,7 +244,9 @@ function rememberRuns(items) {
 
 /** Send `content` as a new message and show it. False (nothing shown) if it was not sent. */
 function sendMessage(content) {
-  if (!outbox.message(content)) {
+  const attachments = tray.take();
+  if (!outbox.message(content, attachments)) {
+    tray.restore(attachments);
     return false;
   }
   nameChatAfter(content);
@@ -291,6 +316,9 @@ function handleFrame(frame) {
       replyAccepted(frame);
       break;
     case "run_failed":
+      if (frame.status === "budget_exceeded") {
+        budget.exceeded(frame);
+      }
       endRun(frame.request_id, "failed", { error: frame.error ?? {} });
       break;
     case "run_cancelled":
@@ -314,6 +342,9 @@ function handleFrame(frame) {
       break;
     case "error":
       handleError(frame);
+      break;
+    case "budget":
+      budget.received(frame);
       break;
     default:
       break;
@@ -402,7 +433,7 @@ function startRun(frame) {
       transcript.stampUserMessage(bubble, stamp);
     } else {
       // Sent by another tab (or before a reload): it goes before what this page still sends.
-      bubble = transcript.addUserMessage(content, { ...stamp, before: outbox.firstPendingBubble() });
+      bubble = transcript.addUserMessage(content, { ...stamp, before: outbox.firstPendingBubble(), attachments: frame.attachments });
     }
     transcript.startRun(frame.request_id, { prompt: content, bubble });
     nameChatAfter(content);
@@ -440,7 +471,11 @@ function showPending(pending) {
       continue;
     }
     const payload = { ...wait.payload, tool_call_id: wait.tool_call_id, expires_at: wait.expires_at };
-    const card = transcript.cardFor(turn, { id: wait.tool_call_id, name: payload.tool ?? "ask_user" });
+    const call =
+      wait.payload?.source === "mcp"
+        ? { id: payload.call_id, name: payload.tool }
+        : { id: wait.tool_call_id, name: payload.tool ?? "ask_user" };
+    const card = transcript.cardFor(turn, call);
     card.setState("waiting");
     transcript.showWidget(card, payload, wait.name, wait.request_id);
   }
@@ -474,7 +509,11 @@ function handleExternalEventResult(frame) {
 }
 
 function handleError(frame) {
-  const text = ERROR_TEXT[frame.code] ?? "Something went wrong.";
+  if (frame.code === "budget_exceeded") {
+    budget.exceeded(frame);
+  }
+  const text =
+    frame.code === "budget_exceeded" ? budget.refusalText() : (ERROR_TEXT[frame.code] ?? "Something went wrong.");
   notices.show(text, { detail: frame.message || "", key: `error-${frame.code}` });
   if (GIVE_BACK_CODES.has(frame.code)) {
     outbox.refused(frame.code);
@@ -500,7 +539,7 @@ const BLANK_HINT = "Only spaces: type a message to send.";
 function composerProblem() {
   const content = ui.input.value;
   if (content === "") {
-    return null;
+    return tray.ready ? "Type a message to send with the files." : null;
   }
   if (!content.trim()) {
     return BLANK_HINT;
@@ -522,6 +561,10 @@ ui.composer.addEventListener("submit", (event) => {
   if (problem !== "") {
     ui.hint.textContent = problem ?? "";
     ui.input.focus();
+    return;
+  }
+  if (tray.busy && !isRunning()) {
+    ui.hint.textContent = "Wait until the files are uploaded, then send.";
     return;
   }
   if (isRunning()) {

@@ -132,9 +132,11 @@ function showWait(transcript, turn, requestId, event) {
   // The question comes from the tool's before_tool hook, ahead of TOOL_STARTED: open the
   // call's card now so the widget sits under the card it belongs to.
   const call =
-    event.name === "ask_user"
-      ? { id: payload.tool_call_id, name: "ask_user", arguments: askUserArguments(payload) }
-      : { id: payload.tool_call_id, name: payload.tool, arguments: payload.arguments };
+    payload.source === "mcp" // an MCP server's question: under the card of the call that asks
+      ? { id: payload.call_id, name: payload.tool }
+      : event.name === "ask_user"
+        ? { id: payload.tool_call_id, name: "ask_user", arguments: askUserArguments(payload) }
+        : { id: payload.tool_call_id, name: payload.tool, arguments: payload.arguments };
   const card = transcript.cardFor(turn, call);
   const widgets = transcript.widgets;
   if (widgets.has(payload.tool_call_id)) {

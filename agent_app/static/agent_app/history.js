@@ -92,6 +92,7 @@ class HistoryRenderer {
       position: item.position,
       requestId: item.request_id,
       parent: this.sink,
+      attachments: item.attachments,
     });
     if (item.content_truncated) {
       bubble.append(this.truncatedNote());
@@ -169,6 +170,13 @@ class HistoryRenderer {
       const widget = transcript.widgets.settledFromHistory(call, reply, item.request_id);
       card.el.after(widget);
     }
+    // An approved MCP call that also asked a question: the question, under the approval.
+    const asked = item.attributes?.mcp_question;
+    const askedId = `${item.tool_call_id}.mcp-question`;
+    if (asked && typeof asked === "object" && !transcript.widgets.has(askedId)) {
+      const widget = transcript.widgets.settledFromHistory({ id: askedId }, asked, item.request_id);
+      (card.el.nextElementSibling ?? card.el).after(widget);
+    }
   }
 
   /** After a run's last item: how it ended, unless a newer page said so already. */
@@ -179,7 +187,7 @@ class HistoryRenderer {
       return;
     }
     transcript.outcomes.add(requestId);
-    if (!["cancelled", "failed", "interrupted", "expired"].includes(run.status)) {
+    if (!["cancelled", "failed", "interrupted", "expired", "budget_exceeded"].includes(run.status)) {
       return;
     }
     const turn = this.turnOf({ request_id: requestId });
@@ -192,7 +200,8 @@ class HistoryRenderer {
         }
       }
     }
-    transcript.showOutcome(turn, requestId, run.status, { error: run.error, message: run.error?.message ?? "" });
+    const status = run.status === "budget_exceeded" ? "failed" : run.status; // shown as its reason says
+    transcript.showOutcome(turn, requestId, status, { error: run.error, message: run.error?.message ?? "" });
   }
 
   /**
@@ -216,7 +225,9 @@ class HistoryRenderer {
     const call =
       wait.kind === "approval"
         ? { id: wait.tool_call_id, name: payload.tool, arguments: payload.arguments }
-        : { id: wait.tool_call_id, name: "ask_user" };
+        : payload.source === "mcp"
+          ? { id: payload.call_id, name: payload.tool }
+          : { id: wait.tool_call_id, name: "ask_user" };
     const card = transcript.cardFor(turn, call);
     card.setState("waiting");
     transcript.showWidget(card, payload, wait.name, wait.request_id);

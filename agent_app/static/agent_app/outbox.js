@@ -13,7 +13,8 @@
 const REFUSED_KINDS = {
   busy: ["message", "replace"],
   not_running: ["steer"],
-  bad_frame: ["replace"],
+  bad_frame: ["replace", "message"],
+  budget_exceeded: ["message", "replace"],
 };
 
 export class Outbox {
@@ -26,12 +27,13 @@ export class Outbox {
    *   onReplaceRefused: () => void,
    * }} parts
    */
-  constructor({ send, transcript, input, hint, onReplaceRefused }) {
+  constructor({ send, transcript, input, hint, onReplaceRefused, onAttachmentsBack = () => {} }) {
     this.send = send;
     this.transcript = transcript;
     this.input = input;
     this.hint = hint;
     this.onReplaceRefused = onReplaceRefused;
+    this.onAttachmentsBack = onAttachmentsBack;
     this.entries = [];
   }
 
@@ -40,13 +42,20 @@ export class Outbox {
     return this.entries.some((entry) => entry.kind !== "steer");
   }
 
-  /** Send `content` as a new message and show it. False (nothing shown) if not sent. */
-  message(content) {
-    if (!this.send({ type: "user_message", content })) {
+  /**
+   * Send `content` as a new message with the `attachments` references (`attachments.js`)
+   * and show it. False (nothing shown) if not sent.
+   */
+  message(content, attachments = []) {
+    const frame = { type: "user_message", content };
+    if (attachments.length) {
+      frame.attachments = attachments.map((ref) => ref.id);
+    }
+    if (!this.send(frame)) {
       return false;
     }
-    const bubble = this.transcript.addUserMessage(content, { at: new Date(), pending: true });
-    this.entries.push({ kind: "message", content, bubble });
+    const bubble = this.transcript.addUserMessage(content, { at: new Date(), pending: true, attachments });
+    this.entries.push({ kind: "message", content, bubble, attachments });
     return true;
   }
 
@@ -126,6 +135,9 @@ export class Outbox {
     }
     if (entry.kind === "message" && entry.bubble) {
       this.transcript.retractUserMessage(entry.bubble);
+    }
+    if (entry.attachments?.length) {
+      this.onAttachmentsBack(entry.attachments);
     }
     this.restoreText(entry.content, entry.kind === "message" ? "Your message was not sent" : "Your steer was not used");
   }

@@ -14,6 +14,7 @@
  * any outcome reads as it did live. The transcript stays scrolled to the end while the user
  * is reading the end, and leaves the scroll position alone once they have scrolled up.
  */
+import { renderAttachments } from "./attachments.js";
 import { contentText, element, ReasoningSegment, TextSegment, ToolCard } from "./blocks.js";
 import { copyButton } from "./copy.js";
 import { applyEvent } from "./events.js";
@@ -108,12 +109,13 @@ export class Transcript {
    */
   addUserMessage(
     content,
-    { steer = false, at = null, position = null, requestId = null, parent = this.root, before = null, pending = false } = {},
+    { steer = false, at = null, position = null, requestId = null, parent = this.root, before = null, pending = false, attachments = null } = {},
   ) {
     const bubble = element("div", steer ? "msg msg--user msg--steer" : "msg msg--user");
     const head = element("p", "msg__head");
     head.append(element("span", "msg__label", steer ? "You steered" : "You"));
     bubble.append(head, element("div", "msg__body", contentText(content)));
+    renderAttachments(bubble, attachments);
     this.stampUserMessage(bubble, { at, position, requestId });
     if (pending) {
       bubble.dataset.pending = "true";
@@ -390,7 +392,9 @@ export class Transcript {
     const widget =
       name === "approval_requested"
         ? this.widgets.approval(payload, { requestId })
-        : this.widgets.askUser(payload, { requestId });
+        : payload.source === "mcp"
+          ? this.widgets.elicitation(payload, { requestId })
+          : this.widgets.askUser(payload, { requestId });
     this.keepPinned(() => card.el.after(widget));
     return widget;
   }

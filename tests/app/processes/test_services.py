@@ -39,6 +39,9 @@ SUITES = [
     "tests/app/durable/test_begin_run.py",
     # Deleted chats and users: the creation records on PostgreSQL, the user group over Redis.
     "tests/app/test_deleted_chats.py",
+    # Attachments: uuid lookups, quota sums and files removed on commit, on PostgreSQL.
+    "tests/app/test_attachments_upload.py",
+    "tests/app/test_attachments_chat.py",
 ]
 
 

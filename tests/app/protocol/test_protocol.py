@@ -167,6 +167,7 @@ def test_outbound_frames_dump_to_the_documented_shapes():
         "position": 0,
         "superseded_from": None,
         "created_at": "2026-11-30T12:00:00Z",
+        "attachments": [],
     }
     assert AgentEventFrame(seq=3, request_id="r", event={"type": "text_delta"}).dump() == {
         "type": "agent_event",
@@ -244,6 +245,7 @@ def test_the_error_codes_are_exactly_those_of_the_spec():
         "forbidden",
         "unknown_assistant",
         "rate_limited",
+        "budget_exceeded",
         "internal",
     }
 

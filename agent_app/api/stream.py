@@ -1,0 +1,318 @@
+"""One AG-UI event stream: a thread's frames, as SSE, to one HTTP client.
+
+A ``ThreadStream`` is a subscriber of the thread's live session, exactly like a chat
+page's socket (``agent_app.sessions.live``): it joins under the session's lock and is sent
+the ``session`` frame, then the active run's frames from the replay buffer (on this worker
+or from the shared stream of another: ``agent_app.sessions.follower``), then the live
+ones, every frame once, in ``seq`` order. So an HTTP client and the page's sockets see one
+run, numbered the same, on any worker. The frames are fed to a ``RunEncoder``
+(``agent_app.agui.encoder``), which turns them into AG-UI events with their SSE ids.
+
+The encoder learns from the run's first frame where the run stands, and its
+``after_seq`` says which events are sent: those after ``Last-Event-ID`` for a
+re-attachment, those after the ``session`` frame's ``last_seq`` for a new message or a
+resume (only what happens from now on). A new message or a resume joins with the whole
+replay; a re-attachment joins after its id (so a merged delta that straddles it comes cut,
+as a socket's replay does) and reads the run's frames up to its id apart, for the
+encoder's state (``open``).
+
+Concurrency: the live session calls ``send_text`` under its lock and must never wait for
+an HTTP client, so frames go into a queue, read by the response's iterator (``sse``),
+which takes every frame that arrived since its last write and sends their events in one
+piece (one write to the client per burst, not per event). A client that leaves more than
+``MAX_QUEUED`` frames unread is dropped (its stream ends; it re-attaches with its last id,
+as a socket that falls behind does). The
+iterator waits for the next frame at most ``ZETT_SSE_KEEPALIVE_SECONDS`` and sends a
+keep-alive comment when none came. It ends after the AG-UI run's ``RUN_FINISHED`` or
+``RUN_ERROR``, or when the chat is deleted, and however it ends — the client went away
+(Django cancels the response's task), the server failed — it leaves the live session and
+gives back its place in the per-person limits (``close``, idempotent). A stream whose
+response never begins to read it (the client hung up between the view and the first byte)
+is closed after ``UNCLAIMED_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any, TypeVar
+
+from agent_app import conf
+from agent_app.agui.encoder import RunEncoder
+from agent_app.agui.sse import KEEP_ALIVE
+from agent_app.guard.limits import SocketTicket, limiter
+from agent_app.protocol.text import encode_delta_frame
+from agent_app.sessions.live import LiveSession
+from agent_app.sessions.registry import live_sessions
+
+__all__ = ["MAX_QUEUED", "TERMINAL_EVENTS", "ThreadStream", "detached"]
+
+T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+
+#: Frames a client may leave unread before its stream is dropped.
+MAX_QUEUED = 20_000
+#: Seconds a joined stream waits for its response to start reading it, then gives up (a
+#: client that hung up between the view and the first byte: nobody will read it).
+UNCLAIMED_SECONDS = 60.0
+#: The events that end an AG-UI run, and so a stream.
+TERMINAL_EVENTS = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+_END = None
+
+
+async def detached(work: Coroutine[Any, Any, T]) -> T:
+    """Await ``work`` in a task with a context of its own, not the request's.
+
+    What a view starts in a live session — a run, a continuation, a lease watcher —
+    outlives the request, but a task inherits the context it was created in, and a
+    request's context carries the executor Django runs its ORM calls in for that request
+    (asgiref's ``ThreadSensitiveContext``), which is shut down when the response ends.
+    Started from here, those tasks use the ORM the way the chat socket's tasks do.
+    Cancelling the caller cancels ``work``.
+    """
+    return await asyncio.create_task(work, context=contextvars.Context())
+
+
+class ThreadStream:
+    """A thread's frames for one HTTP client (see the module docstring)."""
+
+    def __init__(self, thread_id: str, ticket: SocketTicket | None = None) -> None:
+        self.thread_id = thread_id
+        self.live: LiveSession | None = None
+        self._ticket = ticket
+        #: Frames not read yet; ``_END`` once the stream must end.
+        self._frames: deque[str | None] = deque()
+        #: Set by the next frame when the reader waits for one.
+        self._wakeup: asyncio.Future[None] | None = None
+        #: The ``session`` frame the live session sent first (set by ``open``).
+        self.session: dict[str, Any] = {}
+        self._closed = False
+        self._unclaimed: asyncio.TimerHandle | None = None
+        #: The run's frames up to a re-attachment's ``after_seq`` (``open``).
+        self._before: list[dict[str, Any]] = []
+
+    # --- the live session's side -------------------------------------------------------
+
+    async def send_text(self, text: str) -> None:
+        if self._closed:
+            return
+        if len(self._frames) >= MAX_QUEUED:
+            logger.info("Dropping an event stream of thread %s: it does not read", self.thread_id)
+            self._stop()
+            return
+        self._put(text)
+
+    def _put(self, text: str | None) -> None:
+        self._frames.append(text)
+        wakeup = self._wakeup
+        if wakeup is not None and not wakeup.done():
+            wakeup.set_result(None)
+
+    async def chat_deleted(self) -> None:
+        """The chat was deleted (``agent_app.chat_records``): the stream ends."""
+        self._stop()
+
+    def _stop(self) -> None:
+        if self.live is not None:
+            self.live.leave(self)
+        self._put(_END)
+
+    # --- the view's side ---------------------------------------------------------------
+
+    async def open(self, after_seq: int | None = None) -> dict[str, Any]:
+        """Join the thread's live session; returns its ``session`` frame.
+
+        ``after_seq`` (a re-attachment): the replay holds the frames after it, cut where a
+        merged delta straddles it, and the run's frames up to it are read apart
+        (``_frames_up_to``), for the encoder to learn where the run stood.
+        """
+        await detached(self._join(after_seq or None))
+        loop = asyncio.get_running_loop()
+        self._unclaimed = loop.call_later(UNCLAIMED_SECONDS, self._abandon)
+        first = self._frames.popleft()
+        assert first is not None
+        self.session = json.loads(first)
+        if after_seq:
+            self._before = await self._frames_up_to(after_seq)
+        return self.session
+
+    async def _join(self, after_seq: int | None) -> None:
+        live = self.live = live_sessions().session(self.thread_id)
+        # Right after ``session()`` (see ``LiveSession.join``); the stream reads runs, not
+        # the conversation: its ``session`` frame carries no history.
+        await live.join(self, after_seq, history=False)
+
+    async def _frames_up_to(self, after_seq: int) -> list[dict[str, Any]]:
+        """The active run's frames numbered up to ``after_seq``, decoded.
+
+        From this worker's replay buffer when the run runs here, else from the shared
+        replay stream. Deltas merged into a frame numbered past ``after_seq`` are not
+        among them (that frame comes in the replay, cut): only a delta's text is lost to
+        the encoder, never what was open.
+        """
+        live, active = self.live, self.session.get("active_request_id")
+        if live is None or not active:
+            return []
+        if live.run is not None and live.run.request_id == active:
+            texts: list[str] = list(live.feed.replay.frames_after(None))
+        else:
+            texts = [text for _, text in await live.bus.replay(self.thread_id, active, None)]
+        frames = [json.loads(text) for text in texts]
+        return [frame for frame in frames if int(frame.get("seq") or 0) <= after_seq]
+
+    @property
+    def last_seq(self) -> int:
+        """The highest ``seq`` the session had sent when this stream joined."""
+        return int(self.session.get("last_seq") or 0)
+
+    def _abandon(self) -> None:
+        """Nobody began reading the stream (the response never started): let it go."""
+        logger.info("An event stream of thread %s was never read; closing it", self.thread_id)
+        self.close()
+
+    def close(self) -> None:
+        """Leave the live session and the limits (idempotent)."""
+        if self._unclaimed is not None:
+            self._unclaimed.cancel()
+            self._unclaimed = None
+        if self._closed:
+            return
+        self._closed = True
+        live, self.live = self.live, None
+        ticket, self._ticket = self._ticket, None
+        try:
+            if live is not None:
+                live.leave(self)
+        finally:
+            if ticket is not None:
+                limiter().close_socket(ticket)
+
+    async def _arrival(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for a frame; whether one came."""
+        loop = asyncio.get_running_loop()
+        wakeup = self._wakeup = loop.create_future()
+        timer = loop.call_later(seconds, _wake, wakeup)
+        try:
+            await wakeup
+        finally:
+            timer.cancel()
+            self._wakeup = None
+        return bool(self._frames)
+
+    async def sse(
+        self, encoder: RunEncoder, *, run_id: str | None = None, stop_when_idle: bool = False
+    ) -> AsyncIterator[str]:
+        """The SSE text of the stream: the encoded frames, every frame that arrived
+        meanwhile in one piece (one write to the client, however many events).
+
+        ``run_id``: frames before that run's ``run_started`` are skipped (a new message's
+        stream is that run's only). ``stop_when_idle``: end at once when no run is active.
+        """
+        if self._unclaimed is not None:
+            self._unclaimed.cancel()
+            self._unclaimed = None
+        try:
+            if self._closed or (stop_when_idle and not self.session.get("active_request_id")):
+                return
+            for frame in self._before:
+                encoder.encode(frame)  # numbered up to ``after_seq``: state, no events
+            self._before = []
+            waiting_for = run_id
+            keepalive = float(conf.ZETT_SSE_KEEPALIVE_SECONDS)
+            frames = self._frames
+            deltas = _DeltaFrames()
+            while True:
+                if not frames and not await self._arrival(keepalive):
+                    yield KEEP_ALIVE
+                    continue
+                out: list[str] = []
+                ended = False
+                while frames and not ended:
+                    text = frames.popleft()
+                    if text is None:
+                        ended = True
+                        break
+                    if waiting_for is None:
+                        delta = deltas.parse(text)
+                        if delta is not None:
+                            fast = encoder.delta_text(*delta)
+                            if fast is not None:
+                                out.append(fast)
+                                continue
+                    frame = json.loads(text)
+                    deltas.learn(frame)
+                    if waiting_for is not None:
+                        if frame.get("type") != "run_started" or frame.get("request_id") != run_id:
+                            continue
+                        waiting_for = None
+                    for event in encoder.encode(frame):
+                        out.append(event.encode())
+                        ended = ended or event.type in TERMINAL_EVENTS
+                if out:
+                    yield "".join(out)
+                if ended:
+                    return
+        finally:
+            self.close()
+
+
+class _DeltaFrames:
+    """Reads a text or reasoning delta frame without decoding it (``parse``).
+
+    Such a frame is ``{"type": "agent_event", "seq": N`` + a middle fixed for the run
+    (its request, the event type, session and phase) + the delta's JSON string + ``}}``
+    (``agent_app.protocol.text.encode_delta_frame``, which also writes what the
+    ``encode_frame`` of the same frame gives). The middles are learnt from the first
+    frame of each kind, decoded the usual way (``learn``); ``parse`` then gives ``(seq,
+    request id, event type, delta literal)`` for a frame that has one of them.
+    """
+
+    _PREFIX = '{"type": "agent_event", "seq": '
+
+    def __init__(self) -> None:
+        self.middles: dict[str, tuple[str, str]] = {}
+
+    def learn(self, frame: dict[str, Any]) -> None:
+        event = frame.get("event")
+        if frame.get("type") != "agent_event" or not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        if kind not in _DELTA_KINDS or set(event) != _DELTA_KEYS or len(self.middles) > 8:
+            return
+        request_id, session_id, phase = frame.get("request_id"), event["session_id"], event["phase"]
+        if not (isinstance(request_id, str) and isinstance(session_id, str)):
+            return
+        if phase is not None and not isinstance(phase, str):
+            return
+        probe = encode_delta_frame(7, request_id, kind, session_id, phase, "")
+        start, end = len(self._PREFIX) + 1, len(probe) - len('""}}')
+        if probe.startswith(self._PREFIX + "7") and probe.endswith('""}}'):
+            self.middles[probe[start:end]] = (request_id, kind)
+
+    def parse(self, text: str) -> tuple[int, str, str, str] | None:
+        if not self.middles or not text.startswith(self._PREFIX) or not text.endswith("}}"):
+            return None
+        comma = text.find(",", len(self._PREFIX))
+        digits = text[len(self._PREFIX) : comma]
+        if comma < 0 or not digits.isdigit():
+            return None
+        for middle, (request_id, kind) in self.middles.items():
+            if text.startswith(middle, comma):
+                literal = text[comma + len(middle) : -2]
+                if literal.startswith('"'):
+                    return int(digits), request_id, kind, literal
+        return None
+
+
+_DELTA_KINDS = frozenset({"text_delta", "reasoning_delta"})
+_DELTA_KEYS = frozenset({"type", "session_id", "phase", "delta"})
+
+
+def _wake(wakeup: asyncio.Future[None]) -> None:
+    if not wakeup.done():
+        wakeup.set_result(None)

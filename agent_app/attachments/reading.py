@@ -1,0 +1,54 @@
+"""What a run reads of a chat's attachments: their bytes, looked up by the run's chat.
+
+``read_attachment_file`` is the app's ``AttachmentReader`` (``AttachmentExtension`` and the
+``read_attachment`` tool call it when a provider request is built or the tool runs): only
+an attachment of the chat the run is in is found, so a model can never read another
+chat's files, whatever id it names. The model class is looked up through the app registry,
+not imported: the agent factory imports this module, and the models module already
+depends on the factory (an assistant's name), so an import would close a cycle.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from django.apps import apps
+
+from agent_app.attachments.content import AttachmentFile
+
+__all__ = ["has_documents", "read_attachment_file"]
+
+logger = logging.getLogger(__name__)
+
+
+def _attachments():
+    return apps.get_model("agent_app", "ChatAttachment").objects
+
+
+def read_attachment_file(session_id: str, attachment_id: str) -> AttachmentFile | None:
+    """The bytes of the chat's attachment; None when the chat has no such attachment."""
+    try:
+        pk = uuid.UUID(str(attachment_id))
+    except ValueError:
+        return None
+    row = _attachments().filter(session_id=session_id, pk=pk).first()
+    if row is None:
+        return None
+    try:
+        with row.file.open("rb") as handle:
+            data = handle.read()
+    except OSError:
+        logger.warning("The file of attachment %s could not be read", row.pk)
+        return None
+    return AttachmentFile(str(row.pk), row.name, row.media_type, data)
+
+
+def has_documents(session_id: str) -> bool:
+    """Whether the chat holds an attachment that is no image (one the tool can read)."""
+    return (
+        _attachments()
+        .filter(session_id=session_id)
+        .exclude(media_type__startswith="image/")
+        .exists()
+    )
