@@ -10,9 +10,10 @@ Each worker is a separate process with its own in-memory SQLite test database (p
 names PostgreSQL ones per worker), its own daphne servers and Chromium, and its own artifact
 folder (``tests/app/servers.ARTIFACTS``). What the workers would share is the Redis database
 of ``ZETT_TEST_REDIS_URL``: some tests flush it, others count frame budgets or hold run
-leases in it. So every test of a module that imports ``tests.app.services.REDIS_URL`` joins
-the ``redis`` group, which ``loadgroup`` runs on one worker, one test after another; a new
-Redis test joins it by importing that name, as it must anyway to reach Redis.
+leases in it. So every test of a module that imports ``tests.app.services.REDIS_URL`` or
+``tests.app.servers.two_workers`` (a cluster on that Redis) joins the ``redis`` group, which
+``loadgroup`` runs on one worker, one test after another; a new Redis test joins it by
+importing one of those names, as it must anyway to reach Redis.
 
 Every worker collects the whole suite and must find the same tests in the same order, so a
 test's id never holds a value drawn at import (a ``uuid4()`` in a ``parametrize`` list):
@@ -59,9 +60,11 @@ def _names_a_file_or_test(argument: str, config: pytest.Config) -> bool:
 
 def group_redis_tests(items: list[pytest.Item]) -> None:
     """Put every test of a module that reaches the tests' Redis into the ``redis`` group."""
-    from tests.app import services
+    from tests.app import servers, services
 
+    # The ways in: the URL itself, and the two-worker cluster (which flushes it).
+    ways_in = (("REDIS_URL", services.REDIS_URL), ("two_workers", servers.two_workers))
     for item in items:
         module = getattr(item, "module", None)
-        if getattr(module, "REDIS_URL", None) is services.REDIS_URL:
+        if any(getattr(module, name, None) is value for name, value in ways_in):
             item.add_marker(pytest.mark.xdist_group(REDIS_GROUP))
