@@ -6,7 +6,8 @@
 database, channel layer, model) and waits for its ``LISTENING <port>`` line, never for
 time. ``kill()`` is SIGKILL — the process gets no chance to clean up, as in a crash or an
 OOM kill — and ``start()`` again brings up a new process on the same database. Each
-process's output goes to ``tests/app/artifacts/<name>-<n>.log`` for a failing test to read.
+process's output goes to ``tests/app/artifacts/[<worker>/]<name>-<n>.log`` for a failing test
+to read.
 
 ``socket()`` opens a real WebSocket client connection (the ``websockets`` library) to it.
 ``two_workers`` gives a cluster: two of them on one PostgreSQL database and one Redis.
@@ -34,11 +35,19 @@ from urllib.parse import urlsplit
 import websockets
 from websockets.asyncio.client import ClientConnection
 
+from tests.parallel import worker_id
+
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+#: Logs and screenshots; a subfolder per xdist worker (``tests/parallel.py``), whose
+#: servers of the same name would otherwise write the same files.
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / worker_id()
 #: Generous: two cores may be running two servers, the tests and a browser at once.
 START_TIMEOUT_S = 120
 RECEIVE_TIMEOUT_S = 30
+#: Seconds a test server stopped with SIGTERM lets its runs finish (a test of the drain sets
+#: its own): a stop at a test's end need not wait the deployed default for a run that waits
+#: on a question nobody will answer.
+TEST_SHUTDOWN_GRACE = "1"
 #: The line ``live_daphne.py`` prints once it listens.
 READY_PREFIX = "LISTENING "
 
@@ -90,6 +99,7 @@ def server_env(database_url: str, **extra: str) -> dict[str, str]:
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
         PYTHONUNBUFFERED="1",
         ZETT_LOG_LEVEL="INFO",
+        ZETT_SHUTDOWN_GRACE=TEST_SHUTDOWN_GRACE,
     )
     env.update(extra)
     return env

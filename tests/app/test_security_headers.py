@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from django.test import Client
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["/", f"/s/{uuid.uuid4()}/", "/accounts/login/", "/admin/login/", "/no-such-page/"]
+#: A chat page of a fixed id: a test's id must be the same in every worker process.
+CHAT_PAGE = "/s/5f0c2a8e-3b1d-4c6e-9a7f-2d8e4b6c1a90/"
+PAGES = ["/", CHAT_PAGE, "/accounts/login/", "/admin/login/", "/no-such-page/"]
 
 
 @pytest.mark.parametrize("path", PAGES)

@@ -111,7 +111,7 @@ def page(browser: Browser, probe: PageProbe, request: pytest.FixtureRequest) -> 
 
     page.on("dialog", refuse_dialog)
     yield page
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     context.close()
     assert probe.errors == [], f"the page logged errors: {probe.errors}"

@@ -42,7 +42,7 @@ from typing import Any
 
 import pytest
 
-from tests.app.servers import ARTIFACTS, Launched, launch_daphne
+from tests.app.servers import ARTIFACTS, TEST_SHUTDOWN_GRACE, Launched, launch_daphne
 
 ROOT = Path(__file__).resolve().parents[3]
 AXE_SCRIPT = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
@@ -127,6 +127,7 @@ def _server_env(database: Path, model: str, extra: dict[str, str]) -> dict[str, 
         ZETT_MODEL=model,
         ZETT_DEMO_PACE="0",
         PYTHONUNBUFFERED="1",
+        ZETT_SHUTDOWN_GRACE=TEST_SHUTDOWN_GRACE,
     )
     env.update(extra)
     return env
@@ -139,7 +140,7 @@ def serve(
     """Run ``live_daphne.py`` on a fresh SQLite file with ``model`` (and ``env`` on top of
     the test environment); stop it on exit."""
     database = work / f"{name}.sqlite3"
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log_path = ARTIFACTS / f"{name}-server.log"
     launched = launch_daphne(_server_env(database, model, env or {}), log_path, name=name)
     try:
@@ -153,7 +154,7 @@ class RestartableServer(LiveServer):
     start again on the same database and port, so open pages reconnect to it."""
 
     def __init__(self, work: Path, name: str, model: str, env: dict[str, str] | None = None):
-        ARTIFACTS.mkdir(exist_ok=True)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
         database = work / f"{name}.sqlite3"
         super().__init__(url="", database=database, log=ARTIFACTS / f"{name}-server-0.log")
         self.name = name

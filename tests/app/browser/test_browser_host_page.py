@@ -42,7 +42,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         "SHOP_DATABASE": str(database),
     }
     env = _server_env(database, "shop.offline_model:ShopModel", site)
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log = ARTIFACTS / "shop-server.log"
     launched = launch_daphne(env, log, name="shop")
     port = launched.port
