@@ -66,7 +66,7 @@ function showOutcome(button, label, copied) {
   button.textContent = text;
   button.dataset.outcome = copied ? "copied" : "failed";
   button.setAttribute("aria-label", text);
-  announce(copied ? "Copied to the clipboard." : "Could not copy to the clipboard.");
+  announce(copied ? "Copied to the clipboard." : "Could not copy to the clipboard.", button);
   const timer = setTimeout(() => {
     button.textContent = READY_TEXT;
     button.setAttribute("aria-label", label);
@@ -75,9 +75,13 @@ function showOutcome(button, label, copied) {
   button.dataset.resetTimer = String(timer);
 }
 
-/** Say `text` through the page's polite status region (`#announcer`), if it has one. */
-export function announce(text) {
-  const region = document.getElementById("announcer");
+/**
+ * Say `text` through the polite status region of the chat `from` is in (its
+ * `[data-part=announcer]`), else the page's `#announcer`, if it has one.
+ */
+export function announce(text, from = null) {
+  const chat = from?.closest?.("[data-zett-root]") ?? null;
+  const region = chat?.querySelector('[data-part="announcer"]') ?? document.getElementById("announcer");
   if (!region) {
     return;
   }

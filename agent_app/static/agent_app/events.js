@@ -151,8 +151,13 @@ function showWait(transcript, turn, requestId, event) {
   // the middle of typing something else: on the first control, as a question's first
   // option, so an approval's Approve (Deny is the next Tab). The key that sent the message
   // went down before the approval existed, so it cannot press Approve.
-  const active = document.activeElement;
-  const idle = active === document.body || (active?.id === "composer-input" && !active.value);
+  // In a shadow root, its own activeElement (null while focus is outside it).
+  const active = widget.getRootNode().activeElement ?? null;
+  const pageIdle = document.activeElement === null || document.activeElement === document.body;
+  const idle =
+    active === null || active === document.body
+      ? pageIdle
+      : active.dataset?.part === "input" && !active.value;
   if (idle) {
     widget.querySelector("textarea, input, button")?.focus({ preventScroll: true });
   }
