@@ -205,6 +205,7 @@ class ChatRun(models.Model):
 class WaitKind(models.TextChoices):
     ASK_USER = "ask_user", "question"
     APPROVAL = "approval", "approval"
+    BROWSER_TOOL = "browser_tool", "browser tool"
 
 
 class WaitStatus(models.TextChoices):

@@ -13,7 +13,8 @@ anything:
 ``build_agent`` gives each chat one ``Agent`` made from the chat's assistant
 (``agent_app.assistants``): its instructions, model, tools and extensions, plus what the
 app adds to every agent: the ORM persistence, ``ask_user``, the durable approval gate for
-the assistant's ``approval_required`` tools, and tool guidelines. Only the persistence
+the assistant's ``approval_required`` tools, the host-page tools of its ``browser_tools``
+(``agent_app.agents.browser_tools``), and tool guidelines. Only the persistence
 extension is the chat's own (it keeps the chat's rows); the reply extensions keep their
 state per session and request, as every extension of an ``Agent`` serving many sessions
 must, so one instance of each (per assistant) serves all chats.
@@ -29,6 +30,7 @@ from django.core.exceptions import ImproperlyConfigured
 from agent_app import conf
 from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
 from agent_app.agents.asking import AppAskUserExtension
+from agent_app.agents.browser_tools import BROWSER_TOOL_EVENT, BrowserToolExtension
 from agent_app.assistants import Assistant, registry
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
@@ -95,6 +97,26 @@ def _reply_extensions(assistant: Assistant) -> tuple[AppAskUserExtension, Confir
     return entry[1], entry[2]
 
 
+#: The host-page tool extension of each (assistant, ``ZETT_BROWSER_TOOL_TIMEOUT``) in use.
+_BROWSER_EXTENSIONS: dict[tuple[int, float], tuple[Assistant, BrowserToolExtension]] = {}
+
+
+def _browser_extension(assistant: Assistant) -> BrowserToolExtension | None:
+    """The assistant's ``browser_tools`` as one extension (None when it declares none)."""
+    tools = assistant.get_browser_tools()
+    if not tools:
+        return None
+    timeout = float(conf.ZETT_BROWSER_TOOL_TIMEOUT or 0)
+    key = (id(assistant), timeout)
+    entry = _BROWSER_EXTENSIONS.get(key)
+    if entry is None or entry[0] is not assistant:
+        entry = _BROWSER_EXTENSIONS[key] = (
+            assistant,
+            BrowserToolExtension(tools, timeout=timeout or None),
+        )
+    return entry[1]
+
+
 def assistant_of_chat(session_id: str) -> Assistant:
     """The assistant chat ``session_id`` talks to (the default for a chat not stored)."""
     bound = ChatSession.objects.filter(pk=session_id).values_list("assistant", flat=True).first()
@@ -117,6 +139,10 @@ def describe_wait(session_id: str, call: ToolCall) -> tuple[str, dict[str, Any]]
         tool = next((tool for tool in assistant.get_tools() if tool.name == call.name), None)
         payload = approval.request_payload(call, tool)
         return None if payload is None else (APPROVAL_REQUESTED_EVENT, payload)
+    browser = _browser_extension(assistant)
+    if browser is not None and call.name in browser.tool_names:
+        payload = browser.request_payload(call)
+        return None if payload is None else (BROWSER_TOOL_EVENT, payload)
     return None
 
 
@@ -124,6 +150,7 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
     """The agent of one chat, from its assistant (``model`` overrides the assistant's)."""
     chat = await database_sync_to_async(ChatSession.objects.filter(pk=session_id).first)()
     assistant = registry.resolve(chat.assistant if chat is not None else None)
+    browser = _browser_extension(assistant)
     return await Agent.create(
         model if model is not None else assistant.get_model(),
         config=AgentRunConfig(session_id=session_id),
@@ -132,6 +159,7 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
         extensions=[
             OrmPersistenceExtension(),
             *_reply_extensions(assistant),
+            *([browser] if browser is not None else []),
             _GUIDELINES,
             *assistant.get_extensions(),
         ],

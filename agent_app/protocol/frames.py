@@ -93,7 +93,9 @@ STEERING_EVENT = "steering_message"
 #: declare as answered by the user. Any other name (``internal_message``: an instruction
 #: from the application itself) is refused with reason ``not_allowed``, unless an assistant
 #: declares it (``Assistant.reply_names``) or ``ZETT_CLIENT_REPLY_NAMES`` lists it.
-CLIENT_REPLY_NAMES = frozenset({"ask_user_response", "approval_response", STEERING_EVENT})
+CLIENT_REPLY_NAMES = frozenset(
+    {"ask_user_response", "approval_response", "browser_tool_result", STEERING_EVENT}
+)
 
 
 class ErrorCode(StrEnum):

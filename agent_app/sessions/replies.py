@@ -42,7 +42,11 @@ __all__ = ["ReplyDesk", "Verdict"]
 logger = logging.getLogger(__name__)
 
 #: The extension that takes each kind of stored wait's reply (as ``accepted_by`` says).
-_TAKER = {WaitKind.ASK_USER: "AskUserExtension", WaitKind.APPROVAL: "ConfirmationExtension"}
+_TAKER = {
+    WaitKind.ASK_USER: "AskUserExtension",
+    WaitKind.APPROVAL: "ConfirmationExtension",
+    WaitKind.BROWSER_TOOL: "BrowserToolExtension",
+}
 
 
 @dataclass(frozen=True, slots=True)
