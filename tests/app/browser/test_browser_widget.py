@@ -29,7 +29,15 @@ pytestmark = pytest.mark.slow
 TOOL_TIMEOUT = 3
 
 #: The host's own elements, and the computed styles compared with and without the widget.
-HOST_ELEMENTS = ["body", "#chat-title", "#sidebar", "#transcript", "#send-button", "#composer-input", ".lead"]
+HOST_ELEMENTS = [
+    "body",
+    "#chat-title",
+    "#sidebar",
+    "#transcript",
+    "#send-button",
+    "#composer-input",
+    ".lead",
+]
 STYLE_PROPERTIES = [
     "font-family",
     "font-size",
@@ -161,7 +169,7 @@ def test_with_the_page_closed_a_host_page_tool_ends_with_a_clear_result_at_its_d
         f"The page failed: No page ran highlight_product within {TOOL_TIMEOUT} seconds",
         timeout=(TOOL_TIMEOUT + 15) * 1000,
     )
-    assert later.locator('.product[data-highlighted]').count() == 0
+    assert later.locator(".product[data-highlighted]").count() == 0
 
 
 def test_two_widgets_on_one_page_each_have_their_own_socket_and_chat(
