@@ -29,7 +29,7 @@ from agent_app import conf
 from agent_app.assistants import UnknownAssistant, registry
 from agent_app.guard.access import person_of_request
 
-__all__ = ["zett_chat"]
+__all__ = ["zett_chat", "zett_visitor"]
 
 register = template.Library()
 
@@ -82,6 +82,28 @@ def _texts(value: Any, placeholder: str | None) -> dict[str, str]:
     return texts
 
 
+def _request(context: template.Context, tag: str) -> Any:
+    request = context.get("request")
+    if request is None:
+        raise template.TemplateSyntaxError(
+            f"{tag} needs the request in the template context: render the template "
+            "with render(request, ...) and keep django.template.context_processors.request"
+        )
+    return request
+
+
+@register.simple_tag(takes_context=True)
+def zett_visitor(context: template.Context) -> str:
+    """Renders nothing; lets this page's visitor open zett's sockets from its own script.
+
+    For a page that uses ``client.js`` (``mount`` or ``ZettClient``) without a
+    ``zett_chat``: an anonymous visitor gets their browser id, as ``zett_chat`` and
+    zett's pages give it, so the socket is theirs.
+    """
+    person_of_request(_request(context, "zett_visitor"))
+    return ""
+
+
 @register.simple_tag(takes_context=True)
 def zett_chat(
     context: template.Context,
@@ -111,12 +133,7 @@ def zett_chat(
         raise template.TemplateSyntaxError(
             f"zett_chat theme must be one of {', '.join(_THEMES)}, got {theme!r}"
         )
-    request = context.get("request")
-    if request is None:
-        raise template.TemplateSyntaxError(
-            "zett_chat needs the request in the template context: render the template "
-            "with render(request, ...) and keep django.template.context_processors.request"
-        )
+    request = _request(context, "zett_chat")
     person = person_of_request(request)
     heading = title or chosen.display_name
     if person is None:

@@ -65,8 +65,7 @@ document.addEventListener("keydown", (event) => {
 mount(root, {
   socketPath: config.socketPath,
   assistant: config.assistant,
-  title,
-  stored: config.stored,
+  chatTitle: title,
   keyboardTarget: document,
   autofocus: true,
   onTitle: showTitle,

@@ -3,11 +3,13 @@
  * Stop, steering, resume — bound to one root (an element or a shadow root). The full chat
  * page and the widget are both this; docs/client.md documents its options.
  *
- * Every element is found inside `root` by its `data-part` (never by a page id), and a root
- * without the parts gets them built (`panel.js`). Parts a page does not want are simply
- * absent: the title, the usage line, the link indicator, the starter prompts. What belongs
- * to a page and not to a chat (renaming, deleting, the sidebar, `document.title`) goes
- * through the hooks `onTitle` and `onStored`.
+ * Every element is found inside `root` by its `data-part` (never by a page id). An element
+ * without the parts gets an open shadow root with the chat's styles and parts in it
+ * (`panel.js`), so the host page's CSS and the chat's never meet, as in the widget
+ * (`shadow: false` builds them in the element itself). Parts a page does not want are simply
+ * absent: the usage line, the link indicator, the starter prompts. What belongs to a page
+ * and not to a chat (the chat's title, renaming, deleting, the sidebar, `document.title`)
+ * goes through the hooks `onTitle` and `onStored`.
  *
  * Frames follow docs/protocol.md. A run belongs to the session, not to this view: every
  * view sees every run (`run_started`, even for a message another tab sent), closing or
@@ -61,6 +63,37 @@ const ERROR_TEXT = {
 const GIVE_BACK_CODES = new Set(["busy", "rate_limited", "too_large", "not_running", "bad_frame"]);
 const BLANK_HINT = "Only spaces: type a message to send.";
 
+/** The styles a chat mounted into an empty element loads into its shadow root. */
+const SHEETS = [
+  ["chat.css", null],
+  ["vendor/highlight/a11y-light.min.css", "(prefers-color-scheme: light)"],
+  ["vendor/highlight/a11y-dark.min.css", "(prefers-color-scheme: dark)"],
+  ["widget.css", null],
+];
+
+/** Where the chat's parts go: `root` itself when it has them, else parts built for it. */
+function prepare(root, texts, { shadow = true } = {}) {
+  if (root.querySelector('[data-part="transcript"]') !== null) {
+    return root;
+  }
+  if (!(root instanceof Element) || !shadow) {
+    buildPanel(root, texts);
+    return root;
+  }
+  const tree = root.shadowRoot ?? root.attachShadow({ mode: "open" });
+  for (const [sheet, media] of SHEETS) {
+    const link = document.createElement("link");
+    link.rel = "stylesheet";
+    link.href = new URL(`./${sheet}`, import.meta.url).href;
+    if (media) {
+      link.media = media;
+    }
+    tree.append(link);
+  }
+  buildPanel(tree, texts);
+  return tree;
+}
+
 /** A stand-in for an absent optional part: writes to it go nowhere. */
 function absent() {
   return document.createElement("span");
@@ -69,19 +102,26 @@ function absent() {
 /**
  * Mount the chat UI into `root`.
  *
- * @param {Element|ShadowRoot} root
+ * @param {Element|ShadowRoot} where
  * @param {{
  *   client?: ZettClient, chatId?: string, socketPath?: string, socketPrefix?: string,
- *   assistant?: string, title?: string, stored?: boolean, texts?: object,
+ *   assistant?: string, title?: string, chatTitle?: string, texts?: object, height?: string,
+ *   theme?: "auto"|"light"|"dark", shadow?: boolean,
  *   tools?: Record<string, Function>, keyboardTarget?: EventTarget, autofocus?: boolean,
  *   onTitle?: (title: string) => void, onStored?: () => void,
  * }} options
  * @returns {{client: ZettClient, root: Element|ShadowRoot, focus: () => void, isRunning: () => boolean}}
+ *   `root` is where the parts are (the shadow root mount made, if it made one).
  */
-export function mount(root, options = {}) {
-  const texts = { ...DEFAULT_TEXTS, ...(options.texts ?? {}) };
-  if (root.querySelector('[data-part="transcript"]') === null) {
-    buildPanel(root, texts);
+export function mount(where, options = {}) {
+  const texts = { ...DEFAULT_TEXTS, ...(options.texts ?? {}), ...(options.title ? { title: options.title } : {}) };
+  const root = prepare(where, texts, options);
+  const host = root instanceof ShadowRoot ? root.host : root;
+  if (options.height) {
+    host.style.setProperty("--zett-height", options.height);
+  }
+  if (options.theme && options.theme !== "auto") {
+    host.dataset.theme = options.theme;
   }
   const part = (name) => root.querySelector(`[data-part="${name}"]`);
   const optional = (name) => part(name) ?? absent();
@@ -98,7 +138,6 @@ export function mount(root, options = {}) {
     retry: optional("reconnect"),
     linkStatus: optional("link-status"),
     sessionUsage: optional("usage"),
-    title: part("title"),
   };
   const client =
     options.client ??
@@ -111,7 +150,7 @@ export function mount(root, options = {}) {
   for (const [name, fn] of Object.entries(options.tools ?? {})) {
     client.onTool(name, fn);
   }
-  const onTitle = options.onTitle ?? ((text) => ui.title && (ui.title.textContent = text || texts.title));
+  const onTitle = options.onTitle ?? (() => {});
   const onStored = options.onStored ?? (() => {});
 
   const notices = new Notices(part("notices"));
@@ -162,7 +201,8 @@ export function mount(root, options = {}) {
   const runs = new Map();
   /** Paused runs a continuation took over: their turn goes on, whatever is said of them. */
   const resumed = new Set();
-  let title = options.title || "";
+  /** The chat's own title (named after its first message when it has none). */
+  let title = options.chatTitle || "";
   let sessionUsage = null;
   /** Whether the `session` frame gave the chat's token total (`usage`). */
   let sessionTotalKnown = false;

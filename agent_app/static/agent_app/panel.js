@@ -8,9 +8,9 @@
  */
 import { element } from "./blocks.js";
 
-/** The words of the composer; `mount(root, {texts})` overrides any of them. */
+/** The heading and the composer's words; `mount(root, {texts})` overrides any of them. */
 export const DEFAULT_TEXTS = Object.freeze({
-  title: "New chat",
+  title: "Chat",
   messageLabel: "Message",
   placeholder: "Ask something… (Enter sends, Shift+Enter adds a line)",
   steerLabel: "Steer the answer",
@@ -35,8 +35,9 @@ function withPart(node, name, attributes = {}) {
 export function buildPanel(root, texts = DEFAULT_TEXTS) {
   built += 1;
   const id = `zett-${built}`;
-  const shell = element("div", "zett");
+  const shell = element("section", "zett");
   shell.dataset.zettRoot = "";
+  shell.setAttribute("aria-label", texts.title);
 
   const bar = element("div", "zett__bar");
   const link = withPart(element("div", "connection"), "link", { "data-state": "connecting" });
@@ -51,7 +52,7 @@ export function buildPanel(root, texts = DEFAULT_TEXTS) {
     withPart(element("span", "visually-hidden"), "link-status", { role: "status" }),
     reconnect,
   );
-  bar.append(withPart(element("p", "zett__title", texts.title), "title"), link);
+  bar.append(element("p", "zett__title", texts.title), link);
 
   const chat = element("div", "chat");
   const empty = withPart(element("div", "transcript-empty"), "empty");

@@ -88,19 +88,14 @@ export function mountWidget(host) {
   }
   const shadow = shadowOf(host);
   const config = JSON.parse(shadow.querySelector('script[type="application/json"]').textContent);
-  if (config.height) {
-    host.style.setProperty("--zett-height", config.height);
-  }
-  if (config.theme && config.theme !== "auto") {
-    host.dataset.theme = config.theme;
-  }
   const chatId = rememberedChat(config);
   const panel = shadow.querySelector("[data-zett-root]");
   const mounted = mount(shadow, {
     socketPath: chatSocketPath(chatId, config.socketPrefix),
     assistant: config.assistant,
     texts: config.texts ?? {},
-    onTitle: () => {}, // the widget keeps the title it was given
+    height: config.height,
+    theme: config.theme,
   });
   mounted.chatId = chatId;
   for (const [name, fn] of registry.tools) {

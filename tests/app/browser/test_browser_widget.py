@@ -9,24 +9,20 @@ with no page to answer it, ends with a clear result at its deadline."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.app.browser.browser_support import (
     NARROW,
+    WIDGET_TOOL_TIMEOUT,
     LiveServer,
     PageProbe,
     axe_violations,
-    serve,
 )
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
 pytestmark = pytest.mark.slow
-
-#: Seconds a host-page tool waits for a page on this server.
-TOOL_TIMEOUT = 3
 
 #: The host's own elements, and the computed styles compared with and without the widget.
 HOST_ELEMENTS = [
@@ -70,17 +66,6 @@ HOST_SNAPSHOT = """([selectors, properties]) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    env = {
-        "DJANGO_SETTINGS_MODULE": "tests.app.widget_host.settings",
-        "ZETT_BROWSER_TOOL_TIMEOUT": str(TOOL_TIMEOUT),
-    }
-    model = "tests.app.browser.browser_model:browser_script_model"
-    with serve(tmp_path_factory.mktemp("widget"), "widget", model, env) as server:
-        yield server
-
-
 def widget(page: Page, index: int = 0):
     return page.locator("zett-chat").nth(index)
 
@@ -101,11 +86,11 @@ def host_snapshot(page: Page) -> dict:
 
 
 def test_the_widget_streams_asks_approves_and_resumes_in_a_host_page_it_leaves_alone(
-    page: Page, host: LiveServer
+    page: Page, widget_host: LiveServer
 ) -> None:
-    page.goto(f"{host.url}/?bare")
+    page.goto(f"{widget_host.url}/?bare")
     without = host_snapshot(page)
-    page.goto(f"{host.url}/")
+    page.goto(f"{widget_host.url}/")
     chat = widget(page)
     expect(chat.get_by_role("heading", name="Ask the shop")).to_be_visible()
     expect(chat.locator(".connection__label")).to_have_text("Connected")
@@ -136,9 +121,9 @@ def test_the_widget_streams_asks_approves_and_resumes_in_a_host_page_it_leaves_a
 
 
 def test_a_host_page_tool_is_run_by_the_page_and_its_result_reaches_the_model(
-    page: Page, host: LiveServer
+    page: Page, widget_host: LiveServer
 ) -> None:
-    page.goto(f"{host.url}/")
+    page.goto(f"{widget_host.url}/")
     chat = widget(page)
     expect(chat.locator(".connection__label")).to_have_text("Connected")
     send_in(chat, "highlight p-7")
@@ -153,31 +138,31 @@ def test_a_host_page_tool_is_run_by_the_page_and_its_result_reaches_the_model(
 
 
 def test_with_the_page_closed_a_host_page_tool_ends_with_a_clear_result_at_its_deadline(
-    page: Page, host: LiveServer
+    page: Page, widget_host: LiveServer
 ) -> None:
     first = page.context.new_page()
-    first.goto(f"{host.url}/?notools")  # a page that does not know the tool asks for it
+    first.goto(f"{widget_host.url}/?notools")  # a page that does not know the tool asks for it
     chat = widget(first)
     expect(chat.locator(".connection__label")).to_have_text("Connected")
     send_in(chat, "highlight p-7")
     expect(chat.locator(".tool-card").last).to_contain_text("highlight_product")
     first.close()
     later = page  # the same browser: the widget reopens the same chat
-    later.goto(f"{host.url}/?notools")
+    later.goto(f"{widget_host.url}/?notools")
     chat = widget(later)
     expect(chat.locator(".msg--assistant").last).to_contain_text(
-        f"The page failed: No page ran highlight_product within {TOOL_TIMEOUT} seconds",
-        timeout=(TOOL_TIMEOUT + 15) * 1000,
+        f"The page failed: No page ran highlight_product within {WIDGET_TOOL_TIMEOUT} seconds",
+        timeout=(WIDGET_TOOL_TIMEOUT + 15) * 1000,
     )
     assert later.locator(".product[data-highlighted]").count() == 0
 
 
 def test_two_widgets_on_one_page_each_have_their_own_socket_and_chat(
-    page: Page, host: LiveServer
+    page: Page, widget_host: LiveServer
 ) -> None:
     sockets: list[str] = []
     page.on("websocket", lambda socket: sockets.append(socket.url))
-    page.goto(f"{host.url}/two/")
+    page.goto(f"{widget_host.url}/two/")
     left, right = widget(page, 0), widget(page, 1)
     for chat in (left, right):
         expect(chat.locator(".connection__label")).to_have_text("Connected")
@@ -198,8 +183,8 @@ def test_two_widgets_on_one_page_each_have_their_own_socket_and_chat(
 
 
 @pytest.mark.parametrize("page", [NARROW], indirect=True)
-def test_the_launcher_opens_the_chat_on_a_phone(page: Page, host: LiveServer) -> None:
-    page.goto(f"{host.url}/launcher/")
+def test_the_launcher_opens_the_chat_on_a_phone(page: Page, widget_host: LiveServer) -> None:
+    page.goto(f"{widget_host.url}/launcher/")
     chat = widget(page)
     launcher = chat.get_by_role("button", name="Chat with us")
     expect(launcher).to_be_visible()
@@ -229,9 +214,9 @@ def in_widget(violation: dict) -> list:
 
 
 def test_axe_finds_nothing_serious_in_the_widget(
-    page: Page, host: LiveServer, probe: PageProbe
+    page: Page, widget_host: LiveServer, probe: PageProbe
 ) -> None:
-    page.goto(f"{host.url}/")
+    page.goto(f"{widget_host.url}/")
     chat = widget(page)
     expect(chat.locator(".connection__label")).to_have_text("Connected")
     send_in(chat, "code")

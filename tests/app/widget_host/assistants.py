@@ -28,6 +28,14 @@ class Shopper(Assistant):
     browser_tools = [highlight_product]
 
 
+class Support(Shopper):
+    """What the examples of docs/client.md talk to (its own scripted model)."""
+
+    id = "support"
+    name = "Support"
+    model = "tests.app.widget_host.docs_model:DocsModel"
+
+
 class Second(Assistant):
     id = "second"
     name = "Second helper"

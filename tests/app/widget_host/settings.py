@@ -15,4 +15,5 @@ STATICFILES_DIRS = [HERE / "static"]
 ZETT_ASSISTANTS = [
     "tests.app.widget_host.assistants.Shopper",
     "tests.app.widget_host.assistants.Second",
+    "tests.app.widget_host.assistants.Support",
 ]

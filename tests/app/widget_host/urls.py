@@ -23,5 +23,6 @@ urlpatterns = [
     path("", page("product"), name="product"),
     path("two/", page("two"), name="two"),
     path("launcher/", page("launcher"), name="launcher"),
+    path("blank/", page("blank"), name="blank"),
     path("chat/", include("agent_app.urls")),
 ]
