@@ -9,8 +9,8 @@ class AgentAppConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_save
 
-        # Registers the sign-in/sign-out and chat deletion receivers and the system checks.
-        from agent_app import chat_records, checks  # noqa: F401
+        # Registers the system checks, and (access) the sign-in/sign-out and deletion receivers.
+        from agent_app import checks  # noqa: F401
         from agent_app.assistants import registry
         from agent_app.durable.store import message_saved_through_the_orm
         from agent_app.guard import access  # noqa: F401

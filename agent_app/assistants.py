@@ -19,7 +19,8 @@ Each chat is bound to one assistant when it is stored (``ChatSession.assistant``
 chat takes the id its first message names, else the page's ``?assistant=``, else
 ``ZETT_DEFAULT_ASSISTANT``. ``registry`` holds one instance of each registered class; the
 agent of a chat is built from it (``agent_app.agents.factory``). Inside a run, ``current_user()``
-and ``current_chat()`` say who is chatting (``agent_app.current``).
+and ``current_chat()`` say who is chatting (``agent_app.current``); ``enter_run`` binds
+them at the top of each run, once it has checked the person may still use the assistant.
 
 Bad declarations fail at start-up with the class named: no ``id``, an id that is not
 ``[a-z0-9_-]+``, two classes with one id. ``manage.py check`` finds the rest (a tool in
@@ -32,11 +33,12 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from channels.db import database_sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import autodiscover_modules, import_string
 
 from agent_app import conf
-from agent_app.current import current_chat, current_user
+from agent_app.current import bind, current_chat, current_user, person_of_chat
 
 if TYPE_CHECKING:
     from agent_app.models import ChatSession
@@ -46,10 +48,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Assistant",
+    "AssistantForbidden",
     "AssistantRegistry",
     "UnknownAssistant",
     "current_chat",
     "current_user",
+    "enter_run",
     "register",
     "registry",
 ]
@@ -108,7 +112,7 @@ class Assistant:
 
     def get_model(self) -> AgentModel:
         """The model answering for this assistant."""
-        from agent_app.agents.factory import resolve_model
+        from agent_app.agents.llm import resolve_model
 
         if self.model is None or isinstance(self.model, str):
             return resolve_model(self.model)
@@ -176,6 +180,12 @@ class AssistantRegistry:
     def ids(self) -> list[str]:
         return list(self._assistants)
 
+    def display_name_of(self, assistant_id: str) -> str:
+        """The name people see for a chat bound to ``assistant_id`` ("": the default), or
+        the id itself when no assistant is registered under it."""
+        found = self._assistants.get(assistant_id or self.default_id() or "")
+        return found.display_name if found is not None else assistant_id
+
     def for_user(self, user: Any) -> list[Assistant]:
         """The assistants ``user`` may chat with."""
         return [
@@ -235,3 +245,27 @@ registry = AssistantRegistry()
 def register(cls: A) -> A:
     """Class decorator: register an ``Assistant`` subclass in ``registry``."""
     return registry.register(cls)
+
+
+class AssistantForbidden(PermissionError):
+    """The person may not chat with this assistant (``has_permission`` said no)."""
+
+
+def _load(session_id: str) -> tuple[ChatSession, Assistant, bool]:
+    from agent_app.models import ChatSession
+
+    chat = ChatSession.objects.select_related("owner").get(pk=session_id)
+    assistant = registry.resolve(chat.assistant)
+    return chat, assistant, assistant.has_permission(person_of_chat(chat))
+
+
+async def enter_run(session_id: str) -> ChatSession:
+    """Bind the chat and its person to the calling task (the run's); check the permission.
+
+    ``AssistantForbidden`` when the owner may not use the chat's assistant (any more).
+    """
+    chat, assistant, allowed = await database_sync_to_async(_load)(session_id)
+    if not allowed:
+        raise AssistantForbidden(f"You may not chat with the assistant {assistant.display_name!r}")
+    bind(person_of_chat(chat), chat)
+    return chat

@@ -1,13 +1,14 @@
 """Who is chatting, inside a run: ``current_user()`` and ``current_chat()``.
 
-The live session calls ``enter_run`` at the top of each run's task, on whichever worker
-runs it and for continuation runs after a restart too. It reads the chat and its owner
-(one query a run, never one a call), checks that the owner may still use the chat's
-assistant, and puts both in a context variable of the run's task. Everything the run does
-inherits that context: the runtime steps its request in a copy of it, hooks and model
-calls run there, and sync tools run in worker threads with a copy of it. So a tool, a hook
-or a model call anywhere in the run reads the person without a query, and nothing outside
-the run (another chat's run, the socket's own task) ever sees it.
+The live session calls ``agent_app.assistants.enter_run`` at the top of each run's task,
+on whichever worker runs it and for continuation runs after a restart too. It reads the
+chat and its owner (one query a run, never one a call), checks that the owner may still
+use the chat's assistant, and puts both in this module's context variable (``bind``).
+Everything the run does inherits that context: the runtime steps its request in a copy of
+it, hooks and model calls run there, and sync tools run in worker threads with a copy of
+it. So a tool, a hook or a model call anywhere in the run reads the person without a
+query, and nothing outside the run (another chat's run, the socket's own task) ever sees
+it.
 """
 
 from __future__ import annotations
@@ -15,19 +16,12 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from channels.db import database_sync_to_async
-
 if TYPE_CHECKING:
-    from agent_app.assistants import Assistant
     from agent_app.models import ChatSession
 
-__all__ = ["AssistantForbidden", "current_chat", "current_user", "enter_run", "person_of_chat"]
+__all__ = ["bind", "current_chat", "current_user", "person_of_chat"]
 
 _current: ContextVar[tuple[Any, ChatSession] | None] = ContextVar("zett_current_chat", default=None)
-
-
-class AssistantForbidden(PermissionError):
-    """The person may not chat with this assistant (``has_permission`` said no)."""
 
 
 def current_user() -> Any:
@@ -52,27 +46,6 @@ def person_of_chat(chat: ChatSession) -> Any:
     from django.contrib.auth.models import AnonymousUser
 
     return chat.owner if chat.owner_id is not None else AnonymousUser()
-
-
-def _load(session_id: str) -> tuple[ChatSession, Assistant, bool]:
-    from agent_app.assistants import registry
-    from agent_app.models import ChatSession
-
-    chat = ChatSession.objects.select_related("owner").get(pk=session_id)
-    assistant = registry.resolve(chat.assistant)
-    return chat, assistant, assistant.has_permission(person_of_chat(chat))
-
-
-async def enter_run(session_id: str) -> ChatSession:
-    """Bind the chat and its person to the calling task (the run's); check the permission.
-
-    ``AssistantForbidden`` when the owner may not use the chat's assistant (any more).
-    """
-    chat, assistant, allowed = await database_sync_to_async(_load)(session_id)
-    if not allowed:
-        raise AssistantForbidden(f"You may not chat with the assistant {assistant.display_name!r}")
-    _current.set((person_of_chat(chat), chat))
-    return chat
 
 
 def bind(user: Any, chat: ChatSession) -> None:

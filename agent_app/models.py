@@ -68,14 +68,6 @@ class ChatSession(models.Model):
     def __str__(self) -> str:
         return self.title or f"Session {str(self.id)[:8]}"
 
-    @property
-    def assistant_name(self) -> str:
-        """The name people see for the chat's assistant (its id when it is not registered)."""
-        from agent_app.assistants import registry
-
-        found = registry.get(self.assistant or registry.default_id() or "")
-        return found.display_name if found is not None else self.assistant
-
 
 class ChatCreation(models.Model):
     """Every chat ever stored, kept after the chat is deleted (``agent_app.chat_records``).

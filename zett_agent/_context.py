@@ -1,6 +1,10 @@
 """Per-request objects: ``AgentRunConfig``, ``AgentState`` and ``AgentRunContext``.
 
 They are exported from ``zett_agent.agent``; this module only keeps ``agent.py`` short.
+Extensions, tools and the loop's helpers all name the context, so it names none of the
+machinery above it: what it asks of its live request and of a resumption is the two
+small protocols below (``zett_agent._request.Request`` and ``zett_agent._resume.Resumption``
+are what fill them).
 """
 
 from __future__ import annotations
@@ -11,23 +15,41 @@ import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from itertools import chain, islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from zett_agent.events import AgentEvent, AgentEventType, AgentPhase
+from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.messages import AnyMessage, Message, SystemMessage, UserMessage
 from zett_agent.model import AgentModel, ServerToolDefinition
+from zett_agent.phases import AgentPhase
 from zett_agent.tools.base import AgentTool
 
 if TYPE_CHECKING:
-    from zett_agent._request import Request
-    from zett_agent._resume import Resumption
     from zett_agent.extensions.base import AgentExtension
     from zett_agent.extensions.events import ExtensionEvent, MessageTiming
     from zett_agent.history import _HistoryLease
 
 __all__ = ["AgentRunConfig", "AgentRunContext", "AgentState", "uuid7"]
+
+
+class _LiveRequest(Protocol):
+    """What a context asks of the request it belongs to (``zett_agent._request.Request``)."""
+
+    async def emit_from_extension(self, event: AgentEvent) -> None: ...
+
+    async def publish(
+        self, event: ExtensionEvent, *, target: AgentExtension | str | type | None = None
+    ) -> None: ...
+
+    async def append_now(self, message: AnyMessage, timing: MessageTiming | None) -> None: ...
+
+
+class _Deadlines(Protocol):
+    """What a resumed request's waits ask of it (``zett_agent._resume.Resumption``)."""
+
+    def deadline(self, correlation_id: str) -> datetime | None: ...
 
 
 def uuid7() -> str:
@@ -258,7 +280,7 @@ class AgentRunContext:
     def __init__(
         self,
         *,
-        request: Request,
+        request: _LiveRequest,
         config: AgentRunConfig,
         model: AgentModel,
         input_message: UserMessage | None,
@@ -266,7 +288,7 @@ class AgentRunContext:
         extensions: tuple[AgentExtension, ...],
         metadata: dict[str, Any],
         tags: dict[str, Any],
-        resumption: Resumption | None = None,
+        resumption: _Deadlines | None = None,
     ) -> None:
         assert config.session_id is not None and config.request_id is not None
         # Weak, so that a finished request is freed by reference counting alone: a cycle
@@ -331,7 +353,7 @@ class AgentRunContext:
         """
         await self._live_request("publish").publish(extension_event, target=target)
 
-    def _live_request(self, action: str) -> Request:
+    def _live_request(self, action: str) -> _LiveRequest:
         request = self._request()
         if request is None:
             raise AgentProtocolError(

@@ -11,21 +11,35 @@ closed (``aclose``), so cancellation and early errors reach the provider.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from zett_agent.events import AgentEvent, AgentEventType, AgentPhase, streamed_event
+from zett_agent.events import AgentEvent, AgentEventType, streamed_event
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.extensions.events import MessageTiming, _measured
 from zett_agent.model import ModelEvent, ModelEventType, ModelRequest, ModelResponse
+from zett_agent.phases import AgentPhase
 
 if TYPE_CHECKING:
     from zett_agent._context import AgentRunContext
-    from zett_agent._request import Request
+    from zett_agent._hooks import HookTable
     from zett_agent.extensions.base import AgentExtension
 
 __all__ = ["call_model"]
+
+
+class CallingRequest(Protocol):
+    """What a model call needs of its request (``zett_agent._request.Request``, which
+    calls it: the protocol keeps this helper below its caller)."""
+
+    context: AgentRunContext
+    hooks: HookTable
+
+    def emit(self, event: AgentEvent) -> Awaitable[None]: ...
+
+    async def move(self, target: AgentPhase) -> tuple[datetime, int] | None: ...
+
 
 E = AgentEventType
 P = AgentPhase
@@ -35,7 +49,7 @@ _TOOL_CALL = ModelEventType.TOOL_CALL
 _COMPLETED = ModelEventType.COMPLETED
 
 
-def _open_model_stream(run: Request, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+def _open_model_stream(run: CallingRequest, request: ModelRequest) -> AsyncIterator[ModelEvent]:
     context = run.context
     call: Callable[[ModelRequest], AsyncIterator[ModelEvent]] = context.model.stream
     for extension in reversed(run.hooks.on_model_request):
@@ -44,7 +58,7 @@ def _open_model_stream(run: Request, request: ModelRequest) -> AsyncIterator[Mod
 
 
 async def call_model(
-    run: Request, request: ModelRequest
+    run: CallingRequest, request: ModelRequest
 ) -> tuple[ModelResponse, MessageTiming | None]:
     """Stream one model call, mirroring its deltas as events; return its response and timing.
 
@@ -162,7 +176,7 @@ def _span(span: list[Any] | None) -> tuple[datetime, datetime, int] | None:
 
 
 async def _server_tool_event(
-    run: Request, item: ModelEvent, open_calls: set[str], seen_calls: set[str]
+    run: CallingRequest, item: ModelEvent, open_calls: set[str], seen_calls: set[str]
 ) -> None:
     session_id = run.context.session_id
     kind = item.type

@@ -48,7 +48,7 @@ from zett_agent._inbox import RequestInbox
 from zett_agent._model_call import call_model
 from zett_agent._resume import Resumption, resume_point
 from zett_agent._tool_call import execute_tool
-from zett_agent.events import AgentEvent, AgentEventType, AgentPhase, check_transition
+from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.events import (
     ExtensionEvent,
@@ -69,6 +69,7 @@ from zett_agent.messages import (
     UserMessage,
 )
 from zett_agent.model import ModelRequest, ModelUsage
+from zett_agent.phases import AgentPhase, check_transition
 from zett_agent.tools.base import _current_run_context, _current_tool_call_id
 
 if TYPE_CHECKING:

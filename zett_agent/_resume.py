@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from zett_agent.events import ExternalEvent
 from zett_agent.exceptions import AgentProtocolError
-from zett_agent.extensions.external import ExternalEvent, ExternalEventExtension
+from zett_agent.extensions.external import ExternalEventExtension
 from zett_agent.messages import AnyMessage, AssistantMessage, SystemMessage, ToolCall, ToolMessage
 
 if TYPE_CHECKING:

@@ -38,11 +38,10 @@ from zett_agent._inbox import RequestInbox
 from zett_agent._json import request_metadata, request_tags
 from zett_agent._request import Request
 from zett_agent._resume import Resumption
-from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.events import AgentEvent, AgentEventType, ExternalEvent
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import CompactionEvent
-from zett_agent.extensions.external import ExternalEvent
 from zett_agent.extensions.internal_message import InternalMessageExtension
 from zett_agent.extensions.memory import InMemoryMessageAccumulator
 from zett_agent.extensions.steering import SteeringExtension

@@ -1,12 +1,16 @@
-"""The UI-facing event stream of ``Agent.stream()`` and the request phase machine.
+"""The UI-facing event stream of ``Agent.stream()``.
+
+``AgentPhase`` and ``check_transition`` (the request phase machine, ``zett_agent.phases``)
+are importable from here too, where code written for upstream finds them.
 
 Three channels exist and must not be confused:
 
 - ``AgentEvent`` (this module): what a UI renders, yielded by ``Agent.stream()``;
 - ``ExtensionEvent`` (``zett_agent.extensions.events``): notifications between the runtime
   and extensions, delivered to ``on_event``;
-- ``ExternalEvent`` (``zett_agent.extensions.external``): replies from outside the process,
-  delivered through ``Agent.emit_external_event``.
+- ``ExternalEvent`` (this module, and ``zett_agent.extensions.external`` where the
+  extension that waits for it lives): replies from outside the process, delivered through
+  ``Agent.emit_external_event``.
 
 Model failures and cancellation propagate as exceptions; they never become events.
 """
@@ -17,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from zett_agent.exceptions import AgentProtocolError
+from zett_agent.phases import AgentPhase, check_transition
 
 if TYPE_CHECKING:
     from zett_agent.extensions.events import CompactionEvent
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
         ToolCallDelta,
     )
 
-__all__ = ["AgentEvent", "AgentEventType", "AgentPhase", "check_transition"]
+__all__ = ["AgentEvent", "AgentEventType", "AgentPhase", "ExternalEvent", "check_transition"]
 
 
 class AgentEventType(StrEnum):
@@ -73,82 +77,6 @@ class AgentEventType(StrEnum):
     COMPACTION_COMPLETED = "compaction_completed"
     RUN_COMPLETED = "run_completed"
     CUSTOM = "custom"
-
-
-class AgentPhase(StrEnum):
-    """The exclusive phase of one request.
-
-    ::
-
-        CREATED → LOADING_CONTEXT → READY ⇄ GENERATING
-                                          ⇄ RUNNING_TOOL
-                                          ⇄ COMPACTING
-                                    READY → COMPLETED
-        any active phase → FAILED | CANCELLED
-    """
-
-    CREATED = "created"
-    LOADING_CONTEXT = "loading_context"
-    READY = "ready"
-    COMPACTING = "compacting"
-    GENERATING = "generating"
-    RUNNING_TOOL = "running_tool"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-    @property
-    def is_active(self) -> bool:
-        """True while the request is between its start and a terminal phase."""
-        return self in _ACTIVE_PHASES
-
-    @property
-    def is_terminal(self) -> bool:
-        """True for COMPLETED, FAILED and CANCELLED."""
-        return self in _TERMINAL_PHASES
-
-
-_ACTIVE_PHASES = frozenset(
-    {
-        AgentPhase.LOADING_CONTEXT,
-        AgentPhase.READY,
-        AgentPhase.COMPACTING,
-        AgentPhase.GENERATING,
-        AgentPhase.RUNNING_TOOL,
-    }
-)
-_TERMINAL_PHASES = frozenset({AgentPhase.COMPLETED, AgentPhase.FAILED, AgentPhase.CANCELLED})
-
-_LEGAL_MOVES: dict[AgentPhase, frozenset[AgentPhase]] = {
-    AgentPhase.CREATED: frozenset({AgentPhase.LOADING_CONTEXT}),
-    AgentPhase.LOADING_CONTEXT: frozenset({AgentPhase.READY}),
-    AgentPhase.READY: frozenset(
-        {
-            AgentPhase.COMPACTING,
-            AgentPhase.GENERATING,
-            AgentPhase.RUNNING_TOOL,
-            AgentPhase.COMPLETED,
-        }
-    ),
-    AgentPhase.COMPACTING: frozenset({AgentPhase.READY}),
-    AgentPhase.GENERATING: frozenset({AgentPhase.READY}),
-    AgentPhase.RUNNING_TOOL: frozenset({AgentPhase.READY}),
-    AgentPhase.COMPLETED: frozenset(),
-    AgentPhase.FAILED: frozenset(),
-    AgentPhase.CANCELLED: frozenset(),
-}
-for _phase in _ACTIVE_PHASES:
-    _LEGAL_MOVES[_phase] = _LEGAL_MOVES[_phase] | {AgentPhase.FAILED, AgentPhase.CANCELLED}
-
-
-def check_transition(current: AgentPhase, target: AgentPhase) -> None:
-    """Raise ``AgentProtocolError`` unless ``current → target`` is a legal move."""
-    if target not in _LEGAL_MOVES[current]:
-        raise AgentProtocolError(
-            f"Invalid agent phase transition: {current.value} -> {target.value}; "
-            f"from {current.value} the legal moves are "
-            f"{sorted(p.value for p in _LEGAL_MOVES[current]) or 'none'}"
-        )
 
 
 @dataclass(slots=True)
@@ -257,3 +185,25 @@ def streamed_event(
 
 
 _new = object.__new__
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalEvent:
+    """A named reply from outside; ``payload`` is never modified by the runtime."""
+
+    name: str
+    payload: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"ExternalEvent name cannot be empty, got {self.name!r}")
+        if not isinstance(self.payload, dict):
+            raise TypeError(
+                "ExternalEvent payload must be a dictionary with string keys, got "
+                f"{type(self.payload).__name__}"
+            )
+        for key in self.payload:
+            if not isinstance(key, str):
+                raise TypeError(
+                    f"ExternalEvent payload must be a dictionary with string keys, got key {key!r}"
+                )

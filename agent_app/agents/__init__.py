@@ -1,8 +1,7 @@
 """The agent behind a chat: how it is built, its tools and its human-in-the-loop.
 
-- ``factory``: the agent of a session, built from the settings (the model, the
-  extensions);
-- ``tools``: the demo tools;
+- ``llm``: which model answers (``ZETT_MODEL`` to an ``AgentModel``);
+- ``factory``: the agent of a chat, built from its assistant and the app's extensions;
 - ``approval``: ``ConfirmationExtension``, a tool that runs only once a person approves;
 - ``asking``: the app's ``ask_user`` extension.
 """

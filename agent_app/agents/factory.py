@@ -1,14 +1,6 @@
-"""The agent factory: which model answers, and what each chat's agent is made of.
+"""The agent factory: what each chat's agent is made of.
 
-``resolve_model`` reads ``ZETT_MODEL`` each time it is called (when a session's first
-request builds its agent), so a test's settings override takes effect without reloading
-anything:
-
-- ``demo`` → the offline ``DemoModel`` at ``ZETT_DEMO_PACE``;
-- anything else → ``zett_agent.providers.load_model``: ``openai:<model>``,
-  ``anthropic:<model>``, ``openai-compatible:<model>`` (at ``ZETT_OPENAI_BASE_URL``), or
-  ``package.module:attribute`` (a model, or a class or callable building one). The import
-  string is also the seam tests use to plug in a scripted model.
+Which model answers is ``agent_app.agents.llm.resolve_model``'s business.
 
 ``build_agent`` gives each chat one ``Agent`` made from the chat's assistant
 (``agent_app.assistants``): its instructions, model, tools and extensions, plus what the
@@ -25,7 +17,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
-from django.core.exceptions import ImproperlyConfigured
 
 from agent_app import conf
 from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
@@ -38,29 +29,12 @@ from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.ask_user import ASK_USER_TOOL_NAME
 from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension
 from zett_agent.model import AgentModel
-from zett_agent.providers import load_model
-from zett_agent.providers.demo import DemoModel
 
 if TYPE_CHECKING:
     from zett_agent.agent import AgentRunContext
     from zett_agent.messages import ToolCall
 
-__all__ = ["assistant_of_chat", "build_agent", "describe_wait", "resolve_model"]
-
-
-def resolve_model(spec: str | None = None) -> AgentModel:
-    """Build the model named by ``spec`` (default ``settings.ZETT_MODEL``).
-
-    ``demo`` is built here so ``settings.ZETT_DEMO_PACE`` applies; every other spec goes
-    to ``zett_agent.providers.load_model``, whose errors become ``ImproperlyConfigured``.
-    """
-    spec = (spec if spec is not None else conf.ZETT_MODEL).strip()
-    if spec in ("", "demo"):
-        return DemoModel(pace=float(conf.ZETT_DEMO_PACE))
-    try:
-        return load_model(spec, openai_base_url=conf.ZETT_OPENAI_BASE_URL)
-    except ValueError as error:
-        raise ImproperlyConfigured(f"ZETT_MODEL={spec!r}: {error}") from error
+__all__ = ["assistant_of_chat", "build_agent", "describe_wait"]
 
 
 async def _record_execution(context: AgentRunContext, call: ToolCall) -> None:

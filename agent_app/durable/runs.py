@@ -153,8 +153,6 @@ def begin_run(
     now = timezone.now()
     creator = creator or Creator()
     title = title_from(content) if content else ""
-    superseded_from = None
-    message: UserMessage | None = None
     bump = functools.partial(
         bump_version, session_id, now, seq_block=SEQ_BLOCK, count_unsettled=refuse_stale
     )
@@ -165,11 +163,7 @@ def begin_run(
         version, reserved = bumped.history_version, bumped.seq_reserved
         if title and not bumped.title:
             ChatSession.objects.filter(pk=session_id, title="").update(title=title)
-        if replace_last_turn:
-            superseded_from, replaced = _supersede_last_turn(session_id)
-            message = UserMessage(content) if content is not None else replaced
-        elif content is not None:
-            message = UserMessage(content)
+        superseded_from, message = _message_of(session_id, content, replace_last_turn)
         _store_run(session_id, request_id, kind, resumed_from, worker, now)
         position = None
         if message is not None:
@@ -181,18 +175,24 @@ def begin_run(
         forget(session_id)
     else:
         remember(session_id, version, [message] if message is not None else [])
-    history = None
-    if message is not None:
-        # What the run starts from, read while this thread knows the version it just wrote.
-        history = restore_history(session_id, version=version)
+    # What the run starts from, read while this thread knows the version it just wrote.
+    history = restore_history(session_id, version=version) if message is not None else None
+    block = (reserved - SEQ_BLOCK + 1, reserved)
     return Begun(
-        position,
-        now,
-        (reserved - SEQ_BLOCK + 1, reserved),
-        message=message,
-        superseded_from=superseded_from,
-        history=history,
+        position, now, block, message=message, superseded_from=superseded_from, history=history
     )
+
+
+def _message_of(
+    session_id: str, content: str | None, replace_last_turn: bool
+) -> tuple[int | None, UserMessage | None]:
+    """``(superseded_from, message)``: the user message a run starts with (None: a
+    continuation); ``replace_last_turn`` supersedes the last turn first and, with
+    ``content`` None, asks its message again."""
+    if replace_last_turn:
+        superseded_from, replaced = _supersede_last_turn(session_id)
+        return superseded_from, UserMessage(content) if content is not None else replaced
+    return None, UserMessage(content) if content is not None else None
 
 
 def _store_session(session_id: str, creator: Creator, title: str) -> None:

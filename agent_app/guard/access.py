@@ -27,6 +27,9 @@ Rules (docs/security.md has the whole threat model):
   **signing out** closes every socket of that user, in every process, through the channel
   layer group ``user_group(user_id)``. With ``ZETT_REQUIRE_LOGIN`` anonymous visitors have
   no identity at all: pages send them to the login page, sockets are ``forbidden``.
+- A **deleted chat**'s record is marked (``agent_app.chat_records``) and its sockets are
+  told and closed (``chat_was_deleted``): this process's at once, a signed-in owner's in
+  every process through their user group.
 - A deleted user's chats are deleted with them (``on_delete=CASCADE``), and their sockets
   are closed like at sign-out; a socket that did not hear of it (another process, the
   in-memory layer) is closed at its next run start (``still_exists``).
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 import secrets
 import weakref
 from dataclasses import dataclass
@@ -56,7 +60,13 @@ from django.utils import timezone
 
 from agent_app import conf
 from agent_app.assistants import registry
-from agent_app.chat_records import created_since, record_creation, was_deleted
+from agent_app.chat_records import (
+    CHAT_DELETED_EVENT,
+    created_since,
+    mark_deleted,
+    record_creation,
+    was_deleted,
+)
 from agent_app.guard.limits import current_limits
 from agent_app.models import ChatMessage, ChatSession
 
@@ -66,6 +76,7 @@ __all__ = [
     "Creation",
     "Person",
     "assistant_refusal",
+    "chat_was_deleted",
     "close_chat",
     "ensure_session",
     "login_required",
@@ -77,6 +88,8 @@ __all__ = [
     "user_group",
     "visible_sessions",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: The Django session key holding the browser's id.
 BROWSER_KEY_FIELD = "zett_browser_key"
@@ -303,6 +316,41 @@ def _close_sockets_of(user_id: Any) -> None:
     layer = get_channel_layer()
     if layer is not None:
         async_to_sync(layer.group_send)(user_group(user_id), {"type": SIGNED_OUT_EVENT})
+
+
+@receiver(post_delete, sender=ChatSession, dispatch_uid="zett.chat_deleted")
+def chat_was_deleted(sender: Any, instance: ChatSession, **kwargs: Any) -> None:
+    """Mark the chat's record deleted; once that is committed, close its sockets."""
+    mark_deleted(instance)
+    session_id, owner_id = str(instance.pk), instance.owner_id
+    transaction.on_commit(lambda: _tell_sockets(session_id, owner_id))
+
+
+def _tell_sockets(session_id: str, owner_id: Any) -> None:
+    if owner_id is not None:
+        layer = get_channel_layer()
+        if layer is not None:
+            try:
+                async_to_sync(layer.group_send)(
+                    user_group(owner_id), {"type": CHAT_DELETED_EVENT, "session_id": session_id}
+                )
+            except Exception:
+                logger.warning("Could not tell the sockets of chat %s it was deleted", session_id)
+    async_to_sync(_close_sockets_here)(session_id)
+
+
+async def _close_sockets_here(session_id: str) -> None:
+    """Close the sockets this process holds on the chat (in the loop that serves them)."""
+    from agent_app.sessions.registry import existing_live_sessions
+
+    here = existing_live_sessions()
+    live = here.get(session_id) if here is not None else None
+    if live is None:
+        return
+    for socket in list(live.sockets):
+        closer = getattr(socket, "chat_deleted", None)
+        if closer is not None:
+            await closer()
 
 
 # --- chats not stored yet ------------------------------------------------------------------

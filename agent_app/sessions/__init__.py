@@ -1,12 +1,16 @@
 """A session's life in this process: its sockets, its run, its replies.
 
-- ``live``: ``LiveSession``, the session in this process, and the story of where its
-  state lives, how a run flows and how it is cancelled;
+- ``live``: ``LiveSession``, the session in this process (it holds the collaborators
+  below), and the story of where its state lives, how a run flows and how it is cancelled;
 - ``run``: ``Run``, one run's whole life (start, events, waits, end, outcome) and its
   ``RunState`` transitions;
 - ``fanout``: ``Feed``, how one numbered frame reaches every socket (the hot path);
-- ``replies``: ``ReplyDesk``, answers, approvals and steers, live or for a paused run;
+- ``door``: ``Door``, a socket's way in: the ``session`` frame, what it missed, then live;
+- ``replies``: ``ReplyDesk``, answers, approvals and steers, live or for a paused run,
+  and the continuation of a paused run;
 - ``follower``: following a run that another worker runs;
+- ``settling``: ``Settler``, the runs a dead process left settled under the lease, and
+  ``take_lease``;
 - ``registry``: the live sessions of the process and their session bus;
 - ``shutdown``: the graceful drain on SIGTERM;
 - ``errors``: ``Busy`` and ``NotRunning``.

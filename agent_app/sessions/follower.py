@@ -5,7 +5,7 @@ subscribes to the session's frames when its first socket joins (``follow``), for
 each batch of frames the owner sends (``remote_frames``), replays a reconnecting socket
 from the shared replay stream (``replay_to``), forwards replies and ``cancel`` to the
 owner (``forward_reply``, ``forward_cancel``), and watches the owner's lease (``_watch``):
-if it expires unrenewed, this worker recovers the dead run and the session is free again.
+if it expires unrenewed, this worker settles the dead run and the session is free again.
 The owner, in turn, answers forwarded requests (``serve``). The mechanics — leases,
 inboxes, the stream — are the session bus's (``agent_app.bus``); with one process
 (``LocalBus``) every lease is this process's own, so there is never a run to follow.
@@ -25,6 +25,7 @@ from agent_app.sessions.errors import NotRunning
 from agent_app.sessions.fanout import Feed, Subscriber
 from agent_app.sessions.replies import Verdict
 from agent_app.sessions.run import Run
+from agent_app.sessions.settling import Settler
 
 __all__ = ["Follower", "RemoteRun"]
 
@@ -51,7 +52,7 @@ class FollowerHost(Protocol):
     @property
     def run(self) -> Run | None: ...
 
-    async def recover(self) -> list[str]: ...
+    settler: Settler
 
     async def deliver(
         self,
@@ -260,7 +261,7 @@ class Follower:
     # --- the owner's lease -------------------------------------------------------------
 
     async def _watch(self, remote: RemoteRun) -> None:
-        """Wait for the lease of ``remote`` to end; recover its run if it died with it."""
+        """Wait for the lease of ``remote`` to end; settle its run if it died with it."""
         host = self.host
         bus, session_id = host.bus, host.session_id
         try:
@@ -275,7 +276,7 @@ class Follower:
                     return  # it ended normally: its last frame arrived
                 self.remote = None
                 if host.run is None:
-                    await host.recover()
+                    await host.settler.settle()
         except asyncio.CancelledError:
             raise
         except Exception:

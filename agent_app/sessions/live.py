@@ -8,13 +8,13 @@ Where a session's state lives, and who may change it (told once, here):
   (``agent_app.durable.sequence``).
 - **This process** holds, per session, a ``LiveSession``: its feed (the sockets connected
   here, the frame numbering, the replay buffer: ``agent_app.sessions.fanout``), the active
-  run if this process runs it (``agent_app.sessions.run``) and the agent. It exists while
-  the session has a socket or a run here, and is dropped when it has neither
-  (``agent_app.sessions.registry``).
+  run if this process runs it (``agent_app.sessions.run``), the agent, and the collaborators
+  that let sockets in (``door``), take replies (``replies``), follow a run elsewhere
+  (``follower``) and settle dead runs (``settling``). It exists while the session has a
+  socket or a run here, and is dropped when it has neither (``sessions.registry``).
 - **The session bus** (``agent_app.bus``) holds the run lease — one run per session, in
   one process or across many — and, with ``REDIS_URL``, the fan-out to the other workers
-  and a shared replay stream. ``agent_app.sessions.follower`` is how a session follows a
-  run another worker runs; ``agent_app.sessions.replies`` takes replies.
+  and a shared replay stream.
 
 How a run flows:
 
@@ -27,9 +27,9 @@ How a run flows:
   Only ``cancel`` stops a run.
 - **One lock orders everything every socket sees** (``Feed.lock``): each broadcast frame
   takes the next ``seq`` under it and is sent to every socket before the next, so all
-  sockets see the same frames in the same order; a socket joins under it too — it gets the
-  ``session`` frame, then the active run's frames from the replay buffer after the ``seq``
-  it last saw, then the live ones, with nothing lost or repeated in between.
+  sockets see the same frames in the same order; a socket joins under it too
+  (``agent_app.sessions.door``) — the ``session`` frame, then the active run's frames after
+  the ``seq`` it last saw, then the live ones, with nothing lost or repeated in between.
 - **The run task** iterates ``agent.stream`` and broadcasts each event. The runtime runs at
   most one event ahead of it; a socket that does not read does not slow the others: its
   frames wait in its transport, up to a cap past which it is dropped and resumes later
@@ -50,9 +50,8 @@ How a run flows:
   finished by ``cancel``.
 - **Honest restarts**: a run row still ``running`` that no process runs (its process
   died) is settled the next time the session is touched — a socket joins or a message
-  starts a run — by ``agent_app.durable.recovery``: it becomes ``interrupted`` (its open
-  tool calls closed) or ``paused`` (it was waiting for replies that can still be given),
-  and the sockets are told.
+  starts a run — (``agent_app.sessions.settling``; ``agent_app.durable.recovery`` decides):
+  it becomes ``interrupted`` or ``paused``, and the sockets are told.
 """
 
 from __future__ import annotations
@@ -66,30 +65,23 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
-from agent_app.bus.base import WORKER_ID, Marker, SessionBus
-from agent_app.durable import recovery
-from agent_app.durable.history import page_before, snapshot
-from agent_app.durable.persistence import shielded
-from agent_app.durable.runs import AlreadyContinued, Begun, Creator, StaleRuns, begin_run
+from agent_app.bus.base import SessionBus
+from agent_app.durable.history import page_before
+from agent_app.durable.runs import Creator
 from agent_app.models import RunKind, RunStatus
-from agent_app.protocol.frames import encode_frame
 from agent_app.sessions import shutdown
+from agent_app.sessions.door import Door
 from agent_app.sessions.errors import Busy, NotRunning
 from agent_app.sessions.fanout import Feed, Subscriber
 from agent_app.sessions.follower import Follower
 from agent_app.sessions.replies import ReplyDesk, Verdict
 from agent_app.sessions.run import Run, RunState, StopReason
+from agent_app.sessions.settling import Settler, take_lease
 from zett_agent.agent import Agent
 
 __all__ = ["AgentFactory", "LiveSession", "SessionRegistry"]
 
 logger = logging.getLogger(__name__)
-
-#: Built once (every run starts here).
-_begin_run = database_sync_to_async(begin_run)
-
-#: Tries to take a lease that an ending run (or a recovery) is about to let go.
-_LEASE_ATTEMPTS = 40
 
 #: Builds the agent of one session, given its id.
 AgentFactory = Callable[[str], Awaitable[Agent]]
@@ -116,15 +108,14 @@ class LiveSession:
         self.feed = Feed(session_id, self.bus)
         self.follower = Follower(self)
         self.replies = ReplyDesk(self)
+        self.settler = Settler(self, functools.partial(registry.is_live, session_id))
+        self.door = Door(self)
         #: Built by the first run; kept while the session is live here.
         self.agent: Agent | None = None
         self._run: Run | None = None
         #: The task of the last run started here (it may still be ending after ``_run``
         #: was cleared): the session stays live until it is done.
         self._task: asyncio.Task[None] | None = None
-        #: Sockets between ``session()`` and the end of ``join``: the session must not be
-        #: dropped under them (they would join a session nobody else can find).
-        self._joining = 0
 
     @property
     def run(self) -> Run | None:
@@ -145,7 +136,7 @@ class LiveSession:
     @property
     def idle(self) -> bool:
         ending = self._task is not None and not self._task.done()
-        return not self.sockets and not self._joining and self._run is None and not ending
+        return not self.sockets and not self.door.joining and self._run is None and not ending
 
     def check_idle(self) -> None:
         self.registry.drop_if_idle(self)
@@ -153,50 +144,13 @@ class LiveSession:
     # --- sockets -----------------------------------------------------------------------
 
     async def join(self, subscriber: Subscriber, after_seq: int | None = None) -> None:
-        """Send ``session`` (and the active run's frames after ``after_seq``); then live.
+        """Send ``session`` (and the active run's frames after ``after_seq``); then live
+        (``Door.join``).
 
         Call it right after ``LiveSessions.session()``, with no await in between: from
         here until it returns the session counts as watched, so it is not dropped.
         """
-        ready: list[str] = []
-        self._joining += 1
-        try:
-            await self._join(subscriber, after_seq, ready)
-        finally:
-            self._joining -= 1
-            self.check_idle()
-        for paused in ready:
-            await self.resume(paused)
-
-    async def _join(self, subscriber: Subscriber, after_seq: int | None, ready: list[str]) -> None:
-        feed = self.feed
-        async with feed.lock:
-            await self.follower.follow()
-            if self._run is None and self.follower.remote is None:
-                ready.extend(await self.recover())
-            active = self.active_request_id
-            state = await database_sync_to_async(snapshot)(
-                self.session_id, active_request_id=active
-            )
-            stored_last = state.pop("stored_last_seq")
-            frame = {
-                "type": "session",
-                "session_id": self.session_id,
-                **state,
-                "active_request_id": active,
-                "last_seq": max(stored_last, feed.last_seq),
-            }
-            await subscriber.send_text(encode_frame(frame))
-            if self._run is not None:
-                for text in feed.replay.frames_after(after_seq):
-                    await subscriber.send_text(text)
-            elif self.follower.remote is not None:
-                await self.follower.replay_to(subscriber, after_seq)
-            elif frame["last_seq"] > feed.last_seq:
-                # The database knows a later end than this worker has forwarded: frames up
-                # to it may still be on their way here, and this socket must not get them.
-                feed.floors[subscriber] = frame["last_seq"]
-            feed.sockets.append(subscriber)
+        await self.door.join(subscriber, after_seq)
 
     def leave(self, subscriber: Subscriber) -> None:
         """Stop sending to ``subscriber``; the run (if any) goes on."""
@@ -236,20 +190,16 @@ class LiveSession:
         try:
             await take_lease(self.bus, self.session_id, run.request_id)
             leased = True
-            begin = functools.partial(
-                _begin_run,
-                self.session_id,
-                run.request_id,
-                content=content,
-                worker=WORKER_ID,
-                creator=creator,
-                kind=kind,
-                resumed_from=resumed_from or "",
-                replace_last_turn=replace_last_turn,
-            )
             async with self.feed.lock:
                 self.follower.set_remote(None)
-                begun = await self._begin(begin, first=resumed_from is None)
+                begun = await self.settler.begin(
+                    run.request_id,
+                    content=content,
+                    creator=creator,
+                    kind=kind,
+                    resumed_from=resumed_from or "",
+                    replace_last_turn=replace_last_turn,
+                )
                 await run.announce(begun)
         except BaseException:
             if self._run is run:
@@ -262,17 +212,6 @@ class LiveSession:
         self._task = run.task
         run.task.add_done_callback(lambda _: self.check_idle())  # type: ignore[union-attr]
         return run.request_id
-
-    async def _begin(self, begin: Callable[..., Awaitable[Begun]], *, first: bool) -> Begun:
-        """Store the run (under the lock); recover runs a dead process left first."""
-        try:
-            # A new message settles runs a dead process left first (abandoning paused
-            # ones); ``begin_run`` says whether there are any.
-            return await shielded(begin(refuse_stale=first))
-        except StaleRuns:
-            ready = await self.recover(abandon_paused=True, leased=True)
-            assert not ready  # a new message abandons paused runs; nothing is left to resume
-            return await shielded(begin())
 
     def run_ended(self, run: Run) -> None:
         if self._run is run:
@@ -321,7 +260,7 @@ class LiveSession:
             self._run = None  # its task stays parked in the wait until the process exits
             await self.bus.release(self.session_id)
             async with self.feed.lock:
-                await self.recover()
+                await self.settler.settle()
             return
         await run.interrupt(StopReason.SHUTDOWN)
 
@@ -355,79 +294,3 @@ class LiveSession:
             if verdict is not None:
                 return verdict
         return await self.replies.deliver(name, payload, answer)
-
-    async def resume(self, paused_request_id: str) -> str | None:
-        """Start a run that continues a paused one; None if another run is active."""
-        try:
-            return await self.start(None, kind=RunKind.RESUME, resumed_from=paused_request_id)
-        except Busy:
-            return None  # that run takes the recorded replies when it reaches them
-        except AlreadyContinued:
-            return None  # another socket or process continued it first
-        except Exception:
-            logger.exception("Could not continue the paused request %s", paused_request_id)
-            return None
-
-    # --- recovery ----------------------------------------------------------------------
-
-    async def recover(self, *, abandon_paused: bool = False, leased: bool = False) -> list[str]:
-        """Settle runs whose process died (under the lock, no run active here).
-
-        ``abandon_paused``: a new message is starting, so a paused run's questions are
-        dropped (the conversation moved on). The settling happens under the session's
-        lease (``leased``: the caller holds it already), so two workers never settle one
-        run twice. Returns the paused runs whose replies are all known: the caller
-        continues them, and those whose continuation was due but never started.
-        """
-        stale = await database_sync_to_async(recovery.stale_runs)(self.session_id)
-        if not stale:
-            return []
-        dead = [
-            request_id
-            for request_id, status in stale
-            if status == RunStatus.RUNNING
-            and not await self.registry.is_live(self.session_id, request_id)
-        ]
-        if not leased and await self.bus.acquire(self.session_id, "") is None:
-            return []  # another worker runs the session, or settles it right now
-        try:
-            settled = await database_sync_to_async(recovery.recover_session)(
-                self.session_id, dead, abandon_paused=abandon_paused
-            )
-            for outcome in settled:
-                self.feed.seq.add_block(*outcome.seq_block)
-            for outcome in settled:
-                seq = await self.feed.next_seq()
-                text = encode_frame(outcome.frame(seq))
-                await self.feed.broadcast(seq, text, marker=Marker.UNKEPT)
-            ready = [outcome.request_id for outcome in settled if outcome.ready]
-            if not abandon_paused:
-                due = await database_sync_to_async(recovery.answered_paused_runs)(self.session_id)
-                ready.extend(request_id for request_id in due if request_id not in ready)
-        finally:
-            if not leased:
-                await self.bus.flushed(self.session_id)
-                await self.bus.release(self.session_id)
-        return ready
-
-
-async def take_lease(bus: SessionBus, session_id: str, request_id: str) -> None:
-    """Take the session's run lease; ``Busy`` while another run holds it.
-
-    A run's last frame goes out just before its worker lets the lease go, so a client
-    that answers that frame at once may find the lease still held by a run that has
-    ended: then the lease is taken as soon as it is free (within moments).
-    """
-    for attempt in range(_LEASE_ATTEMPTS):
-        if await bus.acquire(session_id, request_id) is not None:
-            return
-        holder = await bus.holder(session_id)
-        if holder is None:
-            continue  # let go meanwhile
-        ending = not holder.request_id or not await database_sync_to_async(recovery.is_running)(
-            holder.request_id
-        )
-        if not ending:
-            raise Busy(holder.request_id)
-        await asyncio.sleep(0.002 * (attempt + 1))
-    raise Busy(None)  # still held by a run that ends: it let go of nothing in time

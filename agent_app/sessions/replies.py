@@ -10,7 +10,7 @@ A session's ``ReplyDesk`` takes the replies of its sockets. A reply is tried, in
 2. **a stored wait nobody waits for in memory** — its run's process died (the run is
    paused), or a continuation has not reached that call yet. ``waits.claim`` accepts it
    exactly once; the run picks it up when it registers that wait, and if no run is
-   active a continuation starts (``resume``): a new run, ``kind`` ``resume``, that runs
+   active a continuation starts (``ReplyDesk.resume``): a new run, ``kind`` ``resume``, that runs
    the paused run's open calls with every answer known so far and lets the model go on.
 
 A reply for a run another worker runs never reaches the desk: the session forwards it to
@@ -30,8 +30,10 @@ from channels.db import database_sync_to_async
 
 from agent_app.durable import waits
 from agent_app.durable.persistence import shielded
-from agent_app.models import WaitKind, WaitStatus
+from agent_app.durable.runs import AlreadyContinued
+from agent_app.models import RunKind, WaitKind, WaitStatus
 from agent_app.protocol.frames import ReplyReason, encode_frame
+from agent_app.sessions.errors import Busy
 from agent_app.sessions.fanout import Feed
 from agent_app.sessions.run import Run
 from zett_agent.agent import Agent, AgentRunConfig
@@ -87,7 +89,9 @@ class ReplyHost(Protocol):
     @property
     def active_request_id(self) -> str | None: ...
 
-    async def resume(self, paused_request_id: str) -> str | None: ...
+    async def start(
+        self, content: str | None, *, kind: str = ..., resumed_from: str | None = ...
+    ) -> str: ...
 
 
 class ReplyDesk:
@@ -127,8 +131,20 @@ class ReplyDesk:
                 )
             )
         if resume_from is not None:
-            await host.resume(resume_from)
+            await self.resume(resume_from)
         return verdict
+
+    async def resume(self, paused_request_id: str) -> str | None:
+        """Start a run that continues a paused one; None if another run is active."""
+        try:
+            return await self.host.start(None, kind=RunKind.RESUME, resumed_from=paused_request_id)
+        except Busy:
+            return None  # that run takes the recorded replies when it reaches them
+        except AlreadyContinued:
+            return None  # another socket or process continued it first
+        except Exception:
+            logger.exception("Could not continue the paused request %s", paused_request_id)
+            return None
 
     def _to_waiting_run(
         self, agent: Agent, run: Run, name: str, payload: dict[str, Any]

@@ -36,8 +36,8 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
+from agent_app.assistants import enter_run
 from agent_app.bus.base import Marker, SessionBus
-from agent_app.current import enter_run
 from agent_app.durable import recovery, waits
 from agent_app.durable.persistence import RunSeams, shielded, write_pending
 from agent_app.durable.runs import Begun, end_run, user_message_for

@@ -1,0 +1,1 @@
+"""Template filters of the chat pages (``{% load zett_assistants %}``)."""

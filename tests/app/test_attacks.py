@@ -367,14 +367,14 @@ def test_a_deleted_users_chats_do_not_become_public(client):
 async def test_a_socket_whose_opening_fails_on_the_server_is_told_and_released(
     sockets, use_model, monkeypatch, caplog
 ):
-    from agent_app.sessions import live as live_module
+    from agent_app.sessions import door as door_module
 
     use_model(ScriptedModel())
 
     def broken(session_id, **kwargs):
         raise RuntimeError("database down")
 
-    monkeypatch.setattr(live_module, "snapshot", broken)
+    monkeypatch.setattr(door_module, "snapshot", broken)
     socket = await sockets(expect_session=False)
     error = await socket.expect_error("internal")
     assert "database" not in error["message"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from django.db.models.signals import post_delete
 
-from agent_app.chat_records import chat_was_deleted
+from agent_app.guard.access import chat_was_deleted
 from agent_app.models import ChatSession, ExternalEventRecord, Note
 from tests.app.conftest import answer_of, events_of, rows
 from tests.app.llm_doubles import call_tool, say

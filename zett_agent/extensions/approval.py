@@ -43,7 +43,7 @@ from zett_agent.extensions.external import (
 from zett_agent.tools.base import ToolResult
 
 if TYPE_CHECKING:
-    from zett_agent.agent import AgentRunConfig, AgentRunContext
+    from zett_agent._context import AgentRunConfig, AgentRunContext
     from zett_agent.extensions.events import ExtensionEvent
     from zett_agent.messages import ToolCall
 

@@ -32,7 +32,7 @@ from zett_agent.messages import ContentPart, ImageContent, ImageUrlSource, TextC
 from zett_agent.tools.base import AgentTool, current_run_context, tool
 
 if TYPE_CHECKING:
-    from zett_agent.agent import AgentRunContext
+    from zett_agent._context import AgentRunContext
     from zett_agent.messages import ToolCall
 
 __all__ = [

@@ -27,9 +27,9 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from zett_agent.agent import AgentRunConfig, AgentRunContext
+    from zett_agent._context import AgentRunConfig, AgentRunContext
+    from zett_agent.events import ExternalEvent
     from zett_agent.extensions.events import ExtensionEvent
-    from zett_agent.extensions.external import ExternalEvent
     from zett_agent.messages import AssistantMessage, ToolCall
     from zett_agent.model import ModelEvent, ModelRequest, ModelResponse
     from zett_agent.tools.base import ToolResult

@@ -82,7 +82,7 @@ from zett_agent.messages import (
 from zett_agent.model import AgentModel, ModelEventType, ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
-    from zett_agent.agent import AgentRunContext
+    from zett_agent._context import AgentRunContext
     from zett_agent.extensions.events import ExtensionEvent
 
 __all__ = [

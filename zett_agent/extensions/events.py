@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from zett_agent.events import AgentPhase
 from zett_agent.messages import AgentMessage, AnyMessage, CompactedMessage, UserMessage
 from zett_agent.model import ModelUsage
+from zett_agent.phases import AgentPhase
 
 __all__ = [
     "CompactionEvent",

@@ -47,40 +47,18 @@ import numbers
 import threading
 from collections.abc import AsyncGenerator, Collection
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from zett_agent.events import ExternalEvent
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import PhaseTransitionEvent, RunCancelledEvent
 
 if TYPE_CHECKING:
-    from zett_agent.agent import AgentRunConfig, AgentRunContext
+    from zett_agent._context import AgentRunConfig, AgentRunContext
     from zett_agent.extensions.events import ExtensionEvent
 
 __all__ = ["ExternalEvent", "ExternalEventExpired", "ExternalEventExtension"]
-
-
-@dataclass(frozen=True, slots=True)
-class ExternalEvent:
-    """A named reply from outside; ``payload`` is never modified by the runtime."""
-
-    name: str
-    payload: dict[str, Any]
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"ExternalEvent name cannot be empty, got {self.name!r}")
-        if not isinstance(self.payload, dict):
-            raise TypeError(
-                "ExternalEvent payload must be a dictionary with string keys, got "
-                f"{type(self.payload).__name__}"
-            )
-        for key in self.payload:
-            if not isinstance(key, str):
-                raise TypeError(
-                    f"ExternalEvent payload must be a dictionary with string keys, got key {key!r}"
-                )
 
 
 class ExternalEventExpired(TimeoutError):

@@ -16,9 +16,9 @@ from zett_agent.extensions.steering import _content, _inbox_for
 from zett_agent.messages import AgentMessage
 
 if TYPE_CHECKING:
+    from zett_agent._context import AgentRunConfig
     from zett_agent._inbox import RequestInbox
-    from zett_agent.agent import AgentRunConfig
-    from zett_agent.extensions.external import ExternalEvent
+    from zett_agent.events import ExternalEvent
 
 __all__ = ["INTERNAL_MESSAGE_EVENT_NAME", "InternalMessageExtension"]
 

@@ -31,7 +31,7 @@ from zett_agent.history import ValidatedHistory
 from zett_agent.messages import AnyMessage
 
 if TYPE_CHECKING:
-    from zett_agent.agent import AgentRunContext
+    from zett_agent._context import AgentRunContext
     from zett_agent.extensions.events import ExtensionEvent
 
 __all__ = ["InMemoryMessageAccumulator"]

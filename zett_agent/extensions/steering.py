@@ -21,9 +21,9 @@ from zett_agent.extensions.base import AgentExtension
 from zett_agent.messages import UserMessage
 
 if TYPE_CHECKING:
+    from zett_agent._context import AgentRunConfig
     from zett_agent._inbox import RequestInbox
-    from zett_agent.agent import AgentRunConfig
-    from zett_agent.extensions.external import ExternalEvent
+    from zett_agent.events import ExternalEvent
 
 __all__ = ["STEERING_EVENT_NAME", "SteeringExtension"]
 

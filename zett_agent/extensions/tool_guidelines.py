@@ -20,7 +20,7 @@ from zett_agent.messages import SystemMessage
 from zett_agent.tools.base import AgentTool, render_tool_guidance
 
 if TYPE_CHECKING:
-    from zett_agent.agent import AgentRunContext
+    from zett_agent._context import AgentRunContext
 
 __all__ = ["ToolGuidelinesExtension"]
 

@@ -44,7 +44,6 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from zett_agent.events import AgentPhase
 from zett_agent.extensions._genai_content import (
     content_json,
     message_json,
@@ -56,13 +55,14 @@ from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import PhaseTransitionEvent, RunCancelledEvent
 from zett_agent.extensions.external import ExternalEventExpired
 from zett_agent.messages import AssistantMessage, SystemMessage
+from zett_agent.phases import AgentPhase
 from zett_agent.tools.base import current_tool_call_id
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
-    from zett_agent.agent import AgentRunContext
+    from zett_agent._context import AgentRunContext
     from zett_agent.extensions.events import ExtensionEvent
     from zett_agent.messages import ToolCall
     from zett_agent.model import ModelResponse

@@ -41,7 +41,7 @@ from zett_agent.mcp._connection import current_call
 if TYPE_CHECKING:
     from mcp.client.session import ClientRequestContext
 
-    from zett_agent.agent import AgentRunConfig, AgentRunContext
+    from zett_agent._context import AgentRunConfig, AgentRunContext
     from zett_agent.mcp._connection import Connection
 
 __all__ = [

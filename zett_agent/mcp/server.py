@@ -56,7 +56,7 @@ from zett_agent.mcp.results import ArgumentValidator, to_tool_result
 from zett_agent.tools.base import AgentTool, ToolResult, _current_run_context, current_tool_call_id
 
 if TYPE_CHECKING:
-    from zett_agent.agent import AgentRunContext
+    from zett_agent._context import AgentRunContext
 
 __all__ = ["HeadersSource", "MCPServer", "MCPTool"]
 

@@ -43,7 +43,7 @@ from zett_agent.messages import ContentPart, ImageContent, TextContent
 from zett_agent.model import ToolDefinition
 
 if TYPE_CHECKING:
-    from zett_agent.agent import AgentRunContext
+    from zett_agent._context import AgentRunContext
 
 __all__ = [
     "AgentTool",

@@ -24,19 +24,19 @@ from zett_site.settings import REDIS_SOCKET_TIMEOUT
 ROOT = Path(__file__).resolve().parents[3]
 SUITES = [
     "tests/app/test_consumer.py",
-    "tests/app/test_persistence.py",
+    "tests/app/durable/test_persistence.py",
     "tests/app/test_demo_model.py",
-    "tests/app/test_resume.py",
-    "tests/app/test_nothing_lost.py",
+    "tests/app/sessions/test_resume.py",
+    "tests/app/sessions/test_nothing_lost.py",
     # Security: audit rows and refused text on PostgreSQL, budgets and sign-out over Redis.
-    "tests/app/test_access.py",
+    "tests/app/guard/test_access.py",
     "tests/app/test_attacks.py",
-    "tests/app/test_limits.py",
+    "tests/app/guard/test_limits.py",
     # Chat management: the search's icontains queries on PostgreSQL's JSON text.
     "tests/app/test_chat_management.py",
     # The single-statement writes: RETURNING ids, JSON and time columns on PostgreSQL.
-    "tests/app/test_statements.py",
-    "tests/app/test_begin_run.py",
+    "tests/app/durable/test_statements.py",
+    "tests/app/durable/test_begin_run.py",
     # Deleted chats and users: the creation records on PostgreSQL, the user group over Redis.
     "tests/app/test_deleted_chats.py",
 ]

@@ -23,7 +23,7 @@ from zett_agent.testing import ScriptedModel
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 async def pings_answered(socket, count: int) -> tuple[int, int]:

@@ -1,0 +1,97 @@
+"""A package's import graph, read from its own source with ``ast`` (nothing is imported).
+
+Every import counts — at the top, inside a function, under ``TYPE_CHECKING`` — because a
+cycle hidden in a function is still a cycle a reader has to untangle. Used by the
+architecture tests of ``agent_app`` and ``zett_agent``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+
+def modules(package: str) -> dict[str, tuple[Path, bool]]:
+    """``{dotted name: (path, is a package)}`` of every module of ``package``."""
+    root = Path(importlib.import_module(package).__file__).parent
+    found = {}
+    for path in root.rglob("*.py"):
+        parts = [package, *path.relative_to(root).with_suffix("").parts]
+        if "migrations" in parts:
+            continue
+        is_package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+def imports(found: dict[str, tuple[Path, bool]]) -> list[tuple[str, str, str]]:
+    """``(importer, imported module, name)`` for every import between two modules here."""
+    edges = []
+    for module, (path, is_package) in found.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [(alias.name, "") for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    package = module.split(".")[: None if is_package else -1]
+                    package = package[: len(package) - node.level + 1]
+                    base = ".".join([*package, *([base] if base else [])])
+                targets = [
+                    (f"{base}.{alias.name}", "")
+                    if f"{base}.{alias.name}" in found
+                    else (base, alias.name)
+                    for alias in node.names
+                ]
+            else:
+                continue
+            for target, name in targets:
+                while target and target not in found:
+                    target = target.rpartition(".")[0]
+                if target and target != module:
+                    edges.append((module, target, name))
+    return edges
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in edges.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in list(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def cycles_of(package: str) -> list[list[str]]:
+    """The import cycles among ``package``'s modules."""
+    edges: dict[str, set[str]] = {}
+    for importer, imported, _ in imports(modules(package)):
+        edges.setdefault(importer, set()).add(imported)
+    return cycles(edges)
