@@ -27,7 +27,7 @@ from django.utils.safestring import SafeString
 
 from agent_app import conf
 from agent_app.assistants import UnknownAssistant, registry
-from agent_app.guard.access import person_of_request
+from agent_app.guard.access import Person, person_of_request
 
 __all__ = ["zett_chat", "zett_visitor"]
 
@@ -80,6 +80,13 @@ def _texts(value: Any, placeholder: str | None) -> dict[str, str]:
     if placeholder:
         texts["placeholder"] = str(placeholder)
     return texts
+
+
+def _storage_key(assistant_id: str, person: Person) -> str:
+    """What the browser remembers the widget's chat under: per assistant and per person,
+    so another account in the same browser never reopens this one's chat."""
+    who = f"user:{person.user_id}" if person.user_id else f"browser:{person.browser_key}"
+    return f"{assistant_id}:{salted_hmac('zett.widget', who).hexdigest()[:16]}"
 
 
 def _request(context: template.Context, tag: str) -> Any:
@@ -135,20 +142,16 @@ def zett_chat(
         )
     request = _request(context, "zett_chat")
     person = person_of_request(request)
-    heading = title or chosen.display_name
     if person is None:
         return render_to_string(
             "agent_app/widget_sign_in.html",
             {"login_url": resolve_url(settings.LOGIN_URL), "next": request.get_full_path()},
         )
-    allowed = chosen.has_permission(request.user)
-    who = f"user:{person.user_id}" if person.user_id else f"browser:{person.browser_key}"
     config = {
         "assistant": chosen.id,
         "chatId": _chat_id(chat),
         "socketPrefix": f"/{conf.ZETT_WEBSOCKET_PATH}",
-        # Per person, so another account in the same browser never reopens this one's chat.
-        "storageKey": f"{chosen.id}:{salted_hmac('zett.widget', who).hexdigest()[:16]}",
+        "storageKey": _storage_key(chosen.id, person),
         "height": _height(height),
         "theme": theme,
         "texts": _texts(texts, placeholder),
@@ -157,11 +160,11 @@ def zett_chat(
         "agent_app/widget.html",
         {
             "assistant": chosen,
-            "allowed": allowed,
+            "allowed": chosen.has_permission(request.user),
             "config": config,
             "launcher": bool(launcher),
             "launcher_label": launcher_label,
-            "title": heading,
+            "title": title or chosen.display_name,
         },
         request=request,
     )
