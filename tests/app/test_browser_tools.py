@@ -4,9 +4,11 @@ model reads next."""
 
 from __future__ import annotations
 
+import uuid
 from contextlib import aclosing
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from agent_app.agents.browser_tools import (
     BROWSER_TOOL_EVENT,
@@ -14,14 +16,15 @@ from agent_app.agents.browser_tools import (
     BrowserToolExtension,
 )
 from agent_app.assistants import register, registry
-from agent_app.models import ReplyWait, WaitKind, WaitStatus
-from tests.app.conftest import events_of
+from agent_app.durable.store import RowMeta, append_rows
+from agent_app.models import ChatRun, ChatSession, ReplyWait, WaitKind, WaitStatus
+from tests.app.conftest import events_of, new_browser
 from tests.app.llm_doubles import call_tool, say
 from tests.app.widget_host.assistants import Shopper, highlight_product
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType
 from zett_agent.extensions.external import ExternalEvent
-from zett_agent.messages import ToolMessage, content_text
+from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage, content_text
 from zett_agent.testing import ScriptedModel
 
 CONFIG = AgentRunConfig(session_id="session-1", request_id="request-1")
@@ -161,3 +164,48 @@ async def test_over_the_socket_an_unanswered_call_expires_and_the_run_goes_on(
     late = {"tool_call_id": "call-1", "result": "too late"}
     await socket.send({"type": "external_event", "name": BROWSER_TOOL_RESULT, "payload": late})
     assert (await socket.expect("external_event_result"))["reason"] == "expired"
+
+
+@sync_to_async
+def _leave_a_run_that_died_calling_the_page(browser_key: str) -> tuple[str, str]:
+    """A run whose process died after the model called the page's tool, before it asked."""
+    session = ChatSession.objects.create(
+        title="Shoes", browser_key=browser_key, assistant="shopper"
+    )
+    request_id = str(uuid.uuid4())
+    ChatRun.objects.create(request_id=request_id, session=session, worker="dead:1:boot")
+    call = ToolCall("call-1", "highlight_product", {"product_id": "p-7"})
+    append_rows(
+        str(session.pk),
+        request_id,
+        [
+            (UserMessage("Where are the shoes?"), RowMeta()),
+            (AssistantMessage(tool_calls=(call,)), RowMeta()),
+        ],
+    )
+    return str(session.pk), request_id
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_call_left_by_a_dead_process_is_pending_for_a_page_and_its_answer_continues_the_run(
+    sockets, use_model, shopper, settings
+):
+    settings.ZETT_BROWSER_TOOL_TIMEOUT = 600
+    model = use_model(ScriptedModel([say("There they are.")]))
+    cookie, key = await new_browser()
+    session_id, request_id = await _leave_a_run_that_died_calling_the_page(key)
+    socket = await sockets(session_id, cookie=cookie)
+    (pending,) = socket.session_frame["pending"]
+    assert (pending["kind"], pending["name"]) == ("browser_tool", BROWSER_TOOL_EVENT)
+    assert pending["payload"]["tool"] == "highlight_product"
+    assert pending["payload"]["arguments"] == {"product_id": "p-7"}
+    assert pending["expires_at"]  # ZETT_BROWSER_TOOL_TIMEOUT from the recovery
+    reply = {"tool_call_id": "call-1", "result": "highlighted Red shoes"}
+    await socket.send({"type": "external_event", "name": BROWSER_TOOL_RESULT, "payload": reply})
+    result = await socket.expect("external_event_result")
+    assert result["accepted_by"] == ["BrowserToolExtension"]
+    started = await socket.until(lambda frame: frame["type"] == "run_started")
+    assert (started[-1]["kind"], started[-1]["resumed_from"]) == ("resume", request_id)
+    frames = await socket.run_to_completion()
+    assert events_of(frames)[-1]["message"]["content"] == "There they are."
+    assert content_text(tool_result_seen(model).content) == "highlighted Red shoes"
