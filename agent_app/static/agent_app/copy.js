@@ -41,8 +41,17 @@ async function writeClipboard(text) {
   return copyWithTextArea(text);
 }
 
+/** The focused element, inside shadow roots too (a widget's button, not the widget). */
+function focusedElement() {
+  let active = document.activeElement;
+  while (active?.shadowRoot?.activeElement) {
+    active = active.shadowRoot.activeElement;
+  }
+  return active;
+}
+
 function copyWithTextArea(text) {
-  const previous = document.activeElement;
+  const previous = focusedElement();
   const area = document.createElement("textarea");
   area.value = text;
   area.readOnly = true;
