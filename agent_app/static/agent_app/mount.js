@@ -109,7 +109,7 @@ function absent() {
  *   theme?: "auto"|"light"|"dark", shadow?: boolean,
  *   tools?: Record<string, Function>, keyboardTarget?: EventTarget, autofocus?: boolean,
  *   onTitle?: (title: string) => void, onStored?: () => void,
- * }} options
+ * }} options `onStored` is called when a run starts (the chat is stored by then).
  * @returns {{client: ZettClient, root: Element|ShadowRoot, focus: () => void, isRunning: () => boolean}}
  *   `root` is where the parts are (the shadow root mount made, if it made one).
  */
@@ -396,9 +396,6 @@ export function mount(where, options = {}) {
     showSessionUsage(sessionTotalKnown ? frame.usage : usage);
     for (const item of history) {
       maxPosition = Math.max(maxPosition, item.position ?? -1);
-    }
-    if (history.length > 0) {
-      onStored();
     }
     // A message that was stored while the link was down is there now: no longer unconfirmed.
     const stored = history.filter((item) => item.role === "user" && !item.steering && item.position > seenPosition);
