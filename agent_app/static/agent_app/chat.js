@@ -2,7 +2,8 @@
  * The chat page: the chat UI (`mount.js`, the same as the widget's) plus what only the
  * page has — its heading and `document.title`, the sidebar of chats (a drawer on narrow
  * screens), and renaming and deleting the chat. The chat itself — transcript, composer,
- * replies, resume — is all `mount()`'s.
+ * replies, resume — is all `mount()`'s. A page template that leaves out a part (the
+ * sidebar, the heading, rename or delete) simply goes without it.
  */
 import { confirmDelete, renameInline } from "./chats.js";
 import { mount } from "./client.js";
@@ -25,7 +26,9 @@ let title = config.title || "";
 
 function showTitle(text) {
   title = text;
-  ui.title.textContent = title || "New chat";
+  if (ui.title) {
+    ui.title.textContent = title || "New chat";
+  }
   document.title = `${title || "New chat"} · zett`;
   const entry = ui.sidebar?.querySelector("a[aria-current=page] .session-links__title");
   if (entry && title) {
@@ -37,28 +40,32 @@ function showTitle(text) {
 // --- the sidebar on narrow screens ----------------------------------------------------
 
 // The drawer opens under the bar, however tall the bar is (it wraps when the link is down).
-new ResizeObserver(() => {
-  document.documentElement.style.setProperty("--topbar-height", `${ui.topbar.offsetHeight}px`);
-}).observe(ui.topbar);
+if (ui.topbar) {
+  new ResizeObserver(() => {
+    document.documentElement.style.setProperty("--topbar-height", `${ui.topbar.offsetHeight}px`);
+  }).observe(ui.topbar);
+}
 
 function setSidebarOpen(open) {
   ui.sidebar.dataset.open = String(open);
   ui.sidebarToggle.setAttribute("aria-expanded", String(open));
 }
 
-ui.sidebarToggle.addEventListener("click", () => {
-  setSidebarOpen(ui.sidebar.dataset.open !== "true");
-});
+if (ui.sidebar && ui.sidebarToggle) {
+  ui.sidebarToggle.addEventListener("click", () => {
+    setSidebarOpen(ui.sidebar.dataset.open !== "true");
+  });
 
-// Registered before the chat's own Escape (which stops a running answer): an open drawer
-// takes the key first.
-document.addEventListener("keydown", (event) => {
-  if (event.key === "Escape" && !event.isComposing && ui.sidebar.dataset.open === "true") {
-    event.preventDefault();
-    setSidebarOpen(false);
-    ui.sidebarToggle.focus();
-  }
-});
+  // Registered before the chat's own Escape (which stops a running answer): an open drawer
+  // takes the key first.
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && !event.isComposing && ui.sidebar.dataset.open === "true") {
+      event.preventDefault();
+      setSidebarOpen(false);
+      ui.sidebarToggle.focus();
+    }
+  });
+}
 
 // --- the chat -------------------------------------------------------------------------
 
@@ -70,15 +77,19 @@ mount(root, {
   autofocus: true,
   onTitle: showTitle,
   onStored: () => {
-    ui.chatActions.hidden = false;
+    if (ui.chatActions) {
+      ui.chatActions.hidden = false;
+    }
   },
 });
 
 // --- renaming and deleting the chat ---------------------------------------------------
 
-ui.chatActions.hidden = !config.stored;
+if (ui.chatActions) {
+  ui.chatActions.hidden = !config.stored;
+}
 
-ui.renameChat.addEventListener("click", () => {
+ui.renameChat?.addEventListener("click", () => {
   ui.chatActions.hidden = true;
   renameInline({
     shown: ui.title,
@@ -92,7 +103,7 @@ ui.renameChat.addEventListener("click", () => {
   });
 });
 
-ui.deleteChat.addEventListener("click", () => {
+ui.deleteChat?.addEventListener("click", () => {
   confirmDelete({
     title: title || "Untitled chat",
     url: config.deleteUrl,
