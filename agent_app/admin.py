@@ -17,6 +17,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
+from agent_app.budgets import admin as _budgets_admin  # noqa: F401  (registers TokenUsage)
 from agent_app.models import (
     ApiToken,
     ChatMessage,
@@ -238,7 +239,7 @@ class ChatMessageAdmin(admin.ModelAdmin):
 class ChatRunAdmin(admin.ModelAdmin):
     list_display = ["request_id", "session", "status", "kind", "started_at", "ended_at", "worker"]
     list_filter = ["status", "kind", "started_at"]
-    search_fields = ["request_id", "resumed_from", "session__id", "session__title"]
+    search_fields = ["request_id", "resumed_from", "session__id", "session__title", "trace_context"]
     list_select_related = ["session"]
     readonly_fields = [field.name for field in ChatRun._meta.fields]
 

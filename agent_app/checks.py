@@ -17,6 +17,7 @@ from django.core.checks import CheckMessage, Error, Warning, register, run_check
 from django.core.exceptions import ImproperlyConfigured
 
 from agent_app import conf
+from agent_app.budgets.ledger import budget_problems
 from agent_app.guard.limits import limit_problems
 from agent_app.guard.origins import origin_problems
 
@@ -30,6 +31,7 @@ __all__ = [
     "check_model",
     "check_reply_timeout",
     "check_setting_types",
+    "check_token_budgets",
     "raise_on_invalid_settings",
 ]
 
@@ -138,6 +140,19 @@ def check_reply_timeout(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     return errors
 
 
+@register(TAG)
+def check_token_budgets(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """``ZETT_TOKEN_BUDGETS``: tokens per day for users, anonymous visitors and groups."""
+    return [
+        Error(
+            f"ZETT_TOKEN_BUDGETS {problem}.",
+            hint='For example {"user": 200000, "anonymous": 20000, "groups": {"staff": None}}.',
+            id="zett.E030",
+        )
+        for problem in budget_problems()
+    ]
+
+
 def raise_on_invalid_settings() -> None:
     """Run zett's checks; ``ImproperlyConfigured`` listing every error found."""
     errors = [message for message in run_checks(tags=[TAG]) if message.is_serious()]
@@ -202,7 +217,28 @@ _TYPED: tuple[tuple[str, tuple[type, ...], bool, float | None], ...] = (
     ("ZETT_CLIENT_REPLY_NAMES", (list, tuple, set, frozenset), False, None),
     ("ZETT_REDIS_URL", (str,), True, None),
     ("ZETT_OPENAI_BASE_URL", (str,), True, None),
+    ("ZETT_OTEL", (bool,), False, None),
+    ("ZETT_OTEL_CONTENT", (bool,), False, None),
+    ("ZETT_METRICS_TOKEN", (str,), False, None),
 )
+
+
+@register(TAG)
+def check_tracing(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``ZETT_OTEL`` on needs the OpenTelemetry API (the ``otel`` extra)."""
+    if conf.ZETT_OTEL is not True:
+        return []
+    import importlib.util
+
+    if importlib.util.find_spec("opentelemetry") is None:
+        return [
+            Error(
+                "ZETT_OTEL is on but opentelemetry-api is not installed.",
+                hint='pip install "zett[otel]", or turn ZETT_OTEL off.',
+                id="zett.E040",
+            )
+        ]
+    return []
 
 
 @register(TAG)

@@ -81,6 +81,16 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_ATTACHMENT_MAX_BYTES": 10 * 1024 * 1024,
     #: Media types attachments may have (None: every type zett can read).
     "ZETT_ATTACHMENT_TYPES": None,
+    #: OpenTelemetry spans for runs, model calls, tool calls and human waits (read when a
+    #: chat's agent is built; needs the ``otel`` extra).
+    "ZETT_OTEL": False,
+    #: ...with the content: messages, tool arguments and results, error texts.
+    "ZETT_OTEL_CONTENT": False,
+    #: A bearer token that lets a scraper read ``/metrics`` (staff users may without it).
+    "ZETT_METRICS_TOKEN": "",
+    #: Input + output tokens per person per day: ``{"user": N, "anonymous": N,
+    #: "groups": {"<group>": N}}`` (None: no budgets; ``agent_app.budgets``).
+    "ZETT_TOKEN_BUDGETS": None,
 }
 
 

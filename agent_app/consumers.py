@@ -39,6 +39,7 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from agent_app import conf
 from agent_app.assistants import UnknownAssistant, registry
 from agent_app.backpressure import (
     FELL_BEHIND_CLOSE_CODE,
@@ -46,6 +47,7 @@ from agent_app.backpressure import (
     send_buffer_cap,
     transport_of,
 )
+from agent_app.budgets import BudgetExceeded, admit_run, budget_of
 from agent_app.chat_records import ChatDeleted, was_deleted
 from agent_app.durable.audit import record_reply, record_verdict
 from agent_app.durable.runs import Creator, NothingToReplace
@@ -71,6 +73,7 @@ from agent_app.models import ChatSession, RunKind
 from agent_app.protocol.frames import (
     CLIENT_REPLY_NAMES,
     STEERING_EVENT,
+    BudgetFrame,
     CancelFrame,
     EditLastFrame,
     ErrorCode,
@@ -97,6 +100,7 @@ from agent_app.sessions.errors import Busy, NotRunning
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
 from agent_app.sessions.replies import Verdict
+from agent_app.telemetry.waits import person_label, replier
 
 __all__ = ["DELETED_CLOSE_CODE", "FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer"]
 
@@ -208,6 +212,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
         live = live_sessions().session(self.session_id)
         self.live = live  # set first: however joining ends, release leaves the session
         await live.join(self, after_seq=_after_seq(self.scope))
+        await self._send_budget()
+
+    async def _send_budget(self) -> None:
+        """The person's token budget of today, for the composer (when one applies)."""
+        assert self.person is not None
+        if not conf.ZETT_TOKEN_BUDGETS:
+            return
+        budget = await database_sync_to_async(budget_of)(self.person)
+        if budget is not None:
+            await self.send_frame(BudgetFrame(**budget.as_dict()))
 
     async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None:
         self._accepted = True
@@ -386,9 +400,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         creator = Creator(self.person.user_id, self.person.browser_key or "")
         try:
-            await self.live.start(frame.content, creator)
-        except Busy as busy:
-            await self._error(busy.code, busy.message)
+            await self._start(frame.content, creator)
+        except (Busy, BudgetExceeded) as refusal:
+            await self.send_frame(refusal.frame())
         except ChatDeleted:
             await self.chat_deleted()
 
@@ -398,13 +412,25 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not await self._account_exists():
             return
         try:
-            await self.live.start(content, kind=kind, replace_last_turn=True)
-        except Busy as busy:
-            await self._error(busy.code, busy.message)
+            await self._start(content, kind=kind, replace_last_turn=True)
+        except (Busy, BudgetExceeded) as refusal:
+            await self.send_frame(refusal.frame())
         except NothingToReplace as nothing:
             await self._error(ErrorCode.BAD_FRAME, str(nothing))
         except ChatDeleted:
             await self.chat_deleted()
+
+    async def _start(self, content: str | None, *args: Any, **kwargs: Any) -> None:
+        """Start a run (``LiveSession.start``) within the person's token budget.
+
+        A session running a run here says so at once, before the budget is asked (which
+        may wait for calls in flight), as ``start`` would; ``start`` still decides.
+        """
+        assert self.live is not None
+        if self.live.run is not None:
+            raise Busy(self.live.run.request_id)
+        async with admit_run(self.person, self.session_id):
+            await self.live.start(content, *args, **kwargs)
 
     async def on_history_before(self, frame: HistoryBeforeFrame) -> None:
         assert self.live is not None and self.person is not None
@@ -502,6 +528,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         async def answer(verdict: Verdict) -> None:
             await self.send_frame(result(verdict.accepted_by, verdict.reason))
 
+        replier.set(person_label(self.scope.get("user")))  # the wait span's answered_by
         verdict = await self.live.deliver(name, payload, answer)
         await record_verdict(record, verdict.request_id, verdict.accepted_by)
 

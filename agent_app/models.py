@@ -152,6 +152,9 @@ class RunStatus(models.TextChoices):
     RESUMED = "resumed", "resumed"
     #: A paused run whose waits passed their deadline before anyone answered.
     EXPIRED = "expired", "expired"
+    #: Its person's daily token budget ran out: it made no further model call
+    #: (``agent_app.budgets``).
+    BUDGET_EXCEEDED = "budget_exceeded", "budget exceeded"
 
 
 class RunKind(models.TextChoices):
@@ -185,6 +188,9 @@ class ChatRun(models.Model):
     error_message = models.TextField(blank=True)
     #: Token usage summed over the run's model calls.
     usage = models.JSONField(null=True, blank=True)
+    #: The W3C traceparent of the run's span (with tracing on): a continuation run on any
+    #: worker links to it, and its waits' spans are its children.
+    trace_context = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-started_at"]
@@ -296,6 +302,54 @@ class Note(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+class TokenUsage(models.Model):
+    """The tokens one person used on one day: the row every budget check locks.
+
+    ``person`` is ``agent_app.guard.access.Person.key`` (``user:<pk>`` or
+    ``browser:<id>``); ``user`` is set for a signed-in person, for the admin.
+    ``reserved_tokens`` and ``in_flight`` are held by model calls under way (released when
+    each settles, or dropped once ``reserved_until`` has passed: a worker died mid-call).
+    ``agent_app.budgets.ledger`` tells the whole story.
+    """
+
+    person = models.CharField(max_length=100)
+    day = models.DateField()
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="zett_token_usage",
+    )
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    #: Model calls that settled this day.
+    calls = models.PositiveIntegerField(default=0)
+    #: Runs and model calls refused because the budget was used up.
+    refusals = models.PositiveIntegerField(default=0)
+    #: Tokens one call of this person typically costs (carried over from the day before).
+    call_estimate = models.PositiveBigIntegerField(default=0)
+    reserved_tokens = models.PositiveBigIntegerField(default=0)
+    in_flight = models.PositiveIntegerField(default=0)
+    reserved_until = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-day", "person"]
+        verbose_name = "token usage"
+        verbose_name_plural = "token usage"
+        constraints = [
+            models.UniqueConstraint(fields=["person", "day"], name="one_usage_row_per_person_day")
+        ]
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __str__(self) -> str:
+        return f"{self.person} on {self.day}: {self.total_tokens} tokens"
 
 
 class ApiToken(models.Model):

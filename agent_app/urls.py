@@ -8,6 +8,7 @@ and post to ``ZETT_LOGOUT_URL``.
 from django.urls import path
 
 from agent_app import views
+from agent_app.telemetry.view import metrics_view
 
 app_name = "agent_app"
 
@@ -16,4 +17,5 @@ urlpatterns = [
     path("s/<uuid:session_id>/", views.chat, name="chat"),
     path("s/<uuid:session_id>/rename/", views.rename, name="rename"),
     path("s/<uuid:session_id>/delete/", views.delete, name="delete"),
+    path("metrics", metrics_view, name="metrics"),
 ]

@@ -21,6 +21,10 @@ side in one process:
   any event listener (it builds an event per phase move and appended message once one
   listens): the part of the bare W1 figures that is not the tracing extension's own.
 
+The same request through the chat app, with ``ZETT_OTEL`` off and on, is timed after
+those (``bench.tracing_app``; ``--no-app`` skips it): what an operator turning tracing on
+pays per request.
+
 The same tracing variants also run on W1 with the default extensions (``W1-history-10``:
 in-memory history holding 10 earlier messages, tool guidelines), whose history listens to
 ``on_event`` already, as every real agent's extensions do.
@@ -304,9 +308,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repetitions", type=int, default=7)
     parser.add_argument("--warmup", type=int, default=200, help="untimed requests per variant")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument(
+        "--app-requests", type=int, default=40, help="requests per block through the app"
+    )
+    parser.add_argument(
+        "--app-repetitions", type=int, default=30, help="blocks of each app variant"
+    )
+    parser.add_argument("--no-app", action="store_true", help="skip the chat app's figures")
     args = parser.parse_args(argv)
     if args.smoke:
         args.requests, args.repetitions, args.warmup = 20, 2, 5
+        args.app_requests, args.app_repetitions = 3, 2
     return args
 
 
@@ -315,6 +327,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Tracing on W1: {args.repetitions} repetitions x {args.requests} requests", flush=True)
     results = asyncio.run(run(args))
     print(render(results, judge=not args.smoke))
+    if not args.no_app:
+        from bench.tracing_app import render_app, run_app
+
+        print(f"Through the app: {args.app_repetitions} repetitions x {args.app_requests} requests")
+        results["app"] = run_app(args.app_requests, args.app_repetitions, warmup=2)
+        print(render_app(results["app"], judge=not args.smoke, target=TARGET_OVERHEAD))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0

@@ -24,6 +24,7 @@ docs/security.md; ``agent_app.checks`` validates them and the other zett setting
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -45,6 +46,17 @@ def _env_bool(name: str, default: bool) -> bool:
     if value in _FALSE:
         return False
     raise ValueError(f"{name} must be one of {sorted(_TRUE | _FALSE)}, got {raw!r}")
+
+
+def _env_json(name: str) -> object:
+    """The variable as JSON (None when unset or empty); unreadable JSON stays text."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
 
 
 def _env_number(name: str, default: str, kind: type[int] | type[float]) -> int | float | str:
@@ -245,6 +257,16 @@ ZETT_WS_SEND_BUFFER_BYTES = _env_number("ZETT_WS_SEND_BUFFER_BYTES", "1048576", 
 ZETT_MAX_CHATS_PER_HOUR = _env_number("ZETT_MAX_CHATS_PER_HOUR", "60", int)
 #: Where the frame budgets are shared between worker processes; empty: in each process.
 ZETT_LIMITS_REDIS_URL = os.environ.get("ZETT_LIMITS_REDIS_URL", _REDIS_URL or "")
+#: OpenTelemetry spans (``1``), with content (``ZETT_OTEL_CONTENT=1``): to the global tracer
+#: provider, which the deployment configures (``docs/operations.md``).
+ZETT_OTEL = _env_bool("ZETT_OTEL", default=False)
+ZETT_OTEL_CONTENT = _env_bool("ZETT_OTEL_CONTENT", default=False)
+#: A bearer token for Prometheus scrapers of ``/metrics`` (staff users need none).
+ZETT_METRICS_TOKEN = os.environ.get("ZETT_METRICS_TOKEN", "").strip()
+#: Tokens per person per day (``agent_app.budgets``), as JSON, e.g.
+#: ``{"user": 200000, "anonymous": 20000, "groups": {"staff": null}}``; unset: no budgets.
+#: Text that is not JSON is kept as text, for the system check to name.
+ZETT_TOKEN_BUDGETS = _env_json("ZETT_TOKEN_BUDGETS")
 
 LOGGING = {
     "version": 1,

@@ -23,8 +23,10 @@ from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExte
 from agent_app.agents.asking import AppAskUserExtension
 from agent_app.agents.browser_tools import BROWSER_TOOL_EVENT, BrowserToolExtension
 from agent_app.assistants import Assistant, registry
+from agent_app.budgets import BUDGETS
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
+from agent_app.telemetry import extensions_for
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.ask_user import ASK_USER_TOOL_NAME
 from zett_agent.extensions.tool_guidelines import ToolGuidelinesExtension
@@ -132,9 +134,11 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
         tools=assistant.get_tools(),
         extensions=[
             OrmPersistenceExtension(),
+            BUDGETS,
             *_reply_extensions(assistant),
             *([browser] if browser is not None else []),
             _GUIDELINES,
             *assistant.get_extensions(),
+            *extensions_for(assistant.id),
         ],
     )

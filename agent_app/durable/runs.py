@@ -258,6 +258,7 @@ def end_run(
     error: tuple[str, str] | None = None,
     usage: dict[str, int] | None = None,
     rows: list[tuple[AnyMessage, RowMeta]] | None = None,
+    trace_context: str = "",
 ) -> None:
     """Record how a run ended, and the last ``seq`` its session sent.
 
@@ -273,6 +274,8 @@ def end_run(
         fields["error_type"], fields["error_message"] = error
     if usage:
         fields["usage"] = usage
+    if trace_context:  # a traced run's traceparent (``agent_app.telemetry.context``)
+        fields["trace_context"] = trace_context
     db = connections[DEFAULT_DB_ALIAS]
     bumped = None
     with transaction.atomic():

@@ -77,13 +77,24 @@ def wait_kind(event_name: str | None, payload: Any) -> WaitKind | None:
 
 
 def record_wait(
-    session_id: str, request_id: str, event_name: str, payload: dict[str, Any]
+    session_id: str,
+    request_id: str,
+    event_name: str,
+    payload: dict[str, Any],
+    *,
+    trace_context: str = "",
 ) -> dict[str, Any] | None:
-    """Store the wait an event announces; return the reply if one is already known."""
+    """Store the wait an event announces; return the reply if one is already known.
+
+    ``trace_context``: the traced run's traceparent, stored with the run in the same
+    transaction (whoever continues the run, or ends the wait, finds it there).
+    """
     kind = _KINDS[event_name]
     tool_call_id = payload["tool_call_id"]
     expires_at = _deadline(payload.get("expires_at"))
     with transaction.atomic():
+        if trace_context:
+            statements.update(ChatRun, {"trace_context": trace_context}, request_id=request_id)
         existing = (
             ReplyWait.objects.select_for_update()
             .filter(session_id=session_id, tool_call_id=tool_call_id, status__in=LIVE_STATUSES)

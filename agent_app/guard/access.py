@@ -69,6 +69,7 @@ from agent_app.chat_records import (
 )
 from agent_app.guard.limits import current_limits
 from agent_app.models import ChatMessage, ChatSession
+from agent_app.telemetry import metrics
 
 __all__ = [
     "BROWSER_KEY_FIELD",
@@ -248,6 +249,7 @@ def ensure_session(person: Person, session_id: str, assistant: str = "") -> Crea
         return Creation.DELETED
     since = timezone.now() - timedelta(hours=1)
     if created_since(person.key, since) >= current_limits().max_chats_per_hour:
+        metrics.rate_limited("chats_per_hour")
         return Creation.QUOTA
     try:
         with transaction.atomic():

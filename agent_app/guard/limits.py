@@ -44,6 +44,7 @@ from django.dispatch import receiver
 
 from agent_app import conf
 from agent_app.protocol.frames import ErrorCode, Refusal
+from agent_app.telemetry import metrics
 
 __all__ = [
     "LIMIT_SETTINGS",
@@ -260,12 +261,14 @@ class Limiter:
         """Count a new socket; ``Refusal`` (``rate_limited``) when it is one too many."""
         limits = current_limits()
         if self._sockets_per_person[person] >= limits.max_sockets_per_person:
+            metrics.rate_limited("sockets_per_person")
             raise Refusal(
                 ErrorCode.RATE_LIMITED,
                 f"You have {limits.max_sockets_per_person} sockets open; close a tab or wait "
                 "before opening another",
             )
         if self._sockets_per_session[session_id] >= limits.max_sockets_per_session:
+            metrics.rate_limited("sockets_per_session")
             raise Refusal(
                 ErrorCode.RATE_LIMITED,
                 f"This chat has {limits.max_sockets_per_session} sockets open; close one "
@@ -273,6 +276,7 @@ class Limiter:
             )
         self._sockets_per_person[person] += 1
         self._sockets_per_session[session_id] += 1
+        metrics.socket_opened()
         return SocketTicket(person, session_id)
 
     def close_socket(self, ticket: SocketTicket) -> None:
@@ -280,6 +284,7 @@ class Limiter:
         if ticket.closed:
             return
         ticket.closed = True
+        metrics.socket_closed()
         _decrement(self._sockets_per_person, ticket.person)
         _decrement(self._sockets_per_session, ticket.session_id)
         if ticket.person not in self._sockets_per_person:
@@ -305,6 +310,8 @@ class Limiter:
         if limits.redis_url:
             taken = await self._take_in_redis(person, limits, cost)
             if taken is not None:
+                if not taken:
+                    metrics.rate_limited("frames")
                 return taken
         bucket = self._buckets.get(person)
         if bucket is None or (bucket.burst, bucket.per_second) != (
@@ -312,7 +319,10 @@ class Limiter:
             limits.per_second,
         ):
             bucket = self._buckets[person] = TokenBucket(limits.burst, limits.per_second)
-        return bucket.take(cost)
+        if bucket.take(cost):
+            return True
+        metrics.rate_limited("frames")
+        return False
 
     async def _take_in_redis(self, person: str, limits: Limits, cost: int = 1) -> bool | None:
         """The shared bucket's verdict, or None when Redis cannot be reached."""

@@ -51,6 +51,8 @@ __all__ = [
     "STEERING_EVENT",
     "TOOL_RESULT_KEEP",
     "AgentEventFrame",
+    "BudgetExceededFrame",
+    "BudgetFrame",
     "CancelFrame",
     "EditLastFrame",
     "ErrorCode",
@@ -110,6 +112,7 @@ class ErrorCode(StrEnum):
     FORBIDDEN = "forbidden"
     UNKNOWN_ASSISTANT = "unknown_assistant"
     RATE_LIMITED = "rate_limited"
+    BUDGET_EXCEEDED = "budget_exceeded"
     INTERNAL = "internal"
 
 
@@ -517,6 +520,26 @@ class ErrorFrame(OutboundFrame):
     type: Literal["error"] = "error"
     code: ErrorCode
     message: str
+
+
+class BudgetExceededFrame(ErrorFrame):
+    """``error`` ``budget_exceeded``: the person's daily token budget is used up
+    (``agent_app.budgets``); ``resets_at`` says when it is whole again."""
+
+    code: ErrorCode = ErrorCode.BUDGET_EXCEEDED
+    resets_at: str
+    limit: int
+    used: int
+
+
+class BudgetFrame(OutboundFrame):
+    """The person's token budget of today, sent on connect when one applies."""
+
+    type: Literal["budget"] = "budget"
+    limit: int
+    used: int
+    remaining: int
+    resets_at: str
 
 
 class PongFrame(OutboundFrame):

@@ -22,6 +22,7 @@ from agent_app.sessions.follower import Follower
 from agent_app.sessions.replies import ReplyDesk
 from agent_app.sessions.run import Run
 from agent_app.sessions.settling import Settler
+from agent_app.telemetry import metrics
 
 __all__ = ["Door", "DoorHost"]
 
@@ -74,8 +75,11 @@ class Door:
             frame = await self._session_frame()
             await subscriber.send_text(encode_frame(frame))
             if host.run is not None:
+                replayed = 0
                 for text in feed.replay.frames_after(after_seq):
                     await subscriber.send_text(text)
+                    replayed += 1
+                metrics.replayed(replayed)
             elif follower.remote is not None:
                 await follower.replay_to(subscriber, after_seq)
             elif frame["last_seq"] > feed.last_seq:

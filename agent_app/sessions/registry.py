@@ -19,7 +19,6 @@ from agent_app import conf
 from agent_app.agents.factory import build_agent
 from agent_app.bus.base import WORKER_ID, SessionBus
 from agent_app.bus.local import LocalBus
-from agent_app.bus.redis import RedisBus
 from agent_app.sessions import shutdown
 from agent_app.sessions.live import AgentFactory, LiveSession
 
@@ -32,9 +31,13 @@ class LiveSessions:
     def __init__(self, factory: AgentFactory | None = None, cluster_url: str | None = None):
         self._sessions: dict[str, LiveSession] = {}
         self.factory = factory or build_agent
-        self.bus: SessionBus = (
-            RedisBus(self, cluster_url, WORKER_ID) if cluster_url else LocalBus(WORKER_ID)
-        )
+        self.bus: SessionBus = LocalBus(WORKER_ID)
+        if cluster_url:
+            # Imported only for a cluster: the Redis client imports OpenTelemetry when it
+            # is installed, which a single process with tracing off must not pay for.
+            from agent_app.bus.redis import RedisBus
+
+            self.bus = RedisBus(self, cluster_url, WORKER_ID)
         self._cleanups: set[asyncio.Task[None]] = set()
 
     def get(self, session_id: str) -> LiveSession | None:

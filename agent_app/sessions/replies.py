@@ -36,6 +36,7 @@ from agent_app.protocol.frames import ReplyReason, encode_frame
 from agent_app.sessions.errors import Busy
 from agent_app.sessions.fanout import Feed
 from agent_app.sessions.run import Run
+from agent_app.telemetry.waits import replier, wait_ended
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.external import ExternalEvent
 
@@ -116,6 +117,7 @@ class ReplyDesk:
                 verdict = self._to_waiting_run(host.agent, run, name, payload)
                 if verdict is not None and payload.get("tool_call_id") in run.waits:
                     answered = payload["tool_call_id"]
+            claimed = verdict is None
             if verdict is None:
                 verdict, resume_from = await self._to_stored_wait(name, payload)
             await _tell_replier(answer, verdict)
@@ -129,6 +131,14 @@ class ReplyDesk:
                 database_sync_to_async(waits.mark)(
                     host.session_id, answered, WaitStatus.ANSWERED, payload
                 )
+            )
+        if answered is not None or (verdict.accepted_by and claimed):
+            await wait_ended(
+                host.session_id,
+                payload["tool_call_id"],
+                None,
+                reply=payload,
+                answered_by=replier.get(),
             )
         if resume_from is not None:
             await self.resume(resume_from)

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from channels.db import database_sync_to_async
 
 from agent_app.assistants import enter_run
+from agent_app.budgets.ledger import BudgetExceeded
 from agent_app.bus.base import Marker, SessionBus
 from agent_app.durable import recovery, waits
 from agent_app.durable.persistence import RunSeams, shielded, write_pending
@@ -45,6 +46,8 @@ from agent_app.models import RunKind, RunStatus, WaitStatus
 from agent_app.protocol.frames import RunCancelledFrame, RunFailedFrame, RunStartedFrame
 from agent_app.protocol.text import encode_frame, event_frame_text
 from agent_app.sessions.fanout import STREAK_SECONDS, TEXT_DELTAS, Feed, let_the_loop_write
+from agent_app.telemetry import context, metrics, tracing
+from agent_app.telemetry.waits import cancelled_waits, wait_ended
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType
 from zett_agent.extensions.external import ExternalEvent
@@ -137,6 +140,15 @@ class Run:
     #: follow it), held back until the answer is stored.
     held: list[dict[str, Any]] | None = None
     agent: Agent | None = None
+    #: The event loop's clock when the run's task started, and at its first text (metrics).
+    started: float = 0.0
+    first_token: float | None = None
+    #: Traced, and its span's traceparent not read yet; then that traceparent, stored with
+    #: the run's waits and its end (``agent_app.telemetry.context``).
+    trace_pending: bool = False
+    trace_context: str = ""
+    #: Why it ended ``budget_exceeded``, when it did.
+    refusal: BudgetExceeded | None = None
 
     def to(self, state: RunState) -> None:
         """Move to ``state``; a transition the diagram does not draw is a bug."""
@@ -174,6 +186,7 @@ class Run:
 
     def launch(self, message: UserMessage | None, history: list[Any] | None) -> None:
         """Start the run's task: it streams the agent's events until the run ends."""
+        self.started = asyncio.get_running_loop().time()
         self.task = asyncio.create_task(
             self._execute(message, history), name=f"zett-run-{self.request_id}"
         )
@@ -189,6 +202,11 @@ class Run:
         except asyncio.CancelledError:
             status = RunStatus.CANCELLED if self.stop is None else RunStatus.INTERRUPTED
             await self.finish(status)
+            return
+        except BudgetExceeded as refusal:
+            # Before a model call: the calls before it are stored, no further one is made.
+            self.refusal = refusal
+            await self.finish(RunStatus.BUDGET_EXCEEDED, error=(refusal.code, refusal.message))
             return
         except Exception as error:
             logger.warning(
@@ -206,9 +224,17 @@ class Run:
         config = AgentRunConfig(session_id=self.owner.session_id, request_id=self.request_id)
         await enter_run(self.owner.session_id)  # current_user()/current_chat(); permission
         agent = self.agent = await self.owner.get_agent()
+        self.trace_pending = tracing.active()
         if message is None:
             replies, deadlines = await self._resumption()
-            return agent.resume_stream(config=config, replies=replies, deadlines=deadlines)
+            links = None
+            if tracing.active():  # the run it continues, wherever that one ran
+                links = await database_sync_to_async(context.continuation_metadata)(
+                    self.resumed_from
+                )
+            return agent.resume_stream(
+                config=config, replies=replies, deadlines=deadlines, metadata=links
+            )
         seams = RunSeams(
             input_stored=True, restored_history=history, streamed=self.streamed, at_end=self.at_end
         )
@@ -227,6 +253,9 @@ class Run:
         async with aclosing(stream) as events:
             async for event in events:
                 kind = event.type
+                if self.trace_pending:  # the run's span exists by its first event
+                    self.trace_pending = False
+                    self.trace_context = context.traceparent_of(self.agent, self.owner.session_id)
                 if self.state is _WAITING:
                     self.state = _RUNNING  # any event ends a wait
                 if self.held is not None and kind is not E.RUN_COMPLETED:
@@ -239,6 +268,8 @@ class Run:
                     await feed.broadcast_event(request_id, event)
                     if kind is E.TEXT_DELTA:
                         streamed.append(event.delta)  # sent: part of a partial answer
+                        if self.first_token is None:
+                            self._first_token(clock())
                 elif kind is E.RUN_COMPLETED:
                     final = event_to_dict(event)
                     continue
@@ -253,6 +284,11 @@ class Run:
                     await let_the_loop_write()
                     streak_started = clock()
         return final
+
+    def _first_token(self, now: float) -> None:
+        self.first_token = now
+        if metrics.ENABLED:
+            metrics.time_to_first_token(metrics.assistant_of(self.agent), now - self.started)
 
     async def _other_event(self, kind: AgentEventType, data: dict[str, Any]) -> bool:
         """Broadcast an event that is no text delta; False when it is held back instead."""
@@ -281,7 +317,11 @@ class Run:
             self.waits.add(payload["tool_call_id"])
             known = await shielded(
                 database_sync_to_async(waits.record_wait)(
-                    session_id, self.request_id, event["name"], payload
+                    session_id,
+                    self.request_id,
+                    event["name"],
+                    payload,
+                    trace_context=self.trace_context,
                 )
             )
         await self.owner.feed.broadcast_event(self.request_id, event)
@@ -307,6 +347,8 @@ class Run:
                 await shielded(
                     database_sync_to_async(waits.mark)(self.owner.session_id, call_id, status)
                 )
+                if status == WaitStatus.EXPIRED:
+                    await wait_ended(self.owner.session_id, call_id, "expired")
 
     async def _resumption(self) -> tuple[list[ExternalEvent], dict[str, Any]]:
         """The known replies and the deadlines of the open calls a continuation runs."""
@@ -331,6 +373,9 @@ class Run:
             return
         self.to(RunState.ENDING)
         self.outcome = status
+        if metrics.ENABLED:
+            seconds = asyncio.get_running_loop().time() - self.started if self.started else 0.0
+            metrics.run_ended(metrics.assistant_of(self.agent), str(status), seconds)
         await shielded(self._record_end(status, final, error))
 
     async def _release_held(self) -> None:
@@ -377,6 +422,7 @@ class Run:
         self.at_end.clear()
         try:
             if status is not RunStatus.COMPLETED and self.stop is not StopReason.LEASE_LOST:
+                await cancelled_waits(session_id, sorted(self.waits))
                 await shielded(
                     database_sync_to_async(recovery.close_run_calls)(
                         session_id, self.request_id, status
@@ -393,6 +439,7 @@ class Run:
                     error=error,
                     usage=self.usage,
                     rows=rows,
+                    trace_context=self.trace_context,
                 )
             )
         except Exception:
@@ -426,6 +473,17 @@ class Run:
                     "request_id": request_id,
                     "status": str(status),
                     "message": recovery.INTERRUPTED_RUN_MESSAGE,
+                }
+            )
+        if status is RunStatus.BUDGET_EXCEEDED and self.refusal is not None:
+            return encode_frame(
+                {
+                    "type": "run_failed",
+                    "seq": seq,
+                    "request_id": request_id,
+                    "status": str(status),
+                    "error": {"type": str(self.refusal.code), "message": self.refusal.message},
+                    "resets_at": self.refusal.frame().resets_at,
                 }
             )
         error = error or ("Error", "The answer failed.")

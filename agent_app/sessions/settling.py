@@ -29,6 +29,8 @@ from agent_app.models import RunStatus
 from agent_app.protocol.frames import encode_frame
 from agent_app.sessions.errors import Busy
 from agent_app.sessions.fanout import Feed
+from agent_app.telemetry import metrics
+from agent_app.telemetry.waits import expired_waits
 
 __all__ = ["LEASE_ATTEMPTS", "Settler", "SettlerHost", "take_lease"]
 
@@ -79,6 +81,8 @@ class Settler:
             settled = await database_sync_to_async(recovery.recover_session)(
                 session_id, dead, abandon_paused=abandon_paused
             )
+            metrics.lease_takeover(len(dead))
+            await expired_waits(session_id, settled)
             await self._announce(settled)
             ready = [outcome.request_id for outcome in settled if outcome.ready]
             if not abandon_paused:

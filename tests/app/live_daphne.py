@@ -16,6 +16,9 @@ styling out of the measurement.
 ``ZETT_TEST_DIE_AFTER_CLAIM=1`` makes the process SIGKILL itself right after a reply for a
 stored wait was claimed (committed), before anything else happens: a crash between
 claiming a paused run's wait and starting its continuation, on purpose.
+``ZETT_TEST_SPAN_FILE=<path>`` installs a global tracer provider that writes every span to
+that file as one JSON line as it ends (``tests.app.telemetry_support``), for the tracing
+tests' servers (with ``ZETT_OTEL=1``).
 ``ZETT_TEST_SEND_BUFFER=<bytes>`` gives every accepted socket a kernel send buffer that
 small (``SO_SNDBUF``; loopback's otherwise grows to megabytes): what a client does not read
 then stays in the server's own transport buffer, as on a busy link.
@@ -84,6 +87,10 @@ def _application(spec: str, *, migrate: bool):  # type: ignore[no-untyped-def]
 
     if os.environ.get("ZETT_TEST_DIE_AFTER_CLAIM"):
         _die_after_claim()
+    if os.environ.get("ZETT_TEST_SPAN_FILE"):
+        from tests.app.telemetry_support import install_span_file
+
+        install_span_file(os.environ["ZETT_TEST_SPAN_FILE"])
     if os.environ.get("ZETT_TEST_SEND_BUFFER"):
         _small_send_buffers(int(os.environ["ZETT_TEST_SEND_BUFFER"]))
 

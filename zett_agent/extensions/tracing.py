@@ -234,8 +234,7 @@ class TracingExtension(AgentExtension):
             "gen_ai.operation.name": "chat",
             "gen_ai.conversation.id": run.session_id,
         }
-        provider, requested = _model_identity(context.model)
-        provider = provider or run.provider
+        provider, requested = run.provider, run.requested  # one model for the whole request
         if provider is not None:
             attributes["gen_ai.provider.name"] = provider
         if requested is not None:
@@ -264,12 +263,11 @@ class TracingExtension(AgentExtension):
         run = self._runs.pop(context, None)
         if run is None:
             return
-        span = run.span
+        final: dict[str, Any] = {"zett.outcome": _COMPLETED}
         if self.record_content:
-            final = context.state.messages[-1]
-            span.set_attribute("gen_ai.output.messages", to_json([message_json(final)]))
-        span.set_attribute("zett.outcome", _COMPLETED)
-        run.end()
+            last = context.state.messages[-1]
+            final["gen_ai.output.messages"] = to_json([message_json(last)])
+        run.end(final)
 
     def _cancelled(self, context: AgentRunContext) -> None:
         """Cancellation is no error: open spans end marked ``cancelled``."""
@@ -441,16 +439,20 @@ class _Run:
         self.chat_token = None
         chat.end()
 
-    def end(self) -> None:
-        """End every open span, innermost first, then the run's with its usage."""
-        for tool in reversed(list(self.tools.values())):
-            tool.end()
-        self.tools.clear()
+    def end(self, final: dict[str, Any] | None = None) -> None:
+        """End every open span, innermost first, then the run's with its usage (and
+        ``final``'s attributes, set in the same call)."""
+        if self.tools:
+            for tool in reversed(list(self.tools.values())):
+                tool.end()
+            self.tools.clear()
         self.end_chat()
         span = self.span
         attributes = _usage(
             self.input_tokens, self.output_tokens, self.cache_read, self.cache_write
         )
+        if final:
+            attributes.update(final)
         if self.finish_reasons:
             attributes["gen_ai.response.finish_reasons"] = self.finish_reasons
         span.set_attributes(attributes)

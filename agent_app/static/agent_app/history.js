@@ -179,7 +179,7 @@ class HistoryRenderer {
       return;
     }
     transcript.outcomes.add(requestId);
-    if (!["cancelled", "failed", "interrupted", "expired"].includes(run.status)) {
+    if (!["cancelled", "failed", "interrupted", "expired", "budget_exceeded"].includes(run.status)) {
       return;
     }
     const turn = this.turnOf({ request_id: requestId });
@@ -192,7 +192,8 @@ class HistoryRenderer {
         }
       }
     }
-    transcript.showOutcome(turn, requestId, run.status, { error: run.error, message: run.error?.message ?? "" });
+    const status = run.status === "budget_exceeded" ? "failed" : run.status; // shown as its reason says
+    transcript.showOutcome(turn, requestId, status, { error: run.error, message: run.error?.message ?? "" });
   }
 
   /**

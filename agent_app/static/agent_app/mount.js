@@ -30,6 +30,7 @@
  * Regenerate, Edit and Retry replace the last turn (`edit.js`); the view changes when their
  * run starts.
  */
+import { BudgetMeter } from "./budget.js";
 import { ZettClient } from "./client.js";
 import { LastTurnActions } from "./edit.js";
 import { renderHistory } from "./history.js";
@@ -56,11 +57,19 @@ const ERROR_TEXT = {
   forbidden: "You may not use this chat.",
   unknown_assistant: "This chat's assistant does not exist.",
   rate_limited: "You are sending messages too quickly. Try again in a moment.",
+  budget_exceeded: "You have used your token budget for today.",
   internal: "The server failed to handle a message from this page.",
 };
 
 /** Refusals that give back what this view sent (`outbox.js`). */
-const GIVE_BACK_CODES = new Set(["busy", "rate_limited", "too_large", "not_running", "bad_frame"]);
+const GIVE_BACK_CODES = new Set([
+  "busy",
+  "rate_limited",
+  "too_large",
+  "not_running",
+  "bad_frame",
+  "budget_exceeded",
+]);
 const BLANK_HINT = "Only spaces: type a message to send.";
 
 /** The styles a chat mounted into an empty element loads into its shadow root. */
@@ -154,11 +163,15 @@ export function mount(where, options = {}) {
   const onStored = options.onStored ?? (() => {});
 
   const notices = new Notices(part("notices"));
+  const budget = new BudgetMeter(optional("budget"));
   const widgets = new ReplyWidgets((name, payload) => send({ type: "external_event", name, payload }), {
     onAnswered: () => ui.input.focus({ preventScroll: true }),
   });
   const transcript = new Transcript(part("transcript"), widgets, part("empty"), {
-    onUsage: (usage) => showSessionUsage(addUsage(sessionUsage, usage)),
+    onUsage: (usage) => {
+      showSessionUsage(addUsage(sessionUsage, usage));
+      budget.spent(usage);
+    },
     onRetry: retry,
   });
   const paging = new HistoryPaging(transcript, send, {
@@ -337,7 +350,12 @@ export function mount(where, options = {}) {
     }
   });
   client.on("reply_accepted", replyAccepted);
-  client.on("run_failed", (frame) => endRun(frame.request_id, "failed", { error: frame.error ?? {} }));
+  client.on("run_failed", (frame) => {
+    if (frame.status === "budget_exceeded") {
+      budget.exceeded(frame);
+    }
+    endRun(frame.request_id, "failed", { error: frame.error ?? {} });
+  });
   client.on("run_cancelled", (frame) => endRun(frame.request_id, "cancelled"));
   client.on("run_interrupted", (frame) =>
     endRun(frame.request_id, frame.status === "expired" ? "expired" : "interrupted", {
@@ -354,6 +372,7 @@ export function mount(where, options = {}) {
     paging.received(frame, runs);
   });
   client.on("error", handleError);
+  client.on("budget", (frame) => budget.received(frame));
 
   /**
    * The first frame of every connection. Keeps the transcript when the view was showing
@@ -509,7 +528,11 @@ export function mount(where, options = {}) {
   }
 
   function handleError(frame) {
-    const text = ERROR_TEXT[frame.code] ?? "Something went wrong.";
+    if (frame.code === "budget_exceeded") {
+      budget.exceeded(frame);
+    }
+    const text =
+      frame.code === "budget_exceeded" ? budget.refusalText() : (ERROR_TEXT[frame.code] ?? "Something went wrong.");
     notices.show(text, { detail: frame.message || "", key: `error-${frame.code}` });
     if (GIVE_BACK_CODES.has(frame.code)) {
       outbox.refused(frame.code);

@@ -14,6 +14,7 @@ const REFUSED_KINDS = {
   busy: ["message", "replace"],
   not_running: ["steer"],
   bad_frame: ["replace"],
+  budget_exceeded: ["message", "replace"],
 };
 
 export class Outbox {

@@ -244,6 +244,7 @@ def test_the_error_codes_are_exactly_those_of_the_spec():
         "forbidden",
         "unknown_assistant",
         "rate_limited",
+        "budget_exceeded",
         "internal",
     }
 

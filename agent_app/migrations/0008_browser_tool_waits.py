@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agent_app', '0005_chat_creations'),
+        ('agent_app', '0007_run_trace_context'),
     ]
 
     operations = [

@@ -1,0 +1,191 @@
+"""Telemetry across real worker processes (daphne, PostgreSQL, Redis, SIGKILL).
+
+- A run asks a question on worker one, which is killed; worker two settles the run as
+  paused, takes both answers and continues it. The continuation's span (in worker two's
+  span file) links to the dead run's span, whose traceparent the dead worker had stored
+  with the run; the spans that ended before the kill are in worker one's file, children of
+  that same span.
+- Two workers share ``PROMETHEUS_MULTIPROC_DIR``: ``/metrics`` on either shows the runs
+  of both, and nobody reads it without the token; once one is killed, its runs still
+  count and the socket it had open does not.
+
+Each server writes its spans to a file of its own (``ZETT_TEST_SPAN_FILE``), line by line
+as they end, so a killed process leaves what it had recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.error
+import urllib.request
+import uuid
+
+import psycopg
+import pytest
+import redis
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.app.processes.test_durable_waits import MODEL, answer_both_and_finish, is_custom
+from tests.app.servers import DaphneProcess, fresh_database, migrate, server_env
+from tests.app.services import REDIS_URL, require_service
+from tests.app.telemetry_support import read_span_file
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+def stored_runs(database_url: str) -> dict[str, str]:
+    """``kind`` → ``trace_context`` of the runs stored."""
+    with psycopg.connect(database_url) as connection:
+        rows = connection.execute(
+            "SELECT kind, trace_context FROM agent_app_chatrun ORDER BY started_at"
+        ).fetchall()
+    return dict(rows)
+
+
+def ids(traceparent: str) -> tuple[str, str]:
+    _, trace_id, span_id, _ = traceparent.split("-")
+    return trace_id, span_id
+
+
+def flushed_redis() -> redis.Redis:
+    store = redis.Redis.from_url(require_service("Redis", REDIS_URL))
+    store.flushdb()
+    return store
+
+
+async def test_a_run_continued_by_another_worker_after_a_crash_links_to_the_dead_run(tmp_path):
+    store = flushed_redis()
+    with fresh_database("postgres", tmp_path) as url:
+        env = server_env(
+            url, ZETT_MODEL=MODEL, REDIS_URL=REDIS_URL, ZETT_LEASE_SECONDS="2", ZETT_OTEL="1"
+        )
+        migrate(env)
+        files = {name: tmp_path / f"spans-{name}.jsonl" for name in ("one", "two")}
+        one = DaphneProcess(
+            "otel-one", {**env, "ZETT_TEST_SPAN_FILE": str(files["one"])}, migrate=False
+        ).start()
+        two = DaphneProcess(
+            "otel-two", {**env, "ZETT_TEST_SPAN_FILE": str(files["two"])}, migrate=False
+        ).start()
+        one.cookie = two.cookie = one.browser_cookie()
+        try:
+            session_id = str(uuid.uuid4())
+            asking = await one.socket(session_id)
+            watching = await two.socket(session_id)
+            await asking.send({"type": "user_message", "content": "Plan my trip"})
+            await watching.until(is_custom("ask_user"))
+            one.kill()
+            paused = await watching.until(lambda f: f["type"] in ("run_paused", "run_interrupted"))
+            assert paused[-1]["type"] == "run_paused"
+            again = await two.socket(session_id)
+            frames = await answer_both_and_finish(again)
+            assert frames[-1]["event"]["message"]["content"].startswith("Going to Rome")
+        finally:
+            await one.close_clients()
+            await two.close_clients()
+            one.stop()
+            two.stop()
+            store.flushdb()
+            store.close()
+        runs = stored_runs(url)
+
+    dead_trace, dead_span = ids(runs["message"])
+    continued_trace, continued_span = ids(runs["resume"])
+    before_kill = read_span_file(files["one"])
+    # The model call that asked ended before the kill; the run's own span never did.
+    (chat,) = [span for span in before_kill if span["name"].startswith("chat")]
+    assert (chat["trace_id"], chat["parent"]) == (dead_trace, dead_span)
+    assert not [span for span in before_kill if span["name"].startswith("invoke_agent")]
+
+    after = read_span_file(files["two"])
+    (run,) = [span for span in after if span["name"] == "invoke_agent demo"]
+    assert (run["trace_id"], run["span_id"]) == (continued_trace, continued_span)
+    assert run["links"] == [[dead_trace, dead_span]]
+    assert run["attributes"]["gen_ai.conversation.id"] == session_id
+    assert run["attributes"]["zett.run.resumed"] is True
+    tools = {span["name"]: span for span in after if span["name"].startswith("execute_tool")}
+    assert {
+        tools["execute_tool save_note"]["parent"],
+        tools["execute_tool ask_user"]["parent"],
+    } == {continued_span}
+    waits = {span["name"]: span for span in after if span["name"].startswith("wait ")}
+    # The approval was answered while the run was paused: a child of the run that waited.
+    assert (waits["wait approval"]["trace_id"], waits["wait approval"]["parent"]) == (
+        dead_trace,
+        dead_span,
+    )
+    assert waits["wait approval"]["attributes"]["zett.wait.outcome"] == "approved"
+    # The question was asked again by the continuation and answered there.
+    assert waits["wait ask_user"]["parent"] == continued_span
+    assert waits["wait ask_user"]["attributes"]["zett.wait.outcome"] == "answered"
+
+
+def scrape(server: DaphneProcess, token: str | None) -> tuple[int, str]:
+    request = urllib.request.Request(f"http://127.0.0.1:{server.port}/metrics")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, ""
+
+
+def sample(text: str, name: str, **labels: str) -> float:
+    for family in text_string_to_metric_families(text):
+        for found in family.samples:
+            if found.name == name and found.labels == labels:
+                return found.value
+    return 0.0
+
+
+async def test_metrics_of_two_workers_add_up_and_need_the_token(tmp_path):
+    store = flushed_redis()
+    samples_dir = tmp_path / "prometheus"
+    samples_dir.mkdir()
+    with fresh_database("postgres", tmp_path) as url:
+        env = server_env(
+            url,
+            REDIS_URL=REDIS_URL,
+            ZETT_DEMO_PACE="0",
+            ZETT_METRICS_TOKEN="scrape-me",
+            PROMETHEUS_MULTIPROC_DIR=str(samples_dir),
+        )
+        migrate(env)
+        one = DaphneProcess("metrics-one", env, migrate=False).start()
+        two = DaphneProcess("metrics-two", env, migrate=False).start()
+        one.cookie = two.cookie = one.browser_cookie()
+        try:
+            chats = [await one.socket(str(uuid.uuid4())), await two.socket(str(uuid.uuid4()))]
+            for chat in chats:
+                await chat.send({"type": "user_message", "content": "what is 1/3 + 1/6?"})
+            for chat in chats:
+                await chat.until(lambda f: (f.get("event") or {}).get("type") == "run_completed")
+            for server in (one, two):
+                status, text = await asyncio.to_thread(scrape, server, "scrape-me")
+                assert status == 200
+                assert sample(text, "zett_runs_total", assistant="demo", outcome="completed") == 2
+                assert sample(text, "zett_sockets_open") == 2  # one open on each worker
+                assert (
+                    sample(
+                        text,
+                        "zett_tokens_total",
+                        assistant="demo",
+                        model="zett-demo",
+                        kind="output",
+                    )
+                    > 0
+                )
+            assert (await asyncio.to_thread(scrape, one, None))[0] == 401
+            assert (await asyncio.to_thread(scrape, two, "guess"))[0] == 403
+            one.kill()  # its runs still count; the socket it had open does not
+            status, text = await asyncio.to_thread(scrape, two, "scrape-me")
+            assert sample(text, "zett_runs_total", assistant="demo", outcome="completed") == 2
+            assert sample(text, "zett_sockets_open") == 1
+        finally:
+            await one.close_clients()
+            await two.close_clients()
+            one.stop()
+            two.stop()
+            store.flushdb()
+            store.close()

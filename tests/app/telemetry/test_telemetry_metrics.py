@@ -1,0 +1,192 @@
+"""``GET /metrics``: who may read it, and what a run, a tool call and a wait count.
+
+The counters are process-global (prometheus-client's default registry), so each test
+reads the change it caused: a sample before and after.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.test import override_settings
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.app.durable.test_waits import BROWSER, NOTE, leave_a_paused_run
+from tests.app.llm_doubles import SteppedModel, call_tool, say
+from zett_agent.model import ModelUsage
+from zett_agent.testing import ScriptedModel
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+URL = "/metrics"
+
+
+def samples(text: str) -> dict[tuple[str, frozenset], float]:
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def value(text: str, name: str, **labels: str) -> float:
+    return samples(text).get((name, frozenset(labels.items())), 0.0)
+
+
+@pytest.fixture
+def staff(django_user_model, client):
+    user = django_user_model.objects.create_user("ops", password="pw", is_staff=True)
+    client.force_login(user)
+    return client
+
+
+def test_anonymous_visitors_are_refused_with_the_bearer_scheme_named(client):
+    response = client.get(URL)
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_signed_in_users_who_are_not_staff_are_refused(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("someone", password="pw"))
+    assert client.get(URL).status_code == 403
+
+
+def test_staff_users_read_the_prometheus_text(staff):
+    response = staff.get(URL)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain")
+    names = {family.name for family in text_string_to_metric_families(response.content.decode())}
+    assert {"zett_runs", "zett_tokens", "zett_waits_open", "zett_sockets_open"} <= names
+
+
+@override_settings(ZETT_METRICS_TOKEN="s3cret-token")
+def test_a_scraper_reads_it_with_the_bearer_token_and_a_wrong_token_is_refused(client):
+    assert client.get(URL, HTTP_AUTHORIZATION="Bearer s3cret-token").status_code == 200
+    assert client.get(URL, HTTP_AUTHORIZATION="Bearer guess").status_code == 403
+    assert client.get(URL, HTTP_AUTHORIZATION="Basic czNjcmV0LXRva2Vu").status_code == 403
+
+
+def test_without_a_configured_token_no_bearer_token_is_accepted(client):
+    assert client.get(URL, HTTP_AUTHORIZATION="Bearer ").status_code == 403
+
+
+def test_only_get_is_served(staff):
+    assert staff.post(URL).status_code == 405
+
+
+async def test_a_run_with_an_approved_tool_counts_tokens_the_run_the_tool_and_the_wait(
+    sockets, use_model, async_client, django_user_model
+):
+    from asgiref.sync import sync_to_async
+
+    user = await sync_to_async(django_user_model.objects.create_user)(
+        "ops", password="pw", is_staff=True
+    )
+    await sync_to_async(async_client.force_login)(user)
+
+    async def scrape() -> str:
+        response = await async_client.get(URL)
+        assert response.status_code == 200
+        return response.content.decode()
+
+    before = await scrape()
+    use_model(
+        ScriptedModel(
+            [call_tool("save_note", "note-1", title="Milk", text="Buy milk"), say("Saved.")],
+            usage=ModelUsage(input_tokens=7, output_tokens=3),
+        )
+    )
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Note: buy milk"})
+    await socket.until_event("custom", "approval_requested")
+    during = await scrape()
+    assert value(during, "zett_waits_open", kind="approval") == 1
+    assert value(during, "zett_sockets_open") == value(before, "zett_sockets_open") + 1
+    payload = {"tool_call_id": "note-1", "approved": True}
+    await socket.send({"type": "external_event", "name": "approval_response", "payload": payload})
+    await socket.expect("external_event_result")
+    await socket.run_to_completion()
+    await socket.close()
+    after = await scrape()
+
+    def grew(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    model = "ScriptedModel"
+    assert grew("zett_tokens_total", assistant="demo", model=model, kind="input") == 14
+    assert grew("zett_tokens_total", assistant="demo", model=model, kind="output") == 6
+    assert grew("zett_runs_total", assistant="demo", outcome="completed") == 1
+    assert grew("zett_run_duration_seconds_count", assistant="demo", outcome="completed") == 1
+    assert grew("zett_time_to_first_token_seconds_count", assistant="demo") == 1
+    assert grew("zett_tool_calls_total", assistant="demo", tool="save_note", outcome="completed")
+    assert grew("zett_waits_total", kind="approval", outcome="approved") == 1
+    assert grew("zett_wait_duration_seconds_count", kind="approval", outcome="approved") == 1
+    assert value(after, "zett_waits_open", kind="approval") == 0
+    assert value(after, "zett_sockets_open") == value(before, "zett_sockets_open")
+    for key in samples(after):
+        assert not {"user", "chat", "session", "session_id", "request_id"} & {
+            label for label, _ in key[1]
+        }
+
+
+async def test_a_refused_frame_counts_as_a_rate_limit_refusal(sockets, use_model):
+    from agent_app.telemetry import metrics
+
+    refusals = metrics.RATE_LIMITED.labels("frames")
+    before = refusals._value.get()
+    use_model(ScriptedModel([say("Hello.")]))
+    with override_settings(ZETT_WS_RATE_LIMIT={"burst": 1, "per_second": 0.001}):
+        socket = await sockets()
+        await socket.send({"type": "cancel"})
+        await socket.expect_error("not_running")  # the one frame of the budget
+        await socket.send({"type": "cancel"})
+        await socket.expect_error("rate_limited")
+    assert refusals._value.get() == before + 1
+
+
+def test_an_sse_stream_is_counted_open_while_its_body_runs_even_when_it_fails():
+    from agent_app.telemetry import metrics
+
+    before = metrics.SSE_STREAMS._value.get()
+    with pytest.raises(ConnectionResetError), metrics.sse_stream():
+        assert metrics.SSE_STREAMS._value.get() == before + 1
+        raise ConnectionResetError
+    assert metrics.SSE_STREAMS._value.get() == before
+
+
+def counted(counter, *labels: str) -> float:
+    metric = counter.labels(*labels) if labels else counter
+    return metric._value.get()
+
+
+async def test_a_late_page_counts_the_frames_replayed_to_it(sockets, use_model):
+    from agent_app.telemetry import metrics
+
+    model = use_model(SteppedModel(["a ", "b ", "c ", "d "]))
+    first = await sockets()
+    await first.send({"type": "user_message", "content": "Count"})
+    model.step(2)
+    seen = await first.until(lambda frame: (frame.get("event") or {}).get("delta") == "b ")
+    before = counted(metrics.REPLAYED)
+    late = await sockets(first.session_id)
+    replayed = await late.until(lambda frame: frame.get("seq") == seen[-1]["seq"])
+    assert counted(metrics.REPLAYED) - before == len([f for f in replayed if "seq" in f])
+    model.finish()
+    await first.run_to_completion()
+    await late.run_to_completion()
+
+
+async def test_settling_a_dead_workers_run_counts_a_takeover_and_its_expired_wait(
+    sockets, use_model
+):
+    from agent_app.models import ReplyWait
+    from agent_app.telemetry import metrics
+
+    use_model(ScriptedModel())
+    takeovers = counted(metrics.TAKEOVERS)
+    expired = counted(metrics.WAITS, "approval", "expired")
+    session_id, _ = await leave_a_paused_run([NOTE], {"note-1": "approval"})
+    await ReplyWait.objects.aupdate(expires_at="2020-01-01T00:00:00Z")
+    socket = await sockets(session_id, cookie=BROWSER["cookie"])
+    assert [run["status"] for run in socket.session_frame["runs"]] == ["expired"]
+    assert counted(metrics.TAKEOVERS) == takeovers + 1
+    assert counted(metrics.WAITS, "approval", "expired") == expired + 1
