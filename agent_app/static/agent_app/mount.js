@@ -31,6 +31,7 @@
  * run starts.
  */
 import { BudgetMeter } from "./budget.js";
+import { composerProblem } from "./composer.js";
 import { ZettClient } from "./client.js";
 import { LastTurnActions } from "./edit.js";
 import { renderHistory } from "./history.js";
@@ -38,13 +39,12 @@ import { LinkIndicator } from "./link.js";
 import { Notices } from "./notices.js";
 import { Outbox } from "./outbox.js";
 import { HistoryPaging } from "./paging.js";
-import { buildPanel, DEFAULT_TEXTS } from "./panel.js";
+import { DEFAULT_TEXTS, prepare } from "./panel.js";
 import { keepTimesFresh, parseTime } from "./time.js";
 import { Transcript } from "./transcript.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
 import { ReplyWidgets } from "./widgets.js";
 
-const MAX_CONTENT_BYTES = 32 * 1024;
 const TITLE_LENGTH = 80;
 
 const ERROR_TEXT = {
@@ -70,38 +70,6 @@ const GIVE_BACK_CODES = new Set([
   "bad_frame",
   "budget_exceeded",
 ]);
-const BLANK_HINT = "Only spaces: type a message to send.";
-
-/** The styles a chat mounted into an empty element loads into its shadow root. */
-const SHEETS = [
-  ["chat.css", null],
-  ["vendor/highlight/a11y-light.min.css", "(prefers-color-scheme: light)"],
-  ["vendor/highlight/a11y-dark.min.css", "(prefers-color-scheme: dark)"],
-  ["widget.css", null],
-];
-
-/** Where the chat's parts go: `root` itself when it has them, else parts built for it. */
-function prepare(root, texts, { shadow = true } = {}) {
-  if (root.querySelector('[data-part="transcript"]') !== null) {
-    return root;
-  }
-  if (!(root instanceof Element) || !shadow) {
-    buildPanel(root, texts);
-    return root;
-  }
-  const tree = root.shadowRoot ?? root.attachShadow({ mode: "open" });
-  for (const [sheet, media] of SHEETS) {
-    const link = document.createElement("link");
-    link.rel = "stylesheet";
-    link.href = new URL(`./${sheet}`, import.meta.url).href;
-    if (media) {
-      link.media = media;
-    }
-    tree.append(link);
-  }
-  buildPanel(tree, texts);
-  return tree;
-}
 
 /** A stand-in for an absent optional part: writes to it go nowhere. */
 function absent() {
@@ -248,7 +216,7 @@ export function mount(where, options = {}) {
       ui.stop.textContent = texts.stop;
     }
     ui.stop.hidden = !active;
-    ui.send.disabled = !client.isOpen || composerProblem() !== "";
+    ui.send.disabled = !client.isOpen || composerProblem(ui.input.value) !== "";
     // Offline they stay: pressed then, they say nothing was sent, and keep the keyboard.
     lastTurn.refresh(!active);
   }
@@ -549,32 +517,10 @@ export function mount(where, options = {}) {
 
   // --- the composer -------------------------------------------------------------------
 
-  /**
-   * Why the composer's text cannot be sent, for people ("" when it can; null when nothing
-   * is typed, which needs no words): said as it is typed, with Send disabled, not after.
-   */
-  function composerProblem() {
-    const content = ui.input.value;
-    if (content === "") {
-      return null;
-    }
-    if (!content.trim()) {
-      return BLANK_HINT;
-    }
-    // A UTF-16 unit is at most three UTF-8 bytes: a text under a third of the limit fits.
-    if (content.length * 3 > MAX_CONTENT_BYTES) {
-      const bytes = new TextEncoder().encode(content).length;
-      if (bytes > MAX_CONTENT_BYTES) {
-        return `This is ${Math.ceil(bytes / 1024)} KiB; the limit is 32 KiB. Shorten it to send.`;
-      }
-    }
-    return "";
-  }
-
   ui.composer.addEventListener("submit", (event) => {
     event.preventDefault();
     const content = ui.input.value;
-    const problem = composerProblem();
+    const problem = composerProblem(ui.input.value);
     if (problem !== "") {
       ui.hint.textContent = problem ?? "";
       ui.input.focus();
@@ -602,7 +548,7 @@ export function mount(where, options = {}) {
   });
 
   ui.input.addEventListener("input", () => {
-    ui.hint.textContent = composerProblem() ?? "";
+    ui.hint.textContent = composerProblem(ui.input.value) ?? "";
     updateMode();
   });
 

@@ -1,5 +1,7 @@
 /**
- * The chat's parts for a root that has none: what `mount()` builds into an empty element.
+ * The chat's parts for a root that has none: what `mount()` builds into an empty element
+ * (`prepare`: in an open shadow root of it, with the chat's stylesheets, loaded from
+ * beside this module).
  *
  * The server renders the same parts for the chat page and the widget
  * (`agent_app/_chat_main.html`); this is their shape for a page that has no template of
@@ -95,4 +97,35 @@ export function buildPanel(root, texts = DEFAULT_TEXTS) {
   shell.append(bar, chat);
   root.append(shell);
   return shell;
+}
+
+/** The styles a chat mounted into an empty element loads into its shadow root. */
+const SHEETS = [
+  ["chat.css", null],
+  ["vendor/highlight/a11y-light.min.css", "(prefers-color-scheme: light)"],
+  ["vendor/highlight/a11y-dark.min.css", "(prefers-color-scheme: dark)"],
+  ["widget.css", null],
+];
+
+/** Where the chat's parts go: `root` itself when it has them, else parts built for it. */
+export function prepare(root, texts, { shadow = true } = {}) {
+  if (root.querySelector('[data-part="transcript"]') !== null) {
+    return root;
+  }
+  if (!(root instanceof Element) || !shadow) {
+    buildPanel(root, texts);
+    return root;
+  }
+  const tree = root.shadowRoot ?? root.attachShadow({ mode: "open" });
+  for (const [sheet, media] of SHEETS) {
+    const link = document.createElement("link");
+    link.rel = "stylesheet";
+    link.href = new URL(`./${sheet}`, import.meta.url).href;
+    if (media) {
+      link.media = media;
+    }
+    tree.append(link);
+  }
+  buildPanel(tree, texts);
+  return tree;
 }
