@@ -10,7 +10,8 @@
  * theming interface.
  *
  * A widget with no chat id remembers the one it started (localStorage, per assistant and
- * person), so a reload resumes the same chat; `window.zett.widgets` lists the mounted
+ * person), so a reload resumes the same chat, and forgets it when the server says the chat
+ * is gone (deleted, or no longer this person's: the next visit starts a new one); `window.zett.widgets` lists the mounted
  * widgets, and `zett.onTool(name, fn)` registers a host-page tool on all of them.
  */
 import { mount, newChatId, chatSocketPath } from "./client.js";
@@ -38,11 +39,18 @@ function shadowOf(host) {
   return shadow;
 }
 
+/** Close codes after which a remembered chat is no use: deleted, or not this person's. */
+const GONE_CODES = new Set([4403, 4410]);
+
+function storageKey(config) {
+  return `zett-chat:${config.storageKey}`;
+}
+
 function rememberedChat(config) {
   if (config.chatId) {
     return config.chatId;
   }
-  const key = `zett-chat:${config.storageKey}`;
+  const key = storageKey(config);
   let chatId = null;
   try {
     chatId = localStorage.getItem(key);
@@ -98,6 +106,18 @@ export function mountWidget(host) {
     theme: config.theme,
   });
   mounted.chatId = chatId;
+  if (!config.chatId) {
+    // The next visit starts a new chat rather than knock on a gone one again.
+    mounted.client.on("status", (status) => {
+      if (status.state === "refused" && GONE_CODES.has(status.code)) {
+        try {
+          localStorage.removeItem(storageKey(config));
+        } catch {
+          // storage refused: nothing was remembered
+        }
+      }
+    });
+  }
   for (const [name, fn] of registry.tools) {
     mounted.client.onTool(name, fn);
   }

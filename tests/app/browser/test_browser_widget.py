@@ -242,3 +242,31 @@ def test_axe_finds_nothing_serious_in_the_widget(
     chat.locator(".widget--ask").get_by_role("button", name="Red").click()
     expect(chat.locator(".msg--assistant").last).to_contain_text("You chose: Red")
     assert re.search(r"zett-chat", page.content())
+
+
+def test_a_widget_whose_chat_was_deleted_starts_a_new_one_on_the_next_visit(
+    page: Page, widget_host: LiveServer
+) -> None:
+    page.goto(f"{widget_host.url}/")
+    chat = widget(page)
+    send_in(chat, "hello")
+    expect(chat.locator(".msg--assistant").last).to_contain_text("A scripted reply.")
+    remembered = page.evaluate(
+        "Object.keys(localStorage).filter((key) => key.startsWith('zett-chat:shopper:'))"
+        ".map((key) => localStorage.getItem(key))"
+    )
+    assert len(remembered) == 1
+    other = page.context.new_page()
+    other.goto(f"{widget_host.url}/chat/s/{remembered[0]}/delete/")
+    other.get_by_role("button", name="Delete").click()
+    other.close()
+    expect(chat.locator(".connection__label")).to_have_text("Disconnected")
+    page.reload()
+    chat = widget(page)
+    expect(chat.locator(".connection__label")).to_have_text("Connected")
+    expect(chat.locator(".msg")).to_have_count(0)
+    again = page.evaluate(
+        "Object.keys(localStorage).filter((key) => key.startsWith('zett-chat:shopper:'))"
+        ".map((key) => localStorage.getItem(key))"
+    )
+    assert len(again) == 1 and again != remembered
