@@ -30,7 +30,7 @@ Bad declarations fail at start-up with the class named: no ``id``, an id that is
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from channels.db import database_sync_to_async
@@ -43,6 +43,7 @@ from agent_app.current import bind, current_chat, current_user, person_of_chat
 if TYPE_CHECKING:
     from agent_app.models import ChatSession
     from zett_agent.extensions.base import AgentExtension
+    from zett_agent.mcp import MCPServer
     from zett_agent.model import AgentModel
     from zett_agent.tools.base import AgentTool
 
@@ -98,6 +99,12 @@ class Assistant:
     reply_names: ClassVar[Iterable[str]] = ()
     #: ``"app_label.codename"`` a user needs; or override ``has_permission``.
     permission_required: ClassVar[str | None] = None
+    #: ``zett_agent.mcp.MCPServer``\ s whose tools this assistant offers (besides the site's
+    #: ``ZETT_MCP_SERVERS``); see docs/mcp.md.
+    mcp_servers: ClassVar[Sequence[MCPServer]] = ()
+    #: MCP tools that never need approval (a tool's own name or ``<server>__<tool>``); the
+    #: others need it unless their server annotates them ``readOnlyHint: true``.
+    mcp_no_approval: ClassVar[Iterable[str]] = frozenset()
     #: Prompts a new, empty chat offers as buttons (each sends its text as the first
     #: message); none: the empty chat just invites a first message.
     starter_prompts: ClassVar[Sequence[str]] = ()
@@ -126,6 +133,15 @@ class Assistant:
 
     def get_extensions(self) -> list[AgentExtension]:
         return list(self.extensions)
+
+    def mcp_headers(self, server: MCPServer, user: Any) -> Mapping[str, str] | None:
+        """The headers of ``user``'s own connection to the HTTP MCP ``server`` (added to the
+        server's own), or None when the server needs no credentials of theirs.
+
+        Called once per request and server, in a thread (the ORM may be used). Headers
+        given here make the connection the person's alone; with None, everyone shares one.
+        """
+        return None
 
     def has_permission(self, user: Any) -> bool:
         """Whether ``user`` (a user or ``AnonymousUser``) may chat with this assistant."""

@@ -279,3 +279,32 @@ def check_setting_types(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
             Error(f"ZETT_REDIS_URL must be a redis:// URL, got {redis_url!r}.", id="zett.E016")
         )
     return errors
+
+
+@register(TAG)
+def check_mcp_servers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``ZETT_MCP_SERVERS`` parses (shape, ``${VAR}``s, allowed commands); no connection
+    is made (``manage.py zett_mcp list`` connects)."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from agent_app.agents.mcp import parse_servers
+
+    allowed = conf.ZETT_MCP_ALLOWED_COMMANDS
+    if isinstance(allowed, str) or not isinstance(allowed, list | tuple | set | frozenset):
+        return [
+            Error(
+                f"ZETT_MCP_ALLOWED_COMMANDS must be a list of executables, got {allowed!r}.",
+                id="zett.E030",
+            )
+        ]
+    try:
+        parse_servers(conf.ZETT_MCP_SERVERS, allowed_commands=allowed)
+    except ImproperlyConfigured as error:
+        return [
+            Error(
+                str(error),
+                hint="See docs/mcp.md; `manage.py zett_mcp list` connects and lists the tools.",
+                id="zett.E031",
+            )
+        ]
+    return []

@@ -77,6 +77,12 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_WS_SEND_BUFFER_BYTES": 1024 * 1024,
     #: The Content-Security-Policy of every page (None: the strict default; "": none).
     "ZETT_CONTENT_SECURITY_POLICY": None,
+    #: Site-wide MCP servers for every assistant, in the ``mcpServers`` JSON shape (a dict
+    #: or its JSON text; ``${VAR}`` from the environment). See docs/mcp.md.
+    "ZETT_MCP_SERVERS": {},
+    #: Executables a configured stdio MCP server may start (bare names found on PATH, or
+    #: absolute paths).
+    "ZETT_MCP_ALLOWED_COMMANDS": ["npx", "uvx", "node", "python3", "docker"],
     #: Largest attachment accepted, in bytes.
     "ZETT_ATTACHMENT_MAX_BYTES": 10 * 1024 * 1024,
     #: Media types attachments may have (None: every type zett can read).

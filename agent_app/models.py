@@ -203,6 +203,9 @@ class ChatRun(models.Model):
 class WaitKind(models.TextChoices):
     ASK_USER = "ask_user", "question"
     APPROVAL = "approval", "approval"
+    #: An MCP server's question during a tool call (``agent_app.agents.elicitation``).
+    ELICITATION = "elicitation", "MCP question"
+    #: A host-page tool's call (``agent_app.agents.browser_tools``): a page answers it.
     BROWSER_TOOL = "browser_tool", "browser tool"
 
 

@@ -16,6 +16,8 @@ service is switched on by one variable:
 ``DJANGO_ALLOWED_HOSTS`` comma-separated host names
 ``ZETT_ALLOWED_ORIGINS`` comma-separated ``scheme://host[:port]`` allowed to open sockets
 ``ZETT_REQUIRE_LOGIN``   ``1`` → only signed-in users may chat
+``ZETT_MCP_SERVERS``     site-wide MCP servers, the ``mcpServers`` JSON (docs/mcp.md)
+``ZETT_MCP_ALLOWED_COMMANDS`` comma-separated executables those stdio servers may run
 =======================  ===============================================================
 
 The limits per person (``ZETT_WS_*``, ``ZETT_MAX_CHATS_PER_HOUR``) are described in
@@ -255,6 +257,10 @@ ZETT_CONTENT_SECURITY_POLICY = os.environ.get("ZETT_CONTENT_SECURITY_POLICY")
 ZETT_WS_SEND_BUFFER_BYTES = _env_number("ZETT_WS_SEND_BUFFER_BYTES", "1048576", int)
 #: Most chats one person may start in an hour (counted in the database).
 ZETT_MAX_CHATS_PER_HOUR = _env_number("ZETT_MAX_CHATS_PER_HOUR", "60", int)
+#: Site-wide MCP servers: the ``mcpServers`` JSON text (see docs/mcp.md).
+ZETT_MCP_SERVERS = os.environ.get("ZETT_MCP_SERVERS", "")
+if os.environ.get("ZETT_MCP_ALLOWED_COMMANDS", "").strip():
+    ZETT_MCP_ALLOWED_COMMANDS = _env_list("ZETT_MCP_ALLOWED_COMMANDS", "")
 #: Where the frame budgets are shared between worker processes; empty: in each process.
 ZETT_LIMITS_REDIS_URL = os.environ.get("ZETT_LIMITS_REDIS_URL", _REDIS_URL or "")
 #: OpenTelemetry spans (``1``), with content (``ZETT_OTEL_CONTENT=1``): to the global tracer

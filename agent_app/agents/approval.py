@@ -6,6 +6,9 @@ what the chat page shows and what outlives a crash.
 ``question`` and ``response_event`` the page shows, and ``on_execute``: right before an
 approved call runs the app marks its stored wait as executing (``agent_app.durable.waits``), so a
 process killed mid-call never runs it a second time; recovery settles such a call instead.
+``settled_elsewhere``: a continuation may run a call whose result another extension gives
+(an MCP call cut off mid-question, ``agent_app.agents.elicitation``); such a call is not
+asked about again.
 The wait itself (its digest, its deadline) is stored when ``approval_requested`` is
 broadcast (``agent_app.sessions.live``), so an approval survives restarts and any worker can take
 the reply.
@@ -26,6 +29,7 @@ from zett_agent.extensions.approval import (
 if TYPE_CHECKING:
     from zett_agent.agent import AgentRunContext
     from zett_agent.messages import ToolCall
+    from zett_agent.tools.base import ToolResult
 
 __all__ = [
     "APPROVAL_REQUESTED_EVENT",
@@ -44,9 +48,31 @@ class ConfirmationExtension(ApprovalExtension):
         *,
         timeout: float | None = None,
         on_execute: Callable[[AgentRunContext, ToolCall], Awaitable[None]] | None = None,
+        settled_elsewhere: Callable[[AgentRunContext, ToolCall], Awaitable[Any]] | None = None,
     ) -> None:
         super().__init__(tools_needing_approval, timeout=timeout)
         self.on_execute = on_execute
+        self.settled_elsewhere = settled_elsewhere
+
+    async def _elsewhere(self, context: AgentRunContext, call: ToolCall) -> bool:
+        return self.settled_elsewhere is not None and bool(
+            await self.settled_elsewhere(context, call)
+        )
+
+    async def before_tool(self, context: AgentRunContext, call: ToolCall) -> None:
+        if call.name in self.tools_needing_approval and await self._elsewhere(context, call):
+            return
+        await super().before_tool(context, call)
+
+    async def on_tool_call(
+        self,
+        context: AgentRunContext,
+        call: ToolCall,
+        call_next: Callable[[ToolCall], Awaitable[ToolResult]],
+    ) -> ToolResult:
+        if call.name in self.tools_needing_approval and await self._elsewhere(context, call):
+            return await call_next(call)
+        return await super().on_tool_call(context, call, call_next)
 
     def request_payload(self, call: ToolCall, tool: Any = None) -> dict[str, Any] | None:
         payload = super().request_payload(call, tool)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 
 from agent_app import conf
+from agent_app.agents import mcp
 from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
 from agent_app.agents.asking import AppAskUserExtension
 from agent_app.agents.browser_tools import BROWSER_TOOL_EVENT, BrowserToolExtension
@@ -65,9 +66,10 @@ def _reply_extensions(assistant: Assistant) -> tuple[AppAskUserExtension, Confir
             assistant,
             AppAskUserExtension(timeout=timeout or None),
             ConfirmationExtension(
-                frozenset(assistant.approval_required),
+                mcp.approval_names(assistant),
                 timeout=timeout or None,
                 on_execute=_record_execution,
+                settled_elsewhere=mcp.settled_elsewhere,
             ),
         )
     return entry[1], entry[2]
@@ -113,6 +115,7 @@ def describe_wait(session_id: str, call: ToolCall) -> tuple[str, dict[str, Any]]
         return None if payload is None else ("ask_user", payload)
     if call.name in approval.tools_needing_approval:
         tool = next((tool for tool in assistant.get_tools() if tool.name == call.name), None)
+        tool = tool or mcp.approval_tool(assistant, call.name)
         payload = approval.request_payload(call, tool)
         return None if payload is None else (APPROVAL_REQUESTED_EVENT, payload)
     browser = _browser_extension(assistant)
@@ -136,6 +139,7 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
             OrmPersistenceExtension(),
             BUDGETS,
             *_reply_extensions(assistant),
+            *mcp.extensions_for(assistant),
             *([browser] if browser is not None else []),
             _GUIDELINES,
             *assistant.get_extensions(),

@@ -9,6 +9,11 @@ settles it (``recover_session``), reading only the database:
   never used — it becomes ``paused``: its open tool calls stay open, waits for calls that
   never got to ask are stored now, and the session lists them as ``pending`` until someone
   answers (a continuation run then takes over) or they expire;
+- a call whose MCP server was waiting for the person's answer to its question
+  (``agent_app.agents.elicitation``) counts as such a wait while the question is open and
+  in time: the question stays answerable, and the continuation ends the call with an
+  honest error (its connection died with the process; it is never sent again); once the
+  question has expired the call is closed as expired;
 - otherwise it becomes ``interrupted``, and each of its open tool calls gets an
   unsuccessful result saying what happened: a call that had started (an approved tool
   whose wait says ``executing``) "may or may not have completed" and is never run again; a
@@ -40,7 +45,7 @@ from agent_app import conf
 from agent_app.durable.sequence import reserve_block
 from agent_app.durable.store import RowMeta, bump_version, insert_rows, open_calls
 from agent_app.durable.waits import BROWSER_TOOL_EVENT, LIVE_STATUSES, pending_item, record_wait
-from agent_app.models import ChatRun, ChatSession, ReplyWait, RunStatus, WaitStatus
+from agent_app.models import ChatRun, ChatSession, ReplyWait, RunStatus, WaitKind, WaitStatus
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
 
 __all__ = [
@@ -61,6 +66,10 @@ STARTED_TOOL_CONTENT = (
 )
 NOT_RUN_TOOL_CONTENT = "Not run: the server stopped before this tool ran."
 EXPIRED_TOOL_CONTENT = "Nobody answered in time; the call did not run."
+EXPIRED_QUESTION_CONTENT = (
+    "Interrupted: the server stopped while the MCP server waited for the answer to its "
+    "question, and nobody answered in time; the call was not run again."
+)
 ABANDONED_TOOL_CONTENT = "Not answered: the user sent a new message instead."
 ENDED_TOOL_CONTENT = {
     RunStatus.FAILED: "Not run: the request failed first.",
@@ -187,24 +196,16 @@ def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
             session_id=session_id, tool_call_id__in=open_ids, status__in=LIVE_STATUSES
         )
     }
+    questions = _questions(session_id, open_ids)
     closes: list[tuple[ToolCall, str, dict[str, Any]]] = []
     resumable = False
     expired_wait = False
     for call in calls:
-        wait = waits.get(call.id)
-        if wait is not None and wait.status == WaitStatus.EXECUTING:
-            closes.append((call, STARTED_TOOL_CONTENT, {}))
-            wait.status = WaitStatus.DONE
-            wait.save(update_fields=["status"])
-        elif wait is not None and wait.status == WaitStatus.OPEN and _expired(wait, now):
-            closes.append((call, EXPIRED_TOOL_CONTENT, _expired_reply(wait)))
-            wait.status = WaitStatus.EXPIRED
-            wait.save(update_fields=["status"])
-            expired_wait = True
-        elif wait is not None:
-            resumable = True  # open and in time, or answered: a continuation can go on
-        elif run.status == RunStatus.RUNNING and _start_wait(session_id, run, call, now):
-            resumable = True
+        outcome = _settle_call(
+            session_id, run, call, waits.get(call.id), questions.get(call.id), now, closes
+        )
+        resumable = resumable or outcome == "resumable"
+        expired_wait = expired_wait or outcome == "expired"
     if resumable:
         _insert_results(session_id, run.request_id, closes)
         if run.status == RunStatus.PAUSED and not closes:
@@ -236,6 +237,44 @@ def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
     return Settled(run.request_id, run.status, (0, 0))
 
 
+def _settle_call(
+    session_id: str,
+    run: ChatRun,
+    call: ToolCall,
+    wait: ReplyWait | None,
+    question: ReplyWait | None,
+    now: Any,
+    closes: list[tuple[ToolCall, str, dict[str, Any]]],
+) -> str:
+    """What one open call of a dead run becomes: ``resumable``, ``expired`` (its result
+    is added to ``closes``), ``closed`` (likewise), or ``""`` (closed with the rest)."""
+    if question is not None and question.status == WaitStatus.OPEN and _expired(question, now):
+        closes.append((call, EXPIRED_QUESTION_CONTENT, _expired_reply(question)))
+        question.status = WaitStatus.EXPIRED
+        question.save(update_fields=["status"])
+        if wait is not None:
+            wait.status = WaitStatus.DONE
+            wait.save(update_fields=["status"])
+        return "expired"
+    if question is not None:
+        return "resumable"  # answerable (or answered): the continuation ends the call
+    if wait is not None and wait.status == WaitStatus.EXECUTING:
+        closes.append((call, STARTED_TOOL_CONTENT, {}))
+        wait.status = WaitStatus.DONE
+        wait.save(update_fields=["status"])
+        return "closed"
+    if wait is not None and wait.status == WaitStatus.OPEN and _expired(wait, now):
+        closes.append((call, EXPIRED_TOOL_CONTENT, _expired_reply(wait)))
+        wait.status = WaitStatus.EXPIRED
+        wait.save(update_fields=["status"])
+        return "expired"
+    if wait is not None:
+        return "resumable"  # open and in time, or answered: a continuation can go on
+    if run.status == RunStatus.RUNNING and _start_wait(session_id, run, call, now):
+        return "resumable"
+    return ""
+
+
 def _abandon(session_id: str, run: ChatRun, now: Any) -> Settled:
     """End a paused run nobody answered because the user moved on."""
     message, open_ids = open_calls(session_id)
@@ -248,6 +287,21 @@ def _abandon(session_id: str, run: ChatRun, now: Any) -> Settled:
     run.ended_at = now
     run.save(update_fields=["status", "ended_at"])
     return Settled(run.request_id, RunStatus.CANCELLED, (0, 0))
+
+
+def _questions(session_id: str, open_ids: list[str]) -> dict[str, ReplyWait]:
+    """The live MCP question of each open call that has one (by the call's id)."""
+    if not open_ids:
+        return {}
+    found: dict[str, ReplyWait] = {}
+    wanted = set(open_ids)
+    for wait in ReplyWait.objects.select_for_update().filter(
+        session_id=session_id, kind=WaitKind.ELICITATION, status__in=LIVE_STATUSES
+    ):
+        call_id = (wait.payload or {}).get("call_id")
+        if call_id in wanted:
+            found[call_id] = wait
+    return found
 
 
 def _calls(message: AssistantMessage | None, open_ids: list[str]) -> list[ToolCall]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import jsonschema
 from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -50,13 +51,17 @@ __all__ = [
 
 ASK_USER_EVENT = "ask_user"
 APPROVAL_EVENT = "approval_requested"
+ELICITATION_EVENT = "mcp_elicitation"
 #: A host-page tool's call (``agent_app.agents.browser_tools``): the page answers it.
 BROWSER_TOOL_EVENT = "browser_tool"
 #: The replies a stored wait can take.
-RESPONSE_EVENTS = frozenset({"ask_user_response", "approval_response", "browser_tool_result"})
+RESPONSE_EVENTS = frozenset(
+    {"ask_user_response", "approval_response", "mcp_elicitation_response", "browser_tool_result"}
+)
 _KINDS = {
     ASK_USER_EVENT: WaitKind.ASK_USER,
     APPROVAL_EVENT: WaitKind.APPROVAL,
+    ELICITATION_EVENT: WaitKind.ELICITATION,
     BROWSER_TOOL_EVENT: WaitKind.BROWSER_TOOL,
 }
 #: Largest payload a pending wait is listed with, in bytes of JSON: a session's frame
@@ -188,6 +193,8 @@ def claim(session_id: str, name: str, payload: dict[str, Any]) -> Claim:
         return Claim(ReplyReason.STALE)
     if wait.kind == WaitKind.APPROVAL and not _digest_matches(wait, payload):
         return Claim(ReplyReason.MISMATCH)
+    if wait.kind == WaitKind.ELICITATION and not _answers_question(wait, payload):
+        return Claim(ReplyReason.INVALID)
     won = ReplyWait.objects.filter(pk=wait.pk, status=WaitStatus.OPEN).update(
         status=WaitStatus.ANSWERED, reply=payload, answered_at=timezone.now()
     )
@@ -213,6 +220,31 @@ def resumption(session_id: str) -> tuple[list[tuple[str, dict[str, Any]]], dict[
         elif wait.status == WaitStatus.OPEN and wait.expires_at is not None:
             deadlines[wait.tool_call_id] = wait.expires_at
     return replies, deadlines
+
+
+#: How an MCP question may be answered.
+ELICITATION_ACTIONS = ("accept", "decline", "cancel")
+
+
+def valid_elicitation_reply(payload: dict[str, Any], schema: Any) -> bool:
+    """Whether ``payload`` (``{action, content}``) answers a question asked with ``schema``."""
+    action = payload.get("action")
+    if action not in ELICITATION_ACTIONS:
+        return False
+    if action != "accept":
+        return True
+    content = payload.get("content")
+    if not isinstance(content, dict):
+        return False
+    try:
+        jsonschema.validate(content, schema if isinstance(schema, dict) else {})
+    except (jsonschema.ValidationError, jsonschema.SchemaError):
+        return False
+    return True
+
+
+def _answers_question(wait: ReplyWait, payload: dict[str, Any]) -> bool:
+    return valid_elicitation_reply(payload, (wait.payload or {}).get("requested_schema"))
 
 
 def _digest_matches(wait: ReplyWait, payload: dict[str, Any]) -> bool:

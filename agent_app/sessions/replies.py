@@ -48,6 +48,7 @@ logger = logging.getLogger(__name__)
 _TAKER = {
     WaitKind.ASK_USER: "AskUserExtension",
     WaitKind.APPROVAL: "ConfirmationExtension",
+    WaitKind.ELICITATION: "MCPElicitationExtension",
     WaitKind.BROWSER_TOOL: "BrowserToolExtension",
 }
 

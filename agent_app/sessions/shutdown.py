@@ -11,6 +11,8 @@ that are never dropped silently:
 - a run that is working (streaming, running a tool) is cancelled and recorded as
   ``interrupted``, its open tool calls closed, and the sockets are told.
 
+Then what else the process holds open is closed (``at_drain``: every MCP connection).
+
 Then the server's own SIGTERM handling runs (daphne's stops the reactor, uvicorn's its
 server). The handler is installed once per process, with ``signal.signal`` (it runs on the
 main thread, where the event loop runs, and hands the work to the loop), and only where a
@@ -28,7 +30,7 @@ from typing import Any, Protocol
 
 from agent_app import conf
 
-__all__ = ["DRAINING_MESSAGE", "draining", "install"]
+__all__ = ["DRAINING_MESSAGE", "at_drain", "draining", "install"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +58,14 @@ class Registry(Protocol):
 
 _installed = False
 _draining = threading.Event()
+#: Awaited once the runs are settled: what else the process holds open (MCP connections).
+_closers: list[Callable[[], Any]] = []
+
+
+def at_drain(closer: Callable[[], Any]) -> None:
+    """Await ``closer()`` at the end of a drain (once per process; a second add is ignored)."""
+    if closer not in _closers:
+        _closers.append(closer)
 
 
 def draining() -> bool:
@@ -102,6 +112,11 @@ async def _drain(registry: Registry) -> None:
         except Exception:
             logger.exception("Could not stop the run of session %s", live.session_id)
     await registry.close()
+    for closer in _closers:
+        try:
+            await closer()
+        except Exception:
+            logger.exception("Could not close %r at shutdown", closer)
 
 
 def _hand_over(previous: Any, number: int, frame: Any) -> None:

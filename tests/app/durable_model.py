@@ -42,3 +42,21 @@ class TripPlanner:
 
 def trip_planner() -> TripPlanner:
     return TripPlanner()
+
+
+class McpCleaner:
+    """Asked anything, it calls the MCP tool ``local__delete_all`` (whose server asks the
+    person why); once the result is in, it answers with it."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator:
+        last = request.messages[-1]
+        if isinstance(last, ToolMessage):
+            answer = AssistantMessage(f"Result: {last.content}")
+        else:
+            answer = AssistantMessage(tool_calls=(ToolCall("del-1", "local__delete_all", {}),))
+        async for event in ScriptedModel([answer]).stream(request):
+            yield event
+
+
+def mcp_cleaner() -> McpCleaner:
+    return McpCleaner()

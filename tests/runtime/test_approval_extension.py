@@ -113,6 +113,24 @@ async def test_a_denied_call_does_not_run_and_the_model_hears_why():
     assert events[-1].type is AgentEventType.RUN_COMPLETED
 
 
+async def test_a_name_added_to_a_live_set_after_construction_is_gated():
+    refunded: list[str] = []
+    names: set[str] = set()
+    model = ScriptedModel(
+        [
+            AssistantMessage(tool_calls=(ToolCall("call-1", "refund", {"order": "42"}),)),
+            AssistantMessage(content="Done."),
+        ]
+    )
+    agent = await Agent.create(
+        model, config=CONFIG, tools=[refund_tool(refunded)], extensions=[ApprovalExtension(names)]
+    )
+    names.add("refund")  # a tool a server lists only later
+    events, _ = await run(agent, lambda p: [{"tool_call_id": "call-1", "approved": False}])
+    assert refunded == []
+    assert [e.name for e in events if e.type is AgentEventType.CUSTOM] == [APPROVAL_REQUESTED_EVENT]
+
+
 async def test_an_approval_for_other_arguments_is_refused():
     refunded: list[str] = []
     agent = await agent_for(refunded)

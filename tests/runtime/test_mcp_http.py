@@ -70,12 +70,15 @@ async def test_the_bearer_header_reaches_the_server(http):
     ]
 
 
-async def test_a_refused_bearer_is_a_clear_connection_error(http):
+async def test_a_refused_bearer_is_a_clear_connection_error_at_once(http):
+    """A 401 is not an unreachable server: the caller hears it now, not after
+    ``connect_timeout``, and the next call tries again once."""
     async with MCPServer(
-        "notes", url=http.url, headers={"Authorization": "Bearer nobody"}, connect_timeout=3
+        "notes", url=http.url, headers={"Authorization": "Bearer nobody"}, connect_timeout=60
     ) as server:
-        with pytest.raises(MCPConnectionError, match="'notes'"):
-            await server.tools()
+        for _ in range(2):
+            with pytest.raises(MCPConnectionError, match=r"'notes' refused .*\(HTTP 401\)"):
+                await asyncio.wait_for(server.tools(), 20)  # far under connect_timeout
     assert calls_in(http.log) == []
 
 

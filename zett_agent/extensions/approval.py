@@ -30,6 +30,7 @@ import copy
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -72,7 +73,13 @@ def digest_of(tool: str, arguments: Any) -> str:
 
 
 class ApprovalExtension(ExternalEventExtension):
-    """Asks the person to approve each call of the listed tools before it runs."""
+    """Asks the person to approve each call of the listed tools before it runs.
+
+    ``tool_names``: a set-like object (a ``set``, or a live view such as an MCP server's
+    ``approval_names``) is kept as given and asked ``name in tool_names`` at each call, so
+    names added after construction (tools a server lists later) are gated too; any other
+    collection is copied.
+    """
 
     def __init__(self, tool_names: Collection[str], *, timeout: float | None = None) -> None:
         super().__init__(
@@ -80,7 +87,9 @@ class ApprovalExtension(ExternalEventExtension):
             correlation_field="tool_call_id",
             timeout=timeout,
         )
-        self.tools_needing_approval = frozenset(tool_names)
+        self.tools_needing_approval: Collection[str] = (
+            tool_names if isinstance(tool_names, AbstractSet) else frozenset(tool_names)
+        )
         #: Digest of what each waiting call showed the user, by (session, call id).
         self._shown: dict[tuple[str, str], str] = {}
         #: Verdicts between ``before_tool`` and ``on_tool_call``, keyed by request and call:

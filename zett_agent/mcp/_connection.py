@@ -22,7 +22,10 @@ How the owner lives:
 3. Lost: it records the cause, waits a backoff (``backoff * 2**n``, at most
    ``max_backoff``; the wait ends early on ``aclose``) and connects again. Idle or closed:
    it leaves the client and ends; the ``MCPServer`` forgets it, and the next call opens a
-   fresh one.
+   fresh one. Refused (the HTTP server answered 401 or 403 while connecting: these
+   credentials are not accepted): it ends at once, and the callers waiting for it fail
+   with that reason instead of waiting ``connect_timeout`` for a connection that cannot
+   come; the next call tries again once.
 
 Retries. A call is sent at most twice, and the second time only when the first provably
 never reached the server: the HTTP session was unknown to the server ("Session not
@@ -59,6 +62,17 @@ logger = logging.getLogger("zett_agent.mcp")
 
 #: The call this task is making, so an elicitation asked during it finds its tool call.
 current_call: ContextVar[Any] = ContextVar("zett_mcp_current_call", default=None)
+#: Set by an owner task for each session it opens: the HTTP statuses that refused its
+#: credentials (the HTTP transport appends to it; see ``note_refusal``).
+_refusals: ContextVar[list[int] | None] = ContextVar("zett_mcp_refusals", default=None)
+
+
+def note_refusal(status: int) -> None:
+    """Record that the server refused this connection's credentials (HTTP 401 or 403)."""
+    refusals = _refusals.get()
+    if refusals is not None:
+        refusals.append(status)
+
 
 T = TypeVar("T")
 
@@ -152,6 +166,8 @@ class Connection:
         self._failures = 0
         self._connecting = False
         self.closed = False
+        #: Why the server refused this connection's credentials, once it has.
+        self._refused: MCPConnectionError | None = None
 
     # -- owner -------------------------------------------------------------------------
 
@@ -178,6 +194,9 @@ class Connection:
                         ended.set_result(cause)
                 if cause is None:
                     return  # idle or closed
+                if self._refused is not None:
+                    self._last_error = self._refused
+                    return  # the same credentials would be refused again
                 self._last_error = cause
                 self._failures += 1
                 logger.info("MCP server %r: connection lost (%r)", self.server_name, cause)
@@ -196,6 +215,8 @@ class Connection:
     async def _session(self, generation: int) -> None:
         """Open, hold and close one session (all in this, the owner, task)."""
         self._connecting = True
+        refusals: list[int] = []
+        _refusals.set(refusals)
         client = Client(
             self._make_transport(),
             mode=self._mode,
@@ -204,8 +225,10 @@ class Connection:
             elicitation_callback=lambda ctx, params: self._elicitation_callback(self, ctx, params),
             message_handler=self._on_message,
         )
+        connected = False
         try:
             async with client, contextlib.AsyncExitStack() as stack:
+                connected = True
                 tools = client.server_capabilities.tools
                 if (
                     client.protocol_version in MODERN_PROTOCOL_VERSIONS
@@ -222,6 +245,13 @@ class Connection:
                     self._on_tools_changed()  # a restarted server may list other tools
                 self._wake_waiters()
                 await self._hold(generation)
+        except Exception:
+            if refusals and not connected:
+                self._refused = MCPConnectionError(
+                    f"MCP server {self.server_name!r} refused the connection's credentials "
+                    f"(HTTP {refusals[0]})"
+                )
+            raise
         finally:
             self._connecting = False
             self._client = None
@@ -278,6 +308,8 @@ class Connection:
             while True:
                 if self._client is not None and self._lost_generation != self._generation:
                     return self._client, self._generation
+                if self._refused is not None:
+                    raise MCPConnectionError(str(self._refused))
                 if self.closed or self._closing:
                     raise MCPConnectionError(f"MCP server {self.server_name!r}: connection closed")
                 remaining = deadline - loop.time()

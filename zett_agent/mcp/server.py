@@ -48,7 +48,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from zett_agent.mcp._connection import Connection
+from zett_agent.mcp._connection import Connection, note_refusal
 from zett_agent.mcp.approval import ApprovalNames, MCPToolInfo, annotations_need_approval
 from zett_agent.mcp.elicitation import ElicitationCallback, ElicitationWaits
 from zett_agent.mcp.errors import MCPConnectionError, MCPToolArgumentsError
@@ -277,6 +277,51 @@ class MCPServer(ElicitationWaits):
             return not ({tool_name, own, prefix + own} & self._no_approval)
         return info.needs_approval
 
+    def attach(
+        self,
+        *,
+        headers: HeadersSource | None = None,
+        person_key: Callable[[AgentRunContext | None], str | None] | None = None,
+        elicitation: ElicitationCallback | None = None,
+    ) -> None:
+        """Plug an application's seams into a server built elsewhere (before its first call).
+
+        An application that hosts servers declared by others (the chat app's assistants)
+        supplies the per-person ``headers`` and ``person_key`` and its own ``elicitation``
+        answer here; each argument left None keeps what the constructor was given.
+        """
+        if headers is not None:
+            if self.url is None:
+                raise ValueError(f"MCP server {self.name!r}: headers= is for HTTP servers")
+            if not (callable(headers) or isinstance(headers, Mapping)):
+                raise TypeError(f"headers must be a mapping or a callable, got {headers!r}")
+            self._headers = headers
+        if person_key is not None:
+            if not callable(person_key):
+                raise TypeError(f"person_key must be a callable, got {person_key!r}")
+            self._person_key = person_key
+        if elicitation is not None:
+            if not callable(elicitation):
+                raise TypeError(f"elicitation must be a callable, got {elicitation!r}")
+            self._elicitation = elicitation
+
+    @property
+    def configured_headers(self) -> HeadersSource:
+        """The ``headers`` the server was built (or last attached) with."""
+        return self._headers
+
+    def cached_tool(self, tool_name: str) -> AgentTool | None:
+        """``tool_name`` (its zett name) from any listing cached in this process, or None."""
+        for listing in self._listings.values():
+            found = listing.get(tool_name)
+            if found is not None:
+                return found
+        return None
+
+    def owns(self, tool_name: str) -> bool:
+        """Whether ``tool_name`` is a zett name of this server (``<server>__...``)."""
+        return tool_name.startswith(f"{self.name}__")
+
     @property
     def approval_names(self) -> ApprovalNames:
         """The live set of this server's tool names that need approval (``ApprovalNames``)."""
@@ -450,8 +495,15 @@ async def _http_transport(
 ) -> AsyncIterator[Any]:
     """One HTTP client per connection, closed with it (in the connection's owner task)."""
     timeout = httpx2.Timeout(connect_timeout, read=read_timeout)
+
+    async def refused(response: httpx2.Response) -> None:
+        if response.status_code in (401, 403):
+            note_refusal(response.status_code)
+
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+        httpx2.AsyncClient(
+            headers=headers, timeout=timeout, event_hooks={"response": [refused]}
+        ) as http,
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams

@@ -126,7 +126,7 @@ export function applyEvent(transcript, requestId, event, onUsage) {
 /** A question (`ask_user`) or approval (`approval_requested`): its card, then its widget. */
 function showWait(transcript, turn, requestId, event) {
   const payload = event.payload ?? {};
-  if (event.name !== "ask_user" && event.name !== "approval_requested") {
+  if (event.name !== "ask_user" && event.name !== "approval_requested" && event.name !== "mcp_elicitation") {
     return;
   }
   // The question comes from the tool's before_tool hook, ahead of TOOL_STARTED: open the
@@ -134,7 +134,9 @@ function showWait(transcript, turn, requestId, event) {
   const call =
     event.name === "ask_user"
       ? { id: payload.tool_call_id, name: "ask_user", arguments: askUserArguments(payload) }
-      : { id: payload.tool_call_id, name: payload.tool, arguments: payload.arguments };
+      : event.name === "mcp_elicitation" // under the card of the MCP call that asks
+        ? { id: payload.call_id, name: payload.tool }
+        : { id: payload.tool_call_id, name: payload.tool, arguments: payload.arguments };
   const card = transcript.cardFor(turn, call);
   const widgets = transcript.widgets;
   if (widgets.has(payload.tool_call_id)) {

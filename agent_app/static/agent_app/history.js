@@ -169,6 +169,13 @@ class HistoryRenderer {
       const widget = transcript.widgets.settledFromHistory(call, reply, item.request_id);
       card.el.after(widget);
     }
+    // An approved MCP call that also asked a question: the question, under the approval.
+    const asked = item.attributes?.mcp_question;
+    const askedId = `${item.tool_call_id}.mcp-question`;
+    if (asked && typeof asked === "object" && !transcript.widgets.has(askedId)) {
+      const widget = transcript.widgets.settledFromHistory({ id: askedId }, asked, item.request_id);
+      (card.el.nextElementSibling ?? card.el).after(widget);
+    }
   }
 
   /** After a run's last item: how it ended, unless a newer page said so already. */
@@ -215,11 +222,16 @@ class HistoryRenderer {
     payload.response_event ??= wait.response_event;
     const turn = transcript.turnFor(wait.request_id) ?? this.turn ?? this.turnOf({ request_id: wait.request_id });
     const call =
-      wait.kind === "approval"
+      wait.kind === "approval" || wait.kind === "browser_tool"
         ? { id: wait.tool_call_id, name: payload.tool, arguments: payload.arguments }
-        : { id: wait.tool_call_id, name: "ask_user" };
+        : wait.kind === "elicitation"
+          ? { id: payload.call_id, name: payload.tool }
+          : { id: wait.tool_call_id, name: "ask_user" };
     const card = transcript.cardFor(turn, call);
     card.setState("waiting");
+    if (wait.kind === "browser_tool") {
+      return; // a host-page tool: the page's script answers it (client.js), not a person
+    }
     transcript.showWidget(card, payload, wait.name, wait.request_id);
   }
 

@@ -454,17 +454,24 @@ export function mount(where, options = {}) {
   /** Waits of a paused run (`run_paused`): each gets its widget back, if it has none. */
   function showPending(pending) {
     for (const wait of pending ?? []) {
-      if (widgets.has(wait.tool_call_id) || wait.name === "browser_tool") {
-        continue; // a browser tool is the page's to answer (client.js), not the user's
+      if (widgets.has(wait.tool_call_id)) {
+        continue;
       }
       const turn = transcript.turnFor(wait.request_id) ?? transcript.lastTurn();
       if (turn === null) {
         continue;
       }
       const payload = { ...wait.payload, tool_call_id: wait.tool_call_id, expires_at: wait.expires_at };
-      const card = transcript.cardFor(turn, { id: wait.tool_call_id, name: payload.tool ?? "ask_user" });
+      const call =
+        wait.kind === "elicitation"
+          ? { id: payload.call_id, name: payload.tool }
+          : { id: wait.tool_call_id, name: payload.tool ?? "ask_user" };
+      const card = transcript.cardFor(turn, call);
       card.setState("waiting");
-      transcript.showWidget(card, payload, wait.name, wait.request_id);
+      if (wait.kind !== "browser_tool") {
+        // A host-page tool is the page's script to answer (client.js), not a person's.
+        transcript.showWidget(card, payload, wait.name, wait.request_id);
+      }
     }
   }
 

@@ -390,7 +390,9 @@ export class Transcript {
     const widget =
       name === "approval_requested"
         ? this.widgets.approval(payload, { requestId })
-        : this.widgets.askUser(payload, { requestId });
+        : name === "mcp_elicitation"
+          ? this.widgets.elicitation(payload, { requestId })
+          : this.widgets.askUser(payload, { requestId });
     this.keepPinned(() => card.el.after(widget));
     return widget;
   }

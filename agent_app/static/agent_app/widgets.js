@@ -1,5 +1,7 @@
 /**
- * The two widgets through which the user answers a waiting agent: ask-user and approval.
+ * The widgets through which the user answers a waiting agent: ask-user, approval, and an
+ * MCP server's question during a tool call (`mcp_elicitation`: the requested schema's
+ * fields, then Accept, Decline or Cancel).
  *
  * Each widget is keyed by the tool call it answers and belongs to one run. Its states
  * (`data-state`):
@@ -58,6 +60,13 @@ function answerText(answer) {
 export function replySummary(kind, reply) {
   if (reply?.expired) {
     return EXPIRED_TEXT;
+  }
+  if (kind === "elicitation") {
+    if (reply?.action === "accept") {
+      const fields = Object.entries(reply.content ?? {}).map(([key, value]) => `${key}: ${value}`);
+      return fields.length ? `You answered: ${fields.join(", ")}` : "You accepted.";
+    }
+    return reply?.action === "decline" ? "You declined." : "You cancelled.";
   }
   if (kind === "approval") {
     if (reply?.approved === true) {
@@ -195,11 +204,97 @@ export class ReplyWidgets {
   }
 
   /**
+   * A question an MCP server asks during a tool call: one input per field of its
+   * requested schema (a flat object of strings, numbers, booleans and enums), then
+   * Accept, Decline or Cancel. The reply is `{tool_call_id, action, content}`.
+   */
+  elicitation(payload, { requestId = null } = {}) {
+    const schema = payload.requested_schema ?? {};
+    const properties = schema.properties ?? {};
+    const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+    const kicker = `${payload.server ?? "An MCP server"} asks`;
+    const { form, body, actions } = this.frame("ask", kicker, payload.message);
+    const fields = [];
+    for (const [name, field] of Object.entries(properties)) {
+      const inputId = uniqueId("field");
+      const label = element("label", "widget__field", String(field.title ?? name));
+      label.htmlFor = inputId;
+      let input;
+      if (Array.isArray(field.enum)) {
+        input = element("select", "widget__input");
+        for (const option of field.enum) {
+          const node = element("option", "", String(option));
+          node.value = String(option);
+          input.append(node);
+        }
+      } else {
+        input = element("input", "widget__input");
+        input.type = field.type === "boolean" ? "checkbox" : field.type === "string" ? "text" : "number";
+        if (field.type === "integer") {
+          input.step = "1";
+        }
+      }
+      input.id = inputId;
+      input.name = name;
+      input.required = required.has(name) && field.type !== "boolean";
+      if (field.default !== undefined) {
+        if (input.type === "checkbox") {
+          input.checked = Boolean(field.default);
+        } else {
+          input.value = String(field.default);
+        }
+      }
+      body.append(label, input);
+      if (field.description) {
+        body.append(element("p", "widget__hint", String(field.description)));
+      }
+      fields.push({ name, field, input });
+    }
+    actions.append(
+      button("Accept", { value: "accept", tone: "button--primary" }),
+      button("Decline", { value: "decline" }),
+      button("Cancel", { value: "cancel" }),
+    );
+    form.noValidate = true;
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const action = event.submitter?.value ?? "accept";
+      const reply = { tool_call_id: payload.tool_call_id, action };
+      if (action === "accept") {
+        const content = {};
+        for (const { name, field, input } of fields) {
+          if (input.type === "checkbox") {
+            content[name] = input.checked;
+          } else if (input.value.trim() === "") {
+            if (input.required) {
+              this.say(form, `Fill in ${field.title ?? name} first.`);
+              input.focus();
+              return;
+            }
+          } else if (field.type === "number" || field.type === "integer") {
+            content[name] = Number(input.value);
+          } else {
+            content[name] = input.value;
+          }
+        }
+        reply.content = content;
+      }
+      this.submit(payload.tool_call_id, payload.response_event || "mcp_elicitation_response", reply);
+    });
+    return this.register(payload, form, "elicitation", requestId);
+  }
+
+  /**
    * A widget that was answered (or not) before this page saw it, rebuilt from history:
    * the call it belongs to and the tool result's `attributes.reply`.
    */
   settledFromHistory(call, reply, requestId = null) {
     const args = call.arguments ?? {};
+    if (reply.kind === "elicitation") {
+      const form = this.elicitation({ tool_call_id: call.id, message: reply.question ?? "" }, { requestId });
+      this.resolve(call.id, reply);
+      return form;
+    }
     const form =
       reply.kind === "approval"
         ? this.approval(
@@ -366,7 +461,7 @@ export class ReplyWidgets {
     widget.state = state;
     widget.form.dataset.state = state;
     if (state !== "open") {
-      for (const control of widget.form.querySelectorAll("button, input, textarea")) {
+      for (const control of widget.form.querySelectorAll("button, input, textarea, select")) {
         control.disabled = true;
       }
       if (hadFocus) {

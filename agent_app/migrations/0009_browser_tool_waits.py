@@ -6,13 +6,13 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agent_app', '0007_run_trace_context'),
+        ('agent_app', '0008_elicitation_waits'),
     ]
 
     operations = [
         migrations.AlterField(
             model_name='replywait',
             name='kind',
-            field=models.CharField(choices=[('ask_user', 'question'), ('approval', 'approval'), ('browser_tool', 'browser tool')], max_length=16),
+            field=models.CharField(choices=[('ask_user', 'question'), ('approval', 'approval'), ('elicitation', 'MCP question'), ('browser_tool', 'browser tool')], max_length=16),
         ),
     ]
