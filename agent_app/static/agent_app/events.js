@@ -126,6 +126,13 @@ export function applyEvent(transcript, requestId, event, onUsage) {
 /** A question (`ask_user`) or approval (`approval_requested`): its card, then its widget. */
 function showWait(transcript, turn, requestId, event) {
   const payload = event.payload ?? {};
+  if (event.name === "browser_tool") {
+    // A host-page tool waits for the page's script (client.js), not for a person: its card
+    // says it is waiting, and no widget asks anything.
+    const call = { id: payload.tool_call_id, name: payload.tool, arguments: payload.arguments };
+    transcript.cardFor(turn, call).setState("waiting");
+    return;
+  }
   if (event.name !== "ask_user" && event.name !== "approval_requested" && event.name !== "mcp_elicitation") {
     return;
   }

@@ -9,6 +9,7 @@ with no page to answer it, ends with a clear result at its deadline."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -18,6 +19,7 @@ from tests.app.browser.browser_support import (
     WIDGET_TOOL_TIMEOUT,
     LiveServer,
     PageProbe,
+    RestartableServer,
     axe_violations,
 )
 
@@ -270,3 +272,40 @@ def test_a_widget_whose_chat_was_deleted_starts_a_new_one_on_the_next_visit(
         ".map((key) => localStorage.getItem(key))"
     )
     assert len(again) == 1 and again != remembered
+
+
+@pytest.fixture(scope="module")
+def crashing_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestartableServer]:
+    env = {
+        "DJANGO_SETTINGS_MODULE": "tests.app.widget_host.settings",
+        "ZETT_BROWSER_TOOL_TIMEOUT": "600",
+    }
+    model = "tests.app.browser.browser_model:browser_script_model"
+    server = RestartableServer(tmp_path_factory.mktemp("crash"), "widget-crash", model, env)
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_a_host_page_call_outlives_a_server_crash_and_the_next_page_answers_it(
+    page: Page, crashing_host: RestartableServer, probe: PageProbe
+) -> None:
+    page.goto(f"{crashing_host.url}/?notools")  # this page cannot run the tool
+    chat = widget(page)
+    expect(chat.locator(".connection__label")).to_have_text("Connected")
+    send_in(chat, "highlight p-7")
+    card = chat.locator(".tool-card").last
+    expect(card).to_contain_text("highlight_product")
+    expect(card).to_have_attribute("data-state", "waiting")
+    crashing_host.kill()  # SIGKILL while the run waits for a page
+    expect(chat.locator(".connection")).to_have_attribute("data-state", "waiting")
+    crashing_host.start()
+    page.goto(f"{crashing_host.url}/")  # a page that can: it finds the call pending
+    chat = widget(page)
+    expect(page.locator('.product[data-product="p-7"]')).to_have_attribute("data-highlighted", "")
+    expect(chat.locator(".msg--assistant").last).to_contain_text(
+        "The page said: highlighted Red shoes"
+    )
+    expect(chat.locator(".widget")).to_have_count(0)  # nothing was asked of the person
+    # Chromium logged the first page's refused attempts while the server was down.
+    probe.forgive("net::ERR_CONNECTION_REFUSED")
