@@ -3,8 +3,9 @@ a CSS-framework-like stylesheet and its own ``#chat-title``, ``#sidebar``, ``#tr
 ``#send-button`` and ``#composer-input`` (tests/app/widget_host/). The widget streams,
 asks, approves and resumes after a reload; the host's elements and computed styles are
 the same as without it; two widgets live side by side; the launcher works at 375 px; axe
-finds nothing serious in the widget; and a host-page tool is answered by the page, or,
-with no page to answer it, ends with a clear result at its deadline."""
+finds nothing serious in the widget; a host-page tool is answered by the page, or, with
+no page to answer it, ends with a clear result at its deadline, and outlives a SIGKILL of
+the server; a remembered chat that was deleted gives way to a new one."""
 
 from __future__ import annotations
 
