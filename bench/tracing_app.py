@@ -178,7 +178,7 @@ def run_app(requests: int, repetitions: int, warmup: int) -> dict:
 
 
 def render_app(results: dict, *, judge: bool, target: float) -> str:
-    import statistics
+    from bench.tracing import cpu_cells, verdict
 
     lines = [
         "",
@@ -188,22 +188,10 @@ def render_app(results: dict, *, judge: bool, target: float) -> str:
         "|---|---|---|---|---|---|",
     ]
     for variant in results["variants"]:
-        cpu, overhead = variant["cpu"], variant["overhead"]
-        extra = (
-            f"{statistics.median(overhead):+.1%} | {min(overhead):+.1%} - {max(overhead):+.1%}"
-            if overhead
-            else "— | —"
-        )
         lines.append(
-            f"| W1 app | {variant['name']} | {statistics.median(cpu):,.1f} | "
-            f"{min(cpu):,.1f} - {max(cpu):,.1f} | {extra} |"
+            f"| W1 app | {variant['name']} | {cpu_cells(variant['cpu'], variant['overhead'])} |"
         )
     if judge:
         for variant in results["variants"][1:]:
-            overhead = statistics.median(variant["overhead"])
-            verdict = "met" if overhead <= target else "missed"
-            lines.append(
-                f"- W1 app, {variant['name']}: {overhead:+.1%} of the request "
-                f"(target ≤ {target:.0%}): {verdict}"
-            )
+            lines.append(verdict(f"W1 app, {variant['name']}", variant["overhead"], target))
     return "\n".join(lines)

@@ -26,15 +26,16 @@ can then let the budget be passed by more than one call).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
 
 from agent_app import conf
 from agent_app.budgets import ledger
 from agent_app.budgets.ledger import BudgetExceeded, Person, Ticket
+from agent_app.durable.persistence import shielded
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import ExtensionEvent, RunCancelledEvent
 from zett_agent.model import ModelEvent, ModelEventType, ModelRequest, ModelUsage
@@ -51,8 +52,6 @@ CALL_WAIT = 60.0
 #: Longest pause between two looks at the ledger while waiting (seconds).
 _POLL = 0.5
 
-T = TypeVar("T")
-
 _limit_for = database_sync_to_async(ledger.limit_for)
 _try_admit = database_sync_to_async(ledger.try_admit)
 _settle = database_sync_to_async(ledger.settle)
@@ -61,21 +60,6 @@ _settle = database_sync_to_async(ledger.settle)
 _waiters: dict[str, set[asyncio.Future[None]]] = {}
 #: Tickets admitted at a run's start, by session, for the run's first model call.
 _handed: dict[str, Ticket] = {}
-
-
-async def shielded(awaitable: Awaitable[T]) -> T:
-    """Await ``awaitable`` to its end even if the caller is cancelled meanwhile (a settle
-    that is due is written), then let the cancellation through."""
-    task = asyncio.ensure_future(awaitable)
-    cancelled = False
-    while not task.done():
-        try:
-            await asyncio.wait([task])
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
-    return task.result()
 
 
 async def _wait_for_settle(person: str, seconds: float) -> None:

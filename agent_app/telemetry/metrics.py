@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from zett_agent.extensions.base import AgentExtension
+from zett_agent.extensions.tracing import tool_outcome
 
 if TYPE_CHECKING:
     from zett_agent.agent import AgentRunContext
@@ -194,7 +195,7 @@ class MetricsExtension(AgentExtension):
         result: ToolResult,
         error: Exception | None,
     ) -> None:
-        TOOL_CALLS.labels(self.assistant, call.name, _tool_outcome(result, error)).inc()
+        TOOL_CALLS.labels(self.assistant, call.name, tool_outcome(result, error)).inc()
 
 
 _EXTENSIONS: dict[str, MetricsExtension] = {}
@@ -222,17 +223,3 @@ def _model_name(model: Any, response: ModelResponse) -> str:
     if isinstance(name, str) and name:
         return name
     return type(model).__name__
-
-
-def _tool_outcome(result: ToolResult, error: Exception | None) -> str:
-    if result.success:
-        return "completed"
-    reply = result.attributes.get("reply") if result.attributes else None
-    if isinstance(reply, dict):
-        if reply.get("expired") is True:
-            return "expired"
-        if reply.get("approved") is False:
-            return "denied"
-    if type(error).__name__ == "ExternalEventExpired":
-        return "expired"
-    return "failed"

@@ -9,6 +9,7 @@ OOM kill — and ``start()`` again brings up a new process on the same database.
 process's output goes to ``tests/app/artifacts/<name>-<n>.log`` for a failing test to read.
 
 ``socket()`` opens a real WebSocket client connection (the ``websockets`` library) to it.
+``two_workers`` gives a cluster: two of them on one PostgreSQL database and one Redis.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ import sys
 import threading
 import urllib.request
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -187,6 +188,50 @@ class DaphneProcess:
         for client in self.clients:
             await client.close()
         self.clients.clear()
+
+
+@asynccontextmanager
+async def two_workers(
+    name: str,
+    tmp_path: Path,
+    *,
+    each: tuple[Mapping[str, str], Mapping[str, str]] = ({}, {}),
+    **settings: str,
+) -> AsyncIterator[tuple[DaphneProcess, DaphneProcess, str]]:
+    """Two workers ``<name>-one`` and ``<name>-two`` on a new PostgreSQL database (migrated
+    once) and the test Redis (flushed before and after), one browser's cookie on both:
+    ``(one, two, database_url)``. ``settings`` go to both, ``each`` to one of them.
+
+    Both are stopped on the way out; a test that reads what they left (their database,
+    their files) once they are gone may stop them first (``stop()`` twice is harmless)."""
+    import redis
+
+    from tests.app.services import REDIS_URL, require_service
+
+    redis_url = require_service("Redis", REDIS_URL)
+    store = redis.Redis.from_url(redis_url)
+    store.flushdb()
+    workers: list[DaphneProcess] = []
+    try:
+        with fresh_database("postgres", tmp_path) as database_url:
+            env = server_env(database_url, REDIS_URL=redis_url, **settings)
+            migrate(env)
+            try:
+                for suffix, extra in zip(("one", "two"), each, strict=True):
+                    worker = DaphneProcess(f"{name}-{suffix}", {**env, **extra}, migrate=False)
+                    workers.append(worker)
+                    worker.start()
+                one, two = workers
+                one.cookie = two.cookie = one.browser_cookie()  # one browser, on both workers
+                yield one, two, database_url
+            finally:
+                for worker in workers:
+                    await worker.close_clients()
+                for worker in workers:
+                    worker.stop()
+    finally:
+        store.flushdb()
+        store.close()
 
 
 @dataclass(eq=False)

@@ -3,6 +3,7 @@ Django settings at each access (ZETT_OPENAI_BASE_URL with the environment as fal
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -24,6 +25,21 @@ def test_the_defaults_are_the_readmes():
         assert float(default) == float(value), f"{name}: README says {value}, conf {default}"
     assert conf.DEFAULTS["ZETT_REPLY_TIMEOUT"] == 3600
     assert conf.DEFAULTS["ZETT_GRACEFUL_SHUTDOWN"] is True
+
+
+def documented_defaults() -> dict[str, object]:
+    """The README's table of Django settings: name → default (a Python literal)."""
+    section = README.split("**Django settings**", 1)[1].split("\n\n**", 1)[0]
+    rows = re.findall(r"^\| `(ZETT_[A-Z_]+)` \| `([^`]*)` \|", section, re.M)
+    return {name: ast.literal_eval(value) for name, value in rows}
+
+
+def test_every_setting_is_in_the_readmes_table_with_its_default():
+    documented = documented_defaults()
+    assert sorted(documented) == sorted(conf.DEFAULTS), "the README table and conf differ"
+    for name, default in conf.DEFAULTS.items():
+        assert documented[name] == default, f"{name}: README {documented[name]!r}, conf {default!r}"
+        assert type(documented[name]) is type(default), f"{name}: {documented[name]!r}"
 
 
 def test_a_project_setting_wins_and_an_unknown_name_is_an_error(settings):

@@ -35,13 +35,14 @@ W3C ``traceparent`` given in the request's metadata under ``TRACE_PARENT``; trac
 under ``TRACE_LINKS`` become span links (a continuation run links the run it continues).
 ``traceparent(session_id)`` gives the running request's span as a traceparent, to carry it
 to another worker; ``record_wait_span`` records a human wait (question, approval) after
-the fact, from wherever its outcome became known.
+the fact, from wherever its outcome became known. Those traceparents in and out, and the
+wait spans, live in ``zett_agent.extensions._trace_context`` (its public names are
+importable from here).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from zett_agent.extensions._genai_content import (
@@ -50,6 +51,18 @@ from zett_agent.extensions._genai_content import (
     message_parts,
     output_json,
     to_json,
+)
+from zett_agent.extensions._trace_context import (
+    INSTRUMENTATION,
+    TRACE_LINKS,
+    TRACE_PARENT,
+    WAIT_OUTCOMES,
+    current_traceparent,
+    otel,
+    parent_context,
+    record_wait_span,
+    span_links,
+    traceparent_of,
 )
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import PhaseTransitionEvent, RunCancelledEvent
@@ -75,51 +88,13 @@ __all__ = [
     "TracingExtension",
     "current_traceparent",
     "record_wait_span",
+    "tool_outcome",
 ]
 
-#: Request metadata key: the W3C traceparent (str) of the span a run's span should be a
-#: child of, e.g. the socket or HTTP request that started it.
-TRACE_PARENT = "zett.trace.parent"
-#: Request metadata key: traceparents (strs) the run's span links to, e.g. the run it
-#: continues after a restart.
-TRACE_LINKS = "zett.trace.links"
-#: How a human wait can end (``record_wait_span``).
-WAIT_OUTCOMES = frozenset({"answered", "approved", "denied", "expired", "cancelled"})
-
-_INSTRUMENTATION = "zett_agent"
 _COMPLETED, _FAILED, _CANCELLED = "completed", "failed", "cancelled"
 _LOADING_CONTEXT, _GENERATING = AgentPhase.LOADING_CONTEXT, AgentPhase.GENERATING
 _RUNNING_TOOL = AgentPhase.RUNNING_TOOL
 _COMPLETED_PHASE, _CANCELLED_PHASE = AgentPhase.COMPLETED, AgentPhase.CANCELLED
-
-
-class _OpenTelemetry:
-    """The OpenTelemetry API, imported on first use (``_load``), looked up once."""
-
-    __slots__ = ("Status", "StatusCode", "context", "propagator", "trace", "version")
-
-    def __init__(self) -> None:
-        from opentelemetry import context, trace
-        from opentelemetry.trace import Status, StatusCode
-        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
-        from zett_agent import __version__
-
-        self.trace = trace
-        self.context = context
-        self.Status = Status
-        self.StatusCode = StatusCode
-        self.propagator = TraceContextTextMapPropagator()
-        self.version = __version__
-
-
-_otel: _OpenTelemetry = None  # type: ignore[assignment]  # set by _load
-
-
-def _load() -> None:
-    global _otel
-    if _otel is None:
-        _otel = _OpenTelemetry()
 
 
 class TracingExtension(AgentExtension):
@@ -142,13 +117,13 @@ class TracingExtension(AgentExtension):
         record_content: bool = False,
         tracer_provider: TracerProvider | None = None,
     ) -> None:
-        _load()
+        api = otel()
         if agent_name is not None and (not isinstance(agent_name, str) or not agent_name):
             raise ValueError(f"agent_name must be a non-empty str or None, got {agent_name!r}")
         self.agent_name = agent_name
         self.record_content = bool(record_content)
-        self._tracer: Tracer = _otel.trace.get_tracer(
-            _INSTRUMENTATION, _otel.version, tracer_provider=tracer_provider
+        self._tracer: Tracer = api.trace.get_tracer(
+            INSTRUMENTATION, api.version, tracer_provider=tracer_provider
         )
         self._runs: dict[AgentRunContext, _Run] = {}
 
@@ -165,7 +140,7 @@ class TracingExtension(AgentExtension):
                     if tool is None:
                         return None
                     span = tool.span
-                return _traceparent_of(span)
+                return traceparent_of(span)
         return None
 
     # -- hooks -----------------------------------------------------------------------------
@@ -208,10 +183,10 @@ class TracingExtension(AgentExtension):
         if context.resuming:
             attributes["zett.run.resumed"] = True
         metadata = context.metadata
-        parent = _parent_context(metadata.get(TRACE_PARENT)) if metadata else None
-        links = _links(metadata.get(TRACE_LINKS)) if metadata else None
+        parent = parent_context(metadata.get(TRACE_PARENT)) if metadata else None
+        links = span_links(metadata.get(TRACE_LINKS)) if metadata else None
         name = f"invoke_agent {self.agent_name}" if self.agent_name else "invoke_agent"
-        trace = _otel.trace
+        trace = otel().trace
         span = self._tracer.start_span(
             name, context=parent, kind=trace.SpanKind.INTERNAL, attributes=attributes, links=links
         )
@@ -219,7 +194,7 @@ class TracingExtension(AgentExtension):
             return  # not sampled, or no SDK: nothing below would be recorded either
         run = _Run(context.session_id, span, provider, requested)
         run.context = trace.set_span_in_context(span)
-        run.token = _otel.context.attach(run.context)
+        run.token = otel().context.attach(run.context)
         if self.record_content and context.input_message is not None:
             span.set_attribute(
                 "gen_ai.input.messages", to_json([message_json(context.input_message)])
@@ -249,7 +224,7 @@ class TracingExtension(AgentExtension):
             attributes["gen_ai.input.messages"] = to_json(
                 [message_json(m) for m in messages if not isinstance(m, SystemMessage)]
             )
-        trace = _otel.trace
+        trace = otel().trace
         span = self._tracer.start_span(
             f"chat {requested}" if requested else "chat",
             context=run.context,
@@ -257,7 +232,7 @@ class TracingExtension(AgentExtension):
             attributes=attributes,
         )
         run.chat = span
-        run.chat_token = _otel.context.attach(trace.set_span_in_context(span))
+        run.chat_token = otel().context.attach(trace.set_span_in_context(span))
 
     def _completed(self, context: AgentRunContext) -> None:
         run = self._runs.pop(context, None)
@@ -331,13 +306,14 @@ class TracingExtension(AgentExtension):
             attributes["gen_ai.tool.description"] = agent_tool.description
         if self.record_content:
             attributes["gen_ai.tool.call.arguments"] = to_json(call.arguments)
+        api = otel()
         span = self._tracer.start_span(
             f"execute_tool {call.name}",
             context=run.context,
-            kind=_otel.trace.SpanKind.INTERNAL,
+            kind=api.trace.SpanKind.INTERNAL,
             attributes=attributes,
         )
-        token = _otel.context.attach(_otel.trace.set_span_in_context(span))
+        token = api.context.attach(api.trace.set_span_in_context(span))
         run.tools[call.id] = _ToolSpan(span, token)
 
     async def after_tool(
@@ -356,13 +332,11 @@ class TracingExtension(AgentExtension):
         span = tool.span
         if self.record_content:
             span.set_attribute("gen_ai.tool.call.result", content_json(result.content))
-        declined = _declined(result.attributes, error)
-        if result.success:
-            span.set_attribute("zett.outcome", _COMPLETED)
-        elif declined is not None:
-            span.set_attribute("zett.outcome", declined)
-        else:
+        outcome = tool_outcome(result, error)
+        if outcome == _FAILED:
             _fail(span, error, self.record_content)
+        else:
+            span.set_attribute("zett.outcome", outcome)
         tool.end()
 
     async def on_error(self, context: AgentRunContext, error: Exception) -> None:
@@ -386,7 +360,7 @@ class _ToolSpan:
 
     def end(self) -> None:
         if self.token is not None:
-            _otel.context.detach(self.token)
+            otel().context.detach(self.token)
             self.token = None
         self.span.end()
 
@@ -435,7 +409,7 @@ class _Run:
         if chat is None:
             return
         if self.chat_token is not None:
-            _otel.context.detach(self.chat_token)
+            otel().context.detach(self.chat_token)
         self.chat_token = None
         chat.end()
 
@@ -457,7 +431,7 @@ class _Run:
             attributes["gen_ai.response.finish_reasons"] = self.finish_reasons
         span.set_attributes(attributes)
         if self.token is not None:
-            _otel.context.detach(self.token)
+            otel().context.detach(self.token)
         self.token = None
         span.end()
 
@@ -512,6 +486,14 @@ def _usage(input_tokens: int, output_tokens: int, cache_read: int, cache_write: 
     return attributes
 
 
+def tool_outcome(result: ToolResult, error: Exception | None) -> str:
+    """How a tool call ended: ``completed``, ``denied`` or ``expired`` (the person declined
+    it or never answered: no error), else ``failed``. Spans and metrics both say it."""
+    if result.success:
+        return _COMPLETED
+    return _declined(result.attributes, error) or _FAILED
+
+
 def _declined(attributes: Mapping[str, Any], error: Exception | None) -> str | None:
     """``denied`` / ``expired`` when a tool result says the person declined or never
     answered (``{"reply": {"approved": False}}`` / ``{"reply": {"expired": True}}``, or
@@ -535,111 +517,7 @@ def _fail(span: Span, error: BaseException | None, record_content: bool) -> None
     span.set_attribute("error.type", kind)
     span.set_attribute("zett.outcome", _FAILED)
     description = str(error) if record_content and error is not None else kind
-    span.set_status(_otel.Status(_otel.StatusCode.ERROR, description))
+    api = otel()
+    span.set_status(api.Status(api.StatusCode.ERROR, description))
     if record_content and error is not None:
         span.record_exception(error)
-
-
-# -- trace context ----------------------------------------------------------------------------
-
-
-def _parent_context(value: object) -> Context | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise TypeError(f"metadata[{TRACE_PARENT!r}] must be a traceparent str, got {value!r}")
-    return _otel.propagator.extract({"traceparent": value})
-
-
-def _links(values: object) -> list[Any] | None:
-    if not values:
-        return None
-    if isinstance(values, str):
-        values = [values]
-    if not isinstance(values, Iterable):
-        raise TypeError(f"metadata[{TRACE_LINKS!r}] must be traceparent strs, got {values!r}")
-    links = []
-    for value in values:
-        parent = _parent_context(value)
-        span_context = _otel.trace.get_current_span(parent).get_span_context()
-        if span_context.is_valid:
-            links.append(_otel.trace.Link(span_context))
-    return links or None
-
-
-def _traceparent_of(span: Span) -> str | None:
-
-    if not span.get_span_context().is_valid:
-        return None
-    carrier: dict[str, str] = {}
-    _otel.propagator.inject(carrier, context=_otel.trace.set_span_in_context(span))
-    return carrier.get("traceparent")
-
-
-def current_traceparent() -> str | None:
-    """The W3C traceparent of the caller's current span (inside a traced request: the run's,
-    a model call's or a tool call's), or None when there is no valid one."""
-    _load()
-    return _traceparent_of(_otel.trace.get_current_span())
-
-
-def record_wait_span(
-    *,
-    kind: str,
-    outcome: str,
-    requested_at: datetime,
-    ended_at: datetime | None = None,
-    conversation_id: str | None = None,
-    tool_name: str | None = None,
-    tool_call_id: str | None = None,
-    answered_by: str | None = None,
-    expires_at: datetime | None = None,
-    parent: str | None = None,
-    links: Iterable[str] = (),
-    tracer_provider: TracerProvider | None = None,
-) -> None:
-    """Record one human wait as a span ``wait <kind>`` from ``requested_at`` to ``ended_at``
-    (default now).
-
-    Called once the wait's outcome is known (one of ``WAIT_OUTCOMES``), in whichever
-    process learnt it: the wait may have outlived the one that asked. ``parent`` is the
-    traceparent of the run or tool call that waited (``TracingExtension.traceparent``);
-    ``answered_by`` identifies who answered. None of these is content: a question's text
-    and the answer are never recorded here. A wait that ends is never an error.
-    """
-    if not isinstance(kind, str) or not kind.strip():
-        raise ValueError(f"kind must be a non-empty str, got {kind!r}")
-    if outcome not in WAIT_OUTCOMES:
-        raise ValueError(f"outcome must be one of {sorted(WAIT_OUTCOMES)}, got {outcome!r}")
-    start_ns = _epoch_ns(requested_at, "requested_at")
-    end_ns = _epoch_ns(ended_at or datetime.now(UTC), "ended_at")
-    _load()
-    tracer = _otel.trace.get_tracer(
-        _INSTRUMENTATION, _otel.version, tracer_provider=tracer_provider
-    )
-    attributes: dict[str, Any] = {"zett.wait.kind": kind, "zett.wait.outcome": outcome}
-    for key, value in (
-        ("gen_ai.conversation.id", conversation_id),
-        ("gen_ai.tool.name", tool_name),
-        ("gen_ai.tool.call.id", tool_call_id),
-        ("zett.wait.answered_by", answered_by),
-    ):
-        if value is not None:
-            attributes[key] = str(value)
-    if expires_at is not None:
-        attributes["zett.wait.expires_at"] = expires_at.astimezone(UTC).isoformat()
-    span = tracer.start_span(
-        f"wait {kind}",
-        context=_parent_context(parent),
-        kind=_otel.trace.SpanKind.INTERNAL,
-        attributes=attributes,
-        links=_links(list(links)),
-        start_time=start_ns,
-    )
-    span.end(end_time=max(end_ns, start_ns))
-
-
-def _epoch_ns(moment: datetime, name: str) -> int:
-    if not isinstance(moment, datetime) or moment.tzinfo is None:
-        raise ValueError(f"{name} must be an aware datetime, got {moment!r}")
-    return int(moment.timestamp() * 1_000_000_000)

@@ -14,11 +14,9 @@ from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
-import redis
 
 from tests.app.browser.browser_model import USAGE
-from tests.app.servers import DaphneProcess, fresh_database, migrate, server_env
-from tests.app.services import REDIS_URL, require_service
+from tests.app.servers import DaphneProcess, two_workers
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -28,29 +26,13 @@ CALLS = 5
 
 @pytest.fixture
 async def workers(tmp_path) -> AsyncIterator[tuple[DaphneProcess, DaphneProcess, str]]:
-    redis_url = require_service("Redis", REDIS_URL)
-    client = redis.Redis.from_url(redis_url)
-    client.flushdb()
-    with fresh_database("postgres", tmp_path) as database_url:
-        env = server_env(
-            database_url,
-            REDIS_URL=redis_url,
-            ZETT_MODEL=MODEL,
-            ZETT_TOKEN_BUDGETS=json.dumps({"anonymous": CALLS * USAGE.total_tokens}),
-        )
-        migrate(env)
-        one = DaphneProcess("budgets-one", env, migrate=False).start()
-        two = DaphneProcess("budgets-two", env, migrate=False).start()
-        one.cookie = two.cookie = one.browser_cookie()
-        try:
-            yield one, two, database_url
-        finally:
-            await one.close_clients()
-            await two.close_clients()
-            one.stop()
-            two.stop()
-            client.flushdb()
-            client.close()
+    async with two_workers(
+        "budgets",
+        tmp_path,
+        ZETT_MODEL=MODEL,
+        ZETT_TOKEN_BUDGETS=json.dumps({"anonymous": CALLS * USAGE.total_tokens}),
+    ) as cluster:
+        yield cluster
 
 
 def ended(frame: dict) -> bool:

@@ -13,10 +13,8 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-import redis
 
-from tests.app.servers import DaphneProcess, fresh_database, migrate, provider_valid, server_env
-from tests.app.services import REDIS_URL, require_service
+from tests.app.servers import DaphneProcess, provider_valid, two_workers
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -26,30 +24,14 @@ LEASE_SECONDS = "2"
 
 @pytest.fixture
 async def workers(tmp_path) -> AsyncIterator[tuple[DaphneProcess, DaphneProcess]]:
-    redis_url = require_service("Redis", REDIS_URL)
-    client = redis.Redis.from_url(redis_url)
-    client.flushdb()
-    with fresh_database("postgres", tmp_path) as database_url:
-        env = server_env(
-            database_url,
-            REDIS_URL=redis_url,
-            ZETT_MODEL="demo",
-            ZETT_DEMO_PACE="0.03",
-            ZETT_LEASE_SECONDS=LEASE_SECONDS,
-        )
-        migrate(env)
-        one = DaphneProcess("cluster-one", env, migrate=False).start()
-        two = DaphneProcess("cluster-two", env, migrate=False).start()
-        one.cookie = two.cookie = one.browser_cookie()  # one browser, on both workers
-        try:
-            yield one, two
-        finally:
-            await one.close_clients()
-            await two.close_clients()
-            one.stop()
-            two.stop()
-            client.flushdb()
-            client.close()
+    async with two_workers(
+        "cluster",
+        tmp_path,
+        ZETT_MODEL="demo",
+        ZETT_DEMO_PACE="0.03",
+        ZETT_LEASE_SECONDS=LEASE_SECONDS,
+    ) as (one, two, _):
+        yield one, two
 
 
 def event_is(kind: str, name: str | None = None):

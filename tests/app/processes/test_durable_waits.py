@@ -11,10 +11,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
-import redis
 
-from tests.app.servers import DaphneProcess, fresh_database, migrate, server_env
-from tests.app.services import REDIS_URL, require_service
+from tests.app.servers import DaphneProcess, fresh_database, server_env, two_workers
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -106,33 +104,25 @@ async def test_a_question_and_an_approval_survive_a_restart(tmp_path):
             server.stop()
 
 
+async def ask_on_one_and_continue_on_two(one: DaphneProcess, two: DaphneProcess) -> str:
+    """The run asks on worker one, which is killed; worker two settles it as paused, takes
+    both answers and continues it to its end. Returns the session's id."""
+    session_id = str(uuid.uuid4())
+    asking = await one.socket(session_id)
+    watching = await two.socket(session_id)
+    await asking.send({"type": "user_message", "content": "Plan my trip"})
+    await watching.until(is_custom("ask_user"))
+    one.kill()
+    paused = await watching.until(lambda f: f["type"] in ("run_paused", "run_interrupted"))
+    assert paused[-1]["type"] == "run_paused"
+    again = await two.socket(session_id)
+    frames = await answer_both_and_finish(again)
+    assert frames[-1]["event"]["message"]["content"].startswith("Going to Rome")
+    return session_id
+
+
 async def test_the_other_worker_takes_the_answers_after_the_first_one_died(tmp_path):
-    redis_url = require_service("Redis", REDIS_URL)
-    store = redis.Redis.from_url(redis_url)
-    store.flushdb()
-    with fresh_database("postgres", tmp_path) as url:
-        env = server_env(url, ZETT_MODEL=MODEL, REDIS_URL=redis_url, ZETT_LEASE_SECONDS="2")
-        migrate(env)
-        one = DaphneProcess("durable-one", env, migrate=False).start()
-        two = DaphneProcess("durable-two", env, migrate=False).start()
-        one.cookie = two.cookie = one.browser_cookie()  # one browser, on both workers
-        try:
-            session_id = str(uuid.uuid4())
-            asking = await one.socket(session_id)
-            watching = await two.socket(session_id)
-            await asking.send({"type": "user_message", "content": "Plan my trip"})
-            await watching.until(is_custom("ask_user"))
-            one.kill()
-            paused = await watching.until(lambda f: f["type"] in ("run_paused", "run_interrupted"))
-            assert paused[-1]["type"] == "run_paused"
-            again = await two.socket(session_id)
-            frames = await answer_both_and_finish(again)
-            assert frames[-1]["event"]["message"]["content"].startswith("Going to Rome")
-            assert saved_notes(url) == 1
-        finally:
-            await one.close_clients()
-            await two.close_clients()
-            one.stop()
-            two.stop()
-            store.flushdb()
-            store.close()
+    cluster = two_workers("durable", tmp_path, ZETT_MODEL=MODEL, ZETT_LEASE_SECONDS="2")
+    async with cluster as (one, two, url):
+        await ask_on_one_and_continue_on_two(one, two)
+        assert saved_notes(url) == 1

@@ -22,12 +22,10 @@ import uuid
 
 import psycopg
 import pytest
-import redis
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.app.processes.test_durable_waits import MODEL, answer_both_and_finish, is_custom
-from tests.app.servers import DaphneProcess, fresh_database, migrate, server_env
-from tests.app.services import REDIS_URL, require_service
+from tests.app.processes.test_durable_waits import MODEL, ask_on_one_and_continue_on_two
+from tests.app.servers import DaphneProcess, two_workers
 from tests.app.telemetry_support import read_span_file
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -47,46 +45,22 @@ def ids(traceparent: str) -> tuple[str, str]:
     return trace_id, span_id
 
 
-def flushed_redis() -> redis.Redis:
-    store = redis.Redis.from_url(require_service("Redis", REDIS_URL))
-    store.flushdb()
-    return store
-
-
 async def test_a_run_continued_by_another_worker_after_a_crash_links_to_the_dead_run(tmp_path):
-    store = flushed_redis()
-    with fresh_database("postgres", tmp_path) as url:
-        env = server_env(
-            url, ZETT_MODEL=MODEL, REDIS_URL=REDIS_URL, ZETT_LEASE_SECONDS="2", ZETT_OTEL="1"
-        )
-        migrate(env)
-        files = {name: tmp_path / f"spans-{name}.jsonl" for name in ("one", "two")}
-        one = DaphneProcess(
-            "otel-one", {**env, "ZETT_TEST_SPAN_FILE": str(files["one"])}, migrate=False
-        ).start()
-        two = DaphneProcess(
-            "otel-two", {**env, "ZETT_TEST_SPAN_FILE": str(files["two"])}, migrate=False
-        ).start()
-        one.cookie = two.cookie = one.browser_cookie()
-        try:
-            session_id = str(uuid.uuid4())
-            asking = await one.socket(session_id)
-            watching = await two.socket(session_id)
-            await asking.send({"type": "user_message", "content": "Plan my trip"})
-            await watching.until(is_custom("ask_user"))
-            one.kill()
-            paused = await watching.until(lambda f: f["type"] in ("run_paused", "run_interrupted"))
-            assert paused[-1]["type"] == "run_paused"
-            again = await two.socket(session_id)
-            frames = await answer_both_and_finish(again)
-            assert frames[-1]["event"]["message"]["content"].startswith("Going to Rome")
-        finally:
-            await one.close_clients()
-            await two.close_clients()
-            one.stop()
-            two.stop()
-            store.flushdb()
-            store.close()
+    files = {name: tmp_path / f"spans-{name}.jsonl" for name in ("one", "two")}
+    async with two_workers(
+        "otel",
+        tmp_path,
+        each=(
+            {"ZETT_TEST_SPAN_FILE": str(files["one"])},
+            {"ZETT_TEST_SPAN_FILE": str(files["two"])},
+        ),
+        ZETT_MODEL=MODEL,
+        ZETT_LEASE_SECONDS="2",
+        ZETT_OTEL="1",
+    ) as (one, two, url):
+        session_id = await ask_on_one_and_continue_on_two(one, two)
+        await two.close_clients()
+        two.stop()  # every span it recorded is in its file
         runs = stored_runs(url)
 
     dead_trace, dead_span = ids(runs["message"])
@@ -140,52 +114,38 @@ def sample(text: str, name: str, **labels: str) -> float:
 
 
 async def test_metrics_of_two_workers_add_up_and_need_the_token(tmp_path):
-    store = flushed_redis()
     samples_dir = tmp_path / "prometheus"
     samples_dir.mkdir()
-    with fresh_database("postgres", tmp_path) as url:
-        env = server_env(
-            url,
-            REDIS_URL=REDIS_URL,
-            ZETT_DEMO_PACE="0",
-            ZETT_METRICS_TOKEN="scrape-me",
-            PROMETHEUS_MULTIPROC_DIR=str(samples_dir),
-        )
-        migrate(env)
-        one = DaphneProcess("metrics-one", env, migrate=False).start()
-        two = DaphneProcess("metrics-two", env, migrate=False).start()
-        one.cookie = two.cookie = one.browser_cookie()
-        try:
-            chats = [await one.socket(str(uuid.uuid4())), await two.socket(str(uuid.uuid4()))]
-            for chat in chats:
-                await chat.send({"type": "user_message", "content": "what is 1/3 + 1/6?"})
-            for chat in chats:
-                await chat.until(lambda f: (f.get("event") or {}).get("type") == "run_completed")
-            for server in (one, two):
-                status, text = await asyncio.to_thread(scrape, server, "scrape-me")
-                assert status == 200
-                assert sample(text, "zett_runs_total", assistant="demo", outcome="completed") == 2
-                assert sample(text, "zett_sockets_open") == 2  # one open on each worker
-                assert (
-                    sample(
-                        text,
-                        "zett_tokens_total",
-                        assistant="demo",
-                        model="zett-demo",
-                        kind="output",
-                    )
-                    > 0
-                )
-            assert (await asyncio.to_thread(scrape, one, None))[0] == 401
-            assert (await asyncio.to_thread(scrape, two, "guess"))[0] == 403
-            one.kill()  # its runs still count; the socket it had open does not
-            status, text = await asyncio.to_thread(scrape, two, "scrape-me")
+    async with two_workers(
+        "metrics",
+        tmp_path,
+        ZETT_DEMO_PACE="0",
+        ZETT_METRICS_TOKEN="scrape-me",
+        PROMETHEUS_MULTIPROC_DIR=str(samples_dir),
+    ) as (one, two, _):
+        chats = [await one.socket(str(uuid.uuid4())), await two.socket(str(uuid.uuid4()))]
+        for chat in chats:
+            await chat.send({"type": "user_message", "content": "what is 1/3 + 1/6?"})
+        for chat in chats:
+            await chat.until(lambda f: (f.get("event") or {}).get("type") == "run_completed")
+        for server in (one, two):
+            status, text = await asyncio.to_thread(scrape, server, "scrape-me")
+            assert status == 200
             assert sample(text, "zett_runs_total", assistant="demo", outcome="completed") == 2
-            assert sample(text, "zett_sockets_open") == 1
-        finally:
-            await one.close_clients()
-            await two.close_clients()
-            one.stop()
-            two.stop()
-            store.flushdb()
-            store.close()
+            assert sample(text, "zett_sockets_open") == 2  # one open on each worker
+            assert (
+                sample(
+                    text,
+                    "zett_tokens_total",
+                    assistant="demo",
+                    model="zett-demo",
+                    kind="output",
+                )
+                > 0
+            )
+        assert (await asyncio.to_thread(scrape, one, None))[0] == 401
+        assert (await asyncio.to_thread(scrape, two, "guess"))[0] == 403
+        one.kill()  # its runs still count; the socket it had open does not
+        status, text = await asyncio.to_thread(scrape, two, "scrape-me")
+        assert sample(text, "zett_runs_total", assistant="demo", outcome="completed") == 2
+        assert sample(text, "zett_sockets_open") == 1

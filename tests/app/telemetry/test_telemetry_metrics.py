@@ -6,14 +6,20 @@ reads the change it caused: a sample before and after.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from django.test import override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.app.durable.test_waits import BROWSER, NOTE, leave_a_paused_run
 from tests.app.llm_doubles import SteppedModel, call_tool, say
+from zett_agent.extensions.external import ExternalEventExpired
+from zett_agent.extensions.tracing import tool_outcome
+from zett_agent.messages import ToolCall
 from zett_agent.model import ModelUsage
 from zett_agent.testing import ScriptedModel
+from zett_agent.tools.base import ToolResult
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -190,3 +196,38 @@ async def test_settling_a_dead_workers_run_counts_a_takeover_and_its_expired_wai
     assert [run["status"] for run in socket.session_frame["runs"]] == ["expired"]
     assert counted(metrics.TAKEOVERS) == takeovers + 1
     assert counted(metrics.WAITS, "approval", "expired") == expired + 1
+
+
+EXPIRED_AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("result", "error", "outcome"),
+    [
+        (ToolResult("saved"), None, "completed"),
+        (
+            ToolResult("no", success=False, attributes={"reply": {"approved": False}}),
+            None,
+            "denied",
+        ),
+        (
+            ToolResult("late", success=False, attributes={"reply": {"expired": True}}),
+            None,
+            "expired",
+        ),
+        (
+            ToolResult("late", success=False),
+            ExternalEventExpired("late", correlation_id="c1", expires_at=EXPIRED_AT),
+            "expired",
+        ),
+        (ToolResult("boom", success=False), RuntimeError("boom"), "failed"),
+    ],
+)
+async def test_a_tool_call_counts_under_the_outcome_its_span_has(result, error, outcome):
+    from agent_app.telemetry import metrics
+
+    extension = metrics.MetricsExtension("outcomes")
+    before = counted(metrics.TOOL_CALLS, "outcomes", "save_note", outcome)
+    await extension.after_tool(None, ToolCall("c1", "save_note", {}), result, error)
+    assert counted(metrics.TOOL_CALLS, "outcomes", "save_note", outcome) == before + 1
+    assert tool_outcome(result, error) == outcome
