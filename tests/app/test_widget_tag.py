@@ -136,3 +136,12 @@ def test_an_assistant_the_person_may_not_use_says_so_instead_of_a_chat():
         registry.unregister("staffonly")
     assert "You may not chat with" in html
     assert 'data-part="composer"' not in html and "widget.js" not in html
+
+
+def test_a_widget_gets_its_chats_upload_url_and_the_csrf_token_the_upload_needs():
+    request = visit()
+    (config,) = configs(render('{% zett_chat assistant="shopper" %}', request))
+    # The widget picks its chat's id in the browser: the URL says where it goes.
+    assert config["attachmentsUrl"] == "/s/{chat}/attachments/"
+    assert config["csrfToken"]
+    assert request.META.get("CSRF_COOKIE")  # the response sets the cookie the token matches

@@ -68,12 +68,14 @@ def tight_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServe
 def widget_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """A host project with zett's widget in its own pages (``tests/app/widget_host``), on
     the scripted model; its host-page tools wait ``WIDGET_TOOL_TIMEOUT`` seconds."""
+    work = tmp_path_factory.mktemp("widget")
     env = {
         "DJANGO_SETTINGS_MODULE": "tests.app.widget_host.settings",
         "ZETT_BROWSER_TOOL_TIMEOUT": str(WIDGET_TOOL_TIMEOUT),
+        "DJANGO_MEDIA_ROOT": str(work / "media"),  # the widget's uploads
     }
     model = "tests.app.browser.browser_model:browser_script_model"
-    with serve(tmp_path_factory.mktemp("widget"), "widget", model, env) as server:
+    with serve(work, "widget", model, env) as server:
         yield server
 
 

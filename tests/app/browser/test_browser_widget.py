@@ -5,7 +5,8 @@ asks, approves and resumes after a reload; the host's elements and computed styl
 the same as without it; two widgets live side by side; the launcher works at 375 px; axe
 finds nothing serious in the widget; a host-page tool is answered by the page, or, with
 no page to answer it, ends with a clear result at its deadline, and outlives a SIGKILL of
-the server; a remembered chat that was deleted gives way to a new one."""
+the server; a remembered chat that was deleted gives way to a new one; a file picked in
+the widget is uploaded, sent and shown with its message, after a reload too."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from tests.app.browser.browser_support import (
     RestartableServer,
     axe_violations,
 )
+from tests.app.test_attachments_files import image_bytes
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
 pytestmark = pytest.mark.slow
@@ -310,3 +312,28 @@ def test_a_host_page_call_outlives_a_server_crash_and_the_next_page_answers_it(
     expect(chat.locator(".widget")).to_have_count(0)  # nothing was asked of the person
     # Chromium logged the first page's refused attempts while the server was down.
     probe.forgive("net::ERR_CONNECTION_REFUSED")
+
+
+def test_a_file_picked_in_the_widget_is_uploaded_sent_and_shown_after_a_reload(
+    page: Page, widget_host: LiveServer
+) -> None:
+    page.goto(f"{widget_host.url}/")
+    chat = widget(page)
+    expect(chat.locator(".connection__label")).to_have_text("Connected")
+    expect(chat.get_by_role("button", name="Attach files")).to_be_visible()
+    chat.locator("input.attachments__picker").set_input_files(
+        {"name": "shoe.png", "mimeType": "image/png", "buffer": image_bytes("PNG", (40, 30))}
+    )
+    file_chip = chat.locator(".attachment--chip", has_text="shoe.png")
+    # Uploaded with the token the tag gave: a missing one would be refused (403).
+    expect(file_chip).to_have_attribute("data-state", "ready")
+    send_in(chat, "What is this?")
+    expect(chat.locator(".msg--assistant")).to_have_count(1)  # answered
+    expect_idle_in(chat)
+    expect(chat.locator(".attachment--chip")).to_have_count(0)
+    shown = chat.locator(".msg--user .attachments--message img")
+    expect(shown).to_have_attribute("alt", "shoe.png")
+    page.reload()
+    expect(widget(page).locator(".msg--user .attachments--message img")).to_have_attribute(
+        "alt", "shoe.png"
+    )
