@@ -39,7 +39,7 @@ import { ZettClient } from "./client.js";
 import { LastTurnActions } from "./edit.js";
 import { renderHistory } from "./history.js";
 import { LinkIndicator } from "./link.js";
-import { Notices } from "./notices.js";
+import { ERROR_TEXT, Notices } from "./notices.js";
 import { Outbox } from "./outbox.js";
 import { HistoryPaging } from "./paging.js";
 import { DEFAULT_TEXTS, prepare } from "./panel.js";
@@ -50,29 +50,8 @@ import { ReplyWidgets } from "./widgets.js";
 
 const TITLE_LENGTH = 80;
 
-const ERROR_TEXT = {
-  bad_json: "The server could not read a message from this page.",
-  bad_frame: "The server rejected a message from this page.",
-  unknown_type: "The server did not understand a message from this page.",
-  too_large: "That was too large for the server.",
-  busy: "The agent is still answering. Wait for it, or press Stop.",
-  not_running: "Nothing is running right now.",
-  forbidden: "You may not use this chat.",
-  unknown_assistant: "This chat's assistant does not exist.",
-  rate_limited: "You are sending messages too quickly. Try again in a moment.",
-  budget_exceeded: "You have used your token budget for today.",
-  internal: "The server failed to handle a message from this page.",
-};
-
 /** Refusals that give back what this view sent (`outbox.js`). */
-const GIVE_BACK_CODES = new Set([
-  "busy",
-  "rate_limited",
-  "too_large",
-  "not_running",
-  "bad_frame",
-  "budget_exceeded",
-]);
+const GIVE_BACK_CODES = new Set(["busy", "rate_limited", "too_large", "not_running", "bad_frame", "budget_exceeded"]);
 
 /** A stand-in for an absent optional part: writes to it go nowhere. */
 function absent() {
@@ -85,8 +64,8 @@ function absent() {
  * @param {Element|ShadowRoot} where
  * @param {{
  *   client?: ZettClient, chatId?: string, socketPath?: string, socketPrefix?: string,
- *   assistant?: string, attachmentsUrl?: string, csrfToken?: string, title?: string, chatTitle?: string, texts?: object, height?: string,
- *   theme?: "auto"|"light"|"dark", shadow?: boolean,
+ *   assistant?: string, title?: string, chatTitle?: string, texts?: object, height?: string,
+ *   theme?: "auto"|"light"|"dark", shadow?: boolean, attachmentsUrl?: string, csrfToken?: string,
  *   tools?: Record<string, Function>, keyboardTarget?: EventTarget, autofocus?: boolean,
  *   onTitle?: (title: string) => void, onStored?: () => void,
  * }} options `onStored` is called when a run starts (the chat is stored by then).
