@@ -209,3 +209,33 @@ async def test_a_call_left_by_a_dead_process_is_pending_for_a_page_and_its_answe
     frames = await socket.run_to_completion()
     assert events_of(frames)[-1]["message"]["content"] == "There they are."
     assert content_text(tool_result_seen(model).content) == "highlighted Red shoes"
+
+
+@pytest.mark.django_db
+def test_over_ag_ui_a_host_page_call_is_no_interrupt_to_resume():
+    """Only a person's waits are AG-UI interrupts: a resume naming a host-page call is
+    refused as an unknown interrupt rather than sent as an answer it cannot be."""
+    from agent_app.agui.errors import AguiError
+    from agent_app.agui.interrupts import replies_for
+    from agent_app.agui.run_input import ResumeEntry
+    from agent_app.api.agui import _interrupts_of
+
+    session = ChatSession.objects.create(title="Shoes", assistant="shopper")
+    for call_id, kind, event in (
+        ("call-1", WaitKind.ASK_USER, "ask_user"),
+        ("call-2", WaitKind.BROWSER_TOOL, BROWSER_TOOL_EVENT),
+    ):
+        ReplyWait.objects.create(
+            session=session,
+            request_id="request-1",
+            tool_call_id=call_id,
+            tool_name=event,
+            kind=kind,
+            event_name=event,
+            response_event=f"{event}_response",
+        )
+    kinds, _ = _interrupts_of(str(session.pk))
+    assert kinds == {"call-1": WaitKind.ASK_USER}
+    with pytest.raises(AguiError, match="no interrupt 'call-2'"):
+        entry = ResumeEntry(interrupt_id="call-2", status="resolved", payload={"answer": "x"})
+        replies_for([entry], kinds)
