@@ -89,6 +89,9 @@ class Assistant:
     tools: ClassVar[Sequence[AgentTool]] = ()
     #: Names of the tools that run only after the person approves the call.
     approval_required: ClassVar[Iterable[str]] = frozenset()
+    #: Host-page tools: ``@tool`` functions the person's page runs (``client.onTool``);
+    #: only their signature and docstring are used (``agent_app.agents.browser_tools``).
+    browser_tools: ClassVar[Sequence[AgentTool]] = ()
     #: More ``AgentExtension`` instances for this assistant's agents.
     extensions: ClassVar[Sequence[AgentExtension]] = ()
     #: Names of external events its own ``ExternalEventExtension``s take from clients (the
@@ -124,6 +127,9 @@ class Assistant:
 
     def get_tools(self) -> list[AgentTool]:
         return list(self.tools)
+
+    def get_browser_tools(self) -> list[AgentTool]:
+        return list(self.browser_tools)
 
     def get_extensions(self) -> list[AgentExtension]:
         return list(self.extensions)

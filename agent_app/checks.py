@@ -126,6 +126,7 @@ def check_reply_timeout(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     errors = []
     for name, minimum, strict in (
         ("ZETT_REPLY_TIMEOUT", 0, False),
+        ("ZETT_BROWSER_TOOL_TIMEOUT", 0, False),
         ("ZETT_LEASE_SECONDS", 0, True),
         ("ZETT_SHUTDOWN_GRACE", 0, False),
     ):

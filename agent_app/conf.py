@@ -38,6 +38,9 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_CLIENT_REPLY_NAMES": [],
     #: Seconds a question or approval waits for its answer (0: no deadline).
     "ZETT_REPLY_TIMEOUT": 3600.0,
+    #: Seconds a host-page tool (``Assistant.browser_tools``) waits for a page to run it
+    #: (0: no deadline).
+    "ZETT_BROWSER_TOOL_TIMEOUT": 30.0,
     #: Most messages the ``session`` frame carries (older ones are paged in).
     "ZETT_HISTORY_PAGE": 50,
     #: Frames of an active run kept for replay before its deltas are merged.

@@ -240,6 +240,8 @@ class WaitKind(models.TextChoices):
     #: (``agent_app.agents.elicitation``; its payload says ``source: "mcp"``).
     ASK_USER = "ask_user", "question"
     APPROVAL = "approval", "approval"
+    #: A host-page tool's call (``agent_app.agents.browser_tools``): a page answers it.
+    BROWSER_TOOL = "browser_tool", "browser tool"
 
 
 class WaitStatus(models.TextChoices):

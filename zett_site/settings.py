@@ -233,6 +233,8 @@ ZETT_DEFAULT_ASSISTANT = os.environ.get("ZETT_DEFAULT_ASSISTANT", "demo").strip(
 ZETT_DEMO_PACE = float(os.environ.get("ZETT_DEMO_PACE", "0.02"))
 #: Seconds a question or approval waits for its answer (0 = no deadline).
 ZETT_REPLY_TIMEOUT = float(os.environ.get("ZETT_REPLY_TIMEOUT", "3600") or 0)
+# Seconds a host-page tool waits for a page to run it (0: no deadline).
+ZETT_BROWSER_TOOL_TIMEOUT = float(os.environ.get("ZETT_BROWSER_TOOL_TIMEOUT", "30") or 0)
 #: Most messages the ``session`` frame carries (older ones are paged in).
 ZETT_HISTORY_PAGE = int(os.environ.get("ZETT_HISTORY_PAGE", "50"))
 #: Frames of an active run kept for replay before its deltas are merged.

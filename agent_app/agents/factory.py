@@ -5,7 +5,8 @@ Which model answers is ``agent_app.agents.llm.resolve_model``'s business.
 ``build_agent`` gives each chat one ``Agent`` made from the chat's assistant
 (``agent_app.assistants``): its instructions, model, tools and extensions, plus what the
 app adds to every agent: the ORM persistence, ``ask_user``, the durable approval gate for
-the assistant's ``approval_required`` tools, tool guidelines, and attachments (the
+the assistant's ``approval_required`` tools, the host-page tools of its ``browser_tools``
+(``agent_app.agents.browser_tools``), tool guidelines, and attachments (the
 ``AttachmentExtension``, and its ``read_attachment`` tool in the chats that hold a
 document). Only the persistence
 extension is the chat's own (it keeps the chat's rows); the reply extensions keep their
@@ -23,6 +24,7 @@ from agent_app import conf
 from agent_app.agents import mcp
 from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
 from agent_app.agents.asking import AppAskUserExtension
+from agent_app.agents.browser_tools import BROWSER_TOOL_EVENT, BrowserToolExtension
 from agent_app.assistants import Assistant, registry
 from agent_app.attachments.extension import AttachmentExtension
 from agent_app.attachments.reading import has_documents, read_attachment_file
@@ -98,6 +100,26 @@ def _reply_extensions(assistant: Assistant) -> tuple[AppAskUserExtension, Confir
     return entry[1], entry[2]
 
 
+#: The host-page tool extension of each (assistant, ``ZETT_BROWSER_TOOL_TIMEOUT``) in use.
+_BROWSER_EXTENSIONS: dict[tuple[int, float], tuple[Assistant, BrowserToolExtension]] = {}
+
+
+def _browser_extension(assistant: Assistant) -> BrowserToolExtension | None:
+    """The assistant's ``browser_tools`` as one extension (None when it declares none)."""
+    tools = assistant.get_browser_tools()
+    if not tools:
+        return None
+    timeout = float(conf.ZETT_BROWSER_TOOL_TIMEOUT or 0)
+    key = (id(assistant), timeout)
+    entry = _BROWSER_EXTENSIONS.get(key)
+    if entry is None or entry[0] is not assistant:
+        entry = _BROWSER_EXTENSIONS[key] = (
+            assistant,
+            BrowserToolExtension(tools, timeout=timeout or None),
+        )
+    return entry[1]
+
+
 def assistant_of_chat(session_id: str) -> Assistant:
     """The assistant chat ``session_id`` talks to (the default for a chat not stored)."""
     bound = ChatSession.objects.filter(pk=session_id).values_list("assistant", flat=True).first()
@@ -121,6 +143,10 @@ def describe_wait(session_id: str, call: ToolCall) -> tuple[str, dict[str, Any]]
         tool = tool or mcp.approval_tool(assistant, call.name)
         payload = approval.request_payload(call, tool)
         return None if payload is None else (APPROVAL_REQUESTED_EVENT, payload)
+    browser = _browser_extension(assistant)
+    if browser is not None and call.name in browser.tool_names:
+        payload = browser.request_payload(call)
+        return None if payload is None else (BROWSER_TOOL_EVENT, payload)
     return None
 
 
@@ -128,6 +154,7 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
     """The agent of one chat, from its assistant (``model`` overrides the assistant's)."""
     chat = await database_sync_to_async(ChatSession.objects.filter(pk=session_id).first)()
     assistant = registry.resolve(chat.assistant if chat is not None else None)
+    browser = _browser_extension(assistant)
     return await Agent.create(
         model if model is not None else assistant.get_model(),
         config=AgentRunConfig(session_id=session_id),
@@ -138,6 +165,7 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
             BUDGETS,
             *_reply_extensions(assistant),
             *mcp.extensions_for(assistant),
+            *([browser] if browser is not None else []),
             _GUIDELINES,
             _ATTACHMENTS,
             _READING,

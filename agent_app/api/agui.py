@@ -53,7 +53,7 @@ from agent_app.chat_records import ChatDeleted
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
 from agent_app.guard.limits import SocketTicket, limiter
-from agent_app.models import ChatSession, ReplyWait, WaitStatus
+from agent_app.models import ChatSession, ReplyWait, WaitKind, WaitStatus
 from agent_app.protocol.frames import Refusal
 from agent_app.sessions.entry import audited_reply, start_run
 from agent_app.sessions.errors import Busy
@@ -260,10 +260,12 @@ def _answered_waits(thread_id: str) -> list[str]:
 
 
 def _interrupts_of(thread_id: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """The thread's interrupts (every wait it ever had, answered or not): kind and run."""
+    """The thread's interrupts (every question and approval it ever had, answered or not):
+    kind and run. A host-page tool's call is no interrupt: a page's script answers it."""
     kinds: dict[str, Any] = {}
     runs: dict[str, str] = {}
-    waits = ReplyWait.objects.filter(session_id=thread_id).order_by("created_at")
+    people = (WaitKind.ASK_USER, WaitKind.APPROVAL)
+    waits = ReplyWait.objects.filter(session_id=thread_id, kind__in=people).order_by("created_at")
     for tool_call_id, kind, request_id in waits.values_list("tool_call_id", "kind", "request_id"):
         kinds[tool_call_id], runs[tool_call_id] = kind, request_id
     return kinds, runs

@@ -44,7 +44,13 @@ from django.utils import timezone
 from agent_app import conf
 from agent_app.durable.sequence import reserve_block
 from agent_app.durable.store import RowMeta, bump_version, insert_rows, open_calls
-from agent_app.durable.waits import LIVE_STATUSES, is_mcp_question, pending_item, record_wait
+from agent_app.durable.waits import (
+    BROWSER_TOOL_EVENT,
+    LIVE_STATUSES,
+    is_mcp_question,
+    pending_item,
+    record_wait,
+)
 from agent_app.models import ChatRun, ChatSession, ReplyWait, RunStatus, WaitKind, WaitStatus
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
 
@@ -330,7 +336,9 @@ def _start_wait(session_id: str, run: ChatRun, call: ToolCall, now: Any) -> bool
     if described is None:
         return False
     event_name, payload = described
-    timeout = float(conf.ZETT_REPLY_TIMEOUT or 0)
+    # A host-page tool waits for a page as long as it would have live.
+    browser = event_name == BROWSER_TOOL_EVENT
+    timeout = float((conf.ZETT_BROWSER_TOOL_TIMEOUT if browser else conf.ZETT_REPLY_TIMEOUT) or 0)
     if timeout > 0:
         expires_at = now + timedelta(seconds=timeout)
         payload["expires_at"] = expires_at.isoformat(timespec="milliseconds")

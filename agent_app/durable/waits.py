@@ -1,4 +1,5 @@
-"""Durable waits: questions and approvals that survive the process that asked them.
+"""Durable waits: questions, approvals and host-page tool calls that outlive the process
+that asked them.
 
 Life of a wait (one ``ReplyWait`` row per open tool call that needs the user):
 
@@ -37,6 +38,7 @@ from zett_agent.extensions.approval import digest_of
 __all__ = [
     "APPROVAL_EVENT",
     "ASK_USER_EVENT",
+    "BROWSER_TOOL_EVENT",
     "Claim",
     "claim",
     "digest_of",
@@ -54,11 +56,16 @@ APPROVAL_EVENT = "approval_requested"
 ASK_USER_RESPONSE = "ask_user_response"
 #: The older name of an MCP question's reply, still taken for one (``elicitation_answer``).
 ELICITATION_RESPONSE_ALIAS = "mcp_elicitation_response"
+#: A host-page tool's call (``agent_app.agents.browser_tools``): the page answers it.
+BROWSER_TOOL_EVENT = "browser_tool"
 #: The replies a stored wait can take.
-RESPONSE_EVENTS = frozenset({ASK_USER_RESPONSE, "approval_response", ELICITATION_RESPONSE_ALIAS})
+RESPONSE_EVENTS = frozenset(
+    {ASK_USER_RESPONSE, "approval_response", ELICITATION_RESPONSE_ALIAS, "browser_tool_result"}
+)
 _KINDS = {
     ASK_USER_EVENT: WaitKind.ASK_USER,
     APPROVAL_EVENT: WaitKind.APPROVAL,
+    BROWSER_TOOL_EVENT: WaitKind.BROWSER_TOOL,
 }
 #: Largest payload a pending wait is listed with, in bytes of JSON: a session's frame
 #: stays far under the frame limit however much a question or an approval holds.

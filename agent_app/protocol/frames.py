@@ -100,7 +100,13 @@ STEERING_EVENT = "steering_message"
 #: from the application itself) is refused with reason ``not_allowed``, unless an assistant
 #: declares it (``Assistant.reply_names``) or ``ZETT_CLIENT_REPLY_NAMES`` lists it.
 CLIENT_REPLY_NAMES = frozenset(
-    {"ask_user_response", "approval_response", "mcp_elicitation_response", STEERING_EVENT}
+    {
+        "ask_user_response",
+        "approval_response",
+        "mcp_elicitation_response",
+        "browser_tool_result",
+        STEERING_EVENT,
+    }
 )
 
 

@@ -48,6 +48,7 @@ logger = logging.getLogger(__name__)
 _TAKER = {
     WaitKind.ASK_USER: "AskUserExtension",
     WaitKind.APPROVAL: "ConfirmationExtension",
+    WaitKind.BROWSER_TOOL: "BrowserToolExtension",
 }
 #: The extension that takes an MCP server's question (an ``ask_user`` wait of ``source`` mcp).
 _MCP_TAKER = "MCPElicitationExtension"

@@ -338,7 +338,8 @@ class Run:
     async def _close_waits(self, event: dict[str, Any]) -> None:
         """A call with a stored wait got its result: the wait is done (or expired)."""
         message = event.get("message") or {}
-        reply = (message.get("attributes") or {}).get("reply") or {}
+        attributes = message.get("attributes") or {}
+        reply = attributes.get("reply") or attributes.get("browser_tool") or {}
         status = WaitStatus.EXPIRED if reply.get("expired") else WaitStatus.DONE
         for call in event.get("tool_calls") or ():
             call_id = call.get("id")

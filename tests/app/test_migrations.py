@@ -1,4 +1,5 @@
-"""The migration that binds chats to assistants: chats stored before it get the default."""
+"""The migrations: chats stored before assistants get the default, and the merged history
+ends where the models are."""
 
 from __future__ import annotations
 
@@ -24,3 +25,16 @@ def test_existing_chats_get_the_default_assistant():
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def test_the_migrations_end_with_one_leaf_whose_wait_kinds_are_the_models():
+    """Two branches each added a 0009; the merged history is one line, and a wait's kinds
+    after it are the model's (no ``elicitation`` kind: an MCP question is an ``ask_user``)."""
+    from agent_app.models import WaitKind
+
+    loader = MigrationExecutor(connection).loader
+    leaves = [node for node in loader.graph.leaf_nodes() if node[0] == "agent_app"]
+    assert leaves == [("agent_app", "0010_browser_tool_waits")]
+    state = loader.project_state(leaves[0]).apps.get_model("agent_app", "ReplyWait")
+    assert state._meta.get_field("kind").choices == WaitKind.choices
+    assert "elicitation" not in WaitKind.values and "browser_tool" in WaitKind.values

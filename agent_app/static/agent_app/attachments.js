@@ -14,6 +14,8 @@
  *   tray.take()         the references `{id, name, media_type, size, url}` of the uploaded
  *                       files, for the `user_message` frame; their chips go (refused chips stay).
  *   tray.restore(refs)  puts references back as chips (a message the server refused).
+ *   attachmentTray(composer, options)  the same, or a tray that holds nothing when
+ *                       `options.uploadUrl` is empty (a client that takes no files).
  *   renderAttachments(parent, refs)  shows a message's files (image thumbnails, links to the
  *                       others) in `parent`, e.g. a message bubble.
  *
@@ -68,6 +70,14 @@ export function renderAttachments(parent, refs) {
   }
   parent.append(list);
   return list;
+}
+
+/** Stands in for a tray where no upload URL was given: nothing to attach, nothing to send. */
+const NO_TRAY = Object.freeze({ busy: false, ready: false, take: () => [], restore: () => {} });
+
+/** The composer's tray, or `NO_TRAY` without `uploadUrl`. */
+export function attachmentTray(composer, options) {
+  return options.uploadUrl ? new AttachmentTray(composer, options) : NO_TRAY;
 }
 
 export class AttachmentTray {

@@ -22,6 +22,10 @@ const MAX_LABEL = 24;
 
 /** Decorate every `<pre><code>` under `root` that is not decorated yet. */
 export function decorateCodeBlocks(root) {
+  const tree = root.getRootNode();
+  if (tree instanceof ShadowRoot) {
+    shadowTrees.add(tree); // a widget's: the resize below looks there too
+  }
   for (const code of root.querySelectorAll("pre > code")) {
     const pre = code.parentElement;
     if (pre.parentElement?.classList.contains("code-block")) {
@@ -44,11 +48,15 @@ function markScrollable(code) {
 }
 
 let resizeFrame = null;
+/** The shadow roots (widgets) holding code blocks; the document's are found anyway. */
+const shadowTrees = new Set();
 window.addEventListener("resize", () => {
   if (resizeFrame === null) {
     resizeFrame = requestAnimationFrame(() => {
       resizeFrame = null;
-      document.querySelectorAll(".code-block pre > code").forEach(markScrollable);
+      for (const tree of [document, ...shadowTrees]) {
+        tree.querySelectorAll(".code-block pre > code").forEach(markScrollable);
+      }
     });
   }
 });

@@ -41,8 +41,17 @@ async function writeClipboard(text) {
   return copyWithTextArea(text);
 }
 
+/** The focused element, inside shadow roots too (a widget's button, not the widget). */
+function focusedElement() {
+  let active = document.activeElement;
+  while (active?.shadowRoot?.activeElement) {
+    active = active.shadowRoot.activeElement;
+  }
+  return active;
+}
+
 function copyWithTextArea(text) {
-  const previous = document.activeElement;
+  const previous = focusedElement();
   const area = document.createElement("textarea");
   area.value = text;
   area.readOnly = true;
@@ -66,7 +75,7 @@ function showOutcome(button, label, copied) {
   button.textContent = text;
   button.dataset.outcome = copied ? "copied" : "failed";
   button.setAttribute("aria-label", text);
-  announce(copied ? "Copied to the clipboard." : "Could not copy to the clipboard.");
+  announce(copied ? "Copied to the clipboard." : "Could not copy to the clipboard.", button);
   const timer = setTimeout(() => {
     button.textContent = READY_TEXT;
     button.setAttribute("aria-label", label);
@@ -75,9 +84,13 @@ function showOutcome(button, label, copied) {
   button.dataset.resetTimer = String(timer);
 }
 
-/** Say `text` through the page's polite status region (`#announcer`), if it has one. */
-export function announce(text) {
-  const region = document.getElementById("announcer");
+/**
+ * Say `text` through the polite status region of the chat `from` is in (its
+ * `[data-part=announcer]`), else the page's `#announcer`, if it has one.
+ */
+export function announce(text, from = null) {
+  const chat = from?.closest?.("[data-zett-root]") ?? null;
+  const region = chat?.querySelector('[data-part="announcer"]') ?? document.getElementById("announcer");
   if (!region) {
     return;
   }

@@ -126,6 +126,13 @@ export function applyEvent(transcript, requestId, event, onUsage) {
 /** A question (`ask_user`) or approval (`approval_requested`): its card, then its widget. */
 function showWait(transcript, turn, requestId, event) {
   const payload = event.payload ?? {};
+  if (event.name === "browser_tool") {
+    // A host-page tool waits for the page's script (client.js), not for a person: its card
+    // says it is waiting, and no widget asks anything.
+    const call = { id: payload.tool_call_id, name: payload.tool, arguments: payload.arguments };
+    transcript.cardFor(turn, call).setState("waiting");
+    return;
+  }
   if (event.name !== "ask_user" && event.name !== "approval_requested") {
     return;
   }
@@ -153,8 +160,13 @@ function showWait(transcript, turn, requestId, event) {
   // the middle of typing something else: on the first control, as a question's first
   // option, so an approval's Approve (Deny is the next Tab). The key that sent the message
   // went down before the approval existed, so it cannot press Approve.
-  const active = document.activeElement;
-  const idle = active === document.body || (active?.id === "composer-input" && !active.value);
+  // In a shadow root, its own activeElement (null while focus is outside it).
+  const active = widget.getRootNode().activeElement ?? null;
+  const pageIdle = document.activeElement === null || document.activeElement === document.body;
+  const idle =
+    active === null || active === document.body
+      ? pageIdle
+      : active.dataset?.part === "input" && !active.value;
   if (idle) {
     widget.querySelector("textarea, input, button")?.focus({ preventScroll: true });
   }

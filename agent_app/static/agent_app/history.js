@@ -223,13 +223,16 @@ class HistoryRenderer {
     payload.response_event ??= wait.response_event;
     const turn = transcript.turnFor(wait.request_id) ?? this.turn ?? this.turnOf({ request_id: wait.request_id });
     const call =
-      wait.kind === "approval"
+      wait.kind === "approval" || wait.kind === "browser_tool"
         ? { id: wait.tool_call_id, name: payload.tool, arguments: payload.arguments }
         : payload.source === "mcp"
           ? { id: payload.call_id, name: payload.tool }
           : { id: wait.tool_call_id, name: "ask_user" };
     const card = transcript.cardFor(turn, call);
     card.setState("waiting");
+    if (wait.kind === "browser_tool") {
+      return; // a host-page tool: the page's script answers it (client.js), not a person
+    }
     transcript.showWidget(card, payload, wait.name, wait.request_id);
   }
 

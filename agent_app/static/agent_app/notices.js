@@ -8,6 +8,21 @@
 
 const MAX_NOTICES = 4;
 
+/** What each `error` frame's `code` means to the user (docs/protocol.md). */
+export const ERROR_TEXT = {
+  bad_json: "The server could not read a message from this page.",
+  bad_frame: "The server rejected a message from this page.",
+  unknown_type: "The server did not understand a message from this page.",
+  too_large: "That was too large for the server.",
+  busy: "The agent is still answering. Wait for it, or press Stop.",
+  not_running: "Nothing is running right now.",
+  forbidden: "You may not use this chat.",
+  unknown_assistant: "This chat's assistant does not exist.",
+  rate_limited: "You are sending messages too quickly. Try again in a moment.",
+  budget_exceeded: "You have used your token budget for today.",
+  internal: "The server failed to handle a message from this page.",
+};
+
 export class Notices {
   /** @param {HTMLElement} container */
   constructor(container) {

@@ -461,7 +461,8 @@ export class ReplyWidgets {
   }
 
   setState(widget, state) {
-    const hadFocus = widget.form.contains(document.activeElement);
+    // Its own tree's: in a widget's shadow root, the document's is the widget element.
+    const hadFocus = widget.form.contains(widget.form.getRootNode().activeElement ?? null);
     widget.state = state;
     widget.form.dataset.state = state;
     if (state !== "open") {

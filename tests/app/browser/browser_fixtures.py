@@ -1,7 +1,8 @@
 """The fixtures of the browser tests, loaded by each ``test_browser*.py`` as a plugin
 (``pytest_plugins = ["tests.app.browser.browser_fixtures"]``), so all of them share the live
 servers for the whole run (and one headless Chromium per file): the demo model, the
-scripted model, and the demo model with tight limits (``tight_server``), each started only
+scripted model, the demo model with tight limits (``tight_server``) and a host project
+with the widget (``widget_host``), each started only
 when a test asks for it. The helpers they use are in
 ``browser_support.py``; the tests import those, never this module (a plugin module that a
 test imported first could not have its asserts rewritten).
@@ -22,6 +23,7 @@ from tests.app.browser.browser_support import (
     TIGHT_REPLY_TIMEOUT,
     WAIT_MS,
     WIDE,
+    WIDGET_TOOL_TIMEOUT,
     LiveServer,
     PageProbe,
     serve,
@@ -59,6 +61,21 @@ def tight_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServe
         "ZETT_HISTORY_PAGE": str(TIGHT_HISTORY_PAGE),
     }
     with serve(tmp_path_factory.mktemp("tight"), "tight", "demo", env) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def widget_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A host project with zett's widget in its own pages (``tests/app/widget_host``), on
+    the scripted model; its host-page tools wait ``WIDGET_TOOL_TIMEOUT`` seconds."""
+    work = tmp_path_factory.mktemp("widget")
+    env = {
+        "DJANGO_SETTINGS_MODULE": "tests.app.widget_host.settings",
+        "ZETT_BROWSER_TOOL_TIMEOUT": str(WIDGET_TOOL_TIMEOUT),
+        "DJANGO_MEDIA_ROOT": str(work / "media"),  # the widget's uploads
+    }
+    model = "tests.app.browser.browser_model:browser_script_model"
+    with serve(work, "widget", model, env) as server:
         yield server
 
 

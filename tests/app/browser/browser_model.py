@@ -15,6 +15,9 @@ asked), so any session and any test order get the same stream:
   run is cancelled (or the server is killed);
 - ``note <text>`` → calls ``save_note`` with ``<text>`` (the app asks for approval), then
   answers with the tool's result: ``Done: …``;
+- ``highlight <id>`` → calls the host page's ``highlight_product`` with ``<id>``, then
+  answers with what the page gave back: ``The page said: …`` (or ``The page failed: …``);
+- ``ask``       → asks ``Which colour?`` (Red / Blue), then answers ``You chose: …``;
 - ``xss …``     → the XSS corpus (``XSS``) in every channel a model controls: reasoning, an
   unknown tool's name, tool arguments and results, an ``ask_user`` question and options,
   a ``save_note`` approval (its title and text end up in the admin), then a Markdown answer;
@@ -123,6 +126,11 @@ class BrowserScriptModel:
                 yield event
             return
         said = words.lower()
+        if said.startswith("highlight ") or said == "ask":
+            turn = _tool_turn(request, words)
+            for event in self.streams.events_for(turn):
+                yield event
+            return
         if said.startswith("xss"):
             for event in self.streams.events_for(_xss_turn(request)):
                 yield event
@@ -160,6 +168,23 @@ def _note_turn(request: ModelRequest, text: str) -> AssistantMessage:
     arguments = {"title": "Scripted", "text": text}
     call = ToolCall(f"note_{uuid.uuid4().hex[:12]}", "save_note", arguments)
     return AssistantMessage(content="Saving it.", tool_calls=[call])
+
+
+def _tool_turn(request: ModelRequest, words: str) -> AssistantMessage:
+    """``highlight <id>`` and ``ask``: call the tool, then say what came back."""
+    last = request.messages[-1]
+    if isinstance(last, ToolMessage):
+        said = content_text(last.content)
+        if words == "ask":
+            return AssistantMessage(content=f"You chose: {said}")
+        verdict = "said" if last.success else "failed"
+        return AssistantMessage(content=f"The page {verdict}: {said}")
+    call_id = f"call_{uuid.uuid4().hex[:12]}"
+    if words == "ask":
+        arguments = {"question": "Which colour?", "options": ["Red", "Blue"]}
+        return AssistantMessage(tool_calls=[ToolCall(call_id, "ask_user", arguments)])
+    arguments = {"product_id": words.split(" ", 1)[1].strip()}
+    return AssistantMessage(tool_calls=[ToolCall(call_id, "highlight_product", arguments)])
 
 
 def _last_user_message(request: ModelRequest) -> UserMessage:

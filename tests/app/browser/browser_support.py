@@ -69,6 +69,8 @@ TIGHT_REPLY_TIMEOUT = 6
 TIGHT_HISTORY_PAGE = 4
 
 WIDE = {"width": 1280, "height": 820}
+#: Seconds a host-page tool waits for a page on the ``widget_host`` server.
+WIDGET_TOOL_TIMEOUT = 3
 NARROW = {"width": 375, "height": 740}
 LAYOUTS = {
     "wide-light": {**WIDE, "color_scheme": "light"},

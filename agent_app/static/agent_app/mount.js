@@ -1,0 +1,607 @@
+/**
+ * `mount(root, options)`: the whole chat UI — transcript, composer, questions and approvals,
+ * Stop, steering, resume — bound to one root (an element or a shadow root). The full chat
+ * page and the widget are both this; docs/client.md documents its options.
+ *
+ * Every element is found inside `root` by its `data-part` (never by a page id). An element
+ * without the parts gets an open shadow root with the chat's styles and parts in it
+ * (`panel.js`), so the host page's CSS and the chat's never meet, as in the widget
+ * (`shadow: false` builds them in the element itself). Parts a page does not want are simply
+ * absent: the usage line, the link indicator, the starter prompts. What belongs to a page
+ * and not to a chat (the chat's title, renaming, deleting, the sidebar, `document.title`)
+ * goes through the hooks `onTitle` and `onStored`.
+ *
+ * Frames follow docs/protocol.md. A run belongs to the session, not to this view: every
+ * view sees every run (`run_started`, even for a message another tab sent), closing or
+ * reloading never stops it, and only Stop (or Escape) sends `cancel`. While a run is live
+ * the composer steers it instead of starting a new one.
+ *
+ * Resuming: the client (`client.js`) reconnects with `?after_seq=`. If the run this view
+ * was showing is still going, or nothing happened meanwhile, the transcript stays as it is
+ * and the replayed frames continue it. Otherwise (and on a fresh load) the transcript is
+ * rebuilt from the `session` frame — history, run outcomes, pending waits — and the replay
+ * that follows rebuilds the active run from its `run_started`. The `pong` that answers the
+ * client's `ping` says the replay is over.
+ *
+ * Files (`attachmentTray`, with `attachmentsUrl`) upload as they are picked, dropped or
+ * pasted, and go with the next message as references; a refused message gives them back.
+ * Text the user typed is never lost to a refusal: a message or steer stays "unconfirmed"
+ * until the server shows it took it (the message's `run_started`; the steer's
+ * `external_event_result`). If instead it is refused (`busy`, `rate_limited`, `too_large`,
+ * a steer that came too late), or a dropped link lost it, its text returns to the composer.
+ * Regenerate, Edit and Retry replace the last turn (`edit.js`); the view changes when their
+ * run starts.
+ */
+import { attachmentTray } from "./attachments.js";
+import { BudgetMeter } from "./budget.js";
+import { composerProblem } from "./composer.js";
+import { ZettClient } from "./client.js";
+import { LastTurnActions } from "./edit.js";
+import { renderHistory } from "./history.js";
+import { LinkIndicator } from "./link.js";
+import { ERROR_TEXT, Notices } from "./notices.js";
+import { Outbox } from "./outbox.js";
+import { HistoryPaging } from "./paging.js";
+import { DEFAULT_TEXTS, prepare } from "./panel.js";
+import { keepTimesFresh, parseTime } from "./time.js";
+import { Transcript } from "./transcript.js";
+import { addUsage, usageDetail, usageText } from "./usage.js";
+import { ReplyWidgets } from "./widgets.js";
+
+const TITLE_LENGTH = 80;
+
+/** Refusals that give back what this view sent (`outbox.js`). */
+const GIVE_BACK_CODES = new Set(["busy", "rate_limited", "too_large", "not_running", "bad_frame", "budget_exceeded"]);
+
+/** A stand-in for an absent optional part: writes to it go nowhere. */
+function absent() {
+  return document.createElement("span");
+}
+
+/**
+ * Mount the chat UI into `root`.
+ *
+ * @param {Element|ShadowRoot} where
+ * @param {{
+ *   client?: ZettClient, chatId?: string, socketPath?: string, socketPrefix?: string,
+ *   assistant?: string, title?: string, chatTitle?: string, texts?: object, height?: string,
+ *   theme?: "auto"|"light"|"dark", shadow?: boolean, attachmentsUrl?: string, csrfToken?: string,
+ *   tools?: Record<string, Function>, keyboardTarget?: EventTarget, autofocus?: boolean,
+ *   onTitle?: (title: string) => void, onStored?: () => void,
+ * }} options `onStored` is called when a run starts (the chat is stored by then).
+ * @returns {{client: ZettClient, root: Element|ShadowRoot, focus: () => void, isRunning: () => boolean}}
+ *   `root` is where the parts are (the shadow root mount made, if it made one).
+ */
+export function mount(where, options = {}) {
+  const texts = { ...DEFAULT_TEXTS, ...(options.texts ?? {}), ...(options.title ? { title: options.title } : {}) };
+  const root = prepare(where, texts, options);
+  const host = root instanceof ShadowRoot ? root.host : root;
+  if (options.height) {
+    host.style.setProperty("--zett-height", options.height);
+  }
+  if (options.theme && options.theme !== "auto") {
+    host.dataset.theme = options.theme;
+  }
+  const part = (name) => root.querySelector(`[data-part="${name}"]`);
+  const optional = (name) => part(name) ?? absent();
+
+  const ui = {
+    composer: part("composer"),
+    input: part("input"),
+    label: part("label"),
+    hint: part("hint"),
+    send: part("send"),
+    stop: part("stop"),
+    link: optional("link"),
+    linkLabel: optional("link-label"),
+    retry: optional("reconnect"),
+    linkStatus: optional("link-status"),
+    sessionUsage: optional("usage"),
+  };
+  const client =
+    options.client ??
+    new ZettClient({
+      chatId: options.chatId ?? null,
+      socketPath: options.socketPath ?? null,
+      socketPrefix: options.socketPrefix ?? "/ws/sessions/",
+      assistant: options.assistant ?? null,
+    });
+  for (const [name, fn] of Object.entries(options.tools ?? {})) {
+    client.onTool(name, fn);
+  }
+  const onTitle = options.onTitle ?? (() => {});
+  const onStored = options.onStored ?? (() => {});
+
+  const notices = new Notices(part("notices"));
+  const budget = new BudgetMeter(optional("budget"));
+  const widgets = new ReplyWidgets((name, payload) => send({ type: "external_event", name, payload }), {
+    onAnswered: () => ui.input.focus({ preventScroll: true }),
+  });
+  const transcript = new Transcript(part("transcript"), widgets, part("empty"), {
+    onUsage: (usage) => {
+      showSessionUsage(addUsage(sessionUsage, usage));
+      budget.spent(usage);
+    },
+    onRetry: retry,
+  });
+  const paging = new HistoryPaging(transcript, send, {
+    // Older pages count only when the server gave no session total.
+    onUsage: (usage) => sessionTotalKnown || showSessionUsage(addUsage(sessionUsage, usage)),
+  });
+  const lastTurn = new LastTurnActions(transcript, {
+    regenerate: () => replaceLastTurn(null),
+    edit: (content) => replaceLastTurn(content),
+  });
+  const tray = attachmentTray(ui.composer, {
+    uploadUrl: options.attachmentsUrl ?? "",
+    assistant: options.assistant ?? "",
+    csrfToken: options.csrfToken ?? "",
+    onChange: () => {
+      ui.hint.textContent = problem() ?? "";
+      updateMode();
+    },
+  });
+  const outbox = new Outbox({
+    // A new chat is bound to the assistant its first message names (a stored one ignores it).
+    send: (frame) =>
+      send(frame.type === "user_message" && client.assistant ? { ...frame, assistant: client.assistant } : frame),
+    transcript,
+    input: ui.input,
+    hint: ui.hint,
+    onReplaceRefused: () => {
+      lastTurn.refused();
+      if (retrying !== null) {
+        retrying.disabled = false;
+        retrying.textContent = "Retry";
+        retrying = null;
+      }
+      updateMode();
+    },
+    onAttachmentsBack: (refs) => tray.restore(refs),
+  });
+  const link = new LinkIndicator(
+    { link: ui.link, label: ui.linkLabel, status: ui.linkStatus, retry: ui.retry },
+    notices,
+  );
+
+  /** Whether this view has had a `session` frame (so a new one means it reconnected). */
+  let greeted = false;
+  /** The run this view shows live, or null. */
+  let liveRunId = null;
+  /** The highest message position shown. */
+  let maxPosition = -1;
+  /** Run items (`runs` of the session frame and history pages), by request id. */
+  const runs = new Map();
+  /** Paused runs a continuation took over: their turn goes on, whatever is said of them. */
+  const resumed = new Set();
+  /** The chat's own title (named after its first message when it has none). */
+  let title = options.chatTitle || "";
+  let sessionUsage = null;
+  /** Whether the `session` frame gave the chat's token total (`usage`). */
+  let sessionTotalKnown = false;
+  /** The Retry button whose `regenerate` is on its way. */
+  let retrying = null;
+
+  function send(frame) {
+    if (client.sendFrame(frame)) {
+      return true;
+    }
+    notices.show("Not connected, so nothing was sent. Your text is still here.", { key: "offline" });
+    return false;
+  }
+
+  /** What keeps the composer from sending (`composer.js`), files counted. */
+  function problem() {
+    return composerProblem(ui.input.value, { withFiles: tray.ready });
+  }
+
+  /** Whether a run is live (or a message this view sent is about to start one). */
+  function isRunning() {
+    return liveRunId !== null || outbox.startsRun;
+  }
+
+  /** Switch the composer between sending and steering, and show Stop while a run is live. */
+  function updateMode() {
+    const active = isRunning();
+    const mode = active ? "steer" : "send";
+    if (ui.composer.dataset.mode !== mode) {
+      ui.composer.dataset.mode = mode;
+      ui.label.textContent = active ? texts.steerLabel : texts.messageLabel;
+      ui.input.placeholder = active ? texts.steerPlaceholder : texts.placeholder;
+      ui.send.textContent = active ? texts.steer : texts.send;
+      ui.stop.disabled = false;
+      ui.stop.textContent = texts.stop;
+    }
+    ui.stop.hidden = !active;
+    ui.send.disabled = !client.isOpen || problem() !== "";
+    // Offline they stay: pressed then, they say nothing was sent, and keep the keyboard.
+    lastTurn.refresh(!active);
+  }
+
+  function showTitle(text) {
+    title = text;
+    onTitle(title);
+  }
+
+  /**
+   * Name an untitled chat after its first message, as the server does when it saves it
+   * (whitespace collapsed, at most 80 characters), so nothing need reload to show it.
+   */
+  function nameChatAfter(content) {
+    if (title || typeof content !== "string") {
+      return;
+    }
+    const text = content.split(/\s+/).filter(Boolean).join(" ");
+    showTitle(text.length <= TITLE_LENGTH ? text : `${text.slice(0, TITLE_LENGTH - 1)}…`);
+  }
+
+  function showSessionUsage(usage) {
+    sessionUsage = usage;
+    const text = usageText(usage);
+    ui.sessionUsage.hidden = !text;
+    ui.sessionUsage.textContent = text ? `This chat: ${text}` : "";
+    ui.sessionUsage.title = text ? usageDetail(usage) : "";
+  }
+
+  function rememberRuns(items) {
+    for (const run of items ?? []) {
+      if (run?.request_id) {
+        runs.set(run.request_id, run);
+      }
+      if (run?.resumed_from) {
+        resumed.add(run.resumed_from);
+      }
+    }
+  }
+
+  // --- sending ------------------------------------------------------------------------
+
+  /** Send `content` as a new message and show it. False (nothing shown) if it was not sent. */
+  function sendMessage(content) {
+    const attachments = tray.take();
+    if (!outbox.message(content, attachments)) {
+      tray.restore(attachments);
+      return false;
+    }
+    nameChatAfter(content);
+    updateMode();
+    return true;
+  }
+
+  /** Answer the last message again (`content` null), or an edited version of it. */
+  function replaceLastTurn(content) {
+    if (!outbox.replace(content)) {
+      return false;
+    }
+    updateMode();
+    return true;
+  }
+
+  /** Retry after a failed or interrupted answer: the same message, answered again. */
+  function retry(prompt, button) {
+    if (isRunning()) {
+      notices.show("The agent is answering. Wait for it, or press Stop, then retry.", {
+        tone: "info",
+        key: "retry",
+      });
+      return;
+    }
+    if (replaceLastTurn(null)) {
+      button.disabled = true;
+      button.textContent = "Retrying…";
+      retrying = button;
+      ui.input.focus({ preventScroll: true });
+    }
+  }
+
+  function stopRun() {
+    if (send({ type: "cancel" })) {
+      ui.stop.disabled = true;
+      ui.stop.textContent = "Stopping…";
+    }
+  }
+
+  // --- frames from the server ---------------------------------------------------------
+
+  client.on("status", (status) => {
+    link.show(status);
+    updateMode();
+  });
+  client.on("session", showSession);
+  client.on("pong", caughtUp);
+  client.on("run_started", startRun);
+  client.on("agent_event", (frame) => {
+    transcript.handleEvent(frame.request_id, frame.event ?? {});
+    if (frame.event?.type === "run_completed") {
+      endRun(frame.request_id, "completed");
+    }
+  });
+  client.on("reply_accepted", replyAccepted);
+  client.on("run_failed", (frame) => {
+    if (frame.status === "budget_exceeded") {
+      budget.exceeded(frame);
+    }
+    endRun(frame.request_id, "failed", { error: frame.error ?? {} });
+  });
+  client.on("run_cancelled", (frame) => endRun(frame.request_id, "cancelled"));
+  client.on("run_interrupted", (frame) =>
+    endRun(frame.request_id, frame.status === "expired" ? "expired" : "interrupted", {
+      message: frame.message ?? "",
+    }),
+  );
+  client.on("run_paused", (frame) => {
+    endRun(frame.request_id, "paused");
+    showPending(frame.pending);
+  });
+  client.on("external_event_result", handleExternalEventResult);
+  client.on("history_page", (frame) => {
+    rememberRuns(frame.runs);
+    paging.received(frame, runs);
+  });
+  client.on("error", handleError);
+  client.on("budget", (frame) => budget.received(frame));
+
+  /**
+   * The first frame of every connection. Keeps the transcript when the view was showing
+   * the run that is still active, or when nothing happened since the last frame it saw;
+   * otherwise rebuilds it from the frame.
+   */
+  function showSession(frame) {
+    const reconnected = greeted;
+    greeted = true;
+    const sessionLastSeq = client.sessionLastSeq;
+    if (frame.title) {
+      showTitle(frame.title);
+    }
+    const active = frame.active_request_id ?? null;
+    const sameRun = reconnected && active !== null && active === liveRunId;
+    const lastSeq = client.lastSeq;
+    const nothingNew =
+      reconnected && active === null && liveRunId === null && lastSeq !== null && sessionLastSeq <= lastSeq;
+    if (reconnected) {
+      outbox.reconnected(!(sameRun || nothingNew));
+      paging.linkDropped();
+    }
+    if (sameRun || nothingNew) {
+      updateMode();
+      return;
+    }
+    const seenPosition = maxPosition;
+    transcript.clear();
+    runs.clear();
+    rememberRuns(frame.runs);
+    const history = Array.isArray(frame.history) ? frame.history : [];
+    const { usage } = renderHistory(transcript, history, runs, {
+      sink: transcript.root,
+      pending: frame.pending ?? [],
+    });
+    transcript.removeRetryButtons({ keepLast: true });
+    transcript.scrollToEnd();
+    paging.reset(Boolean(frame.has_more_history), history);
+    sessionTotalKnown = frame.usage !== undefined && frame.usage !== null;
+    showSessionUsage(sessionTotalKnown ? frame.usage : usage);
+    for (const item of history) {
+      maxPosition = Math.max(maxPosition, item.position ?? -1);
+    }
+    // A message that was stored while the link was down is there now: no longer unconfirmed.
+    const stored = history.filter((item) => item.role === "user" && !item.steering && item.position > seenPosition);
+    for (const item of stored) {
+      outbox.take("message", item.content);
+    }
+    liveRunId = active;
+    updateMode();
+  }
+
+  /** The replay after `session` is over: what the link lost for good goes back to the user. */
+  function caughtUp() {
+    if (liveRunId !== null && transcript.turnFor(liveRunId) === null) {
+      transcript.startRun(liveRunId);
+    }
+    outbox.caughtUp();
+    updateMode();
+  }
+
+  function startRun(frame) {
+    liveRunId = frame.request_id;
+    maxPosition = Math.max(maxPosition, frame.position ?? -1);
+    const at = parseTime(frame.created_at);
+    if (frame.kind === "resume") {
+      resumed.add(frame.resumed_from);
+      transcript.resumeRun(frame.request_id, frame.resumed_from);
+    } else {
+      const content = frame.content ?? "";
+      if (frame.kind === "regenerate" || frame.kind === "edit") {
+        outbox.take("replace");
+        lastTurn.replaced();
+        retrying = null;
+        transcript.dropFrom(frame.superseded_from);
+      }
+      const entry = outbox.take("message", content);
+      let bubble = entry?.bubble?.isConnected ? entry.bubble : null;
+      const stamp = { at, position: frame.position ?? null, requestId: frame.request_id };
+      if (bubble !== null) {
+        transcript.stampUserMessage(bubble, stamp);
+      } else {
+        // Sent by another tab (or before a reload): it goes before what this view still sends.
+        bubble = transcript.addUserMessage(content, {
+          ...stamp,
+          before: outbox.firstPendingBubble(),
+          attachments: frame.attachments,
+        });
+      }
+      transcript.startRun(frame.request_id, { prompt: content, bubble });
+      nameChatAfter(content);
+    }
+    onStored(); // the run stored the chat, if it was new
+    updateMode();
+  }
+
+  /** A run ended. The live one closes; another (settled by the server) shows its outcome. */
+  function endRun(requestId, outcome, details = {}) {
+    if (resumed.has(requestId)) {
+      return; // a continuation carries its turn on
+    }
+    if (requestId === liveRunId) {
+      liveRunId = null;
+      ui.hint.textContent = "";
+      transcript.endRun(requestId, outcome, details);
+    } else {
+      const turn = transcript.turnFor(requestId);
+      if (turn !== null) {
+        transcript.showOutcome(turn, requestId, outcome, details);
+      }
+    }
+    updateMode();
+  }
+
+  /** Waits of a paused run (`run_paused`): each gets its widget back, if it has none. */
+  function showPending(pending) {
+    for (const wait of pending ?? []) {
+      if (widgets.has(wait.tool_call_id)) {
+        continue;
+      }
+      const turn = transcript.turnFor(wait.request_id) ?? transcript.lastTurn();
+      if (turn === null) {
+        continue;
+      }
+      const payload = { ...wait.payload, tool_call_id: wait.tool_call_id, expires_at: wait.expires_at };
+      const call =
+        wait.payload?.source === "mcp" // an MCP server's question: under the call that asks
+          ? { id: payload.call_id, name: payload.tool }
+          : { id: wait.tool_call_id, name: payload.tool ?? "ask_user" };
+      const card = transcript.cardFor(turn, call);
+      card.setState("waiting");
+      if (wait.kind !== "browser_tool") {
+        // A host-page tool is the page's script to answer (client.js), not a person's.
+        transcript.showWidget(card, payload, wait.name, wait.request_id);
+      }
+    }
+  }
+
+  /** A reply was taken (from any tab): close its widget, or show the steer as queued. */
+  function replyAccepted(frame) {
+    const payload = frame.payload ?? {};
+    if (frame.name === "steering_message") {
+      outbox.takeReplayedSteer(payload.content);
+      transcript.queueSteer(frame.request_id, payload.content ?? "");
+    } else if (frame.correlation_id) {
+      widgets.accepted(frame.correlation_id, payload);
+    }
+  }
+
+  function handleExternalEventResult(frame) {
+    const accepted = Array.isArray(frame.accepted_by) && frame.accepted_by.length > 0;
+    if (frame.correlation_id) {
+      widgets.settle(frame.correlation_id, frame.accepted_by, frame.reason ?? null);
+    } else if (frame.name === "steering_message") {
+      const entry = outbox.take("steer");
+      if (!accepted) {
+        notices.show("The steer arrived after the answer had finished, so it was not used.", { tone: "info" });
+        if (entry) {
+          outbox.restoreText(entry.content, "Your steer was not used");
+          updateMode();
+        }
+      }
+    }
+  }
+
+  function handleError(frame) {
+    if (frame.code === "budget_exceeded") {
+      budget.exceeded(frame);
+    }
+    const text =
+      frame.code === "budget_exceeded" ? budget.refusalText() : (ERROR_TEXT[frame.code] ?? "Something went wrong.");
+    notices.show(text, { detail: frame.message || "", key: `error-${frame.code}` });
+    if (GIVE_BACK_CODES.has(frame.code)) {
+      outbox.refused(frame.code);
+      updateMode();
+    }
+    if (frame.code === "rate_limited" && paging.loading) {
+      paging.refused();
+    }
+    if (frame.code === "not_running") {
+      ui.stop.disabled = false;
+      ui.stop.textContent = texts.stop;
+    }
+  }
+
+  // --- the composer -------------------------------------------------------------------
+
+  ui.composer.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const content = ui.input.value;
+    const why = problem();
+    if (why !== "") {
+      ui.hint.textContent = why ?? "";
+      ui.input.focus();
+      return;
+    }
+    if (tray.busy && !isRunning()) {
+      ui.hint.textContent = "Wait until the files are uploaded, then send.";
+      return;
+    }
+    if (isRunning()) {
+      if (outbox.steer(content)) {
+        ui.input.value = "";
+        updateMode();
+      }
+      return;
+    }
+    if (sendMessage(content)) {
+      ui.input.value = "";
+      ui.hint.textContent = "";
+      updateMode();
+    }
+  });
+
+  ui.input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      ui.composer.requestSubmit();
+    }
+  });
+
+  ui.input.addEventListener("input", () => {
+    ui.hint.textContent = problem() ?? "";
+    updateMode();
+  });
+
+  ui.stop.addEventListener("click", stopRun);
+  ui.retry.addEventListener("click", () => client.reconnectNow());
+
+  // A new chat's starter prompts: each is sent as if typed, through the composer's checks.
+  for (const starter of root.querySelectorAll("[data-prompt]")) {
+    starter.addEventListener("click", () => {
+      ui.input.value = starter.dataset.prompt;
+      updateMode();
+      ui.composer.requestSubmit();
+      ui.input.focus({ preventScroll: true });
+    });
+  }
+
+  /**
+   * While an answer runs, Escape stops it, unless focus is in a reply widget, an editor or
+   * a dialog (where Escape belongs to them), or a page's own handler took the key first.
+   */
+  (options.keyboardTarget ?? root).addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || event.isComposing || event.defaultPrevented) {
+      return;
+    }
+    const target = event.composedPath()[0];
+    const inWidget = target instanceof Element && target.closest(".widget, .rename, .msg__editor, dialog");
+    if (isRunning() && !inWidget && !ui.stop.disabled) {
+      event.preventDefault();
+      stopRun();
+    }
+  });
+
+  updateMode();
+  keepTimesFresh(part("transcript"));
+  if (!options.client || !client.connection.socket) {
+    client.connect();
+  }
+  if (options.autofocus) {
+    ui.input.focus();
+  }
+  return { client, root, focus: () => ui.input.focus(), isRunning };
+}
