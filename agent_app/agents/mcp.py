@@ -34,6 +34,7 @@ import inspect
 import json
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
@@ -381,11 +382,16 @@ def extensions_for(assistant: Assistant) -> list[AgentExtension]:
 
 async def settled_elsewhere(context: AgentRunContext, call: Any) -> bool:
     """Whether a continuation's call is an MCP call cut off mid-question (its approval is
-    not asked again: the question desk ends it)."""
-    from agent_app.agents.elicitation import ElicitationDesk
+    not asked again: the question desk ends it).
 
+    The desk's module is only imported once an assistant has MCP servers (``extensions_for``);
+    until then no desk exists, and importing it here would need the ``mcp`` extra on sites
+    that use no MCP at all."""
+    elicitation = sys.modules.get("agent_app.agents.elicitation")
+    if elicitation is None:
+        return False
     for extension in context.extensions:
-        if isinstance(extension, ElicitationDesk):
+        if isinstance(extension, elicitation.ElicitationDesk):
             return await extension.interrupted(context, call) is not None
     return False
 
