@@ -16,10 +16,12 @@ class AgentAppConfig(AppConfig):
         from agent_app.durable.store import message_saved_through_the_orm
         from agent_app.guard import access  # noqa: F401
         from agent_app.models import ChatMessage
+        from agent_app.sessions import daphne_exit
 
         # Every installed app's assistants module, and ZETT_ASSISTANTS: a bad declaration
         # (no id, one id twice) stops the start with the class named.
         registry.discover()
+        daphne_exit.mend()  # before a daphne server runs: its SIGTERM cancels every socket
         post_save.connect(
             message_saved_through_the_orm, sender=ChatMessage, dispatch_uid="zett-history-version"
         )

@@ -13,6 +13,7 @@
   ``take_lease``;
 - ``registry``: the live sessions of the process and their session bus;
 - ``shutdown``: the graceful drain on SIGTERM;
+- ``daphne_exit``: daphne's own last shutdown step, made to cancel every socket;
 - ``errors``: ``Busy`` and ``NotRunning``.
 
 Nothing here knows whether there is one worker or many: that is the bus's business

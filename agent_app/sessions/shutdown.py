@@ -13,10 +13,11 @@ that are never dropped silently:
 
 Then what else the process holds open is closed (``at_drain``: every MCP connection).
 
-Then the server's own SIGTERM handling runs (daphne's stops the reactor, uvicorn's its
-server). The handler is installed once per process, with ``signal.signal`` (it runs on the
-main thread, where the event loop runs, and hands the work to the loop), and only where a
-server runs: ``install`` is called when the first socket of the process opens.
+Then the server's own SIGTERM handling runs (daphne's cancels every connection's
+application and stops the reactor, ``daphne_exit``; uvicorn's stops its server). The
+handler is installed once per process, with ``signal.signal`` (it runs on the main thread,
+where the event loop runs, and hands the work to the loop), and only where a server runs:
+``install`` is called when the first socket of the process opens.
 """
 
 from __future__ import annotations
