@@ -68,3 +68,20 @@ def group_redis_tests(items: list[pytest.Item]) -> None:
         module = getattr(item, "module", None)
         if any(getattr(module, name, None) is value for name, value in ways_in):
             item.add_marker(pytest.mark.xdist_group(REDIS_GROUP))
+            _name_the_group(item)
+
+
+def _name_the_group(item: pytest.Item) -> None:
+    """Write the group into the test's id, where ``loadgroup`` reads it (``<id>@redis``).
+
+    xdist 3.8 does this itself by setting ``item._nodeid``, but pytest 9 keeps a node's id
+    in ``item._id``, so xdist's suffix is lost and the group would be spread over all
+    workers. Only in a worker of a ``loadgroup`` run, and only once.
+    """
+    if not worker_id() or not item.config.getvalue("loadgroup"):
+        return
+    suffix = f"@{REDIS_GROUP}"
+    if not item.nodeid.endswith(suffix):
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(item.nodeid + suffix)

@@ -1,0 +1,1 @@
+"""Plugins that child pytest runs of the suite's own tests load with ``-p``."""
