@@ -78,7 +78,7 @@ def _name_the_group(item: pytest.Item) -> None:
     in ``item._id``, so xdist's suffix is lost and the group would be spread over all
     workers. Only in a worker of a ``loadgroup`` run, and only once.
     """
-    if not worker_id() or not item.config.getvalue("loadgroup"):
+    if not worker_id() or not getattr(item.config.option, "loadgroup", False):
         return
     suffix = f"@{REDIS_GROUP}"
     if not item.nodeid.endswith(suffix):

@@ -76,6 +76,9 @@ def widget(page: Page, index: int = 0):
 
 
 def send_in(chat, text: str) -> None:
+    # Sent before the socket opens, a message stays in the composer with a notice (the
+    # page's rule); these tests send once the widget is connected, as a person would.
+    expect(chat.locator(".connection__label")).to_have_text("Connected")
     box = chat.get_by_label("Message", exact=True)
     box.fill(text)
     box.press("Enter")
