@@ -20,6 +20,7 @@ from .mcp_support import (
     SharedHttpServer,
     T,
     calls_in,
+    listings_in,
     run_calls,
     tool_call,
     tool_results,
@@ -397,3 +398,5 @@ async def test_a_call_past_call_timeout_fails_clearly_and_the_connection_stays_u
     assert slow.success is False
     assert "timed out" in slow.content.lower() or "timeout" in slow.content.lower(), slow.content
     assert added.content == "5"
+    # The same session served both: a reconnect would have listed the tools again.
+    assert listings_in(http.log) == 1

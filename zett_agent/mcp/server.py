@@ -420,7 +420,7 @@ class MCPServer(ElicitationWaits):
 
     def _transport(self, headers: dict[str, str]) -> Any:
         if self.url is not None:
-            return _http_transport(self.url, headers, self._connect_timeout, self._call_timeout)
+            return _http_transport(self.url, headers, self._connect_timeout)
         assert self.command is not None
         parameters = StdioServerParameters(
             command=self.command[0], args=self.command[1:], env=self._env, cwd=self._cwd
@@ -491,10 +491,17 @@ class MCPServer(ElicitationWaits):
 
 @asynccontextmanager
 async def _http_transport(
-    url: str, headers: dict[str, str], connect_timeout: float, read_timeout: float | None
+    url: str, headers: dict[str, str], connect_timeout: float
 ) -> AsyncIterator[Any]:
-    """One HTTP client per connection, closed with it (in the connection's owner task)."""
-    timeout = httpx2.Timeout(connect_timeout, read=read_timeout)
+    """One HTTP client per connection, closed with it (in the connection's owner task).
+
+    No read timeout at the HTTP level: ``call_timeout`` is the client's own bound on every
+    request (it cancels the request cleanly), while an HTTP read timeout would fire on a
+    quiet ``subscriptions/listen`` stream, or race that bound on a slow call, and an
+    unhandled read timeout in the transport ends the whole session (every other call on
+    it is lost).
+    """
+    timeout = httpx2.Timeout(connect_timeout, read=None)
 
     async def refused(response: httpx2.Response) -> None:
         if response.status_code in (401, 403):
