@@ -9,13 +9,10 @@ approval gate that asks ``call.name in names``.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from zett_agent.mcp.server import MCPServer
+from typing import Any
 
 __all__ = ["ApprovalNames", "MCPToolInfo", "annotations_need_approval"]
 
@@ -49,21 +46,26 @@ class ApprovalNames(AbstractSet[str]):
     (rather than a copy) always asks about the tools the server lists now.
     """
 
-    __slots__ = ("_server",)
+    __slots__ = ("_listed", "_needs_approval", "_prefix")
 
-    def __init__(self, server: MCPServer) -> None:
-        self._server = server
+    def __init__(
+        self,
+        server_name: str,
+        needs_approval: Callable[[str], bool],
+        listed: Mapping[str, MCPToolInfo],
+    ) -> None:
+        """``listed`` is the server's own (growing) map of zett name to tool info."""
+        self._prefix = f"{server_name}__"
+        self._needs_approval = needs_approval
+        self._listed = listed
 
     def __contains__(self, name: object) -> bool:
-        server = self._server
         return (
-            isinstance(name, str)
-            and name.startswith(f"{server.name}__")
-            and server.needs_approval(name)
+            isinstance(name, str) and name.startswith(self._prefix) and self._needs_approval(name)
         )
 
     def __iter__(self) -> Iterator[str]:
-        return iter([name for name, info in self._server._info.items() if info.needs_approval])
+        return iter([name for name, info in self._listed.items() if info.needs_approval])
 
     def __len__(self) -> int:
-        return sum(1 for info in self._server._info.values() if info.needs_approval)
+        return sum(1 for info in self._listed.values() if info.needs_approval)

@@ -325,7 +325,7 @@ class MCPServer(ElicitationWaits):
     @property
     def approval_names(self) -> ApprovalNames:
         """The live set of this server's tool names that need approval (``ApprovalNames``)."""
-        return ApprovalNames(self)
+        return ApprovalNames(self.name, self.needs_approval, self._info)
 
     async def aclose(self) -> None:
         """Close every connection and wait until each is closed."""
