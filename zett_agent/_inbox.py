@@ -1,4 +1,4 @@
-"""Steering and internal messages waiting for one running request.
+"""Steering and internal messages waiting for one running request, and the ones it answers.
 
 Replies arrive from any thread (``Agent.emit_external_event``) while the request runs on
 its event loop, and a reply may race the request's final answer. One lock orders the two:
@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import threading
 
+from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.exceptions import AgentIterationLimitError
-from zett_agent.messages import AgentMessage, UserMessage
+from zett_agent.messages import AgentMessage, AssistantMessage, UserMessage
 
-__all__ = ["RequestInbox"]
+__all__ = ["AnsweredInputs", "RequestInbox"]
+
+E = AgentEventType
 
 
 class RequestInbox:
@@ -95,3 +98,48 @@ class RequestInbox:
             self._open = False
             self._steering.clear()
             self._internal.clear()
+
+
+class AnsweredInputs:
+    """The steering and the internal message the request is answering now (one of each).
+
+    It only keeps the slots and builds the events that end them; the request emits those,
+    so the order of events stays where the request's loop tells it.
+    """
+
+    __slots__ = ("internal", "steering")
+
+    def __init__(self) -> None:
+        self.steering: UserMessage | None = None
+        self.internal: AgentMessage | None = None
+
+    def interrupted(self, session_id: str) -> list[AgentEvent]:
+        """End both as interrupted (internal first): a new steering message takes over."""
+        events = []
+        if self.internal is not None:
+            internal, self.internal = self.internal, None
+            events.append(
+                AgentEvent(E.INTERNAL_MESSAGE_INTERRUPTED, session_id, internal_message=internal)
+            )
+        if self.steering is not None:
+            steering, self.steering = self.steering, None
+            events.append(AgentEvent(E.STEERING_INTERRUPTED, session_id, steering_message=steering))
+        return events
+
+    def completed(self, session_id: str, answer: AssistantMessage) -> list[AgentEvent]:
+        """End both as answered (steering first) by the final ``answer``."""
+        events = []
+        if self.steering is not None:
+            steering, self.steering = self.steering, None
+            events.append(AgentEvent(E.STEERING_COMPLETED, session_id, steering_message=steering))
+        if self.internal is not None:
+            internal, self.internal = self.internal, None
+            events.append(
+                AgentEvent(
+                    E.INTERNAL_MESSAGE_COMPLETED,
+                    session_id,
+                    internal_message=internal,
+                    message=answer,
+                )
+            )
+        return events

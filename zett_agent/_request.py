@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from zett_agent._context import AgentRunContext
 from zett_agent._driver import Driver, emission
 from zett_agent._hooks import HookTable
-from zett_agent._inbox import RequestInbox
+from zett_agent._inbox import AnsweredInputs, RequestInbox
 from zett_agent._model_call import call_model
 from zett_agent._resume import Resumption, resume_point
 from zett_agent._tool_call import execute_tool
@@ -61,7 +61,6 @@ from zett_agent.extensions.events import (
     _measured,
 )
 from zett_agent.messages import (
-    AgentMessage,
     AnyMessage,
     AssistantMessage,
     ToolCall,
@@ -122,8 +121,7 @@ class Request:
         self.driver: Driver | None = None  # set by the Agent before the first step
         self._setup = True
         self._unsettled: list[ToolCall] = []
-        self._active_steering: UserMessage | None = None
-        self._active_internal: AgentMessage | None = None
+        self._answering = AnsweredInputs()
         self._ended = False
 
     # -- emission and publication ------------------------------------------------------
@@ -429,7 +427,7 @@ class Request:
                 await self._start_steering(queued)
             else:
                 await self._complete_active(message)
-                self._active_internal = queued
+                self._answering.internal = queued
                 await self.append(queued)
                 await self.emit(
                     AgentEvent(E.INTERNAL_MESSAGE_STARTED, session_id, internal_message=queued)
@@ -533,40 +531,16 @@ class Request:
     async def _start_steering(self, messages: list[UserMessage]) -> None:
         session_id = self.context.session_id
         for message in messages:
-            await self._interrupt_active()
-            self._active_steering = message
+            for event in self._answering.interrupted(session_id):
+                await self.emit(event)
+            self._answering.steering = message
             await self.append(message)
             await self.emit(AgentEvent(E.STEERING_STARTED, session_id, steering_message=message))
 
-    async def _interrupt_active(self) -> None:
-        session_id = self.context.session_id
-        if self._active_internal is not None:
-            internal, self._active_internal = self._active_internal, None
-            await self.emit(
-                AgentEvent(E.INTERNAL_MESSAGE_INTERRUPTED, session_id, internal_message=internal)
-            )
-        if self._active_steering is not None:
-            steering, self._active_steering = self._active_steering, None
-            await self.emit(
-                AgentEvent(E.STEERING_INTERRUPTED, session_id, steering_message=steering)
-            )
-
     async def _complete_active(self, answer: AssistantMessage) -> None:
         """A final answer settles the active steering and internal message; ``answer`` is it."""
-        session_id = self.context.session_id
-        if self._active_steering is not None:
-            steering, self._active_steering = self._active_steering, None
-            await self.emit(AgentEvent(E.STEERING_COMPLETED, session_id, steering_message=steering))
-        if self._active_internal is not None:
-            internal, self._active_internal = self._active_internal, None
-            await self.emit(
-                AgentEvent(
-                    E.INTERNAL_MESSAGE_COMPLETED,
-                    session_id,
-                    internal_message=internal,
-                    message=answer,
-                )
-            )
+        for event in self._answering.completed(self.context.session_id, answer):
+            await self.emit(event)
 
     # -- endings -------------------------------------------------------------------------
 
