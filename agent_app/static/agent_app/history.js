@@ -216,24 +216,10 @@ class HistoryRenderer {
   /** A wait of a paused run: its open widget, under its card. */
   pending(wait) {
     const transcript = this.transcript;
-    if (transcript.widgets.has(wait.tool_call_id)) {
-      return;
+    if (!transcript.widgets.has(wait.tool_call_id)) {
+      const turn = transcript.turnFor(wait.request_id) ?? this.turn ?? this.turnOf({ request_id: wait.request_id });
+      showWait(transcript, turn, wait);
     }
-    const payload = { ...wait.payload, tool_call_id: wait.tool_call_id, expires_at: wait.expires_at };
-    payload.response_event ??= wait.response_event;
-    const turn = transcript.turnFor(wait.request_id) ?? this.turn ?? this.turnOf({ request_id: wait.request_id });
-    const call =
-      wait.kind === "approval" || wait.kind === "browser_tool"
-        ? { id: wait.tool_call_id, name: payload.tool, arguments: payload.arguments }
-        : payload.source === "mcp"
-          ? { id: payload.call_id, name: payload.tool }
-          : { id: wait.tool_call_id, name: "ask_user" };
-    const card = transcript.cardFor(turn, call);
-    card.setState("waiting");
-    if (wait.kind === "browser_tool") {
-      return; // a host-page tool: the page's script answers it (client.js), not a person
-    }
-    transcript.showWidget(card, payload, wait.name, wait.request_id);
   }
 
   /** Footers for the turns that are over. */
@@ -257,5 +243,26 @@ class HistoryRenderer {
     note.className = "note note--muted msg__truncated";
     note.textContent = TRUNCATED_TEXT;
     return note;
+  }
+}
+
+/**
+ * Show one wait of a paused run (a `pending` item) under its tool card in `turn`: the card
+ * waits, and its reply widget opens, unless the host page's script answers it (a browser
+ * tool, `client.js`).
+ */
+export function showWait(transcript, turn, wait) {
+  const payload = { ...wait.payload, tool_call_id: wait.tool_call_id, expires_at: wait.expires_at };
+  payload.response_event ??= wait.response_event;
+  const call =
+    wait.kind === "approval" || wait.kind === "browser_tool"
+      ? { id: wait.tool_call_id, name: payload.tool, arguments: payload.arguments }
+      : payload.source === "mcp" // an MCP server's question: under the call that asks
+        ? { id: payload.call_id, name: payload.tool }
+        : { id: wait.tool_call_id, name: "ask_user" };
+  const card = transcript.cardFor(turn, call);
+  card.setState("waiting");
+  if (wait.kind !== "browser_tool") {
+    transcript.showWidget(card, payload, wait.name, wait.request_id);
   }
 }

@@ -37,7 +37,7 @@ import { BudgetMeter } from "./budget.js";
 import { composerProblem } from "./composer.js";
 import { ZettClient } from "./client.js";
 import { LastTurnActions } from "./edit.js";
-import { renderHistory } from "./history.js";
+import { renderHistory, showWait } from "./history.js";
 import { LinkIndicator } from "./link.js";
 import { ERROR_TEXT, Notices } from "./notices.js";
 import { Outbox } from "./outbox.js";
@@ -457,23 +457,9 @@ export function mount(where, options = {}) {
   /** Waits of a paused run (`run_paused`): each gets its widget back, if it has none. */
   function showPending(pending) {
     for (const wait of pending ?? []) {
-      if (widgets.has(wait.tool_call_id)) {
-        continue;
-      }
       const turn = transcript.turnFor(wait.request_id) ?? transcript.lastTurn();
-      if (turn === null) {
-        continue;
-      }
-      const payload = { ...wait.payload, tool_call_id: wait.tool_call_id, expires_at: wait.expires_at };
-      const call =
-        wait.payload?.source === "mcp" // an MCP server's question: under the call that asks
-          ? { id: payload.call_id, name: payload.tool }
-          : { id: wait.tool_call_id, name: payload.tool ?? "ask_user" };
-      const card = transcript.cardFor(turn, call);
-      card.setState("waiting");
-      if (wait.kind !== "browser_tool") {
-        // A host-page tool is the page's script to answer (client.js), not a person's.
-        transcript.showWidget(card, payload, wait.name, wait.request_id);
+      if (!widgets.has(wait.tool_call_id) && turn !== null) {
+        showWait(transcript, turn, wait);
       }
     }
   }
