@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pytest
+if TYPE_CHECKING:  # bench/ imports worker_id (through the daphne launcher) without pytest
+    import pytest
 
 #: The most workers ``-n auto`` starts; past a few, the live servers and browsers of the
 #: workers compete for the same cores.
@@ -60,6 +62,8 @@ def _names_a_file_or_test(argument: str, config: pytest.Config) -> bool:
 
 def group_redis_tests(items: list[pytest.Item]) -> None:
     """Put every test of a module that reaches the tests' Redis into the ``redis`` group."""
+    from pytest import mark
+
     from tests.app import servers, services
 
     # The ways in: the URL itself, and the two-worker cluster (which flushes it).
@@ -67,7 +71,7 @@ def group_redis_tests(items: list[pytest.Item]) -> None:
     for item in items:
         module = getattr(item, "module", None)
         if any(getattr(module, name, None) is value for name, value in ways_in):
-            item.add_marker(pytest.mark.xdist_group(REDIS_GROUP))
+            item.add_marker(mark.xdist_group(REDIS_GROUP))
             _name_the_group(item)
 
 
