@@ -17,14 +17,20 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-import redis
 import websockets
 from ag_ui_validate.transport import TransportOptions, validate_endpoint
 
 from agent_app.agui.encoder import RunEncoder
 from tests.app.agui_support import check_events, resume_input, run_input, validate_stream
-from tests.app.servers import ROOT, Client, DaphneProcess, fresh_database, migrate, server_env
-from tests.app.services import REDIS_URL, require_service
+from tests.app.servers import (
+    ROOT,
+    Client,
+    DaphneProcess,
+    fresh_database,
+    migrate,
+    server_env,
+    two_workers,
+)
 from tests.app.sse_client import collect, fetcher, open_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -80,30 +86,10 @@ def single(tmp_path) -> Iterator[tuple[DaphneProcess, str]]:
 
 @pytest.fixture
 async def cluster(tmp_path) -> AsyncIterator[tuple[DaphneProcess, DaphneProcess, str]]:
-    redis_url = require_service("Redis", REDIS_URL)
-    client = redis.Redis.from_url(redis_url)
-    client.flushdb()
-    with fresh_database("postgres", tmp_path) as database_url:
-        env = server_env(
-            database_url,
-            REDIS_URL=redis_url,
-            ZETT_MODEL="demo",
-            ZETT_DEMO_PACE="0.03",
-            ZETT_LEASE_SECONDS=LEASE_SECONDS,
-        )
-        migrate(env)
-        secret = make_token(env, "ada")
-        one = DaphneProcess("agui-one", env, migrate=False).start()
-        two = DaphneProcess("agui-two", env, migrate=False).start()
-        try:
-            yield one, two, secret
-        finally:
-            await one.close_clients()
-            await two.close_clients()
-            one.stop()
-            two.stop()
-            client.flushdb()
-            client.close()
+    async with two_workers(
+        "agui", tmp_path, ZETT_MODEL="demo", ZETT_DEMO_PACE="0.03", ZETT_LEASE_SECONDS=LEASE_SECONDS
+    ) as (one, two, database_url):
+        yield one, two, make_token(server_env(database_url), "ada")
 
 
 async def test_a_post_streams_as_produced_and_passes_the_live_validator(single):

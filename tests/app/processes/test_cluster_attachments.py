@@ -16,10 +16,8 @@ from collections.abc import AsyncIterator
 from http.cookies import SimpleCookie
 
 import pytest
-import redis
 
-from tests.app.servers import DaphneProcess, fresh_database, migrate, server_env
-from tests.app.services import REDIS_URL, require_service
+from tests.app.servers import DaphneProcess, two_workers
 from tests.app.test_attachments_files import image_bytes, pdf_bytes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -27,30 +25,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 @pytest.fixture
 async def workers(tmp_path) -> AsyncIterator[tuple[DaphneProcess, DaphneProcess]]:
-    redis_url = require_service("Redis", REDIS_URL)
-    client = redis.Redis.from_url(redis_url)
-    client.flushdb()
-    with fresh_database("postgres", tmp_path) as database_url:
-        env = server_env(
-            database_url,
-            REDIS_URL=redis_url,
-            ZETT_MODEL="demo",
-            ZETT_DEMO_PACE="0",
-            DJANGO_MEDIA_ROOT=str(tmp_path / "shared-media"),
-        )
-        migrate(env)
-        one = DaphneProcess("attach-one", env, migrate=False).start()
-        two = DaphneProcess("attach-two", env, migrate=False).start()
-        one.cookie = two.cookie = one.browser_cookie()
-        try:
-            yield one, two
-        finally:
-            await one.close_clients()
-            await two.close_clients()
-            one.stop()
-            two.stop()
-            client.flushdb()
-            client.close()
+    async with two_workers(
+        "attach",
+        tmp_path,
+        ZETT_MODEL="demo",
+        ZETT_DEMO_PACE="0",
+        DJANGO_MEDIA_ROOT=str(tmp_path / "shared-media"),
+    ) as (one, two, _):
+        yield one, two
 
 
 def _upload(worker: DaphneProcess, session_id: str, data: bytes, name: str) -> dict:
