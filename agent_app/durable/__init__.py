@@ -9,5 +9,6 @@
 - ``recovery``: runs whose process died, settled as ``interrupted`` or ``paused``;
 - ``sequence``: the frame numbering's high-water mark, reserved in blocks;
 - ``history``: the ``session`` and ``history_page`` frames' items;
-- ``audit``: the record of every reply and verdict.
+- ``audit``: the record of every reply and verdict;
+- ``deadlocks``: transactions PostgreSQL ended as deadlocked, run again.
 """

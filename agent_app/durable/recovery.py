@@ -42,6 +42,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent_app import conf
+from agent_app.durable.deadlocks import retried_on_deadlock
 from agent_app.durable.sequence import reserve_block
 from agent_app.durable.store import RowMeta, bump_version, insert_rows, open_calls
 from agent_app.durable.waits import (
@@ -157,6 +158,7 @@ def answered_paused_runs(session_id: str) -> list[str]:
     ]
 
 
+@retried_on_deadlock
 def recover_session(
     session_id: str, dead: Iterable[str], *, abandon_paused: bool = False
 ) -> list[Settled]:

@@ -26,6 +26,7 @@ from django.utils import timezone
 from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
 from agent_app.attachments.stored import attachment_refs
 from agent_app.chat_records import ChatDeleted, creator_key, record_creation, was_deleted
+from agent_app.durable.deadlocks import retried_on_deadlock
 from agent_app.durable.sequence import SEQ_BLOCK
 from agent_app.durable.statements import insert, update
 from agent_app.durable.store import (
@@ -131,6 +132,7 @@ def _store_run(
         raise AlreadyContinued(resumed_from)  # rolls back: nothing is stored
 
 
+@retried_on_deadlock
 def begin_run(
     session_id: str,
     request_id: str,
@@ -269,6 +271,7 @@ def _supersede_last_turn(session_id: str) -> tuple[int, UserMessage]:
     return last.position, replaced
 
 
+@retried_on_deadlock
 def end_run(
     session_id: str,
     request_id: str,
@@ -299,10 +302,13 @@ def end_run(
     db = connections[DEFAULT_DB_ALIAS]
     bumped = None
     with transaction.atomic():
+        # The run's row is locked before the session's, the order recovery takes them in
+        # (``recover_session``): the other order deadlocked with a worker settling the
+        # session's runs at the same moment.
+        ended = update(ChatRun, fields, request_id=request_id, status=RunStatus.RUNNING)
         if rows:
             bumped = bump_version(session_id, now)
             insert_rows(session_id, request_id, rows, after=bumped.last_position)
-        ended = update(ChatRun, fields, request_id=request_id, status=RunStatus.RUNNING)
         counted = usage if ended and usage else {}
         with db.cursor() as cursor:
             cursor.execute(
