@@ -38,6 +38,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import autodiscover_modules, import_string
 
 from agent_app import conf
+from agent_app.attachments.reading import has_documents, note_documents
 from agent_app.current import bind, current_chat, current_user, person_of_chat
 
 if TYPE_CHECKING:
@@ -267,21 +268,25 @@ class AssistantForbidden(PermissionError):
     """The person may not chat with this assistant (``has_permission`` said no)."""
 
 
-def _load(session_id: str) -> tuple[ChatSession, Assistant, bool]:
+def _load(session_id: str) -> tuple[ChatSession, Assistant, bool, bool]:
     from agent_app.models import ChatSession
 
     chat = ChatSession.objects.select_related("owner").get(pk=session_id)
     assistant = registry.resolve(chat.assistant)
-    return chat, assistant, assistant.has_permission(person_of_chat(chat))
+    allowed = assistant.has_permission(person_of_chat(chat))
+    return chat, assistant, allowed, allowed and has_documents(session_id)
 
 
 async def enter_run(session_id: str) -> ChatSession:
     """Bind the chat and its person to the calling task (the run's); check the permission.
 
     ``AssistantForbidden`` when the owner may not use the chat's assistant (any more).
+    The same thread hop reads whether the chat holds a document, which the run's first
+    request asks (``agent_app.attachments.reading.noted_documents``): one hop a run, not two.
     """
-    chat, assistant, allowed = await database_sync_to_async(_load)(session_id)
+    chat, assistant, allowed, documents = await database_sync_to_async(_load)(session_id)
     if not allowed:
         raise AssistantForbidden(f"You may not chat with the assistant {assistant.display_name!r}")
     bind(person_of_chat(chat), chat)
+    note_documents(session_id, documents)
     return chat

@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import logging
 import uuid
+from contextvars import ContextVar
 
 from django.apps import apps
 
 from agent_app.attachments.content import AttachmentFile
 
-__all__ = ["has_documents", "read_attachment_file"]
+__all__ = ["has_documents", "note_documents", "noted_documents", "read_attachment_file"]
 
 logger = logging.getLogger(__name__)
+
+#: ``has_documents`` of the run's chat, read with the chat at the top of the run
+#: (``agent_app.assistants.enter_run``, in the same thread hop) for the run's first
+#: request: ``(session id, [answer])``, the answer taken by the first look.
+_noted: ContextVar[tuple[str, list[bool]] | None] = ContextVar("zett_noted_documents", default=None)
 
 
 def _attachments():
@@ -52,3 +58,17 @@ def has_documents(session_id: str) -> bool:
         .exclude(media_type__startswith="image/")
         .exists()
     )
+
+
+def note_documents(session_id: str, holds: bool) -> None:
+    """Keep ``has_documents(session_id)``, just read, for the calling task's first request."""
+    _noted.set((session_id, [holds]))
+
+
+def noted_documents(session_id: str) -> bool | None:
+    """What ``note_documents`` kept for ``session_id`` in this context, once (a later request
+    of the run asks the database again); None when nothing is kept."""
+    noted = _noted.get()
+    if noted is None or noted[0] != session_id or not noted[1]:
+        return None
+    return noted[1].pop()
