@@ -269,9 +269,10 @@ class AssistantForbidden(PermissionError):
 
 
 def _load(session_id: str) -> tuple[ChatSession, Assistant, bool, bool]:
+    from agent_app.durable.statements import get_joined
     from agent_app.models import ChatSession
 
-    chat = ChatSession.objects.select_related("owner").get(pk=session_id)
+    chat = get_joined(ChatSession, "owner", session_id)  # select_related("owner").get(pk=…)
     assistant = registry.resolve(chat.assistant)
     allowed = assistant.has_permission(person_of_chat(chat))
     return chat, assistant, allowed, allowed and has_documents(session_id)
