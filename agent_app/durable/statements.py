@@ -1,5 +1,5 @@
 """Single SQL statements for the writes every run and every reply makes, and the reads
-every run makes (``get_joined``).
+every run makes (``get_joined``, ``pk_exists``).
 
 The ORM builds and compiles a query object for each ``create`` or ``update``; for the rows a
 run writes per message and a reply writes before it may act, that costs several times the
@@ -20,7 +20,7 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
 
-__all__ = ["get_joined", "insert", "update"]
+__all__ = ["get_joined", "insert", "pk_exists", "update"]
 
 
 def insert(rows: list[Any], *, returning_pk: bool = False) -> None:
@@ -204,3 +204,22 @@ def _joined_shape(model: type[models.Model], relation: str, vendor: str) -> _Joi
         related_fields.index(related.pk),
         converters,
     )
+
+
+def pk_exists(manager: models.Manager, pk: Any) -> bool:
+    """``manager.filter(pk=pk).exists()`` in one statement built once; through the ORM
+    when the manager's queryset is its own (it may filter rows out)."""
+    model = manager.model
+    if type(manager).get_queryset is not models.Manager.get_queryset:
+        return manager.filter(pk=pk).exists()
+    db = connections[DEFAULT_DB_ALIAS]
+    with db.cursor() as cursor:
+        cursor.execute(_exists_sql(model, db.vendor), [model._meta.pk.get_db_prep_value(pk, db)])
+        return cursor.fetchone() is not None
+
+
+@functools.cache
+def _exists_sql(model: type[models.Model], vendor: str) -> str:
+    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    meta = model._meta
+    return f"SELECT 1 FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} = %s LIMIT 1"

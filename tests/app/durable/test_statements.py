@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from agent_app.durable.statements import get_joined, insert, update
+from agent_app.durable.statements import get_joined, insert, pk_exists, update
 from agent_app.models import ChatSession, ExternalEventRecord, ReplyWait, WaitKind, WaitStatus
 
 pytestmark = pytest.mark.django_db
@@ -166,3 +166,22 @@ def test_has_documents_finds_what_the_orm_form_finds():
             attach(chat, media_type)
         assert has_documents(str(chat.pk)) == has_documents_orm(str(chat.pk)), media_types
     assert has_documents(str(chat.pk)) is has_documents_orm(str(chat.pk))
+
+
+def test_pk_exists_answers_as_the_orm_does_and_leaves_a_filtering_manager_to_it():
+    from django.contrib.auth import get_user_model
+    from django.db import models
+
+    users = get_user_model().objects
+    user = users.create_user("grace", password="pw")
+    for pk in (user.pk, user.pk + 1000):
+        assert pk_exists(users, pk) is users.filter(pk=pk).exists()
+
+    class NoChats(models.Manager):
+        def get_queryset(self):
+            return super().get_queryset().none()
+
+    chat = ChatSession.objects.create()
+    hiding = NoChats()
+    hiding.model = ChatSession
+    assert pk_exists(ChatSession.objects, chat.pk) and not pk_exists(hiding, chat.pk)
