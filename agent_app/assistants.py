@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from channels.db import database_sync_to_async
@@ -52,10 +53,12 @@ __all__ = [
     "Assistant",
     "AssistantForbidden",
     "AssistantRegistry",
+    "Entry",
     "UnknownAssistant",
     "current_chat",
     "current_user",
     "enter_run",
+    "read_entry",
     "register",
     "registry",
 ]
@@ -268,26 +271,46 @@ class AssistantForbidden(PermissionError):
     """The person may not chat with this assistant (``has_permission`` said no)."""
 
 
-def _load(session_id: str) -> tuple[ChatSession, Assistant, bool, bool]:
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What a run's top reads of its chat (``read_entry``)."""
+
+    chat: ChatSession
+    assistant: Assistant
+    #: Whether the chat's person may use its assistant.
+    allowed: bool
+    #: Whether the chat holds a document (``agent_app.attachments.reading.has_documents``).
+    documents: bool
+
+
+def read_entry(session_id: str) -> Entry:
+    """The chat with its owner, its assistant and what the run's top checks (in the ORM's
+    thread). A run reads it in the thread hop that stores its start
+    (``agent_app.sessions.settling``): one hop a run, not two."""
     from agent_app.durable.statements import get_joined
     from agent_app.models import ChatSession
 
     chat = get_joined(ChatSession, "owner", session_id)  # select_related("owner").get(pk=…)
     assistant = registry.resolve(chat.assistant)
     allowed = assistant.has_permission(person_of_chat(chat))
-    return chat, assistant, allowed, allowed and has_documents(session_id)
+    return Entry(chat, assistant, allowed, allowed and has_documents(session_id))
 
 
-async def enter_run(session_id: str) -> ChatSession:
+async def enter_run(session_id: str, entry: Entry | Exception | None = None) -> ChatSession:
     """Bind the chat and its person to the calling task (the run's); check the permission.
 
     ``AssistantForbidden`` when the owner may not use the chat's assistant (any more).
-    The same thread hop reads whether the chat holds a document, which the run's first
-    request asks (``agent_app.attachments.reading.noted_documents``): one hop a run, not two.
+    ``entry``: ``read_entry(session_id)`` read just before, or what it raised (raised
+    here); None: read now. Whether the chat holds a document is kept for the run's first
+    request (``agent_app.attachments.reading.noted_documents``).
     """
-    chat, assistant, allowed, documents = await database_sync_to_async(_load)(session_id)
-    if not allowed:
-        raise AssistantForbidden(f"You may not chat with the assistant {assistant.display_name!r}")
-    bind(person_of_chat(chat), chat)
-    note_documents(session_id, documents)
-    return chat
+    if entry is None:
+        entry = await database_sync_to_async(read_entry)(session_id)
+    elif isinstance(entry, Exception):
+        raise entry
+    if not entry.allowed:
+        name = entry.assistant.display_name
+        raise AssistantForbidden(f"You may not chat with the assistant {name!r}")
+    bind(person_of_chat(entry.chat), entry.chat)
+    note_documents(session_id, entry.documents)
+    return entry.chat

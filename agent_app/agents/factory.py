@@ -63,9 +63,9 @@ _ATTACHMENTS = AttachmentExtension(_READER)
 
 
 class _ReadAttachmentOffer(AgentExtension):
-    """Offer ``read_attachment`` to the requests of chats that hold a document (read in
-    ``enter_run``'s hop at the run's top; one query of its own otherwise): other chats'
-    requests, and their tool guidelines, stay as they were."""
+    """Offer ``read_attachment`` to the requests of chats that hold a document (read with
+    the chat, ``read_entry``, in the hop that stores the run; one query of its own
+    otherwise): other chats' requests, and their tool guidelines, stay as they were."""
 
     def __init__(self) -> None:
         self.tool = read_attachment_tool(_READER)

@@ -30,8 +30,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: ``has_documents`` of the run's chat, read with the chat at the top of the run
-#: (``agent_app.assistants.enter_run``, in the same thread hop) for the run's first
+#: ``has_documents`` of the run's chat, read with the chat as the run is stored
+#: (``agent_app.assistants.read_entry``, in the same thread hop) for the run's first
 #: request: ``(session id, [answer])``, the answer taken by the first look.
 _noted: ContextVar[tuple[str, list[bool]] | None] = ContextVar("zett_noted_documents", default=None)
 
