@@ -71,7 +71,7 @@ class _ReadAttachmentOffer(AgentExtension):
         self.tool = read_attachment_tool(_READER)
 
     async def on_tool(self, context: AgentRunContext) -> None:
-        holds = noted_documents(context.session_id)  # read with the chat, at the run's top
+        holds = noted_documents(context.session_id)  # read with the chat as the run was stored
         if holds is None:
             holds = await database_sync_to_async(has_documents)(context.session_id)
         if holds:

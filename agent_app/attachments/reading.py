@@ -30,6 +30,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+#: The media types ``has_documents`` leaves out (the reading tool reads no image).
+_IMAGES = "image/"
+
 #: ``has_documents`` of the run's chat, read with the chat as the run is stored
 #: (``agent_app.assistants.read_entry``, in the same thread hop) for the run's first
 #: request: ``(session id, [answer])``, the answer taken by the first look.
@@ -84,9 +87,6 @@ def has_documents_orm(session_id: str) -> bool:
         .exclude(media_type__startswith=_IMAGES)
         .exists()
     )
-
-
-_IMAGES = "image/"
 
 
 @functools.cache
