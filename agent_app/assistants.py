@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from channels.db import database_sync_to_async
@@ -38,6 +39,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import autodiscover_modules, import_string
 
 from agent_app import conf
+from agent_app.attachments.reading import has_documents, note_documents
 from agent_app.current import bind, current_chat, current_user, person_of_chat
 
 if TYPE_CHECKING:
@@ -51,10 +53,12 @@ __all__ = [
     "Assistant",
     "AssistantForbidden",
     "AssistantRegistry",
+    "Entry",
     "UnknownAssistant",
     "current_chat",
     "current_user",
     "enter_run",
+    "read_entry",
     "register",
     "registry",
 ]
@@ -267,21 +271,46 @@ class AssistantForbidden(PermissionError):
     """The person may not chat with this assistant (``has_permission`` said no)."""
 
 
-def _load(session_id: str) -> tuple[ChatSession, Assistant, bool]:
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What a run's top reads of its chat (``read_entry``)."""
+
+    chat: ChatSession
+    assistant: Assistant
+    #: Whether the chat's person may use its assistant.
+    allowed: bool
+    #: Whether the chat holds a document (``agent_app.attachments.reading.has_documents``).
+    documents: bool
+
+
+def read_entry(session_id: str) -> Entry:
+    """The chat with its owner, its assistant and what the run's top checks (in the ORM's
+    thread). A run reads it in the thread hop that stores its start
+    (``agent_app.sessions.settling``): one hop a run, not two."""
+    from agent_app.durable.statements import get_joined
     from agent_app.models import ChatSession
 
-    chat = ChatSession.objects.select_related("owner").get(pk=session_id)
+    chat = get_joined(ChatSession, "owner", session_id)  # select_related("owner").get(pk=…)
     assistant = registry.resolve(chat.assistant)
-    return chat, assistant, assistant.has_permission(person_of_chat(chat))
+    allowed = assistant.has_permission(person_of_chat(chat))
+    return Entry(chat, assistant, allowed, allowed and has_documents(session_id))
 
 
-async def enter_run(session_id: str) -> ChatSession:
+async def enter_run(session_id: str, entry: Entry | Exception | None = None) -> ChatSession:
     """Bind the chat and its person to the calling task (the run's); check the permission.
 
     ``AssistantForbidden`` when the owner may not use the chat's assistant (any more).
+    ``entry``: ``read_entry(session_id)`` read just before, or what it raised (raised
+    here); None: read now. Whether the chat holds a document is kept for the run's first
+    request (``agent_app.attachments.reading.noted_documents``).
     """
-    chat, assistant, allowed = await database_sync_to_async(_load)(session_id)
-    if not allowed:
-        raise AssistantForbidden(f"You may not chat with the assistant {assistant.display_name!r}")
-    bind(person_of_chat(chat), chat)
-    return chat
+    if entry is None:
+        entry = await database_sync_to_async(read_entry)(session_id)
+    elif isinstance(entry, Exception):
+        raise entry
+    if not entry.allowed:
+        name = entry.assistant.display_name
+        raise AssistantForbidden(f"You may not chat with the assistant {name!r}")
+    bind(person_of_chat(entry.chat), entry.chat)
+    note_documents(session_id, entry.documents)
+    return entry.chat

@@ -1,9 +1,10 @@
 """Who is chatting, inside a run: ``current_user()`` and ``current_chat()``.
 
 The live session calls ``agent_app.assistants.enter_run`` at the top of each run's task,
-on whichever worker runs it and for continuation runs after a restart too. It reads the
-chat and its owner (one query a run, never one a call), checks that the owner may still
-use the chat's assistant, and puts both in this module's context variable (``bind``).
+on whichever worker runs it and for continuation runs after a restart too. The chat and
+its owner are read once a run, never once a call (in the thread hop that stores the run's
+start, ``agent_app.assistants.read_entry``); ``enter_run`` checks that the owner may still
+use the chat's assistant and puts both in this module's context variable (``bind``).
 Everything the run does inherits that context: the runtime steps its request in a copy of
 it, hooks and model calls run there, and sync tools run in worker threads with a copy of
 it. So a tool, a hook or a model call anywhere in the run reads the person without a

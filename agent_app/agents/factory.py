@@ -27,7 +27,7 @@ from agent_app.agents.asking import AppAskUserExtension
 from agent_app.agents.browser_tools import BROWSER_TOOL_EVENT, BrowserToolExtension
 from agent_app.assistants import Assistant, registry
 from agent_app.attachments.extension import AttachmentExtension
-from agent_app.attachments.reading import has_documents, read_attachment_file
+from agent_app.attachments.reading import has_documents, noted_documents, read_attachment_file
 from agent_app.attachments.tool import read_attachment_tool
 from agent_app.budgets import BUDGETS
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
@@ -63,14 +63,18 @@ _ATTACHMENTS = AttachmentExtension(_READER)
 
 
 class _ReadAttachmentOffer(AgentExtension):
-    """Offer ``read_attachment`` to the requests of chats that hold a document (one query):
-    other chats' requests, and their tool guidelines, stay as they were."""
+    """Offer ``read_attachment`` to the requests of chats that hold a document (read with
+    the chat, ``read_entry``, in the hop that stores the run; one query of its own
+    otherwise): other chats' requests, and their tool guidelines, stay as they were."""
 
     def __init__(self) -> None:
         self.tool = read_attachment_tool(_READER)
 
     async def on_tool(self, context: AgentRunContext) -> None:
-        if await database_sync_to_async(has_documents)(context.session_id):
+        holds = noted_documents(context.session_id)  # read with the chat as the run was stored
+        if holds is None:
+            holds = await database_sync_to_async(has_documents)(context.session_id)
+        if holds:
             context.register_tool(self.tool)
 
 

@@ -10,16 +10,33 @@ depends on the factory (an assistant's name), so an import would close a cycle.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
+from contextvars import ContextVar
 
 from django.apps import apps
+from django.db import DEFAULT_DB_ALIAS, connections
 
 from agent_app.attachments.content import AttachmentFile
 
-__all__ = ["has_documents", "read_attachment_file"]
+__all__ = [
+    "has_documents",
+    "has_documents_orm",
+    "note_documents",
+    "noted_documents",
+    "read_attachment_file",
+]
 
 logger = logging.getLogger(__name__)
+
+#: The media types ``has_documents`` leaves out (the reading tool reads no image).
+_IMAGES = "image/"
+
+#: ``has_documents`` of the run's chat, read with the chat as the run is stored
+#: (``agent_app.assistants.read_entry``, in the same thread hop) for the run's first
+#: request: ``(session id, [answer])``, the answer taken by the first look.
+_noted: ContextVar[tuple[str, list[bool]] | None] = ContextVar("zett_noted_documents", default=None)
 
 
 def _attachments():
@@ -45,10 +62,55 @@ def read_attachment_file(session_id: str, attachment_id: str) -> AttachmentFile 
 
 
 def has_documents(session_id: str) -> bool:
-    """Whether the chat holds an attachment that is no image (one the tool can read)."""
+    """Whether the chat holds an attachment that is no image (one the tool can read).
+
+    Every run asks it: one statement written out once per backend (``_documents_sql``),
+    the same as ``has_documents_orm``'s query, which a test checks it against.
+    """
+    db = connections[DEFAULT_DB_ALIAS]
+    model = _attachments().model
+    session = model._meta.get_field("session")
+    params = [
+        session.get_db_prep_value(session_id, db),
+        db.ops.prep_for_like_query(_IMAGES) + "%",
+    ]
+    with db.cursor() as cursor:
+        cursor.execute(_documents_sql(db.vendor), params)
+        return cursor.fetchone() is not None
+
+
+def has_documents_orm(session_id: str) -> bool:
+    """``has_documents`` through the ORM (the plain form)."""
     return (
         _attachments()
         .filter(session_id=session_id)
-        .exclude(media_type__startswith="image/")
+        .exclude(media_type__startswith=_IMAGES)
         .exists()
     )
+
+
+@functools.cache
+def _documents_sql(vendor: str) -> str:
+    """``has_documents``' statement on one backend: ``startswith`` as the ORM writes it."""
+    db = connections[DEFAULT_DB_ALIAS]
+    meta, quote = _attachments().model._meta, db.ops.quote_name
+    media_type = quote(meta.get_field("media_type").column)
+    return (
+        f"SELECT 1 FROM {quote(meta.db_table)} "
+        f"WHERE {quote(meta.get_field('session').column)} = %s "
+        f"AND NOT ({media_type} {db.operators['startswith'] % '%s'}) LIMIT 1"
+    )
+
+
+def note_documents(session_id: str, holds: bool) -> None:
+    """Keep ``has_documents(session_id)``, just read, for the calling task's first request."""
+    _noted.set((session_id, [holds]))
+
+
+def noted_documents(session_id: str) -> bool | None:
+    """What ``note_documents`` kept for ``session_id`` in this context, once (a later request
+    of the run asks the database again); None when nothing is kept."""
+    noted = _noted.get()
+    if noted is None or noted[0] != session_id or not noted[1]:
+        return None
+    return noted[1].pop()

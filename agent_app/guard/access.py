@@ -67,6 +67,7 @@ from agent_app.chat_records import (
     record_creation,
     was_deleted,
 )
+from agent_app.durable.statements import pk_exists
 from agent_app.guard.limits import current_limits
 from agent_app.models import ChatMessage, ChatSession
 from agent_app.telemetry import metrics
@@ -169,8 +170,8 @@ async def still_exists(person: Person) -> bool:
         return True
     from django.contrib.auth import get_user_model
 
-    users = get_user_model().objects.filter(pk=person.user_id)
-    return await users.aexists()
+    # ``objects.filter(pk=…).exists()``, one statement built once: every run start asks it.
+    return await database_sync_to_async(pk_exists)(get_user_model().objects, person.user_id)
 
 
 def _browser_key(session: Any, *, create: bool) -> str | None:

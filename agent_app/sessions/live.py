@@ -194,7 +194,7 @@ class LiveSession:
             leased = True
             async with self.feed.lock:
                 self.follower.set_remote(None)
-                begun = await self.settler.begin(
+                begun, entry = await self.settler.begin(
                     run.request_id,
                     content=content,
                     creator=creator,
@@ -211,7 +211,7 @@ class LiveSession:
             if leased:
                 await self.bus.release(self.session_id)
             raise
-        run.launch(begun.message, begun.history)
+        run.launch(begun.message, begun.history, entry)
         self._task = run.task
         run.task.add_done_callback(lambda _: self.check_idle())  # type: ignore[union-attr]
         return run.request_id

@@ -185,21 +185,27 @@ class Run:
             seq, encode_frame(frame.dump()), marker=Marker.START, request_id=self.request_id
         )
 
-    def launch(self, message: UserMessage | None, history: list[Any] | None) -> None:
-        """Start the run's task: it streams the agent's events until the run ends."""
+    def launch(
+        self, message: UserMessage | None, history: list[Any] | None, entry: Any = None
+    ) -> None:
+        """Start the run's task: it streams the agent's events until the run ends.
+
+        ``entry``: what its top checks, read as it was stored (``enter_run``)."""
         self.started = asyncio.get_running_loop().time()
         self.task = asyncio.create_task(
-            self._execute(message, history), name=f"zett-run-{self.request_id}"
+            self._execute(message, history, entry), name=f"zett-run-{self.request_id}"
         )
         self.to(RunState.RUNNING)
         self.launched.set()
 
     # --- events ------------------------------------------------------------------------
 
-    async def _execute(self, message: UserMessage | None, history: list[Any] | None) -> None:
+    async def _execute(
+        self, message: UserMessage | None, history: list[Any] | None, entry: Any
+    ) -> None:
         final: dict[str, Any] | None = None
         try:
-            final = await self._stream(await self._open(message, history))
+            final = await self._stream(await self._open(message, history, entry))
         except asyncio.CancelledError:
             status = RunStatus.CANCELLED if self.stop is None else RunStatus.INTERRUPTED
             await self.finish(status)
@@ -220,10 +226,12 @@ class Run:
             return
         await self.finish(RunStatus.COMPLETED, final=final)
 
-    async def _open(self, message: UserMessage | None, history: list[Any] | None) -> Any:
+    async def _open(
+        self, message: UserMessage | None, history: list[Any] | None, entry: Any
+    ) -> Any:
         """The agent's event stream: a new message's, or a continuation's."""
         config = AgentRunConfig(session_id=self.owner.session_id, request_id=self.request_id)
-        await enter_run(self.owner.session_id)  # current_user()/current_chat(); permission
+        await enter_run(self.owner.session_id, entry)  # current_user()/current_chat(); permission
         agent = self.agent = await self.owner.get_agent()
         self.trace_pending = tracing.active()
         if message is None:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
+from agent_app.assistants import Entry, read_entry
 from agent_app.bus.base import WORKER_ID, Marker, SessionBus
 from agent_app.durable import recovery
 from agent_app.durable.persistence import shielded
@@ -34,8 +35,19 @@ from agent_app.telemetry.waits import expired_waits
 
 __all__ = ["LEASE_ATTEMPTS", "Settler", "SettlerHost", "take_lease"]
 
+
 #: Built once (every run starts here).
-_begin_run = database_sync_to_async(begin_run)
+def _begin_and_enter(session_id: str, request_id: str, **fields: Any) -> tuple[Begun, Any]:
+    """``begin_run``, then what the run's top checks (``read_entry``; what it raised
+    instead, raised there), in one thread hop."""
+    begun = begin_run(session_id, request_id, **fields)
+    try:
+        return begun, read_entry(session_id)
+    except Exception as error:  # the run fails at its top, as if it had read it there
+        return begun, error
+
+
+_begin_run = database_sync_to_async(_begin_and_enter)
 
 #: Tries to take a lease that an ending run (or a settling) is about to let go.
 LEASE_ATTEMPTS = 40
@@ -103,8 +115,11 @@ class Settler:
             seq = await feed.next_seq()
             await feed.broadcast(seq, encode_frame(outcome.frame(seq)), marker=Marker.UNKEPT)
 
-    async def begin(self, request_id: str, *, resumed_from: str, **fields: Any) -> Begun:
+    async def begin(
+        self, request_id: str, *, resumed_from: str, **fields: Any
+    ) -> tuple[Begun, Entry | Exception]:
         """Store a run (``begin_run``: under the lock and the lease); settle dead runs first.
+        With it, what the run's top checks (``enter_run``'s entry) is read in the same hop.
 
         A new message (no ``resumed_from``) settles the runs a dead process left before it
         is stored, abandoning paused ones; ``begin_run`` says whether there are any.

@@ -7,6 +7,7 @@ scripted model of ``use_model`` answering for all of them.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -262,6 +263,61 @@ async def test_losing_the_permission_closes_the_chat_at_the_socket_and_the_run(
     again = await sockets(session_id=socket.session_id, cookie=cookie, expect_session=False)
     if again.connected:
         await again.expect_error("forbidden")
+
+
+async def test_a_run_reads_its_chat_in_the_thread_hop_that_stores_it(
+    sockets, use_model, assistants, login_cookie, monkeypatch
+):
+    """``enter_run`` gets what ``begin_run``'s hop read after storing the run: no hop of
+    its own (its fallback, ``read_entry`` in its own hop, is never taken)."""
+    import agent_app.assistants
+
+    own_hops = []
+    monkeypatch.setattr(agent_app.assistants, "read_entry", own_hops.append)
+    use_model(SeeingModel([call_tool("who_async", "c1"), say("ok")]))
+    _, cookie = await login_cookie("ada")
+    socket = await sockets(cookie=cookie)
+    await socket.send({"type": "user_message", "content": "Who am I?", "assistant": "helper"})
+    assert answer_of(await socket.run_to_completion()) == "ok"
+    assert ("async tool", "ada", socket.session_id) in SEEN
+    assert own_hops == []
+
+
+async def test_enter_run_given_nothing_reads_the_entry_itself_alike(django_user_model):
+    from channels.db import database_sync_to_async
+
+    from agent_app.assistants import enter_run, read_entry
+
+    user = await django_user_model.objects.acreate(username="lin")
+    chat = await ChatSession.objects.acreate(owner=user)
+    session_id = str(chat.pk)
+
+    async def bound(entry=None):
+        found = await enter_run(session_id, entry)
+        return found.pk, found.owner, current_user()
+
+    handed = await asyncio.create_task(bound(await database_sync_to_async(read_entry)(session_id)))
+    assert await asyncio.create_task(bound()) == handed == (chat.pk, user, user)
+
+
+async def test_a_run_whose_chat_cannot_be_read_fails_at_its_top_and_the_chat_goes_on(
+    sockets, use_model, monkeypatch
+):
+    import agent_app.sessions.settling
+
+    def unreadable(session_id: str) -> None:
+        raise RuntimeError("the database went away")
+
+    model = use_model(ScriptedModel([say("Back.")]))
+    socket = await sockets()
+    with monkeypatch.context() as patched:
+        patched.setattr(agent_app.sessions.settling, "read_entry", unreadable)
+        await socket.send({"type": "user_message", "content": "Hi"})
+        failed = await socket.until(lambda frame: frame["type"] in ("run_failed", "run_completed"))
+    assert failed[-1]["type"] == "run_failed"
+    assert model.requests == []  # it failed before the model was asked
+    await socket.send({"type": "user_message", "content": "Again"})
+    assert answer_of(await socket.run_to_completion()) == "Back."
 
 
 # --- the pages ------------------------------------------------------------------------------

@@ -148,6 +148,30 @@ async def test_chats_without_documents_are_not_offered_the_reading_tool(browser,
     assert "read_attachment" not in {tool.name for tool in model.requests[0].tools}
 
 
+async def test_a_run_reads_whether_its_chat_holds_a_document_with_the_chat(
+    browser, use_model, monkeypatch
+):
+    """Read with the chat (``read_entry``), in the hop that stores the run; the reading
+    tool's offer asks no query of its own."""
+    import agent_app.agents.factory
+
+    asked = []
+    monkeypatch.setattr(agent_app.agents.factory, "has_documents", asked.append)
+    model = use_model(SeeingModel([say("Hi."), say("Again.")]))
+    visitor = await browser()
+    session_id = str(uuid.uuid4())
+    ref = await visitor.upload(session_id, b"notes", "notes.txt")
+    socket = await visitor.socket(session_id)
+    for _ in range(2):
+        await socket.send({"type": "user_message", "content": "Hi", "attachments": [ref["id"]]})
+        await socket.run_to_completion()
+    assert [("read_attachment" in {tool.name for tool in r.tools}) for r in model.requests] == [
+        True,
+        True,
+    ]
+    assert asked == []
+
+
 async def test_another_persons_attachment_id_is_refused_and_nothing_runs(browser, use_model):
     model = use_model(SeeingModel([say("Never.")]))
     owner, stranger = await browser(), await browser()

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from agent_app.durable.statements import insert, update
+from agent_app.durable.statements import get_joined, insert, pk_exists, update
 from agent_app.models import ChatSession, ExternalEventRecord, ReplyWait, WaitKind, WaitStatus
 
 pytestmark = pytest.mark.django_db
@@ -117,3 +117,71 @@ def test_update_with_an_empty_in_list_matches_no_row(django_assert_num_queries):
             update(ReplyWait, {"status": WaitStatus.DONE}, session=session.pk, status__in=()) == 0
         )
     assert ReplyWait.objects.get(session=session).status == WaitStatus.OPEN
+
+
+def _same_instance(fast: object, plain: object) -> None:
+    assert type(fast) is type(plain)
+    for field in type(plain)._meta.concrete_fields:
+        assert getattr(fast, field.attname) == getattr(plain, field.attname), field.name
+    assert fast._state.db == plain._state.db and fast._state.adding is plain._state.adding
+
+
+def test_get_joined_reads_the_row_and_its_relation_as_select_related_does(
+    django_assert_num_queries,
+):
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_user("ada", "ada@example.com", "pw", first_name="Ada")
+    owned = ChatSession.objects.create(owner=user, title="ünï 'q'", assistant="demo")
+    anonymous = ChatSession.objects.create(browser_key="b" * 32)
+    for chat in (owned, anonymous):
+        plain = ChatSession.objects.select_related("owner").get(pk=chat.pk)
+        with django_assert_num_queries(1):
+            fast = get_joined(ChatSession, "owner", str(chat.pk))
+            owner = fast.owner  # cached with the row: no query of its own
+        _same_instance(fast, plain)
+        if plain.owner is None:
+            assert owner is None
+        else:
+            _same_instance(owner, plain.owner)
+            assert owner.check_password("pw")
+    with pytest.raises(ChatSession.DoesNotExist):
+        get_joined(ChatSession, "owner", "00000000-0000-0000-0000-000000000000")
+
+
+def test_has_documents_finds_what_the_orm_form_finds():
+    from agent_app.attachments.reading import has_documents, has_documents_orm
+    from agent_app.models import ChatAttachment
+
+    def attach(chat: ChatSession, media_type: str) -> None:
+        ChatAttachment.objects.create(
+            session=chat, uploader="u", name="f", media_type=media_type, size=1, file="f"
+        )
+
+    kinds = [[], ["image/png"], ["image/png", "application/pdf"], ["text/plain"], ["imagex/a"]]
+    kinds += [["image%/x"], ["image_/x"], ["IMAGE/PNG"]]
+    for media_types in kinds:
+        chat = ChatSession.objects.create()
+        for media_type in media_types:
+            attach(chat, media_type)
+        assert has_documents(str(chat.pk)) == has_documents_orm(str(chat.pk)), media_types
+    assert has_documents(str(chat.pk)) is has_documents_orm(str(chat.pk))
+
+
+def test_pk_exists_answers_as_the_orm_does_and_leaves_a_filtering_manager_to_it():
+    from django.contrib.auth import get_user_model
+    from django.db import models
+
+    users = get_user_model().objects
+    user = users.create_user("grace", password="pw")
+    for pk in (user.pk, user.pk + 1000):
+        assert pk_exists(users, pk) is users.filter(pk=pk).exists()
+
+    class NoChats(models.Manager):
+        def get_queryset(self):
+            return super().get_queryset().none()
+
+    chat = ChatSession.objects.create()
+    hiding = NoChats()
+    hiding.model = ChatSession
+    assert pk_exists(ChatSession.objects, chat.pk) and not pk_exists(hiding, chat.pk)
