@@ -25,11 +25,27 @@ def modules(package: str) -> dict[str, tuple[Path, bool]]:
     return found
 
 
-def imports(found: dict[str, tuple[Path, bool]]) -> list[tuple[str, str, str]]:
-    """``(importer, imported module, name)`` for every import between two modules here."""
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """The ids of the import statements under ``if TYPE_CHECKING:``."""
+    hidden = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            hidden.update(id(inner) for statement in node.body for inner in ast.walk(statement))
+    return hidden
+
+
+def imports(
+    found: dict[str, tuple[Path, bool]], *, runtime_only: bool = False
+) -> list[tuple[str, str, str]]:
+    """``(importer, imported module, name)`` for every import between two modules here
+    (``runtime_only``: leaving out those under ``TYPE_CHECKING``, which type hints need)."""
     edges = []
     for module, (path, is_package) in found.items():
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        hidden = _type_checking_only(tree) if runtime_only else set()
+        for node in ast.walk(tree):
+            if id(node) in hidden:
+                continue
             if isinstance(node, ast.Import):
                 targets = [(alias.name, "") for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -89,9 +105,9 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def cycles_of(package: str) -> list[list[str]]:
+def cycles_of(package: str, *, runtime_only: bool = False) -> list[list[str]]:
     """The import cycles among ``package``'s modules."""
     edges: dict[str, set[str]] = {}
-    for importer, imported, _ in imports(modules(package)):
+    for importer, imported, _ in imports(modules(package), runtime_only=runtime_only):
         edges.setdefault(importer, set()).add(imported)
     return cycles(edges)
