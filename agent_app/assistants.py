@@ -53,12 +53,10 @@ __all__ = [
     "Assistant",
     "AssistantForbidden",
     "AssistantRegistry",
-    "Entry",
     "UnknownAssistant",
     "current_chat",
     "current_user",
     "enter_run",
-    "read_entry",
     "register",
     "registry",
 ]
@@ -301,8 +299,8 @@ async def enter_run(session_id: str, entry: Entry | Exception | None = None) -> 
 
     ``AssistantForbidden`` when the owner may not use the chat's assistant (any more).
     ``entry``: ``read_entry(session_id)`` read just before, or what it raised (raised
-    here); None: read now. Whether the chat holds a document is kept for the run's first
-    request (``agent_app.attachments.reading.noted_documents``).
+    here); None: read now. Whether the chat holds a document is kept for the run
+    (``agent_app.attachments.reading.noted_documents``).
     """
     if entry is None:
         entry = await database_sync_to_async(read_entry)(session_id)

@@ -34,9 +34,8 @@ logger = logging.getLogger(__name__)
 _IMAGES = "image/"
 
 #: ``has_documents`` of the run's chat, read with the chat as the run is stored
-#: (``agent_app.assistants.read_entry``, in the same thread hop) for the run's first
-#: request: ``(session id, [answer])``, the answer taken by the first look.
-_noted: ContextVar[tuple[str, list[bool]] | None] = ContextVar("zett_noted_documents", default=None)
+#: (``agent_app.assistants.read_entry``, in the same thread hop): ``(session id, answer)``.
+_noted: ContextVar[tuple[str, bool] | None] = ContextVar("zett_noted_documents", default=None)
 
 
 def _attachments():
@@ -103,14 +102,12 @@ def _documents_sql(vendor: str) -> str:
 
 
 def note_documents(session_id: str, holds: bool) -> None:
-    """Keep ``has_documents(session_id)``, just read, for the calling task's first request."""
-    _noted.set((session_id, [holds]))
+    """Keep ``has_documents(session_id)``, just read, for the calling task's run."""
+    _noted.set((session_id, holds))
 
 
 def noted_documents(session_id: str) -> bool | None:
-    """What ``note_documents`` kept for ``session_id`` in this context, once (a later request
-    of the run asks the database again); None when nothing is kept."""
+    """What ``note_documents`` kept for ``session_id`` in this context; None when nothing
+    is kept (the caller asks the database)."""
     noted = _noted.get()
-    if noted is None or noted[0] != session_id or not noted[1]:
-        return None
-    return noted[1].pop()
+    return noted[1] if noted is not None and noted[0] == session_id else None

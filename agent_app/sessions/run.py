@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
-from agent_app.assistants import enter_run
+from agent_app.assistants import Entry, enter_run
 from agent_app.budgets.ledger import BudgetExceeded
 from agent_app.bus.base import Marker, SessionBus
 from agent_app.durable import recovery, waits
@@ -186,7 +186,7 @@ class Run:
         )
 
     def launch(
-        self, message: UserMessage | None, history: list[Any] | None, entry: Any = None
+        self, message: UserMessage | None, history: list[Any] | None, entry: Entry | Exception
     ) -> None:
         """Start the run's task: it streams the agent's events until the run ends.
 
@@ -201,7 +201,7 @@ class Run:
     # --- events ------------------------------------------------------------------------
 
     async def _execute(
-        self, message: UserMessage | None, history: list[Any] | None, entry: Any
+        self, message: UserMessage | None, history: list[Any] | None, entry: Entry | Exception
     ) -> None:
         final: dict[str, Any] | None = None
         try:
@@ -227,7 +227,7 @@ class Run:
         await self.finish(RunStatus.COMPLETED, final=final)
 
     async def _open(
-        self, message: UserMessage | None, history: list[Any] | None, entry: Any
+        self, message: UserMessage | None, history: list[Any] | None, entry: Entry | Exception
     ) -> Any:
         """The agent's event stream: a new message's, or a continuation's."""
         config = AgentRunConfig(session_id=self.owner.session_id, request_id=self.request_id)
