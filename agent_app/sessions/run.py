@@ -132,7 +132,8 @@ class Run:
     #: Set once the run's task exists, or its start failed (``cancel`` waits for it).
     launched: asyncio.Event = field(default_factory=asyncio.Event)
     #: The text deltas of the answer streaming now, as sent (a cancelled answer's partial
-    #: text: ``RunSeams.streamed``).
+    #: text: ``RunSeams.streamed``). A delta counts once its frame is numbered, even when
+    #: the cancellation lands while it still goes out: it is kept for replay, so shown.
     streamed: list[str] = field(default_factory=list)
     #: The final answer's row, stored with the run's end (``RunSeams.at_end``).
     at_end: list[Any] = field(default_factory=list)
@@ -272,13 +273,20 @@ class Run:
                         self.held.append(event_to_dict(event))
                         continue
                     await self._release_held()  # the run goes on after its answer
-                if kind in TEXT_DELTAS:
+                if kind is E.TEXT_DELTA:
                     # Most of a run: its frame is built from the event as text.
+                    numbered = feed.last_seq
+                    try:
+                        await feed.broadcast_event(request_id, event)
+                    except asyncio.CancelledError:
+                        if feed.last_seq != numbered:  # sent, or kept for replay: shown
+                            streamed.append(event.delta)
+                        raise
+                    streamed.append(event.delta)  # sent: part of a partial answer
+                    if self.first_token is None:
+                        self._first_token(clock())
+                elif kind in TEXT_DELTAS:
                     await feed.broadcast_event(request_id, event)
-                    if kind is E.TEXT_DELTA:
-                        streamed.append(event.delta)  # sent: part of a partial answer
-                        if self.first_token is None:
-                            self._first_token(clock())
                 elif kind is E.RUN_COMPLETED:
                     final = event_to_dict(event)
                     continue

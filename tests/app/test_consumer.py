@@ -344,6 +344,49 @@ async def test_a_cancelled_answer_is_stored_as_exactly_the_text_its_sockets_were
     assert stored[1].content == "".join(shown)
 
 
+async def test_a_delta_sent_as_the_cancel_lands_is_part_of_the_stored_answer(sockets, use_model):
+    """A cancellation can land while a delta's frame is still going out (a slow socket, the
+    Redis outbox draining): the frame is numbered and kept for replay, some sockets have it,
+    so the stored partial answer holds it too."""
+    from agent_app.sessions.registry import live_sessions
+
+    class Counting:
+        async def stream(self, request):
+            for number in itertools.count():
+                yield ModelEvent.text(f"{number} ")
+
+    class SlowSocket:
+        """Takes frames until armed, then never finishes sending the next delta."""
+
+        def __init__(self) -> None:
+            self.armed = False
+            self.stuck = asyncio.Event()
+
+        async def send_text(self, text: str) -> None:
+            if self.armed and '"text_delta"' in text:
+                self.armed = False
+                self.stuck.set()
+                await asyncio.Event().wait()  # until the run's cancellation ends this
+
+    use_model(Counting())
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Go on forever"})
+    shown = [(await socket.until_event("text_delta"))[-1]["event"]["delta"]]
+    live = live_sessions().get(socket.session_id)
+    slow = SlowSocket()
+    live.feed.sockets.append(slow)  # after the test's socket: that one gets every frame
+    slow.armed = True
+    await slow.stuck.wait()
+    await socket.send({"type": "cancel"})
+    while (frame := await socket.receive())["type"] != "run_cancelled":
+        if frame["type"] == "agent_event" and frame["event"]["type"] == "text_delta":
+            shown.append(frame["event"]["delta"])
+    live.feed.forget(slow)
+    stored = [m async for m in ChatMessage.objects.filter(session_id=socket.session_id)]
+    assert [(m.role, m.partial) for m in stored] == [("user", False), ("assistant", True)]
+    assert stored[1].content == "".join(shown)
+
+
 async def test_steer_redirects_the_running_request(sockets, use_model):
     gate = asyncio.Event()
     model = use_model(
