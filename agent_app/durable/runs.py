@@ -42,6 +42,7 @@ from agent_app.durable.store import (
     title_from,
 )
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
+from agent_app.people.state import refuse_if_taken_over
 from zett_agent.messages import AnyMessage, UserMessage
 
 __all__ = [
@@ -167,6 +168,8 @@ def begin_run(
         bumped = _lock_session(session_id, bump, creator, title)
         if bumped.unsettled_runs:
             raise StaleRuns(session_id)  # rolls the bump back: nothing is stored
+        if not resumed_from:
+            refuse_if_taken_over(session_id)  # a person answers here now (rolls back)
         version, reserved = bumped.history_version, bumped.seq_reserved
         if title and not bumped.title:
             ChatSession.objects.filter(pk=session_id, title="").update(title=title)
