@@ -38,8 +38,9 @@ def _people(assistant: str) -> list[dict[str, Any]]:
         chats = chats.filter(assistant=assistant)
     rows = list(chats.order_by("-updated_at")[:INBOX_LIMIT])
     staff = dict(
-        ChatTakeover.objects.filter(session__in=[row.pk for row in rows], ended_at=None)
-        .values_list("session_id", "staff_name")
+        ChatTakeover.objects.filter(
+            session__in=[row.pk for row in rows], ended_at=None
+        ).values_list("session_id", "staff_name")
     )
     return [
         {
@@ -105,6 +106,5 @@ def inbox(show: str = "", assistant: str = "") -> dict[str, list[dict[str, Any]]
     """The inbox's lists (only the one ``show`` names, when it names one)."""
     lists = {"people": _people, "down": _thumbs_down, "waiting": _waiting}
     return {
-        name: read(assistant) if show in ("", "all", name) else []
-        for name, read in lists.items()
+        name: read(assistant) if show in ("", "all", name) else [] for name, read in lists.items()
     }

@@ -16,9 +16,8 @@ from asgiref.sync import sync_to_async
 
 from agent_app.models import ChatMessage, ChatSession, ChatTakeover
 from tests.app.conftest import rows
-from zett_agent.messages import AgentMessage
+from zett_agent.messages import AgentMessage, AssistantMessage
 from zett_agent.model import ModelEvent, ModelRequest, ModelResponse
-from zett_agent.messages import AssistantMessage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
