@@ -52,23 +52,31 @@ class NotYours(LookupError):
 
 
 def rate(
-    chats: Any, person: str, user_id: int | None, message_id: int, rating: str, comment: str
+    chats: Any,
+    person: str,
+    user_id: int | None,
+    message_id: int | None,
+    rating: str,
+    comment: str,
+    *,
+    request_id: str | None = None,
 ) -> tuple[ChatFeedback, bool]:
-    """Give or change ``person``'s rating of the answer ``message_id``.
+    """Give or change ``person``'s rating of the answer ``message_id`` (or of the last
+    answer of the run ``request_id``).
 
     ``chats`` are the person's chats (``agent_app.guard.access.visible_sessions``): an
     answer in anyone else's chat, or no answer at all, is ``NotYours``.
     """
     if rating not in FeedbackRating.values:
         raise ValueError(f"rating must be 'up' or 'down', not {rating!r}")
-    message = (
-        ChatMessage.objects.filter(pk=message_id, role="assistant")
-        .filter(session__in=chats.values("pk"))
-        .select_related("session")
-        .first()
-    )
+    answers = ChatMessage.objects.filter(role="assistant", session__in=chats.values("pk"))
+    if message_id is not None:
+        answers = answers.filter(pk=message_id)
+    else:
+        answers = answers.filter(request_id=request_id, superseded=False).order_by("-position")
+    message = answers.select_related("session").first()
     if message is None:
-        raise NotYours(message_id)
+        raise NotYours(message_id or request_id)
     with transaction.atomic():
         feedback, created = ChatFeedback.objects.select_for_update().get_or_create(
             message=message,

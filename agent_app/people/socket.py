@@ -110,9 +110,11 @@ class PeopleFrames:
                 frame.message_id,
                 frame.rating,
                 frame.comment,
+                request_id=frame.request_id,
             )
         except records.NotYours:
-            message = f"There is no answer {frame.message_id} in your chats to rate"
+            which = frame.message_id or frame.request_id
+            message = f"There is no answer {which} in your chats to rate"
             await self.send_frame(ErrorFrame(code=ErrorCode.BAD_FRAME, message=message))
             return
         await self.send_frame(FeedbackSavedFrame(**records.feedback_item(feedback)))

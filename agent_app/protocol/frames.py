@@ -260,13 +260,21 @@ class HistoryBeforeFrame(_Inbound):
 
 
 class FeedbackFrame(_Inbound):
-    """Rate an answer of this chat 👍/👎 (again: the rating changes)."""
+    """Rate an answer 👍/👎 (again: the rating changes). The answer is named by its
+    ``message_id`` (a history item's ``id``), or, for an answer just streamed whose id the
+    page has not seen, by its run's ``request_id`` (the run's last answer)."""
 
     type: Literal["feedback"]
-    #: The answer's ``id`` (a history item's).
-    message_id: Annotated[int, Field(ge=1, le=2**63 - 1)]
+    message_id: Annotated[int, Field(ge=1, le=2**63 - 1)] | None = None
+    request_id: Annotated[str, Field(min_length=1, max_length=64)] | None = None
     rating: Literal["up", "down"]
     comment: Annotated[str, Field(max_length=4000)] = ""
+
+    @pydantic.model_validator(mode="after")
+    def _one_answer(self) -> FeedbackFrame:
+        if (self.message_id is None) == (self.request_id is None):
+            raise ValueError("name the answer by 'message_id' or by 'request_id'")
+        return self
 
 
 class RequestHumanFrame(_Inbound):

@@ -161,6 +161,7 @@ def zett_chat(
         )
     config = {
         "assistant": chosen.id,
+        "handoff": chosen.handoff,  # "Talk to a person"
         "chatId": _chat_id(chat),
         "socketPrefix": f"/{conf.ZETT_WEBSOCKET_PATH}",
         "storageKey": _storage_key(chosen.id, person),
