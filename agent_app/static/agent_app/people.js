@@ -109,7 +109,7 @@ export class People {
 
   staffMessage(frame) {
     const bubble = staffMessage(frame, { at: frame.created_at ? new Date(frame.created_at) : new Date() });
-    this.transcript.append(bubble);
+    this.transcript.append(bubble, this.transcript.root);
   }
 
   // --- ratings --------------------------------------------------------------------------
@@ -196,10 +196,13 @@ export class People {
   saved(frame) {
     const control =
       this.byAnswer.get(frame.message_id) ??
-      [...this.byRequest.values()].find((each) => each.rating === frame.rating && !each.turn.answerId);
+      [...this.byRequest.values()].find((each) => each.rating === frame.rating && !each.turn.answerId) ??
+      [...this.byRequest.values()].find((each) => each.turn.answerId === frame.message_id);
     if (!control) return;
     control.turn.answerId = frame.message_id;
     this.byAnswer.set(frame.message_id, control);
     this.press(control, frame.rating);
+    // What the server stored (a test, or a style, may read it).
+    control.box.dataset.saved = frame.comment ? `${frame.rating}+comment` : frame.rating;
   }
 }
