@@ -185,3 +185,22 @@ async def test_assistants_without_handoff_do_not_get_the_tool(sockets, use_model
     await socket.send({"type": "user_message", "content": "hi"})
     await socket.run_to_completion()
     assert "handoff_to_human" not in [tool.name for tool in model.requests[0].tools]
+
+
+async def test_an_answer_just_streamed_is_rated_by_its_run(sockets, use_model):
+    """The page has no id for an answer it just streamed: it names the run instead."""
+    use_model(ScriptedModel([call_tool("calculate", expression="1+1"), say("It is 2.")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "1+1?"})
+    frames = await socket.run_to_completion()
+    request_id = frames[0]["request_id"]
+    await socket.send({"type": "feedback", "request_id": request_id, "rating": "up"})
+    saved = await socket.expect("feedback_saved", rating="up")
+    answer = await ChatMessage.objects.aget(pk=saved["message_id"])
+    assert answer.role == "assistant" and answer.content == "It is 2."  # the last answer
+    await socket.send({"type": "feedback", "request_id": "no-such-run", "rating": "up"})
+    await socket.expect_error("bad_frame")
+    await socket.send(
+        {"type": "feedback", "request_id": request_id, "message_id": answer.pk, "rating": "up"}
+    )
+    await socket.expect_error("bad_frame")  # one or the other
