@@ -14,6 +14,7 @@ const handBackButton = root.querySelector('[data-action="hand-back"]');
 
 let socket = null;
 let live = null; // the entry of the answer being streamed
+let unsent = null; // what was sent and not shown yet: back into the box if refused
 
 const WHO = { user: "Customer", assistant: "Assistant", staff: "Staff" };
 
@@ -84,11 +85,20 @@ const handlers = {
   run_completed: () => { live = null; },
   run_cancelled: () => { live = null; note("The assistant's answer was stopped."); },
   customer_message: (frame) => entry("user", frame.content),
-  staff_message: (frame) => entry("staff", frame.content, frame.staff.name),
+  staff_message: (frame) => {
+    if (frame.content === unsent) unsent = null;
+    entry("staff", frame.content, frame.staff.name);
+  },
   handoff_requested: (frame) => note(`Asked for a person${frame.reason ? `: ${frame.reason}` : ""}`),
   taken_over: (frame) => { live = null; showTaken(frame.staff); note(`${frame.staff.name} took the chat over.`); },
   handed_back: () => { showTaken(null); note("Handed back to the assistant."); },
-  error: (frame) => note(`Refused: ${frame.message}`),
+  error: (frame) => {
+    note(`Refused: ${frame.message}`);
+    if (unsent !== null && !text.value) {
+      text.value = unsent; // nothing typed is lost
+    }
+    unsent = null;
+  },
 };
 
 function connect() {
@@ -107,7 +117,12 @@ composer.addEventListener("submit", (event) => {
   event.preventDefault();
   const content = text.value.trim();
   if (!content || !socket) return;
+  if (socket.readyState !== WebSocket.OPEN) {
+    note("Not connected: nothing was sent. Your text is still here.");
+    return;
+  }
   socket.send(JSON.stringify({ type: "staff_message", content }));
+  unsent = content;
   text.value = "";
 });
 text.addEventListener("keydown", (event) => {

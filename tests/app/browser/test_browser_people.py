@@ -63,9 +63,15 @@ def open_new_chat(page: Page, server: LiveServer) -> str:
 
 
 @pytest.fixture
-def staff_page(browser: Browser, support_server: LiveServer) -> Iterator[Page]:
-    """A member of staff, signed in, in a browser context of their own."""
-    context = browser.new_context(viewport={"width": 1280, "height": 820}, locale="en-US")
+def staff_page(
+    browser: Browser, support_server: LiveServer, request: pytest.FixtureRequest
+) -> Iterator[Page]:
+    """A member of staff, signed in, in a browser context of their own (as wide as the
+    customer's page of the test: staff answer from phones too)."""
+    layout = request.node.callspec.params.get("page", LAYOUTS["wide-light"])
+    context = browser.new_context(
+        viewport={"width": layout["width"], "height": layout["height"]}, locale="en-US"
+    )
     context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     page.goto(f"{support_server.url}/accounts/login/?next=/inbox/")
