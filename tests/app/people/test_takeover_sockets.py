@@ -243,3 +243,56 @@ async def test_staff_message_needs_a_takeover_first(sockets, use_model, staff_co
     await staff.send({"type": "staff_message", "content": "hello"})
     await staff.until(lambda f: f["type"] == "error" and f["code"] == "bad_frame")
     assert await ChatMessage.objects.filter(role="staff").acount() == 0
+
+
+async def test_a_message_racing_the_takeover_is_never_lost_nor_answered_after_it(
+    sockets, use_model, staff_cookie, settings
+):
+    """Message and takeover sent together, 30 times: the message is stored once, and it
+    either started a run that the takeover cancelled, or it waits for the person."""
+    settings.ZETT_MAX_CHATS_PER_HOUR = 1000
+    settings.ZETT_WS_RATE_LIMIT = {"burst": 1000, "per_second": 1000.0}
+    _, cookie = await staff_cookie()
+    outcomes = set()
+    for round_ in range(30):
+        use_model(StreamThenAnswer())
+        customer = await sockets()
+        await customer.send({"type": "user_message", "content": "first"})
+        await customer.until(lambda frame: frame["type"] == "run_started")
+        await customer.send({"type": "cancel"})
+        await customer.until(lambda frame: frame["type"] == "run_cancelled")
+        staff = await sockets(customer.session_id, cookie=cookie)
+        text = f"second {round_}"
+        await asyncio.gather(
+            customer.send({"type": "user_message", "content": text}),
+            staff.send({"type": "takeover"}),
+        )
+        seen: dict[str, list[dict]] = {}
+        for socket, name in ((customer, "customer"), (staff, "staff")):
+            # Until the takeover and the message's own fate: stored for the person, or a
+            # run (cancelled by the takeover).
+            frames: list[dict] = []
+            while not (
+                any(f["type"] == "taken_over" for f in frames)
+                and any(
+                    f["type"] in ("customer_message", "run_started") and f.get("content") == text
+                    for f in frames
+                )
+            ):
+                frames.append(await socket.receive())
+            seen[name] = frames + await _until_quiet(socket)
+        for frames in seen.values():
+            kinds = [frame["type"] for frame in frames]
+            taken = kinds.index("taken_over")
+            if "run_started" in kinds:  # the run came first: cancelled before the takeover
+                assert kinds.index("run_started") < kinds.index("run_cancelled") < taken
+                outcomes.add("cancelled")
+            else:  # stored for the person (its frame may even precede ``taken_over``)
+                assert kinds.count("customer_message") == 1
+                outcomes.add("kept for the person")
+            assert text_deltas(frames[taken:]) == []
+        stored = [content for role, content in await rows(customer.session_id) if role == "user"]
+        assert stored.count(text) == 1
+        await customer.close()
+        await staff.close()
+    assert outcomes  # which of the two happened varies; either is right
