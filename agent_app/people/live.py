@@ -67,19 +67,21 @@ async def _stop_holder(live: LiveSession) -> bool:
     holder = await bus.holder(live.session_id)
     if holder is None or not holder.request_id:
         return False
-    if not await database_sync_to_async(recovery.is_running)(holder.request_id):
-        return False
-    remote = holder.worker != bus.worker
-    ended = live.follower.ended(holder.request_id) if remote else None
+    # Watched before the run's row is read: its end is stored before its last frame goes
+    # out, so a run still ``running`` there has its last frame still to come here.
+    ended = live.follower.ended(holder.request_id) if holder.worker != bus.worker else None
     try:
-        await live.cancel()
-    except NotRunning:
-        pass
-    if ended is not None:
-        # Its last frames are on their way to this worker's sockets: they go first.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(ended), float(conf.ZETT_LEASE_SECONDS))
-        ended.cancel()
+        if not await database_sync_to_async(recovery.is_running)(holder.request_id):
+            return False
+        with contextlib.suppress(NotRunning):
+            await live.cancel()
+        if ended is not None:
+            # Its last frames are on their way to this worker's sockets: they go first.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(ended), float(conf.ZETT_LEASE_SECONDS))
+    finally:
+        if ended is not None:
+            ended.cancel()
     return True
 
 
