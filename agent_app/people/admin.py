@@ -9,7 +9,10 @@ from django.http import HttpRequest
 
 from agent_app.models import ChatFeedback, ChatTakeover
 
-__all__ = ["ChatFeedbackAdmin", "ChatTakeoverInline"]
+__all__ = ["SUPPORT_SHOWN", "ChatFeedbackAdmin", "ChatTakeoverInline"]
+
+#: A chat's support fields its admin page shows (read-only; ``needs_human`` is editable).
+SUPPORT_SHOWN = ["needs_human_since", "handoff_reason", "taken_over_by", "taken_over_at"]
 
 
 class ChatTakeoverInline(admin.TabularInline):

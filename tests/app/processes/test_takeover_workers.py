@@ -97,9 +97,33 @@ async def test_takeover_on_another_worker_leaves_no_late_text(workers):
         for client in (customer, watcher, staff):
             shown = await client.until(lambda frame: frame["type"] != "pong")
             assert shown[-1]["type"] == "customer_message", shown
+        # Staff write from worker two: every socket shows it, with their name.
+        await staff.send({"type": "staff_message", "content": "Alice here."})
+        for client in (customer, watcher, staff):
+            said = await client.until(lambda frame: frame["type"] == "staff_message")
+            assert said[-1]["staff"] == {"name": "Alice"}
         await staff.send({"type": "hand_back"})
         for client in (customer, watcher, staff):
             await client.until(lambda frame: frame["type"] == "handed_back")
         for client in (customer, watcher, staff):
             await client.close()
     assert late == 0
+
+
+async def test_after_hand_back_the_assistant_answers_again_on_either_worker(workers):
+    one, two, cookie = workers
+    session_id = str(uuid.uuid4())
+    customer = await one.socket(session_id)
+    await customer.send({"type": "user_message", "content": "what is 1/3 + 1/6?"})
+    await customer.until(lambda frame: (frame.get("event") or {}).get("type") == "run_completed")
+    staff = await two.socket(session_id, cookie=cookie)
+    await staff.send({"type": "takeover"})
+    await customer.until(lambda frame: frame["type"] == "taken_over")
+    await staff.send({"type": "hand_back"})
+    await customer.until(lambda frame: frame["type"] == "handed_back")
+    await customer.send({"type": "user_message", "content": "what is 1/3 + 1/6?"})
+    frames = await customer.until(
+        lambda frame: (frame.get("event") or {}).get("type") == "run_completed"
+    )
+    assert frames[0]["type"] == "run_started"
+    assert "1/2" in frames[-1]["event"]["message"]["content"]
