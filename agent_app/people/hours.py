@@ -10,4 +10,4 @@ __all__ = ["support_hours_text"]
 def support_hours_text() -> str | None:
     """The site's words for its support hours ("Mon-Fri, 9:00-17:00 CET"), or None."""
     hours = conf.ZETT_SUPPORT_HOURS
-    return str(hours).strip() or None if hours else None
+    return hours.strip() or None if isinstance(hours, str) else None

@@ -126,4 +126,4 @@ async def test_after_hand_back_the_assistant_answers_again_on_either_worker(work
         lambda frame: (frame.get("event") or {}).get("type") == "run_completed"
     )
     assert frames[0]["type"] == "run_started"
-    assert "1/2" in frames[-1]["event"]["message"]["content"]
+    assert "0.5" in frames[-1]["event"]["message"]["content"]
