@@ -13,6 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.app.browser.browser_support import (
+    ARTIFACTS,
     LAYOUTS,
     ROOT,
     WAIT_MS,
@@ -82,6 +83,8 @@ def staff_page(
     ).click()
     expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
     yield page
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{request.node.name}-staff.png"), full_page=True)
     context.close()
 
 
