@@ -155,31 +155,41 @@ class ChatClient:
         await self.close()
 
     async def connect(self) -> None:
-        """Open the socket and read the ``session`` frame (and the replay of a run)."""
-        if self._communicator is not None:
-            raise RuntimeError("This ChatClient is already connected")
-        headers = [(b"user-agent", b"zett-testing-chatclient")]
-        if self.token is not None:
-            headers.append((b"authorization", f"Bearer {self.token}".encode()))
-        else:
-            cookie = await sync_to_async(login_cookie if self.user is not None else browser_cookie)(
-                *([self.user] if self.user is not None else [])
-            )
-            headers.append((b"cookie", cookie.encode()))
+        """Open the socket and read the ``session`` frame (and the replay of a run).
+
+        ``ChatRefused`` when the server refuses the socket (it is closed again)."""
         from agent_app.routing import socket_path
 
+        if self._communicator is not None:
+            raise RuntimeError("This ChatClient is already connected")
+        headers = await self._headers()
         application = self._application or _default_application()
         self._communicator = WebsocketCommunicator(application, socket_path(self.id), headers)
         self._loop = asyncio.get_running_loop()
         _open_clients[self._loop] = _open_clients.get(self._loop, 0) + 1
-        connected, code = await self._communicator.connect(timeout=self.timeout)
-        if not connected:
-            raise ChatRefused("forbidden", f"the socket of chat {self.id} was refused ({code})")
-        first = await self._receive("the session frame")
-        if first.get("type") == "error":
-            raise ChatRefused(first.get("code", "error"), first.get("message", ""))
-        if self._transcript.status == "running":  # a run is going: read its replay too
-            await self._settle("the replayed run to settle")
+        try:
+            connected, code = await self._communicator.connect(timeout=self.timeout)
+            if not connected:
+                raise ChatRefused("forbidden", f"the socket of chat {self.id} was refused ({code})")
+            first = await self._receive("the session frame")
+            if first.get("type") == "error":
+                raise ChatRefused(first.get("code", "error"), first.get("message", ""))
+            if first.get("active_request_id"):  # a run is going: its replay follows
+                self._transcript.status = "sent"
+                await self._settle("the replay of the chat's running run to settle")
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _headers(self) -> list[tuple[bytes, bytes]]:
+        headers = [(b"user-agent", b"zett-testing-chatclient")]
+        if self.token is not None:
+            headers.append((b"authorization", f"Bearer {self.token}".encode()))
+        elif self.user is not None:
+            headers.append((b"cookie", (await sync_to_async(login_cookie)(self.user)).encode()))
+        else:
+            headers.append((b"cookie", (await sync_to_async(browser_cookie)()).encode()))
+        return headers
 
     async def close(self) -> None:
         """Close the socket; the last client of the loop also stops its sessions."""

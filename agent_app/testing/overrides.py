@@ -35,7 +35,7 @@ class override_assistant:  # noqa: N801 - used like Django's override_settings
     ``model``: an ``AgentModel`` (e.g. a ``ScriptModel``) or a ``ZETT_MODEL`` spec;
     ``tools``: the assistant's tools instead of its own; ``instructions``: its system
     prompt. Use it as ``with override_assistant("support", model=m):``, as a decorator of
-    a test function (sync or async) or of a ``unittest.TestCase`` class.
+    a test function (sync or async) or of a ``unittest.TestCase`` class (each of its tests).
     """
 
     def __init__(
@@ -110,18 +110,20 @@ class override_assistant:  # noqa: N801 - used like Django's override_settings
         return run  # type: ignore[return-value]
 
     def _decorate_class(self, cls: Any) -> Any:
+        """Each test of the class runs with the override (entered in ``setUp``, so the
+        assistants the test's own fixtures register are there already)."""
         if not issubclass(cls, unittest.TestCase):
             raise TypeError(
                 f"override_assistant decorates functions and unittest.TestCase classes, "
                 f"not {cls.__qualname__}"
             )
-        set_up = cls.setUpClass.__func__
+        set_up = cls.setUp
         override = self
 
-        def setUpClass(klass: Any) -> None:  # noqa: N802 - unittest's name
+        def setUp(test: Any) -> None:  # noqa: N802 - unittest's name
             override.enable()
-            klass.addClassCleanup(override.disable)
-            set_up(klass)
+            test.addCleanup(override.disable)
+            set_up(test)
 
-        cls.setUpClass = classmethod(setUpClass)
+        cls.setUp = setUp
         return cls

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from agent_app.testing import ChatClient, ScriptModel, call, override_assistant, text
+from agent_app.testing import (
+    ChatClient,
+    ChatRefused,
+    ScriptExhausted,
+    ScriptModel,
+    call,
+    override_assistant,
+    text,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -104,3 +112,81 @@ async def test_a_tool_sees_the_signed_in_person(desk, django_user_model):
 
     stored = await ChatSession.objects.aget(pk=chat.id)
     assert stored.owner_id == alice.pk and stored.assistant == "kit-desk"
+
+
+async def test_a_person_without_the_permission_is_refused_and_nothing_runs(desk, django_user_model):
+    bob = await django_user_model.objects.acreate(username="bob")
+    model = ScriptModel([call("stock", item="hats"), text("3.")])
+    with override_assistant("kit-back", model=model):
+        async with ChatClient(user=bob, assistant="kit-back") as chat:
+            with pytest.raises(ChatRefused) as refused:
+                await chat.send("Stock of hats?")
+        assert refused.value.code == "forbidden"
+        async with ChatClient(user=bob, assistant="nobody") as chat:
+            with pytest.raises(ChatRefused, match="unknown_assistant"):
+                await chat.send("Hi")
+    assert model.calls == 0 and desk == []
+
+
+async def test_a_script_that_runs_out_fails_the_test_that_sent_the_message(desk):
+    model = ScriptModel([call("stock", item="hats")])
+    with override_assistant("kit-desk", model=model):
+        async with ChatClient(assistant="kit-desk") as chat:
+            with pytest.raises(ScriptExhausted) as exhausted:
+                await chat.send("Stock of hats?")
+    message = str(exhausted.value)
+    assert "called 2 times but its script has 1 turn(s)" in message
+    assert "3 hats in stock." in message  # what the model was asked to answer
+    assert chat.status == "failed" and chat.error["type"] == "ScriptExhausted"
+
+
+async def test_a_script_function_decides_from_the_messages_and_tools(desk):
+    def shop(messages, tools):
+        last = messages[-1]
+        if last.role == "tool":
+            return text(f"The tool said: {last.content}")
+        assert "stock" in [tool.name for tool in tools]
+        return call("stock", item=str(last.content).split()[-1])
+
+    model = ScriptModel(shop)
+    with override_assistant("kit-desk", model=model):
+        async with ChatClient(assistant="kit-desk") as chat:
+            await chat.send("count scarves")
+            assert chat.answer_text == "The tool said: 3 scarves in stock."
+            await chat.send("count gloves")
+            assert chat.answer_text == "The tool said: 3 gloves in stock."
+    assert model.calls == 4 and desk == ["stock scarves", "stock gloves"]
+
+
+async def test_an_assert_inside_a_script_function_fails_the_test(desk):
+    def picky(messages, tools):
+        assert "please" in str(messages[-1].content), "the user forgot to say please"
+        return text("ok")
+
+    with override_assistant("kit-desk", model=ScriptModel(picky)):
+        async with ChatClient(assistant="kit-desk") as chat:
+            await chat.send("please help")
+            with pytest.raises(AssertionError, match="forgot to say please"):
+                await chat.send("help")
+
+
+async def test_a_second_tab_sees_the_open_approval_and_another_person_is_kept_out(
+    desk, django_user_model
+):
+    alice = await django_user_model.objects.acreate(username="alice")
+    model = ScriptModel([call("refund", order=9), text("Refunded 9.")])
+    with override_assistant("kit-desk", model=model):
+        async with ChatClient(user=alice, assistant="kit-desk") as first:
+            await first.send("Refund 9")
+            async with ChatClient(user=alice, chat=first.id) as second:
+                assert second.session["session_id"] == first.id
+                assert [w["tool_call_id"] for w in second.pending] == [
+                    w["tool_call_id"] for w in first.pending
+                ]
+                await second.approve()
+                assert second.answer_text == "Refunded 9."
+            with pytest.raises(ChatRefused) as refused:
+                async with ChatClient(chat=first.id):  # an anonymous browser
+                    pass
+            assert refused.value.code == "forbidden"
+    assert desk == ["refund 9 for alice"]
