@@ -34,13 +34,13 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
+from agent_app.testing.script import ScriptExhausted
 from agent_app.testing.sessions import (
     browser_cookie,
     close_live_sessions,
     login_cookie,
     session_id_of,
 )
-from agent_app.testing.script import ScriptExhausted
 from agent_app.testing.transcript import Transcript
 from zett_agent.providers.switch import ModelRequestsBlocked
 
@@ -309,7 +309,7 @@ class ChatClient:
             raise RuntimeError("The ChatClient is not connected")
         try:
             message = await communicator.receive_output(timeout=self.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ChatTimeout(
                 f"ChatClient waited {self.timeout:g}s for {what}; the last frames were:\n  "
                 f"{self._transcript.describe()}"

@@ -29,7 +29,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 _UNSET: Any = object()
 
 
-class override_assistant:  # noqa: N801 - used like Django's override_settings
+class override_assistant:
     """Replace parts of the assistant registered as ``assistant_id`` while it is active.
 
     ``model``: an ``AgentModel`` (e.g. a ``ScriptModel``) or a ``ZETT_MODEL`` spec;
@@ -120,7 +120,7 @@ class override_assistant:  # noqa: N801 - used like Django's override_settings
         set_up = cls.setUp
         override = self
 
-        def setUp(test: Any) -> None:  # noqa: N802 - unittest's name
+        def setUp(test: Any) -> None:
             override.enable()
             test.addCleanup(override.disable)
             set_up(test)
