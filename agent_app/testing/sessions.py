@@ -9,6 +9,7 @@ with the ORM, so they run in a thread (``sync_to_async``).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from importlib import import_module
 from typing import Any
@@ -48,18 +49,31 @@ def session_id_of(chat: Any) -> str:
         ) from None
 
 
-async def close_live_sessions() -> None:
+async def close_live_sessions(seconds: float) -> None:
     """Cancel the runs still going on this event loop and close its live sessions.
 
     Runs outlive sockets by design (a page may come back); a test's loop ends with the
-    test, so whatever is still running is stopped here rather than leaked.
+    test, so whatever is still running is stopped here rather than leaked. A run that
+    does not stop within ``seconds`` (a tool that ignores cancellation) fails
+    with an ``AssertionError`` that says so.
     """
-    from agent_app.sessions.errors import NotRunning
     from agent_app.sessions.registry import existing_live_sessions
 
     registry = existing_live_sessions()
     if registry is None:
         return
+    try:
+        await asyncio.wait_for(_stop(registry), seconds)
+    except TimeoutError:
+        raise AssertionError(
+            f"The chat's runs did not stop within {seconds:g}s of being cancelled when the "
+            f"test's last ChatClient closed (a tool that ignores cancellation?)"
+        ) from None
+
+
+async def _stop(registry: Any) -> None:
+    from agent_app.sessions.errors import NotRunning
+
     for live in registry:
         try:
             await live.cancel()

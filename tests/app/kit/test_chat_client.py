@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from agent_app.testing import (
     ChatClient,
     ChatRefused,
+    ChatTimeout,
     ScriptExhausted,
     ScriptModel,
     call,
     override_assistant,
     text,
 )
+from zett_agent.model import ModelEvent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -190,3 +194,41 @@ async def test_a_second_tab_sees_the_open_approval_and_another_person_is_kept_ou
                     pass
             assert refused.value.code == "forbidden"
     assert desk == ["refund 9 for alice"]
+
+
+class ParkedModel:
+    """Starts streaming, then waits for an event nobody sets."""
+
+    def __init__(self) -> None:
+        self.closed = asyncio.Event()
+
+    async def stream(self, request):
+        try:
+            yield ModelEvent.text("Thinking")
+            await asyncio.Event().wait()
+        finally:
+            self.closed.set()
+
+
+async def test_every_wait_is_bounded_and_says_what_it_waited_for(desk):
+    model = ParkedModel()
+    with override_assistant("kit-desk", model=model):
+        async with ChatClient(assistant="kit-desk", timeout=0.3) as chat:
+            with pytest.raises(ChatTimeout) as late:
+                await chat.send("Think hard")
+    message = str(late.value)
+    assert "waited 0.3s for the run answering 'Think hard' to end or wait for a reply" in message
+    assert '"delta": "Thinking"' in message  # the last frames it saw
+    assert model.closed.is_set()  # the run was stopped when the client closed
+
+
+async def test_cancel_stops_a_waiting_run(desk):
+    model = ScriptModel([call("refund", order=4)])
+    with override_assistant("kit-desk", model=model):
+        async with ChatClient(assistant="kit-desk") as chat:
+            await chat.send("Refund 4")
+            await chat.cancel()
+            assert chat.status == "cancelled" and chat.pending == []
+            with pytest.raises(ChatRefused, match="not_running"):
+                await chat.cancel()
+    assert desk == []
