@@ -163,6 +163,7 @@ class Support(Assistant):
     "pytest.ini": """
 [pytest]
 DJANGO_SETTINGS_MODULE = fresh.settings
+python_files = tests.py test_*.py
 asyncio_mode = auto
 asyncio_default_fixture_loop_scope = function
 """,
