@@ -13,8 +13,9 @@ ORM persistence all run as they do for a page. It speaks the socket protocol
         assert "Refunded" in chat.answer_text
 
 Every method that talks to the server returns once the run has *settled*: it ended, or it
-waits for a reply (``pending``). Each wait is bounded by ``timeout`` seconds and fails with
-``ChatTimeout`` naming what it waited for and the last frames it saw. A refused frame
+waits for a reply (``pending``). Each call is bounded by ``timeout`` seconds in all (a run
+that streams forever too) and fails with ``ChatTimeout`` naming what it waited for and the
+last frames it saw; the socket is gone after that. A refused frame
 raises ``ChatRefused`` with the server's ``code``. A run that failed because of the test's
 own setup — a script that ran out (``ScriptExhausted``), a real model request
 (``ModelRequestsBlocked``), an ``assert`` inside a script function — raises that error in
@@ -216,10 +217,10 @@ class ChatClient:
             frame["assistant"] = self.assistant
         if attachments:
             frame["attachments"] = list(attachments)
-        self._sent_message = True
         self._transcript.status = "sent"
         await self._send(frame)
         await self._settle(f"the run answering {text[:80]!r} to end or wait for a reply")
+        self._sent_message = True  # the chat is stored: bound to its assistant
 
     async def approve(self, *, tool_call_id: str | None = None) -> None:
         """Approve the single open approval (or the one of ``tool_call_id``)."""
@@ -273,10 +274,13 @@ class ChatClient:
         name = wait["response_event"] or {"approval": "approval_response"}.get(wait["kind"])
         await self._send({"type": "external_event", "name": name, "payload": payload})
         what = f"the server's answer to the reply to {wait['tool_call_id']!r}"
+        deadline = self._deadline()
         while True:
-            frame = await self._receive(what)
+            frame = await self._receive(what, deadline)
             if frame.get("type") == "external_event_result":
                 break
+            if frame.get("type") == "error":
+                raise ChatRefused(frame.get("code", "error"), frame.get("message", ""))
         if not frame.get("accepted_by"):
             raise ChatRefused(frame.get("reason") or "refused", frame.get("message") or what)
         transcript = self._transcript
@@ -287,12 +291,20 @@ class ChatClient:
     async def _send(self, frame: dict[str, Any]) -> None:
         if self._communicator is None:
             raise RuntimeError("The ChatClient is not connected: use `async with ChatClient(...)`")
+        if self._communicator.future.done():
+            raise RuntimeError(
+                "The ChatClient's socket is gone (a wait timed out, or the server closed it)"
+            )
         await self._communicator.send_to(text_data=json.dumps(frame))
+
+    def _deadline(self) -> float:
+        return asyncio.get_running_loop().time() + self.timeout
 
     async def _settle(self, what: str, *, cancelling: bool = False) -> None:
         transcript = self._transcript
+        deadline = self._deadline()
         while cancelling or not transcript.settled:
-            frame = await self._receive(what)
+            frame = await self._receive(what, deadline)
             kind = frame.get("type")
             if kind == "error":
                 raise ChatRefused(frame.get("code", "error"), frame.get("message", ""))
@@ -303,12 +315,14 @@ class ChatClient:
             if raised is not None:
                 raise raised(transcript.error.get("message"))
 
-    async def _receive(self, what: str) -> dict[str, Any]:
+    async def _receive(self, what: str, deadline: float | None = None) -> dict[str, Any]:
+        """The next frame, read by ``deadline`` (loop time; None: ``timeout`` from now)."""
         communicator = self._communicator
         if communicator is None:
             raise RuntimeError("The ChatClient is not connected")
+        left = self.timeout if deadline is None else deadline - asyncio.get_running_loop().time()
         try:
-            message = await communicator.receive_output(timeout=self.timeout)
+            message = await communicator.receive_output(timeout=max(left, 0.001))
         except TimeoutError:
             raise ChatTimeout(
                 f"ChatClient waited {self.timeout:g}s for {what}; the last frames were:\n  "

@@ -232,3 +232,21 @@ async def test_cancel_stops_a_waiting_run(desk):
             with pytest.raises(ChatRefused, match="not_running"):
                 await chat.cancel()
     assert desk == []
+
+
+class EndlessModel:
+    """Streams text forever, never waiting: only cancellation ends it."""
+
+    async def stream(self, request):
+        while True:
+            yield ModelEvent.text("more ")
+
+
+async def test_a_run_that_streams_forever_still_times_out(desk):
+    with override_assistant("kit-desk", model=EndlessModel()):
+        async with ChatClient(assistant="kit-desk", timeout=0.5) as chat:
+            with pytest.raises(ChatTimeout, match=r"waited 0\.5s for the run answering"):
+                await chat.send("Go on forever")
+            with pytest.raises(RuntimeError, match="socket is gone"):
+                await chat.send("Again")
+    assert len(chat.events) > 10
