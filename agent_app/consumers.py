@@ -17,7 +17,10 @@ Security (docs/security.md) lives in modules of its own; the consumer only calls
 ``agent_app.guard.access`` on connect (whose chat; a socket with no identity is ``forbidden``)
 and at the first ``user_message`` (which stores the chat), ``agent_app.guard.limits`` on connect
 (sockets per chat and per person) and for every frame (the person's frame budget),
-``agent_app.durable.audit`` around every reply. Nothing a client sends can end the socket: a
+``agent_app.durable.audit`` around every reply. The frames of people in the loop (ratings,
+asking for a person, staff who take the chat over) are ``agent_app.people.socket``'s: staff
+(``agent_app.staff_chat``) may open any stored chat's socket, to watch and take it over.
+Nothing a client sends can end the socket: a
 handler that raises is answered with an ``internal`` error frame, and the socket's
 resources (live session, run, counters, group) are released however it ends. Nor can the
 socket's end undo what a frame started: a send to a socket that is closing is dropped
