@@ -433,7 +433,10 @@ class ChatConsumer(PeopleFrames, AsyncWebsocketConsumer):
         assert self.live is not None
         if await customer_message(self.live, frame.content):
             return
-        await self._start(frame.content, creator, attachments=attachments)
+        try:
+            await self._start(frame.content, creator, attachments=attachments)
+        except (Busy, BudgetExceeded) as refusal:
+            await self.send_frame(refusal.frame())
 
     async def _attachments(self, frame: UserMessageFrame) -> list[str] | None:
         """The message's attachment ids if all are this chat's; else say why (None)."""
