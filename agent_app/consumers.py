@@ -431,7 +431,7 @@ class ChatConsumer(PeopleFrames, AsyncWebsocketConsumer):
         """A person answers this chat: the message is stored for them, no run starts (if
         it was handed back meanwhile, a run answers it after all)."""
         assert self.live is not None
-        if await customer_message(self.live, frame.content):
+        if await customer_message(self.live, frame.content, attachments):
             return
         try:
             await self._start(frame.content, creator, attachments=attachments)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -182,10 +183,14 @@ async def staff_message(live: LiveSession, staff: Any, content: str) -> bool:
     return True
 
 
-async def customer_message(live: LiveSession, content: str) -> bool:
+async def customer_message(
+    live: LiveSession, content: str, attachments: Sequence[str] = ()
+) -> bool:
     """Store the customer's message of a taken-over chat and show it (no run answers);
     False when the chat is not taken over (any more): a run answers it then."""
-    item = await database_sync_to_async(records.store_customer_message)(live.session_id, content)
+    item = await database_sync_to_async(records.store_customer_message)(
+        live.session_id, content, attachments
+    )
     if item is None:
         return False
 
@@ -196,6 +201,7 @@ async def customer_message(live: LiveSession, content: str) -> bool:
             position=item["position"],
             id=item["id"],
             created_at=item["created_at"],
+            attachments=item.get("attachments", []),
         ).dump()
 
     await announce(live, build)

@@ -8,11 +8,14 @@ history cache stay right. The signals of ``agent_app.people.signals`` are sent i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
+from agent_app.attachments.stored import attachment_refs
 from agent_app.durable.history import history_item
 from agent_app.durable.statements import insert
 from agent_app.durable.store import bump_version, message_from_row, remember, title_from
@@ -191,9 +194,15 @@ def store_staff_message(session_id: str, staff: Any, content: str) -> dict[str, 
     return _append(session_id, row)
 
 
-def store_customer_message(session_id: str, content: str) -> dict[str, Any] | None:
-    """Store a customer's message while the chat is taken over (no run answers it);
-    None if it is not taken over (any more): then a run answers it."""
-    row = ChatMessage(role="user", content=content, extra={"attributes": {}})
+def store_customer_message(
+    session_id: str, content: str, attachments: Sequence[str] = ()
+) -> dict[str, Any] | None:
+    """Store a customer's message (with its files) while the chat is taken over: no run
+    answers it. None if it is not taken over (any more): then a run answers it."""
+    files = {ATTACHMENTS_ATTRIBUTE: list(attachments)} if attachments else {}
+    row = ChatMessage(role="user", content=content, extra={"attributes": files})
     row.created_at = timezone.now()
-    return _append(session_id, row)
+    item = _append(session_id, row)
+    if item is not None and attachments:
+        item["attachments"] = attachment_refs(session_id, attachments)
+    return item

@@ -6,7 +6,7 @@ The inbound ones (``feedback``, ``request_human``, ``takeover``, ``staff_message
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -70,6 +70,8 @@ class CustomerMessageFrame(OutboundFrame):
     position: int
     id: int
     created_at: str
+    #: References of the message's files, as in ``run_started``.
+    attachments: list[dict[str, Any]] = []
 
 
 class HandedBackFrame(OutboundFrame):

@@ -453,7 +453,11 @@ export function mount(where, options = {}) {
     if (entry?.bubble?.isConnected) {
       transcript.stampUserMessage(entry.bubble, stamp);
     } else {
-      transcript.addUserMessage(frame.content, { ...stamp, before: outbox.firstPendingBubble() });
+      transcript.addUserMessage(frame.content, {
+        ...stamp,
+        before: outbox.firstPendingBubble(),
+        attachments: frame.attachments,
+      });
     }
     onStored();
     updateMode();

@@ -296,3 +296,28 @@ async def test_a_message_racing_the_takeover_is_never_lost_nor_answered_after_it
         await customer.close()
         await staff.close()
     assert outcomes  # which of the two happened varies; either is right
+
+
+async def test_files_sent_while_taken_over_are_kept_with_the_message(
+    sockets, use_model, staff_cookie, settings, tmp_path
+):
+    from tests.app.test_attachments_chat import Browser
+    from tests.app.test_attachments_files import image_bytes
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    model = use_model(StreamThenAnswer())
+    customer, staff = await _streaming_chat(sockets, staff_cookie, model)
+    await staff.send({"type": "takeover"})
+    await customer.until(lambda frame: frame["type"] == "taken_over")
+    visitor = Browser(dict(customer.communicator.scope["headers"])[b"cookie"].decode(), sockets)
+    uploaded = await visitor.upload(customer.session_id, image_bytes(), "label.png")
+    await customer.send(
+        {"type": "user_message", "content": "Here is the label", "attachments": [uploaded["id"]]}
+    )
+    for socket in (customer, staff):
+        shown = await socket.until(lambda frame: frame["type"] == "customer_message")
+        assert [ref["id"] for ref in shown[-1]["attachments"]] == [uploaded["id"]]
+    stored = await ChatMessage.objects.filter(role="user").order_by("-position").afirst()
+    assert stored.extra["attributes"]["attachments"] == [uploaded["id"]]
+    again = await sockets(customer.session_id)
+    assert again.session_frame["history"][-1]["attachments"][0]["name"] == "label.png"
