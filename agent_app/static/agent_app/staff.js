@@ -3,6 +3,8 @@
  * composer that writes to the customer as the staff member. The socket is the chat's own
  * (staff may open any chat's); the server decides who may do what.
  */
+import { renderMarkdown } from "./markdown.js";
+
 const config = JSON.parse(document.getElementById("staff-config").textContent);
 const root = document.querySelector(".staff-chat");
 const log = root.querySelector('[data-part="log"]');
@@ -14,6 +16,7 @@ const handBackButton = root.querySelector('[data-action="hand-back"]');
 
 let socket = null;
 let live = null; // the entry of the answer being streamed
+let liveSource = ""; // its Markdown so far
 let unsent = null; // what was sent and not shown yet: back into the box if refused
 
 const WHO = { user: "Customer", assistant: "Assistant", staff: "Staff" };
@@ -31,9 +34,14 @@ function entry(role, body, who) {
   const label = document.createElement("span");
   label.className = "staff-chat__who";
   label.textContent = who || WHO[role] || role;
-  const words = document.createElement("p");
+  const words = document.createElement("div");
   words.className = "staff-chat__text";
-  words.textContent = body;
+  if (role === "assistant") {
+    words.innerHTML = renderMarkdown(body); // sanitised (markdown.js)
+    words.classList.add("staff-chat__text--markdown");
+  } else {
+    words.textContent = body;
+  }
   item.append(label, words);
   log.append(item);
   item.scrollIntoView({ block: "end" });
@@ -57,7 +65,14 @@ function showTaken(staff) {
   if (mine) text.focus();
 }
 
+/** The buttons act on the socket: usable only while it is open. */
+function connected(open) {
+  takeoverButton.disabled = !open;
+  handBackButton.disabled = !open;
+}
+
 function showHistory(frame) {
+  connected(true);
   log.replaceChildren();
   for (const item of frame.history || []) {
     if (item.role === "tool") continue;
@@ -78,8 +93,12 @@ const handlers = {
   },
   agent_event: (frame) => {
     if (frame.event.type === "text_delta") {
-      live = live || entry("assistant", "");
-      live.textContent += frame.event.delta;
+      if (live === null) {
+        live = entry("assistant", "");
+        liveSource = "";
+      }
+      liveSource += frame.event.delta;
+      live.innerHTML = renderMarkdown(liveSource, { unfinished: true });
     }
   },
   run_completed: () => { live = null; },
@@ -108,7 +127,10 @@ function connect() {
     const frame = JSON.parse(message.data);
     handlers[frame.type]?.(frame);
   });
-  socket.addEventListener("close", () => setTimeout(connect, 2000));
+  socket.addEventListener("close", () => {
+    connected(false);
+    setTimeout(connect, 2000);
+  });
 }
 
 takeoverButton.addEventListener("click", () => socket?.send(JSON.stringify({ type: "takeover" })));
@@ -132,4 +154,5 @@ text.addEventListener("keydown", (event) => {
   }
 });
 
+connected(false);
 connect();

@@ -75,6 +75,11 @@ def staff_page(
     )
     context.set_default_timeout(WAIT_MS)
     page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on(
+        "console", lambda message: errors.append(message.text) if message.type == "error" else None
+    )
     page.goto(f"{support_server.url}/accounts/login/?next=/inbox/")
     page.get_by_label("Username").fill("alice")
     page.get_by_label("Password").fill("alice-pw-123")
@@ -86,6 +91,7 @@ def staff_page(
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}-staff.png"), full_page=True)
     context.close()
+    assert errors == [], f"the staff page logged errors: {errors}"
 
 
 @pytest.mark.parametrize(
