@@ -103,3 +103,51 @@ def test_zett_export_feedback_writes_the_conversation_up_to_each_rated_answer(ch
     out = io.StringIO()
     call_command("zett_export", "--feedback", "--rating", "down", stdout=out, stderr=io.StringIO())
     assert out.getvalue() == ""
+
+
+def test_approvals_waiting_long_are_listed(chat, staff):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agent_app.models import ReplyWait
+
+    wait = ReplyWait.objects.create(
+        session=chat,
+        request_id="r1",
+        tool_call_id="c9",
+        tool_name="refund",
+        kind="approval",
+        event_name="approval_requested",
+        response_event="approval_response",
+    )
+    assert staff.get("/inbox/?format=json").json()["waiting"] == []  # not long yet
+    ReplyWait.objects.filter(pk=wait.pk).update(created_at=timezone.now() - timedelta(minutes=6))
+    (listed,) = staff.get("/inbox/?format=json").json()["waiting"]
+    assert listed["tool"] == "refund" and listed["kind"] == "approval"
+
+
+@pytest.mark.django_db(transaction=True)  # no test transaction around: only the app's own
+def test_the_signals_are_sent_inside_the_recording_transaction(chat):
+    from django.db import connection
+
+    from agent_app.people.signals import feedback_saved, handoff_requested
+
+    inside: list[tuple[str, bool]] = []
+
+    def on_handoff(sender, **kwargs):
+        inside.append(("handoff", connection.in_atomic_block))
+
+    def on_feedback(sender, **kwargs):
+        inside.append(("feedback", connection.in_atomic_block))
+
+    handoff_requested.connect(on_handoff)
+    feedback_saved.connect(on_feedback)
+    try:
+        records.mark_needs_human(str(chat.pk), "help", "customer")
+        records.rate(ChatSession.objects.all(), "user:1", None, _answer(chat).pk, "up", "")
+    finally:
+        handoff_requested.disconnect(on_handoff)
+        feedback_saved.disconnect(on_feedback)
+    assert [name for name, _ in inside] == ["handoff", "feedback"]
+    assert all(atomic for _, atomic in inside)
