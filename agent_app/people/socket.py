@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.contrib.auth import get_user_model
 
 from agent_app.guard.access import Person, may_open, visible_sessions
 from agent_app.models import ChatSession
@@ -67,6 +68,9 @@ class PeopleFrames:
 
     async def route_people(self, frame: InboundFrame) -> bool:
         """Handle a frame of people in the loop; False if ``frame`` is none of them."""
+        if isinstance(frame, _STAFF) and not await self._still_staff():
+            await self.send_frame(ErrorFrame(code=ErrorCode.FORBIDDEN, message=NOT_STAFF))
+            return True
         match frame:
             case FeedbackFrame():
                 await self.on_feedback(frame)
@@ -82,6 +86,19 @@ class PeopleFrames:
             case _:
                 return False
         return True
+
+    async def _still_staff(self) -> bool:
+        """The permission, read again for each staff frame: taking it away works at once
+        (the socket's user object keeps the permissions it read at connect)."""
+        user = self._user()
+        pk = getattr(user, "pk", None)
+
+        def read() -> bool:
+            fresh = get_user_model()._default_manager.filter(pk=pk, is_active=True).first()
+            return is_staff(fresh)
+
+        self.staff = pk is not None and await database_sync_to_async(read)()
+        return self.staff
 
     def _live(self) -> LiveSession:
         assert self.live is not None

@@ -321,3 +321,20 @@ async def test_files_sent_while_taken_over_are_kept_with_the_message(
     assert stored.extra["attributes"]["attachments"] == [uploaded["id"]]
     again = await sockets(customer.session_id)
     assert again.session_frame["history"][-1]["attachments"][0]["name"] == "label.png"
+
+
+async def test_taking_the_permission_away_works_on_an_open_socket(sockets, use_model, staff_cookie):
+    model = use_model(StreamThenAnswer())
+    _, staff = await _streaming_chat(sockets, staff_cookie, model)
+    await staff.send({"type": "takeover"})
+    await staff.until(lambda frame: frame["type"] == "taken_over")
+
+    def revoke() -> None:
+        from django.contrib.auth.models import User
+
+        User.objects.get(username="alice").user_permissions.clear()
+
+    await sync_to_async(revoke)()
+    await staff.send({"type": "staff_message", "content": "still here?"})
+    await staff.expect_error("forbidden")
+    assert await ChatMessage.objects.filter(role="staff").acount() == 0
