@@ -14,6 +14,8 @@ const TOOL_STATUS = {
   waiting: "waiting for you",
   done: "done",
   failed: "failed",
+  denied: "denied",
+  expired: "not answered in time",
   skipped: "skipped",
   stopped: "stopped",
   unanswered: "no result",
@@ -134,6 +136,22 @@ export class ReasoningSegment {
   }
 
   finish() {}
+}
+
+/**
+ * How a call that did not succeed ended when a person declined it: `denied` (the reply
+ * said no), `expired` (no reply in time), else null (it failed). Read from the tool
+ * result's `attributes.reply`, live and in history alike.
+ */
+export function declinedState(attributes) {
+  const reply = attributes?.reply;
+  if (!reply || typeof reply !== "object") {
+    return null;
+  }
+  if (reply.expired === true) {
+    return "expired";
+  }
+  return reply.approved === false ? "denied" : null;
 }
 
 /** A collapsible card for one tool call: arguments, then status and result. */
