@@ -45,6 +45,7 @@ import { HistoryPaging } from "./paging.js";
 import { DEFAULT_TEXTS, prepare } from "./panel.js";
 import { People } from "./people.js";
 import { keepTimesFresh, parseTime } from "./time.js";
+import { StopButton } from "./stop.js";
 import { Transcript } from "./transcript.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
 import { ReplyWidgets } from "./widgets.js";
@@ -114,6 +115,7 @@ export function mount(where, options = {}) {
   const onStored = options.onStored ?? (() => {});
 
   const notices = new Notices(part("notices"));
+  const stopper = new StopButton(ui.stop, { send, isOpen: () => client.isOpen, notices, text: texts.stop });
   const budget = new BudgetMeter(optional("budget"));
   const widgets = new ReplyWidgets((name, payload) => send({ type: "external_event", name, payload }), {
     onAnswered: () => ui.input.focus({ preventScroll: true }),
@@ -211,8 +213,7 @@ export function mount(where, options = {}) {
       ui.label.textContent = active ? texts.steerLabel : texts.messageLabel;
       ui.input.placeholder = active ? texts.steerPlaceholder : texts.placeholder;
       ui.send.textContent = active ? texts.steer : texts.send;
-      ui.stop.disabled = false;
-      ui.stop.textContent = texts.stop;
+      stopper.clear();
     }
     ui.stop.hidden = !active;
     ui.send.disabled = !client.isOpen || problem() !== "";
@@ -297,10 +298,7 @@ export function mount(where, options = {}) {
   }
 
   function stopRun() {
-    if (send({ type: "cancel" })) {
-      ui.stop.disabled = true;
-      ui.stop.textContent = "Stopping…";
-    }
+    stopper.press();
   }
 
   // --- frames from the server ---------------------------------------------------------
@@ -408,6 +406,7 @@ export function mount(where, options = {}) {
     }
     outbox.caughtUp();
     updateMode();
+    stopper.caughtUp(liveRunId !== null);
   }
 
   function startRun(frame) {
@@ -533,8 +532,7 @@ export function mount(where, options = {}) {
       paging.refused();
     }
     if (frame.code === "not_running") {
-      ui.stop.disabled = false;
-      ui.stop.textContent = texts.stop;
+      stopper.clear();
     }
   }
 

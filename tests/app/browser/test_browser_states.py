@@ -1,0 +1,75 @@
+"""States that say what happened: a Stop pressed while the link is down is kept and sent
+when it is back (never lost while the page says nothing), a deleted chat's page says it was
+deleted and offers no composer, and error pages are styled without breaking the page's
+Content Security Policy.
+"""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.app.browser.browser_support import (
+    LiveServer,
+    PageProbe,
+    SocketGate,
+    expect_connected,
+    expect_idle,
+    last_answer,
+    open_new_chat,
+    send,
+)
+
+pytest_plugins = ["tests.app.browser.browser_fixtures"]
+pytestmark = pytest.mark.slow
+
+
+def test_a_stop_pressed_offline_is_sent_when_the_link_is_back(
+    page: Page, scripted_server: LiveServer, probe: PageProbe
+) -> None:
+    gate = SocketGate(page)
+    open_new_chat(page, scripted_server)
+    send(page, "stall")
+    expect(last_answer(page).locator("em")).to_have_text("what is 12")
+    gate.block()
+    gate.drop()
+    expect(page.locator("#connection-label")).not_to_have_text("Connected")
+
+    stop = page.locator("#stop-button")
+    stop.click()
+
+    expect(stop).to_have_text("Stop on reconnect (press to undo)")
+    expect(page.locator(".notice", has_text="the answer stops as soon as the link is back")).to_be_visible()
+    assert not [frame for frame in gate.sent if frame["type"] == "cancel"]
+    gate.unblock()
+    page.get_by_role("button", name="Retry now").click()
+
+    expect_connected(page)
+    expect(page.locator(".note", has_text="Stopped.")).to_be_visible()
+    expect_idle(page)
+    assert [frame["type"] for frame in gate.sent].count("cancel") == 1
+    expect(page.locator(".notice", has_text="the answer stops")).to_have_count(0)
+
+
+def test_a_stop_pressed_offline_can_be_taken_back(page: Page, scripted_server: LiveServer) -> None:
+    gate = SocketGate(page)
+    open_new_chat(page, scripted_server)
+    send(page, "stall")
+    expect(last_answer(page).locator("em")).to_have_text("what is 12")
+    gate.block()
+    gate.drop()
+    stop = page.locator("#stop-button")
+    stop.click()
+    expect(stop).to_have_text("Stop on reconnect (press to undo)")
+
+    stop.click()
+
+    expect(stop).to_have_text("Stop")
+    gate.unblock()
+    page.get_by_role("button", name="Retry now").click()
+    expect_connected(page)
+    expect(last_answer(page)).to_have_class("msg msg--assistant markdown is-streaming")
+    expect(stop).to_be_visible()
+    assert not [frame for frame in gate.sent if frame["type"] == "cancel"]
+    stop.click()
+    expect_idle(page)
