@@ -47,6 +47,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agent_app import conf
 from agent_app.assistants import Assistant, UnknownAssistant, registry
+from agent_app.chat_records import was_deleted_by
 from agent_app.guard.access import Person, may_open, person_of_request, visible_sessions
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
 from agent_app.routing import socket_path
@@ -173,6 +174,10 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     session = ChatSession.objects.filter(pk=session_id).first()
     if not may_open(person, session):
         raise Http404("There is no chat session with this id.")
+    if session is None and was_deleted_by(str(session_id), person.key):
+        # Not a new empty chat: its id is never stored again, so a composer would lie.
+        context = {**account_links(), "new_session_id": uuid.uuid4()}
+        return render(request, "agent_app/chat_deleted.html", context, status=410)
     assistant = _chosen_assistant(request, session)
     return render(
         request,

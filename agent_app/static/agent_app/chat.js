@@ -74,6 +74,7 @@ mount(root, {
   assistant: config.assistant,
   handoff: Boolean(config.handoff),
   attachmentsUrl: config.attachmentsUrl,
+  listUrl: config.listUrl,
   chatTitle: title,
   keyboardTarget: document,
   autofocus: true,

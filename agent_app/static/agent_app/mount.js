@@ -37,6 +37,7 @@ import { BudgetMeter } from "./budget.js";
 import { composerProblem } from "./composer.js";
 import { ZettClient } from "./client.js";
 import { LastTurnActions } from "./edit.js";
+import { showGone } from "./gone.js";
 import { renderHistory, showWait } from "./history.js";
 import { LinkIndicator } from "./link.js";
 import { ERROR_TEXT, Notices } from "./notices.js";
@@ -306,6 +307,9 @@ export function mount(where, options = {}) {
   client.on("status", (status) => {
     link.show(status);
     updateMode();
+    if (status.state === "refused") {
+      showGone(ui, notices, status.code, { listUrl: options.listUrl ?? null });
+    }
   });
   client.on("session", showSession);
   client.on("pong", caughtUp);

@@ -73,3 +73,49 @@ def test_a_stop_pressed_offline_can_be_taken_back(page: Page, scripted_server: L
     assert not [frame for frame in gate.sent if frame["type"] == "cancel"]
     stop.click()
     expect_idle(page)
+
+
+def test_a_chat_deleted_in_another_tab_says_so_and_keeps_the_typed_text(
+    page: Page, scripted_server: LiveServer, probe: PageProbe
+) -> None:
+    open_new_chat(page, scripted_server)
+    send(page, "hello")
+    expect_idle(page)
+    other = page.context.new_page()
+    other.on("pageerror", lambda error: probe.errors.append(f"second tab: {error}"))
+    other.goto(page.url)
+    expect_connected(other)
+    page.get_by_label("Message", exact=True).fill("one more thing")
+
+    other.get_by_role("button", name="Delete this chat").click()
+    other.get_by_role("dialog").get_by_role("button", name="Delete").click()
+
+    gone = page.locator(".chat-gone")
+    expect(gone).to_contain_text("This chat was deleted.")
+    expect(gone.locator("blockquote")).to_have_text("one more thing")
+    expect(page.locator("#composer")).to_be_hidden()
+    expect(page.get_by_text("code 4410")).to_have_count(0)
+    gone.get_by_role("link", name="Go to your chats").click()
+    expect(page).to_have_url(f"{scripted_server.url}/")
+    other.close()
+
+
+def test_a_deleted_chats_address_says_it_was_deleted(
+    page: Page, scripted_server: LiveServer, probe: PageProbe
+) -> None:
+    open_new_chat(page, scripted_server)
+    send(page, "hello")
+    expect_idle(page)
+    address = page.url
+    page.get_by_role("button", name="Delete this chat").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    expect(page).to_have_url(f"{scripted_server.url}/")
+
+    response = page.goto(address)
+
+    assert response is not None and response.status == 410
+    probe.forgive("status of 410 (Gone)")  # the browser logs every error status
+    expect(page.get_by_role("heading", name="This chat was deleted")).to_be_visible()
+    expect(page.locator("#composer")).to_have_count(0)
+    page.get_by_role("link", name="Start a new chat").click()
+    expect(page.locator("#connection-label")).to_have_text("Connected")
