@@ -119,3 +119,20 @@ def test_a_deleted_chats_address_says_it_was_deleted(
     expect(page.locator("#composer")).to_have_count(0)
     page.get_by_role("link", name="Start a new chat").click()
     expect(page.locator("#connection-label")).to_have_text("Connected")
+
+
+def test_the_debug_not_found_page_is_styled_and_breaks_no_policy(
+    page: Page, scripted_server: LiveServer, probe: PageProbe
+) -> None:
+    violations: list[str] = []
+    page.on("console", lambda message: violations.append(message.text))
+
+    response = page.goto(f"{scripted_server.url}/no-such-page/")
+
+    assert response is not None and response.status == 404
+    summary = page.locator("#summary")
+    expect(summary).to_be_visible()
+    background = summary.evaluate("node => getComputedStyle(node).backgroundColor")
+    assert background not in ("rgba(0, 0, 0, 0)", "transparent")  # its inline <style> applied
+    assert not [text for text in violations if "Content Security Policy" in text]
+    probe.forgive("status of 404 (Not Found)")
