@@ -45,6 +45,7 @@ import { Outbox } from "./outbox.js";
 import { HistoryPaging } from "./paging.js";
 import { DEFAULT_TEXTS, prepare } from "./panel.js";
 import { People } from "./people.js";
+import { ComposerBox, JumpToLatest, enterSends } from "./phone.js";
 import { keepTimesFresh, parseTime } from "./time.js";
 import { StopButton } from "./stop.js";
 import { Transcript } from "./transcript.js";
@@ -116,6 +117,8 @@ export function mount(where, options = {}) {
   const onStored = options.onStored ?? (() => {});
 
   const notices = new Notices(part("notices"));
+  const box = new ComposerBox(ui.input);
+  new JumpToLatest(part("transcript"), { onJump: () => ui.input.focus({ preventScroll: true }) });
   const stopper = new StopButton(ui.stop, { send, isOpen: () => client.isOpen, notices, text: texts.stop });
   const budget = new BudgetMeter(optional("budget"));
   const widgets = new ReplyWidgets((name, payload) => send({ type: "external_event", name, payload }), {
@@ -212,11 +215,12 @@ export function mount(where, options = {}) {
     if (ui.composer.dataset.mode !== mode) {
       ui.composer.dataset.mode = mode;
       ui.label.textContent = active ? texts.steerLabel : texts.messageLabel;
-      ui.input.placeholder = active ? texts.steerPlaceholder : texts.placeholder;
+      box.placeholder(active ? texts.steerPlaceholder : texts.placeholder);
       ui.send.textContent = active ? texts.steer : texts.send;
       stopper.clear();
     }
     ui.stop.hidden = !active;
+    box.fit();
     ui.send.disabled = !client.isOpen || problem() !== "";
     // Offline they stay: pressed then, they say nothing was sent, and keep the keyboard.
     lastTurn.refresh(!active);
@@ -570,7 +574,8 @@ export function mount(where, options = {}) {
   });
 
   ui.input.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    // On a touch screen Enter makes a new line: Send (or Steer) is the button (phone.js).
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && enterSends()) {
       event.preventDefault();
       ui.composer.requestSubmit();
     }
