@@ -14,7 +14,10 @@ class AgentAppConfig(AppConfig):
         from agent_app.assistants import registry
         from agent_app.attachments import stored  # noqa: F401  (files leave with their rows)
         from agent_app.durable.store import message_saved_through_the_orm
-        from agent_app.guard import access  # noqa: F401
+        from agent_app.guard import (
+            access,  # noqa: F401
+            bodies,
+        )
         from agent_app.models import ChatMessage
         from agent_app.sessions import daphne_exit
 
@@ -22,6 +25,7 @@ class AgentAppConfig(AppConfig):
         # (no id, one id twice) stops the start with the class named.
         registry.discover()
         daphne_exit.mend()  # before a daphne server runs: its SIGTERM cancels every socket
+        bodies.guard()  # daphne refuses zett's too large or stalled bodies before reading them
         post_save.connect(
             message_saved_through_the_orm, sender=ChatMessage, dispatch_uid="zett-history-version"
         )

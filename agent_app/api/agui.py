@@ -52,6 +52,7 @@ from agent_app.budgets import BudgetExceeded
 from agent_app.chat_records import ChatDeleted
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
+from agent_app.guard.bodies import api_body_limit, body_limit
 from agent_app.guard.limits import SocketTicket, limiter
 from agent_app.models import ChatSession, ReplyWait, WaitKind, WaitStatus
 from agent_app.protocol.frames import Refusal
@@ -66,6 +67,7 @@ __all__ = ["capabilities_of", "run", "thread_events"]
 
 
 @csrf_exempt  # checked by ``authorized`` for cookie requests only (a token needs none)
+@body_limit(api_body_limit)  # refused before it is read (under daphne)
 async def run(request: HttpRequest, assistant_id: str) -> HttpResponse:
     """Start a run (or resume one) and stream it (see the module docstring)."""
     if request.method != "POST":
@@ -125,6 +127,12 @@ async def thread_events(request: HttpRequest, thread_id: str) -> HttpResponse:
         stream = ThreadStream(session_id, _ticket(caller, session_id))
         try:
             await stream.open(after_seq)
+            if stream.beyond(after_seq):
+                raise AguiError(
+                    ErrorCode.BAD_INPUT,
+                    f"Last-Event-ID {after_seq} is past the thread's last event "
+                    f"({stream.known_seq}): re-attach with the last id you received",
+                )
         except BaseException:
             stream.close()
             raise

@@ -95,6 +95,8 @@ class ThreadStream:
         self._unclaimed: asyncio.TimerHandle | None = None
         #: The run's frames up to a re-attachment's ``after_seq`` (``open``).
         self._before: list[dict[str, Any]] = []
+        #: The highest ``seq`` of the active run's frames when a re-attachment joined.
+        self._run_seq = 0
 
     # --- the live session's side -------------------------------------------------------
 
@@ -141,6 +143,18 @@ class ThreadStream:
             self._before = await self._frames_up_to(after_seq)
         return self.session
 
+    @property
+    def known_seq(self) -> int:
+        """The highest ``seq`` sent so far that this stream knows of: the thread's last
+        one, or the active run's last frame (read by ``open`` for a re-attachment, also
+        from another worker's replay stream, which may be ahead of this worker)."""
+        return max(self.last_seq, self._run_seq)
+
+    def beyond(self, after_seq: int) -> bool:
+        """Whether ``after_seq`` names an event nobody was sent yet. A re-attachment
+        with it would wait for events it then hides, so the view refuses it."""
+        return after_seq > self.known_seq
+
     async def _join(self, after_seq: int | None) -> None:
         live = self.live = live_sessions().session(self.thread_id)
         # Right after ``session()`` (see ``LiveSession.join``); the stream reads runs, not
@@ -163,6 +177,7 @@ class ThreadStream:
         else:
             texts = [text for _, text in await live.bus.replay(self.thread_id, active, None)]
         frames = [json.loads(text) for text in texts]
+        self._run_seq = max((int(frame.get("seq") or 0) for frame in frames), default=0)
         return [frame for frame in frames if int(frame.get("seq") or 0) <= after_seq]
 
     @property
@@ -253,6 +268,8 @@ class ThreadStream:
                     for event in encoder.encode(frame):
                         out.append(event.encode())
                         ended = ended or event.type in TERMINAL_EVENTS
+                    # However the encoder showed it: a stream never outlives its run.
+                    ended = ended or _ends_run(frame, encoder.run_id)
                 if out:
                     yield "".join(out)
                 if ended:
@@ -307,6 +324,23 @@ class _DeltaFrames:
                 if literal.startswith('"'):
                     return int(digits), request_id, kind, literal
         return None
+
+
+#: Frames that end a zett run (``agent_event`` ``run_completed`` too): docs/protocol.md.
+_RUN_ENDS = frozenset({"run_failed", "run_cancelled", "run_interrupted", "run_paused"})
+
+
+def _ends_run(frame: dict[str, Any], run_id: str | None) -> bool:
+    """Whether ``frame`` ends the run a stream shows (``run_id``; None: any run)."""
+    if run_id is not None and frame.get("request_id") != run_id:
+        return False
+    kind = frame.get("type")
+    if kind in _RUN_ENDS:
+        return True
+    event = frame.get("event")
+    return (
+        kind == "agent_event" and isinstance(event, dict) and event.get("type") == "run_completed"
+    )
 
 
 _DELTA_KINDS = frozenset({"text_delta", "reasoning_delta"})
