@@ -124,7 +124,7 @@ async def thread_events(request: HttpRequest, thread_id: str) -> HttpResponse:
         session_id = chat_id(thread_id)
         await own_chat(caller.person, session_id)
         after_seq = _last_event_id(request)
-        stream = ThreadStream(session_id, _ticket(caller, session_id))
+        stream = _stream(caller, session_id)
         try:
             await stream.open(after_seq)
             if stream.beyond(after_seq):
@@ -178,7 +178,7 @@ async def _new_message(caller: Caller, thread: _Thread, wanted: RunRequest) -> H
                 raise AguiError(ErrorCode.NOT_FOUND, NOT_FOUND_MESSAGE, status=404)
             case Creation.QUOTA:
                 raise AguiError(ErrorCode.RATE_LIMITED, chat_quota_message(), status=429)
-    stream = ThreadStream(thread_id, _ticket(caller, thread_id))
+    stream = _stream(caller, thread_id)
     try:
         await stream.open()
         assert stream.live is not None and wanted.text is not None
@@ -232,7 +232,7 @@ async def _resume(caller: Caller, thread: _Thread, wanted: RunRequest) -> HttpRe
             raise
         return _refused_stream(thread_id, wanted.client_run_id, error.code, error.message)
     run_id = runs.get(wanted.resume[0].interrupt_id) or wanted.client_run_id
-    stream = ThreadStream(thread_id, _ticket(caller, thread_id))
+    stream = _stream(caller, thread_id)
     try:
         await stream.open()
         assert stream.live is not None
@@ -336,6 +336,12 @@ def _body_of(request: HttpRequest) -> bytes:
             f"The body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes",
             status=413,
         ) from None
+
+
+def _stream(caller: Caller, thread_id: str) -> ThreadStream:
+    """A stream of the thread for ``caller``: one of their sockets in the limits, and
+    ended when the API token it was opened with ends."""
+    return ThreadStream(thread_id, _ticket(caller, thread_id), token_id=caller.token_id)
 
 
 def _ticket(caller: Caller, thread_id: str) -> SocketTicket:

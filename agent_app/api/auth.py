@@ -30,7 +30,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 
 from agent_app.agui.errors import AguiError, ErrorCode
 from agent_app.guard.access import Person, known_person_of_request
-from agent_app.tokens import TokenRefused, bearer_secret, user_of_secret
+from agent_app.tokens import TokenRefused, bearer_secret, token_of_secret
 
 __all__ = ["QUERY_TOKEN_NAMES", "Caller", "caller_of"]
 
@@ -49,6 +49,8 @@ class Caller:
     person: Person
     user: Any
     token: bool
+    #: The API token's id (what it opens ends with it: ``agent_app.token_watch``).
+    token_id: int | None = None
 
 
 class _CsrfCheck(CsrfViewMiddleware):
@@ -71,7 +73,7 @@ def caller_of(request: HttpRequest) -> Caller:
     try:
         raw = [] if header is None else [(b"authorization", header.encode("latin-1"))]
         secret = bearer_secret(raw)
-        user = user_of_secret(secret) if secret is not None else None
+        token = token_of_secret(secret) if secret is not None else None
     except TokenRefused as refused:
         logger.warning("Refused an API request to %s: %s", request.path, refused)
         raise AguiError(
@@ -79,8 +81,8 @@ def caller_of(request: HttpRequest) -> Caller:
             "The API token is not valid (wrong, revoked or expired)",
             status=401,
         ) from None
-    if user is not None:
-        return Caller(Person(user.pk, None), user, True)
+    if token is not None:
+        return Caller(Person(token.user.pk, None), token.user, True, token.pk)
     person = known_person_of_request(request)
     if person is None:
         raise AguiError(ErrorCode.UNAUTHORIZED, "Sign in, or send an API token", status=401)

@@ -24,7 +24,10 @@ piece (one write to the client per burst, not per event). A client that leaves m
 as a socket that falls behind does). The
 iterator waits for the next frame at most ``ZETT_SSE_KEEPALIVE_SECONDS`` and sends a
 keep-alive comment when none came. It ends after the AG-UI run's ``RUN_FINISHED`` or
-``RUN_ERROR``, or when the chat is deleted, and however it ends — the client went away
+``RUN_ERROR`` (and, whatever the encoder showed, with the zett run's last frame: a stream
+never outlives its run), when the chat is deleted, or when the API token it was opened
+with is revoked or expires (``agent_app.token_watch``; its last event is then ``CUSTOM``
+``zett.stream_closed``), and however it ends — the client went away
 (Django cancels the response's task), the server failed — it leaves the live session and
 gives back its place in the per-person limits (``close``, idempotent). A stream whose
 response never begins to read it (the client hung up between the view and the first byte)
@@ -43,13 +46,14 @@ from typing import Any, TypeVar
 
 from agent_app import conf
 from agent_app.agui.encoder import RunEncoder
-from agent_app.agui.sse import KEEP_ALIVE
+from agent_app.agui.sse import KEEP_ALIVE, SseEvent
 from agent_app.guard.limits import SocketTicket, limiter
 from agent_app.protocol.text import encode_delta_frame
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
+from agent_app.token_watch import Watched, token_watch
 
-__all__ = ["MAX_QUEUED", "TERMINAL_EVENTS", "ThreadStream", "detached"]
+__all__ = ["MAX_QUEUED", "TERMINAL_EVENTS", "TOKEN_ENDED_EVENT", "ThreadStream", "detached"]
 
 T = TypeVar("T")
 
@@ -63,6 +67,16 @@ UNCLAIMED_SECONDS = 60.0
 #: The events that end an AG-UI run, and so a stream.
 TERMINAL_EVENTS = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 _END = None
+#: Put in the queue when the stream's API token ends (compared by identity).
+_TOKEN_ENDED = "token ended"
+#: The last event of a stream whose API token was revoked or expired while it was open.
+TOKEN_ENDED_EVENT = SseEvent(
+    {
+        "type": "CUSTOM",
+        "name": "zett.stream_closed",
+        "value": {"code": "unauthorized", "message": "The API token was revoked or has expired"},
+    }
+).encode()
 
 
 async def detached(work: Coroutine[Any, Any, T]) -> T:
@@ -81,10 +95,15 @@ async def detached(work: Coroutine[Any, Any, T]) -> T:
 class ThreadStream:
     """A thread's frames for one HTTP client (see the module docstring)."""
 
-    def __init__(self, thread_id: str, ticket: SocketTicket | None = None) -> None:
+    def __init__(
+        self, thread_id: str, ticket: SocketTicket | None = None, *, token_id: int | None = None
+    ) -> None:
         self.thread_id = thread_id
         self.live: LiveSession | None = None
         self._ticket = ticket
+        #: The API token the stream was opened with, watched while it is open.
+        self._token_id = token_id
+        self._watched: Watched | None = None
         #: Frames not read yet; ``_END`` once the stream must end.
         self._frames: deque[str | None] = deque()
         #: Set by the next frame when the reader waits for one.
@@ -119,6 +138,14 @@ class ThreadStream:
         """The chat was deleted (``agent_app.chat_records``): the stream ends."""
         self._stop()
 
+    async def _token_ended(self) -> None:
+        """Its API token was revoked or expired (``agent_app.token_watch``): the stream
+        says so and ends."""
+        self._watched = None
+        if self.live is not None:
+            self.live.leave(self)
+        self._put(_TOKEN_ENDED)
+
     def _stop(self) -> None:
         if self.live is not None:
             self.live.leave(self)
@@ -134,6 +161,8 @@ class ThreadStream:
         (``_frames_up_to``), for the encoder to learn where the run stood.
         """
         await detached(self._join(after_seq or None))
+        if self._token_id is not None:
+            self._watched = token_watch().watch(self._token_id, self._token_ended)
         loop = asyncio.get_running_loop()
         self._unclaimed = loop.call_later(UNCLAIMED_SECONDS, self._abandon)
         first = self._frames.popleft()
@@ -200,7 +229,10 @@ class ThreadStream:
         self._closed = True
         live, self.live = self.live, None
         ticket, self._ticket = self._ticket, None
+        watched, self._watched = self._watched, None
         try:
+            if watched is not None:
+                token_watch().forget(watched)
             if live is not None:
                 live.leave(self)
         finally:
@@ -249,7 +281,8 @@ class ThreadStream:
                 ended = False
                 while frames and not ended:
                     text = frames.popleft()
-                    if text is None:
+                    if text is None or text is _TOKEN_ENDED:
+                        out.extend(() if text is None else [TOKEN_ENDED_EVENT])
                         ended = True
                         break
                     if waiting_for is None:

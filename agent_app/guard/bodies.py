@@ -42,7 +42,7 @@ from django.urls import Resolver404, resolve
 
 from agent_app import conf
 
-__all__ = ["LINGER_SECONDS", "api_body_limit", "body_limit", "guard", "limit_for"]
+__all__ = ["LINGER_SECONDS", "BodyGuard", "api_body_limit", "body_limit", "guard", "limit_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -104,72 +104,74 @@ def guard() -> None:
 
 
 def _guarded(base: type) -> type:
-    from twisted.internet import reactor
+    """daphne's request class with ``BodyGuard`` in front of it."""
+    return type("GuardedRequest", (BodyGuard, base), {})
 
-    class GuardedRequest(base):  # type: ignore[misc, valid-type]
-        """daphne's request, refusing a too large or stalled body before it is read."""
 
-        zett_guarded = True
-        _limit: int | None = None
-        _received = 0
-        _stall: Any = None
-        _refused = False
+class BodyGuard:
+    """The methods of Twisted's ``Request`` that see a body arrive, refusing a too large
+    or stalled one before it is read (a mixin in front of daphne's ``WebRequest``)."""
 
-        def gotLength(self, length: int | None) -> None:
-            channel = self.channel
-            raw = getattr(channel, "_path", b"") or b""
-            self._limit = _limit_of_target(raw)
-            if self._limit is not None and length is not None and length > self._limit:
-                self._refuse(413, "too_large", _too_large(self._limit))
-                return
-            super().gotLength(length)
-            if self._limit is not None and length != 0:
-                self._arm()
+    zett_guarded = True
+    _limit: int | None = None
+    _received = 0
+    _stall: Any = None
+    _refused = False
+    channel: Any
 
-        def handleContentChunk(self, data: bytes) -> None:
-            if self._refused:
-                return
-            self._received += len(data)
-            if self._limit is not None and self._received > self._limit:
-                self._refuse(413, "too_large", _too_large(self._limit))
-                return
-            super().handleContentChunk(data)
+    def gotLength(self, length: int | None) -> None:
+        raw = getattr(self.channel, "_path", b"") or b""
+        self._limit = _limit_of_target(raw)
+        if self._limit is not None and length is not None and length > self._limit:
+            self._refuse(413, "too_large", _too_large(self._limit))
+            return
+        super().gotLength(length)  # type: ignore[misc]
+        if self._limit is not None and length != 0:
             self._arm()
 
-        def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
-            self._disarm()
-            super().requestReceived(command, path, version)
+    def handleContentChunk(self, data: bytes) -> None:
+        if self._refused:
+            return
+        self._received += len(data)
+        if self._limit is not None and self._received > self._limit:
+            self._refuse(413, "too_large", _too_large(self._limit))
+            return
+        super().handleContentChunk(data)  # type: ignore[misc]
+        self._arm()
 
-        def connectionLost(self, reason: Any) -> None:
-            self._disarm()
-            super().connectionLost(reason)
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
+        self._disarm()
+        super().requestReceived(command, path, version)  # type: ignore[misc]
 
-        def _arm(self) -> None:
-            seconds = body_timeout()
-            if seconds <= 0:
-                return
-            if self._stall is not None and self._stall.active():
-                self._stall.reset(seconds)
-            else:
-                self._stall = reactor.callLater(seconds, self._stalled)
+    def connectionLost(self, reason: Any) -> None:
+        self._disarm()
+        super().connectionLost(reason)  # type: ignore[misc]
 
-        def _disarm(self) -> None:
-            stall, self._stall = self._stall, None
-            if stall is not None and stall.active():
-                stall.cancel()
+    def _arm(self) -> None:
+        from twisted.internet import reactor
 
-        def _stalled(self) -> None:
-            self._stall = None
-            seconds = body_timeout()
-            self._refuse(408, "timeout", f"The request body sent nothing for {seconds:g} s")
+        seconds = body_timeout()
+        if seconds <= 0:
+            return
+        if self._stall is not None and self._stall.active():
+            self._stall.reset(seconds)
+        else:
+            self._stall = reactor.callLater(seconds, self._stalled)
 
-        def _refuse(self, status: int, code: str, message: str) -> None:
-            self._refused = True
-            self._disarm()
-            _answer_and_drop(self, status, code, message)
+    def _disarm(self) -> None:
+        stall, self._stall = self._stall, None
+        if stall is not None and stall.active():
+            stall.cancel()
 
-    GuardedRequest.__name__ = GuardedRequest.__qualname__ = "GuardedRequest"
-    return GuardedRequest
+    def _stalled(self) -> None:
+        self._stall = None
+        message = f"The request body sent nothing for {body_timeout():g} s"
+        self._refuse(408, "timeout", message)
+
+    def _refuse(self, status: int, code: str, message: str) -> None:
+        self._refused = True
+        self._disarm()
+        _answer_and_drop(self, status, code, message)
 
 
 def _limit_of_target(raw: bytes) -> int | None:
