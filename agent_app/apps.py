@@ -10,7 +10,7 @@ class AgentAppConfig(AppConfig):
         from django.db.models.signals import post_save
 
         # Registers the system checks, and (access) the sign-in/sign-out and deletion receivers.
-        from agent_app import checks  # noqa: F401
+        from agent_app import backpressure, checks  # noqa: F401
         from agent_app.assistants import registry
         from agent_app.attachments import stored  # noqa: F401  (files leave with their rows)
         from agent_app.durable.store import message_saved_through_the_orm
@@ -26,6 +26,7 @@ class AgentAppConfig(AppConfig):
         registry.discover()
         daphne_exit.mend()  # before a daphne server runs: its SIGTERM cancels every socket
         bodies.guard()  # daphne refuses zett's too large or stalled bodies before reading them
+        backpressure.expose_http_transports()  # event streams measure what is left unread
         post_save.connect(
             message_saved_through_the_orm, sender=ChatMessage, dispatch_uid="zett-history-version"
         )

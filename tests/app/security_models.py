@@ -4,8 +4,9 @@ It answers by the user's message:
 
 - ``slow <words> <seconds>``: that many words, one delta each, ``seconds`` apart (a run
   that is still going while the test re-attaches, revokes, ...);
-- ``big <bytes>``: a text answer of that many bytes, in 16 KiB deltas, as fast as the
-  server takes them (an answer that piles up in a stream nobody reads);
+- ``big <bytes> [<seconds>]``: a text answer of that many bytes, in 16 KiB deltas,
+  ``seconds`` apart (default: as fast as the server takes them): an answer that piles up
+  in a stream nobody reads;
 - ``tool <name>``: a call of the tool ``<name>`` (which may not exist), then ``Done.``;
 - anything else: a short answer.
 """
@@ -37,7 +38,8 @@ class WordyModel:
                     yield event
                 return
             if words[:1] == ["big"]:
-                async for event in _big(int(words[1])):
+                pace = float(words[2]) if len(words) > 2 else 0.0
+                async for event in _big(int(words[1]), pace):
                     yield event
                 return
             if words[:1] == ["tool"]:
@@ -56,11 +58,11 @@ async def _slow(count: int, pace: float) -> AsyncIterator[ModelEvent]:
     yield _completed("word " * count)
 
 
-async def _big(size: int) -> AsyncIterator[ModelEvent]:
+async def _big(size: int, pace: float) -> AsyncIterator[ModelEvent]:
     piece = "y" * DELTA_BYTES
     for _ in range(size // DELTA_BYTES):
         yield ModelEvent.text(piece)
-        await asyncio.sleep(0)
+        await asyncio.sleep(pace)
     yield _completed(piece * (size // DELTA_BYTES))
 
 
