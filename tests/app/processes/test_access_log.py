@@ -32,9 +32,9 @@ def test_the_access_log_shows_no_query_string(tmp_path):
         env = server_env(url)
         migrate(env)
         port = free_port()
+        command = ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "zett_site.asgi:application"]
         process = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-            + ["zett_site.asgi:application"],
+            [sys.executable, *command],
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
