@@ -22,6 +22,7 @@ first, so its own clean-up finds nothing to undo.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -64,7 +65,11 @@ class TokenWatch:
         task = self._task
         loop = asyncio.get_running_loop()
         if task is None or task.done() or task.get_loop() is not loop:
-            self._task = loop.create_task(self._check_while_open(), name="zett-token-watch")
+            # A context of its own: not the context of the request that happened to open
+            # the first connection, whose ORM executor ends with that request.
+            self._task = loop.create_task(
+                self._check_while_open(), name="zett-token-watch", context=contextvars.Context()
+            )
         return watched
 
     def forget(self, watched: Watched) -> None:

@@ -101,6 +101,7 @@ async def test_a_reattach_past_the_run_is_refused_at_once_and_holds_no_slot(serv
     assert [stream.status for stream in streams] == [200, 200]
     for stream in [again, *streams]:
         assert (await collect(stream))[-1].type == "RUN_FINISHED"
+    assert "Traceback" not in process.log()
 
 
 async def status_line_of(reader: asyncio.StreamReader) -> tuple[int, bytes]:
@@ -154,6 +155,7 @@ async def test_bodies_over_the_limit_are_refused_before_they_are_read(server):
     # Within the limit, the view reads it as usual.
     took, status, body = await declare_and_send(process.port, "/api/ag-ui/demo/", 9, 9, secret)
     assert (status, body["code"]) == (400, "bad_json")
+    assert "Traceback" not in process.log()
 
 
 async def test_a_60_mb_upload_is_refused_without_the_server_holding_it(server):

@@ -143,3 +143,4 @@ async def test_streams_that_never_read_are_dropped_and_their_memory_is_bounded(s
     assert again.status == 200
     assert (await collect(again))[-1].type == "RUN_FINISHED"
     assert (await reader)[-1].type == "RUN_FINISHED"
+    assert "Traceback" not in process.log()

@@ -106,13 +106,15 @@ async def test_revoking_a_token_closes_its_socket_and_streams_within_a_second(se
     token_id = newest_token(query)
     other = await asyncio.to_thread(make_token, env, "bob")
 
-    socket = await token_socket(process, secret)
-    bystander = await token_socket(process, other)
+    # The streams first: the first connection of a token starts the process's watch (in
+    # a context of its own, not the request's).
     thread_id = str(uuid.uuid4())
     posted = await start_run(process, secret, thread_id, "slow 600 0.02")
     first = await collect(posted, until=lambda e: e.type == "TEXT_MESSAGE_CONTENT")
     again = await reattach(process, secret, thread_id, first[-1].id)
     assert again.status == 200
+    socket = await token_socket(process, secret)
+    bystander = await token_socket(process, other)
 
     socket_end = asyncio.create_task(closed_with(socket))
     streams_end = [asyncio.create_task(collect(stream)) for stream in (posted, again)]
@@ -138,6 +140,7 @@ async def test_revoking_a_token_closes_its_socket_and_streams_within_a_second(se
     await bystander.send(json.dumps({"type": "ping"}))
     assert json.loads(await asyncio.wait_for(bystander.recv(), 30))["type"] == "pong"
     await bystander.close()
+    assert "Traceback" not in process.log()
 
 
 async def test_an_expiring_token_closes_its_socket(server):
@@ -154,6 +157,7 @@ async def test_an_expiring_token_closes_its_socket(server):
     expired_at = time.monotonic()
     code, _ = await ending
     assert code == 4401 and time.monotonic() - expired_at < WITHIN_SECONDS
+    assert "Traceback" not in process.log()
 
 
 async def test_a_revocation_closes_the_tokens_sockets_on_every_worker(tmp_path):
@@ -168,3 +172,4 @@ async def test_a_revocation_closes_the_tokens_sockets_on_every_worker(tmp_path):
         codes = [(await ending)[0] for ending in endings]
         assert codes == [4401, 4401]
         assert time.monotonic() - revoked_at < WITHIN_SECONDS
+        assert "Traceback" not in one.log() + two.log()
