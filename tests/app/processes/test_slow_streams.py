@@ -33,9 +33,10 @@ STREAMS = 20
 #: small beside the 8 MB answer each silent stream would otherwise hold).
 CAP = 256 * 1024
 MIB = 1024
-#: What a run of the answer may leave in the process besides the streams (the allocator
-#: keeps some of a run's memory).
-SLACK_KIB = 16 * MIB
+#: What a run of the answer may leave in the process besides the streams: the allocator
+#: keeps some of a run's memory, and a run's peak varies (measured, with the streams:
+#: 12 to 28 MB over the baseline; without the cap they held 1.8 times the answer each).
+SLACK_KIB = 32 * MIB
 
 
 @pytest.fixture
@@ -88,10 +89,12 @@ def silent_stream(port: int, secret: str, thread_id: str, last_id: int) -> socke
 
 
 def dropped(sock: socket.socket, timeout_s: float = 60) -> bool:
-    """Whether the server drops the connection (a reset) within ``timeout_s``, read nothing."""
+    """Whether the server drops the connection (resets it) within ``timeout_s``, read
+    nothing. A stream that ends as usual is closed in order (no reset): not dropped."""
     poller = select.poll()
     poller.register(sock, select.POLLERR | select.POLLHUP | select.POLLRDHUP)
-    return bool(poller.poll(int(timeout_s * 1000)))
+    reset = select.POLLERR | select.POLLHUP
+    return any(events & reset for _, events in poller.poll(int(timeout_s * 1000)))
 
 
 async def answer_with_silent_streams(
