@@ -120,13 +120,17 @@ class BodyGuard:
     channel: Any
 
     def gotLength(self, length: int | None) -> None:
+        """The headers are in: ``length`` is the declared body size (None: chunked)."""
+        if length == 0:  # no body (most requests): nothing to guard, no URL to resolve
+            super().gotLength(length)  # type: ignore[misc]
+            return
         raw = getattr(self.channel, "_path", b"") or b""
         self._limit = _limit_of_target(raw)
         if self._limit is not None and length is not None and length > self._limit:
             self._refuse(413, "too_large", _too_large(self._limit))
             return
         super().gotLength(length)  # type: ignore[misc]
-        if self._limit is not None and length != 0:
+        if self._limit is not None:
             self._arm()
 
     def handleContentChunk(self, data: bytes) -> None:

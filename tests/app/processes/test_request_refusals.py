@@ -4,7 +4,8 @@
   once, and holds no stream slot: after the run, the chat's every slot opens again.
 - A body over the endpoint's limit by its ``Content-Length`` is answered 413 before it is
   read (an upload declaring 2 GB, an AG-UI POST declaring 1 GB, a 60 MB upload sent whole:
-  the server's memory does not grow by it); a body that stalls is answered 408.
+  the server's memory does not grow by it), a chunked one once it grows past the limit;
+  a body that stalls is answered 408.
 - Requests without credentials (the JSON API, health, metrics) are answered without a
   session: no ``Set-Cookie``, no new row in the session table.
 """
@@ -185,6 +186,31 @@ async def test_a_60_mb_upload_is_refused_without_the_server_holding_it(server):
     assert (status, json.loads(body)["code"]) == (413, "too_large")
     grown = rss_kib(process.process.pid) - before
     assert grown < 10 * 1024, f"the server grew by {grown} KiB"
+
+
+async def test_a_chunked_body_is_refused_once_it_grows_past_the_limit(server):
+    process, secret, _ = server
+    reader, writer = await asyncio.open_connection("127.0.0.1", process.port)
+    size = 8 * 1024 * 1024  # one chunk, over the API's 2.5 MB
+    writer.write(
+        (
+            "POST /api/ag-ui/demo/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+            f"Authorization: Bearer {secret}\r\nTransfer-Encoding: chunked\r\n\r\n"
+            f"{size:x}\r\n"
+        ).encode()
+    )
+    answer = asyncio.create_task(status_line_of(reader))
+    sent, piece = 0, b"c" * (64 * 1024)
+    try:
+        while sent < size and not answer.done():
+            writer.write(piece)
+            await writer.drain()
+            sent += len(piece)
+    except ConnectionError:
+        pass
+    status, body = await answer
+    writer.close()
+    assert (status, json.loads(body)["code"]) == (413, "too_large")
 
 
 def session_rows(database: str) -> int:
