@@ -1,12 +1,13 @@
 """A revoked or expired API token ends what it opened, against real daphne processes.
 
 A program holds a socket and two event streams (a run's POST stream and a re-attachment)
-opened with its token; ``manage.py zett_token revoke`` runs in a process of its own. Within
-a second the socket is told ``forbidden`` and closed with 4401 and both streams end with
-``CUSTOM`` ``zett.stream_closed``; the run itself goes on (the chat's, not the token's). A
-token that expires (its row updated by hand) closes its socket the same way; a socket of
-another token stays open. With two workers on PostgreSQL and Redis, a revocation closes
-the token's sockets on both.
+opened with its token; ``manage.py zett_token revoke`` runs in a process of its own. By the
+time it has exited the socket is told ``forbidden`` and closed with 4401 and both streams
+end with ``CUSTOM`` ``zett.stream_closed``; the run itself goes on (the chat's, not the
+token's), and another token's socket stays open. A token that expires (its row updated by
+hand) closes its socket within a second of the commit; with two workers on PostgreSQL and
+Redis, a revocation written to the database closes the token's sockets on both within a
+second.
 """
 
 from __future__ import annotations
@@ -156,7 +157,9 @@ async def test_an_expiring_token_closes_its_socket(server):
     )
     expired_at = time.monotonic()
     code, _ = await ending
-    assert code == 4401 and time.monotonic() - expired_at < WITHIN_SECONDS
+    took = time.monotonic() - expired_at
+    print(f"expired: the socket closed after {took:.2f} s")
+    assert code == 4401 and took < WITHIN_SECONDS
     assert "Traceback" not in process.log()
 
 
@@ -168,8 +171,15 @@ async def test_a_revocation_closes_the_tokens_sockets_on_every_worker(tmp_path):
             (token_id,) = connection.execute("SELECT MAX(id) FROM agent_app_apitoken").fetchone()
         sockets = [await token_socket(worker, secret) for worker in (one, two)]
         endings = [asyncio.create_task(closed_with(socket)) for socket in sockets]
-        revoked_at = await asyncio.to_thread(revoke, env, token_id)
+        # Revoked the way the admin does it, timed from the commit.
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(
+                "UPDATE agent_app_apitoken SET revoked = true WHERE id = %s", (token_id,)
+            )
+        revoked_at = time.monotonic()
         codes = [(await ending)[0] for ending in endings]
+        took = time.monotonic() - revoked_at
+        print(f"revoked: the sockets on both workers closed after {took:.2f} s")
         assert codes == [4401, 4401]
-        assert time.monotonic() - revoked_at < WITHIN_SECONDS
+        assert took < WITHIN_SECONDS
         assert "Traceback" not in one.log() + two.log()
