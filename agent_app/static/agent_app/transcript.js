@@ -30,6 +30,9 @@ export class Turn {
   constructor(requestId) {
     this.requestIds = new Set(requestId ? [requestId] : []);
     this.el = element("div", "turn");
+    // Its author, for screen readers (a user's message shows "You"; an answer shows none).
+    this.el.setAttribute("role", "article");
+    this.el.setAttribute("aria-label", "Assistant");
     if (requestId) {
       this.el.dataset.requestId = requestId;
     }
