@@ -47,6 +47,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agent_app import conf
 from agent_app.assistants import Assistant, UnknownAssistant, registry
+from agent_app.attachments.limits import page_limits
 from agent_app.chat_records import was_deleted_by
 from agent_app.guard.access import Person, may_open, person_of_request, visible_sessions
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
@@ -206,6 +207,8 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
                     "agent_app:attachment_upload", kwargs={"session_id": session_id}
                 ),
                 "listUrl": reverse("agent_app:session_list"),
+                # Checked in the browser before a file is sent (the server checks again).
+                "attachmentLimits": page_limits(),
             },
         },
     )

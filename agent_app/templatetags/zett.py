@@ -28,6 +28,7 @@ from django.utils.crypto import salted_hmac
 from django.utils.safestring import SafeString
 
 from agent_app import conf
+from agent_app.attachments.limits import page_limits
 from agent_app.assistants import UnknownAssistant, registry
 from agent_app.guard.access import Person, person_of_request
 
@@ -169,6 +170,7 @@ def zett_chat(
         "texts": _texts(texts, placeholder),
         # Files are uploaded by HTTP, as on the chat page: the form's CSRF token goes along.
         "attachmentsUrl": _attachments_url(),
+        "attachmentLimits": page_limits(),
         "csrfToken": get_token(request),
     }
     return render_to_string(

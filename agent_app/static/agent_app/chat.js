@@ -75,6 +75,7 @@ mount(root, {
   handoff: Boolean(config.handoff),
   attachmentsUrl: config.attachmentsUrl,
   listUrl: config.listUrl,
+  attachmentLimits: config.attachmentLimits,
   chatTitle: title,
   keyboardTarget: document,
   autofocus: true,

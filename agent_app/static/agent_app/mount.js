@@ -143,6 +143,7 @@ export function mount(where, options = {}) {
     uploadUrl: options.attachmentsUrl ?? "",
     assistant: options.assistant ?? "",
     csrfToken: options.csrfToken ?? "",
+    limits: options.attachmentLimits ?? null,
     onChange: () => {
       ui.hint.textContent = problem() ?? "";
       updateMode();
