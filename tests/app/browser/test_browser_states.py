@@ -136,3 +136,21 @@ def test_the_debug_not_found_page_is_styled_and_breaks_no_policy(
     assert background not in ("rgba(0, 0, 0, 0)", "transparent")  # its inline <style> applied
     assert not [text for text in violations if "Content Security Policy" in text]
     probe.forgive("status of 404 (Not Found)")
+
+
+def test_a_steer_during_an_answer_says_when_it_will_be_read(
+    page: Page, scripted_server: LiveServer
+) -> None:
+    open_new_chat(page, scripted_server)
+    send(page, "stall")
+    expect(last_answer(page).locator("em")).to_have_text("what is 12")
+    box = page.get_by_label("Steer the answer")
+    box.fill("Shorter, please")
+    box.press("Enter")
+
+    steer = page.locator(".msg--steer")
+    expect(steer).to_have_attribute("data-steer", "queued")
+    expect(steer.locator(".msg__tag")).to_have_text("Will be read after this step")
+    page.get_by_role("button", name="Stop").click()
+    expect(steer).to_have_attribute("data-steer", "discarded")
+    expect_idle(page)
