@@ -21,7 +21,10 @@ pytest_plugins = ["tests.app.browser.browser_fixtures"]
 pytestmark = pytest.mark.slow
 
 TWO_WIDTHS = pytest.mark.parametrize(
-    "page", [{"width": 1280, "height": 820}, {"width": 375, "height": 740}], ids=["1280", "375"], indirect=True
+    "page",
+    [{"width": 1280, "height": 820}, {"width": 375, "height": 740}],
+    ids=["1280", "375"],
+    indirect=True,
 )
 
 
@@ -34,7 +37,7 @@ def test_answers_are_labelled_with_their_author_and_tool_names_have_no_glyph(
 
     expect(page.get_by_role("article", name="Assistant")).to_have_count(1)
     summary = page.locator(".tool-card__summary").first
-    expect(summary).to_have_accessible_name("Tool: calculate expression=\"12 * 7\" done")
+    expect(summary).to_have_accessible_name('Tool: calculate expression="12 * 7" done')
     name = summary.evaluate("node => getComputedStyle(node, '::before').content")
     assert name.endswith('/ ""'), name  # the arrow's alternative text is empty
 

@@ -135,7 +135,9 @@ def test_a_file_over_the_limit_or_of_a_refused_type_is_refused_before_a_byte_is_
 ) -> None:
     server, _ = media_server
     uploads: list[str] = []
-    page.on("request", lambda request: uploads.append(request.url) if request.method == "POST" else None)
+    page.on(
+        "request", lambda request: uploads.append(request.url) if request.method == "POST" else None
+    )
     open_new_chat(page, server)
 
     pick(page, "holiday.png", b"\x89PNG" + bytes(int(19.4 * 1024 * 1024)))

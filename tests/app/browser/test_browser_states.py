@@ -39,7 +39,9 @@ def test_a_stop_pressed_offline_is_sent_when_the_link_is_back(
     stop.click()
 
     expect(stop).to_have_text("Stop on reconnect (press to undo)")
-    expect(page.locator(".notice", has_text="the answer stops as soon as the link is back")).to_be_visible()
+    expect(
+        page.locator(".notice", has_text="the answer stops as soon as the link is back")
+    ).to_be_visible()
     assert not [frame for frame in gate.sent if frame["type"] == "cancel"]
     gate.unblock()
     page.get_by_role("button", name="Retry now").click()
