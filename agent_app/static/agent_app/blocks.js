@@ -5,6 +5,7 @@
  * which goes through `renderMarkdown` (marked, then DOMPurify) before it is inserted.
  */
 import { decorateCodeBlocks } from "./code.js";
+import { element } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
 const PREVIEW_CHARS = 60;
@@ -21,16 +22,7 @@ const TOOL_STATUS = {
   unanswered: "no result",
 };
 
-export function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
+export { element };
 
 /** The text of message content: a string, or a list of text and image parts. */
 export function contentText(content) {

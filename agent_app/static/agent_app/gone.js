@@ -4,7 +4,7 @@
  * happened, with the way on (`listUrl`: your chats). Text still in the composer is kept
  * in the panel so nothing typed is lost without a word.
  */
-import { element } from "./blocks.js";
+import { element } from "./dom.js";
 
 /** Close codes after which this chat cannot be used again, and what the page says. */
 export const GONE_TEXT = {

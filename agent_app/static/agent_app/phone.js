@@ -9,7 +9,7 @@
  * the on-screen key shows "return". With a keyboard and a mouse, Enter sends (Shift+Enter
  * makes a new line) and the key hint says "send".
  */
-import { element } from "./blocks.js";
+import { element } from "./dom.js";
 
 /** The tallest the message box grows, as a share of the window's height. */
 const GROW_CAP = 0.4;
