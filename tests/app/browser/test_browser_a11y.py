@@ -11,9 +11,11 @@ from playwright.sync_api import Page, expect
 from tests.app.browser.browser_support import (
     LiveServer,
     SocketGate,
+    axe_violations,
     expect_connected,
     expect_idle,
     open_new_chat,
+    reconnect_now,
     send,
 )
 
@@ -68,7 +70,26 @@ def test_the_top_bar_keeps_its_height_whatever_the_link_does(
     expect(page.get_by_role("button", name="Retry now")).to_be_visible()
     heights["offline"] = bar.bounding_box()["height"]
     gate.unblock()
-    page.get_by_role("button", name="Retry now").click()
+    reconnect_now(page)
     expect_connected(page)
     heights["back"] = bar.bounding_box()["height"]
     assert len(set(heights.values())) == 1, heights
+
+
+@TWO_WIDTHS
+def test_a_denied_call_and_the_offline_bar_have_no_serious_axe_findings(
+    page: Page, daphne_server: LiveServer
+) -> None:
+    gate = SocketGate(page)
+    open_new_chat(page, daphne_server)
+    send(page, "Save a note: call the plumber")
+    page.locator(".widget--approval").get_by_role("button", name="Deny").click()
+    expect(page.locator(".tool-card", has_text="save_note")).to_have_attribute(
+        "data-state", "denied"
+    )
+    expect_idle(page)
+    assert axe_violations(page) == []
+    gate.block()
+    gate.drop()
+    expect(page.get_by_role("button", name="Retry now")).to_be_visible()
+    assert axe_violations(page) == []

@@ -16,6 +16,7 @@ from tests.app.browser.browser_support import (
     expect_idle,
     last_answer,
     open_new_chat,
+    reconnect_now,
     send,
 )
 
@@ -77,7 +78,7 @@ def test_no_state_of_the_composer_is_wider_than_a_phone(
     expect(page.locator("#stop-button")).to_have_text("Stop on reconnect (press to undo)")
     assert_fits(page, "offline stop")
     gate.unblock()
-    page.get_by_role("button", name="Retry now").tap()
+    reconnect_now(page)
     expect_idle(page)
     assert_fits(page, "stopped")
 

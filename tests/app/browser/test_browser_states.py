@@ -13,10 +13,12 @@ from tests.app.browser.browser_support import (
     LiveServer,
     PageProbe,
     SocketGate,
+    axe_violations,
     expect_connected,
     expect_idle,
     last_answer,
     open_new_chat,
+    reconnect_now,
     send,
 )
 
@@ -42,9 +44,10 @@ def test_a_stop_pressed_offline_is_sent_when_the_link_is_back(
     expect(
         page.locator(".notice", has_text="the answer stops as soon as the link is back")
     ).to_be_visible()
+    assert axe_violations(page) == []
     assert not [frame for frame in gate.sent if frame["type"] == "cancel"]
     gate.unblock()
-    page.get_by_role("button", name="Retry now").click()
+    reconnect_now(page)
 
     expect_connected(page)
     expect(page.locator(".note", has_text="Stopped.")).to_be_visible()
@@ -68,7 +71,7 @@ def test_a_stop_pressed_offline_can_be_taken_back(page: Page, scripted_server: L
 
     expect(stop).to_have_text("Stop")
     gate.unblock()
-    page.get_by_role("button", name="Retry now").click()
+    reconnect_now(page)
     expect_connected(page)
     expect(last_answer(page)).to_have_class("msg msg--assistant markdown is-streaming")
     expect(stop).to_be_visible()
@@ -97,6 +100,7 @@ def test_a_chat_deleted_in_another_tab_says_so_and_keeps_the_typed_text(
     expect(gone.locator("blockquote")).to_have_text("one more thing")
     expect(page.locator("#composer")).to_be_hidden()
     expect(page.get_by_text("code 4410")).to_have_count(0)
+    assert axe_violations(page) == []
     gone.get_by_role("link", name="Go to your chats").click()
     expect(page).to_have_url(f"{scripted_server.url}/")
     other.close()
@@ -119,6 +123,7 @@ def test_a_deleted_chats_address_says_it_was_deleted(
     probe.forgive("status of 410 (Gone)")  # the browser logs every error status
     expect(page.get_by_role("heading", name="This chat was deleted")).to_be_visible()
     expect(page.locator("#composer")).to_have_count(0)
+    assert axe_violations(page) == []
     page.get_by_role("link", name="Start a new chat").click()
     expect(page.locator("#connection-label")).to_have_text("Connected")
 
@@ -153,6 +158,7 @@ def test_a_steer_during_an_answer_says_when_it_will_be_read(
     steer = page.locator(".msg--steer")
     expect(steer).to_have_attribute("data-steer", "queued")
     expect(steer.locator(".msg__tag")).to_have_text("Will be read after this step")
+    assert axe_violations(page) == []
     page.get_by_role("button", name="Stop").click()
     expect(steer).to_have_attribute("data-steer", "discarded")
     expect_idle(page)
