@@ -27,9 +27,9 @@ from django.urls import reverse
 from django.utils.crypto import salted_hmac
 from django.utils.safestring import SafeString
 
-from agent_app import conf
 from agent_app.assistants import UnknownAssistant, registry
 from agent_app.guard.access import Person, person_of_request
+from agent_app.script_prefix import socket_prefix
 
 __all__ = ["zett_chat", "zett_visitor"]
 
@@ -162,7 +162,7 @@ def zett_chat(
     config = {
         "assistant": chosen.id,
         "chatId": _chat_id(chat),
-        "socketPrefix": f"/{conf.ZETT_WEBSOCKET_PATH}",
+        "socketPrefix": socket_prefix(),
         "storageKey": _storage_key(chosen.id, person),
         "height": _height(height),
         "theme": theme,
