@@ -2,8 +2,8 @@
 tests (``tests.app.servers.launch_daphne``) and the benchmarks (``bench.serve.Server``) start.
 
 Run as ``python tests/app/live_daphne.py [--port N] [--no-migrate] [--app module:attr]
-[--quiet] [--root-path /prefix]`` from the repository root, with the environment that selects the database
-(``DATABASE_URL``) and the model (``ZETT_MODEL``). It migrates that database (unless
+[--quiet] [--root-path /prefix]`` from the repository root, with the environment that selects
+the database (``DATABASE_URL``) and the model (``ZETT_MODEL``). It migrates that database (unless
 ``--no-migrate``: several workers on one database are migrated once, before they start),
 binds 127.0.0.1 on ``--port`` or a port the OS picks, and prints ``LISTENING <port>`` once
 the socket is bound: the test waits for that
