@@ -102,6 +102,7 @@ def assistant_context(request: HttpRequest) -> dict[str, object]:
     is more than one), and whether pages name a chat's assistant (more than one exists)."""
     return {
         "assistant_choices": registry.for_user(request.user),
+        "default_assistant_id": registry.default_id(),
         "show_assistants": len(registry.all()) > 1,
     }
 
@@ -118,12 +119,23 @@ def sidebar_context(person: Person) -> dict[str, object]:
 
 def _chosen_assistant(request: HttpRequest, session: ChatSession | None) -> Assistant:
     """A stored chat's assistant; for a new chat the page's ``?assistant=`` or the default
-    (a 404 for an id that is not registered, a 403 for one the visitor may not use)."""
+    (a 404 for an id that is not registered; ``PermissionDenied`` with the reason for one
+    the visitor may not use)."""
     if session is not None:
         found = registry.get(session.assistant or registry.default_id() or "")
         if found is None:
             raise Http404(str(UnknownAssistant(session.assistant)))
-        return found
+    else:
+        found = _new_chats_assistant(request)
+    if not found.has_permission(request.user):
+        raise PermissionDenied(
+            f"Your account may not chat with {found.display_name}. "
+            "Ask the site's staff for access, or start a chat with another assistant."
+        )
+    return found
+
+
+def _new_chats_assistant(request: HttpRequest) -> Assistant:
     wanted = request.GET.get("assistant", "").strip()
     if wanted:
         found = registry.get(wanted)
@@ -134,9 +146,17 @@ def _chosen_assistant(request: HttpRequest, session: ChatSession | None) -> Assi
             found = registry.resolve(None)
         except UnknownAssistant as unknown:
             raise Http404(str(unknown)) from None
-    if not found.has_permission(request.user):
-        raise PermissionDenied(f"You may not chat with the assistant {found.display_name!r}")
     return found
+
+
+def refused(request: HttpRequest, reason: str) -> HttpResponse:
+    """The refusal page (``agent_app/forbidden.html``, 403) with ``reason``; an anonymous
+    visitor is sent to sign in first, since signing in may be all that is missing."""
+    login_url = _url_or_none(settings.LOGIN_URL)
+    if not request.user.is_authenticated and login_url:
+        return redirect_to_login(request.get_full_path())
+    context = {"reason": reason, "list_url": reverse("agent_app:session_list")}
+    return render(request, "agent_app/forbidden.html", context, status=403)
 
 
 @require_GET
@@ -173,7 +193,10 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     session = ChatSession.objects.filter(pk=session_id).first()
     if not may_open(person, session):
         raise Http404("There is no chat session with this id.")
-    assistant = _chosen_assistant(request, session)
+    try:
+        assistant = _chosen_assistant(request, session)
+    except PermissionDenied as refusal:
+        return refused(request, str(refusal))
     return render(
         request,
         "agent_app/chat.html",

@@ -27,7 +27,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 
 from agent_app.agui.errors import AguiError, ErrorCode
 from agent_app.guard.access import Person, person_of_request
-from agent_app.tokens import TokenRefused, bearer_secret, user_of_secret
+from agent_app.tokens import TokenRefused, WrongScheme, bearer_secret, user_of_secret
 
 __all__ = ["QUERY_TOKEN_NAMES", "Caller", "caller_of"]
 
@@ -71,11 +71,12 @@ def caller_of(request: HttpRequest) -> Caller:
         user = user_of_secret(secret) if secret is not None else None
     except TokenRefused as refused:
         logger.warning("Refused an API request to %s: %s", request.path, refused)
-        raise AguiError(
-            ErrorCode.UNAUTHORIZED,
-            "The API token is not valid (wrong, revoked or expired)",
-            status=401,
-        ) from None
+        problem = (
+            str(refused)
+            if isinstance(refused, WrongScheme)
+            else "The API token is not valid (wrong, revoked or expired)"
+        )
+        raise AguiError(ErrorCode.UNAUTHORIZED, problem, status=401) from None
     if user is not None:
         return Caller(Person(user.pk, None), user, True)
     person = person_of_request(request)
