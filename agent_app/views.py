@@ -23,8 +23,9 @@ Managing chats (only the owner, through ``agent_app.guard.access``; anyone else 
 - ``delete`` asks first (GET: a confirmation page), then (POST) deletes the chat and
   everything stored with it: messages (superseded ones too), runs, waits and the audit
   rows of the replies (``ExternalEventRecord``). Notes the demo's tool wrote are kept,
-  without their chat. A chat whose run is still going is not deleted (409): stop it
-  first.
+  without their chat. A run that waits for its person (a question, an approval) is
+  stopped first (``agent_app.stopping``); a chat whose run is still working is not deleted
+  (409): stop it first.
 
 Both actions answer JSON to the page script (``Accept: application/json``) and redirect
 otherwise.
@@ -48,8 +49,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from agent_app import conf
 from agent_app.assistants import Assistant, UnknownAssistant, registry
 from agent_app.guard.access import Person, may_open, person_of_request, visible_sessions
-from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
+from agent_app.models import ChatMessage, ChatSession
 from agent_app.routing import socket_path
+from agent_app.stopping import (
+    is_running,
+    stop_waiting_run,
+    waits_for_its_person,
+    with_waiting_flag,
+)
 
 #: How many chats the sidebar shows, newest activity first.
 SESSION_LIST_LIMIT = 50
@@ -166,7 +173,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     if person is None:
         return redirect_to_login(request.get_full_path())
     query = " ".join(request.GET.get("q", "").split())[:MAX_QUERY_LENGTH]
-    sessions = visible_sessions(person)
+    sessions = with_waiting_flag(visible_sessions(person))
     if query:
         sessions = matching(sessions, query)
     page = Paginator(sessions, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
@@ -267,8 +274,11 @@ def delete(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Ask (GET), then delete (POST) a chat and everything stored with it."""
     session = _own_chat(request, session_id)
     if request.method == "GET":
-        return render(request, "agent_app/delete_chat.html", {"session": session})
-    if ChatRun.objects.filter(session=session, status=RunStatus.RUNNING).exists():
+        context = {"session": session, "waiting": waits_for_its_person(session)}
+        return render(request, "agent_app/delete_chat.html", context)
+    if waits_for_its_person(session):
+        stop_waiting_run(session)  # its open question or approval is closed as cancelled
+    if is_running(session):
         problem = "The agent is still answering in this chat. Stop it first, then delete the chat."
         if _wants_json(request):
             return JsonResponse({"error": problem}, status=409)
