@@ -25,7 +25,7 @@ from django.core.checks import CheckMessage, Error, Warning, register
 
 from agent_app.checks import TAG
 
-__all__ = ["check_channel_layer", "check_security_headers_middleware"]
+__all__ = ["check_brand", "check_channel_layer", "check_security_headers_middleware"]
 
 CORE_LAYER = "channels_redis.core.RedisChannelLayer"
 PUBSUB_LAYER = "channels_redis.pubsub.RedisPubSubChannelLayer"
@@ -107,6 +107,14 @@ def _redis_default_timeout() -> float | None:
     parameter = inspect.signature(AbstractConnection.__init__).parameters.get("socket_timeout")
     default = None if parameter is None else parameter.default
     return None if default in (None, inspect.Parameter.empty) else float(default)
+
+
+@register(TAG)
+def check_brand(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    brand = getattr(settings, "ZETT_BRAND", "zett")
+    if isinstance(brand, str) and brand.strip():
+        return []
+    return [Error(f"ZETT_BRAND must be a non-empty string, got {brand!r}.", id="zett.E061")]
 
 
 @register(TAG)

@@ -27,6 +27,7 @@ from django.urls import reverse
 from django.utils.crypto import salted_hmac
 from django.utils.safestring import SafeString
 
+from agent_app import conf
 from agent_app.assistants import UnknownAssistant, registry
 from agent_app.guard.access import Person, person_of_request
 from agent_app.script_prefix import socket_prefix
@@ -183,3 +184,9 @@ def zett_chat(
         },
         request=request,
     )
+
+
+@register.simple_tag
+def zett_brand() -> str:
+    """``ZETT_BRAND``: the name zett's pages show (titles, the list's heading, the sidebar)."""
+    return str(conf.ZETT_BRAND)

@@ -140,7 +140,8 @@ export function confirmDelete({ title, url, onDeleted, onClose = () => {}, waiti
     dialog.append(element("p", "dialog__note", STOPS_WAITING_RUN));
   }
   dialog.append(error, actions);
-  document.body.append(dialog);
+  // Inside zett's root: its styles and colours are scoped there (chat.css).
+  (document.querySelector("[data-zett-root]") ?? document.body).append(dialog);
 
   let deleted = false;
   dialog.addEventListener("close", () => {
