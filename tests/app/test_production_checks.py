@@ -78,3 +78,14 @@ def test_a_policy_without_the_headers_middleware_is_a_warning(settings):
     settings.ZETT_CONTENT_SECURITY_POLICY = None
     settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if m != middleware]
     assert check_security_headers_middleware() == []
+
+
+@pytest.mark.parametrize("brand", ["", "   ", None, 3])
+def test_a_brand_that_is_not_a_name_is_an_error(settings, brand):
+    from agent_app.production_checks import check_brand
+
+    settings.ZETT_BRAND = brand
+    [error] = check_brand()
+    assert error.id == "zett.E061"
+    settings.ZETT_BRAND = "MyShop help"
+    assert check_brand() == []
