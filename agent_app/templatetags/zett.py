@@ -139,11 +139,10 @@ def zett_chat(
 ) -> SafeString:
     """Render a chat with ``assistant`` (default: ``ZETT_DEFAULT_ASSISTANT``).
 
-    ``chat``: an existing chat's id (else the widget starts one and remembers it in the
-    browser); ``height``: pixels or a CSS length; ``launcher``: a floating button that
-    opens the chat; ``title``: the widget's heading (default: the assistant's name);
-    ``theme``: ``auto`` (the system's), ``light`` or ``dark``; ``placeholder`` / ``texts``:
-    the composer's words.
+    ``chat``: an existing chat's id (else a new one the browser remembers); ``height``:
+    pixels or a CSS length; ``launcher``: a floating button that opens the chat; ``title``:
+    the heading (default: the assistant's name); ``theme``: ``auto`` (the system's),
+    ``light`` or ``dark``; ``placeholder`` / ``texts``: the composer's words.
     """
     try:
         chosen = registry.resolve(assistant or None)
@@ -162,6 +161,7 @@ def zett_chat(
         )
     config = {
         "assistant": chosen.id,
+        "handoff": chosen.handoff,
         "chatId": _chat_id(chat),
         "socketPrefix": socket_prefix(),
         "storageKey": _storage_key(chosen.id, person),
