@@ -13,7 +13,7 @@ from typing import Any
 
 import pydantic_core
 
-from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.events import AgentEvent, AgentEventType, RelayedEvent
 from zett_agent.extensions.events import CompactionEvent
 from zett_agent.messages import (
     AgentMessage,
@@ -294,7 +294,10 @@ def event_to_dict(event: AgentEvent) -> dict[str, Any]:
     }
     if kind in _DELTA_EVENTS:
         data["delta"] = event.delta
-        return data
-    for field in _FIELDS.get(kind, ()):
-        data[field] = _ENCODERS[field](getattr(event, field))
+    else:
+        for field in _FIELDS.get(kind, ()):
+            data[field] = _ENCODERS[field](getattr(event, field))
+    if type(event) is RelayedEvent:  # a sub-run's event
+        data["agent"] = event.agent
+        data["parent_tool_call_id"] = event.parent_tool_call_id
     return data
