@@ -19,7 +19,7 @@ from datetime import datetime
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, Protocol
 
-from zett_agent.events import AgentEvent, AgentEventType, relayed
+from zett_agent.events import AgentEvent, AgentEventType, RelayedEvent, relayed
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.messages import AnyMessage, Message, SystemMessage, UserMessage
 from zett_agent.model import AgentModel, ServerToolDefinition
@@ -347,7 +347,8 @@ class AgentRunContext:
     async def relay(self, event: AgentEvent, *, agent: str, parent_tool_call_id: str) -> None:
         """Stream an event of a sub-run (another agent's request run by one of this
         request's tools) to this request's consumer, marked with ``agent`` and
-        ``parent_tool_call_id``; any event type but ``RUN_COMPLETED``, its phase kept.
+        ``parent_tool_call_id``; any event type but ``RUN_COMPLETED``, its phase kept. An
+        event relayed already (the sub-run's own sub-run's) keeps its marks.
 
         The sub-run runs in its own session or in this one (its request is another
         agent's); the event is handed over as this session's, with the same back-pressure
@@ -357,6 +358,8 @@ class AgentRunContext:
             raise AgentProtocolError("A sub-run's RUN_COMPLETED is its tool's result, not relayed")
         if not agent or not parent_tool_call_id:
             raise AgentProtocolError("A relayed event needs its agent and its parent tool call")
+        if isinstance(event, RelayedEvent):  # a sub-run's sub-run's: keeps the innermost marks
+            agent, parent_tool_call_id = event.agent, event.parent_tool_call_id
         marked = relayed(event, self.session_id, agent, parent_tool_call_id)
         await self._live_request("relay").relay(marked)
 

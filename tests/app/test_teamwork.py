@@ -1,0 +1,251 @@
+"""Assistants that work together, through the real ASGI app: delegates as sub-runs, their
+approvals as the chat's waits, handoffs, permissions, depth and cycles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission
+
+from agent_app.assistants import Assistant, register, registry
+from agent_app.models import ChatRun, ChatSession, ReplyWait, SubRun, SubRunStatus, WaitStatus
+from tests.app.conftest import answer_of, events_of
+from tests.app.llm_doubles import call_tool, say
+from zett_agent.testing import ScriptedModel
+from zett_agent.tools.base import tool
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REFUNDS: list[int] = []
+
+
+@tool
+async def lookup_order(order: int) -> str:
+    """Look an order up.
+
+    Args:
+        order: The order's number.
+
+    Guidelines:
+        - Use freely.
+    """
+    return f"order {order}: paid 40 EUR"
+
+
+@tool
+async def refund_order(order: int) -> str:
+    """Refund an order.
+
+    Args:
+        order: The order's number.
+
+    Guidelines:
+        - Only when asked.
+    """
+    REFUNDS.append(order)
+    return f"order {order} refunded"
+
+
+class Front(Assistant):
+    id = "front"
+    name = "Front desk"
+    instructions = "You are the front desk."
+    delegates = ["billing"]
+    handoffs = ["billing"]
+
+
+class Billing(Assistant):
+    id = "billing"
+    name = "Billing"
+    description = "Refunds and invoices."
+    instructions = "You are billing."
+    tools = [lookup_order, refund_order]
+    approval_required = {"refund_order"}
+    delegates = ["front"]  # a cycle: never offered inside front's run
+
+
+@pytest.fixture
+def team():
+    """Register Front and Billing; ``team(billing=[turns])`` scripts billing's model."""
+    REFUNDS.clear()
+    register(Front)
+    register(Billing)
+
+    def script(*turns: Any) -> ScriptedModel:
+        model = ScriptedModel(list(turns))
+        registry.get("billing").model = model
+        return model
+
+    yield script
+    registry.unregister("front")
+    registry.unregister("billing")
+
+
+def tool_names(request) -> set[str]:
+    return {definition.name for definition in request.tools}
+
+
+async def test_a_delegate_runs_with_its_own_tools_and_its_answer_is_the_result(
+    sockets, use_model, team
+):
+    front = use_model(
+        ScriptedModel(
+            [call_tool("ask_billing", "p-1", request="Is order 7 paid?"), say("Yes, it is paid.")]
+        )
+    )
+    billing = team(call_tool("lookup_order", "b-1", order=7), say("Order 7: paid 40 EUR."))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Is 7 paid?", "assistant": "front"})
+    frames = await socket.run_to_completion()
+    assert answer_of(frames) == "Yes, it is paid."
+    events = events_of(frames)
+    nested = [event for event in events if "agent" in event]
+    assert {(e["agent"], e["parent_tool_call_id"]) for e in nested} == {("billing", "p-1")}
+    assert [e["tool_calls"][0]["name"] for e in nested if e["type"] == "tool_completed"] == [
+        "lookup_order"
+    ]
+    front_results = [
+        e["message"]["content"] for e in events if e["type"] == "tool_completed" and "agent" not in e
+    ]
+    assert front_results == ["Order 7: paid 40 EUR."]
+    # Each assistant saw its own instructions and tools; billing saw only the request.
+    assert "ask_billing" in tool_names(front.requests[0])
+    assert "lookup_order" not in tool_names(front.requests[0])
+    assert {"lookup_order", "refund_order"} <= tool_names(billing.requests[0])
+    assert "ask_front" not in tool_names(billing.requests[0])  # no cycle
+    assert billing.requests[0].messages[0].content.startswith("You are billing.")
+    assert billing.requests[0].messages[-1].content == "Is order 7 paid?"
+    # The chat's history is the front desk's; the sub-run kept its own.
+    sub = await SubRun.objects.aget(session_id=socket.session_id)
+    assert (sub.assistant, sub.status, sub.answer) == (
+        "billing",
+        SubRunStatus.COMPLETED,
+        "Order 7: paid 40 EUR.",
+    )
+    assert [m["role"] for m in sub.messages] == ["user", "assistant", "tool", "assistant"]
+    run = await ChatRun.objects.aget(session_id=socket.session_id)
+    assert run.usage  # the sub-run's tokens are the run's too
+
+
+async def test_a_delegate_the_person_may_not_use_is_not_offered(
+    sockets, use_model, team, monkeypatch
+):
+    monkeypatch.setattr(Billing, "permission_required", "agent_app.view_chatsession")
+    front = use_model(ScriptedModel([say("I cannot ask billing.")]))
+    team()
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Refund 7", "assistant": "front"})
+    await socket.run_to_completion()
+    assert "ask_billing" not in tool_names(front.requests[0])
+    assert "transfer_to_billing" not in tool_names(front.requests[0])
+
+
+async def test_a_person_with_the_permission_is_offered_the_delegate(
+    sockets, use_model, team, monkeypatch, login_cookie
+):
+    monkeypatch.setattr(Billing, "permission_required", "agent_app.view_chatsession")
+    front = use_model(ScriptedModel([say("Asking.")]))
+    team()
+    user, cookie = await login_cookie("clerk")
+    await user.user_permissions.aadd(await Permission.objects.aget(codename="view_chatsession"))
+    socket = await sockets(cookie=cookie)
+    await socket.send({"type": "user_message", "content": "Refund 7", "assistant": "front"})
+    await socket.run_to_completion()
+    assert {"ask_billing", "transfer_to_billing"} <= tool_names(front.requests[0])
+
+
+async def test_an_approval_inside_a_delegate_is_the_chats_wait_answered_from_another_socket(
+    sockets, use_model, team
+):
+    use_model(
+        ScriptedModel([call_tool("ask_billing", "p-1", request="Refund 7"), say("Refunded.")])
+    )
+    team(call_tool("refund_order", "b-1", order=7), say("Order 7 refunded."))
+    first = await sockets()
+    await first.send({"type": "user_message", "content": "Refund 7", "assistant": "front"})
+    asked = (await first.until_event("custom", "approval_requested"))[-1]["event"]
+    assert (asked["agent"], asked["parent_tool_call_id"]) == ("billing", "p-1")
+    assert asked["payload"]["tool_call_id"] == "b-1" and asked["payload"]["agent"] == "billing"
+    wait = await ReplyWait.objects.aget(session_id=first.session_id, tool_call_id="b-1")
+    assert wait.status == WaitStatus.OPEN and wait.payload["parent_tool_call_id"] == "p-1"
+    assert REFUNDS == []
+    second = await sockets(first.session_id)
+    replayed = await second.until_event("custom", "approval_requested")
+    digest = replayed[-1]["event"]["payload"]["digest"]
+    approve = {"tool_call_id": "b-1", "approved": True, "digest": digest}
+    await second.send({"type": "external_event", "name": "approval_response", "payload": approve})
+    result = await second.expect("external_event_result")
+    assert result["accepted_by"] == ["ConfirmationExtension"]
+    frames = await first.run_to_completion()
+    assert answer_of(frames) == "Refunded."
+    assert REFUNDS == [7]
+    assert {w.status async for w in ReplyWait.objects.filter(session_id=first.session_id)} == {
+        WaitStatus.DONE
+    }
+
+
+async def test_a_denied_approval_inside_a_delegate_runs_nothing_and_the_front_goes_on(
+    sockets, use_model, team
+):
+    use_model(
+        ScriptedModel([call_tool("ask_billing", "p-1", request="Refund 7"), say("Not refunded.")])
+    )
+    billing = team(call_tool("refund_order", "b-1", order=7), say("The refund was declined."))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Refund 7", "assistant": "front"})
+    asked = (await socket.until_event("custom", "approval_requested"))[-1]["event"]
+    deny = {"tool_call_id": "b-1", "approved": False, "digest": asked["payload"]["digest"]}
+    await socket.send({"type": "external_event", "name": "approval_response", "payload": deny})
+    frames = await socket.run_to_completion()
+    assert answer_of(frames) == "Not refunded."
+    assert REFUNDS == []
+    assert billing.requests[-1].messages[-1].success is False
+
+
+async def test_a_handoff_moves_the_chat_and_the_new_assistant_answers_the_rest_of_the_turn(
+    sockets, use_model, team
+):
+    model = use_model(
+        ScriptedModel(
+            [
+                call_tool("transfer_to_billing", "h-1", reason="A refund"),
+                say("Billing here: I can refund order 7."),
+                say("Billing again."),
+            ]
+        )
+    )
+    team()
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Refund 7", "assistant": "front"})
+    frames = await socket.run_to_completion()
+    assert answer_of(frames) == "Billing here: I can refund order 7."
+    assert [f["type"] for f in frames].count("run_started") == 1  # one turn, one run
+    moved = [e for e in events_of(frames) if e["type"] == "tool_completed"][0]
+    assert moved["message"]["attributes"]["handoff"] == {
+        "from": "front",
+        "to": "billing",
+        "name": "Billing",
+        "reason": "A refund",
+    }
+    assert (await ChatSession.objects.aget(pk=socket.session_id)).assistant == "billing"
+    # The rest of the turn was billing's: its instructions and tools, the whole chat.
+    second = model.requests[1]
+    assert second.messages[0].content.startswith("You are billing.")
+    assert "refund_order" in tool_names(second)
+    assert "transfer_to_billing" not in tool_names(second)
+    # The next turn is billing's too.
+    await socket.send({"type": "user_message", "content": "And 8?"})
+    assert answer_of(await socket.run_to_completion()) == "Billing again."
+    assert model.requests[2].messages[0].content.startswith("You are billing.")
+
+
+async def test_delegation_stops_at_the_depth_limit(sockets, use_model, team, settings):
+    settings.ZETT_MAX_DELEGATION_DEPTH = 0
+    front = use_model(ScriptedModel([say("Alone.")]))
+    team()
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Refund 7", "assistant": "front"})
+    await socket.run_to_completion()
+    assert "ask_billing" not in tool_names(front.requests[0])
+    assert "transfer_to_billing" in tool_names(front.requests[0])  # handing over is no depth
