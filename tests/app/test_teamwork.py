@@ -3,15 +3,23 @@ approvals as the chat's waits, handoffs, permissions, depth and cycles."""
 
 from __future__ import annotations
 
+import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.contrib.auth.models import Permission
+from django.utils import timezone
 
 from agent_app.assistants import Assistant, register, registry
 from agent_app.models import ChatRun, ChatSession, ReplyWait, SubRun, SubRunStatus, WaitStatus
-from tests.app.conftest import answer_of, events_of
+from agent_app.durable.store import RowMeta, append_rows
+from agent_app.durable.waits import digest_of, record_wait
+from tests.app.conftest import answer_of, events_of, new_browser
 from tests.app.llm_doubles import call_tool, say
+from zett_agent.messages import AssistantMessage, ToolCall, UserMessage
+from zett_agent.serialization import message_to_dict
 from zett_agent.testing import ScriptedModel
 from zett_agent.tools.base import tool
 
@@ -106,7 +114,9 @@ async def test_a_delegate_runs_with_its_own_tools_and_its_answer_is_the_result(
         "lookup_order"
     ]
     front_results = [
-        e["message"]["content"] for e in events if e["type"] == "tool_completed" and "agent" not in e
+        e["message"]["content"]
+        for e in events
+        if e["type"] == "tool_completed" and "agent" not in e
     ]
     assert front_results == ["Order 7: paid 40 EUR."]
     # Each assistant saw its own instructions and tools; billing saw only the request.
@@ -249,3 +259,96 @@ async def test_delegation_stops_at_the_depth_limit(sockets, use_model, team, set
     await socket.run_to_completion()
     assert "ask_billing" not in tool_names(front.requests[0])
     assert "transfer_to_billing" in tool_names(front.requests[0])  # handing over is no depth
+
+
+# --- a sub-run that outlives its process ------------------------------------------------------
+
+
+@sync_to_async
+def _leave_a_delegate_waiting(browser_key: str, expires_in: float | None = None) -> tuple[str, str]:
+    """The rows a chat's run leaves when its process dies while its billing sub-run waits
+    for the approval of a refund."""
+    session = ChatSession.objects.create(title="Refund", browser_key=browser_key, assistant="front")
+    request_id = str(uuid.uuid4())
+    ChatRun.objects.create(request_id=request_id, session=session, worker="dead:1:boot")
+    ask = ToolCall("p-1", "ask_billing", {"request": "Refund order 7"})
+    append_rows(
+        str(session.pk),
+        request_id,
+        [(UserMessage("Refund 7"), RowMeta()), (AssistantMessage(tool_calls=(ask,)), RowMeta())],
+    )
+    refund = ToolCall("b-1", "refund_order", {"order": 7})
+    SubRun.objects.create(
+        session=session,
+        parent_tool_call_id="p-1",
+        root_tool_call_id="p-1",
+        assistant="billing",
+        request_id=request_id,
+        messages=[
+            message_to_dict(UserMessage("Refund order 7")),
+            message_to_dict(AssistantMessage(tool_calls=(refund,))),
+        ],
+    )
+    payload = {
+        "tool_call_id": "b-1",
+        "tool": "refund_order",
+        "arguments": {"order": 7},
+        "question": "Allow refund_order to run with these arguments?",
+        "response_event": "approval_response",
+        "digest": digest_of("refund_order", {"order": 7}),
+        "agent": "billing",
+        "parent_tool_call_id": "p-1",
+    }
+    if expires_in is not None:
+        payload["expires_at"] = (timezone.now() + timedelta(seconds=expires_in)).isoformat()
+    record_wait(str(session.pk), request_id, "approval_requested", payload)
+    return str(session.pk), request_id
+
+
+async def test_an_approval_inside_a_delegate_survives_a_restart_and_the_front_answers(
+    sockets, use_model, team
+):
+    front = use_model(ScriptedModel([say("Refunded: order 7.")]))
+    billing = team(say("Order 7 refunded."))
+    cookie, key = await new_browser()
+    session_id, request_id = await _leave_a_delegate_waiting(key)
+    socket = await sockets(session_id, cookie=cookie)
+    frame = socket.session_frame
+    assert [run["status"] for run in frame["runs"]] == ["paused"]
+    [pending] = frame["pending"]
+    assert (pending["tool_call_id"], pending["kind"], pending["agent"]) == (
+        "b-1",
+        "approval",
+        "billing",
+    )
+    assert pending["parent_tool_call_id"] == "p-1"
+    approve = {"tool_call_id": "b-1", "approved": True, "digest": pending["payload"]["digest"]}
+    await socket.send({"type": "external_event", "name": "approval_response", "payload": approve})
+    result = await socket.expect("external_event_result")
+    assert result["accepted_by"] == ["ConfirmationExtension"]
+    started = await socket.until(lambda f: f["type"] == "run_started")
+    assert (started[-1]["kind"], started[-1]["resumed_from"]) == ("resume", request_id)
+    frames = await socket.run_to_completion()
+    assert answer_of(frames) == "Refunded: order 7."
+    assert REFUNDS == [7]  # once
+    nested = [e for e in events_of(frames) if e.get("agent") == "billing"]
+    assert "tool_completed" in [e["type"] for e in nested]
+    # Billing went on from its stored conversation with the tool's result.
+    assert billing.requests[0].messages[-1].content == "order 7 refunded"
+    assert front.requests[0].messages[-1].content == "Order 7 refunded."
+    sub = await SubRun.objects.aget(session_id=session_id)
+    assert sub.status == SubRunStatus.COMPLETED
+    assert {w.status async for w in ReplyWait.objects.filter(session_id=session_id)} == {
+        WaitStatus.DONE
+    }
+
+
+async def test_a_delegates_expired_approval_expires_the_chats_run(sockets, use_model, team):
+    use_model(ScriptedModel())
+    team()
+    cookie, key = await new_browser()
+    session_id, _ = await _leave_a_delegate_waiting(key, expires_in=-1)
+    socket = await sockets(session_id, cookie=cookie)
+    assert [run["status"] for run in socket.session_frame["runs"]] == ["expired"]
+    assert socket.session_frame["pending"] == []
+    assert REFUNDS == []
