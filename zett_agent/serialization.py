@@ -292,12 +292,12 @@ def event_to_dict(event: AgentEvent) -> dict[str, Any]:
         "session_id": event.session_id,
         "phase": phase._value_ if phase is not None else None,
     }
-    if kind in _DELTA_EVENTS:
-        data["delta"] = event.delta
-    else:
-        for field in _FIELDS.get(kind, ()):
-            data[field] = _ENCODERS[field](getattr(event, field))
-    if type(event) is RelayedEvent:  # a sub-run's event
+    if type(event) is RelayedEvent:  # a sub-run's event: who emitted it, before its fields
         data["agent"] = event.agent
         data["parent_tool_call_id"] = event.parent_tool_call_id
+    if kind in _DELTA_EVENTS:
+        data["delta"] = event.delta
+        return data
+    for field in _FIELDS.get(kind, ()):
+        data[field] = _ENCODERS[field](getattr(event, field))
     return data

@@ -3,6 +3,7 @@ approvals as the chat's waits, handoffs, permissions, depth and cycles."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -14,10 +15,13 @@ from django.utils import timezone
 
 from agent_app.assistants import Assistant, register, registry
 from agent_app.models import ChatRun, ChatSession, ReplyWait, SubRun, SubRunStatus, WaitStatus
+from agent_app.agui.interrupts import replies_for
+from agent_app.agui.run_input import parse_run_input
 from agent_app.durable.store import RowMeta, append_rows
 from agent_app.durable.waits import digest_of, record_wait
 from tests.app.conftest import answer_of, events_of, new_browser
 from tests.app.llm_doubles import call_tool, say
+from tests.app.test_agui_encoder import Recording, parse, validate
 from zett_agent.messages import AssistantMessage, ToolCall, UserMessage
 from zett_agent.serialization import message_to_dict
 from zett_agent.testing import ScriptedModel
@@ -352,3 +356,43 @@ async def test_a_delegates_expired_approval_expires_the_chats_run(sockets, use_m
     assert [run["status"] for run in socket.session_frame["runs"]] == ["expired"]
     assert socket.session_frame["pending"] == []
     assert REFUNDS == []
+
+
+# --- AG-UI ----------------------------------------------------------------------------------
+
+
+async def test_a_delegates_work_and_approval_make_a_valid_agui_stream(sockets, use_model, team):
+    use_model(
+        ScriptedModel([call_tool("ask_billing", "p-1", request="Refund 7"), say("Refunded.")])
+    )
+    team(call_tool("refund_order", "b-1", order=7), say("Order 7 refunded."))
+    socket = await sockets()
+    recording = Recording(socket.session_id)
+    await socket.send({"type": "user_message", "content": "Refund 7", "assistant": "front"})
+    recording.add(await socket.until_event("custom", "approval_requested"))
+    finished = recording.live()[-1].data
+    assert finished["type"] == "RUN_FINISHED"
+    (interrupt,) = finished["outcome"]["interrupts"]
+    assert (interrupt["id"], interrupt["reason"]) == ("b-1", "confirmation")
+    assert interrupt["metadata"]["zett"]["payload"]["agent"] == "billing"
+    body = {
+        "threadId": recording.thread_id,
+        "runId": "client-run-2",
+        "messages": [],
+        "resume": [{"interruptId": "b-1", "status": "resolved", "payload": {"approved": True}}],
+    }
+    (reply,) = replies_for(parse_run_input(json.dumps(body)).resume, {"b-1": "approval"})
+    await socket.send({"type": "external_event", "name": reply.name, "payload": reply.payload})
+    assert (await socket.expect("external_event_result"))["accepted_by"]
+    recording.add(await socket.run_to_completion())
+    events = recording.live()
+    for event in events:
+        parse(event)
+    await validate(events)
+    nested = [e for e in events if e.type == "CUSTOM" and "agent" in (e.data.get("value") or {})]
+    assert {e.data["value"]["parent_tool_call_id"] for e in nested} == {"p-1"}
+    assert "zett.text_delta" in {e.data["name"] for e in nested}
+    # The front's own tool call is a tool call; billing's work is inside it, as CUSTOM events.
+    assert [e.data["toolCallId"] for e in events if e.type == "TOOL_CALL_RESULT"] == ["p-1"]
+    assert events[-1].data["outcome"] == {"type": "success"}
+    assert REFUNDS == [7]
