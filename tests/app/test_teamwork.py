@@ -13,12 +13,12 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import Permission
 from django.utils import timezone
 
-from agent_app.assistants import Assistant, register, registry
-from agent_app.models import ChatRun, ChatSession, ReplyWait, SubRun, SubRunStatus, WaitStatus
 from agent_app.agui.interrupts import replies_for
 from agent_app.agui.run_input import parse_run_input
+from agent_app.assistants import Assistant, register, registry
 from agent_app.durable.store import RowMeta, append_rows
 from agent_app.durable.waits import digest_of, record_wait
+from agent_app.models import ChatRun, ChatSession, ReplyWait, SubRun, SubRunStatus, WaitStatus
 from tests.app.conftest import answer_of, events_of, new_browser
 from tests.app.llm_doubles import call_tool, say
 from tests.app.test_agui_encoder import Recording, parse, validate
@@ -235,7 +235,7 @@ async def test_a_handoff_moves_the_chat_and_the_new_assistant_answers_the_rest_o
     frames = await socket.run_to_completion()
     assert answer_of(frames) == "Billing here: I can refund order 7."
     assert [f["type"] for f in frames].count("run_started") == 1  # one turn, one run
-    moved = [e for e in events_of(frames) if e["type"] == "tool_completed"][0]
+    moved = next(e for e in events_of(frames) if e["type"] == "tool_completed")
     assert moved["message"]["attributes"]["handoff"] == {
         "from": "front",
         "to": "billing",
