@@ -18,11 +18,20 @@ from agent_app.agui.run_input import parse_run_input
 from agent_app.assistants import Assistant, register, registry
 from agent_app.durable.store import RowMeta, append_rows
 from agent_app.durable.waits import digest_of, record_wait
-from agent_app.models import ChatRun, ChatSession, ReplyWait, SubRun, SubRunStatus, WaitStatus
+from agent_app.models import (
+    ChatRun,
+    ChatSession,
+    ReplyWait,
+    SubRun,
+    SubRunStatus,
+    TokenUsage,
+    WaitStatus,
+)
 from tests.app.conftest import answer_of, events_of, new_browser
 from tests.app.llm_doubles import call_tool, say
 from tests.app.test_agui_encoder import Recording, parse, validate
 from zett_agent.messages import AssistantMessage, ToolCall, UserMessage
+from zett_agent.model import ModelUsage
 from zett_agent.serialization import message_to_dict
 from zett_agent.testing import ScriptedModel
 from zett_agent.tools.base import tool
@@ -396,3 +405,46 @@ async def test_a_delegates_work_and_approval_make_a_valid_agui_stream(sockets, u
     assert [e.data["toolCallId"] for e in events if e.type == "TOOL_CALL_RESULT"] == ["p-1"]
     assert events[-1].data["outcome"] == {"type": "success"}
     assert REFUNDS == [7]
+
+
+# --- budgets --------------------------------------------------------------------------------
+
+CALL = ModelUsage(input_tokens=60, output_tokens=40)
+
+
+async def test_a_sub_runs_tokens_count_to_the_persons_budget(sockets, use_model, team, settings):
+    settings.ZETT_TOKEN_BUDGETS = {"anonymous": 1000}
+    use_model(
+        ScriptedModel(
+            [call_tool("ask_billing", "p-1", request="Is 7 paid?"), say("Yes.")], usage=CALL
+        )
+    )
+    billing = team()
+    billing.add(call_tool("lookup_order", "b-1", order=7), say("Paid."))
+    billing.usage = CALL
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Is 7 paid?", "assistant": "front"})
+    assert answer_of(await socket.run_to_completion()) == "Yes."
+    (row,) = [row async for row in TokenUsage.objects.all()]
+    assert (row.total_tokens, row.calls, row.in_flight) == (400, 4, 0)
+    run = await ChatRun.objects.aget(session_id=socket.session_id)
+    assert run.usage["input_tokens"] == 240
+
+
+async def test_a_budget_spent_inside_a_sub_run_stops_the_run(sockets, use_model, team, settings):
+    settings.ZETT_TOKEN_BUDGETS = {"anonymous": 200}
+    front = use_model(
+        ScriptedModel(
+            [call_tool("ask_billing", "p-1", request="Is 7 paid?"), say("never")], usage=CALL
+        )
+    )
+    billing = team()
+    billing.add(call_tool("lookup_order", "b-1", order=7), say("never"))
+    billing.usage = CALL
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Is 7 paid?", "assistant": "front"})
+    frames = await socket.until(lambda frame: frame["type"] in ("run_failed", "run_completed"))
+    assert frames[-1]["type"] == "run_failed" and frames[-1]["status"] == "budget_exceeded"
+    assert (len(front.requests), len(billing.requests)) == (1, 1)
+    (row,) = [row async for row in TokenUsage.objects.all()]
+    assert (row.total_tokens, row.in_flight) == (200, 0)
