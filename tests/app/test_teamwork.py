@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import Permission
+from django.test import override_settings
 from django.utils import timezone
 
 from agent_app.agui.interrupts import replies_for
@@ -29,6 +30,7 @@ from agent_app.models import (
 )
 from tests.app.conftest import answer_of, events_of, new_browser
 from tests.app.llm_doubles import call_tool, say
+from tests.app.telemetry_support import global_exporter
 from tests.app.test_agui_encoder import Recording, parse, validate
 from zett_agent.messages import AssistantMessage, ToolCall, UserMessage
 from zett_agent.model import ModelUsage
@@ -448,3 +450,48 @@ async def test_a_budget_spent_inside_a_sub_run_stops_the_run(sockets, use_model,
     assert (len(front.requests), len(billing.requests)) == (1, 1)
     (row,) = [row async for row in TokenUsage.objects.all()]
     assert (row.total_tokens, row.in_flight) == (200, 0)
+
+
+# --- traces and metrics -------------------------------------------------------------------
+
+
+async def test_a_sub_run_is_an_invoke_agent_span_under_its_tool_call(sockets, use_model, team):
+    with override_settings(ZETT_OTEL=True):
+        spans = global_exporter()
+        use_model(
+            ScriptedModel([call_tool("ask_billing", "p-1", request="Is 7 paid?"), say("Yes.")])
+        )
+        team(call_tool("lookup_order", "b-1", order=7), say("Paid."))
+        socket = await sockets()
+        await socket.send({"type": "user_message", "content": "Paid?", "assistant": "front"})
+        await socket.run_to_completion()
+        (run,) = await spans.wait_for("invoke_agent front")
+        (sub,) = await spans.wait_for("invoke_agent billing")
+    ask = next(s for s in spans.get_finished_spans() if s.name == "execute_tool ask_billing")
+    lookup = next(s for s in spans.get_finished_spans() if s.name == "execute_tool lookup_order")
+    assert ask.parent.span_id == run.context.span_id
+    assert sub.parent.span_id == ask.context.span_id
+    assert lookup.parent.span_id == sub.context.span_id
+    assert {s.context.trace_id for s in (run, ask, sub, lookup)} == {run.context.trace_id}
+    assert sub.attributes["gen_ai.conversation.id"] == socket.session_id
+
+
+async def test_a_sub_runs_tool_calls_and_tokens_are_labelled_with_its_assistant(
+    sockets, use_model, team
+):
+    from agent_app.telemetry import metrics
+
+    if not metrics.ENABLED:
+        pytest.skip("prometheus-client is not installed")
+    use_model(ScriptedModel([call_tool("ask_billing", "p-1", request="Is 7 paid?"), say("Yes.")]))
+    billing = team(call_tool("lookup_order", "b-1", order=7), say("Paid."))
+    billing.usage = CALL
+    calls = metrics.TOOL_CALLS.labels("billing", "lookup_order", "completed")
+    asks = metrics.TOOL_CALLS.labels("front", "ask_billing", "completed")
+    tokens = metrics.TOKENS.labels("billing", "ScriptedModel", "input")
+    before = (calls._value.get(), asks._value.get(), tokens._value.get())
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Paid?", "assistant": "front"})
+    await socket.run_to_completion()
+    after = (calls._value.get(), asks._value.get(), tokens._value.get())
+    assert (after[0] - before[0], after[1] - before[1], after[2] - before[2]) == (1, 1, 120)
