@@ -495,3 +495,87 @@ async def test_a_sub_runs_tool_calls_and_tokens_are_labelled_with_its_assistant(
     await socket.run_to_completion()
     after = (calls._value.get(), asks._value.get(), tokens._value.get())
     assert (after[0] - before[0], after[1] - before[1], after[2] - before[2]) == (1, 1, 120)
+
+
+# --- chains ---------------------------------------------------------------------------------
+
+
+class Ledger(Assistant):
+    id = "ledger"
+    name = "Ledger"
+    instructions = "You keep the books."
+    delegates = ["billing"]  # billing is running in the chain: never offered there
+
+
+@pytest.fixture
+def ledger(team):
+    register(Ledger)
+    registry.get("billing").delegates = ["ledger", "front"]
+
+    def script(*turns: Any) -> ScriptedModel:
+        model = ScriptedModel(list(turns))
+        registry.get("ledger").model = model
+        return model
+
+    yield script
+    registry.unregister("ledger")
+
+
+async def test_a_delegate_asks_its_own_delegate_and_every_event_names_its_agent(
+    sockets, use_model, team, ledger
+):
+    use_model(ScriptedModel([call_tool("ask_billing", "p-1", request="Books?"), say("Done.")]))
+    billing = team(call_tool("ask_ledger", "b-1", request="Balance?"), say("Balance is 40."))
+    books = ledger(say("40 EUR."))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Books?", "assistant": "front"})
+    frames = await socket.run_to_completion()
+    assert answer_of(frames) == "Done."
+    marks = {(e["agent"], e["parent_tool_call_id"]) for e in events_of(frames) if "agent" in e}
+    assert marks == {("billing", "p-1"), ("ledger", "b-1")}
+    assert "ask_ledger" in tool_names(billing.requests[0])
+    assert "ask_front" not in tool_names(billing.requests[0])  # front is running
+    assert "ask_billing" not in tool_names(books.requests[0])  # so is billing
+    rows = {row.parent_tool_call_id: row async for row in SubRun.objects.all()}
+    assert (rows["b-1"].depth, rows["b-1"].root_tool_call_id) == (2, "p-1")
+
+
+async def test_the_depth_limit_hides_the_next_level(sockets, use_model, team, ledger, settings):
+    settings.ZETT_MAX_DELEGATION_DEPTH = 1
+    use_model(ScriptedModel([call_tool("ask_billing", "p-1", request="Books?"), say("Done.")]))
+    billing = team(say("No ledger for me."))
+    ledger()
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Books?", "assistant": "front"})
+    assert answer_of(await socket.run_to_completion()) == "Done."
+    assert "ask_ledger" not in tool_names(billing.requests[0])
+
+
+async def test_a_delegate_call_that_would_close_a_cycle_fails_with_a_clear_error(
+    sockets, use_model, team
+):
+    # A model that names a tool it was not offered gets the runtime's refusal; a chain
+    # that reaches a delegate anyway (a stale offer) is refused by the tool itself.
+    from agent_app.agents.subruns import CHAIN, Link, _outer_chain
+
+    token = CHAIN.set((Link("front", None, "r"), Link("billing", "p-1", "r")))
+    try:
+        with pytest.raises(ValueError, match=r"front is already working on this request"):
+            _outer_chain("billing", registry.get("front") or Front(), "r")
+    finally:
+        CHAIN.reset(token)
+
+
+async def test_stopping_the_run_while_a_delegate_waits_cancels_its_wait(sockets, use_model, team):
+    use_model(ScriptedModel([call_tool("ask_billing", "p-1", request="Refund 7")]))
+    team(call_tool("refund_order", "b-1", order=7))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Refund 7", "assistant": "front"})
+    await socket.until_event("custom", "approval_requested")
+    await socket.send({"type": "cancel"})
+    await socket.until(lambda frame: frame["type"] == "run_cancelled")
+    assert REFUNDS == []
+    wait = await ReplyWait.objects.aget(session_id=socket.session_id, tool_call_id="b-1")
+    assert wait.status == WaitStatus.CANCELLED
+    run = await ChatRun.objects.aget(session_id=socket.session_id)
+    assert run.status == "cancelled"

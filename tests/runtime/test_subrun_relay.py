@@ -152,3 +152,65 @@ async def test_relay_refuses_a_run_completed_and_an_unmarked_event():
     )
     await collect(agent, "go")
     assert len(seen) == 2 and "RUN_COMPLETED" in seen[0]
+
+
+async def test_cancelling_the_consumer_while_a_sub_run_waits_cancels_both_requests():
+    import asyncio
+
+    parked = asyncio.Event()
+    child_cancelled = asyncio.Event()
+
+    @tool
+    async def wait_forever() -> str:
+        """Wait.
+
+        Guidelines:
+            - Never returns.
+        """
+        parked.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            child_cancelled.set()
+            raise
+        return "never"
+
+    child = await Agent.create(
+        ScriptedModel([calling("wait_forever", "c-1")]),
+        tools=[wait_forever],
+        extensions=[InMemoryMessageAccumulator()],
+    )
+
+    @tool
+    async def ask_child(request: str) -> str:
+        """Ask the child.
+
+        Args:
+            request: What to ask.
+
+        Guidelines:
+            - Always.
+        """
+        context = current_run_context()
+        config = AgentRunConfig(session_id="s1", request_id="sub-1")
+        async with aclosing(child.stream(request, config=config)) as stream:
+            async for event in stream:
+                if event.type is not E.RUN_COMPLETED:
+                    await context.relay(event, agent="child", parent_tool_call_id="p-1")
+        return "never"
+
+    parent = await Agent.create(
+        ScriptedModel([calling("ask_child", "p-1", request="wait")]),
+        tools=[ask_child],
+        extensions=[InMemoryMessageAccumulator()],
+    )
+    task = asyncio.ensure_future(collect(parent, "go"))
+    await parked.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        async with asyncio.timeout(10):  # only turns a hang into a failure
+            await task
+    assert child_cancelled.is_set()
+    assert not parent.pending and not child.pending
+    messages = parent.get_state("s1").messages
+    assert messages[-1].tool_call_id == "p-1" and not messages[-1].success
