@@ -72,3 +72,15 @@ class Billing(Assistant):
     model = "tests.app.team_assistants:billing_model"
     tools = [refund_order]
     approval_required = {"refund_order"}
+
+
+def concierge_model() -> _Answering:
+    return _Answering("Concierge: ", ToolCall("hand-1", "transfer_to_billing", {"reason": "money"}))
+
+
+class Concierge(Assistant):
+    id = "concierge"
+    name = "Concierge"
+    instructions = "You send people where they belong."
+    model = "tests.app.team_assistants:concierge_model"
+    handoffs = ["billing"]

@@ -192,6 +192,12 @@ function finishTool(transcript, turn, event) {
     });
     transcript.widgets.resolve(call.id, message.attributes?.reply);
   }
+  const handoff = message.attributes?.handoff;
+  if (handoff?.name && !event.parent_tool_call_id) {
+    // The chat was handed to another assistant, which answers from here on.
+    transcript.addNote(`${handoff.name} answers from now on.`, "muted", turn);
+    transcript.root.dispatchEvent(new CustomEvent("zett-handoff", { bubbles: true, composed: true, detail: handoff }));
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
-"""A delegate at work on the page: its events inside the closed card of the call that runs
-it, under its name; its approval opens the way to itself, and approving it lets the front
-desk answer."""
+"""Assistants that work together, on the page: a delegate's events inside the closed card of
+the call that runs it, under its name (its approval opens the way to itself); a handoff
+names the assistant that answers now."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from tests.app.browser.browser_support import LiveServer, expect_connected, expe
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
 
-TEAM = "tests.app.team_assistants.FrontDesk,tests.app.team_assistants.Billing"
+TEAM = ",".join(
+    f"tests.app.team_assistants.{name}" for name in ("FrontDesk", "Billing", "Concierge")
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,3 +47,18 @@ def test_a_delegates_work_is_nested_in_its_tool_card_and_its_approval_answered(
     # The front desk's own answer is the turn's, outside the card.
     answers = page.locator(".turn > .msg--assistant")
     expect(answers).to_have_text(["Front: Billing: order 7 refunded"])
+
+
+def test_a_handoff_says_who_answers_now(page: Page, team: LiveServer) -> None:
+    page.goto(f"{team.url}/s/{uuid.uuid4()}/?assistant=concierge")
+    expect_connected(page)
+    expect(page.locator("#chat-assistant")).to_have_text("with Concierge")
+    send(page, "I was charged twice")
+    expect(page.locator(".note", has_text="Billing answers from now on.")).to_be_visible()
+    expect(page.locator("#chat-assistant")).to_have_text("with Billing")
+    expect(page.locator(".turn > .msg--assistant").last).to_have_text(
+        "Billing: Transferred to Billing: it answers from now on."
+    )
+    expect_idle(page)
+    page.reload()
+    expect(page.locator("#chat-assistant")).to_have_text("with Billing")
