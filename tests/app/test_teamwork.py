@@ -579,3 +579,24 @@ async def test_stopping_the_run_while_a_delegate_waits_cancels_its_wait(sockets,
     assert wait.status == WaitStatus.CANCELLED
     run = await ChatRun.objects.aget(session_id=socket.session_id)
     assert run.status == "cancelled"
+
+
+def test_check_names_a_delegate_or_handoff_that_is_no_registered_assistant(team):
+    from agent_app.checks import check_assistants
+
+    class Lost(Assistant):
+        id = "lost"
+        delegates = ["nobody"]
+        handoffs = ["lost"]
+
+    register(Lost)
+    try:
+        messages = [m.msg for m in check_assistants() if m.id == "zett.E023"]
+    finally:
+        registry.unregister("lost")
+    assert messages == [
+        "Assistant 'lost' (test_check_names_a_delegate_or_handoff_that_is_no_registered_assistant"
+        ".<locals>.Lost) lists 'nobody' in delegates, which is no registered assistant.",
+        "Assistant 'lost' (test_check_names_a_delegate_or_handoff_that_is_no_registered_assistant"
+        ".<locals>.Lost) lists 'lost' in handoffs, which is itself.",
+    ]
