@@ -600,3 +600,26 @@ def test_check_names_a_delegate_or_handoff_that_is_no_registered_assistant(team)
         "Assistant 'lost' (test_check_names_a_delegate_or_handoff_that_is_no_registered_assistant"
         ".<locals>.Lost) lists 'lost' in handoffs, which is itself.",
     ]
+
+
+async def test_a_delegates_question_is_the_chats_and_its_answer_goes_to_the_delegate(
+    sockets, use_model, team
+):
+    use_model(ScriptedModel([call_tool("ask_billing", "p-1", request="Refund?"), say("Done.")]))
+    billing = team(
+        call_tool("ask_user", "q-1", question="Which order?"),
+        lambda request: say(f"Order {request.messages[-1].content} it is."),
+    )
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Refund", "assistant": "front"})
+    asked = (await socket.until_event("custom", "ask_user"))[-1]["event"]
+    assert (asked["agent"], asked["payload"]["question"]) == ("billing", "Which order?")
+    answer = {"tool_call_id": "q-1", "answer": "7"}
+    await socket.send({"type": "external_event", "name": "ask_user_response", "payload": answer})
+    result = await socket.expect("external_event_result")
+    assert result["accepted_by"] == ["AskUserExtension"]
+    frames = await socket.run_to_completion()
+    assert answer_of(frames) == "Done."
+    ask = [e for e in events_of(frames) if e["type"] == "tool_completed" and "agent" not in e]
+    assert ask[0]["message"]["content"] == "Order 7 it is."
+    assert len(billing.requests) == 2
