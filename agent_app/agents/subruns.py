@@ -108,7 +108,7 @@ class SubRunHistory(AgentExtension):
     async def on_state(self, context: AgentRunContext) -> None:
         if self.messages:
             context.restore_messages(valid_history(self.messages, keep_open_tail=context.resuming))
-            if len(self._written) != len(self.messages) or context.resuming:
+            if context.resuming:  # with the results ``resumption`` added, if any
                 await self._write()
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:

@@ -23,6 +23,12 @@ an internal message), the answer is written and its frame sent before the next f
 still streaming: its deltas were shown, its ``model_completed`` was not, and the run is
 recovered as interrupted. Cancellation and the session's lock are told once, in
 ``agent_app.sessions.live``.
+
+A delegate's events (a sub-run, ``agent_app.agents.subruns``) come in the run's stream,
+marked with their ``agent``: they are broadcast like the run's own, their waits stored as
+the run's, their tokens counted in its usage. A handoff (``agent_app.agents.teamwork``)
+ends the agent's request after its call; the run then streams the new assistant's
+continuation of the same turn (``handoff``), under the same request id.
 """
 
 from __future__ import annotations
