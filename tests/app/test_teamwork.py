@@ -28,7 +28,7 @@ from agent_app.models import (
     TokenUsage,
     WaitStatus,
 )
-from tests.app.conftest import answer_of, events_of, new_browser
+from tests.app.conftest import answer_of, events_of, new_browser, rows
 from tests.app.llm_doubles import call_tool, say
 from tests.app.telemetry_support import global_exporter
 from tests.app.test_agui_encoder import Recording, parse, validate
@@ -254,6 +254,12 @@ async def test_a_handoff_moves_the_chat_and_the_new_assistant_answers_the_rest_o
         "reason": "A refund",
     }
     assert (await ChatSession.objects.aget(pk=socket.session_id)).assistant == "billing"
+    assert [role for role, _ in await rows(socket.session_id)] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     # The rest of the turn was billing's: its instructions and tools, the whole chat.
     second = model.requests[1]
     assert second.messages[0].content.startswith("You are billing.")
