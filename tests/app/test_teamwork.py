@@ -629,3 +629,28 @@ async def test_a_delegates_question_is_the_chats_and_its_answer_goes_to_the_dele
     ask = [e for e in events_of(frames) if e["type"] == "tool_completed" and "agent" not in e]
     assert ask[0]["message"]["content"] == "Order 7 it is."
     assert len(billing.requests) == 2
+
+
+@sync_to_async
+def _mark_started(session_id: str) -> None:
+    ReplyWait.objects.filter(session_id=session_id, tool_call_id="b-1").update(
+        status=WaitStatus.EXECUTING
+    )
+
+
+async def test_a_delegates_tool_that_had_started_when_the_process_died_never_runs_again(
+    sockets, use_model, team
+):
+    use_model(ScriptedModel())
+    team()
+    cookie, key = await new_browser()
+    session_id, _ = await _leave_a_delegate_waiting(key)
+    await _mark_started(session_id)  # approved, and running when the process died
+    socket = await sockets(session_id, cookie=cookie)
+    assert [run["status"] for run in socket.session_frame["runs"]] == ["interrupted"]
+    assert socket.session_frame["pending"] == []
+    (closed,) = [m for m in socket.session_frame["history"] if m["role"] == "tool"]
+    assert closed["tool_call_id"] == "p-1" and "may or may not have completed" in closed["content"]
+    assert REFUNDS == []
+    wait = await ReplyWait.objects.aget(session_id=session_id, tool_call_id="b-1")
+    assert wait.status == WaitStatus.DONE
