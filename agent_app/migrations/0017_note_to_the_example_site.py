@@ -9,7 +9,7 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-    dependencies = [("agent_app", "0014_people_in_the_loop")]
+    dependencies = [("agent_app", "0016_sub_runs")]
 
     operations = [
         migrations.SeparateDatabaseAndState(

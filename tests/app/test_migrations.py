@@ -47,7 +47,7 @@ def test_the_demo_notes_move_to_the_example_site_with_their_rows():
 
     from zett_site.models import Note
 
-    before = [("agent_app", "0010_browser_tool_waits"), ("zett_site", None)]
+    before = [("agent_app", "0016_sub_runs"), ("zett_site", None)]
     executor = MigrationExecutor(connection)
     executor.migrate(before)
     old = executor.loader.project_state(before[0]).apps
