@@ -1,10 +1,11 @@
 """Every Python example in docs/ that defines a tool or an assistant runs, as written.
 
-Each such block is executed in a module of its own: its tools are built (a docstring the
-runtime refuses fails here, not in a reader's project) and its assistants are registered
-in a registry of their own (an id, a model spec, ``approval_required`` naming a tool the
-assistant lacks). Imports of the reader's own project (``shop.models``) get a stand-in
-module; everything else is imported for real.
+Each such block is executed in a module of its own, after the defining blocks before it in
+the same document (a reader reads on: a later block uses the earlier one's imports). Its
+tools are built (a docstring the runtime refuses fails here, not in a reader's project)
+and its assistants are registered in a registry of their own (an id, a model spec,
+``approval_required`` naming a tool the assistant lacks). Imports of the reader's own
+project (``shop.models``) get a stand-in module; everything else is imported for real.
 """
 
 from __future__ import annotations
@@ -27,11 +28,15 @@ DEFINES = re.compile(r"^@tool\b|^class \w+\((?:\w+\.)?Assistant\)", re.M)
 
 
 def examples() -> list[tuple[str, str]]:
+    """``(name, source)`` of each defining block; a block runs after the defining blocks
+    before it in its doc, as a reader reads on (a later block uses the earlier imports)."""
     found = []
     for doc in sorted(DOCS.glob("*.md")):
+        earlier: list[str] = []
         for number, block in enumerate(BLOCK.findall(doc.read_text()), start=1):
             if DEFINES.search(block):
-                found.append((f"{doc.name}#{number}", block))
+                found.append((f"{doc.name}#{number}", "\n\n".join([*earlier, block])))
+                earlier.append(block)
     return found
 
 
