@@ -99,6 +99,8 @@ def test_a_chat_deleted_in_another_tab_says_so_and_keeps_the_typed_text(
     expect(gone).to_contain_text("This chat was deleted.")
     expect(gone.locator("blockquote")).to_have_text("one more thing")
     expect(page.locator("#composer")).to_be_hidden()
+    expect(page.get_by_role("button", name="Regenerate")).to_have_count(0)
+    expect(page.locator(".last-action:visible")).to_have_count(0)
     expect(page.get_by_text("code 4410")).to_have_count(0)
     assert axe_violations(page) == []
     gone.get_by_role("link", name="Go to your chats").click()
