@@ -30,6 +30,7 @@ from zett_agent.serialization import message_to_dict
 __all__ = [
     "HISTORY_ITEM_BUDGET",
     "SESSION_FRAME_BUDGET",
+    "branch_page",
     "history_item",
     "page_before",
     "snapshot",
@@ -52,6 +53,7 @@ def history_item(row: ChatMessage) -> dict[str, Any]:
     except (ValueError, KeyError, TypeError):
         item = {"role": row.role, "content": "", "attributes": {}, "unreadable": True}
     item.update(
+        id=row.pk,
         position=row.position,
         request_id=row.request_id or None,
         created_at=row.created_at.isoformat().replace("+00:00", "Z"),
@@ -60,6 +62,8 @@ def history_item(row: ChatMessage) -> dict[str, Any]:
         stop_reason=row.stop_reason or None,
         usage=row.usage,
     )
+    if row.versions > 1:  # a turn with versions (``agent_app.durable.branches``)
+        item["versions"] = {"index": row.version, "count": row.versions}
     return _fit(item)
 
 
@@ -89,11 +93,15 @@ def _page(
     limit: int,
     budget: int,
     exclude_request: str | None = None,
+    since: int | None = None,
 ) -> tuple[list[dict[str, Any]], bool]:
-    """Newest stored messages (before ``before``) that fit ``budget``, oldest first."""
+    """Newest messages of the shown path (before ``before``, from ``since`` on) that fit
+    ``budget``, oldest first."""
     rows = ChatMessage.objects.filter(session_id=session_id, superseded=False)
     if before is not None:
         rows = rows.filter(position__lt=before)
+    if since is not None:
+        rows = rows.filter(position__gte=since)
     if exclude_request:
         rows = rows.exclude(request_id=exclude_request)
     newest = list(rows.order_by("-position")[: limit + 1])
@@ -209,3 +217,15 @@ def page_before(
         exclude_request=active_request_id,
     )
     return {"messages": items, "runs": _runs_of(session_id, items), "has_more": has_more}
+
+
+def branch_page(session_id: str, position: int) -> dict[str, Any]:
+    """The ``messages`` and ``has_more`` of a ``branch_switched`` frame: the shown path from
+    ``position`` on, as much of its newest part as a ``session`` frame holds; ``has_more``
+    when messages between ``position`` and the first of them were left for
+    ``history_before``."""
+    limit = max(1, int(conf.ZETT_HISTORY_PAGE))
+    items, has_more = _page(
+        session_id, before=None, limit=limit, budget=SESSION_FRAME_BUDGET, since=position
+    )
+    return {"messages": items, "has_more": has_more}

@@ -52,9 +52,11 @@ __all__ = [
     "STEERING_EVENT",
     "TOOL_RESULT_KEEP",
     "AgentEventFrame",
+    "BranchSwitchedFrame",
     "BudgetExceededFrame",
     "BudgetFrame",
     "CancelFrame",
+    "EditFrame",
     "EditLastFrame",
     "ErrorCode",
     "ErrorFrame",
@@ -73,6 +75,7 @@ __all__ = [
     "RunStartedFrame",
     "SessionFrame",
     "SteerFrame",
+    "SwitchVersionFrame",
     "UserMessageFrame",
     "agent_event_frame",
     "encode_delta_frame",
@@ -228,10 +231,16 @@ class PingFrame(_Inbound):
     type: Literal["ping"]
 
 
+#: A message's place on the chat's shown path (``position`` of a history item).
+Position = Annotated[int, Field(ge=0, le=2**31)]
+
+
 class RegenerateFrame(_Inbound):
-    """Answer the last user message again (its old answer is kept, superseded)."""
+    """Answer a turn again: a new version of the turn whose user message is at
+    ``position`` (default: the last turn); the old version is kept."""
 
     type: Literal["regenerate"]
+    position: Position | None = None
 
 
 class EditLastFrame(_Inbound):
@@ -239,6 +248,23 @@ class EditLastFrame(_Inbound):
 
     type: Literal["edit_last"]
     content: NonBlank
+
+
+class EditFrame(_Inbound):
+    """A new version of the turn whose user message is at ``position``, with ``content``
+    as that message; the old version is kept."""
+
+    type: Literal["edit"]
+    position: Position
+    content: NonBlank
+
+
+class SwitchVersionFrame(_Inbound):
+    """Show version ``index`` (1-based) of the turn whose user message is at ``position``."""
+
+    type: Literal["switch_version"]
+    position: Position
+    index: Annotated[int, Field(ge=1, le=2**31)]
 
 
 #: Most messages one ``history_before`` may ask for.
@@ -262,6 +288,8 @@ InboundFrame = (
     | HistoryBeforeFrame
     | RegenerateFrame
     | EditLastFrame
+    | EditFrame
+    | SwitchVersionFrame
 )
 
 _INBOUND: dict[str, type[_Inbound]] = {
@@ -273,6 +301,8 @@ _INBOUND: dict[str, type[_Inbound]] = {
     "history_before": HistoryBeforeFrame,
     "regenerate": RegenerateFrame,
     "edit_last": EditLastFrame,
+    "edit": EditFrame,
+    "switch_version": SwitchVersionFrame,
 }
 
 
@@ -306,7 +336,7 @@ def parse_frame(text: str) -> InboundFrame:
         frame = model.model_validate(data)
     except pydantic.ValidationError as exc:
         raise FrameError(ErrorCode.BAD_FRAME, _describe(kind, exc)) from None
-    if isinstance(frame, UserMessageFrame | SteerFrame | EditLastFrame):
+    if isinstance(frame, UserMessageFrame | SteerFrame | EditLastFrame | EditFrame):
         _check_content(kind, frame.content)
     return frame
 
@@ -508,6 +538,19 @@ class RunCancelledFrame(OutboundFrame):
     type: Literal["run_cancelled"] = "run_cancelled"
     seq: int
     request_id: str
+
+
+class BranchSwitchedFrame(OutboundFrame):
+    """Every socket's news of a new shown path: a switch, a new version (``edit``,
+    ``regenerate``). ``messages``: the path from ``position`` on (its newest part if it is
+    long: ``has_more`` then says the rest is read with ``history_before``)."""
+
+    type: Literal["branch_switched"] = "branch_switched"
+    seq: int
+    position: int
+    index: int
+    messages: list[dict[str, Any]]
+    has_more: bool
 
 
 class HistoryPageFrame(OutboundFrame):
