@@ -17,9 +17,16 @@ BATCH = 500
 
 def link_paths(apps, schema_editor):
     message = apps.get_model("agent_app", "ChatMessage")
+    if schema_editor.connection.vendor == "postgresql":
+        # Foreign keys are checked as each update ends, not at commit: PostgreSQL refuses
+        # the indexes below while checks of updated rows are pending.
+        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     _link_straight_chats(message, schema_editor)
     branched = (
-        message.objects.filter(superseded=True).values_list("session_id", flat=True).distinct()
+        message.objects.filter(superseded=True)
+        .order_by()
+        .values_list("session_id", flat=True)
+        .distinct()
     )
     for session_id in list(branched):
         _link_branched_chat(message, session_id)
@@ -76,7 +83,9 @@ def _link_branched_chat(message, session_id):
 def number_in_order(apps, schema_editor):
     """Back: every message of a chat gets its own position again, in the order written."""
     message = apps.get_model("agent_app", "ChatMessage")
-    sessions = message.objects.values_list("session_id", flat=True).distinct()
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    sessions = message.objects.order_by().values_list("session_id", flat=True).distinct()
     for session_id in list(sessions):
         rows = list(message.objects.filter(session_id=session_id).order_by("pk").only("pk"))
         for place, row in enumerate(rows):
