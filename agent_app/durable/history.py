@@ -220,12 +220,12 @@ def page_before(
 
 
 def branch_page(session_id: str, position: int) -> dict[str, Any]:
-    """The ``messages`` and ``has_more`` of a ``branch_switched`` frame: the shown path from
-    ``position`` on, as much of its newest part as a ``session`` frame holds; ``has_more``
+    """The ``messages``, ``runs`` and ``has_more`` of a ``branch_switched`` frame: the shown
+    path from ``position`` on, as much of its newest part as a ``session`` frame holds; ``has_more``
     when messages between ``position`` and the first of them were left for
     ``history_before``."""
     limit = max(1, int(conf.ZETT_HISTORY_PAGE))
     items, has_more = _page(
         session_id, before=None, limit=limit, budget=SESSION_FRAME_BUDGET, since=position
     )
-    return {"messages": items, "has_more": has_more}
+    return {"messages": items, "runs": _runs_of(session_id, items), "has_more": has_more}

@@ -550,6 +550,8 @@ class BranchSwitchedFrame(OutboundFrame):
     position: int
     index: int
     messages: list[dict[str, Any]]
+    #: The runs of ``messages`` (as ``history_page`` lists them).
+    runs: list[dict[str, Any]] = []
     has_more: bool
 
 

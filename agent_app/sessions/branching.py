@@ -83,6 +83,11 @@ async def announce_version(feed: Feed, request_id: str, begun: Begun) -> None:
         item["attachments"] = begun.attachments
     seq = await feed.next_seq()
     frame = BranchSwitchedFrame(
-        seq=seq, position=begun.position, index=row.version, messages=[item], has_more=False
+        seq=seq,
+        position=begun.position,
+        index=row.version,
+        messages=[item],
+        runs=[],
+        has_more=False,
     )
     await feed.broadcast(seq, encode_frame(frame.dump()), request_id=request_id)

@@ -16,6 +16,7 @@ import { contentText } from "./blocks.js";
 import { cutOffText } from "./events.js";
 import { parseTime } from "./time.js";
 import { addUsage } from "./usage.js";
+import { showVersions } from "./versions.js";
 
 const TRUNCATED_TEXT = "This message is too long to show here in full; it is stored whole.";
 /** Run states after which a turn is over and gets its footer. */
@@ -96,6 +97,9 @@ class HistoryRenderer {
     });
     if (item.content_truncated) {
       bubble.append(this.truncatedNote());
+    }
+    if (item.versions) {
+      showVersions(bubble, item.versions);
     }
   }
 
