@@ -18,8 +18,8 @@ export function showVersions(bubble, versions) {
   const nav = element("span", "msg__versions");
   nav.setAttribute("role", "group");
   nav.setAttribute("aria-label", `Version ${index} of ${count}`);
-  const previous = switchButton("‹", `Show version ${index - 1} of ${count}`, index - 1);
-  const next = switchButton("›", `Show version ${index + 1} of ${count}`, index + 1);
+  const previous = switchButton("‹", "Previous version", index - 1);
+  const next = switchButton("›", "Next version", index + 1);
   previous.disabled = index <= 1;
   next.disabled = index >= count;
   const label = element("span", "msg__versions-count", `${index}/${count}`);
