@@ -1,5 +1,5 @@
 """Versions of a turn in the page and the widget: Edit on any message you sent, Regenerate
-under any answer, "‹ 2/3 ›" on a turn that has versions. A switch shows the other version
+under any answer, a "2/3" switcher on a turn that has versions. A switch shows the other version
 at once (no reload), in every tab, keeps the switched turn where it was on the screen, and
 a reload shows the version last switched to. At 1280 px and at a phone's 375 px."""
 
