@@ -8,9 +8,11 @@ it becomes (``SseEvent``: the event and its SSE ``id``). Frames for one socket o
 
 **Everything is derived from the frames**, never from the encoder's own counters, so the
 same frames give the same events whoever encodes them, live or from the replay buffer, on
-any worker: ``threadId`` is the chat, ``runId`` zett's request id, a message's ``messageId``
-is ``<kind>:<request id>:<seq of the frame that opened it>``, a tool call's ``toolCallId``
-is the model's call id.
+any worker: ``threadId`` is the chat, ``runId`` zett's request id, a message's
+``messageId`` is ``<kind>:<request id>:<seq of the frame that opened it>``, a tool call's
+``toolCallId`` is the model's call id. One event is the caller's, without an id: the
+``MESSAGES_SNAPSHOT`` of the chat's shown path that a new run's stream opens with, right
+after its ``RUN_STARTED`` (read from the database, ``agent_app.agui.messages``).
 
 **SSE ids.** The last event a frame becomes carries that frame's ``seq`` as its ``id``;
 the others carry none. A frame becomes at most one event with an id, frames arrive in
@@ -105,9 +107,16 @@ class RunEncoder:
     """Encodes the frames of a chat's runs, in order, as AG-UI events (see the module)."""
 
     def __init__(
-        self, thread_id: str, *, after_seq: int | None = None, answered: Iterable[str] = ()
+        self,
+        thread_id: str,
+        *,
+        after_seq: int | None = None,
+        answered: Iterable[str] = (),
+        snapshot: dict[str, Any] | None = None,
     ) -> None:
         self.thread_id = thread_id
+        #: A ``MESSAGES_SNAPSHOT`` to send right after the first ``RUN_STARTED``.
+        self._snapshot = snapshot
         self.after_seq = after_seq
         #: Waits (tool call ids) known to be answered: asked again, they are no interrupt.
         self._answered = set(answered)
@@ -240,7 +249,11 @@ class RunEncoder:
             unended = self._error(ErrorCode.INTERRUPTED, "The run was interrupted.")
         self._begin_run(request_id, resumed_from if isinstance(resumed_from, str) else None)
         value = {key: frame[key] for key in frame if key not in ("type", "seq")}
-        return [*unended, *self._open_segment(), _custom("run_started", value)]
+        opened = self._open_segment()
+        if self._snapshot is not None:
+            opened.append(self._snapshot)
+            self._snapshot = None
+        return [*unended, *opened, _custom("run_started", value)]
 
     def _begin_run(self, request_id: str, parent: str | None) -> None:
         self.run_id, self._parent_run_id = request_id, parent
