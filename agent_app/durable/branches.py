@@ -35,7 +35,7 @@ from django.utils import timezone
 from agent_app.durable.store import bump_version, forget
 from agent_app.models import ChatMessage, ChatSession
 
-__all__ = ["BranchBusy", "NotATurn", "Switched", "start_version", "switch_version"]
+__all__ = ["BranchBusy", "NotATurn", "Switched", "reveal", "start_version", "switch_version"]
 
 
 class NotATurn(ValueError):
@@ -111,7 +111,10 @@ def switch_version(session_id: str, position: int, index: int, *, seq: int) -> S
     or ``BranchBusy`` change nothing.
     """
     with transaction.atomic():
-        bumped = bump_version(session_id, timezone.now(), count_unsettled=True)
+        try:
+            bumped = bump_version(session_id, timezone.now(), count_unsettled=True)
+        except ChatSession.DoesNotExist:
+            raise NotATurn(f"There is no message at position {position} of this chat") from None
         if bumped.unsettled_runs:
             raise BranchBusy(session_id)
         row = _turn_at(session_id, position)
@@ -123,20 +126,62 @@ def switch_version(session_id: str, position: int, index: int, *, seq: int) -> S
             )
         target = ids[index - 1]
         if target != row.pk:
-            path = _path_from(session_id, target, position)
-            _shown(session_id).filter(position__gte=position).update(superseded=True)
-            for start in range(0, len(path), 500):
-                ChatMessage.objects.filter(pk__in=path[start : start + 500]).update(
-                    superseded=False
-                )
-            ChatMessage.objects.filter(pk__in=ids).update(
-                chosen=Case(When(pk=target, then=Value(True)), default=Value(False))
-            )
+            _choose(ids, target)
+            _show_from(session_id, target, position)
         ChatSession.objects.filter(pk=session_id).update(
             last_event_seq=Greatest(F("last_event_seq"), Value(seq))
         )
     forget(session_id)
     return Switched(position, index, len(ids))
+
+
+def reveal(session_id: str, message_id: int) -> int | None:
+    """Show the path through message ``message_id`` (a search found it in a version that
+    is not shown): one transaction. Returns the position from which the shown path
+    changed (None: it was shown already, or is no message of the session).
+    ``BranchBusy`` (nothing changes) while a run goes on or waits."""
+    with transaction.atomic():
+        bumped = bump_version(session_id, timezone.now(), count_unsettled=True)
+        if bumped.unsettled_runs:
+            raise BranchBusy(session_id)
+        rows = {
+            pk: (follows, position, superseded)
+            for pk, follows, position, superseded in ChatMessage.objects.filter(
+                session_id=session_id
+            ).values_list("pk", "follows", "position", "superseded")
+        }
+        if message_id not in rows or not rows[message_id][2]:
+            return None
+        top = message_id
+        while (above := rows[top][0]) is not None and above in rows and rows[above][2]:
+            _choose_among_versions(session_id, top, rows[top])
+            top = above
+        _choose_among_versions(session_id, top, rows[top])
+        position = rows[top][1]
+        _show_from(session_id, top, position)
+    forget(session_id)
+    return position
+
+
+def _choose_among_versions(session_id: str, pk: int, row: tuple[int | None, int, bool]) -> None:
+    follows, position, _ = row
+    ids = ChatMessage.objects.filter(session_id=session_id, position=position, follows=follows)
+    _choose(list(ids.values_list("pk", flat=True)), pk)
+
+
+def _choose(ids: list[int], chosen: int) -> None:
+    """Of the versions ``ids`` of a turn, paths through it show ``chosen``."""
+    ChatMessage.objects.filter(pk__in=ids).update(
+        chosen=Case(When(pk=chosen, then=Value(True)), default=Value(False))
+    )
+
+
+def _show_from(session_id: str, start: int, position: int) -> None:
+    """Hide the shown path from ``position`` on and show the path down from ``start``."""
+    path = _path_from(session_id, start, position)
+    _shown(session_id).filter(position__gte=position).update(superseded=True)
+    for first in range(0, len(path), 500):
+        ChatMessage.objects.filter(pk__in=path[first : first + 500]).update(superseded=False)
 
 
 def _path_from(session_id: str, start: int, position: int) -> list[int]:

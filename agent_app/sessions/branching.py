@@ -20,9 +20,10 @@ from typing import Any, Protocol
 from channels.db import database_sync_to_async
 
 from agent_app.bus.base import Marker
-from agent_app.durable.branches import BranchBusy, switch_version
+from agent_app.durable.branches import BranchBusy, NotATurn, switch_version
 from agent_app.durable.history import branch_page, history_item
 from agent_app.durable.runs import Begun
+from agent_app.models import ChatSession
 from agent_app.protocol.frames import BranchSwitchedFrame
 from agent_app.protocol.text import encode_frame
 from agent_app.sessions.errors import Busy
@@ -64,7 +65,10 @@ async def switch(host: BranchHost, position: int, index: int) -> None:
     async with feed.lock:
         if (running := host.active_request_id) is not None:
             raise Busy(running, BUSY_MESSAGE)
-        seq = await feed.next_seq()
+        try:
+            seq = await feed.next_seq()  # reserves numbers in the chat's row, if it has one
+        except ChatSession.DoesNotExist:
+            raise NotATurn(f"There is no message at position {position} of this chat") from None
         try:
             fields = await database_sync_to_async(_switched)(host.session_id, position, index, seq)
         except BranchBusy:

@@ -224,3 +224,44 @@ async def test_history_pages_walk_the_shown_path_only(sockets, use_model, settin
     assert page["messages"][0]["versions"] == {"index": 1, "count": 2}
     ids = [item["id"] for item in page["messages"]]
     assert ids == sorted(ids) and len(set(ids)) == 4
+
+
+async def test_a_message_found_in_a_hidden_version_is_shown_with_the_path_through_it(
+    sockets, use_model
+):
+    """What a search opens (``?message=``): every turn above the message switches to the
+    version that leads to it; below it, the version shown there last."""
+    from agent_app.durable.branches import reveal
+
+    _, socket = await three_turns(sockets, use_model, "a3 again", "q1b answer")
+    await socket.send({"type": "regenerate", "position": 4})
+    await socket.run_to_completion()
+    await socket.send({"type": "edit", "position": 0, "content": "q1b"})
+    await socket.run_to_completion()
+    found = await ChatMessage.objects.aget(content="a3")
+    assert await sync_to_async(reveal)(socket.session_id, found.pk) == 0
+    again = await sockets(socket.session_id)
+    assert contents(again.session_frame["history"]) == ["q1", "a1", "q2", "a2", "q3", "a3"]
+    assert again.session_frame["history"][0]["versions"] == {"index": 1, "count": 2}
+    assert again.session_frame["history"][4]["versions"] == {"index": 1, "count": 2}
+    assert await sync_to_async(reveal)(socket.session_id, found.pk) is None  # shown already
+    other = await ChatMessage.objects.aget(content="q1b answer")
+    assert await sync_to_async(reveal)(socket.session_id, other.pk) == 0
+    last = await sockets(socket.session_id)
+    assert contents(last.session_frame["history"]) == ["q1b", "q1b answer"]
+
+
+async def test_in_a_chat_with_no_message_yet_every_branch_frame_is_refused(sockets, use_model):
+    use_model(ScriptedModel())
+    socket = await sockets()
+    for frame in (
+        {"type": "switch_version", "position": 0, "index": 1},
+        {"type": "edit", "position": 0, "content": "x"},
+        {"type": "regenerate", "position": 0},
+        {"type": "regenerate"},
+    ):
+        await socket.send(frame)
+        await socket.expect_error("bad_frame")
+    await socket.assert_quiet()
+    assert not await ChatRun.objects.aexists()
+    assert not await ChatMessage.objects.aexists()
