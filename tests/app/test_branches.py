@@ -265,3 +265,32 @@ async def test_in_a_chat_with_no_message_yet_every_branch_frame_is_refused(socke
     await socket.assert_quiet()
     assert not await ChatRun.objects.aexists()
     assert not await ChatMessage.objects.aexists()
+
+
+async def test_an_edit_whose_process_died_keeps_its_version_and_both_paths(sockets, use_model):
+    """An edit is stored before its model is called (the run row, the new version): a
+    process that dies then leaves an interrupted run, the new version shown, the old one
+    whole."""
+    from agent_app.durable.runs import begin_run
+
+    _, socket = await three_turns(sockets, use_model)
+    await socket.close()
+    await sync_to_async(begin_run)(
+        socket.session_id,
+        "edit-of-a-dead-process",
+        content="q2b",
+        worker="dead:1:boot",
+        kind="edit",
+        replace_last_turn=True,
+        turn_position=2,
+    )
+    again = await sockets(socket.session_id)
+    await again.assert_quiet()
+    run = await ChatRun.objects.aget(request_id="edit-of-a-dead-process")
+    assert (run.kind, run.status) == ("edit", "interrupted")
+    history = (await sockets(socket.session_id)).session_frame["history"]
+    assert contents(history) == ["q1", "a1", "q2b"]
+    assert history[2]["versions"] == {"index": 2, "count": 2}
+    await again.send({"type": "switch_version", "position": 2, "index": 1})
+    back = await again.until(lambda frame: frame["type"] == "branch_switched")
+    assert contents(back[-1]["messages"]) == ["q2", "a2", "q3", "a3"]
