@@ -116,14 +116,7 @@ async def test_the_next_request_starts_from_the_stored_history(session_id):
         ("assistant", "First answer."),
         ("user", "two"),
     ]
-    # The hidden turn keeps its rows; the shown path starts again at position 0.
-    rows = sorted(await stored(session_id), key=lambda row: row.pk)
-    assert [(r.position, r.superseded) for r in rows] == [
-        (0, True),
-        (1, True),
-        (0, False),
-        (1, False),
-    ]
+    assert [r.position for r in await stored(session_id)] == [0, 1, 2, 3]
 
 
 async def test_restoring_drops_orphan_results_and_incomplete_tool_batches(session_id):
@@ -286,14 +279,7 @@ async def test_rows_are_read_once_per_session_and_then_kept_in_memory(session_id
         ("assistant", "First."),
         ("user", "two"),
     ]
-    # The hidden turn keeps its rows; the shown path starts again at position 0.
-    rows = sorted(await stored(session_id), key=lambda row: row.pk)
-    assert [(r.position, r.superseded) for r in rows] == [
-        (0, True),
-        (1, True),
-        (0, False),
-        (1, False),
-    ]
+    assert [r.position for r in await stored(session_id)] == [0, 1, 2, 3]
 
 
 async def test_rows_another_writer_added_are_read_by_the_next_request(session_id):
