@@ -10,9 +10,10 @@ it becomes (``SseEvent``: the event and its SSE ``id``). Frames for one socket o
 same frames give the same events whoever encodes them, live or from the replay buffer, on
 any worker: ``threadId`` is the chat, ``runId`` zett's request id, a message's
 ``messageId`` is ``<kind>:<request id>:<seq of the frame that opened it>``, a tool call's
-``toolCallId`` is the model's call id. One event is the caller's, without an id: the
-``MESSAGES_SNAPSHOT`` of the chat's shown path that a new run's stream opens with, right
-after its ``RUN_STARTED`` (read from the database, ``agent_app.agui.messages``).
+``toolCallId`` is the model's call id. One event needs more than the frames, and has no id:
+the ``MESSAGES_SNAPSHOT`` a new run's stream opens with, right after its ``RUN_STARTED``:
+the chat's shown path as the caller read it before the run began, then the run's message
+(``agent_app.agui.messages``).
 
 **SSE ids.** The last event a frame becomes carries that frame's ``seq`` as its ``id``;
 the others carry none. A frame becomes at most one event with an id, frames arrive in
@@ -56,6 +57,7 @@ from typing import Any
 
 from agent_app.agui.errors import ErrorCode
 from agent_app.agui.interrupts import interrupt_for, wait_of
+from agent_app.agui.messages import snapshot_event
 from agent_app.agui.sse import SseEvent
 
 __all__ = ["CUSTOM_PREFIX", "RunEncoder", "refusal_events"]
@@ -112,10 +114,11 @@ class RunEncoder:
         *,
         after_seq: int | None = None,
         answered: Iterable[str] = (),
-        snapshot: dict[str, Any] | None = None,
+        snapshot: list[dict[str, Any]] | None = None,
     ) -> None:
         self.thread_id = thread_id
-        #: A ``MESSAGES_SNAPSHOT`` to send right after the first ``RUN_STARTED``.
+        #: History items of the chat before its new run: with the run's message, the
+        #: ``MESSAGES_SNAPSHOT`` sent right after the run's ``RUN_STARTED``.
         self._snapshot = snapshot
         self.after_seq = after_seq
         #: Waits (tool call ids) known to be answered: asked again, they are no interrupt.
@@ -251,7 +254,7 @@ class RunEncoder:
         value = {key: frame[key] for key in frame if key not in ("type", "seq")}
         opened = self._open_segment()
         if self._snapshot is not None:
-            opened.append(self._snapshot)
+            opened.append(snapshot_event(self._snapshot, frame))
             self._snapshot = None
         return [*unended, *opened, _custom("run_started", value)]
 

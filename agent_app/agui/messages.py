@@ -1,13 +1,14 @@
 """A chat's shown path as AG-UI messages: the ``MESSAGES_SNAPSHOT`` a new run's stream opens with.
 
 A client of the AG-UI endpoint keeps the thread's messages itself; the snapshot tells it
-what the thread holds now — the path the chat shows, never another version of a turn
+what the thread holds as the run starts — the path the chat shows, never another version of a turn
 (docs/protocol.md, *Versions of a turn*) — so an edit or a switch made in the page is what
 the next run's client reads too. It is built from the history items of the ``session``
-frame (``agent_app.durable.history.snapshot``: the newest messages, the same bound), so
-it costs what opening the chat costs. Each message's ``id`` is the stored message's id;
-messages that are no conversation for a client (the application's instructions) are left
-out.
+frame (``agent_app.durable.history.snapshot``: the newest messages, the same bound), read
+before the run starts, so it costs what opening the chat costs and never races the run's
+writes; the run's own message comes from its ``run_started`` frame. Each message's
+``id`` is the stored message's id; messages that are no conversation for a client (the
+application's instructions) are left out.
 """
 
 from __future__ import annotations
@@ -70,6 +71,16 @@ def _call(call: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def snapshot_event(items: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ``MESSAGES_SNAPSHOT`` event of history items."""
-    return {"type": "MESSAGES_SNAPSHOT", "messages": agui_messages(items)}
+def snapshot_event(items: list[dict[str, Any]], started: dict[str, Any]) -> dict[str, Any]:
+    """The ``MESSAGES_SNAPSHOT`` of history items read before a run, then the run's own
+    message (its ``run_started`` frame: ``message_id``, ``content``)."""
+    messages = agui_messages(items)
+    if started.get("message_id") is not None:
+        messages.append(
+            {
+                "id": str(started["message_id"]),
+                "role": "user",
+                "content": str(started.get("content") or ""),
+            }
+        )
+    return {"type": "MESSAGES_SNAPSHOT", "messages": messages}

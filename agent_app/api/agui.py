@@ -35,7 +35,6 @@ from agent_app.agui.capabilities import capabilities
 from agent_app.agui.encoder import RunEncoder, refusal_events
 from agent_app.agui.errors import AguiError, ErrorCode
 from agent_app.agui.interrupts import refusal_code, replies_for
-from agent_app.agui.messages import snapshot_event
 from agent_app.agui.run_input import RunRequest, parse_run_input
 from agent_app.agui.sse import CONTENT_TYPE, SSE_HEADERS, encode_events
 from agent_app.api.auth import Caller
@@ -51,12 +50,11 @@ from agent_app.api.stream import ThreadStream, detached
 from agent_app.assistants import Assistant, registry
 from agent_app.budgets import BudgetExceeded
 from agent_app.chat_records import ChatDeleted
-from agent_app.durable.history import history_item
 from agent_app.durable.history import snapshot as history_snapshot
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
 from agent_app.guard.limits import SocketTicket, limiter
-from agent_app.models import ChatMessage, ChatSession, ReplyWait, WaitKind, WaitStatus
+from agent_app.models import ChatSession, ReplyWait, WaitKind, WaitStatus
 from agent_app.protocol.frames import Refusal
 from agent_app.sessions.entry import audited_reply, start_run
 from agent_app.sessions.errors import Busy
@@ -173,6 +171,8 @@ async def _new_message(caller: Caller, thread: _Thread, wanted: RunRequest) -> H
                 raise AguiError(ErrorCode.NOT_FOUND, NOT_FOUND_MESSAGE, status=404)
             case Creation.QUOTA:
                 raise AguiError(ErrorCode.RATE_LIMITED, chat_quota_message(), status=429)
+    # The shown path before the run: its stream opens with it (and the run's message).
+    shown = await sync_to_async(_shown_path)(thread_id)
     stream = ThreadStream(thread_id, _ticket(caller, thread_id))
     try:
         await stream.open()
@@ -194,18 +194,13 @@ async def _new_message(caller: Caller, thread: _Thread, wanted: RunRequest) -> H
     except BaseException:
         stream.close()
         raise
-    snapshot = await sync_to_async(_shown_path)(thread_id, request_id)
-    encoder = RunEncoder(thread_id, after_seq=stream.last_seq, snapshot=snapshot)
+    encoder = RunEncoder(thread_id, after_seq=stream.last_seq, snapshot=shown)
     return _event_stream(stream.sse(encoder, run_id=request_id))
 
 
-def _shown_path(thread_id: str, request_id: str) -> dict[str, Any]:
-    """The ``MESSAGES_SNAPSHOT`` a new run opens with: the thread's shown path (its newest
-    messages) up to the run's message, whatever the run has written meanwhile."""
-    items = history_snapshot(thread_id, active_request_id=request_id)["history"]
-    asked = ChatMessage.objects.filter(session_id=thread_id, request_id=request_id, role="user")
-    items.extend(history_item(row) for row in asked.order_by("position")[:1])
-    return snapshot_event(items)
+def _shown_path(thread_id: str) -> list[dict[str, Any]]:
+    """The thread's shown path (its newest messages, as a ``session`` frame has them)."""
+    return history_snapshot(thread_id, active_request_id=None)["history"]
 
 
 def _interrupts_pending(thread_id: str) -> bool:

@@ -100,6 +100,8 @@ class Begun:
     history: list[AnyMessage] | None = None
     #: References of the user message's attachments (``attachment_ref``).
     attachments: list[dict[str, Any]] = field(default_factory=list)
+    #: The stored user message's id (its history item's ``id``; None for a continuation).
+    message_id: int | None = None
     #: For ``regenerate``/``edit``: the new version's row (``agent_app.durable.branches``).
     version_row: ChatMessage | None = None
 
@@ -193,8 +195,12 @@ def begin_run(
     block = (reserved - SEQ_BLOCK + 1, reserved)
     refs = attachment_refs(session_id, _attachment_ids(message))
     if replace_last_turn:
-        return Begun(position, now, block, message, position, history, refs, version_row=row)
-    return Begun(position, now, block, message, None, history, refs)
+        return Begun(
+            position, now, block, message, position, history, refs, row.pk, version_row=row
+        )
+    return Begun(
+        position, now, block, message, None, history, refs, None if row is None else row.pk
+    )
 
 
 def _store_message(

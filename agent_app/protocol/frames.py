@@ -502,6 +502,8 @@ class RunStartedFrame(OutboundFrame):
     kind: str
     resumed_from: str | None
     position: int | None
+    #: The stored user message's id (its history item's ``id``), else None.
+    message_id: int | None = None
     #: For ``regenerate``/``edit``: where the superseded turn began; pages drop it.
     superseded_from: int | None = None
     created_at: str

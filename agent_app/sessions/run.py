@@ -179,6 +179,7 @@ class Run:
             kind=self.kind,
             resumed_from=self.resumed_from,
             position=begun.position,
+            message_id=begun.message_id,
             superseded_from=begun.superseded_from,
             created_at=begun.created_at.isoformat().replace("+00:00", "Z"),
             attachments=begun.attachments,
