@@ -105,8 +105,9 @@ export class VersionSwitcher {
     }
     renderHistory(this.transcript, messages, runs, { sink: this.transcript.root });
     this.transcript.removeRetryButtons({ keepLast: true });
-    if (frame.has_more) {
-      paging.reset(true, messages);
+    if (frame.has_more || paging.oldest === null || paging.oldest >= frame.position) {
+      // Nothing older than the switched turn is shown: paging starts again above it.
+      paging.reset(frame.has_more || frame.position > 0, messages);
     }
   }
 
