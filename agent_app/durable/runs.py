@@ -100,10 +100,21 @@ class Begun:
     history: list[AnyMessage] | None = None
     #: References of the user message's attachments (``attachment_ref``).
     attachments: list[dict[str, Any]] = field(default_factory=list)
-    #: The stored user message's id (its history item's ``id``; None for a continuation).
-    message_id: int | None = None
-    #: For ``regenerate``/``edit``: the new version's row (``agent_app.durable.branches``).
-    version_row: ChatMessage | None = None
+    #: The stored user message's row (None for a continuation).
+    row: ChatMessage | None = None
+    #: Whether that message is a new version of a turn (``regenerate``/``edit``,
+    #: ``agent_app.durable.branches``).
+    new_version: bool = False
+
+    @property
+    def message_id(self) -> int | None:
+        """The stored user message's id (its history item's ``id``)."""
+        return None if self.row is None else self.row.pk
+
+    @property
+    def version_row(self) -> ChatMessage | None:
+        """The new version's row, for ``regenerate`` and ``edit``."""
+        return self.row if self.new_version else None
 
 
 def _lock_session(
@@ -194,13 +205,8 @@ def begin_run(
     history = restore_history(session_id, version=version) if message is not None else None
     block = (reserved - SEQ_BLOCK + 1, reserved)
     refs = attachment_refs(session_id, _attachment_ids(message))
-    if replace_last_turn:
-        return Begun(
-            position, now, block, message, position, history, refs, row.pk, version_row=row
-        )
-    return Begun(
-        position, now, block, message, None, history, refs, None if row is None else row.pk
-    )
+    superseded = position if replace_last_turn else None
+    return Begun(position, now, block, message, superseded, history, refs, row, replace_last_turn)
 
 
 def _store_message(
