@@ -7,7 +7,7 @@ Three chats are stored straight into the database of a real daphne server (``ben
 writes the rows as the app does), each with the same shown path of 200 messages (100
 turns of a question and an answer of 200 characters): one **straight**, one with **100**
 other versions of its turns and one with **1,000** (each a question and its answer, off
-the shown path, spread evenly: every turn has versions, "2/2" in one chat, "11/11" in the
+the shown path, spread evenly: every turn has versions, "1/2" in one chat, "1/11" in the
 other).
 
 The benchmark opens a socket on each chat in turn, round after round (``--repeats``), so

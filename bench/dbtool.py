@@ -120,7 +120,7 @@ def _other_versions(session, shown: list, count: int, chars: int) -> None:
                 follows=turn.follows,
                 superseded=True,
                 chosen=False,
-                version=number,
+                version=number + 1,  # made after the shown one: numbered after it
                 versions=others + 1,
                 **row_fields(UserMessage(_text("other question", number, chars))),
             )
@@ -132,7 +132,7 @@ def _other_versions(session, shown: list, count: int, chars: int) -> None:
                 superseded=True,
                 **row_fields(AssistantMessage(_text("other answer", number, chars))),
             ).save()
-        ChatMessage.objects.filter(pk=turn.pk).update(version=others + 1, versions=others + 1)
+        ChatMessage.objects.filter(pk=turn.pk).update(versions=others + 1)
 
 
 def _text(kind: str, position: int, chars: int) -> str:
