@@ -33,7 +33,7 @@ export class VersionSwitcher {
       const position = Number(bubble.dataset.position);
       if (this.send({ type: "switch_version", position, index: Number(button.dataset.index) })) {
         this.pending = position;
-        this.refresh(this.enabled);
+        this.refresh(this.enabled); // its buttons wait (and so lose the keyboard) …
       }
     });
   }
@@ -66,18 +66,19 @@ export class VersionSwitcher {
     const root = this.transcript.root;
     const before = this.bubbleAt(frame.position);
     const top = before?.getBoundingClientRect().top ?? null;
-    const focused = before?.contains(document.activeElement) ? document.activeElement.dataset.index : null;
+    // … which the switcher of the switched turn gets back, when this page switched it.
+    const refocus = this.pending === frame.position;
     this.pending = null;
     this.draw(frame, parts);
     const after = this.bubbleAt(frame.position);
     if (after && top !== null) {
       root.scrollTop += after.getBoundingClientRect().top - top;
     }
-    if (after && focused !== null) {
+    this.refresh(this.enabled);
+    if (after && refocus) {
       const step = [...after.querySelectorAll(".msg__versions-step")].find((button) => !button.disabled);
       step?.focus({ preventScroll: true });
     }
-    this.refresh(this.enabled);
   }
 
   /**

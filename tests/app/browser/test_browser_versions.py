@@ -11,6 +11,7 @@ from playwright.sync_api import Page, expect
 from tests.app.browser.browser_support import (
     LAYOUTS,
     LiveServer,
+    axe_violations,
     expect_connected,
     expect_idle,
     last_answer,
@@ -98,6 +99,9 @@ def test_edit_an_earlier_message_and_switch_between_its_versions_in_two_tabs(
     page.get_by_role("button", name="Next version").click()
     expect(questions(page)).to_have_text(["What is 6 * 8?"])
     expect(switcher(page)).to_contain_text("2/2")
+    expect(page.get_by_role("button", name="Previous version")).to_be_focused()
+    violations = axe_violations(page)
+    assert violations == [], [(v["id"], v["help"]) for v in violations]
 
 
 def test_regenerate_an_earlier_answer_keeps_the_later_turn_on_version_one(
