@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.utils import timezone
@@ -43,6 +43,7 @@ from agent_app.durable.store import (
     title_from,
 )
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
+from agent_app.people.state import refuse_if_taken_over
 from zett_agent.messages import AnyMessage, UserMessage
 
 __all__ = [
@@ -165,16 +166,17 @@ def begin_run(
 ) -> Begun:
     """Store the session if new, the run, the user's message and a ``seq`` block.
 
-    ``replace_last_turn`` (``regenerate``, ``edit``): a new version of the turn whose user
-    message is at ``turn_position`` on the shown path (None: the last turn) replaces it
-    there; the old one is kept (``agent_app.durable.branches``). ``content`` None asks
-    the same again. ``NothingToReplace`` (nothing stored) when no such turn is shown.
+    ``replace_last_turn`` (``regenerate``, ``edit``): a new version of the turn at
+    ``turn_position`` (None: the last; ``agent_app.durable.branches``), ``content`` None
+    asking the same again; ``NothingToReplace`` (nothing stored) when no such turn shows.
     A continuation (``content`` None, ``resumed_from`` set) stores no message and marks the
     paused run it takes over ``resumed`` (``AlreadyContinued`` if it is not paused any more:
     exactly one continuation per paused run). ``refuse_stale``: store nothing and raise
     ``StaleRuns`` if a run of the session is still ``running`` or ``paused`` (the caller
     settles those first, ``agent_app.durable.recovery``): counted by the statement that locks the
-    session row (``bump_version``), so the check costs no statement of its own.
+    session row (``bump_version``), so the check costs no statement of its own. A chat a
+    member of staff has taken over starts no run (``TakenOver``, nothing stored): read under
+    the same row lock the takeover writes (``agent_app.people``).
     """
     now = timezone.now()
     creator = creator or Creator()
@@ -186,6 +188,7 @@ def begin_run(
         bumped = _lock_session(session_id, bump, creator, title)
         if bumped.unsettled_runs:
             raise StaleRuns(session_id)  # rolls the bump back: nothing is stored
+        refuse_if_taken_over(session_id)  # a person answers here now (rolls back)
         version, reserved = bumped.history_version, bumped.seq_reserved
         if title and not bumped.title:
             ChatSession.objects.filter(pk=session_id, title="").update(title=title)
@@ -194,8 +197,7 @@ def begin_run(
             row = _new_version(session_id, request_id, turn_position, content)
         else:
             row = _store_message(session_id, request_id, bumped, content, attachments)
-        message = None if row is None else message_from_row(row)
-        assert message is None or isinstance(message, UserMessage)
+        message = None if row is None else cast(UserMessage, message_from_row(row))
         position, now = (None, now) if row is None else (row.position, row.created_at)
     if replace_last_turn:
         forget(session_id)
