@@ -393,7 +393,7 @@ def parse_frame(text: str) -> InboundFrame:
     if model is None:
         raise FrameError(
             ErrorCode.UNKNOWN_TYPE,
-            f"Unknown frame type {_short(kind)}; expected one of {sorted(_INBOUND)}",
+            f"Unknown frame type {_short(kind, 32)}; expected one of {sorted(_INBOUND)}",
         )
     try:
         frame = model.model_validate(data)
