@@ -34,7 +34,7 @@ def test_the_migrations_end_with_one_leaf_whose_wait_kinds_are_the_models():
 
     loader = MigrationExecutor(connection).loader
     leaves = [node for node in loader.graph.leaf_nodes() if node[0] == "agent_app"]
-    assert leaves == [("agent_app", "0015_message_versions")]
+    assert leaves == [("agent_app", "0017_message_versions")]
     state = loader.project_state(leaves[0]).apps.get_model("agent_app", "ReplyWait")
     assert state._meta.get_field("kind").choices == WaitKind.choices
     assert "elicitation" not in WaitKind.values and "browser_tool" in WaitKind.values
@@ -46,7 +46,7 @@ def test_superseded_turns_become_earlier_versions_and_nothing_is_lost():
     from agent_app.durable.branches import switch_version
     from agent_app.durable.history import snapshot
 
-    before, after = ("agent_app", "0014_people_in_the_loop"), ("agent_app", "0015_message_versions")
+    before, after = ("agent_app", "0016_sub_runs"), ("agent_app", "0017_message_versions")
     executor = MigrationExecutor(connection)
     executor.migrate([before])
     old = executor.loader.project_state([before]).apps

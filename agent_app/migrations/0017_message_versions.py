@@ -94,7 +94,7 @@ def number_in_order(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("agent_app", "0014_people_in_the_loop")]
+    dependencies = [("agent_app", "0016_sub_runs")]
 
     operations = [
         migrations.RemoveConstraint(
