@@ -20,7 +20,9 @@ side in one process:
   block that exported fewer fails the bench, naming the processor.
   Its floor is timed too: ``off`` requests each followed by 4 bare SDK spans of the same
   provider (start, 3 attributes, end), the cost the SDK charges for 4 spans whatever
-  creates them;
+  creates them; and the sampled-out variant's (``drop-floor``): ``off`` requests each
+  followed by one span started and ended on the dropping provider, the price of asking
+  the SDK's sampler once;
 - ``listener``: an extension whose ``on_event`` does nothing, what the runtime charges for
   any event listener (it builds an event per phase move and appended message once one
   listens): the part of the bare W1 figures that is not the tracing extension's own.
@@ -115,18 +117,22 @@ class CountingExporter:
 
 
 class FloorRunner:
-    """``off`` requests, each followed by the 4 bare SDK spans the recording variant makes."""
+    """``off`` requests, each followed by the bare SDK spans the traced variant makes (4 for
+    ``recording``, the run's one for ``sampled-out``)."""
 
-    def __init__(self, runner: ZettRunner, tracer: object) -> None:
+    NAMES = ("invoke_agent bench", "chat", "execute_tool add", "chat")
+
+    def __init__(self, runner: ZettRunner, tracer: object, spans: int = SPANS_PER_REQUEST) -> None:
         self.name = "floor"
         self.counter = runner.counter
         self._runner = runner
         self._tracer = tracer
+        self._names = self.NAMES[:spans]
 
     async def request(self) -> None:
         await self._runner.request()
         tracer = self._tracer
-        for name in ("invoke_agent bench", "chat", "execute_tool add", "chat"):
+        for name in self._names:
             span = tracer.start_span(name, attributes={"gen_ai.operation.name": name})
             span.set_attribute("gen_ai.usage.input_tokens", 1)
             span.set_attribute("gen_ai.usage.output_tokens", 1)
@@ -190,6 +196,8 @@ async def build_variants() -> tuple[list[Variant], CountingExporter, object]:
         ]
     floor = FloorRunner(await build(WORKLOADS["W1"]), recording.get_tracer("bench"))
     variants.append(Variant("floor", "W1", floor))
+    drop_floor = FloorRunner(await build(WORKLOADS["W1"]), dropped.get_tracer("bench"), spans=1)
+    variants.append(Variant("drop-floor", "W1", drop_floor))
     variants.append(Variant("listener", "W1", await listening_runner()))
     return variants, exporter, recording
 
@@ -309,11 +317,16 @@ def render(results: dict, *, judge: bool) -> str:
     off, floor, recording = (found["W1", name] for name in ("off", "floor", "recording"))
     sdk = _median([f - o for f, o in zip(floor["cpu"], off["cpu"], strict=True)])
     ours = _median([r - f for r, f in zip(recording["cpu"], floor["cpu"], strict=True)])
+    dropped, drop_floor = found["W1", "sampled-out"], found["W1", "drop-floor"]
+    ask = _median([f - o for f, o in zip(drop_floor["cpu"], off["cpu"], strict=True)])
+    beyond = _median([d - f for d, f in zip(dropped["cpu"], drop_floor["cpu"], strict=True)])
     low, high = results["load_average"]
     lines += [
         "",
         f"W1: the SDK's 4 bare spans cost {sdk:,.1f} µs CPU per request; recording them with "
-        f"their attributes and context costs {ours:+,.1f} µs beyond that. Load average "
+        f"their attributes and context costs {ours:+,.1f} µs beyond that. Asking the "
+        f"dropping sampler once (one span started and ended) costs {ask:,.1f} µs; the "
+        f"sampled-out request costs {beyond:+,.1f} µs beyond that. Load average "
         f"{low:.2f}-{high:.2f} on {results['machine']['cores']} cores.",
     ]
     if judge:
