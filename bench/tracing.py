@@ -334,6 +334,20 @@ def render(results: dict, *, judge: bool) -> str:
             for name, target in TARGETS.items():
                 overhead = found[base, name]["overhead"]
                 lines.append(verdict(f"{base}, {name}", overhead, target))
+        # The extension's own share: beyond what the SDK charges for the same spans, taken
+        # inside each repetition against its ``off`` block.
+        for name, floor_name in (("sampled-out", "drop-floor"), ("recording", "floor")):
+            own = [
+                (v - f) / o
+                for v, f, o in zip(
+                    found["W1", name]["cpu"],
+                    found["W1", floor_name]["cpu"],
+                    off["cpu"],
+                    strict=True,
+                )
+            ]
+            label = f"W1, {name} beyond the SDK's own cost ({floor_name})"
+            lines.append(verdict(label, own, TARGETS[name]))
     return "\n".join(lines)
 
 
