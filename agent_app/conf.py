@@ -104,6 +104,12 @@ DEFAULTS: dict[str, Any] = {
     #: Input + output tokens per person per day: ``{"user": N, "anonymous": N,
     #: "groups": {"<group>": N}}`` (None: no budgets; ``agent_app.budgets``).
     "ZETT_TOKEN_BUDGETS": None,
+    #: Webhooks may call private, loopback and link-local addresses (refused otherwise).
+    "ZETT_WEBHOOK_ALLOW_PRIVATE": False,
+    #: Seconds one webhook delivery attempt may take (connect, send, answer).
+    "ZETT_WEBHOOK_TIMEOUT": 10.0,
+    #: Seconds before each retry of a failed delivery; after the last, it is given up.
+    "ZETT_WEBHOOK_RETRIES": [5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800],
 }
 
 

@@ -415,3 +415,9 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name or 'token'} ({self.prefix}…) of {self.user_id}"
+
+
+# Webhooks and schedules keep their models in their own packages; imported here so that
+# Django registers them with the app.
+from agent_app.schedules.models import ScheduledRun  # noqa: E402, F401
+from agent_app.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery  # noqa: E402, F401

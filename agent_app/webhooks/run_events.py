@@ -1,0 +1,125 @@
+"""The run events of the outbox: ``run.completed``, ``run.failed``, ``run.waiting``.
+
+Called where the change is written, inside its transaction: a run's end
+(``agent_app.durable.runs.end_run``), a run settled by recovery (interrupted or expired),
+a question or approval stored (``agent_app.durable.waits.record_wait``). Every run end
+other than ``completed`` is ``run.failed``, with its ``status`` (``failed``,
+``cancelled``, ``interrupted``, ``expired``, ``budget_exceeded``) and ``error``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agent_app.assistants import registry
+from agent_app.models import ChatMessage, ChatRun, ChatSession, ReplyWait, RunStatus, WaitKind
+from agent_app.webhooks.events import emit
+from zett_agent.messages import AssistantMessage, content_text
+
+__all__ = ["MAX_ANSWER_CHARS", "TERMINAL", "answer_of", "run_ended", "wait_opened"]
+
+#: Longest answer a ``run.completed`` message carries (the chat holds all of it).
+MAX_ANSWER_CHARS = 32_000
+#: The statuses a run ends in (``paused`` and ``resumed`` are no end).
+TERMINAL = frozenset(
+    {
+        RunStatus.COMPLETED,
+        RunStatus.FAILED,
+        RunStatus.CANCELLED,
+        RunStatus.INTERRUPTED,
+        RunStatus.EXPIRED,
+        RunStatus.BUDGET_EXCEEDED,
+    }
+)
+
+
+def run_ended(
+    session_id: str,
+    request_id: str,
+    status: str,
+    *,
+    error: tuple[str, str] | None = None,
+    usage: dict[str, int] | None = None,
+    written: Sequence[Any] = (),
+) -> None:
+    """Queue ``run.completed`` or ``run.failed`` for a run that ended with ``status``;
+    ``written``: the messages stored with its end (its answer, when it has one)."""
+    if status not in TERMINAL:
+        return
+    event = "run.completed" if status == RunStatus.COMPLETED else "run.failed"
+
+    def data() -> dict[str, Any]:
+        item = _run_data(session_id, request_id)
+        item["status"] = str(status)
+        texts = [
+            content_text(message.content)
+            for message in written
+            if isinstance(message, AssistantMessage)
+        ]
+        answer = next((text for text in reversed(texts) if text), None) or answer_of(request_id)
+        item["answer"] = _cut(answer)
+        item["usage"] = usage or {}
+        item["error"] = None if error is None else {"type": error[0], "message": error[1]}
+        return item
+
+    emit(event, data)
+
+
+def wait_opened(wait: ReplyWait) -> None:
+    """Queue ``run.waiting`` for a question or approval that just opened."""
+    if wait.kind not in (WaitKind.ASK_USER, WaitKind.APPROVAL):
+        return  # a host-page tool's call waits for a page's script, not a person
+
+    def data() -> dict[str, Any]:
+        from agent_app.durable.waits import pending_item
+
+        item = _run_data(str(wait.session_id), wait.request_id)
+        item["status"] = "waiting"
+        item["pending"] = [pending_item(wait)]
+        return item
+
+    emit("run.waiting", data)
+
+
+def _run_data(session_id: str, request_id: str) -> dict[str, Any]:
+    chat = ChatSession.objects.filter(pk=session_id).values("assistant", "owner_id").first()
+    run = ChatRun.objects.filter(request_id=request_id).values("resumed_from").first()
+    assistant = (chat or {}).get("assistant") or registry.default_id() or ""
+    return {
+        "chat_id": str(session_id),
+        "request_id": request_id,
+        "resumed_from": (run or {}).get("resumed_from") or None,
+        "assistant": assistant,
+        "user_id": (chat or {}).get("owner_id"),
+    }
+
+
+def answer_of(request_id: str) -> str | None:
+    """The text of the run's last answer that has text (None when it wrote none)."""
+    rows = (
+        ChatMessage.objects.filter(request_id=request_id, role="assistant")
+        .order_by("-position")
+        .values_list("content", flat=True)
+    )
+    for content in rows[:20]:
+        text = _text(content)
+        if text:
+            return text
+    return None
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", "")) for part in content if isinstance(part, dict) and "text" in part
+        )
+    return "" if content is None else str(content)
+
+
+def _cut(text: str | None) -> str | None:
+    if text is None or len(text) <= MAX_ANSWER_CHARS:
+        return text
+    return text[: MAX_ANSWER_CHARS - 1] + "…"
+
+
