@@ -11,8 +11,8 @@
   ``error``.
 
 Auth, the person's budget and the 404 for anyone else's chat are the JSON API's
-(``agent_app.api.common``); a request with no token and no session cookie is 401. Refusals are JSON ``{"code", "message", "error": {"code",
-"message"}}``. The run itself is ``agent_app.background.start``'s: following it live is
+(``agent_app.api.common``); a request with no token and no session cookie is 401.
+Refusals are JSON ``{"code", "message", "error": {"code", "message"}}``. The run itself is ``agent_app.background.start``'s: following it live is
 the AG-UI re-attach (``api/ag-ui/threads/<id>/events``), cancelling it
 ``api/chats/<id>/cancel/``, answering its questions any socket or an AG-UI resume.
 """
@@ -34,8 +34,8 @@ from agent_app.api.common import authorized, chat_id, own_chat, refusal
 from agent_app.attachments.stored import UnknownAttachments, chat_attachment_ids
 from agent_app.background.start import start_background_run
 from agent_app.background.state import run_state
-from agent_app.protocol.frames import FrameError, UserMessageFrame, parse_frame
 from agent_app.protocol.frames import ErrorCode as FrameCode
+from agent_app.protocol.frames import FrameError, UserMessageFrame, parse_frame
 
 __all__ = ["run", "runs"]
 

@@ -28,7 +28,9 @@ def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise BadSchedule(f"Unknown time zone {name!r} (an IANA name, e.g. Europe/Berlin)") from None
+        raise BadSchedule(
+            f"Unknown time zone {name!r} (an IANA name, e.g. Europe/Berlin)"
+        ) from None
 
 
 def check_cron(expression: str) -> str:

@@ -37,17 +37,17 @@ class Answer:
         return self.status is not None and 200 <= self.status < 300
 
 
-async def post(url: str, headers: dict[str, str], body: bytes, *, timeout: float) -> Answer:
+async def post(url: str, headers: dict[str, str], body: bytes, *, seconds: float) -> Answer:
     """POST ``body`` to ``url`` with ``headers``; never raises (but ``CancelledError``)."""
     try:
         target = target_of(url)
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(seconds):
             addresses = await resolve(target)
             return await _exchange(target, [str(address) for address in addresses], headers, body)
     except UnsafeURL as unsafe:
         return Answer(None, str(unsafe))
     except TimeoutError:
-        return Answer(None, f"No answer within {timeout:g} s")
+        return Answer(None, f"No answer within {seconds:g} s")
     except (OSError, ssl.SSLError, ValueError, asyncio.IncompleteReadError) as failed:
         return Answer(None, f"{type(failed).__name__}: {failed}"[:500])
 

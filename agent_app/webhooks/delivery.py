@@ -192,9 +192,7 @@ class Deliverer:
         headers = headers_for(claimed.secret, claimed.message_id, claimed.body, at)
         clock = asyncio.get_running_loop().time
         started = clock()
-        answer = await post(
-            claimed.url, headers, body, timeout=float(conf.ZETT_WEBHOOK_TIMEOUT)
-        )
+        answer = await post(claimed.url, headers, body, seconds=float(conf.ZETT_WEBHOOK_TIMEOUT))
         status = await self._record(claimed, answer, at, clock() - started)
         if not answer.ok:
             logger.info(

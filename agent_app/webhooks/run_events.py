@@ -112,7 +112,9 @@ def answer_of(request_id: str) -> str | None:
 def _text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(
-            str(part.get("text", "")) for part in content if isinstance(part, dict) and "text" in part
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and "text" in part
         )
     return "" if content is None else str(content)
 
@@ -121,5 +123,3 @@ def _cut(text: str | None) -> str | None:
     if text is None or len(text) <= MAX_ANSWER_CHARS:
         return text
     return text[: MAX_ANSWER_CHARS - 1] + "…"
-
-

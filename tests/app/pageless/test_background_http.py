@@ -45,9 +45,7 @@ async def run_ends(chat: str) -> None:
         await live.wait_for_run()
 
 
-async def test_a_background_run_completes_with_no_stream_and_its_state_is_readable(
-    http, use_model
-):
+async def test_a_background_run_completes_with_no_stream_and_its_state_is_readable(http, use_model):
     use_model(ScriptedModel([say("Here is your digest.")]))
     user, secret = await make_token("ada")
     chat = str(uuid.uuid4())
@@ -68,12 +66,8 @@ async def test_a_background_run_completes_with_no_stream_and_its_state_is_readab
     assert state["request_id"] == body["request_id"] and state["ended_at"]
 
 
-async def test_a_waiting_run_lists_its_approval_and_any_socket_answers_it(
-    http, use_model, sockets
-):
-    use_model(
-        ScriptedModel([call_tool("save_note", "note-1", title="T", text="x"), say("Saved.")])
-    )
+async def test_a_waiting_run_lists_its_approval_and_any_socket_answers_it(http, use_model, sockets):
+    use_model(ScriptedModel([call_tool("save_note", "note-1", title="T", text="x"), say("Saved.")]))
     _, secret = await make_token("ada")
     chat = str(uuid.uuid4())
     token = [(b"authorization", f"Bearer {secret}".encode())]
