@@ -12,9 +12,10 @@
 
 Auth, the person's budget and the 404 for anyone else's chat are the JSON API's
 (``agent_app.api.common``); a request with no token and no session cookie is 401.
-Refusals are JSON ``{"code", "message", "error": {"code", "message"}}``. The run itself is ``agent_app.background.start``'s: following it live is
-the AG-UI re-attach (``api/ag-ui/threads/<id>/events``), cancelling it
-``api/chats/<id>/cancel/``, answering its questions any socket or an AG-UI resume.
+Refusals are JSON ``{"code", "message", "error": {"code", "message"}}``. The run itself
+is ``agent_app.background.start``'s: following it live is the AG-UI re-attach
+(``api/ag-ui/threads/<id>/events``), cancelling it ``api/chats/<id>/cancel/``, answering
+its questions any socket or an AG-UI resume.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ __all__ = ["WebhookAdmin", "WebhookDeliveryAdmin"]
 
 
 class WebhookForm(forms.ModelForm):
+    url = forms.URLField(max_length=2000, assume_scheme="https")
     events = forms.MultipleChoiceField(
         choices=[(event, event) for event in EVENT_TYPES], widget=forms.CheckboxSelectMultiple
     )

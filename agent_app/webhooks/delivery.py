@@ -145,6 +145,9 @@ class Deliverer:
         self._claim = database_sync_to_async(claim_due)
         self._record = database_sync_to_async(record)
         self._next = database_sync_to_async(seconds_to_next)
+        #: Attempts this loop made and recorded, and a condition set after each.
+        self.attempts = 0
+        self._recorded = asyncio.Condition()
 
     def start(self) -> None:
         """Run the loop in a task of the running event loop (idempotent)."""
@@ -179,6 +182,11 @@ class Deliverer:
         finally:
             unlisten(wake)
 
+    async def recorded(self, count: int) -> None:
+        """Return once this loop has made and recorded ``count`` attempts."""
+        async with self._recorded:
+            await self._recorded.wait_for(lambda: self.attempts >= count)
+
     async def deliver_due(self) -> int:
         """One round: claim what is due and send it; how many attempts were made."""
         claimed = await self._claim(timezone.now())
@@ -194,6 +202,9 @@ class Deliverer:
         started = clock()
         answer = await post(claimed.url, headers, body, seconds=float(conf.ZETT_WEBHOOK_TIMEOUT))
         status = await self._record(claimed, answer, at, clock() - started)
+        async with self._recorded:
+            self.attempts += 1
+            self._recorded.notify_all()
         if not answer.ok:
             logger.info(
                 "Webhook %s to %s, attempt %d: %s (%s)",

@@ -1,0 +1,310 @@
+"""Webhooks: the outbox written in the event's transaction, Standard Webhooks signatures
+checked by an HMAC written here (and by the reference package), retries against a real
+HTTP server that fails first, and the addresses a webhook may not call.
+
+The receiver is a real HTTP server on 127.0.0.1 (``tests.app.pageless.receiver``), so
+these tests allow private addresses; the refusal of them is tested with the setting off.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.core.exceptions import ValidationError
+from django.core.management import CommandError, call_command
+from django.db import transaction
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook as ReferenceVerifier
+
+from agent_app import conf
+from agent_app.models import DeliveryStatus, Webhook, WebhookDelivery
+from agent_app.webhooks.delivery import Deliverer
+from agent_app.webhooks.events import emit
+from agent_app.webhooks.models import new_secret
+from tests.app.llm_doubles import call_tool, say
+from tests.app.pageless.receiver import Receiver
+from zett_agent.testing import ScriptedModel
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def allow_private(settings):
+    settings.ZETT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.ZETT_WEBHOOK_RETRIES = [0, 0, 0]
+
+
+def verify_by_hand(secret: str, headers: dict[str, str], body: bytes) -> None:
+    """The Standard Webhooks check, written out: HMAC-SHA256 of "id.timestamp.body"."""
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
+    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    versions = dict(part.split(",", 1) for part in headers["webhook-signature"].split())
+    assert hmac.compare_digest(versions["v1"], expected)
+    ReferenceVerifier(secret).verify(body, headers)
+
+
+def add_hook(url: str, events: str = "run.completed,run.failed,run.waiting") -> Webhook:
+    hook = Webhook(url=url, events=events)
+    hook.full_clean()
+    hook.save()
+    return hook
+
+
+def emit_in_transaction(event: str, data: dict) -> int:
+    with transaction.atomic():
+        return emit(event, data)
+
+
+async def test_a_message_is_signed_as_standard_webhooks_says(allow_private):
+    async with Receiver() as receiver:
+        hook = await sync_to_async(add_hook)(receiver.url, "feedback.created")
+        queued = await sync_to_async(emit_in_transaction)(
+            "feedback.created", {"chat_id": "c1", "rating": "down"}
+        )
+        assert queued == 1
+        assert await Deliverer().deliver_due() == 1
+        [got] = await receiver.wait_for(1)
+    verify_by_hand(hook.secret, got.headers, got.body)
+    assert got.path == "/hooks/zett?src=test"
+    assert got.headers["content-type"] == "application/json"
+    assert got.headers["webhook-id"].startswith("msg_")
+    body = json.loads(got.body)
+    assert body["type"] == "feedback.created"
+    assert body["data"] == {"chat_id": "c1", "rating": "down"}
+    assert body["timestamp"].endswith("Z")
+    row = await WebhookDelivery.objects.aget()
+    assert (row.status, row.attempts, row.last_status) == (DeliveryStatus.DELIVERED, 1, 200)
+
+
+async def test_a_failing_receiver_gets_the_same_message_id_again_until_it_takes_it(
+    allow_private,
+):
+    async with Receiver(statuses=[500, 503]) as receiver:
+        hook = await sync_to_async(add_hook)(receiver.url, "run.failed")
+        await sync_to_async(emit_in_transaction)("run.failed", {"request_id": "r1"})
+        deliverer = Deliverer()
+        deliverer.start()
+        try:
+            attempts = await receiver.wait_for(3)
+            await deliverer.recorded(3)
+        finally:
+            await deliverer.stop()
+    assert len({got.headers["webhook-id"] for got in attempts}) == 1
+    assert len({got.body for got in attempts}) == 1
+    for got in attempts:
+        verify_by_hand(hook.secret, got.headers, got.body)
+    row = await WebhookDelivery.objects.aget()
+    assert (row.status, row.attempts) == (DeliveryStatus.DELIVERED, 3)
+    assert [entry["status"] for entry in row.log] == [500, 503, 200]
+
+
+async def test_a_delivery_is_given_up_after_the_last_retry(allow_private, settings):
+    settings.ZETT_WEBHOOK_RETRIES = [0]
+    async with Receiver(statuses=[500, 502, 200]) as receiver:
+        await sync_to_async(add_hook)(receiver.url, "run.failed")
+        await sync_to_async(emit_in_transaction)("run.failed", {"request_id": "r1"})
+        deliverer = Deliverer()
+        assert await deliverer.deliver_due() == 1
+        assert await deliverer.deliver_due() == 1
+        assert await deliverer.deliver_due() == 0
+        assert len(receiver.requests) == 2
+    row = await WebhookDelivery.objects.aget()
+    assert (row.status, row.attempts, row.last_status) == (DeliveryStatus.FAILED, 2, 502)
+
+
+def test_the_first_retry_comes_within_30_seconds_and_the_retries_back_off():
+    retries = conf.DEFAULTS["ZETT_WEBHOOK_RETRIES"]
+    assert retries[0] <= 30
+    assert retries == sorted(retries) and len(retries) >= 5
+
+
+async def test_an_attempt_whose_worker_died_is_made_again_with_the_same_id(allow_private):
+    """A claim lapses: a worker that died mid-attempt left its row claimed; once the
+    attempt's deadline has passed, another worker makes the next attempt."""
+    async with Receiver() as receiver:
+        await sync_to_async(add_hook)(receiver.url, "run.failed")
+        await sync_to_async(emit_in_transaction)("run.failed", {"request_id": "r1"})
+        from agent_app.webhooks.delivery import claim_due
+
+        [dead] = await sync_to_async(claim_due)(timezone.now())  # then the worker "died"
+        assert await Deliverer().deliver_due() == 0  # still claimed
+        later = timezone.now() + timedelta(seconds=conf.ZETT_WEBHOOK_TIMEOUT + 31)
+        [again] = await sync_to_async(claim_due)(later)
+        assert (again.message_id, again.attempt) == (dead.message_id, 2)
+
+
+def test_an_event_rolled_back_is_never_queued(allow_private):
+    add_hook("http://127.0.0.1:9/x", "run.failed")
+    with pytest.raises(RuntimeError), transaction.atomic():
+        emit("run.failed", {"request_id": "r1"})
+        raise RuntimeError("the change failed")
+    assert not WebhookDelivery.objects.exists()
+
+
+def test_only_the_webhooks_that_asked_for_an_event_get_it(allow_private):
+    wants = add_hook("http://127.0.0.1:9/a", "run.completed")
+    add_hook("http://127.0.0.1:9/b", "run.failed")
+    off = add_hook("http://127.0.0.1:9/c", "run.completed")
+    Webhook.objects.filter(pk=off.pk).update(active=False)
+    assert emit("run.completed", {"request_id": "r1"}) == 1
+    assert list(WebhookDelivery.objects.values_list("webhook_id", flat=True)) == [wants.pk]
+    with pytest.raises(ValueError, match="Unknown webhook event"):
+        emit("run.exploded", {})
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/hook",
+        "http://localhost:8000/hook",
+        "https://10.0.0.5/hook",
+        "http://192.168.1.20/hook",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]/hook",
+        "http://100.64.0.1/hook",
+        "http://0.0.0.0/hook",
+        "http://[::ffff:127.0.0.1]/hook",
+    ],
+)
+def test_a_private_or_loopback_address_is_refused(url):
+    hook = Webhook(url=url, events="run.completed")
+    with pytest.raises(ValidationError) as refused:
+        hook.full_clean()
+    assert "private or loopback" in refused.value.message_dict["url"][0]
+
+
+def test_other_urls_and_secrets_are_checked_too():
+    for url, words in [
+        ("ftp://example.com/x", "https://"),
+        ("http://user:pw@93.184.215.14/x", "no user name"),
+    ]:
+        with pytest.raises(ValidationError) as refused:
+            Webhook(url=url, events="run.completed").full_clean()
+        assert words in " ".join(refused.value.message_dict["url"])
+    with pytest.raises(ValidationError) as refused:
+        Webhook(url="https://93.184.215.14/x", events="run.done", secret="abc").full_clean()
+    assert set(refused.value.message_dict) == {"events", "secret"}
+    Webhook(url="https://93.184.215.14/x", events="run.completed").full_clean()
+
+
+async def test_a_delivery_to_a_private_address_is_refused_when_it_is_sent(settings):
+    """An address checked when it was saved is checked again at each attempt."""
+    async with Receiver() as receiver:
+        settings.ZETT_WEBHOOK_ALLOW_PRIVATE = True
+        await sync_to_async(add_hook)(receiver.url, "run.failed")
+        settings.ZETT_WEBHOOK_ALLOW_PRIVATE = False
+        await sync_to_async(emit_in_transaction)("run.failed", {"request_id": "r1"})
+        assert await Deliverer().deliver_due() == 1
+        assert receiver.requests == []
+    row = await WebhookDelivery.objects.aget()
+    assert row.status == DeliveryStatus.PENDING and "private or loopback" in row.last_error
+
+
+async def test_a_run_sends_run_waiting_when_its_approval_opens_then_run_completed(
+    allow_private, sockets, use_model
+):
+    use_model(ScriptedModel([call_tool("save_note", "note-1", title="T", text="x"), say("Saved.")]))
+    async with Receiver() as receiver:
+        hook = await sync_to_async(add_hook)(receiver.url)
+        deliverer = Deliverer()
+        deliverer.start()
+        try:
+            socket = await sockets()
+            await socket.send({"type": "user_message", "content": "Note this"})
+            frames = await socket.until_event("custom", "approval_requested")
+            [waiting] = await receiver.wait_for(1)
+            payload = frames[-1]["event"]["payload"]
+            reply = {"tool_call_id": "note-1", "approved": True, "digest": payload["digest"]}
+            await socket.send(
+                {"type": "external_event", "name": "approval_response", "payload": reply}
+            )
+            await socket.run_to_completion()
+            _, completed = await receiver.wait_for(2)
+            await deliverer.recorded(2)
+        finally:
+            await deliverer.stop()
+    for got in (waiting, completed):
+        verify_by_hand(hook.secret, got.headers, got.body)
+    waiting_body, completed_body = json.loads(waiting.body), json.loads(completed.body)
+    assert waiting_body["type"] == "run.waiting"
+    data = waiting_body["data"]
+    assert (data["chat_id"], data["assistant"], data["status"]) == (
+        socket.session_id,
+        "demo",
+        "waiting",
+    )
+    [pending] = data["pending"]
+    assert (pending["kind"], pending["tool_call_id"]) == ("approval", "note-1")
+    assert completed_body["type"] == "run.completed"
+    done = completed_body["data"]
+    assert (done["request_id"], done["answer"], done["status"]) == (
+        data["request_id"],
+        "Saved.",
+        "completed",
+    )
+    assert done["error"] is None and "input_tokens" in done["usage"]
+
+
+async def test_a_failed_run_sends_run_failed_with_its_error(allow_private, sockets, use_model):
+    def fail(request):
+        raise RuntimeError("the provider is down")
+
+    use_model(ScriptedModel([fail]))
+    hook = await sync_to_async(add_hook)("http://127.0.0.1:9/x", "run.failed")
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Hello"})
+    await socket.until_event("run_failed")
+    row = await WebhookDelivery.objects.aget(webhook=hook)
+    body = json.loads(row.body)
+    assert body["type"] == "run.failed"
+    assert body["data"]["status"] == "failed"
+    assert body["data"]["error"] == {"type": "RuntimeError", "message": "the provider is down"}
+
+
+def test_manage_py_zett_webhook_adds_lists_and_removes(allow_private, capsys):
+    call_command(
+        "zett_webhook", "add", "http://127.0.0.1:9/x", "--events", "run.failed,run.waiting"
+    )
+    out = capsys.readouterr().out
+    hook = Webhook.objects.get()
+    assert hook.secret in out and hook.secret.startswith("whsec_")
+    assert hook.events == "run.failed,run.waiting"
+    secret = new_secret()
+    call_command("zett_webhook", "add", "http://127.0.0.1:9/y", "--events", "feedback.created",
+                 "--secret", secret)  # fmt: skip
+    assert Webhook.objects.get(url__endswith="/y").secret == secret
+    call_command("zett_webhook", "list")
+    assert "/x" in capsys.readouterr().out
+    call_command("zett_webhook", "remove", str(hook.pk))
+    assert Webhook.objects.count() == 1
+    with pytest.raises(CommandError, match="Unknown webhook event"):
+        call_command("zett_webhook", "add", "http://127.0.0.1:9/z", "--events", "run.done")
+
+
+def test_manage_py_zett_webhook_refuses_a_private_address(settings):
+    settings.ZETT_WEBHOOK_ALLOW_PRIVATE = False
+    with pytest.raises(CommandError, match="private or loopback"):
+        call_command("zett_webhook", "add", "http://127.0.0.1:9/x", "--events", "run.failed")
+    assert not Webhook.objects.exists()
+
+
+def test_the_admin_lists_webhooks_and_their_deliveries(admin_client, allow_private):
+    hook = add_hook("http://127.0.0.1:9/x", "run.failed")
+    emit("run.failed", {"request_id": str(uuid.uuid4())})
+    for url in (
+        "/admin/agent_app/webhook/",
+        f"/admin/agent_app/webhook/{hook.pk}/change/",
+        "/admin/agent_app/webhookdelivery/",
+        f"/admin/agent_app/webhookdelivery/{WebhookDelivery.objects.get().pk}/change/",
+        "/admin/agent_app/scheduledrun/",
+        "/admin/agent_app/scheduledrun/add/",
+    ):
+        assert admin_client.get(url).status_code == 200, url
