@@ -47,6 +47,9 @@ class Scheduler:
         self._task: asyncio.Task[None] | None = None
         self._claim = database_sync_to_async(claim_due)
         self._next = database_sync_to_async(_seconds_to_next)
+        #: Due times this loop fired (started or refused), and a condition set after each.
+        self.fires = 0
+        self._fired = asyncio.Condition()
 
     def start(self) -> None:
         """Run the loop in a task of the running event loop (idempotent)."""
@@ -77,4 +80,12 @@ class Scheduler:
         started = []
         for fire in fires:
             started.append(await start_fire(fire))
+            async with self._fired:
+                self.fires += 1
+                self._fired.notify_all()
         return started
+
+    async def fired(self, count: int) -> None:
+        """Return once this loop has fired ``count`` due times."""
+        async with self._fired:
+            await self._fired.wait_for(lambda: self.fires >= count)
