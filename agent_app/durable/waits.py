@@ -127,7 +127,7 @@ def record_wait(
             digest=str(payload.get("digest") or ""),
             expires_at=expires_at,
         )
-        wait_opened(created)  # ``run.waiting``, in the transaction that opens it
+        wait_opened(created, lambda: pending_item(created))  # ``run.waiting``, in its transaction
     return None
 
 

@@ -5,15 +5,36 @@ changed computes its next run from now (``ScheduledRun.save``).
 
 from __future__ import annotations
 
-from django.contrib import admin
+from typing import Any
 
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+
+from agent_app.schedules.checks import check_assistant
 from agent_app.schedules.models import ScheduledRun
 
 __all__ = ["ScheduledRunAdmin"]
 
 
+class ScheduledRunForm(forms.ModelForm):
+    class Meta:
+        model = ScheduledRun
+        fields = "__all__"
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("assistant"):
+            try:
+                check_assistant(data["assistant"], data.get("owner"))
+            except ValidationError as bad:
+                self.add_error("assistant", bad)
+        return data
+
+
 @admin.register(ScheduledRun)
 class ScheduledRunAdmin(admin.ModelAdmin):
+    form = ScheduledRunForm
     list_display = [
         "__str__",
         "assistant",

@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from agent_app.protocol.frames import MAX_CONTENT_BYTES
 from agent_app.schedules.cron import BadSchedule, check_cron, next_after, zone
 
 
@@ -53,8 +54,8 @@ class ScheduledRun(models.Model):
         return row
 
     def clean(self) -> None:
-        from agent_app.assistants import registry
-
+        """Check the time and the prompt (the assistant is checked where it is chosen:
+        ``agent_app.schedules.checks.check_assistant``)."""
         errors: dict[str, str] = {}
         try:
             self.cron = check_cron(self.cron)
@@ -64,10 +65,10 @@ class ScheduledRun(models.Model):
             zone(self.timezone)
         except BadSchedule as bad:
             errors["timezone"] = str(bad)
-        if registry.get(self.assistant) is None:
-            errors["assistant"] = f"No assistant {self.assistant!r} is installed"
         if not self.prompt.strip():
             errors["prompt"] = "A schedule needs a prompt"
+        elif len(self.prompt.encode("utf-8")) > MAX_CONTENT_BYTES:
+            errors["prompt"] = f"A prompt is at most {MAX_CONTENT_BYTES} bytes, as a message is"
         if errors:
             raise ValidationError(errors)
 

@@ -9,7 +9,7 @@ other than ``completed`` is ``run.failed``, with its ``status`` (``failed``,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent_app.assistants import registry
@@ -66,18 +66,17 @@ def run_ended(
     emit(event, data)
 
 
-def wait_opened(wait: ReplyWait) -> None:
-    """Queue ``run.waiting`` for a question or approval that just opened."""
+def wait_opened(wait: ReplyWait, item: Callable[[], dict[str, Any]]) -> None:
+    """Queue ``run.waiting`` for a question or approval that just opened; ``item``
+    gives the wait as the chat socket lists it (``durable.waits.pending_item``)."""
     if wait.kind not in (WaitKind.ASK_USER, WaitKind.APPROVAL):
         return  # a host-page tool's call waits for a page's script, not a person
 
     def data() -> dict[str, Any]:
-        from agent_app.durable.waits import pending_item
-
-        item = _run_data(str(wait.session_id), wait.request_id)
-        item["status"] = "waiting"
-        item["pending"] = [pending_item(wait)]
-        return item
+        fields = _run_data(str(wait.session_id), wait.request_id)
+        fields["status"] = "waiting"
+        fields["pending"] = [item()]
+        return fields
 
     emit("run.waiting", data)
 

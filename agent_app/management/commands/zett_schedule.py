@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agent_app.models import ScheduledRun
+from agent_app.schedules.checks import check_assistant
 
 
 class Command(BaseCommand):
@@ -77,9 +78,14 @@ class Command(BaseCommand):
         )
         try:
             row.full_clean()
+            check_assistant(row.assistant, owner)
         except ValidationError as bad:
-            problems = "; ".join(
-                f"{field}: {' '.join(messages)}" for field, messages in bad.message_dict.items()
+            problems = (
+                "; ".join(
+                    f"{field}: {' '.join(texts)}" for field, texts in bad.message_dict.items()
+                )
+                if hasattr(bad, "error_dict")
+                else " ".join(bad.messages)
             )
             raise CommandError(problems) from None
         row.save()

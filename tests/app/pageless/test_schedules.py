@@ -77,7 +77,7 @@ def test_a_schedule_is_checked_when_it_is_saved_from_a_form(django_user_model):
     )
     with pytest.raises(ValidationError) as refused:
         row.full_clean()
-    assert set(refused.value.message_dict) == {"assistant", "prompt", "cron", "timezone"}
+    assert set(refused.value.message_dict) == {"prompt", "cron", "timezone"}
     assert "Mars/Olympus" in refused.value.message_dict["timezone"][0]
 
 
@@ -293,6 +293,11 @@ def test_manage_py_zett_schedule_adds_lists_and_removes(django_user_model, capsy
         call_command(
             "zett_schedule", "add", "--assistant", "demo", "--user", "ada", "--cron", "0 7",
             "--prompt", "x",
+        )  # fmt: skip
+    with pytest.raises(CommandError, match="No assistant 'nobody'"):
+        call_command(
+            "zett_schedule", "add", "--assistant", "nobody", "--user", "ada", "--cron",
+            "0 7 * * *", "--prompt", "x",
         )  # fmt: skip
     with pytest.raises(CommandError, match="no user"):
         call_command(

@@ -308,3 +308,19 @@ def test_the_admin_lists_webhooks_and_their_deliveries(admin_client, allow_priva
         "/admin/agent_app/scheduledrun/add/",
     ):
         assert admin_client.get(url).status_code == 200, url
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "code"),
+    [
+        ("ZETT_WEBHOOK_TIMEOUT", 0, "zett.E060"),
+        ("ZETT_WEBHOOK_RETRIES", [5, -1], "zett.E061"),
+        ("ZETT_WEBHOOK_RETRIES", "5,30", "zett.E061"),
+        ("ZETT_WEBHOOK_ALLOW_PRIVATE", "yes", "zett.E062"),
+    ],
+)
+def test_manage_py_check_names_a_bad_webhook_setting(settings, name, value, code):
+    from django.core.checks import run_checks
+
+    setattr(settings, name, value)
+    assert code in [message.id for message in run_checks(tags=["zett"])]
