@@ -48,8 +48,9 @@ BATCH = 20
 POLL_SECONDS = 2.0
 #: Attempts kept in a delivery's log.
 LOG_ATTEMPTS = 20
-#: Seconds a claim outlives its attempt's deadline (then another worker may retry it).
-CLAIM_MARGIN = 30.0
+#: Seconds a claim outlives its attempt's deadline (then another worker may retry it): the
+#: attempt has ended by its deadline, and its result is written a moment later.
+CLAIM_MARGIN = 5.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from standardwebhooks.webhooks import Webhook as ReferenceVerifier
 
 from agent_app import conf
 from agent_app.models import DeliveryStatus, Webhook, WebhookDelivery
-from agent_app.webhooks.delivery import Deliverer
+from agent_app.webhooks.delivery import CLAIM_MARGIN, Deliverer
 from agent_app.webhooks.events import emit
 from agent_app.webhooks.models import new_secret
 from tests.app.llm_doubles import call_tool, say
@@ -136,7 +136,7 @@ async def test_an_attempt_whose_worker_died_is_made_again_with_the_same_id(allow
 
         [dead] = await sync_to_async(claim_due)(timezone.now())  # then the worker "died"
         assert await Deliverer().deliver_due() == 0  # still claimed
-        later = timezone.now() + timedelta(seconds=conf.ZETT_WEBHOOK_TIMEOUT + 31)
+        later = timezone.now() + timedelta(seconds=conf.ZETT_WEBHOOK_TIMEOUT + CLAIM_MARGIN + 1)
         [again] = await sync_to_async(claim_due)(later)
         assert (again.message_id, again.attempt) == (dead.message_id, 2)
 
