@@ -4,9 +4,12 @@ Call ``emit`` inside the transaction of the change it reports (a run's end, a wa
 opens, a handoff, a piece of feedback). It writes one ``WebhookDelivery`` row for every
 active webhook that asked for ``event_type``, in that transaction: the event is sent if
 and only if the change commits, and a crash after the commit loses nothing (any worker's
-``Deliverer`` sends it). It never calls out, so it costs the caller one query (which
-webhooks want it) when nobody listens, and one insert more when somebody does. Once the
-transaction commits, this process's deliverers are woken to send at once.
+``Deliverer`` sends it). It never calls out. Which webhooks listen for what is read at most
+once a second per process (``LISTENERS_SECONDS``; a webhook saved or deleted in this
+process is seen at once, one saved in another within that second), so an event nobody
+listens for costs nothing, and one somebody listens for costs one insert (and the reads
+its ``data`` makes). Once the transaction commits, this process's deliverers are woken to
+send at once.
 
 ``data`` may be a callable: it is called only when some webhook listens, so reading more
 for the message (an answer's text) costs nothing otherwise. The body every receiver gets
@@ -15,7 +18,7 @@ is ``{"type", "timestamp", "data"}`` (docs/operations.md, *Webhooks*).
     from agent_app.webhooks.events import emit
 
     with transaction.atomic():
-        feedback = ChatFeedback.objects.create(...)
+        rating = save_the_rating(...)  # the change the event reports
         emit("feedback.created", {"chat_id": ..., "message_id": ..., "rating": "down"})
 """
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -31,15 +35,30 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
+from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from agent_app.durable.statements import insert
 from agent_app.webhooks.models import EVENT_TYPES, Webhook, WebhookDelivery
 
-__all__ = ["EVENT_TYPES", "body_of", "emit", "listen", "unlisten"]
+__all__ = [
+    "EVENT_TYPES",
+    "LISTENERS_SECONDS",
+    "body_of",
+    "emit",
+    "forget_listeners",
+    "listen",
+    "listeners",
+    "unlisten",
+]
 
 Data = dict[str, Any] | Callable[[], dict[str, Any]]
 
+#: Seconds the active webhooks are known without reading them again.
+LISTENERS_SECONDS = 1.0
+#: The clock the listeners' age is read on (tests move it).
+clock = time.monotonic
+_listening: tuple[float, dict[str, list[int]]] | None = None
 _listeners: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
 _lock = threading.Lock()
 
@@ -50,13 +69,7 @@ def emit(event_type: str, data: Data) -> int:
     type that is not one of ``EVENT_TYPES``."""
     if event_type not in EVENT_TYPES:
         raise ValueError(f"Unknown webhook event {event_type!r}; the events are {EVENT_TYPES}")
-    hooks = [
-        pk
-        for pk, events in Webhook.objects.filter(
-            active=True, events__contains=event_type
-        ).values_list("pk", "events")
-        if event_type in events.split(",")
-    ]
+    hooks = listeners().get(event_type)
     if not hooks:
         return 0
     now = timezone.now()
@@ -77,6 +90,31 @@ def emit(event_type: str, data: Data) -> int:
     )
     transaction.on_commit(_wake)
     return len(hooks)
+
+
+def listeners() -> dict[str, list[int]]:
+    """The active webhooks of each event type (read at most once a second)."""
+    global _listening
+    now = clock()
+    cached = _listening
+    if cached is not None and now - cached[0] < LISTENERS_SECONDS:
+        return cached[1]
+    table: dict[str, list[int]] = {}
+    for pk, events in Webhook.objects.filter(active=True).values_list("pk", "events"):
+        for event in events.split(","):
+            table.setdefault(event, []).append(pk)
+    _listening = (now, table)
+    return table
+
+
+def forget_listeners(**kwargs: Any) -> None:
+    """A webhook was saved or deleted here: read them again at the next event."""
+    global _listening
+    _listening = None
+
+
+post_save.connect(forget_listeners, sender=Webhook, dispatch_uid="zett-webhook-listeners")
+post_delete.connect(forget_listeners, sender=Webhook, dispatch_uid="zett-webhook-listeners-gone")
 
 
 def body_of(event_type: str, data: dict[str, Any], at: datetime) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent_app.assistants import registry
-from agent_app.models import ChatMessage, ChatRun, ChatSession, ReplyWait, RunStatus, WaitKind
+from agent_app.models import ChatMessage, ChatRun, ReplyWait, RunStatus, WaitKind
 from agent_app.webhooks.events import emit
 from zett_agent.messages import AssistantMessage, content_text
 
@@ -82,15 +82,17 @@ def wait_opened(wait: ReplyWait, item: Callable[[], dict[str, Any]]) -> None:
 
 
 def _run_data(session_id: str, request_id: str) -> dict[str, Any]:
-    chat = ChatSession.objects.filter(pk=session_id).values("assistant", "owner_id").first()
-    run = ChatRun.objects.filter(request_id=request_id).values("resumed_from").first()
-    assistant = (chat or {}).get("assistant") or registry.default_id() or ""
+    row = (
+        ChatRun.objects.filter(request_id=request_id)
+        .values("resumed_from", "session__assistant", "session__owner_id")
+        .first()
+    ) or {}
     return {
         "chat_id": str(session_id),
         "request_id": request_id,
-        "resumed_from": (run or {}).get("resumed_from") or None,
-        "assistant": assistant,
-        "user_id": (chat or {}).get("owner_id"),
+        "resumed_from": row.get("resumed_from") or None,
+        "assistant": row.get("session__assistant") or registry.default_id() or "",
+        "user_id": row.get("session__owner_id"),
     }
 
 

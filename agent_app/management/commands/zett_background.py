@@ -5,8 +5,9 @@
 Runs ``agent_app.background.host.BackgroundWork`` until SIGINT or SIGTERM. Any number of
 these (and of the workers that run the same loops) may run at once: each webhook attempt
 and each schedule's due time is claimed by exactly one. Runs a schedule starts run in
-this process, as runs of their chats: with ``REDIS_URL`` the chat pages on every worker
-see them live (without it, the chats show them once they are stored).
+this process, as runs of their chats, so firing schedules needs ``REDIS_URL``, as several
+web workers do: there the workers learn which process runs which run (its lease); without
+it a web worker would take a run going on here for one whose process died.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import asyncio
 import signal
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agent_app import conf
 from agent_app.background.host import BackgroundWork
 
 
@@ -28,6 +30,12 @@ class Command(BaseCommand):
         parser.add_argument("--no-webhooks", action="store_true", help="Do not send webhooks.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if not options["no_schedules"] and not conf.ZETT_REDIS_URL:
+            raise CommandError(
+                "Firing schedules in a process of its own needs REDIS_URL: the runs it starts "
+                "must be known to the web workers as running (their leases). Set REDIS_URL, "
+                "or run it with --no-schedules to deliver webhooks only."
+            )
         work = BackgroundWork(
             deliveries=not options["no_webhooks"], schedules=not options["no_schedules"]
         )

@@ -306,3 +306,11 @@ def test_manage_py_zett_schedule_adds_lists_and_removes(django_user_model, capsy
         )  # fmt: skip
     call_command("zett_schedule", "remove", str(row.pk))
     assert not ScheduledRun.objects.exists()
+
+
+def test_zett_background_fires_schedules_only_where_runs_are_shared(settings):
+    """Without Redis a web worker could not tell a run going on in that process from one
+    whose process died, so the command refuses to fire schedules there."""
+    settings.ZETT_REDIS_URL = None
+    with pytest.raises(CommandError, match="needs REDIS_URL"):
+        call_command("zett_background")

@@ -153,7 +153,8 @@ def test_only_the_webhooks_that_asked_for_an_event_get_it(allow_private):
     wants = add_hook("http://127.0.0.1:9/a", "run.completed")
     add_hook("http://127.0.0.1:9/b", "run.failed")
     off = add_hook("http://127.0.0.1:9/c", "run.completed")
-    Webhook.objects.filter(pk=off.pk).update(active=False)
+    off.active = False
+    off.save()
     assert emit("run.completed", {"request_id": "r1"}) == 1
     assert list(WebhookDelivery.objects.values_list("webhook_id", flat=True)) == [wants.pk]
     with pytest.raises(ValueError, match="Unknown webhook event"):
@@ -324,3 +325,17 @@ def test_manage_py_check_names_a_bad_webhook_setting(settings, name, value, code
 
     setattr(settings, name, value)
     assert code in [message.id for message in run_checks(tags=["zett"])]
+
+
+def test_a_webhook_saved_in_another_process_is_seen_within_a_second(allow_private, monkeypatch):
+    """The listeners are read at most once a second; a save here is seen at once."""
+    from agent_app.webhooks import events
+
+    assert emit("run.failed", {}) == 0
+    Webhook.objects.create(url="http://127.0.0.1:9/x", events="run.failed")
+    assert emit("run.failed", {}) == 1  # saved here: seen at once
+    Webhook.objects.update(active=False)  # as another process would: no signal here
+    assert emit("run.failed", {}) == 1  # still known as listening for up to a second
+    later = events.clock() + events.LISTENERS_SECONDS
+    monkeypatch.setattr(events, "clock", lambda: later)
+    assert emit("run.failed", {}) == 0
