@@ -53,7 +53,7 @@ def _end_times(runs: int) -> dict[str, list[float]]:
     from agent_app.webhooks.events import forget_listeners
     from zett_agent.messages import AssistantMessage
 
-    hook = Webhook.objects.create(url="http://127.0.0.1:9/bench", events="run.completed")
+    hook = Webhook.objects.create(url="http://127.0.0.1:9/bench", events=["run.completed"])
     times: dict[str, list[float]] = {"off": [], "on": []}
     for batch in range(max(2, runs // BATCH)):
         listening = batch % 2 == 1
@@ -101,7 +101,7 @@ async def _delivery_times(count: int) -> list[float]:
     port = server.sockets[0].getsockname()[1]
     await database_sync_to_async(Webhook.objects.all().delete)()
     await database_sync_to_async(Webhook.objects.create)(
-        url=f"http://127.0.0.1:{port}/hook", events="run.completed"
+        url=f"http://127.0.0.1:{port}/hook", events=["run.completed"]
     )
     deliverer = Deliverer()
     deliverer.start()

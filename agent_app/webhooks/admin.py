@@ -41,8 +41,8 @@ class WebhookForm(forms.ModelForm):
         if self.instance.pk:
             self.initial["events"] = self.instance.event_list
 
-    def clean_events(self) -> str:
-        return ",".join(self.cleaned_data["events"])
+    def clean_events(self) -> list[str]:
+        return list(self.cleaned_data["events"])
 
 
 class DeliveryInline(admin.TabularInline):
@@ -62,10 +62,14 @@ class DeliveryInline(admin.TabularInline):
 @admin.register(Webhook)
 class WebhookAdmin(admin.ModelAdmin):
     form = WebhookForm
-    list_display = ["url", "events", "active", "description", "created_at"]
+    list_display = ["url", "event_names", "active", "description", "created_at"]
     list_filter = ["active"]
     search_fields = ["url", "description"]
     inlines = [DeliveryInline]
+
+    @admin.display(description="events")
+    def event_names(self, hook: Webhook) -> str:
+        return ", ".join(hook.event_list)
 
 
 @admin.register(WebhookDelivery)

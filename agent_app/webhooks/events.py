@@ -39,7 +39,7 @@ from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from agent_app.durable.statements import insert
-from agent_app.webhooks.models import EVENT_TYPES, Webhook, WebhookDelivery
+from agent_app.webhooks.models import EVENT_TYPES, Webhook, WebhookDelivery, event_names
 
 __all__ = [
     "EVENT_TYPES",
@@ -101,7 +101,7 @@ def listeners() -> dict[str, list[int]]:
         return cached[1]
     table: dict[str, list[int]] = {}
     for pk, events in Webhook.objects.filter(active=True).values_list("pk", "events"):
-        for event in events.split(","):
+        for event in event_names(events):
             table.setdefault(event, []).append(pk)
     _listening = (now, table)
     return table

@@ -44,10 +44,17 @@ def check_secret(secret: str) -> None:
         raise ValidationError(f"A webhook secret holds 24 to 64 bytes, this one {len(key)}")
 
 
-def parse_events(value: str | list[str] | tuple[str, ...]) -> list[str]:
-    """The event list of ``value`` (a comma-separated text or a list), checked."""
-    items = value.split(",") if isinstance(value, str) else list(value)
-    events = [item.strip() for item in items if item.strip()]
+def event_names(value: object) -> list[str]:
+    """The names in a webhook's ``events`` as stored: a list, or a comma-separated text."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        return []
+    return [item.strip() for item in items if isinstance(item, str) and item.strip()]
+
+
+def parse_events(value: object) -> list[str]:
+    """The event list of ``value`` (a list, or a comma-separated text), checked."""
+    events = event_names(value)
     unknown = [event for event in events if event not in EVENT_TYPES]
     if unknown:
         raise ValidationError(
@@ -62,8 +69,8 @@ class Webhook(models.Model):
     """A URL told of the events it asks for, each message signed with its secret."""
 
     url = models.URLField(max_length=2000)
-    #: The events it receives, comma-separated (``EVENT_TYPES``).
-    events = models.CharField(max_length=500)
+    #: The events it receives: a list of ``EVENT_TYPES``.
+    events = models.JSONField(default=list)
     secret = models.CharField(max_length=200, default=new_secret)
     active = models.BooleanField(default=True)
     description = models.CharField(max_length=200, blank=True)
@@ -74,7 +81,7 @@ class Webhook(models.Model):
 
     @property
     def event_list(self) -> list[str]:
-        return [event for event in self.events.split(",") if event]
+        return event_names(self.events)
 
     def clean(self) -> None:
         from agent_app.webhooks.addresses import UnsafeURL, check_url
@@ -85,7 +92,7 @@ class Webhook(models.Model):
         except UnsafeURL as unsafe:
             errors["url"] = [str(unsafe)]
         try:
-            self.events = ",".join(parse_events(self.events))
+            self.events = parse_events(self.events)
         except ValidationError as bad:
             errors["events"] = bad.messages
         try:
@@ -96,7 +103,7 @@ class Webhook(models.Model):
             raise ValidationError(errors)
 
     def __str__(self) -> str:
-        return f"{self.url} ({self.events})"
+        return f"{self.url} ({', '.join(self.event_list)})"
 
 
 class DeliveryStatus(models.TextChoices):

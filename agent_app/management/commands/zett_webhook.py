@@ -44,7 +44,8 @@ class Command(BaseCommand):
         elif action == "list":
             for hook in Webhook.objects.order_by("pk"):
                 state = "active" if hook.active else "off"
-                self.stdout.write(f"{hook.pk}\t{state}\t{hook.url}\t{hook.events}")
+                events = ",".join(hook.event_list)
+                self.stdout.write(f"{hook.pk}\t{state}\t{hook.url}\t{events}")
         else:
             deleted, _ = Webhook.objects.filter(pk=options["id"]).delete()
             if not deleted:
@@ -63,5 +64,5 @@ class Command(BaseCommand):
             )
             raise CommandError(problems) from None
         hook.save()
-        self.stdout.write(f"Added webhook {hook.pk} for {hook.events}")
+        self.stdout.write(f"Added webhook {hook.pk} for {', '.join(hook.event_list)}")
         self.stdout.write(f"Secret (verify signatures with it): {hook.secret}")

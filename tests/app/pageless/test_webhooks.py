@@ -277,7 +277,7 @@ def test_manage_py_zett_webhook_adds_lists_and_removes(allow_private, capsys):
     out = capsys.readouterr().out
     hook = Webhook.objects.get()
     assert hook.secret in out and hook.secret.startswith("whsec_")
-    assert hook.events == "run.failed,run.waiting"
+    assert hook.events == ["run.failed", "run.waiting"]
     secret = new_secret()
     call_command("zett_webhook", "add", "http://127.0.0.1:9/y", "--events", "feedback.created",
                  "--secret", secret)  # fmt: skip
@@ -332,7 +332,7 @@ def test_a_webhook_saved_in_another_process_is_seen_within_a_second(allow_privat
     from agent_app.webhooks import events
 
     assert emit("run.failed", {}) == 0
-    Webhook.objects.create(url="http://127.0.0.1:9/x", events="run.failed")
+    Webhook.objects.create(url="http://127.0.0.1:9/x", events=["run.failed"])
     assert emit("run.failed", {}) == 1  # saved here: seen at once
     Webhook.objects.update(active=False)  # as another process would: no signal here
     assert emit("run.failed", {}) == 1  # still known as listening for up to a second
