@@ -1,6 +1,7 @@
 """Delivering the outbox: ``Deliverer``, a loop any number of workers run at once.
 
-Each round claims up to ``BATCH`` due deliveries and sends them concurrently. A claim is
+Each round claims due deliveries and sends each in a task of its own, at most ``BATCH`` at
+once (a receiver that never answers holds one of them until its deadline). A claim is
 one conditional update per row — ``attempts`` + 1 and ``next_attempt_at`` moved past the
 attempt's deadline, where ``attempts`` still has the value read — so of several workers
 exactly one makes each attempt. The attempt's result is written by the worker that made
@@ -46,6 +47,8 @@ logger = logging.getLogger(__name__)
 BATCH = 20
 #: Longest sleep between rounds: how soon another process's deliveries are seen.
 POLL_SECONDS = 2.0
+#: Shortest sleep between rounds (a row due now that another worker just took).
+MIN_SLEEP = 0.05
 #: Attempts kept in a delivery's log.
 LOG_ATTEMPTS = 20
 #: Seconds a claim outlives its attempt's deadline (then another worker may retry it): the
@@ -129,12 +132,12 @@ def record(claimed: Claimed, answer: Answer, at: datetime, took: float) -> str:
 
 def seconds_to_next(now: datetime) -> float:
     """Seconds until the next pending delivery is due (``POLL_SECONDS`` at most)."""
-    due = WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING).aggregate(
-        first=Min("next_attempt_at")
-    )["first"]
+    due = WebhookDelivery.objects.filter(
+        status=DeliveryStatus.PENDING, webhook__active=True
+    ).aggregate(first=Min("next_attempt_at"))["first"]
     if due is None:
         return POLL_SECONDS
-    return min(POLL_SECONDS, max(0.0, (due - now).total_seconds()))
+    return min(POLL_SECONDS, max(MIN_SLEEP, (due - now).total_seconds()))
 
 
 class Deliverer:
@@ -163,25 +166,44 @@ class Deliverer:
             await asyncio.wait([task])
 
     async def run(self) -> None:
-        """Deliver what is due, round after round, until cancelled."""
+        """Deliver what is due, round after round, until cancelled.
+
+        Attempts run in tasks of their own, at most ``BATCH`` at once: a receiver that
+        never answers holds one of them until its deadline, not the others. A finished
+        attempt wakes the loop (room for the next). Cancelling the loop cancels them.
+        """
         wake = asyncio.Event()
         listen(wake)
+        flying: set[asyncio.Task[None]] = set()
+
+        def landed(task: asyncio.Task[None]) -> None:
+            flying.discard(task)
+            wake.set()
+
         try:
             while True:
                 wake.clear()
+                delay = self.poll
                 try:
-                    sent = await self.deliver_due()
-                    if sent >= BATCH:
-                        continue
-                    delay = min(self.poll, await self._next(timezone.now()))
+                    room = BATCH - len(flying)
+                    claimed = await self._claim(timezone.now(), room) if room > 0 else []
+                    for item in claimed:
+                        task = asyncio.create_task(self._attempt(item))
+                        flying.add(task)
+                        task.add_done_callback(landed)
+                    if room > 0 and len(claimed) < room:
+                        delay = min(self.poll, await self._next(timezone.now()))
                 except Exception:
                     logger.exception("Webhook deliveries failed this round; trying again")
-                    delay = self.poll
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(delay):
                         await wake.wait()
         finally:
             unlisten(wake)
+            for task in flying:
+                task.cancel()
+            if flying:
+                await asyncio.wait(flying)
 
     async def recorded(self, count: int) -> None:
         """Return once this loop has made and recorded ``count`` attempts."""
@@ -196,6 +218,12 @@ class Deliverer:
         return len(claimed)
 
     async def _attempt(self, claimed: Claimed) -> None:
+        try:
+            await self._send(claimed)
+        except Exception:  # the record failed (the database): the claim lapses, retried
+            logger.exception("Webhook %s: the attempt could not be recorded", claimed.message_id)
+
+    async def _send(self, claimed: Claimed) -> None:
         at = timezone.now()
         body = claimed.body.encode("utf-8")
         headers = headers_for(claimed.secret, claimed.message_id, claimed.body, at)

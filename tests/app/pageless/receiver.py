@@ -21,10 +21,13 @@ class Received:
 @dataclass
 class Receiver:
     statuses: list[int] = field(default_factory=list)
+    #: Never answer (until the receiver closes): a receiver that hangs.
+    hang: bool = False
     requests: list[Received] = field(default_factory=list)
     port: int = 0
     _server: asyncio.Server | None = None
     _arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
+    _closing: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def url(self) -> str:
@@ -37,6 +40,7 @@ class Receiver:
 
     async def __aexit__(self, *exc: object) -> None:
         assert self._server is not None
+        self._closing.set()
         self._server.close()
         await self._server.wait_closed()
 
@@ -48,6 +52,12 @@ class Receiver:
                 name, _, value = line.decode("latin-1").partition(":")
                 headers[name.strip().lower()] = value.strip()
             body = await reader.readexactly(int(headers.get("content-length", "0")))
+            if self.hang:
+                async with self._arrived:
+                    self.requests.append(Received(headers, body, ""))
+                    self._arrived.notify_all()
+                await self._closing.wait()
+                return
             status = self.statuses.pop(0) if self.statuses else 200
             writer.write(f"HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n".encode())
             await writer.drain()

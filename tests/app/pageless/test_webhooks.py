@@ -339,3 +339,23 @@ def test_a_webhook_saved_in_another_process_is_seen_within_a_second(allow_privat
     later = events.clock() + events.LISTENERS_SECONDS
     monkeypatch.setattr(events, "clock", lambda: later)
     assert emit("run.failed", {}) == 0
+
+
+async def test_a_receiver_that_never_answers_holds_up_no_other(allow_private, settings):
+    settings.ZETT_WEBHOOK_TIMEOUT = 60.0
+    async with Receiver(hang=True) as stuck, Receiver() as fine:
+        await sync_to_async(add_hook)(stuck.url, "run.failed")
+        await sync_to_async(emit_in_transaction)("run.failed", {"request_id": "r1"})
+        deliverer = Deliverer()
+        deliverer.start()
+        try:
+            await stuck.wait_for(1)  # its attempt hangs from here on
+            await sync_to_async(add_hook)(fine.url, "run.completed")
+            await sync_to_async(emit_in_transaction)("run.completed", {"request_id": "r2"})
+            [got] = await fine.wait_for(1)
+            await deliverer.recorded(1)
+        finally:
+            await deliverer.stop()
+    assert json.loads(got.body)["data"] == {"request_id": "r2"}
+    stuck_row = await WebhookDelivery.objects.aget(event_type="run.failed")
+    assert stuck_row.status == DeliveryStatus.PENDING and stuck_row.attempts == 1
