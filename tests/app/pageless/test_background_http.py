@@ -20,6 +20,7 @@ from tests.app.agui_support import (  # noqa: F401 (the ``http`` fixture)
     http_fixture,
     make_token,
 )
+from tests.app.asgi_http import SseReader
 from tests.app.llm_doubles import SteppedModel, call_tool, say
 from zett_agent.testing import ScriptedModel
 
@@ -103,6 +104,26 @@ async def test_cancel_stops_a_background_run_and_a_second_message_meanwhile_is_b
     assert cancel.status == 200
     status, state = await get_state(http, secret, chat, body["request_id"])
     assert state["status"] == "cancelled"
+
+
+async def test_an_ag_ui_client_re_attaches_to_a_background_run_and_follows_it_live(http, use_model):
+    model = use_model(SteppedModel(["Your ", "digest."]))
+    _, secret = await make_token("ada")
+    chat = str(uuid.uuid4())
+    _, body, _ = await post_run(http, secret, chat, {"content": "digest please"})
+    model.step()
+    follow = await http(
+        "GET", f"/api/ag-ui/threads/{chat}/events", headers={**bearer(secret), "Last-Event-ID": "0"}
+    )
+    reader = SseReader(follow)
+    started = await reader.until(lambda event: event.type == "RUN_STARTED")
+    assert started[-1].data["runId"] == body["request_id"]
+    await reader.until(lambda event: event.type == "TEXT_MESSAGE_CONTENT")
+    model.finish()
+    rest = await reader.rest()
+    assert rest[-1].type == "RUN_FINISHED" and rest[-1].data["runId"] == body["request_id"]
+    text = "".join(e.data["delta"] for e in reader.events if e.type == "TEXT_MESSAGE_CONTENT")
+    assert text == "Your digest."
 
 
 @pytest.mark.parametrize(
