@@ -2,6 +2,9 @@
 
 - ``events``: the event types and ``emit``, the one way an event enters the outbox (in
   the caller's transaction);
+- ``run_events``: ``run.completed``, ``run.failed``, ``run.waiting``, from the run's end
+  and its waits; ``people_events``: ``chat.handoff_requested`` and ``feedback.created``,
+  from the signals the chat sends when they are recorded;
 - ``models``: ``Webhook`` (a URL, its events, its secret) and ``WebhookDelivery`` (one
   event for one webhook: the outbox row and its delivery log);
 - ``addresses``: which URLs may be called (no private or loopback address, unless

@@ -359,3 +359,37 @@ async def test_a_receiver_that_never_answers_holds_up_no_other(allow_private, se
     assert json.loads(got.body)["data"] == {"request_id": "r2"}
     stuck_row = await WebhookDelivery.objects.aget(event_type="run.failed")
     assert stuck_row.status == DeliveryStatus.PENDING and stuck_row.attempts == 1
+
+
+def test_a_handoff_and_a_new_rating_become_their_events_in_the_signal_s_transaction(
+    allow_private,
+):
+    from types import SimpleNamespace
+
+    from django.dispatch import Signal
+
+    from agent_app.webhooks.people_events import connect
+
+    handoff_requested, feedback_saved = Signal(), Signal()
+    connect(handoff_requested, feedback_saved)
+    add_hook("http://127.0.0.1:9/x", "chat.handoff_requested,feedback.created")
+    chat = SimpleNamespace(pk=uuid.uuid4(), assistant="demo", owner_id=7)
+    rating = SimpleNamespace(
+        pk=3, session_id=chat.pk, message_id=41, assistant="demo", user_id=7, rating="down",
+        comment="wrong order number",
+    )  # fmt: skip
+    with transaction.atomic():
+        handoff_requested.send(sender=None, session=chat, reason="refund", source="customer")
+        feedback_saved.send(sender=None, feedback=rating, created=True)
+        feedback_saved.send(sender=None, feedback=rating, created=False)  # a change: nothing
+    bodies = [json.loads(row.body) for row in WebhookDelivery.objects.order_by("pk")]
+    assert [body["type"] for body in bodies] == ["chat.handoff_requested", "feedback.created"]
+    assert bodies[0]["data"] == {
+        "chat_id": str(chat.pk), "assistant": "demo", "user_id": 7, "reason": "refund",
+        "source": "customer",
+    }  # fmt: skip
+    assert bodies[1]["data"]["rating"] == "down" and bodies[1]["data"]["message_id"] == 41
+    with pytest.raises(RuntimeError), transaction.atomic():
+        handoff_requested.send(sender=None, session=chat, reason="again", source="assistant")
+        raise RuntimeError("the handoff was not stored")
+    assert WebhookDelivery.objects.count() == 2
