@@ -1,11 +1,13 @@
 """Runs without a page over real processes: a daphne worker runs a background run that
 nobody watches, and a ``manage.py zett_background`` process delivers its webhooks.
 
-One story, told once: a program POSTs a run that asks for an approval; ``run.waiting``
+Two stories. A program POSTs a run that asks for an approval; ``run.waiting``
 reaches a receiver that answers 500 first; the delivering process is SIGKILLed and a new
 one sends the same message again (same ``webhook-id``, valid signature); the program
 reads the run's state (``waiting``, the approval pending), approves it over AG-UI, and
-``run.completed`` arrives with the answer, which the state shows too.
+``run.completed`` arrives with the answer, which the state shows too. And two
+``zett_background`` processes on PostgreSQL and Redis fire a due schedule once: one run,
+as its owner, whose ``run.completed`` arrives and whose state a daphne worker answers.
 """
 
 from __future__ import annotations
@@ -46,9 +48,9 @@ def headers(secret: str) -> dict[str, str]:
 class Background:
     """A ``manage.py zett_background`` process."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], *options: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "zett_background", "--no-schedules"],
+            [sys.executable, "manage.py", "zett_background", *(options or ["--no-schedules"])],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
@@ -148,3 +150,66 @@ async def test_a_background_run_waits_completes_and_its_webhooks_survive_a_kill(
                 if first.process.poll() is None:
                     first.stop()
                 server.stop()
+
+
+async def test_two_background_processes_fire_a_due_schedule_once_and_its_run_is_seen(tmp_path):
+    """Two ``zett_background`` processes (schedules and webhooks) on PostgreSQL and Redis:
+    the schedule's due time starts one run, as its owner, in a new chat; the run's
+    ``run.completed`` reaches the receiver; a daphne worker answers its state."""
+    import redis
+
+    from tests.app.services import REDIS_URL, require_service
+
+    redis_url = require_service("Redis", REDIS_URL)
+    store = redis.Redis.from_url(redis_url)
+    store.flushdb()
+    try:
+        async with Receiver() as receiver:
+            with fresh_database("postgres", tmp_path) as url:
+                env = server_env(
+                    url,
+                    REDIS_URL=redis_url,
+                    ZETT_MODEL="demo",
+                    ZETT_DEMO_PACE="0",
+                    ZETT_WEBHOOK_ALLOW_PRIVATE="1",
+                )
+                migrate(env)
+                create = "from django.contrib.auth import get_user_model; "
+                create += "get_user_model().objects.create_user('ada', password='unused-pw')"
+                manage(env, "shell", "-c", create)
+                secret = manage(env, "zett_token", "create", "ada").strip()
+                manage(env, "zett_webhook", "add", receiver.url, "--events", "run.completed")
+                manage(
+                    env, "zett_schedule", "add", "--assistant", "demo", "--user", "ada",
+                    "--cron", "0 0 1 1 *", "--timezone", "Europe/Berlin",
+                    "--prompt", "what is 1/3 + 1/6?",
+                )  # fmt: skip
+                due_now = "from django.utils import timezone; from agent_app.models import "
+                due_now += "ScheduledRun; ScheduledRun.objects.update(next_fire_at=timezone.now())"
+                server = DaphneProcess("pageless-schedules", env, migrate=False).start()
+                workers = [Background(env, "--verbosity", "1"), Background(env, "-v", "1")]
+                try:
+                    manage(env, "shell", "-c", due_now)
+                    [got] = await receiver.wait_for(1, within=90)
+                    completed = json.loads(got.body)["data"]
+                    state = await state_of(
+                        server, secret, completed["chat_id"], completed["request_id"]
+                    )
+                    assert state["status"] == "completed" and "0.5" in state["answer"]
+                finally:
+                    for worker in workers:
+                        worker.stop()
+                    server.stop()
+                count = "from agent_app.models import ChatRun, ScheduledRun; "
+                count += "row = ScheduledRun.objects.get(); "
+                count += "print('RESULT', ChatRun.objects.count(), row.last_request_id, "
+                count += "row.next_fire_at.isoformat())"
+                printed = manage(env, "shell", "-c", count).splitlines()
+                _, runs, last, upcoming = next(x for x in printed if x.startswith("RESULT")).split()
+        assert (int(runs), last) == (1, completed["request_id"])
+        # Moved to the next 1 January, 00:00 in Berlin (from the hand-set due time).
+        assert upcoming.endswith("-12-31T23:00:00+00:00")
+        assert len(receiver.requests) == 1
+    finally:
+        store.flushdb()
+        store.close()
