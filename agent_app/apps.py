@@ -13,6 +13,7 @@ class AgentAppConfig(AppConfig):
         from agent_app import checks  # noqa: F401
         from agent_app.assistants import registry
         from agent_app.attachments import stored  # noqa: F401  (files leave with their rows)
+        from agent_app.background.host import register_loops
         from agent_app.durable.store import message_saved_through_the_orm
         from agent_app.guard import access  # noqa: F401
         from agent_app.models import ChatMessage
@@ -21,6 +22,7 @@ class AgentAppConfig(AppConfig):
         # Every installed app's assistants module, and ZETT_ASSISTANTS: a bad declaration
         # (no id, one id twice) stops the start with the class named.
         registry.discover()
+        register_loops()  # webhook deliveries and schedules, for every worker's background
         daphne_exit.mend()  # before a daphne server runs: its SIGTERM cancels every socket
         post_save.connect(
             message_saved_through_the_orm, sender=ChatMessage, dispatch_uid="zett-history-version"

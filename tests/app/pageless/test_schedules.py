@@ -314,3 +314,12 @@ def test_zett_background_fires_schedules_only_where_runs_are_shared(settings):
     settings.ZETT_REDIS_URL = None
     with pytest.raises(CommandError, match="needs REDIS_URL"):
         call_command("zett_background")
+
+
+def test_every_worker_is_offered_the_webhook_and_schedule_loops():
+    from agent_app import worker_loops
+
+    loops = dict(worker_loops.registered())
+    assert {"webhooks", "schedules"} <= set(loops)
+    assert loops["webhooks"]().__qualname__ == "Deliverer.run"
+    assert loops["schedules"]().__qualname__ == "Scheduler.run"
