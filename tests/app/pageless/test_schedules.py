@@ -323,3 +323,24 @@ def test_every_worker_is_offered_the_webhook_and_schedule_loops():
     assert {"webhooks", "schedules"} <= set(loops)
     assert loops["webhooks"]().__qualname__ == "Deliverer.run"
     assert loops["schedules"]().__qualname__ == "Scheduler.run"
+
+
+def test_the_admin_adds_a_schedule_and_refuses_an_unknown_assistant(admin_client, admin_user):
+    form = {
+        "name": "digest",
+        "assistant": "nobody",
+        "owner": admin_user.pk,
+        "prompt": "Summarise the day",
+        "cron": "0  7 * * 1-5",
+        "timezone": "Europe/Berlin",
+        "new_chat": "on",
+        "enabled": "on",
+    }
+    refused = admin_client.post("/admin/agent_app/scheduledrun/add/", form)
+    assert refused.status_code == 200 and b"No assistant" in refused.content
+    assert not ScheduledRun.objects.exists()
+    added = admin_client.post("/admin/agent_app/scheduledrun/add/", {**form, "assistant": "demo"})
+    assert added.status_code == 302
+    row = ScheduledRun.objects.get()
+    assert row.cron == "0 7 * * 1-5" and row.next_fire_at is not None
+    assert row.next_fire_at.astimezone(UTC).hour in (5, 6)  # 07:00 in Berlin
