@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 import time
 import uuid
@@ -34,7 +35,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
@@ -53,6 +54,8 @@ __all__ = [
 ]
 
 Data = dict[str, Any] | Callable[[], dict[str, Any]]
+
+logger = logging.getLogger(__name__)
 
 #: Seconds the active webhooks are known without reading them again.
 LISTENERS_SECONDS = 1.0
@@ -73,7 +76,13 @@ def emit(event_type: str, data: Data) -> int:
     if not hooks:
         return 0
     now = timezone.now()
-    body = body_of(event_type, data() if callable(data) else data, now)
+    try:
+        body = body_of(event_type, data() if callable(data) else data, now)
+    except DatabaseError:
+        raise  # the transaction is broken: the change fails with it
+    except Exception:  # a message that cannot be made must not undo the change it reports
+        logger.exception("The %s webhook message could not be made; it is not sent", event_type)
+        return 0
     message_id = f"msg_{uuid.uuid4().hex}"
     insert(
         [

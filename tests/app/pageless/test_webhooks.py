@@ -393,3 +393,16 @@ def test_a_handoff_and_a_new_rating_become_their_events_in_the_signal_s_transact
         handoff_requested.send(sender=None, session=chat, reason="again", source="assistant")
         raise RuntimeError("the handoff was not stored")
     assert WebhookDelivery.objects.count() == 2
+
+
+def test_a_message_that_cannot_be_made_does_not_undo_the_change_it_reports(allow_private):
+    add_hook("http://127.0.0.1:9/x", "run.failed")
+
+    def broken() -> dict:
+        raise KeyError("a field the message needs")
+
+    with transaction.atomic():
+        assert emit("run.failed", broken) == 0
+        assert emit("run.failed", {"not json": object()}) == 0
+        assert emit("run.failed", {"request_id": "r1"}) == 1
+    assert WebhookDelivery.objects.count() == 1
