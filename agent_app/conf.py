@@ -110,6 +110,8 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_WEBHOOK_TIMEOUT": 10.0,
     #: Seconds before each retry of a failed delivery; after the last, it is given up.
     "ZETT_WEBHOOK_RETRIES": [5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800],
+    #: Days a delivered or given-up webhook delivery stays in the log (0: forever).
+    "ZETT_WEBHOOK_KEEP_DAYS": 30,
 }
 
 

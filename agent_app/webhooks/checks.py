@@ -33,6 +33,11 @@ def check_webhook_settings(app_configs: Any = None, **kwargs: Any) -> list[Error
                 id="zett.E061",
             )
         )
+    keep = conf.ZETT_WEBHOOK_KEEP_DAYS
+    if isinstance(keep, bool) or not isinstance(keep, int | float) or keep < 0:
+        errors.append(
+            Error(f"ZETT_WEBHOOK_KEEP_DAYS must be days >= 0, got {keep!r}", id="zett.E063")
+        )
     if not isinstance(conf.ZETT_WEBHOOK_ALLOW_PRIVATE, bool):
         errors.append(Error("ZETT_WEBHOOK_ALLOW_PRIVATE must be True or False", id="zett.E062"))
     return errors

@@ -14,7 +14,8 @@ message is delivered at least once; receivers drop repeats by ``webhook-id``.
 Between rounds the loop sleeps until the next row is due (at most ``POLL_SECONDS``), or
 until ``emit`` wakes it: a transaction of this process committed new deliveries. Another
 process's are found by the poll. A webhook switched off keeps its deliveries pending
-until it is switched on again.
+until it is switched on again. Once an hour each loop deletes the delivered and given-up
+rows older than ``ZETT_WEBHOOK_KEEP_DAYS`` (``prune``).
 
 ``start``/``stop`` (or ``run`` awaited in a task of one's own) is the whole seam: the loop
 needs nothing but the database and an event loop.
@@ -39,7 +40,7 @@ from agent_app.webhooks.events import listen, unlisten
 from agent_app.webhooks.models import DeliveryStatus, WebhookDelivery
 from agent_app.webhooks.signing import headers_for
 
-__all__ = ["BATCH", "POLL_SECONDS", "Claimed", "Deliverer", "claim_due", "record"]
+__all__ = ["BATCH", "POLL_SECONDS", "Claimed", "Deliverer", "claim_due", "prune", "record"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,8 @@ logger = logging.getLogger(__name__)
 BATCH = 20
 #: Longest sleep between rounds: how soon another process's deliveries are seen.
 POLL_SECONDS = 2.0
+#: Seconds between two prunes of the delivery log by one loop (``prune``).
+PRUNE_SECONDS = 3600.0
 #: Shortest sleep between rounds (a row due now that another worker just took).
 MIN_SLEEP = 0.05
 #: Attempts kept in a delivery's log.
@@ -130,6 +133,20 @@ def record(claimed: Claimed, answer: Answer, at: datetime, took: float) -> str:
     return str(fields.get("status", DeliveryStatus.PENDING))
 
 
+def prune(now: datetime) -> int:
+    """Delete delivered and given-up deliveries older than ``ZETT_WEBHOOK_KEEP_DAYS``;
+    how many."""
+    days = float(conf.ZETT_WEBHOOK_KEEP_DAYS)
+    if days <= 0:
+        return 0
+    old = WebhookDelivery.objects.filter(
+        status__in=[DeliveryStatus.DELIVERED, DeliveryStatus.FAILED],
+        created_at__lt=now - timedelta(days=days),
+    )
+    deleted, _ = old.delete()
+    return deleted
+
+
 def seconds_to_next(now: datetime) -> float:
     """Seconds until the next pending delivery is due (``POLL_SECONDS`` at most)."""
     due = WebhookDelivery.objects.filter(
@@ -149,6 +166,9 @@ class Deliverer:
         self._claim = database_sync_to_async(claim_due)
         self._record = database_sync_to_async(record)
         self._next = database_sync_to_async(seconds_to_next)
+        self._prune = database_sync_to_async(prune)
+        #: The event loop's clock at the last prune (None: not yet).
+        self._pruned: float | None = None
         #: Attempts this loop made and recorded, and a condition set after each.
         self.attempts = 0
         self._recorded = asyncio.Condition()
@@ -193,6 +213,7 @@ class Deliverer:
                         task.add_done_callback(landed)
                     if room > 0 and len(claimed) < room:
                         delay = min(self.poll, await self._next(timezone.now()))
+                    await self._prune_now_and_then()
                 except Exception:
                     logger.exception("Webhook deliveries failed this round; trying again")
                 with contextlib.suppress(TimeoutError):
@@ -204,6 +225,12 @@ class Deliverer:
                 task.cancel()
             if flying:
                 await asyncio.wait(flying)
+
+    async def _prune_now_and_then(self) -> None:
+        clock = asyncio.get_running_loop().time()
+        if self._pruned is None or clock - self._pruned >= PRUNE_SECONDS:
+            self._pruned = clock
+            await self._prune(timezone.now())
 
     async def recorded(self, count: int) -> None:
         """Return once this loop has made and recorded ``count`` attempts."""

@@ -318,6 +318,7 @@ def test_the_admin_lists_webhooks_and_their_deliveries(admin_client, allow_priva
         ("ZETT_WEBHOOK_RETRIES", [5, -1], "zett.E061"),
         ("ZETT_WEBHOOK_RETRIES", "5,30", "zett.E061"),
         ("ZETT_WEBHOOK_ALLOW_PRIVATE", "yes", "zett.E062"),
+        ("ZETT_WEBHOOK_KEEP_DAYS", -1, "zett.E063"),
     ],
 )
 def test_manage_py_check_names_a_bad_webhook_setting(settings, name, value, code):
@@ -406,3 +407,24 @@ def test_a_message_that_cannot_be_made_does_not_undo_the_change_it_reports(allow
         assert emit("run.failed", {"not json": object()}) == 0
         assert emit("run.failed", {"request_id": "r1"}) == 1
     assert WebhookDelivery.objects.count() == 1
+
+
+def test_the_log_keeps_deliveries_for_the_days_set_and_pending_ones_until_sent(
+    allow_private, settings
+):
+    from agent_app.webhooks.delivery import prune
+
+    settings.ZETT_WEBHOOK_KEEP_DAYS = 30
+    add_hook("http://127.0.0.1:9/x", "run.failed")
+    for _ in range(3):
+        emit("run.failed", {})
+    old = timezone.now() - timedelta(days=31)
+    first, second, third = WebhookDelivery.objects.order_by("pk")
+    WebhookDelivery.objects.filter(pk=first.pk).update(status=DeliveryStatus.DELIVERED)
+    WebhookDelivery.objects.filter(pk__in=[first.pk, second.pk]).update(created_at=old)
+    WebhookDelivery.objects.filter(pk=third.pk).update(status=DeliveryStatus.FAILED)
+    assert prune(timezone.now()) == 1  # the old delivered one; not the old pending one
+    assert set(WebhookDelivery.objects.values_list("pk", flat=True)) == {second.pk, third.pk}
+    settings.ZETT_WEBHOOK_KEEP_DAYS = 0
+    WebhookDelivery.objects.update(status=DeliveryStatus.DELIVERED, created_at=old)
+    assert prune(timezone.now()) == 0
