@@ -112,6 +112,9 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_WEBHOOK_RETRIES": [5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800],
     #: Days a delivered or given-up webhook delivery stays in the log (0: forever).
     "ZETT_WEBHOOK_KEEP_DAYS": 30,
+    #: When people of the team answer, in the site's own words ("Mon-Fri, 9:00-17:00
+    #: CET"): shown to a person who asked for one. None: nothing is promised.
+    "ZETT_SUPPORT_HOURS": None,
 }
 
 

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agent_app', '0010_browser_tool_waits'),
+        ('agent_app', '0014_people_in_the_loop'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
