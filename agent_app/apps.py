@@ -21,11 +21,13 @@ class AgentAppConfig(AppConfig):
         # The handoff tool announces through the session it runs in (``people.hub``).
         from agent_app.people import live  # noqa: F401
         from agent_app.sessions import daphne_exit
+        from agent_app.webhooks.people_events import connect_people_signals
 
         # Every installed app's assistants module, and ZETT_ASSISTANTS: a bad declaration
         # (no id, one id twice) stops the start with the class named.
         registry.discover()
         register_loops()  # webhook deliveries and schedules, for every worker's background
+        connect_people_signals()  # a handoff and a new rating send their webhook events
         daphne_exit.mend()  # before a daphne server runs: its SIGTERM cancels every socket
         post_save.connect(
             message_saved_through_the_orm, sender=ChatMessage, dispatch_uid="zett-history-version"

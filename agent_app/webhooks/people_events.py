@@ -15,7 +15,7 @@ from django.dispatch import Signal
 
 from agent_app.webhooks.events import emit
 
-__all__ = ["connect", "on_feedback_saved", "on_handoff_requested"]
+__all__ = ["connect", "connect_people_signals", "on_feedback_saved", "on_handoff_requested"]
 
 
 def on_handoff_requested(
@@ -57,3 +57,10 @@ def connect(handoff_requested: Signal, feedback_saved: Signal) -> None:
     """Send the two events whenever the chat sends these signals (idempotent)."""
     handoff_requested.connect(on_handoff_requested, dispatch_uid="zett-webhook-handoff")
     feedback_saved.connect(on_feedback_saved, dispatch_uid="zett-webhook-feedback")
+
+
+def connect_people_signals() -> None:
+    """``connect`` to the chat's own signals (``agent_app.people.signals``; at start-up)."""
+    from agent_app.people.signals import feedback_saved, handoff_requested
+
+    connect(handoff_requested, feedback_saved)

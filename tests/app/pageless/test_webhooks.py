@@ -428,3 +428,34 @@ def test_the_log_keeps_deliveries_for_the_days_set_and_pending_ones_until_sent(
     settings.ZETT_WEBHOOK_KEEP_DAYS = 0
     WebhookDelivery.objects.update(status=DeliveryStatus.DELIVERED, created_at=old)
     assert prune(timezone.now()) == 0
+
+
+def test_a_real_handoff_and_rating_send_their_webhook_events(allow_private, django_user_model):
+    """The chat's own records (``agent_app.people.records``) send the signals the app
+    connects at start-up."""
+    from agent_app.guard.access import Person, visible_sessions
+    from agent_app.models import ChatMessage, ChatSession
+    from agent_app.people.records import mark_needs_human, rate
+
+    user = django_user_model.objects.create_user("ada")
+    chat = ChatSession.objects.create(owner=user, assistant="demo")
+    answer = ChatMessage.objects.create(
+        session=chat, position=1, role="assistant", content="Your order shipped."
+    )
+    add_hook("http://127.0.0.1:9/x", "chat.handoff_requested,feedback.created")
+    person = Person(user.pk)
+    rate(visible_sessions(person), person.key, user.pk, answer.pk, "down", "not yet")
+    rate(visible_sessions(person), person.key, user.pk, answer.pk, "up", "")  # a change
+    assert mark_needs_human(str(chat.pk), "I want a refund", "customer")
+    bodies = [json.loads(row.body) for row in WebhookDelivery.objects.order_by("pk")]
+    assert [body["type"] for body in bodies] == ["feedback.created", "chat.handoff_requested"]
+    feedback, handoff = (body["data"] for body in bodies)
+    assert (feedback["chat_id"], feedback["message_id"], feedback["rating"]) == (
+        str(chat.pk),
+        answer.pk,
+        "down",
+    )
+    assert handoff == {
+        "chat_id": str(chat.pk), "assistant": "demo", "user_id": user.pk,
+        "reason": "I want a refund", "source": "customer",
+    }  # fmt: skip
