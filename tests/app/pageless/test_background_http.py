@@ -177,3 +177,17 @@ async def test_a_new_chat_takes_the_assistant_named_and_an_unknown_one_is_refuse
         http, secret, str(uuid.uuid4()), {"content": "hi", "assistant": "nobody"}
     )
     assert (status, body["code"]) == (400, "unknown_assistant")
+
+
+async def test_a_chat_taken_over_by_staff_starts_no_background_run(http, use_model):
+    from agent_app.people.records import take_over
+
+    use_model(ScriptedModel([say("First."), say("Never.")]))
+    user, secret = await make_token("ada")
+    chat = str(uuid.uuid4())
+    await post_run(http, secret, chat, {"content": "hi"})
+    await run_ends(chat)
+    await sync_to_async(take_over)(chat, user)
+    status, body, _ = await post_run(http, secret, chat, {"content": "are you there?"})
+    assert (status, body["code"]) == (409, "busy")
+    assert "team is answering" in body["message"]
