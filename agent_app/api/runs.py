@@ -11,7 +11,8 @@
   ``error``.
 
 Auth, the person's budget and the 404 for anyone else's chat are the JSON API's
-(``agent_app.api.common``); a request with no token and no session cookie is 401.
+(``agent_app.api.common``): a request with no token and no session cookie is 401. A
+body is a ``user_message`` frame's size at most (refused before it is read).
 Refusals are JSON ``{"code", "message", "error": {"code", "message"}}``. The run itself
 is ``agent_app.background.start``'s: following it live is the AG-UI re-attach
 (``api/ag-ui/threads/<id>/events``), cancelling it ``api/chats/<id>/cancel/``, answering
@@ -30,13 +31,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from agent_app.agui.errors import AguiError, ErrorCode
-from agent_app.api.auth import Caller
 from agent_app.api.common import authorized, chat_id, own_chat, refusal
 from agent_app.attachments.stored import UnknownAttachments, chat_attachment_ids
 from agent_app.background.start import start_background_run
 from agent_app.background.state import run_state
+from agent_app.guard.bodies import body_limit
+from agent_app.protocol.frames import MAX_FRAME_BYTES, FrameError, UserMessageFrame, parse_frame
 from agent_app.protocol.frames import ErrorCode as FrameCode
-from agent_app.protocol.frames import FrameError, UserMessageFrame, parse_frame
 
 __all__ = ["run", "runs"]
 
@@ -53,12 +54,13 @@ def _refused(error: AguiError) -> JsonResponse:
 
 
 @csrf_exempt  # checked by ``authorized`` for cookie requests only (a token needs none)
+@body_limit(lambda: MAX_FRAME_BYTES)  # a message's frame at most, refused before it is read
 async def runs(request: HttpRequest, session_id: str) -> HttpResponse:
     """``POST``: start a background run of the chat (see the module docstring)."""
     if request.method != "POST":
         return _not_allowed("POST")
     try:
-        caller = await _caller(request)
+        caller = await authorized(request)
         thread = chat_id(session_id)
         wanted = _input(request)
         await own_chat(caller.person, thread, missing_ok=True)
@@ -88,7 +90,7 @@ async def run(request: HttpRequest, session_id: str, request_id: str) -> HttpRes
     if request.method != "GET":
         return _not_allowed("GET")
     try:
-        caller = await _caller(request)
+        caller = await authorized(request)
         row = await own_chat(caller.person, chat_id(session_id))
         state = await sync_to_async(run_state)(str(row.pk), request_id)
         if state is None:
@@ -96,16 +98,6 @@ async def run(request: HttpRequest, session_id: str, request_id: str) -> HttpRes
     except AguiError as error:
         return _refused(error)
     return JsonResponse(state)
-
-
-async def _caller(request: HttpRequest) -> Caller:
-    """The caller; a request with neither a token nor a session cookie is 401 (a browser
-    that never had a session owns no chat, and a run started for it could not be read)."""
-    if "Authorization" not in request.headers and (
-        settings.SESSION_COOKIE_NAME not in request.COOKIES
-    ):
-        raise AguiError(ErrorCode.UNAUTHORIZED, "Sign in, or send an API token", status=401)
-    return await authorized(request)
 
 
 def _input(request: HttpRequest) -> UserMessageFrame:
