@@ -107,6 +107,9 @@ DEFAULTS: dict[str, Any] = {
     #: Input + output tokens per person per day: ``{"user": N, "anonymous": N,
     #: "groups": {"<group>": N}}`` (None: no budgets; ``agent_app.budgets``).
     "ZETT_TOKEN_BUDGETS": None,
+    #: How many levels deep assistants may ask their ``delegates`` (1: the chat's
+    #: assistant may ask one, which may ask none).
+    "ZETT_MAX_DELEGATION_DEPTH": 3,
     #: Webhooks may call private, loopback and link-local addresses (refused otherwise).
     "ZETT_WEBHOOK_ALLOW_PRIVATE": False,
     #: Seconds one webhook delivery attempt may take (connect, send, answer).

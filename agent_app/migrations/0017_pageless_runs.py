@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agent_app', '0014_people_in_the_loop'),
+        ('agent_app', '0016_sub_runs'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
