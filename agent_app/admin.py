@@ -1,7 +1,7 @@
 """Admin: browse sessions with their messages and runs, the messages themselves, the runs and
-how they ended, the waits for replies, the external-event audit trail, the attachments and
-the demo notes.
-Everything a chat writes is read-only here except titles, owners and notes: editing or
+how they ended, the waits for replies, the external-event audit trail and the attachments
+(the example site registers its demo notes itself).
+Everything a chat writes is read-only here except titles and owners: editing or
 deleting a message would silently rewrite what the agent saw (delete the session instead).
 
 A session's page reads as its conversation: answers rendered from Markdown (raw HTML in them
@@ -26,7 +26,6 @@ from agent_app.models import (
     ChatRun,
     ChatSession,
     ExternalEventRecord,
-    Note,
     ReplyWait,
     SubRun,
 )
@@ -378,14 +377,6 @@ class ChatAttachmentAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
-
-
-@admin.register(Note)
-class NoteAdmin(admin.ModelAdmin):
-    list_display = ["title", "session", "created_at"]
-    list_filter = ["created_at"]
-    search_fields = ["title", "text"]
-    raw_id_fields = ["session"]
 
 
 @admin.register(ApiToken)

@@ -1,4 +1,4 @@
-"""What a chat leaves in the database: sessions, messages, runs, waits, replies, notes.
+"""What a chat leaves in the database: sessions, messages, runs, waits, replies.
 
 A ``ChatMessage`` row is one runtime message: the columns hold what the admin searches and
 filters on, ``extra`` keeps every other field of the serialised message, so a row turns
@@ -385,23 +385,6 @@ class ExternalEventRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({'accepted' if self.accepted else 'rejected'})"
-
-
-class Note(models.Model):
-    """A note the example site's demo assistant writes once the user approved it."""
-
-    session = models.ForeignKey(
-        ChatSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="notes"
-    )
-    title = models.CharField(max_length=200)
-    text = models.TextField()
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return self.title
 
 
 class TokenUsage(models.Model):
