@@ -182,6 +182,8 @@ def test_worker_processes_fire_each_due_time_exactly_once(tmp_path):
             )
             for _ in range(3)
         ]
+        for worker in workers:  # each is set up and connected: none starts ahead
+            assert worker.stdout is not None and worker.stdout.readline() == "ready\n"
         go.touch()
         outputs = [worker.communicate(timeout=120)[0] for worker in workers]
         assert [worker.returncode for worker in workers] == [0, 0, 0]
