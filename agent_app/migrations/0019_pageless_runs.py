@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agent_app', '0017_note_to_the_example_site'),
+        ('agent_app', '0018_message_versions'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
