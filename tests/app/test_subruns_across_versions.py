@@ -3,8 +3,9 @@
 Sub-runs are found again by ``(chat, parent_tool_call_id)`` so that a run continued after
 a restart never runs a delegate twice. A model whose call ids repeat within a chat (the
 offline demo numbers its calls along the shown path: ``demo_call_1`` again after an edit
-of the first turn; scripted doubles with fixed ids) then gets, in the new version, the
-stored answer of the old version's sub-run, which never ran for the new request.
+of the first turn; scripted doubles with fixed ids) must not get, in the new version, the
+stored answer of the old version's sub-run: a sub-run whose call got its result belongs to
+that call, and a later call with the same id runs the delegate again.
 """
 
 from __future__ import annotations
@@ -59,9 +60,6 @@ def desk():
     registry.unregister(DemoBilling.id)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a sub-run is keyed by (chat, tool call id): a repeated id reuses it"
-)
 async def test_an_edited_turn_runs_its_delegate_again(desk, sockets):
     socket = await sockets()
     await socket.send(
