@@ -35,6 +35,7 @@ __all__ = [
     "mark_deleted",
     "record_creation",
     "was_deleted",
+    "was_deleted_by",
 ]
 
 #: The channel layer message that tells a user's sockets one of their chats was deleted.
@@ -69,6 +70,14 @@ def created_since(creator: str, since: datetime) -> int:
 
 def was_deleted(session_id: str) -> bool:
     return ChatCreation.objects.filter(session_id=session_id, deleted_at__isnull=False).exists()
+
+
+def was_deleted_by(session_id: str, creator: str) -> bool:
+    """Whether ``creator`` stored the chat and it was deleted (only its creator is told:
+    to anyone else a deleted chat is as unknown as one that never was)."""
+    return ChatCreation.objects.filter(
+        session_id=session_id, creator=creator, deleted_at__isnull=False
+    ).exists()
 
 
 def mark_deleted(chat: ChatSession) -> None:

@@ -8,6 +8,13 @@ could neither run code nor load anything from elsewhere, nor frame the page. The
 websockets. ``ZETT_CONTENT_SECURITY_POLICY`` replaces the policy (empty: none is sent);
 a response that has its own policy keeps it.
 
+With ``DEBUG`` on, Django's own error pages (the technical 404 and 500, and the CSRF
+failure page) are styled by an inline ``<style>``: those responses, and only those, get
+the policy with ``'unsafe-inline'`` added to ``style-src`` (never to scripts), so a
+developer sees them as Django draws them and the browser logs no violation. Without
+``DEBUG`` the app's own templates answer (``templates/404.html``, ``500.html``), which
+need nothing inline.
+
 ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: same-origin`` are what
 Django's ``SecurityMiddleware`` sends by default; they are set here too (unless present),
 so a site that configured that middleware differently still sends them.
@@ -15,6 +22,7 @@ so a site that configured that middleware differently still sends them.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils.deprecation import MiddlewareMixin
 
@@ -27,6 +35,20 @@ DEFAULT_POLICY = (
     "font-src 'self'; connect-src 'self' {sockets}; object-src 'none'; base-uri 'none'; "
     "form-action 'self'; frame-ancestors 'none'"
 )
+
+
+#: What every page Django draws itself under DEBUG carries (technical 404/500, CSRF 403).
+_DJANGO_PAGE_MARK = b'<meta name="robots" content="NONE,NOARCHIVE">'
+
+
+def _is_django_debug_page(response: HttpResponse) -> bool:
+    return (
+        settings.DEBUG
+        and response.status_code >= 400
+        and not getattr(response, "streaming", False)
+        and response.get("Content-Type", "").startswith("text/html")
+        and _DJANGO_PAGE_MARK in response.content[:2000]
+    )
 
 
 def policy_for(request: HttpRequest) -> str:
@@ -47,6 +69,8 @@ class SecurityHeadersMiddleware(MiddlewareMixin):
     def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if "Content-Security-Policy" not in response:
             policy = policy_for(request)
+            if policy and _is_django_debug_page(response):
+                policy = policy.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
             if policy:
                 response["Content-Security-Policy"] = policy
         response.headers.setdefault("X-Content-Type-Options", "nosniff")

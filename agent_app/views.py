@@ -51,6 +51,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agent_app import conf
 from agent_app.assistants import Assistant, UnknownAssistant, registry
+from agent_app.attachments.limits import page_limits
+from agent_app.chat_records import was_deleted_by
 from agent_app.durable.branches import BranchBusy, reveal
 from agent_app.guard.access import Person, may_open, person_of_request, visible_sessions
 from agent_app.models import ChatMessage, ChatSession
@@ -214,6 +216,10 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     session = ChatSession.objects.filter(pk=session_id).first()
     if not may_open(person, session):
         raise Http404("There is no chat session with this id.")
+    if session is None and was_deleted_by(str(session_id), person.key):
+        # Not a new empty chat: its id is never stored again, so a composer would lie.
+        context = {**account_links(), "new_session_id": uuid.uuid4()}
+        return render(request, "agent_app/chat_deleted.html", context, status=410)
     try:
         assistant = _chosen_assistant(request, session)
     except PermissionDenied as refusal:
@@ -247,6 +253,8 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
                     "agent_app:attachment_upload", kwargs={"session_id": session_id}
                 ),
                 "listUrl": reverse("agent_app:session_list"),
+                # Checked in the browser before a file is sent (the server checks again).
+                "attachmentLimits": page_limits(),
             },
         },
     )

@@ -29,6 +29,7 @@ from django.utils.safestring import SafeString
 
 from agent_app import conf
 from agent_app.assistants import UnknownAssistant, registry
+from agent_app.attachments.limits import page_limits
 from agent_app.guard.access import Person, person_of_request
 from agent_app.script_prefix import socket_prefix
 
@@ -149,9 +150,8 @@ def zett_chat(
     except UnknownAssistant as unknown:
         raise template.TemplateSyntaxError(f"zett_chat: {unknown}") from None
     if theme not in _THEMES:
-        raise template.TemplateSyntaxError(
-            f"zett_chat theme must be one of {', '.join(_THEMES)}, got {theme!r}"
-        )
+        ok = ", ".join(_THEMES)
+        raise template.TemplateSyntaxError(f"zett_chat theme must be one of {ok}, got {theme!r}")
     request = _request(context, "zett_chat")
     person = person_of_request(request)
     if person is None:
@@ -168,8 +168,9 @@ def zett_chat(
         "height": _height(height),
         "theme": theme,
         "texts": _texts(texts, placeholder),
-        # Files are uploaded by HTTP, as on the chat page: the form's CSRF token goes along.
+        # Files go by HTTP, as on the chat page, with the CSRF token; checked first in the page.
         "attachmentsUrl": _attachments_url(),
+        "attachmentLimits": page_limits(),
         "csrfToken": get_token(request),
     }
     return render_to_string(

@@ -32,3 +32,16 @@ def test_the_policy_can_be_replaced_or_turned_off(settings):
     assert Client().get("/").headers["Content-Security-Policy"] == "default-src 'none'"
     settings.ZETT_CONTENT_SECURITY_POLICY = ""
     assert "Content-Security-Policy" not in Client().get("/").headers
+
+
+def test_djangos_own_debug_pages_may_use_their_inline_style_and_nothing_else(settings):
+    settings.DEBUG = True
+    missing = Client().get("/no-such-page/")
+    assert missing.status_code == 404
+    directives = dict(
+        part.strip().split(" ", 1) for part in missing.headers["Content-Security-Policy"].split(";")
+    )
+    assert directives["style-src"] == "'self' 'unsafe-inline'"
+    assert directives["script-src"] == "'self'"
+    page = Client().get("/")
+    assert "unsafe" not in page.headers["Content-Security-Policy"]

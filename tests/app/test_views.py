@@ -13,6 +13,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from agent_app.attachments import KNOWN_TYPES
+from agent_app.chat_records import record_creation
 from agent_app.guard.access import BROWSER_KEY_FIELD
 from agent_app.models import ChatMessage, ChatSession
 
@@ -108,6 +110,7 @@ def test_the_chat_page_of_a_new_id_is_an_empty_chat(client):
         "deleteUrl": f"/s/{session_id}/delete/",
         "attachmentsUrl": f"/s/{session_id}/attachments/",
         "listUrl": "/",
+        "attachmentLimits": {"maxBytes": 10 * 1024 * 1024, "types": sorted(KNOWN_TYPES)},
     }
     assert "<title>New chat · zett</title>" in response.content.decode()
     assert ChatSession.objects.count() == 0
@@ -137,6 +140,7 @@ def test_the_chat_page_hands_its_session_and_socket_path_to_the_script(client):
         "deleteUrl": f"/s/{session.pk}/delete/",
         "attachmentsUrl": f"/s/{session.pk}/attachments/",
         "listUrl": "/",
+        "attachmentLimits": {"maxBytes": 10 * 1024 * 1024, "types": sorted(KNOWN_TYPES)},
     }
     assert "<title>Groceries · zett</title>" in page
     assert 'aria-current="page"' in page
@@ -249,3 +253,19 @@ def test_a_missing_page_and_a_server_error_look_like_the_site(client, rf):
     page = failed.content.decode()
     assert "agent_app/chat.css" in page and "<h1>Something went wrong</h1>" in page
     assert "<title>Something went wrong · zett</title>" in page
+
+
+def test_a_deleted_chats_page_tells_its_owner_it_was_deleted_and_no_one_else(client):
+    session = chat_of("Gone soon", browser_key=browser_key(client))
+    session_id = session.pk
+    record_creation(str(session_id), f"browser:{session.browser_key}")
+    session.delete()
+
+    response = client.get(chat_url(session_id))
+
+    assert response.status_code == 410
+    assert "This chat was deleted" in response.content.decode()
+    assert 'id="composer"' not in response.content.decode()
+    stranger = Client().get(chat_url(session_id))
+    assert stranger.status_code == 200  # to anyone else: an unknown id, a new empty chat
+    assert "This chat was deleted" not in stranger.content.decode()

@@ -45,6 +45,7 @@ from zett_agent.model import (
     ToolCallDelta,
 )
 from zett_agent.providers.demo_answers import CODE_ANSWER, LONG_ANSWER, TABLE_ANSWER
+from zett_agent.providers.demo_cities import zone_named_in
 from zett_agent.providers.demo_tools import named_tool_call, offered_tools_hint
 
 __all__ = ["DemoModel"]
@@ -59,8 +60,8 @@ HELP_OPTIONS = ["Exact arithmetic", "The current time", "Saving a note"]
 HELP_EXAMPLES = {
     "Exact arithmetic": "Ask me something like **what is 1/3 + 1/6?** and I will use the "
     "calculator tool, which computes with exact fractions.",
-    "The current time": "Ask me **what time is it in Asia/Tokyo?** (any IANA time zone "
-    "works, UTC when you name none).",
+    "The current time": "Ask me **what time is it in Asia/Tokyo?** (a city such as Tokyo, or "
+    "any IANA time zone works, UTC when you name none).",
     "Saving a note": "Say **save a note: buy oat milk** and I will ask for your approval "
     "before the note is written to the database.",
 }
@@ -238,9 +239,10 @@ def _first_step(text: str, tools: set[str]) -> _Step:
     if _TIME_INTENT.search(text):
         if "current_time" not in tools:
             return _missing("current_time")
-        zone = _TIME_ZONE.search(text)
-        arguments = {"timezone": zone.group(1)} if zone else {}
-        where = f" in {zone.group(1)}" if zone else " (UTC)"
+        named = _TIME_ZONE.search(text)
+        zone = named.group(1) if named else zone_named_in(text)
+        arguments = {"timezone": zone} if zone else {}
+        where = f" in {zone}" if zone else " (UTC)"
         return _Step(f"Let me look at the clock{where}.", ("current_time", arguments))
     if _CALC_INTENT.search(text):
         return _ask(EXPRESSION_QUESTION, tools, "I can calculate that, but I need the numbers.")

@@ -25,19 +25,11 @@
  */
 
 import { element } from "./blocks.js";
+import { fileProblem, sizeText } from "./upload_check.js";
+
+export { sizeText };
 
 const MEDIA_ACCEPTED = "image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain,text/markdown,text/csv,application/json,.md,.markdown,.csv,.json,.txt";
-
-/** `size` bytes for people. */
-export function sizeText(size) {
-  if (size < 1024) {
-    return `${size} B`;
-  }
-  if (size < 1024 * 1024) {
-    return `${Math.round(size / 1024)} KB`;
-  }
-  return `${(size / (1024 * 1024)).toFixed(1)} MB`;
-}
 
 const isImage = (mediaType) => typeof mediaType === "string" && mediaType.startsWith("image/");
 /** An image's thumbnail: the download view scales a large image down. */
@@ -85,8 +77,10 @@ export class AttachmentTray {
    * @param {HTMLFormElement} composer
    * @param {{uploadUrl: string, assistant?: string, csrfToken?: string, onChange?: () => void}} options
    */
-  constructor(composer, { uploadUrl, assistant = "", csrfToken = "", onChange = () => {} }) {
+  constructor(composer, { uploadUrl, assistant = "", csrfToken = "", onChange = () => {}, limits = null }) {
     this.uploadUrl = uploadUrl;
+    /** `{maxBytes, types}`: a file outside them is refused before it is sent (upload_check.js). */
+    this.limits = limits;
     this.assistant = assistant;
     this.csrfToken = csrfToken || document.querySelector('meta[name="csrf-token"]')?.content || "";
     this.onChange = onChange;
@@ -151,6 +145,11 @@ export class AttachmentTray {
   /** Upload each of `files` (a FileList or an array of File). */
   add(files) {
     for (const file of Array.from(files ?? [])) {
+      const problem = fileProblem(file, this.limits);
+      if (problem) {
+        this.settle(this.chip(file.name, file.size, null), "refused", null, problem);
+        continue;
+      }
       const item = this.chip(file.name, file.size, isImage(file.type) ? URL.createObjectURL(file) : null);
       this.upload(item, file);
     }

@@ -5,6 +5,7 @@
  * which goes through `renderMarkdown` (marked, then DOMPurify) before it is inserted.
  */
 import { decorateCodeBlocks } from "./code.js";
+import { element } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
 const PREVIEW_CHARS = 60;
@@ -14,21 +15,14 @@ const TOOL_STATUS = {
   waiting: "waiting for you",
   done: "done",
   failed: "failed",
+  denied: "denied",
+  expired: "not answered in time",
   skipped: "skipped",
   stopped: "stopped",
   unanswered: "no result",
 };
 
-export function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
+export { element };
 
 /** The text of message content: a string, or a list of text and image parts. */
 export function contentText(content) {
@@ -134,6 +128,22 @@ export class ReasoningSegment {
   }
 
   finish() {}
+}
+
+/**
+ * How a call that did not succeed ended when a person declined it: `denied` (the reply
+ * said no), `expired` (no reply in time), else null (it failed). Read from the tool
+ * result's `attributes.reply`, live and in history alike.
+ */
+export function declinedState(attributes) {
+  const reply = attributes?.reply;
+  if (!reply || typeof reply !== "object") {
+    return null;
+  }
+  if (reply.expired === true) {
+    return "expired";
+  }
+  return reply.approved === false ? "denied" : null;
 }
 
 /** A collapsible card for one tool call: arguments, then status and result. */

@@ -82,6 +82,8 @@ mount(root, {
   assistant: config.assistant,
   handoff: Boolean(config.handoff),
   attachmentsUrl: config.attachmentsUrl,
+  listUrl: config.listUrl,
+  attachmentLimits: config.attachmentLimits,
   chatTitle: title,
   keyboardTarget: document,
   autofocus: true,

@@ -6,7 +6,7 @@
  * `delete`) with the page's CSRF token and read the JSON answer; a title always reaches the
  * page as text. Without this script Delete still works: its link opens a confirmation page.
  */
-import { element } from "./blocks.js";
+import { element } from "./dom.js";
 
 const MAX_TITLE_LENGTH = 200;
 

@@ -4,7 +4,7 @@
  * call's final message; tool cards that run and finish; the widgets of questions and
  * approvals; steers the agent took; cut-off and compaction notes.
  */
-import { contentText } from "./blocks.js";
+import { contentText, declinedState } from "./blocks.js";
 import { addUsage } from "./usage.js";
 
 const STOP_REASONS = {
@@ -186,7 +186,8 @@ function finishTool(transcript, turn, event) {
   const errorText = event.error ? `${event.error.type}: ${event.error.message}` : "";
   for (const call of calls) {
     const card = transcript.cardFor(turn, call);
-    card.finish(TOOL_ENDS[event.type], contentText(message.content), {
+    const declined = event.type === "tool_failed" ? declinedState(message.attributes) : null;
+    card.finish(declined ?? TOOL_ENDS[event.type], contentText(message.content), {
       errorText,
       truncated: Boolean(event.content_truncated),
     });

@@ -12,7 +12,7 @@
  * Pages are rendered newest first, so a run whose items span two pages gets its outcome
  * once, from the newer page; a turn cut by a page boundary shows as two adjacent turns.
  */
-import { contentText } from "./blocks.js";
+import { contentText, declinedState } from "./blocks.js";
 import { cutOffText } from "./events.js";
 import { staffMessage } from "./people.js";
 import { parseTime } from "./time.js";
@@ -173,7 +173,8 @@ class HistoryRenderer {
   toolResult(turn, item) {
     const transcript = this.transcript;
     const card = transcript.cardFor(turn, { id: item.tool_call_id, name: item.name });
-    card.finish(item.success === false ? "failed" : "done", contentText(item.content), {
+    const state = item.success === false ? (declinedState(item.attributes) ?? "failed") : "done";
+    card.finish(state, contentText(item.content), {
       truncated: Boolean(item.content_truncated),
     });
     const reply = item.attributes?.reply;

@@ -3,8 +3,9 @@
  * (counting down to the next attempt, with Retry now), or Disconnected when the server
  * refused the chat for good.
  *
- * The visible label counts down each second; the screen-reader status is told only when
- * the state changes, so it does not read out a number every second.
+ * The visible label counts down each second and is hidden from screen readers; the
+ * status region is the one place the link's state is read out, told only when the state
+ * changes (once per change, never a number every second).
  */
 import { LinkState } from "./connection.js";
 

@@ -37,6 +37,7 @@ import { BudgetMeter } from "./budget.js";
 import { composerProblem } from "./composer.js";
 import { ZettClient } from "./client.js";
 import { LastTurnActions } from "./edit.js";
+import { showGone } from "./gone.js";
 import { renderHistory, showWait } from "./history.js";
 import { LinkIndicator } from "./link.js";
 import { ERROR_TEXT, Notices } from "./notices.js";
@@ -44,7 +45,9 @@ import { Outbox } from "./outbox.js";
 import { HistoryPaging } from "./paging.js";
 import { DEFAULT_TEXTS, prepare } from "./panel.js";
 import { People } from "./people.js";
+import { ComposerBox, JumpToLatest, enterSends } from "./phone.js";
 import { keepTimesFresh, parseTime } from "./time.js";
+import { StopButton } from "./stop.js";
 import { Transcript } from "./transcript.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
 import { VersionSwitcher } from "./switcher.js";
@@ -115,6 +118,9 @@ export function mount(where, options = {}) {
   const onStored = options.onStored ?? (() => {});
 
   const notices = new Notices(part("notices"));
+  const box = new ComposerBox(ui.input);
+  new JumpToLatest(part("transcript"), { onJump: () => ui.input.focus({ preventScroll: true }) });
+  const stopper = new StopButton(ui.stop, { send, isOpen: () => client.isOpen, notices, text: texts.stop });
   const budget = new BudgetMeter(optional("budget"));
   const widgets = new ReplyWidgets((name, payload) => send({ type: "external_event", name, payload }), {
     onAnswered: () => ui.input.focus({ preventScroll: true }),
@@ -139,6 +145,7 @@ export function mount(where, options = {}) {
     uploadUrl: options.attachmentsUrl ?? "",
     assistant: options.assistant ?? "",
     csrfToken: options.csrfToken ?? "",
+    limits: options.attachmentLimits ?? null,
     onChange: () => {
       ui.hint.textContent = problem() ?? "";
       updateMode();
@@ -211,12 +218,12 @@ export function mount(where, options = {}) {
     if (ui.composer.dataset.mode !== mode) {
       ui.composer.dataset.mode = mode;
       ui.label.textContent = active ? texts.steerLabel : texts.messageLabel;
-      ui.input.placeholder = active ? texts.steerPlaceholder : texts.placeholder;
+      box.placeholder(active ? texts.steerPlaceholder : texts.placeholder);
       ui.send.textContent = active ? texts.steer : texts.send;
-      ui.stop.disabled = false;
-      ui.stop.textContent = texts.stop;
+      stopper.clear();
     }
     ui.stop.hidden = !active;
+    box.fit();
     ui.send.disabled = !client.isOpen || problem() !== "";
     // Offline they stay: pressed then, they say nothing was sent, and keep the keyboard.
     lastTurn.refresh(!active);
@@ -300,10 +307,7 @@ export function mount(where, options = {}) {
   }
 
   function stopRun() {
-    if (send({ type: "cancel" })) {
-      ui.stop.disabled = true;
-      ui.stop.textContent = "Stopping…";
-    }
+    stopper.press();
   }
 
   // --- frames from the server ---------------------------------------------------------
@@ -311,6 +315,9 @@ export function mount(where, options = {}) {
   client.on("status", (status) => {
     link.show(status);
     updateMode();
+    if (status.state === "refused") {
+      showGone(ui, notices, status.code, { listUrl: options.listUrl ?? null });
+    }
   });
   client.on("session", showSession);
   client.on("pong", caughtUp);
@@ -416,6 +423,7 @@ export function mount(where, options = {}) {
     }
     outbox.caughtUp();
     updateMode();
+    stopper.caughtUp(liveRunId !== null);
   }
 
   function startRun(frame) {
@@ -543,8 +551,7 @@ export function mount(where, options = {}) {
       paging.refused();
     }
     if (frame.code === "not_running") {
-      ui.stop.disabled = false;
-      ui.stop.textContent = texts.stop;
+      stopper.clear();
     }
   }
 
@@ -578,7 +585,8 @@ export function mount(where, options = {}) {
   });
 
   ui.input.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    // On a touch screen Enter makes a new line: Send (or Steer) is the button (phone.js).
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && enterSends()) {
       event.preventDefault();
       ui.composer.requestSubmit();
     }

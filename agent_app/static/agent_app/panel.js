@@ -50,7 +50,7 @@ export function buildPanel(root, texts = DEFAULT_TEXTS) {
   reconnect.hidden = true;
   link.append(
     dot,
-    withPart(element("span", "connection__label", "Connecting…"), "link-label"),
+    withPart(element("span", "connection__label", "Connecting…"), "link-label", { "aria-hidden": "true" }),
     withPart(element("span", "visually-hidden"), "link-status", { role: "status" }),
     reconnect,
   );

@@ -30,6 +30,9 @@ export class Turn {
   constructor(requestId) {
     this.requestIds = new Set(requestId ? [requestId] : []);
     this.el = element("div", "turn");
+    // Its author, for screen readers (a user's message shows "You"; an answer shows none).
+    this.el.setAttribute("role", "article");
+    this.el.setAttribute("aria-label", "Assistant");
     if (requestId) {
       this.el.dataset.requestId = requestId;
     }
@@ -341,7 +344,9 @@ export class Transcript {
       return null;
     }
     const bubble = this.addUserMessage(content, { steer: true, parent: turn.el });
-    const waiting = this.widgets.anyOpen() ? "Queued behind the open question" : "Queued";
+    // The agent reads a steer at its next step: when the text it is writing, or the tool
+    // it is running, is done (an open question first needs its answer).
+    const waiting = this.widgets.anyOpen() ? "Queued behind the open question" : "Will be read after this step";
     this.setSteerState(bubble, "queued", waiting);
     turn.queuedSteers.push({ content: contentText(content), bubble });
     this.keepMetaLast(turn);

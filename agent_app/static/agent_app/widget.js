@@ -103,6 +103,7 @@ export function mountWidget(host) {
     assistant: config.assistant,
     handoff: Boolean(config.handoff),
     attachmentsUrl: config.attachmentsUrl?.replace("{chat}", chatId) ?? "",
+    attachmentLimits: config.attachmentLimits,
     csrfToken: config.csrfToken ?? "",
     texts: config.texts ?? {},
     height: config.height,

@@ -101,10 +101,14 @@ def probe() -> PageProbe:
 
 @pytest.fixture
 def page(browser: Browser, probe: PageProbe, request: pytest.FixtureRequest) -> Iterator[Page]:
-    """A page in a fresh context; ``request.param`` may set width, height, color_scheme."""
+    """A page in a fresh context; ``request.param`` may set width, height, color_scheme,
+    and ``touch`` (a phone: a touch screen, a coarse pointer)."""
     layout = {**WIDE, "color_scheme": "light", **getattr(request, "param", {})}
+    touch = bool(layout.get("touch", False))
     context = browser.new_context(
         viewport={"width": layout["width"], "height": layout["height"]},
+        has_touch=touch,
+        is_mobile=touch,
         locale="en-US",
         timezone_id="UTC",
     )

@@ -205,6 +205,12 @@ class PageProbe:
         ]
 
 
+def reconnect_now(page: Page) -> None:
+    """Skip the page's backoff wait, as the browser's ``online`` event does (pressing Retry
+    now races the page's own next attempt, which hides the button)."""
+    page.evaluate("window.dispatchEvent(new Event('online'))")
+
+
 def is_narrow(page: Page) -> bool:
     return page.viewport_size["width"] < 600
 

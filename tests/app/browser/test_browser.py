@@ -102,9 +102,9 @@ def test_denying_the_note_leaves_no_row(page: Page, daphne_server: LiveServer) -
     expect(approval.locator(".widget__status")).to_have_text("You denied this.")
 
     expect(last_answer(page)).to_contain_text("I did not save the note.")
-    expect(page.locator(".tool-card", has_text="save_note")).to_have_attribute(
-        "data-state", "failed"
-    )
+    card = page.locator(".tool-card", has_text="save_note")
+    expect(card).to_have_attribute("data-state", "denied")
+    expect(card.locator(".tool-card__status")).to_have_text("denied")
     expect_idle(page)
     notes = daphne_server.rows(
         "SELECT text FROM agent_app_note WHERE session_id = ?", session_id.replace("-", "")

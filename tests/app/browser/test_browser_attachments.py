@@ -128,3 +128,29 @@ def test_a_refused_file_keeps_its_chip_with_the_reason_and_can_be_removed(
     violations = axe_violations(page)
     assert violations == [], violations
     probe.forgive("status of 415")  # the refused upload, as Chromium logs it
+
+
+def test_a_file_over_the_limit_or_of_a_refused_type_is_refused_before_a_byte_is_sent(
+    page: Page, media_server: tuple[LiveServer, Path]
+) -> None:
+    server, _ = media_server
+    uploads: list[str] = []
+    page.on(
+        "request", lambda request: uploads.append(request.url) if request.method == "POST" else None
+    )
+    open_new_chat(page, server)
+
+    pick(page, "holiday.png", b"\x89PNG" + bytes(int(19.4 * 1024 * 1024)))
+    pick(page, "archive.zip", b"PK\x03\x04" + bytes(100), "application/zip")
+
+    big = chip(page, "holiday.png")
+    expect(big).to_have_attribute("data-state", "refused")
+    expect(big.locator(".attachment__size")).to_have_text("19.4 MB")
+    expect(big.locator(".attachment__status")).to_have_text(
+        "“holiday.png” is 19.4 MB; files can be at most 10 MB."
+    )
+    expect(chip(page, "archive.zip").locator(".attachment__status")).to_have_text(
+        "“archive.zip” is not a kind of file this chat takes."
+    )
+    assert uploads == []
+    expect(page.locator("#send-button")).to_be_disabled()

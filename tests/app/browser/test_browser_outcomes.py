@@ -97,7 +97,7 @@ OUTCOMES: dict[str, tuple[str, Callable[[Page], None], list[str]]] = {
         deny,
         [
             "widget [answered] Allow save_note to run with these arguments? -> You denied this.",
-            "tool save_note [failed]",
+            "tool save_note [denied]",
         ],
     ),
     "answered": (

@@ -121,3 +121,31 @@ async def test_its_own_tools_keep_their_behaviour():
     assert [(c.name, c.arguments) for c in reply.tool_calls] == [
         ("calculate", {"expression": "2 + 3"})
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "zone"),
+    [
+        ("what time is it in Tokyo?", "Asia/Tokyo"),
+        ("What's the time in new york right now", "America/New_York"),
+        ("time in New Delhi please", "Asia/Kolkata"),
+        ("what time is it in Berlin", "Europe/Berlin"),
+        ("what time is it in Europe/Paris?", "Europe/Paris"),
+    ],
+)
+async def test_the_clock_is_asked_for_the_zone_of_a_city_named_in_plain_words(text, zone):
+    from zett_site.tools import demo_tools
+
+    reply = await answer(UserMessage(text), tools=[t.definition for t in demo_tools()])
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
+        ("current_time", {"timezone": zone})
+    ]
+
+
+async def test_without_a_place_the_clock_says_utc():
+    from zett_site.tools import demo_tools
+
+    reply = await answer(
+        UserMessage("what time is it?"), tools=[t.definition for t in demo_tools()]
+    )
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("current_time", {})]
