@@ -129,6 +129,21 @@ async def grow(ctx: Context) -> str:
     return "grown"
 
 
+@app.tool(annotations=READ_ONLY)
+def pid() -> int:
+    """The server process's id (a test kills it from outside)."""
+    return os.getpid()
+
+
+@app.tool(annotations=READ_ONLY)
+async def count_to(n: int, ctx: Context) -> str:
+    """Counts to ``n``, reporting progress and logging each step."""
+    for step in range(1, n + 1):
+        await ctx.report_progress(step, n, f"step {step} of {n}")
+        await ctx.info(f"counted {step}")
+    return f"counted to {n}"
+
+
 @app.tool()
 def crash() -> str:
     """The server process dies in the middle of the call."""

@@ -6,7 +6,11 @@ reached it), result mapping, list_changed refresh, filters and approval flags.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import os
+import signal
 
 import pytest
 
@@ -218,3 +222,38 @@ async def test_a_child_that_dies_mid_call_fails_that_call_and_the_next_one_gets_
     assert "may or may not have run" in crashed.content
     assert added.content == "3"
     assert [entry["tool"] for entry in calls_in(log)] == ["crash", "add"]
+
+
+class _Lost(logging.Handler):
+    """Sets ``seen`` when the connection logs that it lost its session."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "connection lost" in record.getMessage():
+            self.seen.set()
+
+
+async def test_a_child_killed_between_calls_is_noticed_at_once_and_the_next_call_waits(log):
+    lost = _Lost()
+    logger = logging.getLogger("zett_agent.mcp")
+    logger.addHandler(lost)
+    previous = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        async with MCPServer("notes", command=stdio_command(log), backoff=0.05) as server:
+            first, _ = await run_calls({"extensions": [server]}, tool_call("notes__pid"))
+            pid = int(tool_results(first)[0].content)
+            os.kill(pid, signal.SIGKILL)
+            # Noticed without any call: the connection reconnects on its own.
+            await asyncio.wait_for(lost.seen.wait(), timeout=5)
+            again, _ = await run_calls({"extensions": [server]}, tool_call("notes__pid"))
+            (result,) = tool_results(again)
+            assert result.success is True, result.content
+            assert int(result.content) != pid
+    finally:
+        logger.removeHandler(lost)
+        logger.setLevel(previous)
+    assert [entry["tool"] for entry in calls_in(log)] == ["pid", "pid"]

@@ -65,6 +65,11 @@ current_call: ContextVar[Any] = ContextVar("zett_mcp_current_call", default=None
 #: Set by an owner task for each session it opens: the HTTP statuses that refused its
 #: credentials (the HTTP transport appends to it; see ``note_refusal``).
 _refusals: ContextVar[list[int] | None] = ContextVar("zett_mcp_refusals", default=None)
+#: Set by an owner task for each session it opens: what to call when its transport ends
+#: on its own (a stdio child exited: see ``note_transport_ended``).
+_transport_ended: ContextVar[Callable[[], None] | None] = ContextVar(
+    "zett_mcp_transport_ended", default=None
+)
 
 
 def note_refusal(status: int) -> None:
@@ -72,6 +77,14 @@ def note_refusal(status: int) -> None:
     refusals = _refusals.get()
     if refusals is not None:
         refusals.append(status)
+
+
+def note_transport_ended() -> None:
+    """The transport's read side ended (a stdio child exited or closed its stdout): the
+    session is lost now, not at its next request."""
+    ended = _transport_ended.get()
+    if ended is not None:
+        ended()
 
 
 T = TypeVar("T")
@@ -116,6 +129,16 @@ def _is_connect_failure(error: BaseException | None) -> bool:
             pending.extend(current.exceptions)
         pending.extend((current.__cause__, current.__context__))
     return False
+
+
+def _root_cause(error: BaseException | None) -> str:
+    """The innermost error of an exception group chain, as ``Type: message``."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    if error is None:
+        return "unknown cause"
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 class Connection:
@@ -164,6 +187,9 @@ class Connection:
         self._task: asyncio.Task[None] | None = None
         self._waiters = 0
         self._failures = 0
+        #: Connection attempts that failed so far (a waiter fails at once on a new one that
+        #: found nothing listening).
+        self._failed_attempts = 0
         self._connecting = False
         self.closed = False
         #: Why the server refused this connection's credentials, once it has.
@@ -198,6 +224,8 @@ class Connection:
                     self._last_error = self._refused
                     return  # the same credentials would be refused again
                 self._last_error = cause
+                if self._generation < generation:  # it never connected
+                    self._failed_attempts += 1
                 self._failures += 1
                 logger.info("MCP server %r: connection lost (%r)", self.server_name, cause)
                 await self._sleep(min(self._max_backoff, self._backoff * 2 ** (self._failures - 1)))
@@ -217,6 +245,7 @@ class Connection:
         self._connecting = True
         refusals: list[int] = []
         _refusals.set(refusals)
+        _transport_ended.set(lambda: self._report_lost(generation))
         client = Client(
             self._make_transport(),
             mode=self._mode,
@@ -300,9 +329,14 @@ class Connection:
     # -- callers -----------------------------------------------------------------------
 
     async def _connected(self) -> tuple[Client, int]:
-        """The open client and its generation; wait (at most ``connect_timeout``) for one."""
+        """The open client and its generation; wait (at most ``connect_timeout``) for one.
+
+        A connection attempt made while we wait that finds nothing listening (connection
+        refused: the server is down) fails the wait at once: waiting out
+        ``connect_timeout`` would only stall the run."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._connect_timeout
+        attempts = self._failed_attempts
         self._waiters += 1
         try:
             while True:
@@ -310,6 +344,11 @@ class Connection:
                     return self._client, self._generation
                 if self._refused is not None:
                     raise MCPConnectionError(str(self._refused))
+                if self._failed_attempts > attempts and _is_connect_failure(self._last_error):
+                    raise MCPConnectionError(
+                        f"MCP server {self.server_name!r} is unreachable (nothing accepted "
+                        f"the connection): {_root_cause(self._last_error)}"
+                    )
                 if self.closed or self._closing:
                     raise MCPConnectionError(f"MCP server {self.server_name!r}: connection closed")
                 remaining = deadline - loop.time()

@@ -42,13 +42,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import httpx2
 from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from zett_agent.mcp._connection import Connection, note_refusal
+from zett_agent.mcp._connection import Connection, note_refusal, note_transport_ended
 from zett_agent.mcp.approval import ApprovalNames, MCPToolInfo, annotations_need_approval
 from zett_agent.mcp.elicitation import ElicitationCallback, ElicitationWaits
 from zett_agent.mcp.errors import MCPConnectionError, MCPToolArgumentsError
@@ -425,7 +426,7 @@ class MCPServer(ElicitationWaits):
         parameters = StdioServerParameters(
             command=self.command[0], args=self.command[1:], env=self._env, cwd=self._cwd
         )
-        return stdio_client(parameters)
+        return _watched(stdio_client(parameters))
 
     # -- tool listings -----------------------------------------------------------------
 
@@ -487,6 +488,31 @@ class MCPServer(ElicitationWaits):
                 )
             self._listings[key] = listing
             return listing
+
+
+@asynccontextmanager
+async def _watched(transport: Any) -> AsyncIterator[Any]:
+    """``transport``'s streams, its read side relayed so that its end (a stdio child that
+    exited, killed or crashed) is reported at once: the connection reconnects then, and the
+    next call waits for the new child instead of failing on the dead one."""
+    async with transport as (read, write):
+        relay_in, relay_out = anyio.create_memory_object_stream[Any](0)
+
+        async def relay() -> None:
+            async with relay_in:
+                try:
+                    async for item in read:
+                        await relay_in.send(item)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return  # the session closed its side: not an end of the server
+            note_transport_ended()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(relay)
+            try:
+                yield relay_out, write
+            finally:
+                group.cancel_scope.cancel()
 
 
 @asynccontextmanager
