@@ -228,7 +228,7 @@ async def _resume(caller: Caller, thread: _Thread, wanted: RunRequest) -> HttpRe
     try:
         await stream.open()
         assert stream.live is not None
-        for reply in replies:
+        for index, reply in enumerate(replies):
             verdict = await detached(
                 audited_reply(stream.live, reply.name, reply.payload, _unheard, caller.user)
             )
@@ -242,7 +242,12 @@ async def _resume(caller: Caller, thread: _Thread, wanted: RunRequest) -> HttpRe
             if not verdict.accepted_by:
                 stream.close()
                 code = refusal_code(verdict.reason)
-                return _refused_stream(thread_id, run_id, code, _refusal_message(code))
+                message = _refusal_message(code, verdict.detail)
+                if index == 0 and code in (ErrorCode.INVALID_RESUME, ErrorCode.TOO_LARGE):
+                    # Nothing was delivered: the body itself is at fault (a field the
+                    # question refuses), as for any other bad resume.
+                    raise AguiError(code, f"resume[0]: {message}", status=400)
+                return _refused_stream(thread_id, run_id, code, message)
     except BaseException:
         stream.close()
         raise
@@ -266,8 +271,10 @@ def _interrupts_of(thread_id: str) -> tuple[dict[str, Any], dict[str, str]]:
     runs: dict[str, str] = {}
     people = (WaitKind.ASK_USER, WaitKind.APPROVAL)
     waits = ReplyWait.objects.filter(session_id=thread_id, kind__in=people).order_by("created_at")
-    for tool_call_id, kind, request_id in waits.values_list("tool_call_id", "kind", "request_id"):
-        kinds[tool_call_id], runs[tool_call_id] = kind, request_id
+    rows = waits.values_list("tool_call_id", "kind", "request_id", "payload__source")
+    for tool_call_id, kind, request_id, source in rows:
+        mcp = kind == WaitKind.ASK_USER and source == "mcp"
+        kinds[tool_call_id], runs[tool_call_id] = "mcp" if mcp else kind, request_id
     return kinds, runs
 
 
@@ -283,7 +290,11 @@ _REFUSAL_MESSAGES = {
 }
 
 
-def _refusal_message(code: ErrorCode) -> str:
+def _refusal_message(code: ErrorCode, detail: str | None = None) -> str:
+    """What a refused answer is told: the reply path's reason in words when it gave one
+    (it names the field an MCP question refused), else the code's standing text."""
+    if detail:
+        return detail
     return _REFUSAL_MESSAGES.get(code, "The answer was refused")
 
 

@@ -255,7 +255,9 @@ async def test_an_elicitation_is_a_question_answered_on_the_page(
     wrong = {"tool_call_id": wait_id, "answer": {"reason": 5}}
     await socket.send(answer(wrong))
     refused = await socket.expect("external_event_result", accepted_by=[], reason="invalid")
-    assert refused["message"].startswith("the answer does not fit the question: 5 is not")
+    assert refused["message"].startswith(
+        "the answer does not fit the question: the field 'reason': 5 is not"
+    )
     bad_action = {"tool_call_id": wait_id, "answer": "spring", "action": "maybe"}
     await socket.send(answer(bad_action))
     refused = await socket.expect("external_event_result", accepted_by=[], reason="invalid")
