@@ -144,6 +144,18 @@ async def count_to(n: int, ctx: Context) -> str:
     return f"counted to {n}"
 
 
+@app.tool(annotations=READ_ONLY)
+async def gate(path: str, ctx: Context) -> str:
+    """Half way, then waits until the test writes to the named pipe ``path``."""
+    import anyio
+
+    await ctx.report_progress(1, 2, "half way")
+    await ctx.info("waiting at the gate")
+    await anyio.Path(path).read_text()  # a FIFO: returns once the test writes and closes it
+    await ctx.report_progress(2, 2, "through")
+    return "through the gate"
+
+
 @app.tool()
 def crash() -> str:
     """The server process dies in the middle of the call."""

@@ -17,7 +17,15 @@ import pytest
 from zett_agent.mcp import CUT_MARKER, MCPServer
 from zett_agent.messages import AssistantMessage, ImageContent, TextContent, ToolCall
 
-from .mcp_support import calls_in, listings_in, run_calls, stdio_command, tool_call, tool_results
+from .mcp_support import (
+    T,
+    calls_in,
+    listings_in,
+    run_calls,
+    stdio_command,
+    tool_call,
+    tool_results,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -257,3 +265,23 @@ async def test_a_child_killed_between_calls_is_noticed_at_once_and_the_next_call
         logger.removeHandler(lost)
         logger.setLevel(previous)
     assert [entry["tool"] for entry in calls_in(log)] == ["pid", "pid"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_progress_and_log_lines_of_a_call_become_tool_progress_events(log, mode):
+    async with MCPServer("notes", command=stdio_command(log), mode=mode) as server:
+        events, _ = await run_calls({"extensions": [server]}, tool_call("notes__count_to", n=3))
+    updates = [e.payload for e in events if e.type is T.CUSTOM and e.name == "tool_progress"]
+    assert updates, [e.type for e in events]
+    assert {(u["tool_call_id"], u["tool"], u["server"]) for u in updates} == {
+        ("c1", "notes__count_to", "notes")
+    }
+    # The last state is always shown: 3 of 3, and the server's last log line.
+    assert (updates[-1]["progress"], updates[-1]["total"]) == (3, 3)
+    assert (updates[-1]["message"], updates[-1]["level"]) == ("counted 3", "info")
+    # Each update comes before the call's end.
+    ended = next(i for i, e in enumerate(events) if e.type is T.TOOL_COMPLETED)
+    assert all(
+        i < ended for i, e in enumerate(events) if e.type is T.CUSTOM and e.name == "tool_progress"
+    )
+    assert tool_results(events)[0].content == "counted to 3"

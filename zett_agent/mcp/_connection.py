@@ -253,6 +253,8 @@ class Connection:
             read_timeout_seconds=self._call_timeout,
             elicitation_callback=lambda ctx, params: self._elicitation_callback(self, ctx, params),
             message_handler=self._on_message,
+            logging_callback=self._on_log,
+            log_level="info",
         )
         connected = False
         try:
@@ -321,6 +323,15 @@ class Connection:
         if isinstance(message, types.ToolListChangedNotification):
             self._on_tools_changed()
         await anyio.lowlevel.checkpoint()
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """A server's log line: the person sees it on the one call in flight, if there
+        is one (a line cannot be tied to one of several calls)."""
+        logger.debug("MCP server %r logs (%s): %r", self.server_name, params.level, params.data)
+        call = self.only_call
+        progress = getattr(call, "progress", None)
+        if progress is not None:
+            progress.log(str(params.level), params.data)
 
     def _wake_waiters(self) -> None:
         self._changed.set()
@@ -411,8 +422,13 @@ class Connection:
             client, generation = await self._connected()
             self._begin(call)
             token = current_call.set(call)
+            progress = getattr(call, "progress", None)
             try:
-                return await client.call_tool(name, arguments)
+                return await client.call_tool(
+                    name,
+                    arguments,
+                    progress_callback=progress.progress if progress is not None else None,
+                )
             except Exception as error:
                 if attempt == 1 and await self._lost_before_sent(error, generation):
                     continue

@@ -53,6 +53,7 @@ from zett_agent.mcp._connection import Connection, note_refusal, note_transport_
 from zett_agent.mcp.approval import ApprovalNames, MCPToolInfo, annotations_need_approval
 from zett_agent.mcp.elicitation import ElicitationCallback, ElicitationWaits
 from zett_agent.mcp.errors import MCPConnectionError, MCPToolArgumentsError
+from zett_agent.mcp.progress import CallProgress
 from zett_agent.mcp.results import ArgumentValidator, to_tool_result
 from zett_agent.tools.base import AgentTool, ToolResult, _current_run_context, current_tool_call_id
 
@@ -79,6 +80,8 @@ class _Call:
     context: AgentRunContext | None
     tool_call_id: str | None
     zett_name: str
+    #: Where the call is, for the person (None outside a run).
+    progress: CallProgress | None = None
 
 
 class _Handler:
@@ -96,9 +99,17 @@ class _Handler:
         server = self.server
         context = _current_run_context.get()
         connection = await server._connection_for(context)
-        call = _Call(context, current_tool_call_id(), self.zett_name)
+        tool_call_id = current_tool_call_id()
+        progress = None
+        if context is not None and tool_call_id is not None:
+            progress = CallProgress(context, tool_call_id, self.zett_name, server.name)
+        call = _Call(context, tool_call_id, self.zett_name, progress)
         try:
-            result = await connection.call_tool(self.mcp_name, arguments, call)
+            if progress is None:
+                result = await connection.call_tool(self.mcp_name, arguments, call)
+            else:
+                async with progress.relaying():
+                    result = await connection.call_tool(self.mcp_name, arguments, call)
         except BaseExceptionGroup as group:
             raise _single(group) from None
         return to_tool_result(
