@@ -31,6 +31,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from agent_app.agui.attachments import store_parts
 from agent_app.agui.capabilities import capabilities
 from agent_app.agui.encoder import RunEncoder, refusal_events
 from agent_app.agui.errors import AguiError, ErrorCode
@@ -170,12 +171,17 @@ async def _new_message(caller: Caller, thread: _Thread, wanted: RunRequest) -> H
                 raise AguiError(ErrorCode.NOT_FOUND, NOT_FOUND_MESSAGE, status=404)
             case Creation.QUOTA:
                 raise AguiError(ErrorCode.RATE_LIMITED, chat_quota_message(), status=429)
+    attachments: list[str] = []
+    if wanted.files:
+        attachments = await sync_to_async(store_parts)(thread_id, person.key, wanted.files)
     stream = ThreadStream(thread_id, _ticket(caller, thread_id))
     try:
         await stream.open()
         assert stream.live is not None and wanted.text is not None
         creator = Creator(person.user_id, person.browser_key or "")
-        request_id = await detached(start_run(stream.live, person, wanted.text, creator))
+        request_id = await detached(
+            start_run(stream.live, person, wanted.text, creator, attachments=attachments)
+        )
     except Busy as busy:
         stream.close()
         raise AguiError(ErrorCode.BUSY, busy.message, status=409) from None
