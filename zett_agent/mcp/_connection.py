@@ -54,6 +54,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from zett_agent.mcp._tracing import traced_under, untraced
 from zett_agent.mcp.errors import MCPCallLost, MCPConnectionError
 
 __all__ = ["Connection", "current_call"]
@@ -158,6 +159,7 @@ class Connection:
         on_tools_changed: Callable[[], None],
         elicitation_callback: Callable[..., Awaitable[Any]],
         on_end: Callable[[Connection], None],
+        trace_context: Any = None,
     ) -> None:
         self.server_name = server_name
         self._make_transport = make_transport
@@ -170,6 +172,8 @@ class Connection:
         self._on_tools_changed = on_tools_changed
         self._elicitation_callback = elicitation_callback
         self._on_end = on_end
+        #: The trace context of whoever opened the connection: its first handshake's parent.
+        self._trace_context = trace_context
         self._client: Client | None = None
         #: Bumped by each new session; a caller reports loss only of the one it used.
         self._generation = 0
@@ -257,8 +261,11 @@ class Connection:
             log_level="info",
         )
         connected = False
+        opener, self._trace_context = self._trace_context, None  # the first attempt's only
         try:
-            async with client, contextlib.AsyncExitStack() as stack:
+            async with contextlib.AsyncExitStack() as stack:
+                with traced_under(opener):
+                    await stack.enter_async_context(client)
                 connected = True
                 tools = client.server_capabilities.tools
                 if (
@@ -266,7 +273,8 @@ class Connection:
                     and tools is not None
                     and tools.list_changed
                 ):
-                    await stack.enter_async_context(client.listen(tools_list_changed=True))
+                    with untraced():
+                        await stack.enter_async_context(client.listen(tools_list_changed=True))
                 self._connecting = False
                 self._generation = generation
                 self._failures = 0

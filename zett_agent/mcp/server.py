@@ -50,6 +50,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from zett_agent.mcp._connection import Connection, note_refusal, note_transport_ended
+from zett_agent.mcp._tracing import current_context
 from zett_agent.mcp.approval import ApprovalNames, MCPToolInfo, annotations_need_approval
 from zett_agent.mcp.elicitation import ElicitationCallback, ElicitationWaits
 from zett_agent.mcp.errors import MCPConnectionError, MCPToolArgumentsError
@@ -420,6 +421,7 @@ class MCPServer(ElicitationWaits):
             on_tools_changed=lambda: self._stale.add(key),
             elicitation_callback=self._on_elicitation,
             on_end=lambda ended: self._forget(key, ended),
+            trace_context=current_context(),
         )
         self._connections[key] = connection
         # The owner task must not inherit the caller's context (its run, its tool call).
