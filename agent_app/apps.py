@@ -16,6 +16,9 @@ class AgentAppConfig(AppConfig):
         from agent_app.durable.store import message_saved_through_the_orm
         from agent_app.guard import access  # noqa: F401
         from agent_app.models import ChatMessage
+
+        # The handoff tool announces through the session it runs in (``people.hub``).
+        from agent_app.people import live  # noqa: F401
         from agent_app.sessions import daphne_exit
 
         # Every installed app's assistants module, and ZETT_ASSISTANTS: a bad declaration

@@ -225,6 +225,7 @@ _TYPED: tuple[tuple[str, tuple[type, ...], bool, float | None], ...] = (
     ("ZETT_OTEL", (bool,), False, None),
     ("ZETT_OTEL_CONTENT", (bool,), False, None),
     ("ZETT_METRICS_TOKEN", (str,), False, None),
+    ("ZETT_SUPPORT_HOURS", (str,), True, None),
 )
 
 

@@ -229,6 +229,8 @@ ZETT_MODEL = os.environ.get("ZETT_MODEL", "demo").strip() or "demo"
 ZETT_ASSISTANTS = _env_list("ZETT_ASSISTANTS", "")
 #: The assistant a new chat talks to when it names none (``zett_site.assistants``).
 ZETT_DEFAULT_ASSISTANT = os.environ.get("ZETT_DEFAULT_ASSISTANT", "demo").strip() or "demo"
+#: When people of the team answer, in words shown to a person who asks for one (unset: none).
+ZETT_SUPPORT_HOURS = os.environ.get("ZETT_SUPPORT_HOURS", "").strip() or None
 #: Seconds the demo model waits between streamed words, so the page visibly streams.
 ZETT_DEMO_PACE = float(os.environ.get("ZETT_DEMO_PACE", "0.02"))
 #: Seconds a question or approval waits for its answer (0 = no deadline).
