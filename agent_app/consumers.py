@@ -27,7 +27,8 @@ socket's end undo what a frame started: a send to a socket that is closing is dr
 (``_gone``), so a reply sent just before its tab closed is still taken, audited and
 announced. A socket that leaves more than ``ZETT_WS_SEND_BUFFER_BYTES`` unread is dropped
 (``agent_app.backpressure``, close code 4408: the page reconnects and resumes); one whose
-chat or user was deleted is told and closed (4410, 4403).
+chat or user was deleted is told and closed (4410, 4403), and one opened with an API
+token whose token is revoked or expires (``agent_app.token_watch``) closes with 4401.
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ from agent_app.sessions.errors import Busy, NotRunning
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
 from agent_app.sessions.replies import Verdict
+from agent_app.token_watch import TOKEN_ENDED_CLOSE_CODE, Watched, token_watch
 
 __all__ = ["DELETED_CLOSE_CODE", "FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer"]
 
@@ -144,6 +146,8 @@ class ChatConsumer(PeopleFrames, AsyncWebsocketConsumer):
     _send_cap = 0
     #: Told that its chat was deleted (``chat_deleted``).
     _deleted = False
+    #: A socket opened with an API token: watched until the token ends (``token_watch``).
+    _token: Watched | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         user = scope.get("user")
@@ -218,6 +222,9 @@ class ChatConsumer(PeopleFrames, AsyncWebsocketConsumer):
             self._group = user_group(self.person.user_id)
             await self.channel_layer.group_add(self._group, self.channel_name)
         await self.accept()
+        token_id = self.scope.get("zett_token_id")
+        if token_id is not None:
+            self._token = token_watch().watch(token_id, self._token_ended)
         live = live_sessions().session(self.session_id)
         self.live = live  # set first: however joining ends, release leaves the session
         await live.join(self, after_seq=_after_seq(self.scope))
@@ -257,7 +264,10 @@ class ChatConsumer(PeopleFrames, AsyncWebsocketConsumer):
         ticket, self._ticket = self._ticket, None
         group, self._group = self._group, None
         holds_chat, self._holds_chat = self._holds_chat, False
+        token, self._token = self._token, None
         try:
+            if token is not None:
+                token_watch().forget(token)
             if live is not None:
                 live.leave(self)
         finally:
@@ -275,6 +285,12 @@ class ChatConsumer(PeopleFrames, AsyncWebsocketConsumer):
         """The user signed out (``agent_app.guard.access.close_user_sockets``): close the socket."""
         await self._release()
         await self._refuse(ErrorCode.FORBIDDEN, "You signed out", FORBIDDEN_CLOSE_CODE)
+
+    async def _token_ended(self) -> None:
+        """Its API token was revoked or expired, or its user deactivated: close."""
+        await self._release()
+        message = "Your API token was revoked or has expired"
+        await self._refuse(ErrorCode.FORBIDDEN, message, TOKEN_ENDED_CLOSE_CODE)
 
     async def zett_chat_deleted(self, event: dict[str, Any]) -> None:
         """One of the user's chats was deleted (``agent_app.chat_records``): this one?"""
