@@ -418,3 +418,17 @@ async def test_a_call_past_call_timeout_fails_clearly_and_the_connection_stays_u
     assert added.content == "5"
     # The same session served both: a reconnect would have listed the tools again.
     assert listings_in(http.log) == 1
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_progress_and_log_lines_over_http_become_tool_progress_events(http, mode):
+    async with MCPServer("notes", url=http.url, headers=bearer_of_person, mode=mode) as server:
+        events, _ = await run_calls(
+            {"extensions": [server]},
+            tool_call("notes__count_to", n=2),
+            metadata={"person": "alice"},
+        )
+    updates = [e.payload for e in events if e.type is T.CUSTOM and e.name == "tool_progress"]
+    assert (updates[-1]["progress"], updates[-1]["total"]) == (2, 2)
+    assert (updates[-1]["message"], updates[-1]["level"]) == ("counted 2", "info")
+    assert tool_results(events)[0].content == "counted to 2"
