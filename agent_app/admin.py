@@ -28,6 +28,7 @@ from agent_app.models import (
     ExternalEventRecord,
     Note,
     ReplyWait,
+    SubRun,
 )
 from agent_app.people.admin import SUPPORT_SHOWN, ChatTakeoverInline
 
@@ -285,6 +286,23 @@ class ReplyWaitAdmin(admin.ModelAdmin):
     search_fields = ["tool_call_id", "request_id", "session__id"]
     list_select_related = ["session"]
     readonly_fields = [field.name for field in ReplyWait._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(SubRun)
+class SubRunAdmin(admin.ModelAdmin):
+    """A delegate's work inside a chat's run (its own conversation; read-only)."""
+
+    list_display = ["parent_tool_call_id", "assistant", "depth", "status", "session", "created_at"]
+    list_filter = ["status", "assistant", "created_at"]
+    search_fields = ["parent_tool_call_id", "root_tool_call_id", "request_id", "session__id"]
+    list_select_related = ["session"]
+    readonly_fields = [field.name for field in SubRun._meta.fields]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -107,6 +107,9 @@ DEFAULTS: dict[str, Any] = {
     #: Input + output tokens per person per day: ``{"user": N, "anonymous": N,
     #: "groups": {"<group>": N}}`` (None: no budgets; ``agent_app.budgets``).
     "ZETT_TOKEN_BUDGETS": None,
+    #: How many levels deep assistants may ask their ``delegates`` (1: the chat's
+    #: assistant may ask one, which may ask none).
+    "ZETT_MAX_DELEGATION_DEPTH": 3,
     #: When people of the team answer, in the site's own words ("Mon-Fri, 9:00-17:00
     #: CET"): shown to a person who asked for one. None: nothing is promised.
     "ZETT_SUPPORT_HOURS": None,

@@ -78,6 +78,20 @@ async def test_staff_chat_with_sales_and_customers_may_not(people, zett_chat):
         await stranger.send("hi")
 
 
+async def test_sales_asks_support_whose_refund_waits_for_the_persons_approval(people, zett_chat):
+    _, bob = people
+    chat = await zett_chat(user=bob, assistant="sales")
+    await chat.send("refund 8")
+    (wait,) = chat.pending
+    assert (wait["tool"], wait["agent"]) == ("refund_order", "support")
+    assert (await Order.objects.aget(number=8)).refunds == 0
+    await chat.approve()
+    assert chat.answer_text == "Done. Done. Refunded order 8 (120.00 EUR)."
+    assert (await Order.objects.aget(number=8)).refunds == 1
+    support = {e["type"] for e in chat.events if e.get("agent") == "support"}
+    assert {"tool_started", "tool_completed", "text_delta"} <= support
+
+
 async def test_a_refund_runs_only_after_the_customer_approves_it(people, zett_chat):
     alice, _ = people
     chat = await zett_chat(user=alice)
