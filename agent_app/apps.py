@@ -7,13 +7,13 @@ class AgentAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_save
+        from django.db.models.signals import post_save, pre_save
 
         # Registers the system checks, and (access) the sign-in/sign-out and deletion receivers.
-        from agent_app import access_log, backpressure, checks  # noqa: F401
+        from agent_app import access_log, backpressure, checks, production_checks  # noqa: F401
         from agent_app.assistants import registry
         from agent_app.attachments import stored  # noqa: F401  (files leave with their rows)
-        from agent_app.durable.store import message_saved_through_the_orm
+        from agent_app.durable.store import message_linked, message_saved_through_the_orm
         from agent_app.guard import access, bodies  # noqa: F401  (access: its receivers)
         from agent_app.models import ChatMessage
 
@@ -31,3 +31,4 @@ class AgentAppConfig(AppConfig):
         post_save.connect(
             message_saved_through_the_orm, sender=ChatMessage, dispatch_uid="zett-history-version"
         )
+        pre_save.connect(message_linked, sender=ChatMessage, dispatch_uid="zett-message-follows")

@@ -47,6 +47,8 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_REPLAY_FRAMES": 10_000,
     #: Only signed-in users may chat (pages redirect to LOGIN_URL, sockets are refused).
     "ZETT_REQUIRE_LOGIN": False,
+    #: The name zett's pages show: in their titles, the list's heading, the sidebar.
+    "ZETT_BRAND": "zett",
     #: Where the pages' "Sign out" button posts (a URL or URL name; None: no button).
     "ZETT_LOGOUT_URL": "logout",
     #: The path of the chat sockets, under the websocket application's root.

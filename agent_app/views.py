@@ -17,14 +17,17 @@ WebSocket (``/ws/sessions/<uuid>/``), which the page script opens.
 Managing chats (only the owner, through ``agent_app.guard.access``; anyone else gets a 404):
 
 - the list is paged (``LIST_PAGE_SIZE`` a page, ``?page=``) and searchable (``?q=``: the
-  title, or the text of a user message or answer still in the conversation; a plain
-  ``icontains`` query, so it works the same on SQLite and PostgreSQL);
+  title, or the text of a user message or answer in any version of the conversation; a
+  plain ``icontains`` query, so it works the same on SQLite and PostgreSQL). A chat found
+  only in a version it does not show links to ``?message=<id>``, and the chat page shows
+  that version (the one write a GET makes: the chat's shown path, in one transaction);
 - ``rename`` (POST, CSRF-protected) sets the title;
 - ``delete`` asks first (GET: a confirmation page), then (POST) deletes the chat and
-  everything stored with it: messages (superseded ones too), runs, waits and the audit
+  everything stored with it: messages (every version), runs, waits and the audit
   rows of the replies (``ExternalEventRecord``). Notes the demo's tool wrote are kept,
-  without their chat. A chat whose run is still going is not deleted (409): stop it
-  first.
+  without their chat. A run that waits for its person (a question, an approval) is
+  stopped first (``agent_app.stopping``); a chat whose run is still working is not deleted
+  (409): stop it first.
 
 Both actions answer JSON to the page script (``Accept: application/json``) and redirect
 otherwise.
@@ -33,13 +36,14 @@ otherwise.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Case, Exists, OuterRef, Q, QuerySet, Subquery, When
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render, resolve_url
 from django.urls import NoReverseMatch, reverse
@@ -47,9 +51,18 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agent_app import conf
 from agent_app.assistants import Assistant, UnknownAssistant, registry
+from agent_app.durable.branches import BranchBusy, reveal
 from agent_app.guard.access import Person, may_open, person_of_request, visible_sessions
-from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
+from agent_app.models import ChatMessage, ChatSession
 from agent_app.routing import socket_path
+from agent_app.stopping import (
+    is_running,
+    stop_waiting_run,
+    waits_for_its_person,
+    with_waiting_flag,
+)
+
+logger = logging.getLogger(__name__)
 
 #: How many chats the sidebar shows, newest activity first.
 SESSION_LIST_LIMIT = 50
@@ -74,9 +87,17 @@ def matching(sessions: QuerySet[ChatSession], query: str) -> QuerySet[ChatSessio
     if escaped != query:
         text |= Q(content__icontains=escaped)
     messages = ChatMessage.objects.filter(
-        text, session=OuterRef("pk"), superseded=False, role__in=["user", "assistant"]
+        text, session=OuterRef("pk"), role__in=["user", "assistant"]
     )
-    return sessions.filter(Q(title__icontains=query) | Exists(messages))
+    # Every version of a turn is searched; a chat found only in a version it does not
+    # show opens that version (``found_message``, ``chat``'s ``?message=``).
+    hidden = messages.filter(superseded=True).order_by("-pk").values("pk")[:1]
+    return sessions.filter(Q(title__icontains=query) | Exists(messages)).annotate(
+        found_message=Case(
+            When(Exists(messages.filter(superseded=False)), then=None),
+            default=Subquery(hidden),
+        )
+    )
 
 
 def _url_or_none(target: str | None) -> str | None:
@@ -102,6 +123,7 @@ def assistant_context(request: HttpRequest) -> dict[str, object]:
     is more than one), and whether pages name a chat's assistant (more than one exists)."""
     return {
         "assistant_choices": registry.for_user(request.user),
+        "default_assistant_id": registry.default_id(),
         "show_assistants": len(registry.all()) > 1,
     }
 
@@ -118,12 +140,23 @@ def sidebar_context(person: Person) -> dict[str, object]:
 
 def _chosen_assistant(request: HttpRequest, session: ChatSession | None) -> Assistant:
     """A stored chat's assistant; for a new chat the page's ``?assistant=`` or the default
-    (a 404 for an id that is not registered, a 403 for one the visitor may not use)."""
+    (a 404 for an id that is not registered; ``PermissionDenied`` with the reason for one
+    the visitor may not use)."""
     if session is not None:
         found = registry.get(session.assistant or registry.default_id() or "")
         if found is None:
             raise Http404(str(UnknownAssistant(session.assistant)))
-        return found
+    else:
+        found = _new_chats_assistant(request)
+    if not found.has_permission(request.user):
+        raise PermissionDenied(
+            f"Your account may not chat with {found.display_name}. "
+            "Ask the site's staff for access, or start a chat with another assistant."
+        )
+    return found
+
+
+def _new_chats_assistant(request: HttpRequest) -> Assistant:
     wanted = request.GET.get("assistant", "").strip()
     if wanted:
         found = registry.get(wanted)
@@ -134,9 +167,17 @@ def _chosen_assistant(request: HttpRequest, session: ChatSession | None) -> Assi
             found = registry.resolve(None)
         except UnknownAssistant as unknown:
             raise Http404(str(unknown)) from None
-    if not found.has_permission(request.user):
-        raise PermissionDenied(f"You may not chat with the assistant {found.display_name!r}")
     return found
+
+
+def refused(request: HttpRequest, reason: str) -> HttpResponse:
+    """The refusal page (``agent_app/forbidden.html``, 403) with ``reason``; an anonymous
+    visitor is sent to sign in first, since signing in may be all that is missing."""
+    login_url = _url_or_none(settings.LOGIN_URL)
+    if not request.user.is_authenticated and login_url:
+        return redirect_to_login(request.get_full_path())
+    context = {"reason": reason, "list_url": reverse("agent_app:session_list")}
+    return render(request, "agent_app/forbidden.html", context, status=403)
 
 
 @require_GET
@@ -146,7 +187,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     if person is None:
         return redirect_to_login(request.get_full_path())
     query = " ".join(request.GET.get("q", "").split())[:MAX_QUERY_LENGTH]
-    sessions = visible_sessions(person)
+    sessions = with_waiting_flag(visible_sessions(person))
     if query:
         sessions = matching(sessions, query)
     page = Paginator(sessions, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
@@ -173,7 +214,12 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     session = ChatSession.objects.filter(pk=session_id).first()
     if not may_open(person, session):
         raise Http404("There is no chat session with this id.")
-    assistant = _chosen_assistant(request, session)
+    try:
+        assistant = _chosen_assistant(request, session)
+    except PermissionDenied as refusal:
+        return refused(request, str(refusal))
+    if session is not None and request.GET.get("message", "").isdigit():
+        _show_found_version(session, int(request.GET["message"]))
     return render(
         request,
         "agent_app/chat.html",
@@ -204,6 +250,15 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
             },
         },
     )
+
+
+def _show_found_version(session: ChatSession, message_id: int) -> None:
+    """A search found ``message_id`` in a version the chat does not show: show it (one
+    transaction; while a run goes on the chat opens as it is)."""
+    try:
+        reveal(str(session.pk), message_id)
+    except BranchBusy:
+        logger.info("Chat %s runs: its found version %s is not shown", session.pk, message_id)
 
 
 def _own_chat(request: HttpRequest, session_id: uuid.UUID) -> ChatSession:
@@ -246,8 +301,11 @@ def delete(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Ask (GET), then delete (POST) a chat and everything stored with it."""
     session = _own_chat(request, session_id)
     if request.method == "GET":
-        return render(request, "agent_app/delete_chat.html", {"session": session})
-    if ChatRun.objects.filter(session=session, status=RunStatus.RUNNING).exists():
+        context = {"session": session, "waiting": waits_for_its_person(session)}
+        return render(request, "agent_app/delete_chat.html", context)
+    if waits_for_its_person(session):
+        stop_waiting_run(session)  # its open question or approval is closed as cancelled
+    if is_running(session):
         problem = "The agent is still answering in this chat. Stop it first, then delete the chat."
         if _wants_json(request):
             return JsonResponse({"error": problem}, status=409)

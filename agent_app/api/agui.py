@@ -28,6 +28,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
@@ -52,6 +53,7 @@ from agent_app.assistants import Assistant, registry
 from agent_app.backpressure import transport_of_request
 from agent_app.budgets import BudgetExceeded
 from agent_app.chat_records import ChatDeleted
+from agent_app.durable.history import snapshot as history_snapshot
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
 from agent_app.guard.bodies import api_body_limit, body_limit
@@ -155,10 +157,13 @@ async def capabilities_of(request: HttpRequest, assistant_id: str) -> HttpRespon
         assistant = await sync_to_async(_permitted)(_installed(assistant_id), caller)
     except AguiError as error:
         return refusal(error)
+    thread = "00000000-0000-0000-0000-000000000000"
+    events = reverse("agent_app:agui_events", kwargs={"thread_id": thread})
     document = capabilities(
         assistant_id=assistant.id,
         name=assistant.display_name,
         description=getattr(assistant, "description", None),
+        events_path=events.replace(thread, "<threadId>"),
     )
     return JsonResponse(document)
 
@@ -185,6 +190,8 @@ async def _new_message(
     attachments: list[str] = []
     if wanted.files:
         attachments = await sync_to_async(store_parts)(thread_id, person.key, wanted.files)
+    # The shown path before the run: its stream opens with it (and the run's message).
+    shown = await sync_to_async(_shown_path)(thread_id)
     stream = _stream(request, caller, thread_id)
     try:
         await stream.open()
@@ -208,8 +215,13 @@ async def _new_message(
     except BaseException:
         stream.close()
         raise
-    encoder = RunEncoder(thread_id, after_seq=stream.last_seq)
+    encoder = RunEncoder(thread_id, after_seq=stream.last_seq, snapshot=shown)
     return _event_stream(stream.sse(encoder, run_id=request_id))
+
+
+def _shown_path(thread_id: str) -> list[dict[str, Any]]:
+    """The thread's shown path (its newest messages, as a ``session`` frame has them)."""
+    return history_snapshot(thread_id, active_request_id=None)["history"]
 
 
 def _interrupts_pending(thread_id: str) -> bool:

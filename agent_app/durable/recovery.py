@@ -395,7 +395,7 @@ def _insert_results(
         for call, text, attributes in closes
     ]
     bumped = bump_version(session_id, timezone.now())  # locks the session row
-    insert_rows(session_id, request_id, entries, after=bumped.last_position)
+    insert_rows(session_id, request_id, entries, after=bumped.last_position, follows=bumped.last_id)
 
 
 def close_run_calls(session_id: str, request_id: str, status: RunStatus) -> None:

@@ -54,6 +54,7 @@ from agent_app.durable.runs import Begun, end_run, user_message_for
 from agent_app.models import RunKind, RunStatus, WaitStatus
 from agent_app.protocol.frames import RunCancelledFrame, RunFailedFrame, RunStartedFrame
 from agent_app.protocol.text import encode_frame, event_frame_text
+from agent_app.sessions.branching import announce_version
 from agent_app.sessions.fanout import STREAK_SECONDS, TEXT_DELTAS, Feed, let_the_loop_write
 from agent_app.telemetry import context, metrics, tracing
 from agent_app.telemetry.waits import cancelled_waits, wait_ended
@@ -192,6 +193,7 @@ class Run:
             kind=self.kind,
             resumed_from=self.resumed_from,
             position=begun.position,
+            message_id=begun.message_id,
             superseded_from=begun.superseded_from,
             created_at=begun.created_at.isoformat().replace("+00:00", "Z"),
             attachments=begun.attachments,
@@ -199,6 +201,7 @@ class Run:
         await feed.broadcast(
             seq, encode_frame(frame.dump()), marker=Marker.START, request_id=self.request_id
         )
+        await announce_version(feed, self.request_id, begun)
 
     def launch(
         self, message: UserMessage | None, history: list[Any] | None, entry: Entry | Exception

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from agent_app.assistants import Assistant
-from agent_app.models import Note
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
 from zett_agent.model import ModelRequest
 from zett_agent.testing import ScriptedModel
 from zett_agent.tools.base import tool
+from zett_site.models import Note
 
 
 @tool

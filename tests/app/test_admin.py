@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from agent_app.models import ChatMessage, ChatRun, ChatSession, ExternalEventRecord, Note
+from agent_app.models import ChatMessage, ChatRun, ChatSession, ExternalEventRecord
+from zett_site.models import Note
 
 pytestmark = pytest.mark.django_db
 
@@ -34,11 +35,12 @@ def chat(django_user_model):
 
 
 def changelist(model) -> str:
-    return reverse(f"admin:agent_app_{model._meta.model_name}_changelist")
+    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
 
 
 def change(obj) -> str:
-    return reverse(f"admin:agent_app_{obj._meta.model_name}_change", args=[obj.pk])
+    meta = obj._meta
+    return reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[obj.pk])
 
 
 @pytest.mark.parametrize("model", [ChatSession, ChatMessage, ExternalEventRecord, Note])
@@ -152,3 +154,24 @@ def test_an_anonymous_owner_is_shown_by_the_short_form_of_its_browser_key(
 def test_the_admin_stylesheet_keeps_request_ids_on_one_line(client):
     css = b"".join(client.get("/static/agent_app/admin.css").streaming_content).decode()
     assert "td.field-request_id" in css and "white-space: nowrap" in css
+
+
+def test_a_session_page_numbers_the_versions_of_a_turn(staff_client):
+    """The shown path first, in order, each version of a turn numbered; the other version
+    after it, marked."""
+    session = ChatSession.objects.create(title="Versions")
+    first = ChatMessage.objects.create(
+        session=session, position=0, role="user", content="Cats?", superseded=True
+    )
+    first.versions = 2
+    first.save()
+    ChatMessage.objects.create(
+        session=session, position=1, role="assistant", content="Meow.", superseded=True
+    )
+    second = ChatMessage.objects.create(session=session, position=0, role="user", content="Dogs?")
+    ChatMessage.objects.filter(pk=second.pk).update(version=2, versions=2)
+    ChatMessage.objects.create(session=session, position=1, role="assistant", content="Woof.")
+    page = staff_client.get(change(session)).content.decode()
+    assert page.index("Dogs?") < page.index("Woof.") < page.index("Cats?") < page.index("Meow.")
+    assert page.index("2 of 2") < page.index("Dogs?") < page.index("1 of 2") < page.index("Cats?")
+    assert page.count("zett-superseded__tag") == 2

@@ -122,3 +122,26 @@ async def test_a_program_chats_with_an_api_token(people, zett_chat):
     chat = await zett_chat(token=out.getvalue().strip())
     await chat.send("order 7")
     assert "Red shoes" in chat.answer_text
+
+
+def test_a_shop_page_carries_the_chat_widget(people):
+    client = Client()
+    client.force_login(people[0])
+    html = client.get("/shoes/").content.decode()
+    assert "MyShop — shoes since 1999" in html
+    assert "<zett-chat" in html and 'shadowrootmode="open"' in html
+    assert "Questions about your order?" in html and '"assistant": "support"' in html
+
+
+def test_the_seed_command_creates_the_walkthroughs_people_once(django_user_model):
+    from django.contrib.auth.models import Permission
+
+    out = io.StringIO()
+    call_command("shop_seed", stdout=out)
+    assert "alice / alice-pw-123" in out.getvalue()
+    call_command("shop_seed", stdout=io.StringIO())  # again: nothing doubles
+    assert django_user_model.objects.count() == 2
+    assert sorted(Order.objects.values_list("number", flat=True)) == [7, 8, 9]
+    bob = django_user_model.objects.get(username="bob")
+    assert bob.user_permissions.filter(pk=Permission.objects.get(codename="view_order").pk).exists()
+    assert Client().login(username="alice", password="alice-pw-123")
