@@ -32,6 +32,8 @@ from agent_app.models import (
     SubRun,
 )
 from agent_app.people.admin import SUPPORT_SHOWN, ChatTakeoverInline
+from agent_app.schedules import admin as _schedules_admin  # noqa: F401  (ScheduledRun)
+from agent_app.webhooks import admin as _webhooks_admin  # noqa: F401  (webhooks, deliveries)
 
 #: Characters of message content shown in list columns.
 PREVIEW_LENGTH = 80

@@ -13,6 +13,7 @@ class AgentAppConfig(AppConfig):
         from agent_app import access_log, backpressure, checks, production_checks  # noqa: F401
         from agent_app.assistants import registry
         from agent_app.attachments import stored  # noqa: F401  (files leave with their rows)
+        from agent_app.background.host import register_loops
         from agent_app.durable.store import message_linked, message_saved_through_the_orm
         from agent_app.guard import access, bodies  # noqa: F401  (access: its receivers)
         from agent_app.models import ChatMessage
@@ -20,10 +21,13 @@ class AgentAppConfig(AppConfig):
         # The handoff tool announces through the session it runs in (``people.hub``).
         from agent_app.people import live  # noqa: F401
         from agent_app.sessions import daphne_exit
+        from agent_app.webhooks.people_events import connect_people_signals
 
         # Every installed app's assistants module, and ZETT_ASSISTANTS: a bad declaration
         # (no id, one id twice) stops the start with the class named.
         registry.discover()
+        register_loops()  # webhook deliveries and schedules, for every worker's background
+        connect_people_signals()  # a handoff and a new rating send their webhook events
         daphne_exit.mend()  # before a daphne server runs: its SIGTERM cancels every socket
         bodies.guard()  # daphne refuses zett's too large or stalled bodies before reading them
         backpressure.expose_http_transports()  # event streams measure what is left unread

@@ -541,3 +541,9 @@ class ChatTakeover(models.Model):
 
     def __str__(self) -> str:
         return f"{self.staff_name} in {str(self.session_id)[:8]}"
+
+
+# Webhooks and schedules keep their models in their own packages; imported here so that
+# Django registers them with the app.
+from agent_app.schedules.models import ScheduledRun  # noqa: E402, F401
+from agent_app.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery  # noqa: E402, F401

@@ -59,6 +59,7 @@ from agent_app.durable.waits import (
     record_wait,
 )
 from agent_app.models import ChatRun, ChatSession, ReplyWait, RunStatus, WaitKind, WaitStatus
+from agent_app.webhooks.run_events import run_ended
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
 
 __all__ = [
@@ -100,6 +101,15 @@ class Settled:
     pending: list[dict[str, Any]] = field(default_factory=list)
     #: A paused run whose every reply is known already: it can go on at once.
     ready: bool = False
+
+    @property
+    def error(self) -> tuple[str, str] | None:
+        """The error an interrupted or expired run is stored with."""
+        if self.status == RunStatus.INTERRUPTED:
+            return ("Interrupted", INTERRUPTED_RUN_MESSAGE)
+        if self.status == RunStatus.EXPIRED:
+            return ("Expired", EXPIRED_RUN_MESSAGE)
+        return None
 
     def frame(self, seq: int) -> dict[str, Any]:
         if self.status == RunStatus.CANCELLED:
@@ -193,6 +203,8 @@ def recover_session(
                 settled.append(outcome)
         if not settled:
             return []
+        for outcome in settled:  # their webhook messages, in the transaction that ends them
+            run_ended(session_id, outcome.request_id, outcome.status, error=outcome.error)
         block = reserve_block(session_id)
         ChatSession.objects.filter(pk=session_id).update(last_event_seq=block[0] + len(settled) - 1)
     for outcome in settled:

@@ -5,7 +5,8 @@ session (when this is its first message), the run row (``running``), the user's 
 and a block of ``seq`` numbers for the run's frames — before any agent is built or model
 called, so a request that fails at once, a bad model configuration, a ``cancel`` a
 millisecond later or a crash all leave the user's message and a run that says what
-happened. ``end_run`` records the outcome.
+happened. ``end_run`` records the outcome, and queues its webhook message
+(``run.completed`` / ``run.failed``) in the same transaction.
 
 What users read about a failure is ``user_message_for``: the error's own text, except for
 database errors, which become a generic sentence (their details go to the log only).
@@ -44,6 +45,7 @@ from agent_app.durable.store import (
 )
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
 from agent_app.people.state import refuse_if_taken_over
+from agent_app.webhooks.run_events import run_ended
 from zett_agent.messages import AnyMessage, UserMessage
 
 __all__ = [
@@ -346,6 +348,9 @@ def end_run(
                 session_id, request_id, rows, after=bumped.last_position, follows=bumped.last_id
             )
         counted = usage if ended and usage else {}
+        if ended:  # the run's webhook message, in the transaction of its end
+            written = [message for message, _ in rows or ()]
+            run_ended(session_id, request_id, status, error=error, usage=usage, written=written)
         with db.cursor() as cursor:
             cursor.execute(
                 _end_session_sql(db.vendor),
