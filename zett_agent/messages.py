@@ -80,6 +80,8 @@ class ImageContent:
     source: ImageUrlSource | ImageBytesSource
     #: Optional provider hint (``"low"``, ``"high"``, ``"auto"``).
     detail: str | None = None
+    #: A text description of the image (for people and logs; providers are not sent it).
+    alt_text: str | None = None
 
 
 ContentPart: TypeAlias = TextContent | ImageContent

@@ -183,6 +183,8 @@ class ModelResponse:
     usage: ModelUsage = field(default_factory=ModelUsage)
     #: Set only when generation ended abnormally; the runtime then emits MODEL_STOPPED.
     stop: StopInfo | None = None
+    #: The provider's id of this response (``chatcmpl-…``, ``msg_…``), when it gave one.
+    response_id: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.message, AssistantMessage):

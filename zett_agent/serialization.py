@@ -65,7 +65,10 @@ def content_to_json(content: str | list[ContentPart]) -> str | list[dict[str, An
                     "media_type": source.media_type,
                     "data": base64.b64encode(source.data).decode("ascii"),
                 }
-            parts.append({"type": "image", "source": encoded, "detail": part.detail})
+            image = {"type": "image", "source": encoded, "detail": part.detail}
+            if part.alt_text is not None:
+                image["alt_text"] = part.alt_text
+            parts.append(image)
         else:
             raise TypeError(f"Unknown content part {type(part).__name__}")
     return parts
@@ -84,12 +87,13 @@ def content_from_json(data: Any) -> str | list[ContentPart]:
             parts.append(TextContent(item["text"]))
         elif kind == "image":
             source = item["source"]
+            detail, alt_text = item.get("detail"), item.get("alt_text")
             if source.get("type") == "url":
-                parts.append(ImageContent(ImageUrlSource(source["url"]), item.get("detail")))
+                parts.append(ImageContent(ImageUrlSource(source["url"]), detail, alt_text))
             elif source.get("type") == "bytes":
                 raw = base64.b64decode(source["data"], validate=True)
                 parts.append(
-                    ImageContent(ImageBytesSource(raw, source["media_type"]), item.get("detail"))
+                    ImageContent(ImageBytesSource(raw, source["media_type"]), detail, alt_text)
                 )
             else:
                 raise ValueError(f"Unknown image source {source.get('type')!r}")

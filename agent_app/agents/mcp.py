@@ -16,7 +16,8 @@ cache) and registers them. What the app adds to ``zett_agent.mcp``:
   server lists later is gated too. The gate is the app's durable one (digest, stored,
   at most once, re-asked by recovery).
 - **Questions.** A server's elicitation becomes a durable question
-  (``agent_app.agents.elicitation``).
+  (``agent_app.agents.elicitation``). A stdio server runs one child per person (closed
+  after its ``idle_timeout``), so two people's questions on one server never mix.
 - **Configured servers.** ``ZETT_MCP_SERVERS`` is the ``mcpServers`` JSON shape (a dict, or
   its JSON text): ``command``/``args``/``env``/``cwd`` for stdio, ``url``/``headers`` for
   streamable HTTP, with ``${VAR}`` taken from the environment. A configured stdio
@@ -230,6 +231,19 @@ def _person_of(user: Any, chat: Any) -> str:
     return f"browser:{chat.browser_key or chat.pk}"
 
 
+def _stdio_person(context: AgentRunContext | None) -> str | None:
+    """Each person's calls go to a stdio child of their own: a question the server asks
+    is then always of the one call in flight (a server that predates the protocol's
+    per-request questions cannot say which call asks), and nothing one person's call left
+    in the child's memory reaches another. Outside a run: the shared child."""
+    if context is None:
+        return None
+    try:
+        return _person_of(current_user(), current_chat())
+    except LookupError:
+        return None
+
+
 async def _own_headers(own: Any, context: AgentRunContext | None) -> dict[str, str]:
     """The headers the server was built with (a mapping, or its own callable's answer)."""
     if callable(own):
@@ -290,7 +304,7 @@ def _bind(server: MCPServer) -> MCPServer:
     if server.url is not None:
         server.attach(headers=headers, person_key=person_key, elicitation=ask)
     else:
-        server.attach(elicitation=ask)
+        server.attach(person_key=_stdio_person, elicitation=ask)
     _handed_out[id(server)] = server
     return server
 

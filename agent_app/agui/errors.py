@@ -25,8 +25,11 @@ class ErrorCode(StrEnum):
     BAD_THREAD_ID = "bad_thread_id"
     #: No ``resume`` and the last message is not a user message with text.
     NO_USER_MESSAGE = "no_user_message"
-    #: The user's message holds parts other than text.
+    #: The user's message holds parts other than text, images and documents (or a file by URL).
     UNSUPPORTED_CONTENT = "unsupported_content"
+    #: A file of the user's message was refused as an upload would be (``reason`` says why:
+    #: ``too_large``, ``unsupported_type``, ``quota_exceeded`` …).
+    ATTACHMENT_REFUSED = "attachment_refused"
     #: A resume entry names an interrupt the thread never had (or no longer has).
     UNKNOWN_INTERRUPT = "unknown_interrupt"
     #: A resume entry's status or payload does not answer its interrupt.

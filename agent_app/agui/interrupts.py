@@ -51,8 +51,12 @@ APPROVAL_EVENT = "approval_requested"
 ASK_USER_RESPONSE = "ask_user_response"
 APPROVAL_RESPONSE = "approval_response"
 
-#: What an interrupt waits for: the ``kind`` of the wait in zett's store.
-InterruptKind = Literal["ask_user", "approval"]
+#: What an interrupt waits for: the ``kind`` of the wait in zett's store, or ``mcp`` for an
+#: MCP server's question (an ``ask_user`` wait of ``source: "mcp"``: it may be declined
+#: or cancelled, which the server is told).
+InterruptKind = Literal["ask_user", "approval", "mcp"]
+#: How an MCP server's question may be answered (the elicitation's actions).
+_MCP_ACTIONS = ("accept", "decline", "cancel")
 _KIND_OF_EVENT: dict[str, InterruptKind] = {ASK_USER_EVENT: "ask_user", APPROVAL_EVENT: "approval"}
 
 #: Why the reply path refused a reply (``external_event_result.reason``) → ``RUN_ERROR.code``.
@@ -122,6 +126,17 @@ def _answer_schema(payload: dict[str, Any]) -> dict[str, Any]:
         answer = payload["requested_schema"]  # an MCP server's question of several fields
     else:
         answer = {"type": "string", "minLength": 1}
+    if payload.get("source") == "mcp":
+        # A server's question may also be declined or cancelled: {"action": "decline"}.
+        return {
+            "type": "object",
+            "properties": {"answer": answer, "action": {"enum": list(_MCP_ACTIONS)}},
+            "anyOf": [
+                {"required": ["answer"]},
+                {"properties": {"action": {"enum": ["decline", "cancel"]}}, "required": ["action"]},
+            ],
+            "additionalProperties": False,
+        }
     return {
         "type": "object",
         "properties": {"answer": answer},
@@ -178,6 +193,8 @@ def replies_for(
         seen.add(interrupt_id)
         if kind == "approval":
             replies.append(_approval_reply(where, interrupt_id, entry))
+        elif kind == "mcp":
+            replies.append(_mcp_reply(where, interrupt_id, entry))
         else:
             replies.append(_answer_reply(where, interrupt_id, entry))
     return replies
@@ -202,6 +219,23 @@ def _approval_reply(where: str, call_id: str, entry: ResumeEntry) -> ExternalEve
             raise AguiError(ErrorCode.INVALID_RESUME, f"{where}: digest must be a string")
         payload["digest"] = digest
     return ExternalEvent(APPROVAL_RESPONSE, payload)
+
+
+def _mcp_reply(where: str, call_id: str, entry: ResumeEntry) -> ExternalEvent:
+    """An MCP server's question: ``cancelled`` cancels it, ``{"action": "decline"}``
+    declines it (the server hears either), anything else answers it like a question."""
+    if entry.status == "cancelled":
+        return ExternalEvent(ASK_USER_RESPONSE, {"tool_call_id": call_id, "action": "cancel"})
+    given = entry.payload
+    action = given.get("action", "accept") if isinstance(given, dict) else "accept"
+    if action not in _MCP_ACTIONS:
+        raise AguiError(
+            ErrorCode.INVALID_RESUME,
+            f"{where}: action must be one of {', '.join(_MCP_ACTIONS)}, got {action!r}",
+        )
+    if action != "accept":
+        return ExternalEvent(ASK_USER_RESPONSE, {"tool_call_id": call_id, "action": action})
+    return _answer_reply(where, call_id, entry)
 
 
 def _answer_reply(where: str, call_id: str, entry: ResumeEntry) -> ExternalEvent:

@@ -4,7 +4,8 @@ AG-UI clients send the whole conversation with every run; zett keeps the convers
 itself (a chat's stored history), so only two things are read:
 
 - without ``resume``: the text of the **last message**, which must be a user message —
-  the message the new run answers;
+  the message the new run answers — and its image and document parts
+  (``agent_app.agui.attachments``);
 - with ``resume``: the answers to the thread's interrupts (``messages`` may be ``[]``, and
   are not read).
 
@@ -26,6 +27,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from agent_app.agui.attachments import FILE_PARTS, FilePart, parts_of
 from agent_app.agui.errors import AguiError, ErrorCode
 from agent_app.protocol.frames import MAX_CONTENT_BYTES
 
@@ -95,6 +97,8 @@ class RunRequest:
     text: str | None
     #: The answers to the thread's interrupts (empty for a new message).
     resume: tuple[ResumeEntry, ...] = ()
+    #: The image and document parts of the user's message (``agent_app.agui.attachments``).
+    files: tuple[FilePart, ...] = ()
 
 
 def parse_run_input(body: bytes | str, *, max_bytes: int = MAX_INPUT_BYTES) -> RunRequest:
@@ -114,7 +118,11 @@ def parse_run_input(body: bytes | str, *, max_bytes: int = MAX_INPUT_BYTES) -> R
     thread_id = _chat_id(run_input.thread_id)
     if run_input.resume:
         return RunRequest(thread_id, run_input.run_id, None, tuple(run_input.resume))
-    return RunRequest(thread_id, run_input.run_id, _new_message(run_input.messages))
+    text = _new_message(run_input.messages)
+    from agent_app import conf
+
+    files = parts_of(run_input.messages[-1].content, int(conf.ZETT_ATTACHMENT_MAX_BYTES))
+    return RunRequest(thread_id, run_input.run_id, text, files=files)
 
 
 def _decode(body: bytes | str) -> Any:
@@ -177,11 +185,13 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         texts = []
         for part in content:
-            if not (isinstance(part, dict) and part.get("type") == "text"):
-                kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+            if kind in FILE_PARTS or kind == "binary":
+                continue  # a file: ``parts_of`` reads it
+            if kind != "text":
                 raise AguiError(
                     ErrorCode.UNSUPPORTED_CONTENT,
-                    f"The user's message may hold only text parts, not {kind!r}",
+                    f"The user's message may hold text, image and document parts, not {kind!r}",
                 )
             if not isinstance(part.get("text"), str):
                 raise AguiError(ErrorCode.BAD_INPUT, "A text part needs a string 'text'")

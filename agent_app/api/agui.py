@@ -32,6 +32,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from agent_app.agui.attachments import store_parts
 from agent_app.agui.capabilities import capabilities
 from agent_app.agui.encoder import RunEncoder, refusal_events
 from agent_app.agui.errors import AguiError, ErrorCode
@@ -186,6 +187,9 @@ async def _new_message(
                 raise AguiError(ErrorCode.NOT_FOUND, NOT_FOUND_MESSAGE, status=404)
             case Creation.QUOTA:
                 raise AguiError(ErrorCode.RATE_LIMITED, chat_quota_message(), status=429)
+    attachments: list[str] = []
+    if wanted.files:
+        attachments = await sync_to_async(store_parts)(thread_id, person.key, wanted.files)
     # The shown path before the run: its stream opens with it (and the run's message).
     shown = await sync_to_async(_shown_path)(thread_id)
     stream = _stream(request, caller, thread_id)
@@ -193,7 +197,9 @@ async def _new_message(
         await stream.open()
         assert stream.live is not None and wanted.text is not None
         creator = Creator(person.user_id, person.browser_key or "")
-        request_id = await detached(start_run(stream.live, person, wanted.text, creator))
+        request_id = await detached(
+            start_run(stream.live, person, wanted.text, creator, attachments=attachments)
+        )
     except Busy as busy:
         stream.close()
         raise AguiError(ErrorCode.BUSY, busy.message, status=409) from None
@@ -253,7 +259,7 @@ async def _resume(
     try:
         await stream.open()
         assert stream.live is not None
-        for reply in replies:
+        for index, reply in enumerate(replies):
             verdict = await detached(
                 audited_reply(stream.live, reply.name, reply.payload, _unheard, caller.user)
             )
@@ -267,7 +273,12 @@ async def _resume(
             if not verdict.accepted_by:
                 stream.close()
                 code = refusal_code(verdict.reason)
-                return _refused_stream(thread_id, run_id, code, _refusal_message(code))
+                message = _refusal_message(code, verdict.detail)
+                if index == 0 and code in (ErrorCode.INVALID_RESUME, ErrorCode.TOO_LARGE):
+                    # Nothing was delivered: the body itself is at fault (a field the
+                    # question refuses), as for any other bad resume.
+                    raise AguiError(code, f"resume[0]: {message}", status=400)
+                return _refused_stream(thread_id, run_id, code, message)
     except BaseException:
         stream.close()
         raise
@@ -291,8 +302,10 @@ def _interrupts_of(thread_id: str) -> tuple[dict[str, Any], dict[str, str]]:
     runs: dict[str, str] = {}
     people = (WaitKind.ASK_USER, WaitKind.APPROVAL)
     waits = ReplyWait.objects.filter(session_id=thread_id, kind__in=people).order_by("created_at")
-    for tool_call_id, kind, request_id in waits.values_list("tool_call_id", "kind", "request_id"):
-        kinds[tool_call_id], runs[tool_call_id] = kind, request_id
+    rows = waits.values_list("tool_call_id", "kind", "request_id", "payload__source")
+    for tool_call_id, kind, request_id, source in rows:
+        mcp = kind == WaitKind.ASK_USER and source == "mcp"
+        kinds[tool_call_id], runs[tool_call_id] = "mcp" if mcp else kind, request_id
     return kinds, runs
 
 
@@ -308,7 +321,11 @@ _REFUSAL_MESSAGES = {
 }
 
 
-def _refusal_message(code: ErrorCode) -> str:
+def _refusal_message(code: ErrorCode, detail: str | None = None) -> str:
+    """What a refused answer is told: the reply path's reason in words when it gave one
+    (it names the field an MCP question refused), else the code's standing text."""
+    if detail:
+        return detail
     return _REFUSAL_MESSAGES.get(code, "The answer was refused")
 
 

@@ -12,7 +12,10 @@ worker, sums them: counters and histograms add up, the gauges of open sockets an
 add the live processes' values (``livesum``). Without it each process reports its own.
 
 Labels are bounded: assistants, models and tools are what the site configures, outcomes
-and kinds are fixed sets. No user, chat or request id is ever a label.
+and kinds are fixed sets. No user, chat or request id is ever a label. A tool name is a
+label only when the run has that tool: a call of a tool the model invented (a
+hallucination, a prompt injection) counts under ``tool="other"``, so a model cannot add
+series by naming tools.
 
 ``zett_waits_open`` is not counted here: it is read from the database at each scrape
 (``agent_app.telemetry.view``), so it stays exact whichever worker asked, answered or died.
@@ -40,6 +43,7 @@ except ImportError:  # pragma: no cover - the dev requirements install it
 
 __all__ = [
     "ENABLED",
+    "OTHER_TOOL",
     "MetricsExtension",
     "assistant_of",
     "extension_for",
@@ -58,6 +62,9 @@ __all__ = [
 
 #: Whether prometheus-client is installed (and so whether anything is counted).
 ENABLED = _prometheus is not None
+
+#: The ``tool`` label of a call of a tool the run does not have.
+OTHER_TOOL = "other"
 
 #: Buckets in seconds: first tokens and runs (a run may wait an hour for a person), waits.
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 1800, 3600)
@@ -195,7 +202,8 @@ class MetricsExtension(AgentExtension):
         result: ToolResult,
         error: Exception | None,
     ) -> None:
-        TOOL_CALLS.labels(self.assistant, call.name, tool_outcome(result, error)).inc()
+        tool = call.name if call.name in context.tools else OTHER_TOOL
+        TOOL_CALLS.labels(self.assistant, tool, tool_outcome(result, error)).inc()
 
 
 _EXTENSIONS: dict[str, MetricsExtension] = {}

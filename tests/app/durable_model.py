@@ -46,12 +46,18 @@ def trip_planner() -> TripPlanner:
 
 class McpCleaner:
     """Asked anything, it calls the MCP tool ``local__delete_all`` (whose server asks the
-    person why); once the result is in, it answers with it."""
+    person why), or, asked ``gate: <path>``, ``local__gate`` (progress, then a pause until
+    the file exists); once the result is in, it answers with it."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator:
         last = request.messages[-1]
         if isinstance(last, ToolMessage):
             answer = AssistantMessage(f"Result: {last.content}")
+        elif str(last.content).startswith("gate:"):  # the gate tool: progress, then a pause
+            path = str(last.content).removeprefix("gate:").strip()
+            answer = AssistantMessage(
+                tool_calls=(ToolCall("gate-1", "local__gate", {"path": path}),)
+            )
         else:
             answer = AssistantMessage(tool_calls=(ToolCall("del-1", "local__delete_all", {}),))
         async for event in ScriptedModel([answer]).stream(request):

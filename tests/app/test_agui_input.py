@@ -128,13 +128,23 @@ def test_without_resume_the_last_message_must_be_the_users_text(messages):
     refused(body(messages=messages), ErrorCode.NO_USER_MESSAGE)
 
 
-def test_only_text_parts_are_taken():
+def test_text_image_and_document_parts_are_taken_and_others_and_urls_refused():
     data = json.loads(body(messages=[UserMessage(id="u", content="x")]))
     data["messages"][0]["content"] = [
         {"type": "text", "text": "Look:"},
         {"type": "image", "source": {"type": "url", "value": "https://example.com/a.png"}},
     ]
-    assert "image" in refused(json.dumps(data), ErrorCode.UNSUPPORTED_CONTENT).message
+    assert "not fetched" in refused(json.dumps(data), ErrorCode.UNSUPPORTED_CONTENT).message
+    data["messages"][0]["content"][1] = {"type": "video", "source": {"type": "url", "value": "x"}}
+    assert "'video'" in refused(json.dumps(data), ErrorCode.UNSUPPORTED_CONTENT).message
+    data["messages"][0]["content"][1] = {
+        "type": "document",
+        "source": {"type": "data", "value": "aGk=", "mimeType": "text/plain"},
+    }
+    request = parse_run_input(json.dumps(data))
+    assert request.text == "Look:"
+    (file,) = request.files
+    assert (file.where, file.name, file.data) == ("content[1]", "document", b"hi")
 
 
 def test_a_message_over_32_kib_or_with_nul_is_refused():

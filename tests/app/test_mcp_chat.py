@@ -255,7 +255,9 @@ async def test_an_elicitation_is_a_question_answered_on_the_page(
     wrong = {"tool_call_id": wait_id, "answer": {"reason": 5}}
     await socket.send(answer(wrong))
     refused = await socket.expect("external_event_result", accepted_by=[], reason="invalid")
-    assert refused["message"].startswith("the answer does not fit the question: 5 is not")
+    assert refused["message"].startswith(
+        "the answer does not fit the question: the field 'reason': 5 is not"
+    )
     bad_action = {"tool_call_id": wait_id, "answer": "spring", "action": "maybe"}
     await socket.send(answer(bad_action))
     refused = await socket.expect("external_event_result", accepted_by=[], reason="invalid")
@@ -368,3 +370,45 @@ async def test_over_ag_ui_an_mcp_question_is_an_input_required_interrupt_answere
     await _answer_over_agui(socket, recording, {interrupt["id"]: "ask_user"}, {"answer": "tidy"})
     (done,) = tool_ends(await socket.run_to_completion())
     assert done["message"]["content"] == "deleted because tidy"
+
+
+@pytest.mark.slow
+async def test_two_people_are_asked_at_once_by_one_legacy_stdio_server(
+    sockets, use_model, tmp_path, login_cookie
+):
+    """A server on the older protocol cannot say which call asks; each person has a child
+    of their own, so both questions are asked and both answers reach the right call."""
+    server = MCPServer("local", command=stdio_command(tmp_path / "legacy.log"), mode="legacy")
+    McpHelper.mcp_servers = [server]
+    register(McpHelper)
+    try:
+        use_model(
+            ScriptedModel(
+                [
+                    call_tool("local__delete_all", "a1"),
+                    call_tool("local__delete_all", "b1"),
+                    say("Done."),
+                    say("Done."),
+                ]
+            )
+        )
+        _, alice_cookie = await login_cookie("alice")
+        _, bob_cookie = await login_cookie("bob")
+        alice = await sockets(cookie=alice_cookie)
+        await alice.send(first("Delete everything"))
+        alice_question = (await alice.until_event("custom", "ask_user"))[-1]["event"]["payload"]
+        bob = await sockets(cookie=bob_cookie)
+        await bob.send(first("Delete everything"))
+        bob_question = (await bob.until_event("custom", "ask_user"))[-1]["event"]["payload"]
+        await bob.send(answer({"tool_call_id": bob_question["tool_call_id"], "answer": "bob"}))
+        await alice.send(
+            answer({"tool_call_id": alice_question["tool_call_id"], "answer": "alice"})
+        )
+        (bobs,) = tool_ends(await bob.run_to_completion())
+        (alices,) = tool_ends(await alice.run_to_completion())
+        assert bobs["message"]["content"] == "deleted because bob"
+        assert alices["message"]["content"] == "deleted because alice"
+        assert server.connection_count == 2
+    finally:
+        await server.aclose()
+        registry.unregister(McpHelper.id)

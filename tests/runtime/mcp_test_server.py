@@ -129,6 +129,33 @@ async def grow(ctx: Context) -> str:
     return "grown"
 
 
+@app.tool(annotations=READ_ONLY)
+def pid() -> int:
+    """The server process's id (a test kills it from outside)."""
+    return os.getpid()
+
+
+@app.tool(annotations=READ_ONLY)
+async def count_to(n: int, ctx: Context) -> str:
+    """Counts to ``n``, reporting progress and logging each step."""
+    for step in range(1, n + 1):
+        await ctx.report_progress(step, n, f"step {step} of {n}")
+        await ctx.info(f"counted {step}")
+    return f"counted to {n}"
+
+
+@app.tool(annotations=READ_ONLY)
+async def gate(path: str, ctx: Context) -> str:
+    """Half way, then waits until the test writes to the named pipe ``path``."""
+    import anyio
+
+    await ctx.report_progress(1, 2, "half way")
+    await ctx.info("waiting at the gate")
+    await anyio.Path(path).read_text()  # a FIFO: returns once the test writes and closes it
+    await ctx.report_progress(2, 2, "through")
+    return "through the gate"
+
+
 @app.tool()
 def crash() -> str:
     """The server process dies in the middle of the call."""

@@ -19,8 +19,8 @@ from zett_agent.extensions.events import (
     RunCancelledEvent,
     SteeringMessageEvent,
 )
-from zett_agent.messages import AgentMessage, ToolCall, UserMessage
-from zett_agent.model import ToolCallDelta
+from zett_agent.messages import AgentMessage, AssistantMessage, ToolCall, UserMessage
+from zett_agent.model import ModelUsage, ToolCallDelta
 
 SEED_FIELD_ORDER = [
     "type",
@@ -186,6 +186,15 @@ def test_the_phase_enum_has_the_documented_members():
         "FAILED",
         "CANCELLED",
     ]
+
+
+def test_usage_belongs_to_an_assistant_answer_only():
+    now = datetime.now(UTC)
+    timing = MessageTiming(now, now, 0)
+    usage = ModelUsage(input_tokens=3, output_tokens=1)
+    assert MessageAppendedEvent(AssistantMessage(content="hi"), timing, usage).usage == usage
+    with pytest.raises(ValueError, match="usage belongs to an assistant answer"):
+        MessageAppendedEvent(UserMessage(content="hi"), timing, usage)
 
 
 def test_every_extension_event_derives_from_extension_event():

@@ -20,6 +20,7 @@ from .mcp_support import (
     SharedHttpServer,
     T,
     calls_in,
+    free_port,
     listings_in,
     run_calls,
     tool_call,
@@ -316,21 +317,38 @@ async def test_a_call_lost_after_it_was_sent_is_not_repeated(own_http):
     assert [entry["tool"] for entry in calls_in(own_http.log)] == ["crash", "add"]
 
 
-async def test_a_server_that_stays_down_fails_the_call_with_a_clear_error(own_http):
-    async with MCPServer(
-        "notes", url=own_http.url, headers=bearer_of_person, backoff=0.05, connect_timeout=1
-    ) as server:
+async def test_a_server_that_goes_down_fails_the_call_fast_with_a_clear_error(own_http):
+    """Nothing listening is known at the first attempt: the call does not wait out the
+    (default, 30 s) connect timeout."""
+    async with MCPServer("notes", url=own_http.url, headers=bearer_of_person) as server:
         tools = await server.tools()
         await own_http.kill()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         events, _ = await run_calls(
             {"tools": tools, "extensions": []},
             tool_call("notes__add", a=1, b=2),
             metadata={"person": "alice"},
         )
+        assert loop.time() - started <= 3
         (result,) = tool_results(events)
         assert result.success is False
-        assert "'notes'" in result.content
+        assert "MCP server 'notes' is unreachable" in result.content
+        assert "ConnectError" in result.content
     assert calls_in(own_http.log) == []
+
+
+async def test_a_server_that_was_never_up_fails_in_under_three_seconds():
+    server = MCPServer("down", url=f"http://127.0.0.1:{free_port()}/mcp")
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with server:
+        with pytest.raises(MCPConnectionError, match="'down' is unreachable"):
+            await server.tools()
+        events, _ = await run_calls({"extensions": [server]}, tool_call("down__anything"))
+    assert loop.time() - started <= 3
+    (result,) = tool_results(events)
+    assert result.success is False
 
 
 async def test_cancelling_a_run_during_a_call_ends_the_wait_and_leaves_no_task(http):
@@ -400,3 +418,17 @@ async def test_a_call_past_call_timeout_fails_clearly_and_the_connection_stays_u
     assert added.content == "5"
     # The same session served both: a reconnect would have listed the tools again.
     assert listings_in(http.log) == 1
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_progress_and_log_lines_over_http_become_tool_progress_events(http, mode):
+    async with MCPServer("notes", url=http.url, headers=bearer_of_person, mode=mode) as server:
+        events, _ = await run_calls(
+            {"extensions": [server]},
+            tool_call("notes__count_to", n=2),
+            metadata={"person": "alice"},
+        )
+    updates = [e.payload for e in events if e.type is T.CUSTOM and e.name == "tool_progress"]
+    assert (updates[-1]["progress"], updates[-1]["total"]) == (2, 2)
+    assert (updates[-1]["message"], updates[-1]["level"]) == ("counted 2", "info")
+    assert tool_results(events)[0].content == "counted to 2"

@@ -6,14 +6,26 @@ reached it), result mapping, list_changed refresh, filters and approval flags.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import os
+import signal
 
 import pytest
 
 from zett_agent.mcp import CUT_MARKER, MCPServer
 from zett_agent.messages import AssistantMessage, ImageContent, TextContent, ToolCall
 
-from .mcp_support import calls_in, listings_in, run_calls, stdio_command, tool_call, tool_results
+from .mcp_support import (
+    T,
+    calls_in,
+    listings_in,
+    run_calls,
+    stdio_command,
+    tool_call,
+    tool_results,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -218,3 +230,58 @@ async def test_a_child_that_dies_mid_call_fails_that_call_and_the_next_one_gets_
     assert "may or may not have run" in crashed.content
     assert added.content == "3"
     assert [entry["tool"] for entry in calls_in(log)] == ["crash", "add"]
+
+
+class _Lost(logging.Handler):
+    """Sets ``seen`` when the connection logs that it lost its session."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "connection lost" in record.getMessage():
+            self.seen.set()
+
+
+async def test_a_child_killed_between_calls_is_noticed_at_once_and_the_next_call_waits(log):
+    lost = _Lost()
+    logger = logging.getLogger("zett_agent.mcp")
+    logger.addHandler(lost)
+    previous = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        async with MCPServer("notes", command=stdio_command(log), backoff=0.05) as server:
+            first, _ = await run_calls({"extensions": [server]}, tool_call("notes__pid"))
+            pid = int(tool_results(first)[0].content)
+            os.kill(pid, signal.SIGKILL)
+            # Noticed without any call: the connection reconnects on its own.
+            await asyncio.wait_for(lost.seen.wait(), timeout=5)
+            again, _ = await run_calls({"extensions": [server]}, tool_call("notes__pid"))
+            (result,) = tool_results(again)
+            assert result.success is True, result.content
+            assert int(result.content) != pid
+    finally:
+        logger.removeHandler(lost)
+        logger.setLevel(previous)
+    assert [entry["tool"] for entry in calls_in(log)] == ["pid", "pid"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_progress_and_log_lines_of_a_call_become_tool_progress_events(log, mode):
+    async with MCPServer("notes", command=stdio_command(log), mode=mode) as server:
+        events, _ = await run_calls({"extensions": [server]}, tool_call("notes__count_to", n=3))
+    updates = [e.payload for e in events if e.type is T.CUSTOM and e.name == "tool_progress"]
+    assert updates, [e.type for e in events]
+    assert {(u["tool_call_id"], u["tool"], u["server"]) for u in updates} == {
+        ("c1", "notes__count_to", "notes")
+    }
+    # The last state is always shown: 3 of 3, and the server's last log line.
+    assert (updates[-1]["progress"], updates[-1]["total"]) == (3, 3)
+    assert (updates[-1]["message"], updates[-1]["level"]) == ("counted 3", "info")
+    # Each update comes before the call's end.
+    ended = next(i for i, e in enumerate(events) if e.type is T.TOOL_COMPLETED)
+    assert all(
+        i < ended for i, e in enumerate(events) if e.type is T.CUSTOM and e.name == "tool_progress"
+    )
+    assert tool_results(events)[0].content == "counted to 3"

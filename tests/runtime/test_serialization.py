@@ -47,6 +47,9 @@ MESSAGES = [
             ImageContent(
                 source=ImageBytesSource(data=b"\x89PNG\r\n\x00\xff", media_type="image/png")
             ),
+            ImageContent(
+                source=ImageUrlSource(url="https://example.com/b.png"), alt_text="A red box"
+            ),
         ],
         attributes={"client": "web", "nested": {"ids": [1, 2]}},
     ),

@@ -41,12 +41,15 @@ class NamedModel(ProbeModel):
 
 def reply(text: str, *, usage: ModelUsage, finish: str = "stop") -> list[ModelEvent]:
     message = AssistantMessage(content=text, model="gpt-test-2026")
-    return [ModelEvent.text(text), ModelEvent.completed(ModelResponse(message, finish, usage))]
+    response = ModelResponse(message, finish, usage, response_id="chatcmpl-2")
+    return [ModelEvent.text(text), ModelEvent.completed(response)]
 
 
 def tool_turn(tool_call: ToolCall, *, usage: ModelUsage) -> list[ModelEvent]:
     message = AssistantMessage(tool_calls=(tool_call,), model="gpt-test-2026")
-    return [ModelEvent.completed(ModelResponse(message, "tool_calls", usage))]
+    return [
+        ModelEvent.completed(ModelResponse(message, "tool_calls", usage, response_id="chatcmpl-1"))
+    ]
 
 
 @tool
@@ -127,9 +130,11 @@ async def test_run_span_attributes_aggregate_usage(exporter, provider):
     assert attributes == {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "helper",
+        "gen_ai.agent.id": "helper",
         "gen_ai.conversation.id": SESSION,
         "gen_ai.provider.name": "openai",
         "gen_ai.request.model": "gpt-test",
+        "server.address": "api.openai.com",
         "gen_ai.usage.input_tokens": 30,
         "gen_ai.usage.output_tokens": 7,
         "gen_ai.usage.cache_read.input_tokens": 8,
@@ -148,13 +153,16 @@ async def test_chat_and_tool_span_attributes(exporter, provider):
         "gen_ai.conversation.id": SESSION,
         "gen_ai.provider.name": "openai",
         "gen_ai.request.model": "gpt-test",
+        "server.address": "api.openai.com",
         "gen_ai.response.model": "gpt-test-2026",
+        "gen_ai.response.id": "chatcmpl-1",
         "gen_ai.response.finish_reasons": ("tool_calls",),
         "gen_ai.usage.input_tokens": 10,
         "gen_ai.usage.output_tokens": 3,
         "zett.outcome": "completed",
     }
     assert second.attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert second.attributes["gen_ai.response.id"] == "chatcmpl-2"
     assert second.attributes["gen_ai.usage.cache_read.input_tokens"] == 8
     tool_span = one(exporter, "execute_tool add")
     assert dict(tool_span.attributes) == {
@@ -388,6 +396,29 @@ async def test_concurrent_sessions_of_one_agent_get_a_trace_each(exporter, provi
     for chat in found["chat gpt-test"]:
         session = chat.attributes["gen_ai.conversation.id"]
         assert chat.parent.span_id == runs[session].context.span_id
+
+
+class LocalModel(NamedModel):
+    """An OpenAI-compatible server of one's own (``base_url``)."""
+
+    base_url = "http://127.0.0.1:11434/v1"
+
+
+async def test_the_server_of_a_model_pointed_elsewhere_and_an_agent_id_are_recorded(
+    exporter, provider
+):
+    model = LocalModel(reply("hi", usage=USAGE))
+    agent, _ = await traced_agent(model, provider, agent_id="assistant-7")
+    await collect(agent, "hello", config=AgentRunConfig(session_id=SESSION))
+    run = one(exporter, "invoke_agent helper")
+    chat = one(exporter, "chat gpt-test")
+    for span in (run, chat):
+        assert span.attributes["server.address"] == "127.0.0.1"
+        assert span.attributes["server.port"] == 11434
+    assert (run.attributes["gen_ai.agent.id"], run.attributes["gen_ai.agent.name"]) == (
+        "assistant-7",
+        "helper",
+    )
 
 
 async def test_a_tool_the_agent_does_not_have_is_named_other_unless_content_is_recorded(

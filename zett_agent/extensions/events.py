@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from zett_agent.messages import AgentMessage, AnyMessage, CompactedMessage, UserMessage
+from zett_agent.messages import (
+    AgentMessage,
+    AnyMessage,
+    AssistantMessage,
+    CompactedMessage,
+    UserMessage,
+)
 from zett_agent.model import ModelUsage
 from zett_agent.phases import AgentPhase
 
@@ -134,6 +140,12 @@ class MessageAppendedEvent(ExtensionEvent):
     message: AnyMessage
     timing: MessageTiming
     usage: ModelUsage | None = None
+
+    def __post_init__(self) -> None:
+        if self.usage is not None and not isinstance(self.message, AssistantMessage):
+            raise ValueError(
+                f"usage belongs to an assistant answer, not to a {type(self.message).__name__}"
+            )
 
 
 @dataclass(frozen=True, slots=True)

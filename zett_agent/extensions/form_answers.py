@@ -82,11 +82,16 @@ def read_answer(payload: dict[str, Any], schema: Any) -> dict[str, Any]:
         field = single_field(schema)
         if field is None or answer is None:
             raise ValueError("the answer must be an object of the requested fields")
-        answer = {field: _coerce(answer, schema["properties"][field])}
+        try:
+            answer = {field: _coerce(answer, schema["properties"][field])}
+        except ValueError as error:
+            raise ValueError(f"the field {field!r} does not take the answer: {error}") from None
     try:
         jsonschema.validate(answer, schema)
     except jsonschema.ValidationError as error:
-        raise ValueError(f"the answer does not fit the question: {error.message}") from None
+        where = ".".join(str(part) for part in error.absolute_path)
+        field = f"the field {where!r}: " if where else ""
+        raise ValueError(f"the answer does not fit the question: {field}{error.message}") from None
     except jsonschema.SchemaError:
         raise ValueError("the requested schema is not a valid JSON Schema") from None
     return {"action": "accept", "content": answer}

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from zett_agent.extensions._genai_content import (
     content_json,
@@ -109,7 +110,8 @@ class TracingExtension(AgentExtension):
     """Emit ``invoke_agent`` / ``chat`` / ``execute_tool`` spans for every request.
 
     ``agent_name`` names the agent in span names and ``gen_ai.agent.name`` (an application
-    passes its assistant's id). ``record_content`` adds the messages, tool arguments and
+    passes its assistant's id); ``agent_id`` is ``gen_ai.agent.id`` (default: the name).
+    ``record_content`` adds the messages, tool arguments and
     results and error texts to the spans. ``tracer_provider`` defaults to the global one.
     """
 
@@ -124,11 +126,15 @@ class TracingExtension(AgentExtension):
         *,
         record_content: bool = False,
         tracer_provider: TracerProvider | None = None,
+        agent_id: str | None = None,
     ) -> None:
         api = otel()
         if agent_name is not None and (not isinstance(agent_name, str) or not agent_name):
             raise ValueError(f"agent_name must be a non-empty str or None, got {agent_name!r}")
+        if agent_id is not None and (not isinstance(agent_id, str) or not agent_id):
+            raise ValueError(f"agent_id must be a non-empty str or None, got {agent_id!r}")
         self.agent_name = agent_name
+        self.agent_id = agent_id or agent_name
         self.record_content = bool(record_content)
         self._tracer: Tracer = api.trace.get_tracer(
             INSTRUMENTATION, api.version, tracer_provider=tracer_provider
@@ -201,11 +207,14 @@ class TracingExtension(AgentExtension):
         }
         if self.agent_name is not None:
             attributes["gen_ai.agent.name"] = self.agent_name
+        if self.agent_id is not None:
+            attributes["gen_ai.agent.id"] = self.agent_id
         provider, requested = _model_identity(model)
         if provider is not None:
             attributes["gen_ai.provider.name"] = provider
         if requested is not None:
             attributes["gen_ai.request.model"] = requested
+        attributes.update(_server_of(model, provider))
         if context.resuming:
             attributes["zett.run.resumed"] = True
         span.set_attributes(attributes)
@@ -231,6 +240,7 @@ class TracingExtension(AgentExtension):
             attributes["gen_ai.provider.name"] = provider
         if requested is not None:
             attributes["gen_ai.request.model"] = requested
+        attributes.update(_server_of(context.model, provider))
         if self.record_content:
             messages = context.state.messages
             system = [m for m in messages if isinstance(m, SystemMessage)]
@@ -288,6 +298,8 @@ class TracingExtension(AgentExtension):
         attributes["zett.outcome"] = _COMPLETED
         if message.model:
             attributes["gen_ai.response.model"] = message.model
+        if response.response_id:
+            attributes["gen_ai.response.id"] = response.response_id
         reasons = _finish_reasons(response)
         if reasons:
             attributes["gen_ai.response.finish_reasons"] = reasons
@@ -483,6 +495,30 @@ def _model_identity(model: object) -> tuple[str | None, str | None]:
         provider if isinstance(provider, str) and provider else None,
         name if isinstance(name, str) and name else None,
     )
+
+
+#: Where the providers' own APIs are, when a model is not pointed elsewhere.
+_OFFICIAL_SERVERS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
+
+
+def _server_of(model: object, provider: str | None) -> dict[str, Any]:
+    """``server.address`` (and ``server.port`` when not the scheme's) of the model's API:
+    its ``base_url``, else its provider's official host; nothing for a model without one."""
+    base_url = getattr(model, "base_url", None)
+    if isinstance(base_url, str) and base_url:
+        parts = urlsplit(base_url if "//" in base_url else f"//{base_url}")
+        if not parts.hostname:
+            return {}
+        server: dict[str, Any] = {"server.address": parts.hostname}
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if port is not None:
+            server["server.port"] = port
+        return server
+    official = _OFFICIAL_SERVERS.get(provider or "")
+    return {"server.address": official} if official else {}
 
 
 def _finish_reasons(response: ModelResponse) -> list[str]:

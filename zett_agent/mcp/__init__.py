@@ -5,7 +5,8 @@ command=[...], env=..., cwd=...)`` (stdio) offers a server's tools as ``<name>__
 See ``zett_agent.mcp.server`` for connections and listings, ``zett_agent.mcp.approval``
 for which calls need approval, ``zett_agent.mcp._connection``
 for who owns a connection and when a call is retried, ``zett_agent.mcp.results`` for what
-a result becomes, ``zett_agent.mcp.elicitation`` for questions a server asks, and
+a result becomes, ``zett_agent.mcp.elicitation`` for questions a server asks,
+``zett_agent.mcp.progress`` for a running call's progress and log lines, and
 ``zett_agent.mcp.security`` for the executable allow-list of configured stdio servers.
 """
 
@@ -19,6 +20,7 @@ from zett_agent.mcp.elicitation import (
     MCPElicitationEvent,
 )
 from zett_agent.mcp.errors import MCPCallLost, MCPConnectionError, MCPError, MCPToolArgumentsError
+from zett_agent.mcp.progress import PROGRESS_EVENT, MCPProgressEvent
 from zett_agent.mcp.results import CUT_MARKER
 from zett_agent.mcp.security import DEFAULT_ALLOWED_EXECUTABLES, check_stdio_command
 from zett_agent.mcp.server import HeadersSource, MCPServer, MCPTool
@@ -28,6 +30,7 @@ __all__ = [
     "DEFAULT_ALLOWED_EXECUTABLES",
     "ELICITATION_EVENT",
     "ELICITATION_RESPONSE_EVENT",
+    "PROGRESS_EVENT",
     "ApprovalNames",
     "ElicitationAnswer",
     "ElicitationCallback",
@@ -37,6 +40,7 @@ __all__ = [
     "MCPConnectionError",
     "MCPElicitationEvent",
     "MCPError",
+    "MCPProgressEvent",
     "MCPServer",
     "MCPTool",
     "MCPToolArgumentsError",

@@ -54,6 +54,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from zett_agent.mcp._tracing import traced_under, untraced
 from zett_agent.mcp.errors import MCPCallLost, MCPConnectionError
 
 __all__ = ["Connection", "current_call"]
@@ -65,6 +66,11 @@ current_call: ContextVar[Any] = ContextVar("zett_mcp_current_call", default=None
 #: Set by an owner task for each session it opens: the HTTP statuses that refused its
 #: credentials (the HTTP transport appends to it; see ``note_refusal``).
 _refusals: ContextVar[list[int] | None] = ContextVar("zett_mcp_refusals", default=None)
+#: Set by an owner task for each session it opens: what to call when its transport ends
+#: on its own (a stdio child exited: see ``note_transport_ended``).
+_transport_ended: ContextVar[Callable[[], None] | None] = ContextVar(
+    "zett_mcp_transport_ended", default=None
+)
 
 
 def note_refusal(status: int) -> None:
@@ -72,6 +78,14 @@ def note_refusal(status: int) -> None:
     refusals = _refusals.get()
     if refusals is not None:
         refusals.append(status)
+
+
+def note_transport_ended() -> None:
+    """The transport's read side ended (a stdio child exited or closed its stdout): the
+    session is lost now, not at its next request."""
+    ended = _transport_ended.get()
+    if ended is not None:
+        ended()
 
 
 T = TypeVar("T")
@@ -118,6 +132,16 @@ def _is_connect_failure(error: BaseException | None) -> bool:
     return False
 
 
+def _root_cause(error: BaseException | None) -> str:
+    """The innermost error of an exception group chain, as ``Type: message``."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    if error is None:
+        return "unknown cause"
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
 class Connection:
     """One ``mcp.Client`` to one server for one connection key, opened by its owner task."""
 
@@ -135,6 +159,7 @@ class Connection:
         on_tools_changed: Callable[[], None],
         elicitation_callback: Callable[..., Awaitable[Any]],
         on_end: Callable[[Connection], None],
+        trace_context: Any = None,
     ) -> None:
         self.server_name = server_name
         self._make_transport = make_transport
@@ -147,6 +172,8 @@ class Connection:
         self._on_tools_changed = on_tools_changed
         self._elicitation_callback = elicitation_callback
         self._on_end = on_end
+        #: The trace context of whoever opened the connection: its first handshake's parent.
+        self._trace_context = trace_context
         self._client: Client | None = None
         #: Bumped by each new session; a caller reports loss only of the one it used.
         self._generation = 0
@@ -164,6 +191,9 @@ class Connection:
         self._task: asyncio.Task[None] | None = None
         self._waiters = 0
         self._failures = 0
+        #: Connection attempts that failed so far (a waiter fails at once on a new one that
+        #: found nothing listening).
+        self._failed_attempts = 0
         self._connecting = False
         self.closed = False
         #: Why the server refused this connection's credentials, once it has.
@@ -198,6 +228,8 @@ class Connection:
                     self._last_error = self._refused
                     return  # the same credentials would be refused again
                 self._last_error = cause
+                if self._generation < generation:  # it never connected
+                    self._failed_attempts += 1
                 self._failures += 1
                 logger.info("MCP server %r: connection lost (%r)", self.server_name, cause)
                 await self._sleep(min(self._max_backoff, self._backoff * 2 ** (self._failures - 1)))
@@ -217,6 +249,7 @@ class Connection:
         self._connecting = True
         refusals: list[int] = []
         _refusals.set(refusals)
+        _transport_ended.set(lambda: self._report_lost(generation))
         client = Client(
             self._make_transport(),
             mode=self._mode,
@@ -224,10 +257,15 @@ class Connection:
             read_timeout_seconds=self._call_timeout,
             elicitation_callback=lambda ctx, params: self._elicitation_callback(self, ctx, params),
             message_handler=self._on_message,
+            logging_callback=self._on_log,
+            log_level="info",
         )
         connected = False
+        opener, self._trace_context = self._trace_context, None  # the first attempt's only
         try:
-            async with client, contextlib.AsyncExitStack() as stack:
+            async with contextlib.AsyncExitStack() as stack:
+                with traced_under(opener):
+                    await stack.enter_async_context(client)
                 connected = True
                 tools = client.server_capabilities.tools
                 if (
@@ -235,7 +273,8 @@ class Connection:
                     and tools is not None
                     and tools.list_changed
                 ):
-                    await stack.enter_async_context(client.listen(tools_list_changed=True))
+                    with untraced():
+                        await stack.enter_async_context(client.listen(tools_list_changed=True))
                 self._connecting = False
                 self._generation = generation
                 self._failures = 0
@@ -293,6 +332,15 @@ class Connection:
             self._on_tools_changed()
         await anyio.lowlevel.checkpoint()
 
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """A server's log line: the person sees it on the one call in flight, if there
+        is one (a line cannot be tied to one of several calls)."""
+        logger.debug("MCP server %r logs (%s): %r", self.server_name, params.level, params.data)
+        call = self.only_call
+        progress = getattr(call, "progress", None)
+        if progress is not None:
+            progress.log(str(params.level), params.data)
+
     def _wake_waiters(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
@@ -300,9 +348,14 @@ class Connection:
     # -- callers -----------------------------------------------------------------------
 
     async def _connected(self) -> tuple[Client, int]:
-        """The open client and its generation; wait (at most ``connect_timeout``) for one."""
+        """The open client and its generation; wait (at most ``connect_timeout``) for one.
+
+        A connection attempt made while we wait that finds nothing listening (connection
+        refused: the server is down) fails the wait at once: waiting out
+        ``connect_timeout`` would only stall the run."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._connect_timeout
+        attempts = self._failed_attempts
         self._waiters += 1
         try:
             while True:
@@ -310,6 +363,11 @@ class Connection:
                     return self._client, self._generation
                 if self._refused is not None:
                     raise MCPConnectionError(str(self._refused))
+                if self._failed_attempts > attempts and _is_connect_failure(self._last_error):
+                    raise MCPConnectionError(
+                        f"MCP server {self.server_name!r} is unreachable (nothing accepted "
+                        f"the connection): {_root_cause(self._last_error)}"
+                    )
                 if self.closed or self._closing:
                     raise MCPConnectionError(f"MCP server {self.server_name!r}: connection closed")
                 remaining = deadline - loop.time()
@@ -372,8 +430,13 @@ class Connection:
             client, generation = await self._connected()
             self._begin(call)
             token = current_call.set(call)
+            progress = getattr(call, "progress", None)
             try:
-                return await client.call_tool(name, arguments)
+                return await client.call_tool(
+                    name,
+                    arguments,
+                    progress_callback=progress.progress if progress is not None else None,
+                )
             except Exception as error:
                 if attempt == 1 and await self._lost_before_sent(error, generation):
                     continue

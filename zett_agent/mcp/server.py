@@ -42,16 +42,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import httpx2
 from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from zett_agent.mcp._connection import Connection, note_refusal
+from zett_agent.mcp._connection import Connection, note_refusal, note_transport_ended
+from zett_agent.mcp._tracing import current_context
 from zett_agent.mcp.approval import ApprovalNames, MCPToolInfo, annotations_need_approval
 from zett_agent.mcp.elicitation import ElicitationCallback, ElicitationWaits
 from zett_agent.mcp.errors import MCPConnectionError, MCPToolArgumentsError
+from zett_agent.mcp.progress import CallProgress
 from zett_agent.mcp.results import ArgumentValidator, to_tool_result
 from zett_agent.tools.base import AgentTool, ToolResult, _current_run_context, current_tool_call_id
 
@@ -78,6 +81,8 @@ class _Call:
     context: AgentRunContext | None
     tool_call_id: str | None
     zett_name: str
+    #: Where the call is, for the person (None outside a run).
+    progress: CallProgress | None = None
 
 
 class _Handler:
@@ -95,9 +100,17 @@ class _Handler:
         server = self.server
         context = _current_run_context.get()
         connection = await server._connection_for(context)
-        call = _Call(context, current_tool_call_id(), self.zett_name)
+        tool_call_id = current_tool_call_id()
+        progress = None
+        if context is not None and tool_call_id is not None:
+            progress = CallProgress(context, tool_call_id, self.zett_name, server.name)
+        call = _Call(context, tool_call_id, self.zett_name, progress)
         try:
-            result = await connection.call_tool(self.mcp_name, arguments, call)
+            if progress is None:
+                result = await connection.call_tool(self.mcp_name, arguments, call)
+            else:
+                async with progress.relaying():
+                    result = await connection.call_tool(self.mcp_name, arguments, call)
         except BaseExceptionGroup as group:
             raise _single(group) from None
         return to_tool_result(
@@ -408,6 +421,7 @@ class MCPServer(ElicitationWaits):
             on_tools_changed=lambda: self._stale.add(key),
             elicitation_callback=self._on_elicitation,
             on_end=lambda ended: self._forget(key, ended),
+            trace_context=current_context(),
         )
         self._connections[key] = connection
         # The owner task must not inherit the caller's context (its run, its tool call).
@@ -425,7 +439,7 @@ class MCPServer(ElicitationWaits):
         parameters = StdioServerParameters(
             command=self.command[0], args=self.command[1:], env=self._env, cwd=self._cwd
         )
-        return stdio_client(parameters)
+        return _watched(stdio_client(parameters))
 
     # -- tool listings -----------------------------------------------------------------
 
@@ -487,6 +501,31 @@ class MCPServer(ElicitationWaits):
                 )
             self._listings[key] = listing
             return listing
+
+
+@asynccontextmanager
+async def _watched(transport: Any) -> AsyncIterator[Any]:
+    """``transport``'s streams, its read side relayed so that its end (a stdio child that
+    exited, killed or crashed) is reported at once: the connection reconnects then, and the
+    next call waits for the new child instead of failing on the dead one."""
+    async with transport as (read, write):
+        relay_in, relay_out = anyio.create_memory_object_stream[Any](0)
+
+        async def relay() -> None:
+            async with relay_in:
+                try:
+                    async for item in read:
+                        await relay_in.send(item)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return  # the session closed its side: not an end of the server
+            note_transport_ended()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(relay)
+            try:
+                yield relay_out, write
+            finally:
+                group.cancel_scope.cancel()
 
 
 @asynccontextmanager

@@ -61,6 +61,7 @@ class MessageStreamReader:
 
     def __init__(self, model: str) -> None:
         self.model = model
+        self.response_id: str | None = None
         self._blocks: dict[int, _Block] = {}
         self._tool_calls = 0
         self._server_tool_names: dict[str, str] = {}
@@ -74,6 +75,9 @@ class MessageStreamReader:
         if kind == "message_start":
             message = event.message
             self.model = getattr(message, "model", None) or self.model
+            response_id = getattr(message, "id", None)
+            if isinstance(response_id, str) and response_id:
+                self.response_id = response_id
             self._record_usage(getattr(message, "usage", None))
         elif kind == "content_block_start":
             return self._start(event.index, _plain(event.content_block))
@@ -191,7 +195,11 @@ class MessageStreamReader:
             attributes=attributes,
         )
         return ModelResponse(
-            message, finish_reason=self._stop_reason, usage=self._model_usage(), stop=self._stop()
+            message,
+            finish_reason=self._stop_reason,
+            usage=self._model_usage(),
+            stop=self._stop(),
+            response_id=self.response_id,
         )
 
     def _stop(self) -> StopInfo | None:

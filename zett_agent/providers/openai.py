@@ -315,6 +315,7 @@ class ChatStreamReader:
         self._calls: dict[int, _PartialCall] = {}
         self._finish_reason: str | None = None
         self._usage = _NO_USAGE
+        self.response_id: str | None = None
 
     def feed(self, chunk: Any) -> list[ModelEvent]:
         """Events for one chunk, in the order the chunk carries them."""
@@ -322,6 +323,9 @@ class ChatStreamReader:
         model, usage, choices = chunk.model, chunk.usage, chunk.choices
         if model:
             self.model = model
+        response_id = getattr(chunk, "id", None)
+        if isinstance(response_id, str) and response_id:
+            self.response_id = response_id
         if usage is not None:
             self._usage = _usage(usage)
         if not choices:
@@ -398,7 +402,11 @@ class ChatStreamReader:
             model=self.model,
         )
         return ModelResponse(
-            message, finish_reason=self._finish_reason, usage=self._usage, stop=stop
+            message,
+            finish_reason=self._finish_reason,
+            usage=self._usage,
+            stop=stop,
+            response_id=self.response_id,
         )
 
     @staticmethod

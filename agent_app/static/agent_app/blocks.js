@@ -200,7 +200,33 @@ export class ToolCard {
     this.status.textContent = TOOL_STATUS[state] ?? state;
   }
 
+  /** A running call's progress (a `tool_progress` event): a bar, and the newest line. */
+  showProgress({ progress, total, message }) {
+    if (this.settled) {
+      return;
+    }
+    if (this.progress === undefined) {
+      this.progress = element("progress", "tool-card__progress");
+      this.progressText = element("span", "tool-card__progress-text");
+      this.status.after(this.progress, this.progressText);
+    }
+    if (typeof progress === "number") {
+      if (typeof total === "number" && total > 0) {
+        this.progress.max = total;
+        this.progress.value = Math.min(progress, total);
+      } else {
+        this.progress.removeAttribute("value"); // a total nobody knows: indeterminate
+      }
+      this.progress.setAttribute("aria-label", typeof total === "number" ? `${progress} of ${total}` : `${progress}`);
+    }
+    if (typeof message === "string") {
+      this.progressText.textContent = message;
+    }
+  }
+
   finish(state, resultText, { errorText = "", truncated = false } = {}) {
+    this.progress?.remove();
+    this.progressText?.remove();
     this.setState(state);
     this.result.textContent = resultText || "(empty)";
     if (errorText && !this.result.textContent.includes(errorText)) {

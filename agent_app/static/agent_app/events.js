@@ -130,6 +130,11 @@ export function applyEvent(transcript, requestId, event, onUsage) {
 /** A question (`ask_user`) or approval (`approval_requested`): its card, then its widget. */
 function showWait(transcript, turn, requestId, event) {
   const payload = event.payload ?? {};
+  if (event.name === "tool_progress") {
+    // Where an MCP tool call is: a bar and the server's newest line on its card.
+    transcript.cardFor(turn, { id: payload.tool_call_id, name: payload.tool }).showProgress(payload);
+    return;
+  }
   if (event.name === "browser_tool") {
     // A host-page tool waits for the page's script (client.js), not for a person: its card
     // says it is waiting, and no widget asks anything.

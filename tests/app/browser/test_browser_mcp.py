@@ -5,6 +5,8 @@ tool's card, answered, and read back after a reload."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from collections.abc import Iterator
 
@@ -72,3 +74,24 @@ def test_an_mcp_question_is_answered_on_the_page_and_reads_answered_after_a_relo
     expect(last_answer(page)).to_contain_text("deleted because spring cleaning")
     expect(page.locator(".widget--approval")).to_contain_text("You approved this.")
     expect(page.locator(".widget--ask")).to_contain_text("You answered: reason: spring cleaning")
+
+
+def test_a_running_mcp_call_shows_its_progress_on_its_card(
+    page: Page, mcp_server: LiveServer, tmp_path
+) -> None:
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    open_new_chat(page, mcp_server)
+    send(page, f"gate: {gate}")
+    card = page.locator(".tool-card").filter(has_text="local__gate")
+    bar = card.locator("progress.tool-card__progress")
+    expect(bar).to_have_attribute("max", "2")
+    expect(bar).to_have_attribute("value", "1")
+    expect(bar).to_have_attribute("aria-label", "1 of 2")
+    expect(card.locator(".tool-card__progress-text")).to_have_text(
+        re.compile("half way|waiting at the gate")
+    )
+    gate.write_text("go")  # the server's tool reads it and goes on
+    expect(last_answer(page)).to_contain_text("through the gate")
+    expect(card).to_have_attribute("data-state", "done")
+    expect(bar).to_have_count(0)

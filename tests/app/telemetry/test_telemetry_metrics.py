@@ -7,6 +7,7 @@ reads the change it caused: a sample before and after.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
 import pytest
 from django.test import override_settings
@@ -16,7 +17,7 @@ from tests.app.durable.test_waits import BROWSER, NOTE, leave_a_paused_run
 from tests.app.llm_doubles import SteppedModel, call_tool, say
 from zett_agent.extensions.external import ExternalEventExpired
 from zett_agent.extensions.tracing import tool_outcome
-from zett_agent.messages import ToolCall
+from zett_agent.messages import AssistantMessage, ToolCall
 from zett_agent.model import ModelUsage
 from zett_agent.testing import ScriptedModel
 from zett_agent.tools.base import ToolResult
@@ -228,6 +229,48 @@ async def test_a_tool_call_counts_under_the_outcome_its_span_has(result, error, 
 
     extension = metrics.MetricsExtension("outcomes")
     before = counted(metrics.TOOL_CALLS, "outcomes", "save_note", outcome)
-    await extension.after_tool(None, ToolCall("c1", "save_note", {}), result, error)
+    context = SimpleNamespace(tools={"save_note": object()})
+    await extension.after_tool(context, ToolCall("c1", "save_note", {}), result, error)
     assert counted(metrics.TOOL_CALLS, "outcomes", "save_note", outcome) == before + 1
     assert tool_outcome(result, error) == outcome
+
+
+async def test_a_model_inventing_a_thousand_tool_names_adds_at_most_one_series(
+    sockets, use_model, async_client, django_user_model
+):
+    """Tool names, message text and ids come from the model or the person: none of them
+    may become a label value (each would be a new series, without limit)."""
+    from asgiref.sync import sync_to_async
+
+    user = await sync_to_async(django_user_model.objects.create_user)(
+        "ops", password="pw", is_staff=True
+    )
+    await sync_to_async(async_client.force_login)(user)
+
+    async def scrape() -> set[tuple[str, frozenset]]:
+        response = await async_client.get(URL)
+        assert response.status_code == 200
+        return set(samples(response.content.decode()))
+
+    invented = [f"hallucinated_tool_{index:04x}" for index in range(1000)]
+    calls = tuple(ToolCall(f"call-{index}", name, {}) for index, name in enumerate(invented))
+    use_model(ScriptedModel([AssistantMessage(tool_calls=calls), say("Done.")]))
+    from agent_app.telemetry import metrics
+
+    others = counted(metrics.TOOL_CALLS, "demo", "other", "failed")
+    before = await scrape()
+    socket = await sockets()
+    secret = "user-42-secret-name"
+    await socket.send({"type": "user_message", "content": secret})
+    await socket.run_to_completion()
+    await socket.close()
+    added = {key for key in await scrape() - before if key[0] == "zett_tool_calls_total"}
+    assert added <= {
+        (
+            "zett_tool_calls_total",
+            frozenset({("assistant", "demo"), ("tool", "other"), ("outcome", "failed")}),
+        )
+    }
+    assert counted(metrics.TOOL_CALLS, "demo", "other", "failed") == others + 1000
+    values = {value for _, labels in await scrape() for _, value in labels}
+    assert not {secret, *invented, socket.session_id} & values

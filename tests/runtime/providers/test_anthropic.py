@@ -57,6 +57,7 @@ async def test_plain_text_streams_as_text_deltas_and_completes_with_the_message(
     assert events[-1].type is ModelEventType.COMPLETED
     assert response.message.content == "Hello!"
     assert (response.message.provider, response.message.model) == ("anthropic", MODEL)
+    assert response.response_id == "msg_1"  # the provider's id of the response
     assert (response.finish_reason, response.stop) == ("end_turn", None)
 
 

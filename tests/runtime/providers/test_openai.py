@@ -54,6 +54,7 @@ async def test_plain_text_streams_as_text_deltas_and_completes_with_the_message(
     assert response.message.content == "Hello!"
     assert response.message.reasoning is None
     assert (response.message.provider, response.message.model) == ("openai", MODEL)
+    assert response.response_id == "chatcmpl-1"  # the provider's id of the response
     assert (response.finish_reason, response.stop) == ("stop", None)
 
 
