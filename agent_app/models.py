@@ -226,6 +226,9 @@ class ChatRun(models.Model):
     #: The W3C traceparent of the run's span (with tracing on): a continuation run on any
     #: worker links to it, and its waits' spans are its children.
     trace_context = models.CharField(max_length=64, blank=True)
+    #: How many workers ran it: 1, plus one for each continuation after its worker died
+    #: (``agent_app.durable.continuation``).
+    attempts = models.PositiveSmallIntegerField(default=1)
 
     class Meta:
         ordering = ["-started_at"]

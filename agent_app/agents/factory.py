@@ -30,6 +30,7 @@ from agent_app.attachments.extension import AttachmentExtension
 from agent_app.attachments.reading import has_documents, noted_documents, read_attachment_file
 from agent_app.attachments.tool import read_attachment_tool
 from agent_app.budgets import BUDGETS
+from agent_app.durable.atomic import AtomicToolsExtension
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
 from agent_app.telemetry import extensions_for
@@ -56,6 +57,8 @@ async def _record_execution(context: AgentRunContext, call: ToolCall) -> None:
 
 
 _GUIDELINES = ToolGuidelinesExtension()
+#: Runs ``@tool(atomic=True)`` tools in a transaction that stores their result (stateless).
+_ATOMIC = AtomicToolsExtension()
 #: Attachments reach the model from storage, read when each request is built, and only the
 #: files of the chat the run is in (the reader looks them up by the run's session id).
 _READER = database_sync_to_async(read_attachment_file)
@@ -166,6 +169,7 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
         tools=assistant.get_tools(),
         extensions=[
             OrmPersistenceExtension(),
+            _ATOMIC,
             BUDGETS,
             *_reply_extensions(assistant),
             *mcp.extensions_for(assistant),

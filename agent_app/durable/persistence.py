@@ -46,10 +46,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from channels.db import database_sync_to_async
 
+from agent_app.durable.atomic import STORED_ATTRIBUTE
 from agent_app.durable.store import RowMeta, append_rows, restore_history
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import MessageAppendedEvent, RunCancelledEvent
-from zett_agent.messages import AssistantMessage, SystemMessage, UserMessage
+from zett_agent.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
 from zett_agent.model import ModelEventType
 from zett_agent.serialization import usage_to_dict
 
@@ -88,6 +89,10 @@ class RunSeams:
     #: A list the caller stores with the run's end; a final answer goes there (with its
     #: row's metadata) instead of being written by ``after_model``.
     at_end: list[tuple[AssistantMessage, RowMeta]] | None = None
+    #: Set when the run is handed over to another worker: from then on nothing is written
+    #: (not the cancelled calls, not the partial answer); the run goes on elsewhere from
+    #: what was stored before (``agent_app.durable.continuation``).
+    frozen: bool = False
 
     def metadata(self) -> dict[str, Any]:
         """The request metadata that hands these seams over."""
@@ -150,6 +155,12 @@ class _Request:
     answer: AssistantMessage | None = None
     #: The caller's ``RunSeams.at_end`` list, if it handed one over.
     at_end: list[tuple[AssistantMessage, RowMeta]] | None = None
+    #: The caller's seams (``frozen``: write nothing more).
+    seams: RunSeams | None = None
+
+    @property
+    def frozen(self) -> bool:
+        return self.seams is not None and self.seams.frozen
 
 
 class OrmPersistenceExtension(AgentExtension):
@@ -180,6 +191,7 @@ class OrmPersistenceExtension(AgentExtension):
             streamed=[] if streamed is None else streamed,
             watch_stream=streamed is None,
             at_end=seams.at_end,
+            seams=seams,
         )
         # One copy of the references, no work per message: a turn's cost does not grow
         # with the length of the conversation (``agent_app.durable.store`` keeps it validated).
@@ -201,7 +213,7 @@ class OrmPersistenceExtension(AgentExtension):
 
     async def after_model(self, context: AgentRunContext, response: ModelResponse) -> None:
         state = self._requests.get(context.request_id)
-        if state is None or state.answer is None:
+        if state is None or state.answer is None or state.frozen:
             return
         answer, state.answer = state.answer, None
         meta = RowMeta()
@@ -220,6 +232,10 @@ class OrmPersistenceExtension(AgentExtension):
         state = self._requests.get(context.request_id)
         if state is None:
             return
+        if state.frozen:
+            if isinstance(event, RunCancelledEvent):
+                self._requests.pop(context.request_id, None)
+            return
         if isinstance(event, MessageAppendedEvent):
             message = event.message
             if not message.persist or isinstance(message, SystemMessage):
@@ -227,6 +243,8 @@ class OrmPersistenceExtension(AgentExtension):
             if message is state.input_message and state.input_stored:
                 return
             await self._flush(context, state)
+            if isinstance(message, ToolMessage) and message.attributes.get(STORED_ATTRIBUTE):
+                return  # stored with the tool's own writes (``agent_app.durable.atomic``)
             if isinstance(message, AssistantMessage):
                 state.streamed.clear()  # the answer landed: nothing of it is partial any more
                 if state.calling:
@@ -244,12 +262,12 @@ class OrmPersistenceExtension(AgentExtension):
 
     async def on_success(self, context: AgentRunContext, result: AssistantMessage) -> None:
         state = self._requests.pop(context.request_id, None)
-        if state is not None:
+        if state is not None and not state.frozen:
             await self._flush(context, state, ending=True)
 
     async def on_error(self, context: AgentRunContext, error: Exception) -> None:
         state = self._requests.pop(context.request_id, None)
-        if state is not None:
+        if state is not None and not state.frozen:
             await self._flush(context, state)
 
     async def _flush(

@@ -14,6 +14,10 @@ settles it (``recover_session``), reading only the database:
   in time: the question stays answerable, and the continuation ends the call with an
   honest error (its connection died with the process; it is never sent again); once the
   question has expired the call is closed as expired;
+- otherwise, when the caller continues it (``continuing``) and it may be continued
+  (``agent_app.durable.continuation.continuable``: attempts left, work left), it stays
+  ``running``, counts one more attempt, and the caller runs it on from its checkpoint
+  with the same ``request_id`` (the sockets get ``run_continued``);
 - otherwise it becomes ``interrupted``, and each of its open tool calls gets an
   unsuccessful result saying what happened: a call that had started (an approved tool
   whose wait says ``executing``) "may or may not have completed" and is never run again; a
@@ -42,6 +46,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent_app import conf
+from agent_app.durable import continuation
 from agent_app.durable.deadlocks import retried_on_deadlock
 from agent_app.durable.sequence import reserve_block
 from agent_app.durable.store import RowMeta, bump_version, insert_rows, open_calls
@@ -68,9 +73,7 @@ __all__ = [
 
 INTERRUPTED_RUN_MESSAGE = "The server stopped while this answer was being written."
 EXPIRED_RUN_MESSAGE = "Nobody answered in time, so this answer was not finished."
-STARTED_TOOL_CONTENT = (
-    "Interrupted: the server stopped while this tool was running; it may or may not have completed."
-)
+STARTED_TOOL_CONTENT = continuation.STARTED_TOOL_CONTENT
 NOT_RUN_TOOL_CONTENT = "Not run: the server stopped before this tool ran."
 EXPIRED_TOOL_CONTENT = "Nobody answered in time; the call did not run."
 EXPIRED_QUESTION_CONTENT = (
@@ -94,8 +97,23 @@ class Settled:
     pending: list[dict[str, Any]] = field(default_factory=list)
     #: A paused run whose every reply is known already: it can go on at once.
     ready: bool = False
+    #: A run claimed for continuation (``status`` stays ``running``): its attempt, its
+    #: kind, and where its continuation's first message will be stored.
+    attempt: int = 0
+    kind: str = ""
+    position: int = 0
+    #: The call that may have started when the worker died is closed already.
+    started_closed: bool = False
 
     def frame(self, seq: int) -> dict[str, Any]:
+        if self.status == RunStatus.RUNNING:
+            return {
+                "type": "run_continued",
+                "seq": seq,
+                "request_id": self.request_id,
+                "attempt": self.attempt,
+                "position": self.position,
+            }
         if self.status == RunStatus.CANCELLED:
             return {"type": "run_cancelled", "seq": seq, "request_id": self.request_id}
         if self.status == RunStatus.PAUSED:
@@ -160,12 +178,19 @@ def answered_paused_runs(session_id: str) -> list[str]:
 
 @retried_on_deadlock
 def recover_session(
-    session_id: str, dead: Iterable[str], *, abandon_paused: bool = False
+    session_id: str,
+    dead: Iterable[str],
+    *,
+    abandon_paused: bool = False,
+    continuing: str = "",
+    worker: str = "",
 ) -> list[Settled]:
     """Settle the session's ``dead`` running runs and its expired paused ones.
 
     ``abandon_paused`` also ends a paused run that could still go on: the user sent a new
     message instead of answering, so its questions are dropped and its open calls closed.
+    ``continuing``: the dead run the caller will continue if it can (it holds the
+    session's lease in that run's name); claimed for ``worker``.
     """
     dead = set(dead)
     settled: list[Settled] = []
@@ -182,7 +207,9 @@ def recover_session(
             if run.status == RunStatus.PAUSED and abandon_paused:
                 outcome = _abandon(session_id, run, now)
             else:
-                outcome = _settle(session_id, run, now)
+                outcome = _settle(
+                    session_id, run, now, worker if run.request_id == continuing else ""
+                )
             if outcome is not None:
                 settled.append(outcome)
         if not settled:
@@ -194,8 +221,9 @@ def recover_session(
     return settled
 
 
-def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
-    """Decide what became of one run and close what it left open."""
+def _settle(session_id: str, run: ChatRun, now: Any, continuer: str = "") -> Settled | None:
+    """Decide what became of one run and close what it left open; a ``continuer`` (a
+    worker) claims a run that can go on instead of interrupting it."""
     message, open_ids = open_calls(session_id)
     calls = _calls(message, open_ids)
     waits = {
@@ -227,6 +255,10 @@ def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
             ).order_by("created_at")
         ]
         return Settled(run.request_id, RunStatus.PAUSED, (0, 0), pending, ready=not pending)
+    if continuer and not expired_wait:
+        continued = _continue(session_id, run, closes, continuer)
+        if continued is not None:
+            return continued
     closed = {call.id for call, _, _ in closes}
     # Nobody answered in time: the run was waiting, not working, when it stopped.
     expiring = run.status == RunStatus.PAUSED or expired_wait
@@ -243,6 +275,28 @@ def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
         run.error_message = EXPIRED_RUN_MESSAGE
     run.save(update_fields=["status", "ended_at", "error_type", "error_message"])
     return Settled(run.request_id, run.status, (0, 0))
+
+
+def _continue(
+    session_id: str,
+    run: ChatRun,
+    closes: list[tuple[ToolCall, str, dict[str, Any]]],
+    continuer: str,
+) -> Settled | None:
+    """Claim a dead running run for ``continuer`` if it can go on (else None)."""
+    if run.status != RunStatus.RUNNING or not continuation.continuable(session_id, run):
+        return None
+    _insert_results(session_id, run.request_id, closes)
+    return Settled(
+        run.request_id,
+        RunStatus.RUNNING,
+        (0, 0),
+        attempt=continuation.claim(run, continuer),
+        kind=run.kind,
+        position=continuation.next_position(session_id),
+        # An approved call that had started is closed now: it was the running one.
+        started_closed=bool(closes),
+    )
 
 
 def _settle_call(

@@ -39,7 +39,7 @@ from channels.db import database_sync_to_async
 from agent_app.assistants import Entry, enter_run
 from agent_app.budgets.ledger import BudgetExceeded
 from agent_app.bus.base import Marker, SessionBus
-from agent_app.durable import recovery, waits
+from agent_app.durable import continuation, recovery, waits
 from agent_app.durable.persistence import RunSeams, shielded, write_pending
 from agent_app.durable.runs import Begun, end_run, user_message_for
 from agent_app.models import RunKind, RunStatus, WaitStatus
@@ -84,6 +84,10 @@ class StopReason(enum.Enum):
     LEASE_LOST = "lease_lost"
     #: This process shuts down (``agent_app.sessions.shutdown``).
     SHUTDOWN = "shutdown"
+    #: This process shuts down and hands the run over: nothing more of it is stored, its
+    #: end is not recorded, its lease is let go, and another worker (or the next process)
+    #: continues it from its checkpoint (``agent_app.durable.continuation``).
+    HANDOVER = "handover"
 
 
 _NEXT: dict[RunState, frozenset[RunState]] = {
@@ -150,6 +154,12 @@ class Run:
     trace_context: str = ""
     #: Why it ended ``budget_exceeded``, when it did.
     refusal: BudgetExceeded | None = None
+    #: Which worker of the run this is: 1, or more for a continuation after a crash.
+    attempt: int = 1
+    #: A continuation whose interrupted call (if any) is still to be closed.
+    check_started: bool = False
+    #: What the run shares with the persistence extension (``frozen`` on a handover).
+    seams: RunSeams | None = None
 
     def to(self, state: RunState) -> None:
         """Move to ``state``; a transition the diagram does not draw is a bug."""
@@ -186,8 +196,49 @@ class Run:
             seq, encode_frame(frame.dump()), marker=Marker.START, request_id=self.request_id
         )
 
+    @classmethod
+    def continuing(cls, owner: RunOwner, outcome: recovery.Settled) -> Run:
+        """The run that continues a dead one claimed for this process (same request)."""
+        return cls(
+            owner,
+            outcome.request_id,
+            kind=outcome.kind or RunKind.MESSAGE,
+            attempt=outcome.attempt,
+            check_started=not outcome.started_closed,
+        )
+
+    async def take_over(self, outcome: recovery.Settled) -> asyncio.Task[None]:
+        """Announce and launch a continuation (under the lock); its task."""
+        try:
+            await self.announce_continued(outcome)
+        except BaseException:
+            self.owner.run_ended(self)
+            self.launched.set()
+            raise
+        self.launch(None, None, None)
+        assert self.task is not None
+        self.task.add_done_callback(lambda _: self.owner.check_idle())
+        return self.task
+
+    async def announce_continued(self, outcome: recovery.Settled) -> None:
+        """Broadcast ``run_continued`` (under the lock): the first frame of a continuation.
+
+        Its ``seq`` comes after every frame the dead worker sent (the settling reserved a
+        fresh block); a page drops the unfinished step's partial text when it arrives.
+        """
+        feed = self.owner.feed
+        feed.replay.clear()
+        seq = await feed.next_seq()
+        frame = outcome.frame(seq)
+        await feed.broadcast(
+            seq, encode_frame(frame), marker=Marker.START, request_id=self.request_id
+        )
+
     def launch(
-        self, message: UserMessage | None, history: list[Any] | None, entry: Entry | Exception
+        self,
+        message: UserMessage | None,
+        history: list[Any] | None,
+        entry: Entry | Exception | None,
     ) -> None:
         """Start the run's task: it streams the agent's events until the run ends.
 
@@ -202,12 +253,18 @@ class Run:
     # --- events ------------------------------------------------------------------------
 
     async def _execute(
-        self, message: UserMessage | None, history: list[Any] | None, entry: Entry | Exception
+        self,
+        message: UserMessage | None,
+        history: list[Any] | None,
+        entry: Entry | Exception | None,
     ) -> None:
         final: dict[str, Any] | None = None
         try:
             final = await self._stream(await self._open(message, history, entry))
         except asyncio.CancelledError:
+            if self.stop is StopReason.HANDOVER:
+                await self._hand_over()
+                return
             status = RunStatus.CANCELLED if self.stop is None else RunStatus.INTERRUPTED
             await self.finish(status)
             return
@@ -228,24 +285,40 @@ class Run:
         await self.finish(RunStatus.COMPLETED, final=final)
 
     async def _open(
-        self, message: UserMessage | None, history: list[Any] | None, entry: Entry | Exception
+        self,
+        message: UserMessage | None,
+        history: list[Any] | None,
+        entry: Entry | Exception | None,
     ) -> Any:
         """The agent's event stream: a new message's, or a continuation's."""
-        config = AgentRunConfig(session_id=self.owner.session_id, request_id=self.request_id)
-        await enter_run(self.owner.session_id, entry)  # current_user()/current_chat(); permission
+        session_id = self.owner.session_id
+        config = AgentRunConfig(session_id=session_id, request_id=self.request_id)
+        await enter_run(session_id, entry)  # current_user()/current_chat(); permission
         agent = self.agent = await self.owner.get_agent()
         self.trace_pending = tracing.active()
         if message is None:
+            metadata: dict[str, Any] = {}
+            if self.attempt > 1:
+                # A continuation after a crash: the call that may have run is closed first
+                # (unless its tool may run again); the partial text is this run's again.
+                if self.check_started:
+                    await shielded(
+                        database_sync_to_async(continuation.close_started_call)(
+                            session_id, self.request_id, continuation.tool_flags(agent)
+                        )
+                    )
+                self.seams = RunSeams(streamed=self.streamed, at_end=self.at_end)
+                metadata.update(self.seams.metadata())
             replies, deadlines = await self._resumption()
-            links = None
-            if tracing.active():  # the run it continues, wherever that one ran
+            if tracing.active():  # the run (or attempt) it continues, wherever that ran
                 links = await database_sync_to_async(context.continuation_metadata)(
-                    self.resumed_from
+                    self.request_id if self.attempt > 1 else self.resumed_from
                 )
+                metadata.update(links or {})
             return agent.resume_stream(
-                config=config, replies=replies, deadlines=deadlines, metadata=links
+                config=config, replies=replies, deadlines=deadlines, metadata=metadata or None
             )
-        seams = RunSeams(
+        self.seams = seams = RunSeams(
             input_stored=True, restored_history=history, streamed=self.streamed, at_end=self.at_end
         )
         return agent.stream(message, config=config, metadata=seams.metadata())
@@ -266,6 +339,7 @@ class Run:
                 if self.trace_pending:  # the run's span exists by its first event
                     self.trace_pending = False
                     self.trace_context = context.traceparent_of(self.agent, self.owner.session_id)
+                    await self._store_trace_context()
                 if self.state is _WAITING:
                     self.state = _RUNNING  # any event ends a wait
                 if self.held is not None and kind is not E.RUN_COMPLETED:
@@ -320,6 +394,15 @@ class Run:
             await self._close_waits(data)
         await self.owner.feed.broadcast_event(self.request_id, data)
         return True
+
+    async def _store_trace_context(self) -> None:
+        """Store the run's span at once: a continuation on another worker links to it."""
+        if self.trace_context:
+            await shielded(
+                database_sync_to_async(continuation.record_trace_context)(
+                    self.request_id, self.trace_context
+                )
+            )
 
     # --- waits -------------------------------------------------------------------------
 
@@ -509,13 +592,32 @@ class Run:
         )
         return encode_frame(frame.dump())
 
+    async def _hand_over(self) -> None:
+        """End here without an ending: the run stays ``running`` at its checkpoint, and its
+        lease is let go once its frames went out, so another worker continues it at once."""
+        owner = self.owner
+        self.to(RunState.ENDING)
+        async with owner.feed.lock:
+            owner.run_ended(self)
+        self.to(RunState.ENDED)
+        await owner.bus.flushed(owner.session_id)
+        await owner.bus.release(owner.session_id)
+        owner.check_idle()
+
     # --- stopping from outside ---------------------------------------------------------
+
+    async def hand_over(self) -> None:
+        """Stop for a shutdown: hand the run over to be continued elsewhere, or, when its
+        writes cannot be held back (no seams yet), end it ``interrupted``."""
+        await self.interrupt(StopReason.HANDOVER if self.seams is not None else StopReason.SHUTDOWN)
 
     async def interrupt(self, reason: StopReason) -> None:
         """Cancel the run's task for ``reason`` and wait until it has ended."""
         if self.task is None:
             return
         self.stop = reason
+        if reason is StopReason.HANDOVER and self.seams is not None:
+            self.seams.frozen = True  # what the cancellation would store stays unstored
         self.task.cancel()
         await asyncio.wait([self.task])
 

@@ -92,6 +92,13 @@ class AgentTool:
     ``handler`` receives the validated arguments as keyword arguments and may be sync or
     async. ``@tool`` builds one from a function; construct it directly for hand-written
     schemas (the arguments are then checked only by the handler itself).
+
+    What a host does with a call that was running when its process died: by default the
+    call is not run again (it may or may not have happened). ``idempotent``: running it
+    twice does no harm, so it is run again. ``atomic``: a sync handler whose writes a host
+    can commit in one transaction together with the call's result (the chat app does so
+    for tools that write through the Django ORM), so it is run again exactly when nothing
+    of it was committed. The runtime itself only carries the two flags.
     """
 
     name: str
@@ -100,6 +107,8 @@ class AgentTool:
     handler: Callable[..., Any]
     guidelines: tuple[str, ...] = ()
     snippet: str | None = None
+    idempotent: bool = False
+    atomic: bool = False
     # Filled by ``@tool`` or on first use; not constructor parameters.
     _validator: type[pydantic.BaseModel] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -116,6 +125,17 @@ class AgentTool:
             raise ValueError(f"Tool {self.name!r} needs a description")
         if not callable(self.handler):
             raise TypeError(f"Tool {self.name!r} handler must be callable")
+        if self.atomic and (
+            inspect.iscoroutinefunction(self.handler)
+            or (
+                not inspect.isfunction(self.handler)
+                and inspect.iscoroutinefunction(type(self.handler).__call__)
+            )
+        ):
+            raise TypeError(
+                f"Tool {self.name!r} is atomic, so its handler must be a plain (sync) function: "
+                "its writes commit in one transaction with its result"
+            )
         # One string is one guideline, not one guideline per character.
         guidelines = self.guidelines
         self.guidelines = (guidelines,) if isinstance(guidelines, str) else tuple(guidelines)
@@ -348,6 +368,8 @@ def _make_tool(
     snippet: str | None,
     guidelines: Sequence[str] | None,
     description: str | None,
+    idempotent: bool = False,
+    atomic: bool = False,
 ) -> AgentTool:
     if not callable(function):
         raise TypeError(f"@tool needs a function, got {type(function).__name__}")
@@ -373,6 +395,8 @@ def _make_tool(
         handler=function,
         guidelines=tuple(rules),
         snippet=snippet if snippet is not None else doc.snippet,
+        idempotent=bool(idempotent),
+        atomic=bool(atomic),
     )
     built._validator = validator
     return built
@@ -387,6 +411,8 @@ def tool(
     snippet: str | None = None,
     guidelines: Sequence[str] | None = None,
     description: str | None = None,
+    idempotent: bool = False,
+    atomic: bool = False,
 ) -> Callable[[Callable[..., Any]], AgentTool]: ...
 
 
@@ -398,22 +424,29 @@ def tool(
     snippet: str | None = None,
     guidelines: Sequence[str] | None = None,
     description: str | None = None,
+    idempotent: bool = False,
+    atomic: bool = False,
 ) -> AgentTool | Callable[[Callable[..., Any]], AgentTool]:
     """Turn an annotated function into an ``AgentTool``; usable bare or with options.
 
     ``guidelines`` replaces the docstring's ``Guidelines:``; a single string is one rule.
     A parameter described both by ``Args:`` and by ``Annotated[..., Field(description=...)]``
-    gets the docstring's description.
+    gets the docstring's description. ``idempotent`` and ``atomic`` say whether a call
+    cut off by a crash may run again (``AgentTool``).
     """
+    options = {
+        "name": name,
+        "snippet": snippet,
+        "guidelines": guidelines,
+        "description": description,
+        "idempotent": idempotent,
+        "atomic": atomic,
+    }
     if function is not None:
-        return _make_tool(
-            function, name=name, snippet=snippet, guidelines=guidelines, description=description
-        )
+        return _make_tool(function, **options)
 
     def decorate(inner: Callable[..., Any]) -> AgentTool:
-        return _make_tool(
-            inner, name=name, snippet=snippet, guidelines=guidelines, description=description
-        )
+        return _make_tool(inner, **options)
 
     return decorate
 

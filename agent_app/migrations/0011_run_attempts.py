@@ -1,0 +1,15 @@
+"""A run counts the workers that ran it (a continuation after a crash is one more)."""
+
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [("agent_app", "0010_browser_tool_waits")]
+
+    operations = [
+        migrations.AddField(
+            model_name="chatrun",
+            name="attempts",
+            field=models.PositiveSmallIntegerField(default=1),
+        ),
+    ]
