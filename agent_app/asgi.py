@@ -45,11 +45,15 @@ def websocket_application(*, check_settings: bool = True) -> Any:
     from agent_app.checks import raise_on_invalid_settings
     from agent_app.guard.origins import OriginValidator
     from agent_app.routing import websocket_urlpatterns
+    from agent_app.sessions.background import install_with_server
+    from agent_app.sessions.registry import start_background
     from agent_app.tokens import BearerTokenMiddleware
     from agent_app.unrouted import QuietURLRouter
 
     if check_settings:
         raise_on_invalid_settings()
+    # In a daphne server, the worker's background loop (the sweep) starts with the server.
+    install_with_server(start_background)
     return OriginValidator(
         CookieMiddleware(
             SocketSessionMiddleware(
