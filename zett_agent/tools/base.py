@@ -107,8 +107,10 @@ class AgentTool:
     handler: Callable[..., Any]
     guidelines: tuple[str, ...] = ()
     snippet: str | None = None
-    idempotent: bool = False
-    atomic: bool = False
+    #: How a call cut off by a crash may be run again (see above); set by ``@tool``, or on
+    #: a hand-built tool after construction (the constructor's parameters are the above).
+    idempotent: bool = field(default=False, init=False, compare=False)
+    atomic: bool = field(default=False, init=False, compare=False)
     # Filled by ``@tool`` or on first use; not constructor parameters.
     _validator: type[pydantic.BaseModel] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -125,17 +127,6 @@ class AgentTool:
             raise ValueError(f"Tool {self.name!r} needs a description")
         if not callable(self.handler):
             raise TypeError(f"Tool {self.name!r} handler must be callable")
-        if self.atomic and (
-            inspect.iscoroutinefunction(self.handler)
-            or (
-                not inspect.isfunction(self.handler)
-                and inspect.iscoroutinefunction(type(self.handler).__call__)
-            )
-        ):
-            raise TypeError(
-                f"Tool {self.name!r} is atomic, so its handler must be a plain (sync) function: "
-                "its writes commit in one transaction with its result"
-            )
         # One string is one guideline, not one guideline per character.
         guidelines = self.guidelines
         self.guidelines = (guidelines,) if isinstance(guidelines, str) else tuple(guidelines)
@@ -395,9 +386,13 @@ def _make_tool(
         handler=function,
         guidelines=tuple(rules),
         snippet=snippet if snippet is not None else doc.snippet,
-        idempotent=bool(idempotent),
-        atomic=bool(atomic),
     )
+    if atomic and inspect.iscoroutinefunction(function):
+        raise TypeError(
+            f"Tool {tool_name!r} is atomic, so it must be a plain (sync) function: its writes "
+            "commit in one transaction with its result"
+        )
+    built.idempotent, built.atomic = bool(idempotent), bool(atomic)
     built._validator = validator
     return built
 
