@@ -324,6 +324,7 @@ export function mount(where, options = {}) {
     endRun(frame.request_id, "failed", { error: frame.error ?? {} });
   });
   client.on("run_cancelled", (frame) => endRun(frame.request_id, "cancelled"));
+  client.on("run_continued", (frame) => transcript.continueRun(frame.request_id));
   client.on("run_interrupted", (frame) =>
     endRun(frame.request_id, frame.status === "expired" ? "expired" : "interrupted", {
       message: frame.message ?? "",

@@ -114,9 +114,7 @@ def seen_results(model: ScriptedModel) -> dict[str, ToolMessage]:
     }
 
 
-async def test_a_run_killed_mid_text_is_continued_on_join_with_the_same_request(
-    sockets, use_model
-):
+async def test_a_run_killed_mid_text_is_continued_on_join_with_the_same_request(sockets, use_model):
     use_model(ScriptedModel([say("The whole answer.")]))
     cookie, key = await new_browser()
     session_id, request_id = await leave_a_dead_run(key, [UserMessage("Tell me")])
