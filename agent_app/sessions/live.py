@@ -263,7 +263,7 @@ class LiveSession:
             self._run = None  # its task stays parked in the wait until the process exits
             await self.bus.release(self.session_id)
             async with self.feed.lock:
-                await self.settler.settle()
+                await self.settler.settle(own=run.request_id)
         elif run is not None:
             await run.hand_over()
 

@@ -597,8 +597,13 @@ class Run:
         lease is let go once its frames went out, so another worker continues it at once."""
         owner = self.owner
         self.to(RunState.ENDING)
-        async with owner.feed.lock:
+        feed = owner.feed
+        async with feed.lock:
             owner.run_ended(self)
+            handover = [feed.last_seq, feed.last_seq, "", Marker.HANDOVER, self.request_id]
+            waiting = owner.bus.publish(owner.session_id, handover)
+            if waiting is not None:
+                await waiting
         self.to(RunState.ENDED)
         await owner.bus.flushed(owner.session_id)
         await owner.bus.release(owner.session_id)

@@ -80,13 +80,17 @@ class Settler:
         #: Whether some process runs a request of the session (its lease says so).
         self.is_live = is_live
 
-    async def settle(self, *, abandon_paused: bool = False, leased: bool = False) -> list[str]:
+    async def settle(
+        self, *, abandon_paused: bool = False, leased: bool = False, own: str = ""
+    ) -> list[str]:
         """Settle runs whose process died (under the lock, no run active here).
 
         ``abandon_paused``: a new message is starting, so a paused run's questions are
         dropped (the conversation moved on). ``leased``: the caller holds the session's
         lease already. Returns the paused runs whose replies are all known: the caller
         continues them, and those whose continuation was due but never started.
+        A process that shuts down settles no dead run but ``own`` (its own waiting run):
+        the others are for a worker that stays to continue.
         """
         host = self.host
         session_id, bus = host.session_id, host.bus
@@ -98,6 +102,8 @@ class Settler:
             for request_id, status in stale
             if status == RunStatus.RUNNING and not await self.is_live(request_id)
         ]
+        if shutdown.draining():
+            dead = [request_id for request_id in dead if request_id == own]
         # The run this settling may continue: at most one runs per session.
         candidate = dead[0] if dead and not leased and not shutdown.draining() else ""
         if not leased and await bus.acquire(session_id, candidate) is None:

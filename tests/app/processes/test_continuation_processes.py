@@ -38,9 +38,10 @@ def ended(frame: dict) -> bool:
     )
 
 
-async def sqlite_run_status(path: str, request_id: str, wanted: str, timeout: float = 60) -> str:
-    """Wait until the run row says ``wanted`` (read straight from the file); the last status."""
-    deadline = time.monotonic() + timeout
+async def sqlite_run_status(path: str, request_id: str, wanted: str) -> str:
+    """Wait (up to a minute) until the run row says ``wanted``, read straight from the
+    database file; the last status read."""
+    deadline = time.monotonic() + 60
     status = ""
     while time.monotonic() < deadline:
         with sqlite3.connect(path) as db:

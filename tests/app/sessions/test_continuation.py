@@ -146,7 +146,7 @@ async def test_the_call_that_may_have_run_is_not_run_again_and_the_rest_run(sock
         ToolCall("c2", "send_mail", {"to": "a@b"}),
         ToolCall("c3", "send_mail", {"to": "c@d"}),
     )
-    session_id, request_id = await leave_a_dead_run(
+    session_id, _ = await leave_a_dead_run(
         key,
         [
             UserMessage("Do it"),
@@ -254,3 +254,41 @@ async def test_the_sweep_leaves_a_live_run_alone(sockets, use_model):
     assert await sweep(live_sessions()) == 0
     model.finish()
     await socket.run_to_completion()
+
+
+def test_over_ag_ui_a_continued_run_keeps_its_run_id_and_says_so():
+    from agent_app.agui.encoder import RunEncoder
+
+    request_id = "r-1"
+
+    def event(seq: int, **fields) -> dict:
+        return {"type": "agent_event", "seq": seq, "request_id": request_id, "event": fields}
+
+    frames = [
+        {"type": "run_started", "seq": 1, "request_id": request_id, "content": "Hi"},
+        event(2, type="model_started"),
+        event(3, type="text_delta", delta="half an ans"),
+        # The worker died here; another one continues the same run.
+        {
+            "type": "run_continued",
+            "seq": 1001,
+            "request_id": request_id,
+            "attempt": 2,
+            "position": 1,
+        },
+        event(1002, type="model_started"),
+        event(1003, type="text_delta", delta="The whole answer."),
+        event(1004, type="run_completed"),
+    ]
+    events = RunEncoder("thread-1").encode_all(frames)
+    kinds = [e.type for e in events]
+    assert kinds.count("RUN_STARTED") == 1 and "RUN_ERROR" not in kinds
+    assert {e.data["runId"] for e in events if "runId" in e.data} == {request_id}
+    continued = next(i for i, e in enumerate(events) if e.data.get("name") == "zett.run_continued")
+    assert events[continued].data["value"]["attempt"] == 2
+    assert kinds[continued - 1] == "TEXT_MESSAGE_END"  # the half-written message ends first
+    assert kinds[-1] == "RUN_FINISHED"
+    texts = [e.data["delta"] for e in events if e.type == "TEXT_MESSAGE_CONTENT"]
+    assert texts == ["half an ans", "The whole answer."]
+    ids = [e.id for e in events if e.id is not None]
+    assert ids == sorted(set(ids))
