@@ -156,3 +156,35 @@ async def test_the_other_worker_continues_a_killed_run_to_its_end(workers, kill_
         assert roles == ["user", "assistant", "tool", "assistant"]  # the tool ran once
         assert "0.5" in history[-1]["content"]
     await owner.close()
+
+
+async def test_sigterm_hands_a_long_answer_to_the_other_worker_well_within_the_lease(tmp_path):
+    import signal
+
+    async with two_workers(
+        "handover",
+        tmp_path,
+        ZETT_MODEL="demo",
+        ZETT_DEMO_PACE="0.05",
+        ZETT_LEASE_SECONDS="10",
+        each=({"ZETT_SHUTDOWN_GRACE": "0.5"}, {}),
+    ) as (one, two, _):
+        session_id = str(uuid.uuid4())
+        owner = await one.socket(session_id)
+        survivor = await two.socket(session_id)
+        await owner.send({"type": "user_message", "content": LONG_PROMPT})
+        before = await survivor.until(event_is("text_delta"))
+        request_id = next(f for f in before if f["type"] == "run_started")["request_id"]
+        one.process.send_signal(signal.SIGTERM)
+        stopped_at = time.monotonic()
+        gap = await survivor.until(lambda f: f["type"] == "run_continued")
+        # The grace period, then the handover: far sooner than the 10 s lease would lapse.
+        assert time.monotonic() - stopped_at < 5
+        assert "run_interrupted" not in [f["type"] for f in gap]
+        assert gap[-1]["request_id"] == request_id
+        after = await survivor.until(ended)
+        assert event_is("run_completed")(after[-1]) and after[-1]["request_id"] == request_id
+        page = await two.socket(session_id)
+        history = page.session_frame["history"]
+        assert [m["role"] for m in history] == ["user", "assistant"]
+        assert history[1]["content"] == LONG_ANSWER
