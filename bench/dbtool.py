@@ -14,6 +14,9 @@ object on stdout.
   (``agent_app.durable.store.row_fields``). Prints ``{"sessions": [id, ...]}``.
 - ``runs``: for each session, its runs (``request_id``, ``status``) and its messages
   (``position``, ``role``, ``request_id``, content length), oldest first.
+- ``crash``: for each session, its runs (``request_id``, ``status``, ``attempts``), its
+  user messages' count, its answers' lengths by run, and its notes' titles
+  (``bench.crash_stress``); also how many runs are still ``running`` anywhere.
 """
 
 from __future__ import annotations
@@ -113,6 +116,36 @@ def runs(session_ids: list[str]) -> dict:
     return found
 
 
+def crash(session_ids: list[str]) -> dict:
+    from agent_app.models import ChatMessage, ChatRun, Note
+
+    found: dict = {
+        "running": ChatRun.objects.filter(status="running").count(),
+        "paused": ChatRun.objects.filter(status="paused").count(),
+    }
+    for session_id in session_ids:
+        rows = ChatMessage.objects.filter(session_id=session_id, superseded=False)
+        found[session_id] = {
+            "runs": [
+                [run.request_id, run.status, run.attempts]
+                for run in ChatRun.objects.filter(session_id=session_id).order_by("started_at")
+            ],
+            "user_messages": rows.filter(role="user").count(),
+            "answers": [
+                [row.request_id, len(row.content) if isinstance(row.content, str) else -1]
+                for row in rows.filter(role="assistant", tool_calls=[]).order_by("position")
+            ],
+            "tool_results": [
+                [row.request_id, row.success]
+                for row in rows.filter(role="tool").order_by("position")
+            ],
+            "notes": list(
+                Note.objects.filter(session_id=session_id).values_list("title", flat=True)
+            ),
+        }
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -121,10 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     fill.add_argument("--spec", required=True, help="JSON list of {messages, chars}")
     read = commands.add_parser("runs")
     read.add_argument("sessions", nargs="+")
+    crashed = commands.add_parser("crash")
+    crashed.add_argument("sessions", nargs="*")
     args = parser.parse_args(argv)
     _setup()
     if args.command == "populate":
         result = populate(args.cookie, json.loads(args.spec))
+    elif args.command == "crash":
+        result = crash(args.sessions)
     else:
         result = runs(args.sessions)
     print(json.dumps(result))

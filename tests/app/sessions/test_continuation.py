@@ -127,7 +127,9 @@ async def test_a_run_killed_mid_text_is_continued_on_join_with_the_same_request(
         "attempt": 2,
         "position": 1,
     }
-    assert socket.session_frame["active_request_id"] == request_id  # replayed from its start
+    assert socket.session_frame["active_request_id"] == request_id
+    # What the run stored before it died is history: its replay starts at run_continued.
+    assert [m["content"] for m in socket.session_frame["history"]] == ["Tell me"]
     frames = await socket.run_to_completion()
     assert all(frame.get("request_id") == request_id for frame in frames if "request_id" in frame)
     seqs = [continued["seq"]] + [frame["seq"] for frame in frames if "seq" in frame]
