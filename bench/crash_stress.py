@@ -133,10 +133,27 @@ async def follow_run(chat: Chat, cluster: Cluster, cookie: str, first: str) -> N
                 open_timeout=10,
             ) as socket:
                 session = json.loads(await asyncio.wait_for(socket.recv(), 10))
+                active = session.get("active_request_id")
                 if not sent:
                     await socket.send(json.dumps({"type": "user_message", "content": first}))
                     sent = True
-                elif request_id is not None and session.get("active_request_id") != request_id:
+                elif request_id is None:
+                    # The worker died after it was sent, before its run_started came: the
+                    # chat's state says whether it was stored (then its run is ours).
+                    known = set(chat.started)
+                    fresh = [
+                        run for run in session.get("runs", []) if run["request_id"] not in known
+                    ]
+                    if active and active not in known:
+                        request_id = active
+                        chat.started.append(active)
+                    elif fresh:
+                        chat.started.append(fresh[-1]["request_id"])
+                        chat.endings[f"ended_while_away:{fresh[-1]['status']}"] += 1
+                        return
+                    else:
+                        return  # never stored: the next message is sent instead
+                elif active != request_id:
                     runs = {run["request_id"]: run for run in session.get("runs", [])}
                     status = (runs.get(request_id) or {}).get("status")
                     if status and status not in ("running",):
@@ -162,8 +179,6 @@ async def follow_run(chat: Chat, cluster: Cluster, cookie: str, first: str) -> N
                         return
         except Exception:
             chat.reconnects += 1
-            if request_id is None and sent:
-                return  # the worker died before it stored the message: it was never sent
             await asyncio.sleep(0.2)
     chat.endings["no_end_seen"] += 1
 

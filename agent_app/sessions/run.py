@@ -243,6 +243,15 @@ class Run:
         """Start the run's task: it streams the agent's events until the run ends.
 
         ``entry``: what its top checks, read as it was stored (``enter_run``)."""
+        if message is not None:
+            self.seams = RunSeams(
+                input_stored=True,
+                restored_history=history,
+                streamed=self.streamed,
+                at_end=self.at_end,
+            )
+        elif self.attempt > 1:  # a continuation after a crash: its partial text is its own
+            self.seams = RunSeams(streamed=self.streamed, at_end=self.at_end)
         self.started = asyncio.get_running_loop().time()
         self.task = asyncio.create_task(
             self._execute(message, history, entry), name=f"zett-run-{self.request_id}"
@@ -307,7 +316,7 @@ class Run:
                             session_id, self.request_id, continuation.tool_flags(agent)
                         )
                     )
-                self.seams = RunSeams(streamed=self.streamed, at_end=self.at_end)
+            if self.seams is not None:
                 metadata.update(self.seams.metadata())
             replies, deadlines = await self._resumption()
             if tracing.active():  # the run (or attempt) it continues, wherever that ran
@@ -318,10 +327,8 @@ class Run:
             return agent.resume_stream(
                 config=config, replies=replies, deadlines=deadlines, metadata=metadata or None
             )
-        self.seams = seams = RunSeams(
-            input_stored=True, restored_history=history, streamed=self.streamed, at_end=self.at_end
-        )
-        return agent.stream(message, config=config, metadata=seams.metadata())
+        assert self.seams is not None
+        return agent.stream(message, config=config, metadata=self.seams.metadata())
 
     async def _stream(self, stream: Any) -> dict[str, Any] | None:
         """Broadcast each event of the run; return its ``run_completed`` event, if any.
@@ -625,6 +632,8 @@ class Run:
             self.seams.frozen = True  # what the cancellation would store stays unstored
         self.task.cancel()
         await asyncio.wait([self.task])
+        if reason is StopReason.HANDOVER and not self.finished:
+            await self._hand_over()  # cancelled before its first step: nothing of it ran
 
 
 def add_usage(totals: dict[str, int], response: dict[str, Any] | None) -> None:

@@ -81,6 +81,7 @@ async def test_a_crash_mid_stream_keeps_the_message_and_the_run_goes_on_after_th
     if frame["active_request_id"]:  # still being continued: it ends as any run
         ended = await answer_until_end(again)
         assert ended[-1]["event"]["type"] == "run_completed", ended[-1]
+        await again.close()
         again = await server.socket(session_id)
         frame = again.session_frame
     (run,) = frame["runs"]

@@ -294,3 +294,95 @@ def test_over_ag_ui_a_continued_run_keeps_its_run_id_and_says_so():
     assert texts == ["half an ans", "The whole answer."]
     ids = [e.id for e in events if e.id is not None]
     assert ids == sorted(set(ids))
+
+
+class Tallier:
+    """Asked anything, calls ``tally`` three times (one call a turn), then answers."""
+
+    async def stream(self, request):
+        from zett_agent.model import ModelEvent, ModelResponse
+
+        done = 0
+        for message in reversed(request.messages):
+            if isinstance(message, ToolMessage) and message.name == "tally":
+                done += 1
+            elif isinstance(message, UserMessage):
+                break
+        if done < 3:
+            call = ToolCall(f"t-{uuid.uuid4().hex[:10]}", "tally", {"number": done + 1})
+            message = AssistantMessage(tool_calls=(call,))
+            yield ModelEvent.completed(ModelResponse(message, finish_reason="tool_calls"))
+            return
+        for word in ("all ", "three ", "done"):
+            yield ModelEvent.text(word)
+        yield ModelEvent.completed(ModelResponse(AssistantMessage("all three done")))
+
+
+@tool(atomic=True)
+def tally(number: int) -> str:
+    """Count a step.
+
+    Guidelines:
+        Once a step.
+    """
+    from zett_agent.tools.base import current_run_context
+
+    Group.objects.create(name=f"{current_run_context().request_id} {number}")
+    return f"tallied {number}"
+
+
+class CounterAssistant(Assistant):
+    id = "counter"
+    name = "Counter"
+    instructions = "Count."
+    tools = [tally]
+
+
+@pytest.mark.slow
+async def test_two_hundred_handovers_at_random_points_leave_each_atomic_effect_once(
+    use_model, settings
+):
+    import asyncio
+    import random
+
+    from agent_app.durable.runs import Creator
+
+    settings.ZETT_RUN_ATTEMPTS = 1000
+    register(CounterAssistant)
+    try:
+        use_model(Tallier())
+        sessions = live_sessions()
+        rng = random.Random(38)
+        _, key = await new_browser()
+        handovers = 0
+        runs: list[str] = []
+        while handovers < 200:
+            session_id = str(uuid.uuid4())
+            await ChatSession.objects.acreate(pk=session_id, browser_key=key, assistant="counter")
+            live = sessions.session(session_id)
+            runs.append(await live.start("count", Creator(browser_key=key)))
+            while live.run is not None or await sweep(sessions):
+                live = sessions.session(session_id)
+                if live.run is None:
+                    continue
+                await asyncio.sleep(rng.uniform(0, 0.03))  # a random moment of the run
+                if live.run is not None and live.run.task is not None:
+                    await live.run.hand_over()  # stops as a killed worker would
+                    handovers += 1
+        for request_id in runs:
+            run = await run_row(request_id)
+            rows = await stored(run.session_id)
+            assert run.status == RunStatus.COMPLETED, (run.status, run.attempts, rows)
+            names = [
+                name
+                async for name in Group.objects.filter(name__startswith=request_id).values_list(
+                    "name", flat=True
+                )
+            ]
+            assert sorted(names) == [f"{request_id} {n}" for n in (1, 2, 3)]  # 0 lost, 0 twice
+            run = await run_row(request_id)
+            assert run.status == RunStatus.COMPLETED
+        assert handovers >= 200
+    finally:
+        registry.unregister("counter")
+        await live_sessions().close()
