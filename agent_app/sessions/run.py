@@ -43,9 +43,10 @@ from agent_app.durable import continuation, recovery, waits
 from agent_app.durable.persistence import RunSeams, shielded, write_pending
 from agent_app.durable.runs import Begun, end_run, user_message_for
 from agent_app.models import RunKind, RunStatus, WaitStatus
-from agent_app.protocol.frames import RunCancelledFrame, RunFailedFrame, RunStartedFrame
+from agent_app.protocol.frames import RunStartedFrame
 from agent_app.protocol.text import encode_frame, event_frame_text
 from agent_app.sessions.fanout import STREAK_SECONDS, TEXT_DELTAS, Feed, let_the_loop_write
+from agent_app.sessions.outcomes import outcome_frame
 from agent_app.telemetry import context, metrics, tracing
 from agent_app.telemetry.waits import cancelled_waits, wait_ended
 from zett_agent.agent import Agent, AgentRunConfig
@@ -307,15 +308,14 @@ class Run:
         self.trace_pending = tracing.active()
         if message is None:
             metadata: dict[str, Any] = {}
-            if self.attempt > 1:
+            if self.attempt > 1 and self.check_started:
                 # A continuation after a crash: the call that may have run is closed first
-                # (unless its tool may run again); the partial text is this run's again.
-                if self.check_started:
-                    await shielded(
-                        database_sync_to_async(continuation.close_started_call)(
-                            session_id, self.request_id, continuation.tool_flags(agent)
-                        )
+                # (unless its tool may run again).
+                await shielded(
+                    database_sync_to_async(continuation.close_started_call)(
+                        session_id, self.request_id, continuation.tool_flags(agent)
                     )
+                )
             if self.seams is not None:
                 metadata.update(self.seams.metadata())
             replies, deadlines = await self._resumption()
@@ -508,7 +508,7 @@ class Run:
                 await feed.broadcast(held_seq, text, request_id=self.request_id)
             await feed.broadcast(
                 seq,
-                self._outcome_frame(status, seq, final, error),
+                outcome_frame(self.request_id, status, seq, final, error, self.refusal),
                 marker=Marker.END,
                 request_id=self.request_id,
             )
@@ -558,46 +558,6 @@ class Run:
             held_seqs = [await feed.next_seq() for _ in self.held or ()]
             seq = await feed.next_seq()
         return held_seqs, seq
-
-    def _outcome_frame(
-        self,
-        status: RunStatus,
-        seq: int,
-        final: dict[str, Any] | None,
-        error: tuple[str, str] | None,
-    ) -> str:
-        """The last frame of a run: its ``run_completed`` event, or how it ended otherwise."""
-        request_id = self.request_id
-        if status is RunStatus.COMPLETED and final is not None:
-            return event_frame_text(seq, request_id, final)
-        if status is RunStatus.CANCELLED:
-            return encode_frame(RunCancelledFrame(seq=seq, request_id=request_id).dump())
-        if status is RunStatus.INTERRUPTED:
-            return encode_frame(
-                {
-                    "type": "run_interrupted",
-                    "seq": seq,
-                    "request_id": request_id,
-                    "status": str(status),
-                    "message": recovery.INTERRUPTED_RUN_MESSAGE,
-                }
-            )
-        if status is RunStatus.BUDGET_EXCEEDED and self.refusal is not None:
-            return encode_frame(
-                {
-                    "type": "run_failed",
-                    "seq": seq,
-                    "request_id": request_id,
-                    "status": str(status),
-                    "error": {"type": str(self.refusal.code), "message": self.refusal.message},
-                    "resets_at": self.refusal.frame().resets_at,
-                }
-            )
-        error = error or ("Error", "The answer failed.")
-        frame = RunFailedFrame(
-            seq=seq, request_id=request_id, error={"type": error[0], "message": error[1]}
-        )
-        return encode_frame(frame.dump())
 
     async def _hand_over(self) -> None:
         """End here without an ending: the run stays ``running`` at its checkpoint, and its
