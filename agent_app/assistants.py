@@ -188,6 +188,15 @@ class AssistantRegistry:
     def unregister(self, assistant_id: str) -> None:
         self._assistants.pop(assistant_id, None)
 
+    def swap(self, assistant_id: str, assistant: Assistant) -> Assistant:
+        """Put ``assistant`` in the place of the one registered as ``assistant_id`` (same
+        id, same order); returns the one it replaced (``agent_app.testing``'s overrides)."""
+        previous = self._assistants.get(assistant_id)
+        if previous is None:
+            raise UnknownAssistant(assistant_id)
+        self._assistants[assistant_id] = assistant
+        return previous
+
     def get(self, assistant_id: str) -> Assistant | None:
         """The assistant registered as ``assistant_id``; None when there is none."""
         return self._assistants.get(assistant_id)

@@ -19,6 +19,7 @@ from django.core.management import CommandError, call_command
 
 from tests.runtime.providers.fake_server import FakeServer, Reply, unused_port
 from tests.runtime.providers.openai_chunks import DONE, chunk
+from zett_agent.providers.switch import allow_model_requests
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,6 +41,13 @@ HEARD = [
     USAGE,
     DONE,
 ]
+
+
+@pytest.fixture(autouse=True)
+def _requests_to_the_local_server():
+    """The command talks to the local scripted server: real requests are let through."""
+    with allow_model_requests():
+        yield
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ the rendered guidance puts each snippet in a bullet of its own.
 from __future__ import annotations
 
 import json
+from typing import Annotated, Literal
 
 import pydantic
 import pytest
@@ -186,3 +187,62 @@ def test_a_recursive_model_is_refused():
         def walk(tree: Node) -> int:
             """Count a tree's nodes."""
             return 0
+
+
+class Card(pydantic.BaseModel):
+    kind: Literal["card"] = "card"
+    last_digits: str
+
+
+class Transfer(pydantic.BaseModel):
+    kind: Literal["transfer"] = "transfer"
+    iban: str
+
+
+def test_a_discriminated_union_keeps_no_reference_to_the_removed_definitions():
+    @tool(guidelines="Use to pay.")
+    def pay(method: Annotated[Card | Transfer, pydantic.Field(discriminator="kind")]) -> str:
+        """Pay with a card or a transfer.
+
+        Args:
+            method: How to pay.
+        """
+        return method.kind
+
+    schema = pay.parameters
+    text = json.dumps(schema)
+    assert "$defs" not in text and "$ref" not in text
+    assert "discriminator" not in schema["properties"]["method"]
+    members = schema["properties"]["method"]["oneOf"]
+    assert [member["properties"]["kind"]["const"] for member in members] == ["card", "transfer"]
+
+
+def test_a_parameter_named_discriminator_is_kept():
+    @tool(guidelines="Use to sort.")
+    def sort_by(discriminator: str, order: Order) -> str:
+        """Sort by a field.
+
+        Args:
+            discriminator: The field to sort by.
+            order: The order to sort.
+        """
+        return discriminator
+
+    assert "discriminator" in sort_by.parameters["properties"]
+
+
+def test_property_titles_are_kept_as_pydantic_writes_them():
+    @tool(guidelines="Use to add.")
+    def add_up(first_number: int, order: Order) -> int:
+        """Add.
+
+        Args:
+            first_number: The first one.
+            order: The order.
+        """
+        return first_number
+
+    properties = add_up.parameters["properties"]
+    assert properties["first_number"]["title"] == "First Number"
+    assert properties["order"]["title"] == "Order"
+    assert "title" not in add_up.parameters

@@ -9,7 +9,8 @@ closing it, running one attempt for ``stream_with_retries``, and translating the
 both SDKs raise alike. A subclass says what differs: how its client is built, how a request
 becomes the ``create`` call, how its stream is read, and its status and stream errors.
 
-One attempt opens the stream, feeds each item to a fresh reader and closes the HTTP response
+One attempt first asks the switch of real requests (``zett_agent.providers.switch``: off in
+tests), then opens the stream, feeds each item to a fresh reader and closes the HTTP response
 in ``finally``; cancellation and retries are told in ``zett_agent.providers.base``.
 """
 
@@ -32,6 +33,7 @@ from zett_agent.providers.base import (
     status_error,
     stream_with_retries,
 )
+from zett_agent.providers.switch import check_model_request
 
 __all__ = ["SDKModel", "StreamReader"]
 
@@ -180,6 +182,7 @@ class SDKModel(ABC, Generic[ClientT]):
         )
 
     async def _attempt(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        check_model_request(f"{self._label()} (model {self.model!r})")  # before any client
         client = self._get_client()
         try:
             sdk_stream = await self._open_stream(client, request)

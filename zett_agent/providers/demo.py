@@ -6,9 +6,10 @@ offers: arithmetic goes through ``calculate``, the time through ``current_time``
 through ``save_note`` (which the app guards with an approval), and a request it cannot act on
 without more detail ("calculate something", "save a note") goes through ``ask_user``.
 Asked for code, a table or a long answer, it writes one (``demo_answers``), so the page's
-highlighting, tables, streaming and Stop can be seen. Anything else gets a short
-explanation of what the demo can do and how to configure a real provider with
-``ZETT_MODEL``.
+highlighting, tables, streaming and Stop can be seen. Any other tool the agent offers (a
+project's own) it calls when a message names it (``demo_tools``), arguments included.
+Anything else gets a short explanation of what the demo can do (and which other tools it
+would call) and how to configure a real provider with ``ZETT_MODEL``.
 
 Each step reads the conversation since the last user message: no tool result yet means
 "decide what to do with the request"; a tool result means "report it, or act on the
@@ -44,8 +45,12 @@ from zett_agent.model import (
     ToolCallDelta,
 )
 from zett_agent.providers.demo_answers import CODE_ANSWER, LONG_ANSWER, TABLE_ANSWER
+from zett_agent.providers.demo_tools import named_tool_call, offered_tools_hint
 
 __all__ = ["DemoModel"]
+
+#: The tools the demo uses by what people ask; any other tool it calls when named.
+OWN_TOOLS = frozenset({"calculate", "current_time", "save_note", "ask_user"})
 
 NOTE_QUESTION = "What should the note say?"
 EXPRESSION_QUESTION = "Which expression should I calculate? For example: 12 * (3 + 4)"
@@ -176,7 +181,13 @@ def _decide(request: ModelRequest) -> _Step:
     described = _attachments_described(messages[start].content)
     if described is not None:
         return _Step(described)
-    return _first_step(text, tools)
+    named = named_tool_call(text, request.tools, skip=OWN_TOOLS)
+    if named is not None:
+        return _Step(f"Calling `{named[0]}`.", named)
+    step = _first_step(text, tools)
+    if step.text == OFFLINE_ANSWER:
+        return _Step(OFFLINE_ANSWER + offered_tools_hint(request.tools, skip=OWN_TOOLS))
+    return step
 
 
 #: How an attached file is introduced in a message (``agent_app.attachments.content``).

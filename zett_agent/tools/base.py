@@ -313,9 +313,7 @@ def _build_validator(
         **fields,
     )
     schema = model.model_json_schema()
-    schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
-        prop.pop("title", None)  # pydantic's title-cased field names say nothing new
+    schema.pop("title", None)  # the generated model's name, not the tool's
     schema = _self_contained(schema, tool_name)
     schema.setdefault("properties", {})
     return model, schema
@@ -325,7 +323,10 @@ def _self_contained(schema: dict[str, Any], tool_name: str) -> dict[str, Any]:
     """The schema with every ``$ref`` replaced by its definition, and no ``$defs``.
 
     Several providers refuse references in tool schemas, so nested models are written out
-    in place. A recursive model cannot be written out: it is a ``ValueError``.
+    in place. A discriminated union's ``discriminator`` is dropped with the definitions:
+    its mapping names them by reference, and ``oneOf`` with each member's literal tag
+    already says which member is which. A recursive model cannot be written out: it is a
+    ``ValueError``.
     """
     definitions = schema.pop("$defs", {})
     if not definitions:
@@ -338,7 +339,11 @@ def _self_contained(schema: dict[str, Any], tool_name: str) -> dict[str, Any]:
             return node
         reference = node.get("$ref")
         if not isinstance(reference, str):
-            return {key: resolve(value, seen) for key, value in node.items()}
+            return {
+                key: resolve(value, seen)
+                for key, value in node.items()
+                if not _is_discriminator(key, value)
+            }
         name = reference.rsplit("/", 1)[-1]
         if name in seen:
             raise ValueError(
@@ -350,6 +355,11 @@ def _self_contained(schema: dict[str, Any], tool_name: str) -> dict[str, Any]:
         return {**expanded, **siblings}
 
     return resolve(schema, frozenset())
+
+
+def _is_discriminator(key: str, value: Any) -> bool:
+    """Whether ``key: value`` is the OpenAPI ``discriminator`` keyword (not a property so named)."""
+    return key == "discriminator" and isinstance(value, dict) and "propertyName" in value
 
 
 def _make_tool(

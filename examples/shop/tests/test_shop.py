@@ -1,5 +1,6 @@
-"""MyShop with zett installed: pages in the shop's frame, a chat with each assistant over a
-socket, permissions, a program with an API token."""
+"""MyShop with zett installed: pages in the shop's frame, a chat with each assistant through
+zett's testing kit (its own offline model, or a scripted one), permissions, approvals, a
+program with an API token."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.core.management import call_command
 from django.test import Client
 from shop.models import Order
 
-from tests.conftest import answer
+from agent_app.testing import ChatRefused, call, text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,62 +42,69 @@ def test_new_chat_offers_each_person_the_assistants_they_may_use(people):
     assert "Sales desk" in offered_to_staff
 
 
-async def test_a_customer_chats_with_support_about_their_own_order(people, connect):
+async def test_a_customer_chats_with_support_about_their_own_order(people, zett_chat):
     alice, _ = people
-    socket = await connect(str(uuid.uuid4()), user=alice)
-    await socket.send({"type": "user_message", "content": "Hi"})
-    assert answer(await socket.until("run_completed")) == "You are Support. How can I help?"
-    await socket.send({"type": "user_message", "content": "Where is order 7?"})
-    assert "Red shoes" in answer(await socket.until("run_completed"))
-    await socket.send({"type": "user_message", "content": "And order 8?"})
-    assert "You have no order 8." in answer(await socket.until("run_completed"))  # bob's
+    chat = await zett_chat(user=alice)  # the shop's offline model (ZETT_MODEL) answers
+    await chat.send("Hi")
+    assert chat.answer_text == "You are Support. How can I help?"
+    await chat.send("Where is order 7?")
+    assert "Red shoes" in chat.answer_text
+    await chat.send("And order 8?")
+    assert "You have no order 8." in chat.answer_text  # bob's
 
 
-async def test_staff_chat_with_sales_and_customers_may_not(people, connect):
+async def test_lookup_order_sees_only_the_customers_own_orders(people, script_model, zett_chat):
+    alice, _ = people
+    script = [call("lookup_order", number=8), call("lookup_order", number=7), text("Found.")]
+    model = script_model(script, assistant="support")
+    chat = await zett_chat(user=alice, assistant="support")
+    await chat.send("Orders 8 and 7, please")
+    bobs, hers = [e["message"]["content"] for e in chat.events if e["type"] == "tool_completed"]
+    assert bobs == "You have no order 8." and hers.startswith("Order 7: Red shoes")
+    assert model.requests[0].messages[0].content.startswith("You are Support.")
+
+
+async def test_staff_chat_with_sales_and_customers_may_not(people, zett_chat):
     alice, bob = people
-    staff = await connect(str(uuid.uuid4()), user=bob)
-    await staff.send({"type": "user_message", "content": "report", "assistant": "sales"})
-    assert "Sales so far: 209.90 EUR." in answer(await staff.until("run_completed"))
-    customer = await connect(str(uuid.uuid4()), user=alice)
-    await customer.send({"type": "user_message", "content": "report", "assistant": "sales"})
-    (refused,) = await customer.until("error")
-    assert refused["code"] == "forbidden"
-    await customer.send({"type": "user_message", "content": "hi", "assistant": "marketing"})
-    (unknown,) = await customer.until("error")
-    assert unknown["code"] == "unknown_assistant"
+    staff = await zett_chat(user=bob, assistant="sales")
+    await staff.send("report")
+    assert "Sales so far: 209.90 EUR." in staff.answer_text
+    customer = await zett_chat(user=alice, assistant="sales")
+    with pytest.raises(ChatRefused) as refused:
+        await customer.send("report")
+    assert refused.value.code == "forbidden"
+    stranger = await zett_chat(user=alice, assistant="marketing")
+    with pytest.raises(ChatRefused, match="unknown_assistant"):
+        await stranger.send("hi")
 
 
-async def test_a_refund_runs_only_after_the_customer_approves_it(people, connect):
+async def test_a_refund_runs_only_after_the_customer_approves_it(people, zett_chat):
     alice, _ = people
-    socket = await connect(str(uuid.uuid4()), user=alice)
-    await socket.send({"type": "user_message", "content": "Please refund 7"})
-    frames = await socket.until("custom")
-    request = frames[-1]["event"]
-    assert request["name"] == "approval_requested"
-    assert request["payload"]["tool"] == "refund_order"
+    chat = await zett_chat(user=alice)
+    await chat.send("Please refund 7")
+    (wait,) = chat.pending
+    assert (wait["kind"], wait["tool"]) == ("approval", "refund_order")
     assert (await Order.objects.aget(number=7)).refunds == 0
-    payload = request["payload"]
-    await socket.send(
-        {
-            "type": "external_event",
-            "name": "approval_response",
-            "payload": {
-                "tool_call_id": payload["tool_call_id"],
-                "approved": True,
-                "digest": payload["digest"],
-            },
-        }
-    )
-    assert "Refunded order 7" in answer(await socket.until("run_completed"))
+    await chat.approve()
+    assert "Refunded order 7" in chat.answer_text
     assert (await Order.objects.aget(number=7)).refunds == 1
 
 
-async def test_a_program_chats_with_an_api_token(people, connect):
+async def test_a_denied_refund_never_runs(people, script_model, zett_chat):
+    alice, _ = people
+    model = script_model([call("refund_order", number=7), text("I did not refund it.")])
+    chat = await zett_chat(user=alice, assistant="support")
+    await chat.send("Refund order 7")
+    await chat.deny()
+    assert chat.answer_text == "I did not refund it."
+    assert not model.requests[-1].messages[-1].success  # the model heard it was denied
+    assert (await Order.objects.aget(number=7)).refunds == 0
+
+
+async def test_a_program_chats_with_an_api_token(people, zett_chat):
     out = io.StringIO()
     create = sync_to_async(call_command)
     await create("zett_token", "create", "alice", "--name", "bot", stdout=out, stderr=io.StringIO())
-    secret = out.getvalue().strip()
-    headers = [(b"authorization", f"Bearer {secret}".encode())]
-    socket = await connect(str(uuid.uuid4()), headers=headers)
-    await socket.send({"type": "user_message", "content": "order 7"})
-    assert "Red shoes" in answer(await socket.until("run_completed"))
+    chat = await zett_chat(token=out.getvalue().strip())
+    await chat.send("order 7")
+    assert "Red shoes" in chat.answer_text

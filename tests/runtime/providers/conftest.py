@@ -10,6 +10,7 @@ import pytest
 from zett_agent.providers.anthropic import AnthropicModel
 from zett_agent.providers.base import RetryPolicy
 from zett_agent.providers.openai import OpenAIModel
+from zett_agent.providers.switch import allow_model_requests
 
 from .fake_server import FakeServer
 from .support import Adapters, RecordedSleep
@@ -47,6 +48,14 @@ def openai_model(adapters: Adapters) -> OpenAIModel:
 @pytest.fixture
 def anthropic_model(adapters: Adapters) -> AnthropicModel:
     return adapters.anthropic()
+
+
+@pytest.fixture(autouse=True)
+def _requests_to_the_local_server():
+    """The adapters here talk to the local scripted server: the suite's block on real
+    model requests (the zett pytest plugin) is lifted for them."""
+    with allow_model_requests():
+        yield
 
 
 @pytest.fixture(autouse=True)
