@@ -145,8 +145,7 @@ async def follow_run(chat: Chat, cluster: Cluster, cookie: str, first: str) -> N
                         run for run in session.get("runs", []) if run["request_id"] not in known
                     ]
                     if active and active not in known:
-                        request_id = active
-                        chat.started.append(active)
+                        request_id = active  # ours once one of its frames comes (below)
                     elif fresh:
                         chat.started.append(fresh[-1]["request_id"])
                         chat.endings[f"ended_while_away:{fresh[-1]['status']}"] += 1
@@ -159,6 +158,8 @@ async def follow_run(chat: Chat, cluster: Cluster, cookie: str, first: str) -> N
                     if status and status not in ("running",):
                         chat.endings[f"ended_while_away:{status}"] += 1
                         return
+                    if status is None and request_id not in chat.started:
+                        return  # a run that was about to start when its worker died
                 while True:
                     frame = json.loads(await asyncio.wait_for(socket.recv(), WAIT_S))
                     if "seq" in frame:
@@ -171,6 +172,8 @@ async def follow_run(chat: Chat, cluster: Cluster, cookie: str, first: str) -> N
                         return  # refused (the worker was draining): not sent, not counted
                     if frame.get("request_id") != request_id or request_id is None:
                         continue
+                    if request_id not in chat.started:
+                        chat.started.append(request_id)  # a run adopted on reconnect
                     if kind == "agent_event" and frame["event"]["type"] == "run_completed":
                         chat.endings["run_completed"] += 1
                         return
