@@ -1,4 +1,5 @@
-"""Atomic tools: a tool's ORM writes and the record of its result commit together.
+"""Tool calls a crash may cut off: atomic tools commit with their result; the others say
+they started.
 
 A tool declared ``@tool(atomic=True)`` (a sync function that writes through the Django
 ORM) is run by ``AtomicToolsExtension`` inside one database transaction, in the ORM's
@@ -12,6 +13,12 @@ stored when the runtime appended it; the appended message says so (``STORED_ATTR
 and is not written twice. A handler that raises rolls its writes back; the failed result
 is then stored as any other. The extension is the innermost layer around a call (highest
 ``priority``), so an approval or another layer decides before the transaction opens.
+
+A call of a tool that must not run twice (neither ``idempotent`` nor ``atomic``) is
+recorded on its run's row before it starts (``ChatRun.started_call``, one update): if the
+worker dies before its result is stored, the continuation closes exactly that call as
+"may or may not have completed" (``agent_app.durable.recovery``) and runs the calls after
+it, which never started. ``idempotent`` calls cost nothing: they simply run again.
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ from channels.db import database_sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
+from agent_app.durable.persistence import STORED_ATTRIBUTE, shielded
 from agent_app.durable.store import RowMeta, bump_version, forget, insert_rows
+from agent_app.models import ChatRun, RunStatus
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.messages import ToolCall, ToolMessage
 from zett_agent.tools.base import AgentTool, ToolResult, to_tool_result
@@ -30,10 +39,7 @@ from zett_agent.tools.base import AgentTool, ToolResult, to_tool_result
 if TYPE_CHECKING:
     from zett_agent.agent import AgentRunContext
 
-__all__ = ["STORED_ATTRIBUTE", "AtomicToolsExtension", "run_atomically"]
-
-#: A result's attribute: its row was stored with the tool's own writes.
-STORED_ATTRIBUTE = "stored_with_effects"
+__all__ = ["STORED_ATTRIBUTE", "AtomicToolsExtension", "mark_started", "run_atomically"]
 
 
 def run_atomically(
@@ -58,15 +64,29 @@ def run_atomically(
     return ToolResult(result.content, success=result.success, attributes=attributes)
 
 
+def mark_started(request_id: str, call_id: str) -> None:
+    """Record that the run starts ``call_id`` (a call that must not run twice)."""
+    ChatRun.objects.filter(request_id=request_id, status=RunStatus.RUNNING).update(
+        started_call=call_id[:64]
+    )
+
+
+_mark_started = database_sync_to_async(mark_started)
+
+
 class AtomicToolsExtension(AgentExtension):
-    """Runs ``atomic`` tools in a transaction that also stores their result."""
+    """Runs ``atomic`` tools in a transaction that also stores their result; records the
+    start of calls that must not run twice."""
 
     #: The innermost layer around a tool call.
     priority = 1000
 
     async def on_tool_call(self, context: AgentRunContext, call: ToolCall, call_next: Any) -> Any:
         tool = context.tools.get(call.name)
+        if getattr(tool, "idempotent", False):
+            return await call_next()
         if not isinstance(tool, AgentTool) or not tool.atomic:
+            await shielded(_mark_started(context.request_id, call.id))
             return await call_next()
         arguments = tool.validate_arguments(call.arguments)
         return await database_sync_to_async(run_atomically)(

@@ -20,29 +20,24 @@ run's own name so no other worker takes the run for dead meanwhile) asks ``conti
 
 The continuation rebuilds the agent from the stored history (``Agent.resume_stream``): the
 unfinished model call is made again (its partial text was never stored), and the open
-calls of the last tool batch run. Tools run one at a time in model order, so only the
-first open call can have started; ``close_started_call`` gives it the "may or may not have
-completed" result unless its tool may run again (``idempotent``: running it twice is
-harmless; ``atomic``: its writes and its result commit together, so a call without a result
-wrote nothing).
+calls of the last tool batch run. Tools run one at a time in model order, so at most one
+open call had started: a call of a tool that must not run twice says so on the run's row
+before it starts (``ChatRun.started_call``, ``agent_app.durable.atomic``), and recovery
+gives exactly that call the "may or may not have completed" result. The others run: an
+``idempotent`` tool's call again (harmless), an ``atomic`` one's because a call without a
+stored result committed nothing, the rest because they never started.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from django.db import transaction
 from django.db.models import Max
 
 from agent_app import conf
-from agent_app.durable.store import RowMeta, append_rows, open_calls
 from agent_app.models import ChatMessage, ChatRun, RunStatus
-from zett_agent.messages import ToolMessage
 
 __all__ = [
     "STARTED_TOOL_CONTENT",
-    "close_started_call",
+    "claim",
     "continuable",
     "next_position",
     "record_trace_context",
@@ -85,42 +80,9 @@ def next_position(session_id: str) -> int:
     return 0 if last["last"] is None else last["last"] + 1
 
 
-def close_started_call(
-    session_id: str, request_id: str, may_run_again: Callable[[str], bool]
-) -> str | None:
-    """Before a continuation runs: close the first open call of the last tool batch with
-    ``STARTED_TOOL_CONTENT`` unless ``may_run_again(tool_name)``; its id, if closed.
-
-    Only that call can have started (calls run one at a time, in model order); the rest
-    never did, and the continuation runs them.
-    """
-    with transaction.atomic():
-        message, open_ids = open_calls(session_id)
-        if message is None or not open_ids:
-            return None
-        first = next(call for call in message.tool_calls if call.id in set(open_ids))
-        if may_run_again(first.name):
-            return None
-        result = ToolMessage(first.id, first.name, STARTED_TOOL_CONTENT, success=False)
-        append_rows(session_id, request_id, [(result, RowMeta())])
-    return first.id
-
-
 def record_trace_context(request_id: str, traceparent: str) -> None:
     """Store a running run's span as soon as it exists: a continuation links to it."""
     if traceparent:
         ChatRun.objects.filter(request_id=request_id, status=RunStatus.RUNNING).update(
             trace_context=traceparent
         )
-
-
-def tool_flags(agent: Any) -> Callable[[str], bool]:
-    """``may_run_again`` for ``close_started_call``: the agent's idempotent or atomic tools."""
-    tools = getattr(agent, "tools", None) or ()
-    items = tools.values() if isinstance(tools, dict) else tools
-    names = {
-        tool.name
-        for tool in items
-        if getattr(tool, "idempotent", False) or getattr(tool, "atomic", False)
-    }
-    return names.__contains__

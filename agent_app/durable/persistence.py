@@ -46,7 +46,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from channels.db import database_sync_to_async
 
-from agent_app.durable.atomic import STORED_ATTRIBUTE
 from agent_app.durable.store import RowMeta, append_rows, restore_history
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import MessageAppendedEvent, RunCancelledEvent
@@ -61,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RUN_SEAMS",
+    "STORED_ATTRIBUTE",
     "OrmPersistenceExtension",
     "RunSeams",
     "shielded",
@@ -69,6 +69,9 @@ __all__ = [
 
 #: The one request-metadata key of this extension: its value is a ``RunSeams``.
 RUN_SEAMS = "zett.run_seams"
+#: A tool result's attribute: its row was stored with the tool's own writes, in one
+#: transaction (``agent_app.durable.atomic``): not written again here.
+STORED_ATTRIBUTE = "stored_with_effects"
 
 
 @dataclass(slots=True)

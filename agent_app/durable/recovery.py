@@ -102,8 +102,6 @@ class Settled:
     attempt: int = 0
     kind: str = ""
     position: int = 0
-    #: The call that may have started when the worker died is closed already.
-    started_closed: bool = False
 
     def frame(self, seq: int) -> dict[str, Any]:
         if self.status == RunStatus.RUNNING:
@@ -237,6 +235,9 @@ def _settle(session_id: str, run: ChatRun, now: Any, continuer: str = "") -> Set
     resumable = False
     expired_wait = False
     for call in calls:
+        if call.id == run.started_call and call.id not in waits and call.id not in questions:
+            closes.append((call, STARTED_TOOL_CONTENT, {}))  # it had started: never again
+            continue
         outcome = _settle_call(
             session_id, run, call, waits.get(call.id), questions.get(call.id), now, closes
         )
@@ -294,8 +295,6 @@ def _continue(
         attempt=continuation.claim(run, continuer),
         kind=run.kind,
         position=continuation.next_position(session_id),
-        # An approved call that had started is closed now: it was the running one.
-        started_closed=bool(closes),
     )
 
 

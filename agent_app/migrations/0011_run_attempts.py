@@ -1,4 +1,5 @@
-"""A run counts the workers that ran it (a continuation after a crash is one more)."""
+"""A run counts the workers that ran it (a continuation after a crash is one more) and
+names the last call it started of a tool that must not run twice."""
 
 from django.db import migrations, models
 
@@ -11,5 +12,10 @@ class Migration(migrations.Migration):
             model_name="chatrun",
             name="attempts",
             field=models.PositiveSmallIntegerField(default=1),
+        ),
+        migrations.AddField(
+            model_name="chatrun",
+            name="started_call",
+            field=models.CharField(blank=True, max_length=64),
         ),
     ]

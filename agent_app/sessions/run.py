@@ -157,8 +157,6 @@ class Run:
     refusal: BudgetExceeded | None = None
     #: Which worker of the run this is: 1, or more for a continuation after a crash.
     attempt: int = 1
-    #: A continuation whose interrupted call (if any) is still to be closed.
-    check_started: bool = False
     #: What the run shares with the persistence extension (``frozen`` on a handover).
     seams: RunSeams | None = None
 
@@ -205,7 +203,6 @@ class Run:
             outcome.request_id,
             kind=outcome.kind or RunKind.MESSAGE,
             attempt=outcome.attempt,
-            check_started=not outcome.started_closed,
         )
 
     async def take_over(self, outcome: recovery.Settled) -> asyncio.Task[None]:
@@ -308,14 +305,6 @@ class Run:
         self.trace_pending = tracing.active()
         if message is None:
             metadata: dict[str, Any] = {}
-            if self.attempt > 1 and self.check_started:
-                # A continuation after a crash: the call that may have run is closed first
-                # (unless its tool may run again).
-                await shielded(
-                    database_sync_to_async(continuation.close_started_call)(
-                        session_id, self.request_id, continuation.tool_flags(agent)
-                    )
-                )
             if self.seams is not None:
                 metadata.update(self.seams.metadata())
             replies, deadlines = await self._resumption()

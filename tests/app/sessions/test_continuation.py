@@ -83,12 +83,19 @@ def keeper():
 
 
 @sync_to_async
-def leave_a_dead_run(browser_key: str, messages: list, *, attempts: int = 1) -> tuple[str, str]:
-    """A session whose run's worker died after ``messages`` were stored."""
+def leave_a_dead_run(
+    browser_key: str, messages: list, *, attempts: int = 1, started_call: str = ""
+) -> tuple[str, str]:
+    """A session whose run's worker died after ``messages`` were stored (and, with
+    ``started_call``, after it started that call of a tool that must not run twice)."""
     session = ChatSession.objects.create(title="t", browser_key=browser_key, assistant="keeper")
     request_id = str(uuid.uuid4())
     ChatRun.objects.create(
-        request_id=request_id, session=session, worker="dead:1:boot", attempts=attempts
+        request_id=request_id,
+        session=session,
+        worker="dead:1:boot",
+        attempts=attempts,
+        started_call=started_call,
     )
     append_rows(str(session.pk), request_id, [(message, RowMeta()) for message in messages])
     return str(session.pk), request_id
@@ -115,11 +122,16 @@ def seen_results(model: ScriptedModel) -> dict[str, ToolMessage]:
 
 
 async def test_a_run_killed_mid_text_is_continued_on_join_with_the_same_request(sockets, use_model):
+    from agent_app.telemetry import metrics
+
     use_model(ScriptedModel([say("The whole answer.")]))
     cookie, key = await new_browser()
     session_id, request_id = await leave_a_dead_run(key, [UserMessage("Tell me")])
+    counted = metrics.CONTINUED._value.get() if metrics.ENABLED else None
     socket = await sockets(session_id, cookie=cookie)
     continued = await socket.expect("run_continued")
+    if metrics.ENABLED:  # zett_runs_continued_total
+        assert metrics.CONTINUED._value.get() == counted + 1
     assert continued == {
         "type": "run_continued",
         "seq": continued["seq"],
@@ -155,6 +167,7 @@ async def test_the_call_that_may_have_run_is_not_run_again_and_the_rest_run(sock
             AssistantMessage(tool_calls=calls),
             ToolMessage("c1", "look_up", "Sunny in Oslo"),
         ],
+        started_call="c2",
     )
     socket = await sockets(session_id, cookie=cookie)
     await socket.expect("run_continued")
@@ -166,6 +179,30 @@ async def test_the_call_that_may_have_run_is_not_run_again_and_the_rest_run(sock
     rows = await stored(session_id)
     assert [role for role, _ in rows].count("tool") == 3
     assert rows[-1] == ("assistant", "Done.")
+
+
+async def test_a_call_that_never_started_runs_after_the_crash(sockets, use_model):
+    model = use_model(ScriptedModel([say("Sent.")]))
+    cookie, key = await new_browser()
+    session_id, _ = await leave_a_dead_run(
+        key, [UserMessage("Mail"), call_tool("send_mail", "c1", to="a@b")]
+    )  # the worker died after the model's answer was stored, before the call started
+    socket = await sockets(session_id, cookie=cookie)
+    await socket.expect("run_continued")
+    await socket.run_to_completion()
+    assert RAN == ["send_mail:a@b"]
+    assert seen_results(model)["c1"].content == "sent to a@b"
+
+
+async def test_a_started_call_is_recorded_before_it_runs(sockets, use_model):
+    from agent_app.models import ChatRun as Runs
+
+    use_model(ScriptedModel([call_tool("send_mail", "c9", to="x@y"), say("Sent.")]))
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Mail", "assistant": "keeper"})
+    frames = await socket.run_to_completion()
+    request_id = frames[-1]["request_id"]
+    assert (await Runs.objects.aget(request_id=request_id)).started_call == "c9"
 
 
 async def test_an_idempotent_tool_cut_off_is_run_again(sockets, use_model):
