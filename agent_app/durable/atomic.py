@@ -10,9 +10,11 @@ call happens exactly once.
 
 The result row the transaction stores is the one the persistence extension would have
 stored when the runtime appended it; the appended message says so (``STORED_ATTRIBUTE``)
-and is not written twice. A handler that raises rolls its writes back; the failed result
-is then stored as any other. The extension is the innermost layer around a call (highest
-``priority``), so an approval or another layer decides before the transaction opens.
+and is not inserted twice (only brought up to date when a later layer, such as an
+approval's ``after_tool``, added to it: one update, the effect is already committed).
+A handler that raises rolls its writes back; the failed result is then stored as any
+other. The extension is the innermost layer around a call (highest ``priority``), so an
+approval or another layer decides before the transaction opens.
 
 A call of a tool that must not run twice (neither ``idempotent`` nor ``atomic``) is
 recorded on its run's row before it starts (``ChatRun.started_call``, one update): if the
@@ -60,7 +62,9 @@ def run_atomically(
             insert_rows(session_id, request_id, [(message, RowMeta())], after=bumped.last_position)
     finally:
         forget(session_id)  # the history cache learns of the row (or its rollback) anew
-    attributes = {**result.attributes, STORED_ATTRIBUTE: True}
+    # The stored row's attributes ride along: if a later layer (``after_tool``) changes the
+    # result before it is appended, the persistence extension brings the row up to date.
+    attributes = {**result.attributes, STORED_ATTRIBUTE: dict(result.attributes)}
     return ToolResult(result.content, success=result.success, attributes=attributes)
 
 

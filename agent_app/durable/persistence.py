@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from channels.db import database_sync_to_async
 
-from agent_app.durable.store import RowMeta, append_rows, restore_history
+from agent_app.durable.store import RowMeta, append_rows, restore_history, update_tool_result
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import MessageAppendedEvent, RunCancelledEvent
 from zett_agent.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
@@ -246,8 +246,10 @@ class OrmPersistenceExtension(AgentExtension):
             if message is state.input_message and state.input_stored:
                 return
             await self._flush(context, state)
-            if isinstance(message, ToolMessage) and message.attributes.get(STORED_ATTRIBUTE):
-                return  # stored with the tool's own writes (``agent_app.durable.atomic``)
+            if isinstance(message, ToolMessage) and STORED_ATTRIBUTE in message.attributes:
+                # Stored with the tool's own writes (``agent_app.durable.atomic``).
+                await _refresh_stored(context.session_id, message)
+                return
             if isinstance(message, AssistantMessage):
                 state.streamed.clear()  # the answer landed: nothing of it is partial any more
                 if state.calling:
@@ -293,6 +295,21 @@ class OrmPersistenceExtension(AgentExtension):
 
     async def _write(self, context: AgentRunContext, message: Any, meta: RowMeta) -> None:
         await shielded(write_rows(context.session_id, context.request_id, [(message, meta)]))
+
+
+async def _refresh_stored(session_id: str, message: ToolMessage) -> None:
+    """Bring an atomic tool's stored result up to date if a layer changed its attributes."""
+    attributes = dict(message.attributes)
+    stored = attributes.pop(STORED_ATTRIBUTE)
+    if attributes != stored:
+        final = ToolMessage(
+            message.tool_call_id,
+            message.name,
+            message.content,
+            success=message.success,
+            attributes=attributes,
+        )
+        await shielded(database_sync_to_async(update_tool_result)(session_id, final))
 
 
 async def _watched(
