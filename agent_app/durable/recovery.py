@@ -19,9 +19,11 @@ settles it (``recover_session``), reading only the database:
   ``running``, counts one more attempt, and the caller runs it on from its checkpoint
   with the same ``request_id`` (the sockets get ``run_continued``);
 - otherwise it becomes ``interrupted``, and each of its open tool calls gets an
-  unsuccessful result saying what happened: a call that had started (an approved tool
-  whose wait says ``executing``) "may or may not have completed" and is never run again; a
-  call that had not started "was not run".
+  unsuccessful result saying what happened: a call that had started (its run's
+  ``started_call``) "may or may not have completed" and is never run again; a call that
+  had not started "was not run". An approved call (its wait ``executing``) that had not
+  started, or whose tool is ``atomic`` (so it committed nothing), keeps its approval: the
+  run is paused with every reply known, and goes on at once.
 
 A ``paused`` run whose waits all passed their deadline becomes ``expired`` the same way.
 A ``paused`` run whose waits are all answered is continued (``answered_paused_runs``):
@@ -319,6 +321,13 @@ def _settle_call(
         return "expired"
     if question is not None:
         return "resumable"  # answerable (or answered): the continuation ends the call
+    if wait is not None and wait.status == WaitStatus.EXECUTING and call.id != run.started_call:
+        # Approved, but its body never began (a tool that must not run twice says so before
+        # it begins), or it is ``atomic`` and committed nothing: the approval stands and
+        # the call runs when the run goes on, not asked again.
+        wait.status = WaitStatus.ANSWERED
+        wait.save(update_fields=["status"])
+        return "resumable"
     if wait is not None and wait.status == WaitStatus.EXECUTING:
         closes.append((call, STARTED_TOOL_CONTENT, {}))
         wait.status = WaitStatus.DONE
