@@ -29,6 +29,7 @@ from agent_app.models import (
     Note,
     ReplyWait,
 )
+from agent_app.people.admin import SUPPORT_SHOWN, ChatTakeoverInline
 
 #: Characters of message content shown in list columns.
 PREVIEW_LENGTH = 80
@@ -163,14 +164,24 @@ class ChatSessionAdmin(admin.ModelAdmin):
         "last_activity",
         "created_at",
     ]
-    list_filter = ["assistant", "created_at", "updated_at"]
+    list_filter = ["assistant", "needs_human", "created_at", "updated_at"]
     date_hierarchy = "created_at"
     search_fields = ["id", "title", "owner__username", "browser_key", "messages__content"]
     # The assistant is fixed when the chat is stored: its history was written with it.
-    readonly_fields = ["id", "assistant", "browser", "created_at", "updated_at"]
-    fields = ["id", "title", "owner", "browser", "assistant", "created_at", "updated_at"]
+    readonly_fields = ["id", "assistant", "browser", "created_at", "updated_at", *SUPPORT_SHOWN]
+    fields = [
+        "id",
+        "title",
+        "owner",
+        "browser",
+        "assistant",
+        "created_at",
+        "updated_at",
+        "needs_human",  # clear it when the person was helped another way
+        *SUPPORT_SHOWN,
+    ]
     raw_id_fields = ["owner"]
-    inlines = [ChatMessageInline, ChatAttachmentInline, ChatRunInline]
+    inlines = [ChatMessageInline, ChatAttachmentInline, ChatRunInline, ChatTakeoverInline]
 
     class Media:
         css = ADMIN_CSS

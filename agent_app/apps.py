@@ -10,18 +10,24 @@ class AgentAppConfig(AppConfig):
         from django.db.models.signals import post_save
 
         # Registers the system checks, and (access) the sign-in/sign-out and deletion receivers.
-        from agent_app import checks  # noqa: F401
+        from agent_app import access_log, backpressure, checks  # noqa: F401
         from agent_app.assistants import registry
         from agent_app.attachments import stored  # noqa: F401  (files leave with their rows)
         from agent_app.durable.store import message_saved_through_the_orm
-        from agent_app.guard import access  # noqa: F401
+        from agent_app.guard import access, bodies  # noqa: F401  (access: its receivers)
         from agent_app.models import ChatMessage
+
+        # The handoff tool announces through the session it runs in (``people.hub``).
+        from agent_app.people import live  # noqa: F401
         from agent_app.sessions import daphne_exit
 
         # Every installed app's assistants module, and ZETT_ASSISTANTS: a bad declaration
         # (no id, one id twice) stops the start with the class named.
         registry.discover()
         daphne_exit.mend()  # before a daphne server runs: its SIGTERM cancels every socket
+        bodies.guard()  # daphne refuses zett's too large or stalled bodies before reading them
+        backpressure.expose_http_transports()  # event streams measure what is left unread
+        access_log.quiet_queries()  # daphne's access log shows no query strings
         post_save.connect(
             message_saved_through_the_orm, sender=ChatMessage, dispatch_uid="zett-history-version"
         )

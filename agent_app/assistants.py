@@ -110,6 +110,9 @@ class Assistant:
     #: Prompts a new, empty chat offers as buttons (each sends its text as the first
     #: message); none: the empty chat just invites a first message.
     starter_prompts: ClassVar[Sequence[str]] = ()
+    #: Offer the tool ``handoff_to_human(reason)``: the assistant can ask a person of the
+    #: team to take the chat over (``agent_app.people``; docs/support.md).
+    handoff: ClassVar[bool] = False
 
     @property
     def display_name(self) -> str:

@@ -11,13 +11,17 @@ reads again later sees that close code and reconnects with ``after_seq``: it mis
 nothing, the replay buffer or the stored history has every frame since.
 
 The transport is daphne's Twisted TCP transport, reached through the ``send`` callable
-daphne hands the application (``transport_of``). Under any other server (or daphne's own
-TLS endpoint) there is no transport to measure and no cap: the server's own flow
-control applies.
+daphne hands the application (``transport_of``). An HTTP view never sees ``send``, so for
+the event streams of the HTTP API daphne is made to put the request's transport in its
+ASGI scope (``expose_http_transports``, installed from ``AppConfig.ready`` like
+``agent_app.sessions.daphne_exit``), which a view reads with ``transport_of_request``.
+Under any other server (or daphne's own TLS endpoint) there is no transport to measure and
+no cap: the server's own flow control applies.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from agent_app import conf
@@ -25,9 +29,12 @@ from agent_app import conf
 __all__ = [
     "DEFAULT_SEND_BUFFER_BYTES",
     "FELL_BEHIND_CLOSE_CODE",
+    "TRANSPORT_SCOPE_KEY",
     "buffered_bytes",
+    "expose_http_transports",
     "send_buffer_cap",
     "transport_of",
+    "transport_of_request",
 ]
 
 #: Close code of a socket dropped for not reading (the page reconnects at once).
@@ -36,6 +43,8 @@ FELL_BEHIND_CLOSE_CODE = 4408
 DEFAULT_SEND_BUFFER_BYTES = 1024 * 1024
 #: What a Twisted ``FileDescriptor`` keeps its unsent bytes in.
 _BUFFER_FIELDS = ("dataBuffer", "offset", "_tempDataLen")
+#: The key of an HTTP request's transport in its ASGI scope (``expose_http_transports``).
+TRANSPORT_SCOPE_KEY = "zett.transport"
 
 
 def send_buffer_cap() -> int:
@@ -50,11 +59,43 @@ def transport_of(send: Any) -> Any | None:
     if not args:
         return None
     transport = getattr(args[0], "transport", None)
-    if transport is None or not all(hasattr(transport, name) for name in _BUFFER_FIELDS):
-        return None
-    return transport
+    return _measurable(transport)
 
 
 def buffered_bytes(transport: Any) -> int:
     """Bytes the transport holds that the kernel has not taken yet."""
     return len(transport.dataBuffer) - transport.offset + transport._tempDataLen
+
+
+def _measurable(transport: Any) -> Any | None:
+    if transport is None or not all(hasattr(transport, name) for name in _BUFFER_FIELDS):
+        return None
+    return transport
+
+
+def transport_of_request(request: Any) -> Any | None:
+    """The transport of an HTTP request served by daphne (None under other servers)."""
+    scope = getattr(request, "scope", None) or {}
+    return _measurable(scope.get(TRANSPORT_SCOPE_KEY))
+
+
+def expose_http_transports() -> None:
+    """Make daphne (if this process loaded it) put each HTTP request's transport in the
+    request's scope, under ``TRANSPORT_SCOPE_KEY``."""
+    module = sys.modules.get("daphne.server")
+    if module is None:
+        return
+    server = module.Server
+    original = server.create_application
+    if getattr(original, "zett_exposes_transport", False):
+        return
+
+    def create_application(self: Any, protocol: Any, scope: dict[str, Any]) -> Any:
+        if scope.get("type") == "http":
+            transport = _measurable(getattr(protocol, "transport", None))
+            if transport is not None:
+                scope[TRANSPORT_SCOPE_KEY] = transport
+        return original(self, protocol, scope)
+
+    create_application.zett_exposes_transport = True  # type: ignore[attr-defined]
+    server.create_application = create_application

@@ -210,6 +210,7 @@ _TYPED: tuple[tuple[str, tuple[type, ...], bool, float | None], ...] = (
     ("ZETT_HISTORY_PAGE", (int,), False, 1),
     ("ZETT_REPLAY_FRAMES", (int,), False, 1),
     ("ZETT_TOKEN_TOUCH_SECONDS", (int, float), False, 0),
+    ("ZETT_REQUEST_BODY_TIMEOUT", (int, float), False, 0),
     ("ZETT_GRACEFUL_SHUTDOWN", (bool,), False, None),
     ("ZETT_MODEL", (str,), False, None),
     ("ZETT_LOGOUT_URL", (str,), True, None),
@@ -227,6 +228,7 @@ _TYPED: tuple[tuple[str, tuple[type, ...], bool, float | None], ...] = (
     ("ZETT_OTEL_CONTENT", (bool,), False, None),
     ("ZETT_METRICS_TOKEN", (str,), False, None),
     ("ZETT_RUN_ATTEMPTS", (int,), False, 1),
+    ("ZETT_SUPPORT_HOURS", (str,), True, None),
 )
 
 

@@ -85,6 +85,9 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_CONTENT_SECURITY_POLICY": None,
     #: Seconds an idle AG-UI event stream waits before it sends a keep-alive comment.
     "ZETT_SSE_KEEPALIVE_SECONDS": 15.0,
+    #: Seconds the body of a request to zett's HTTP endpoints may send nothing before it
+    #: is refused (408; under daphne, ``agent_app.guard.bodies``; 0: no timeout).
+    "ZETT_REQUEST_BODY_TIMEOUT": 15.0,
     #: Site-wide MCP servers for every assistant, in the ``mcpServers`` JSON shape (a dict
     #: or its JSON text; ``${VAR}`` from the environment). See docs/mcp.md.
     "ZETT_MCP_SERVERS": {},
@@ -110,6 +113,9 @@ DEFAULTS: dict[str, Any] = {
     #: Input + output tokens per person per day: ``{"user": N, "anonymous": N,
     #: "groups": {"<group>": N}}`` (None: no budgets; ``agent_app.budgets``).
     "ZETT_TOKEN_BUDGETS": None,
+    #: When people of the team answer, in the site's own words ("Mon-Fri, 9:00-17:00
+    #: CET"): shown to a person who asked for one. None: nothing is promised.
+    "ZETT_SUPPORT_HOURS": None,
 }
 
 

@@ -17,14 +17,18 @@ Security (docs/security.md) lives in modules of its own; the consumer only calls
 ``agent_app.guard.access`` on connect (whose chat; a socket with no identity is ``forbidden``)
 and at the first ``user_message`` (which stores the chat), ``agent_app.guard.limits`` on connect
 (sockets per chat and per person) and for every frame (the person's frame budget),
-``agent_app.durable.audit`` around every reply. Nothing a client sends can end the socket: a
+``agent_app.durable.audit`` around every reply. The frames of people in the loop (ratings,
+asking for a person, staff who take the chat over) are ``agent_app.people.socket``'s: staff
+(``agent_app.staff_chat``) may open any stored chat's socket, to watch and take it over.
+Nothing a client sends can end the socket: a
 handler that raises is answered with an ``internal`` error frame, and the socket's
 resources (live session, run, counters, group) are released however it ends. Nor can the
 socket's end undo what a frame started: a send to a socket that is closing is dropped
 (``_gone``), so a reply sent just before its tab closed is still taken, audited and
 announced. A socket that leaves more than ``ZETT_WS_SEND_BUFFER_BYTES`` unread is dropped
 (``agent_app.backpressure``, close code 4408: the page reconnects and resumes); one whose
-chat or user was deleted is told and closed (4410, 4403).
+chat or user was deleted is told and closed (4410, 4403), and one opened with an API
+token whose token is revoked or expires (``agent_app.token_watch``) closes with 4401.
 """
 
 from __future__ import annotations
@@ -70,6 +74,9 @@ from agent_app.guard.limits import (
     limiter,
 )
 from agent_app.models import ChatSession, RunKind
+from agent_app.people.live import customer_message
+from agent_app.people.socket import PeopleFrames, staff_of_socket
+from agent_app.people.state import TakenOver
 from agent_app.protocol.frames import (
     CLIENT_REPLY_NAMES,
     MAX_ATTACHMENTS,
@@ -102,6 +109,7 @@ from agent_app.sessions.errors import Busy, NotRunning
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
 from agent_app.sessions.replies import Verdict
+from agent_app.token_watch import TOKEN_ENDED_CLOSE_CODE, Watched, token_watch
 
 __all__ = ["DELETED_CLOSE_CODE", "FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer"]
 
@@ -118,7 +126,7 @@ DELETED_CLOSE_CODE = 4410
 INTERNAL_CLOSE_CODE = 1011
 
 
-class ChatConsumer(AsyncWebsocketConsumer):
+class ChatConsumer(PeopleFrames, AsyncWebsocketConsumer):
     """Parses frames, routes them to the live session, and forwards its frames."""
 
     #: For the per-user group that signing out closes (see the module docstring).
@@ -138,6 +146,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     _send_cap = 0
     #: Told that its chat was deleted (``chat_deleted``).
     _deleted = False
+    #: A socket opened with an API token: watched until the token ends (``token_watch``).
+    _token: Watched | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         user = scope.get("user")
@@ -180,7 +190,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def _join(self) -> None:
         self.person = await person_of_scope(self.scope)
-        if not await open_chat(self.person, self.session_id):
+        user = self.scope.get("user")
+        self.staff, self.watching = await staff_of_socket(user, self.person, self.session_id)
+        if not self.watching and not await open_chat(self.person, self.session_id):
             if self.person is not None and await database_sync_to_async(was_deleted)(
                 self.session_id
             ):
@@ -194,11 +206,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._refuse(ErrorCode.FORBIDDEN, message, FORBIDDEN_CLOSE_CODE)
             return
         assert self.person is not None
-        self._holds_chat = True
+        self._holds_chat = not self.watching
         code, why = await database_sync_to_async(assistant_refusal)(
             self.scope.get("user"), self.session_id
         )
-        if code:
+        if code and not self.watching:
             await self._refuse(ErrorCode(code), why, FORBIDDEN_CLOSE_CODE)
             return
         try:
@@ -210,6 +222,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             self._group = user_group(self.person.user_id)
             await self.channel_layer.group_add(self._group, self.channel_name)
         await self.accept()
+        token_id = self.scope.get("zett_token_id")
+        if token_id is not None:
+            self._token = token_watch().watch(token_id, self._token_ended)
         live = live_sessions().session(self.session_id)
         self.live = live  # set first: however joining ends, release leaves the session
         await live.join(self, after_seq=_after_seq(self.scope))
@@ -249,7 +264,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         ticket, self._ticket = self._ticket, None
         group, self._group = self._group, None
         holds_chat, self._holds_chat = self._holds_chat, False
+        token, self._token = self._token, None
         try:
+            if token is not None:
+                token_watch().forget(token)
             if live is not None:
                 live.leave(self)
         finally:
@@ -267,6 +285,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         """The user signed out (``agent_app.guard.access.close_user_sockets``): close the socket."""
         await self._release()
         await self._refuse(ErrorCode.FORBIDDEN, "You signed out", FORBIDDEN_CLOSE_CODE)
+
+    async def _token_ended(self) -> None:
+        """Its API token was revoked or expired, or its user deactivated: close."""
+        await self._release()
+        message = "Your API token was revoked or has expired"
+        await self._refuse(ErrorCode.FORBIDDEN, message, TOKEN_ENDED_CLOSE_CODE)
 
     async def zett_chat_deleted(self, event: dict[str, Any]) -> None:
         """One of the user's chats was deleted (``agent_app.chat_records``): this one?"""
@@ -372,6 +396,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             )
 
     async def _route(self, frame: InboundFrame) -> None:
+        if (refusal := self.people_refusal(frame)) is not None:
+            await self._error(ErrorCode.FORBIDDEN, refusal)
+            return
+        if await self.route_people(frame):
+            return
         match frame:
             case UserMessageFrame():
                 await self.on_user_message(frame)
@@ -405,10 +434,25 @@ class ChatConsumer(AsyncWebsocketConsumer):
         creator = Creator(self.person.user_id, self.person.browser_key or "")
         try:
             await self._start(frame.content, creator, attachments=attachments)
+        except TakenOver:
+            await self._to_staff(frame, creator, attachments)
         except (Busy, BudgetExceeded) as refusal:
             await self.send_frame(refusal.frame())
         except ChatDeleted:
             await self.chat_deleted()
+
+    async def _to_staff(
+        self, frame: UserMessageFrame, creator: Creator, attachments: list[str]
+    ) -> None:
+        """A person answers this chat: the message is stored for them, no run starts (if
+        it was handed back meanwhile, a run answers it after all)."""
+        assert self.live is not None
+        if await customer_message(self.live, frame.content, attachments):
+            return
+        try:
+            await self._start(frame.content, creator, attachments=attachments)
+        except (Busy, BudgetExceeded) as refusal:
+            await self.send_frame(refusal.frame())
 
     async def _attachments(self, frame: UserMessageFrame) -> list[str] | None:
         """The message's attachment ids if all are this chat's; else say why (None)."""

@@ -23,6 +23,8 @@ from zett_agent.messages import MessageRole
 
 #: How long a title derived from the first user message may get.
 TITLE_LENGTH = 80
+#: The ``ChatMessage.role`` of what a member of staff wrote in a chat they took over.
+STAFF_ROLE = "staff"
 
 
 class ChatSession(models.Model):
@@ -61,9 +63,25 @@ class ChatSession(models.Model):
     #: Tokens the session's runs used, summed as each run ends.
     input_tokens = models.PositiveBigIntegerField(default=0, editable=False)
     output_tokens = models.PositiveBigIntegerField(default=0, editable=False)
+    #: Someone asked for a person (the customer, or the assistant's ``handoff_to_human``)
+    #: and no member of staff has taken the chat over since (``agent_app.people``).
+    needs_human = models.BooleanField(default=False, db_index=True)
+    needs_human_since = models.DateTimeField(null=True, blank=True)
+    handoff_reason = models.CharField(max_length=500, blank=True)
+    #: The member of staff answering in the chat; while set, no run starts.
+    taken_over_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="zett_taken_over_chats",
+    )
+    taken_over_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-updated_at"]
+        #: ``agent_app.staff_chat``: the inbox, any chat's socket, taking chats over.
+        permissions = [("staff_chat", "Can answer chats as staff (inbox, takeover)")]
 
     def __str__(self) -> str:
         return self.title or f"Session {str(self.id)[:8]}"
@@ -132,7 +150,8 @@ class ChatMessage(models.Model):
     position = models.PositiveIntegerField()
     request_id = models.CharField(max_length=64, blank=True, db_index=True)
     role = models.CharField(
-        max_length=16, choices=[(role.value, role.name.title()) for role in MessageRole]
+        max_length=16,
+        choices=[(role.value, role.name.title()) for role in MessageRole] + [(STAFF_ROLE, "Staff")],
     )
     #: A string, or a list of content parts (text and images) as serialised by zett_agent.
     content = models.JSONField(default=str, blank=True)
@@ -422,3 +441,67 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name or 'token'} ({self.prefix}…) of {self.user_id}"
+
+
+class FeedbackRating(models.TextChoices):
+    UP = "up", "👍"
+    DOWN = "down", "👎"
+
+
+class ChatFeedback(models.Model):
+    """A person's rating of one answer: one per person per answer, changed in place.
+
+    ``person`` is ``agent_app.guard.access.Person.key``; ``assistant`` is copied from the
+    chat when the rating is given, so the list filters without a join.
+    """
+
+    message = models.ForeignKey(ChatMessage, on_delete=models.CASCADE, related_name="feedback")
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="feedback")
+    person = models.CharField(max_length=100)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="zett_feedback",
+    )
+    assistant = models.CharField(max_length=64, blank=True)
+    rating = models.CharField(max_length=8, choices=FeedbackRating.choices)
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        verbose_name = "feedback"
+        verbose_name_plural = "feedback"
+        constraints = [
+            models.UniqueConstraint(fields=["message", "person"], name="one_rating_per_person")
+        ]
+        indexes = [models.Index(fields=["rating", "updated_at"], name="feedback_rating_time")]
+
+    def __str__(self) -> str:
+        return f"{self.get_rating_display()} on message {self.message_id}"
+
+
+class ChatTakeover(models.Model):
+    """A member of staff answering in a chat, from ``takeover`` to ``hand_back``."""
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="takeovers")
+    staff = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="zett_takeovers",
+    )
+    #: The name shown to the customer, kept if the account goes.
+    staff_name = models.CharField(max_length=150)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"{self.staff_name} in {str(self.session_id)[:8]}"

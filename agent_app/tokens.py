@@ -11,7 +11,9 @@ reconnecting in a loop does not turn every handshake into a write.
 ``BearerTokenMiddleware`` reads ``Authorization: Bearer <secret>`` from a websocket
 handshake and puts the token's user in ``scope["user"]``; a handshake with a bad token is
 refused (HTTP 403, logged with the reason), never downgraded to anonymous. A token is
-never read from a query string: URLs end up in logs and browser histories.
+never read from a query string: URLs end up in logs and browser histories. What a token
+opened ends when the token does (``agent_app.token_watch``, which asks
+``valid_token_ids``).
 """
 
 from __future__ import annotations
@@ -20,16 +22,26 @@ import hashlib
 import hmac
 import logging
 import secrets
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.db.models import Q
 from django.utils import timezone
 
 from agent_app import conf
 from agent_app.models import ApiToken
 
-__all__ = ["BearerTokenMiddleware", "TokenRefused", "bearer_secret", "issue", "user_of_secret"]
+__all__ = [
+    "BearerTokenMiddleware",
+    "TokenRefused",
+    "bearer_secret",
+    "issue",
+    "token_of_secret",
+    "user_of_secret",
+    "valid_token_ids",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +69,12 @@ def issue(user: Any, *, name: str = "", days: float | None = None) -> tuple[ApiT
 
 def user_of_secret(secret: str) -> Any:
     """The user a token secret stands for; ``TokenRefused`` saying why it is refused."""
+    return token_of_secret(secret).user
+
+
+def token_of_secret(secret: str) -> ApiToken:
+    """The token a secret is (its ``user`` loaded); ``TokenRefused`` saying why it is
+    refused."""
     digest = _hash(secret)
     token = ApiToken.objects.select_related("user").filter(key_hash=digest).first()
     if token is None or not hmac.compare_digest(token.key_hash, digest):
@@ -71,7 +89,15 @@ def user_of_secret(secret: str) -> Any:
     touch = timedelta(seconds=float(conf.ZETT_TOKEN_TOUCH_SECONDS))
     if token.last_used_at is None or now - token.last_used_at >= touch:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token.user
+    return token
+
+
+def valid_token_ids(token_ids: Iterable[int]) -> set[int]:
+    """Those of ``token_ids`` still good: not revoked, not expired, not deleted, their
+    user active (what ``agent_app.token_watch`` asks of open connections' tokens)."""
+    good = ApiToken.objects.filter(pk__in=list(token_ids), revoked=False, user__is_active=True)
+    good = good.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
+    return set(good.values_list("pk", flat=True))
 
 
 def bearer_secret(headers: Any) -> str | None:
@@ -99,12 +125,14 @@ class BearerTokenMiddleware:
             secret = bearer_secret(scope.get("headers", ()))
             if secret is None:
                 return await self.inner(scope, receive, send)
-            user = await database_sync_to_async(user_of_secret)(secret)
+            token = await database_sync_to_async(token_of_secret)(secret)
         except TokenRefused as refused:
             logger.warning("Refused a websocket handshake on %s: %s", scope.get("path"), refused)
             message = await receive()  # websocket.connect
             if message["type"] == "websocket.connect":
                 await send({"type": "websocket.close", "code": 403})
             return None
-        # A program's socket: its user, and no browser session to adopt chats from.
-        return await self.inner(dict(scope, user=user, zett_token=True), receive, send)
+        # A program's socket: its user, and no browser session to adopt chats from; it
+        # closes when its token ends (``agent_app.token_watch``).
+        scope = dict(scope, user=token.user, zett_token=True, zett_token_id=token.pk)
+        return await self.inner(scope, receive, send)

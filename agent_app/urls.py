@@ -9,6 +9,7 @@ from django.urls import include, path
 
 from agent_app import views
 from agent_app.attachments import views as attachment_views
+from agent_app.people import views as people_views
 from agent_app.telemetry.view import metrics_view
 
 app_name = "agent_app"
@@ -28,6 +29,9 @@ urlpatterns = [
         attachment_views.download,
         name="attachment",
     ),
+    # Staff (``agent_app.staff_chat``): chats that need a person, 👎 answers, long waits.
+    path("inbox/", people_views.inbox_page, name="inbox"),
+    path("inbox/<uuid:session_id>/", people_views.inbox_chat, name="inbox_chat"),
     path("metrics", metrics_view, name="metrics"),
     # The HTTP API (AG-UI streams, the JSON API for programs): docs/http-api.md.
     path("api/", include("agent_app.api.urls")),

@@ -192,6 +192,8 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
                 "stored": session is not None,
                 # Sent with the first message; the server binds a new chat to it.
                 "assistant": assistant.id,
+                # "Talk to a person" (``Assistant.handoff``: people answer this chat too).
+                "handoff": assistant.handoff,
                 "socketPath": socket_path(session_id),
                 "renameUrl": reverse("agent_app:rename", kwargs={"session_id": session_id}),
                 "deleteUrl": reverse("agent_app:delete", kwargs={"session_id": session_id}),

@@ -231,6 +231,8 @@ ZETT_MODEL = os.environ.get("ZETT_MODEL", "demo").strip() or "demo"
 ZETT_ASSISTANTS = _env_list("ZETT_ASSISTANTS", "")
 #: The assistant a new chat talks to when it names none (``zett_site.assistants``).
 ZETT_DEFAULT_ASSISTANT = os.environ.get("ZETT_DEFAULT_ASSISTANT", "demo").strip() or "demo"
+#: When people of the team answer, in words shown to a person who asks for one (unset: none).
+ZETT_SUPPORT_HOURS = os.environ.get("ZETT_SUPPORT_HOURS", "").strip() or None
 #: Seconds the demo model waits between streamed words, so the page visibly streams.
 ZETT_DEMO_PACE = float(os.environ.get("ZETT_DEMO_PACE", "0.02"))
 #: Seconds a question or approval waits for its answer (0 = no deadline).
@@ -260,6 +262,14 @@ ZETT_WS_MAX_SOCKETS_PER_PERSON = _env_number("ZETT_WS_MAX_SOCKETS_PER_PERSON", "
 ZETT_CONTENT_SECURITY_POLICY = os.environ.get("ZETT_CONTENT_SECURITY_POLICY")
 #: Most bytes a socket may leave unread before it is dropped (``agent_app.backpressure``).
 ZETT_WS_SEND_BUFFER_BYTES = _env_number("ZETT_WS_SEND_BUFFER_BYTES", "1048576", int)
+#: Seconds a request body to zett's endpoints may send nothing before it is refused (408).
+ZETT_REQUEST_BODY_TIMEOUT = _env_number("ZETT_REQUEST_BODY_TIMEOUT", "15", float)
+#: Bodies Django keeps in memory: a form or JSON body over 2.5 MB is refused (Django's
+#: default, said here), and an uploaded file over 1 MiB is spooled to a temporary file
+#: instead of memory. zett refuses larger bodies by their Content-Length before reading
+#: them (``agent_app.guard.bodies``).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 #: Most chats one person may start in an hour (counted in the database).
 ZETT_MAX_CHATS_PER_HOUR = _env_number("ZETT_MAX_CHATS_PER_HOUR", "60", int)
 #: Site-wide MCP servers: the ``mcpServers`` JSON text (see docs/mcp.md).

@@ -33,6 +33,7 @@ from agent_app.budgets import BUDGETS
 from agent_app.durable.atomic import AtomicToolsExtension
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
+from agent_app.people.tool import handoff_tools
 from agent_app.telemetry import extensions_for
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.ask_user import ASK_USER_TOOL_NAME
@@ -166,7 +167,7 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
         model if model is not None else assistant.get_model(),
         config=AgentRunConfig(session_id=session_id),
         system_prompt=assistant.get_instructions(chat),
-        tools=assistant.get_tools(),
+        tools=[*assistant.get_tools(), *handoff_tools(assistant.handoff)],
         extensions=[
             OrmPersistenceExtension(),
             _ATOMIC,

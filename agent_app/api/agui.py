@@ -48,10 +48,12 @@ from agent_app.api.common import (
 )
 from agent_app.api.stream import ThreadStream, detached
 from agent_app.assistants import Assistant, registry
+from agent_app.backpressure import transport_of_request
 from agent_app.budgets import BudgetExceeded
 from agent_app.chat_records import ChatDeleted
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
+from agent_app.guard.bodies import api_body_limit, body_limit
 from agent_app.guard.limits import SocketTicket, limiter
 from agent_app.models import ChatSession, ReplyWait, WaitKind, WaitStatus
 from agent_app.protocol.frames import Refusal
@@ -66,6 +68,7 @@ __all__ = ["capabilities_of", "run", "thread_events"]
 
 
 @csrf_exempt  # checked by ``authorized`` for cookie requests only (a token needs none)
+@body_limit(api_body_limit)  # refused before it is read (under daphne)
 async def run(request: HttpRequest, assistant_id: str) -> HttpResponse:
     """Start a run (or resume one) and stream it (see the module docstring)."""
     if request.method != "POST":
@@ -76,8 +79,8 @@ async def run(request: HttpRequest, assistant_id: str) -> HttpResponse:
         wanted = parse_run_input(_body_of(request))
         thread = await sync_to_async(_thread_of)(caller, assistant_id, wanted)
         if wanted.resume:
-            return await _resume(caller, thread, wanted)
-        return await _new_message(caller, thread, wanted)
+            return await _resume(request, caller, thread, wanted)
+        return await _new_message(request, caller, thread, wanted)
     except AguiError as error:
         return refusal(error)
 
@@ -122,9 +125,15 @@ async def thread_events(request: HttpRequest, thread_id: str) -> HttpResponse:
         session_id = chat_id(thread_id)
         await own_chat(caller.person, session_id)
         after_seq = _last_event_id(request)
-        stream = ThreadStream(session_id, _ticket(caller, session_id))
+        stream = _stream(request, caller, session_id)
         try:
             await stream.open(after_seq)
+            if stream.beyond(after_seq):
+                raise AguiError(
+                    ErrorCode.BAD_INPUT,
+                    f"Last-Event-ID {after_seq} is past the thread's last event "
+                    f"({stream.known_seq}): re-attach with the last id you received",
+                )
         except BaseException:
             stream.close()
             raise
@@ -156,7 +165,9 @@ async def capabilities_of(request: HttpRequest, assistant_id: str) -> HttpRespon
 # --- a new message -------------------------------------------------------------------------
 
 
-async def _new_message(caller: Caller, thread: _Thread, wanted: RunRequest) -> HttpResponse:
+async def _new_message(
+    request: HttpRequest, caller: Caller, thread: _Thread, wanted: RunRequest
+) -> HttpResponse:
     person, thread_id = caller.person, wanted.thread_id
     if thread.pending:
         raise AguiError(
@@ -170,7 +181,7 @@ async def _new_message(caller: Caller, thread: _Thread, wanted: RunRequest) -> H
                 raise AguiError(ErrorCode.NOT_FOUND, NOT_FOUND_MESSAGE, status=404)
             case Creation.QUOTA:
                 raise AguiError(ErrorCode.RATE_LIMITED, chat_quota_message(), status=429)
-    stream = ThreadStream(thread_id, _ticket(caller, thread_id))
+    stream = _stream(request, caller, thread_id)
     try:
         await stream.open()
         assert stream.live is not None and wanted.text is not None
@@ -207,7 +218,9 @@ def _interrupts_pending(thread_id: str) -> bool:
 # --- a resume ------------------------------------------------------------------------------
 
 
-async def _resume(caller: Caller, thread: _Thread, wanted: RunRequest) -> HttpResponse:
+async def _resume(
+    request: HttpRequest, caller: Caller, thread: _Thread, wanted: RunRequest
+) -> HttpResponse:
     thread_id, kinds, runs = wanted.thread_id, thread.kinds, thread.runs
     if thread.chat is None:
         # No thread: no interrupt to answer (and nothing to store).
@@ -224,7 +237,7 @@ async def _resume(caller: Caller, thread: _Thread, wanted: RunRequest) -> HttpRe
             raise
         return _refused_stream(thread_id, wanted.client_run_id, error.code, error.message)
     run_id = runs.get(wanted.resume[0].interrupt_id) or wanted.client_run_id
-    stream = ThreadStream(thread_id, _ticket(caller, thread_id))
+    stream = _stream(request, caller, thread_id)
     try:
         await stream.open()
         assert stream.live is not None
@@ -328,6 +341,18 @@ def _body_of(request: HttpRequest) -> bytes:
             f"The body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes",
             status=413,
         ) from None
+
+
+def _stream(request: HttpRequest, caller: Caller, thread_id: str) -> ThreadStream:
+    """A stream of the thread for ``caller``: one of their sockets in the limits, ended
+    when the API token it was opened with ends, or when the client leaves too much unread
+    on the request's connection."""
+    return ThreadStream(
+        thread_id,
+        _ticket(caller, thread_id),
+        token_id=caller.token_id,
+        transport=transport_of_request(request),
+    )
 
 
 def _ticket(caller: Caller, thread_id: str) -> SocketTicket:

@@ -5,10 +5,13 @@
   with 401 — never downgraded to the cookie. A request with a token has no browser
   (programs do not adopt a browser's chats) and needs no CSRF token: a browser never
   adds that header by itself, so a cross-site page cannot make one.
-- Otherwise the session cookie, as the chat pages use it (``person_of_request``: the
-  signed-in user, or the anonymous browser). A cookie carries itself into any cross-site
-  request, so every unsafe request (``POST``, ``DELETE``) made with it passes Django's CSRF
-  check (the ``X-CSRFToken`` header, as the page script sends it).
+- Otherwise the session cookie, as the chat pages use it: the signed-in user, or the
+  anonymous browser a page gave an id (``known_person_of_request``). A request with
+  neither is 401, and the session store is never written (nor, without a cookie, read):
+  a program that forgot its token must not leave a session row per request. A cookie
+  carries itself into any cross-site request, so every unsafe request (``POST``,
+  ``DELETE``) made with it passes Django's CSRF check (the ``X-CSRFToken`` header, as the
+  page script sends it).
 - A token in the query string is refused (401) rather than ignored: URLs end up in logs,
   proxies and browser histories, and a client that tried should learn why it failed.
 
@@ -26,8 +29,8 @@ from django.http import HttpRequest
 from django.middleware.csrf import CsrfViewMiddleware
 
 from agent_app.agui.errors import AguiError, ErrorCode
-from agent_app.guard.access import Person, person_of_request
-from agent_app.tokens import TokenRefused, bearer_secret, user_of_secret
+from agent_app.guard.access import Person, known_person_of_request
+from agent_app.tokens import TokenRefused, bearer_secret, token_of_secret
 
 __all__ = ["QUERY_TOKEN_NAMES", "Caller", "caller_of"]
 
@@ -46,6 +49,8 @@ class Caller:
     person: Person
     user: Any
     token: bool
+    #: The API token's id (what it opens ends with it: ``agent_app.token_watch``).
+    token_id: int | None = None
 
 
 class _CsrfCheck(CsrfViewMiddleware):
@@ -68,7 +73,7 @@ def caller_of(request: HttpRequest) -> Caller:
     try:
         raw = [] if header is None else [(b"authorization", header.encode("latin-1"))]
         secret = bearer_secret(raw)
-        user = user_of_secret(secret) if secret is not None else None
+        token = token_of_secret(secret) if secret is not None else None
     except TokenRefused as refused:
         logger.warning("Refused an API request to %s: %s", request.path, refused)
         raise AguiError(
@@ -76,9 +81,9 @@ def caller_of(request: HttpRequest) -> Caller:
             "The API token is not valid (wrong, revoked or expired)",
             status=401,
         ) from None
-    if user is not None:
-        return Caller(Person(user.pk, None), user, True)
-    person = person_of_request(request)
+    if token is not None:
+        return Caller(Person(token.user.pk, None), token.user, True, token.pk)
+    person = known_person_of_request(request)
     if person is None:
         raise AguiError(ErrorCode.UNAUTHORIZED, "Sign in, or send an API token", status=401)
     if request.method not in _SAFE_METHODS:

@@ -19,12 +19,21 @@ encoder's state (``open``).
 Concurrency: the live session calls ``send_text`` under its lock and must never wait for
 an HTTP client, so frames go into a queue, read by the response's iterator (``sse``),
 which takes every frame that arrived since its last write and sends their events in one
-piece (one write to the client per burst, not per event). A client that leaves more than
-``MAX_QUEUED`` frames unread is dropped (its stream ends; it re-attaches with its last id,
-as a socket that falls behind does). The
+piece (one write to the client per burst, not per event; a long burst in pieces of about
+``WRITE_BYTES``). What a client does not read piles up in daphne's transport, so before
+each write the stream measures it, as a socket does (``agent_app.backpressure``): past
+``ZETT_WS_SEND_BUFFER_BYTES`` unread, the stream waits up to ``DRAIN_SECONDS`` for the
+client to read it down (the frames meanwhile wait in the queue, which holds the same text
+objects every subscriber gets: it costs little), then the connection is dropped — and
+its buffer with it — and the client re-attaches with its last id (a socket that falls
+behind is closed with 4408 and resumes the same way). A client that leaves more than
+``MAX_QUEUED`` frames unread is dropped too (a server without a transport to measure). The
 iterator waits for the next frame at most ``ZETT_SSE_KEEPALIVE_SECONDS`` and sends a
 keep-alive comment when none came. It ends after the AG-UI run's ``RUN_FINISHED`` or
-``RUN_ERROR``, or when the chat is deleted, and however it ends — the client went away
+``RUN_ERROR`` (and, whatever the encoder showed, with the zett run's last frame: a stream
+never outlives its run), when the chat is deleted, or when the API token it was opened
+with is revoked or expires (``agent_app.token_watch``; its last event is then ``CUSTOM``
+``zett.stream_closed``), and however it ends — the client went away
 (Django cancels the response's task), the server failed — it leaves the live session and
 gives back its place in the per-person limits (``close``, idempotent). A stream whose
 response never begins to read it (the client hung up between the view and the first byte)
@@ -43,13 +52,15 @@ from typing import Any, TypeVar
 
 from agent_app import conf
 from agent_app.agui.encoder import RunEncoder
-from agent_app.agui.sse import KEEP_ALIVE
+from agent_app.agui.sse import KEEP_ALIVE, SseEvent
+from agent_app.backpressure import buffered_bytes, send_buffer_cap
 from agent_app.guard.limits import SocketTicket, limiter
 from agent_app.protocol.text import encode_delta_frame
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
+from agent_app.token_watch import Watched, token_watch
 
-__all__ = ["MAX_QUEUED", "TERMINAL_EVENTS", "ThreadStream", "detached"]
+__all__ = ["MAX_QUEUED", "TERMINAL_EVENTS", "TOKEN_ENDED_EVENT", "ThreadStream", "detached"]
 
 T = TypeVar("T")
 
@@ -57,12 +68,28 @@ logger = logging.getLogger(__name__)
 
 #: Frames a client may leave unread before its stream is dropped.
 MAX_QUEUED = 20_000
+#: About the most text one write to the client holds (frames are never split).
+WRITE_BYTES = 64 * 1024
+#: Seconds a client over its send buffer cap has to read it down before it is dropped,
+#: and how often the backlog is measured meanwhile (only while it is over the cap).
+DRAIN_SECONDS = 2.0
+DRAIN_POLL_SECONDS = 0.02
 #: Seconds a joined stream waits for its response to start reading it, then gives up (a
 #: client that hung up between the view and the first byte: nobody will read it).
 UNCLAIMED_SECONDS = 60.0
 #: The events that end an AG-UI run, and so a stream.
 TERMINAL_EVENTS = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 _END = None
+#: Put in the queue when the stream's API token ends (compared by identity).
+_TOKEN_ENDED = "token ended"
+#: The last event of a stream whose API token was revoked or expired while it was open.
+TOKEN_ENDED_EVENT = SseEvent(
+    {
+        "type": "CUSTOM",
+        "name": "zett.stream_closed",
+        "value": {"code": "unauthorized", "message": "The API token was revoked or has expired"},
+    }
+).encode()
 
 
 async def detached(work: Coroutine[Any, Any, T]) -> T:
@@ -81,10 +108,22 @@ async def detached(work: Coroutine[Any, Any, T]) -> T:
 class ThreadStream:
     """A thread's frames for one HTTP client (see the module docstring)."""
 
-    def __init__(self, thread_id: str, ticket: SocketTicket | None = None) -> None:
+    def __init__(
+        self,
+        thread_id: str,
+        ticket: SocketTicket | None = None,
+        *,
+        token_id: int | None = None,
+        transport: Any = None,
+    ) -> None:
         self.thread_id = thread_id
         self.live: LiveSession | None = None
         self._ticket = ticket
+        #: The API token the stream was opened with, watched while it is open.
+        self._token_id = token_id
+        #: daphne's transport of the client's connection (``agent_app.backpressure``).
+        self._transport = transport
+        self._watched: Watched | None = None
         #: Frames not read yet; ``_END`` once the stream must end.
         self._frames: deque[str | None] = deque()
         #: Set by the next frame when the reader waits for one.
@@ -95,6 +134,8 @@ class ThreadStream:
         self._unclaimed: asyncio.TimerHandle | None = None
         #: The run's frames up to a re-attachment's ``after_seq`` (``open``).
         self._before: list[dict[str, Any]] = []
+        #: The highest ``seq`` of the active run's frames when a re-attachment joined.
+        self._run_seq = 0
 
     # --- the live session's side -------------------------------------------------------
 
@@ -117,6 +158,14 @@ class ThreadStream:
         """The chat was deleted (``agent_app.chat_records``): the stream ends."""
         self._stop()
 
+    async def _token_ended(self) -> None:
+        """Its API token was revoked or expired (``agent_app.token_watch``): the stream
+        says so and ends."""
+        self._watched = None
+        if self.live is not None:
+            self.live.leave(self)
+        self._put(_TOKEN_ENDED)
+
     def _stop(self) -> None:
         if self.live is not None:
             self.live.leave(self)
@@ -132,6 +181,8 @@ class ThreadStream:
         (``_frames_up_to``), for the encoder to learn where the run stood.
         """
         await detached(self._join(after_seq or None))
+        if self._token_id is not None:
+            self._watched = token_watch().watch(self._token_id, self._token_ended)
         loop = asyncio.get_running_loop()
         self._unclaimed = loop.call_later(UNCLAIMED_SECONDS, self._abandon)
         first = self._frames.popleft()
@@ -140,6 +191,18 @@ class ThreadStream:
         if after_seq:
             self._before = await self._frames_up_to(after_seq)
         return self.session
+
+    @property
+    def known_seq(self) -> int:
+        """The highest ``seq`` sent so far that this stream knows of: the thread's last
+        one, or the active run's last frame (read by ``open`` for a re-attachment, also
+        from another worker's replay stream, which may be ahead of this worker)."""
+        return max(self.last_seq, self._run_seq)
+
+    def beyond(self, after_seq: int) -> bool:
+        """Whether ``after_seq`` names an event nobody was sent yet. A re-attachment
+        with it would wait for events it then hides, so the view refuses it."""
+        return after_seq > self.known_seq
 
     async def _join(self, after_seq: int | None) -> None:
         live = self.live = live_sessions().session(self.thread_id)
@@ -163,6 +226,7 @@ class ThreadStream:
         else:
             texts = [text for _, text in await live.bus.replay(self.thread_id, active, None)]
         frames = [json.loads(text) for text in texts]
+        self._run_seq = max((int(frame.get("seq") or 0) for frame in frames), default=0)
         return [frame for frame in frames if int(frame.get("seq") or 0) <= after_seq]
 
     @property
@@ -185,7 +249,10 @@ class ThreadStream:
         self._closed = True
         live, self.live = self.live, None
         ticket, self._ticket = self._ticket, None
+        watched, self._watched = self._watched, None
         try:
+            if watched is not None:
+                token_watch().forget(watched)
             if live is not None:
                 live.leave(self)
         finally:
@@ -208,10 +275,12 @@ class ThreadStream:
         self, encoder: RunEncoder, *, run_id: str | None = None, stop_when_idle: bool = False
     ) -> AsyncIterator[str]:
         """The SSE text of the stream: the encoded frames, every frame that arrived
-        meanwhile in one piece (one write to the client, however many events).
+        meanwhile in one piece (one write to the client, however many events), in pieces
+        of at most about ``WRITE_BYTES``.
 
         ``run_id``: frames before that run's ``run_started`` are skipped (a new message's
         stream is that run's only). ``stop_when_idle``: end at once when no run is active.
+        Before each write the client's backlog is measured (``_fell_behind``).
         """
         if self._unclaimed is not None:
             self._unclaimed.cancel()
@@ -222,43 +291,93 @@ class ThreadStream:
             for frame in self._before:
                 encoder.encode(frame)  # numbered up to ``after_seq``: state, no events
             self._before = []
-            waiting_for = run_id
             keepalive = float(conf.ZETT_SSE_KEEPALIVE_SECONDS)
             frames = self._frames
-            deltas = _DeltaFrames()
+            batch = _Batch(encoder, run_id)
             while True:
                 if not frames and not await self._arrival(keepalive):
                     yield KEEP_ALIVE
                     continue
-                out: list[str] = []
-                ended = False
-                while frames and not ended:
-                    text = frames.popleft()
-                    if text is None:
-                        ended = True
-                        break
-                    if waiting_for is None:
-                        delta = deltas.parse(text)
-                        if delta is not None:
-                            fast = encoder.delta_text(*delta)
-                            if fast is not None:
-                                out.append(fast)
-                                continue
-                    frame = json.loads(text)
-                    deltas.learn(frame)
-                    if waiting_for is not None:
-                        if frame.get("type") != "run_started" or frame.get("request_id") != run_id:
-                            continue
-                        waiting_for = None
-                    for event in encoder.encode(frame):
-                        out.append(event.encode())
-                        ended = ended or event.type in TERMINAL_EVENTS
+                out, ended = batch.take(frames)
                 if out:
-                    yield "".join(out)
+                    if not await self._drained():
+                        return
+                    yield out
                 if ended:
                     return
+                if frames:
+                    # More to write at once: let the server's loop send what it holds
+                    # first (a write only queues bytes in the transport).
+                    await asyncio.sleep(0)
         finally:
             self.close()
+
+    async def _drained(self) -> bool:
+        """Whether the client's connection may take the next write: it holds at most
+        ``ZETT_WS_SEND_BUFFER_BYTES`` unread, or gets there within ``DRAIN_SECONDS`` (a
+        client that reads but is slower than the run for a moment). Otherwise the
+        connection is dropped, and what the transport held with it: the client
+        re-attaches with its last id, as a socket closed with 4408 resumes."""
+        transport = self._transport
+        cap = send_buffer_cap()
+        if transport is None or buffered_bytes(transport) <= cap:
+            return True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + DRAIN_SECONDS
+        while loop.time() < deadline and not self._closed:
+            await asyncio.sleep(DRAIN_POLL_SECONDS)
+            if buffered_bytes(transport) <= cap:
+                return True
+        logger.info("Dropping an event stream of thread %s: it does not read", self.thread_id)
+        transport.abortConnection()
+        return False
+
+
+class _Batch:
+    """Turns queued frames into SSE text (``take``), for one stream and its encoder."""
+
+    def __init__(self, encoder: RunEncoder, run_id: str | None) -> None:
+        self.encoder = encoder
+        self.run_id = run_id
+        #: Frames are skipped until this run's ``run_started`` (None: none are).
+        self.waiting_for = run_id
+        self.deltas = _DeltaFrames()
+
+    def take(self, frames: deque[str | None]) -> tuple[str, bool]:
+        """The text of the frames at the head of ``frames`` (about ``WRITE_BYTES`` at
+        most), and whether the stream ends with them."""
+        out: list[str] = []
+        size = 0
+        encoder, deltas = self.encoder, self.deltas
+        while frames and size < WRITE_BYTES:
+            text = frames.popleft()
+            if text is None or text is _TOKEN_ENDED:
+                out.extend(() if text is None else [TOKEN_ENDED_EVENT])
+                return "".join(out), True
+            if self.waiting_for is None:
+                delta = deltas.parse(text)
+                if delta is not None:
+                    fast = encoder.delta_text(*delta)
+                    if fast is not None:
+                        out.append(fast)
+                        size += len(fast)
+                        continue
+            frame = json.loads(text)
+            deltas.learn(frame)
+            if self.waiting_for is not None:
+                if frame.get("type") != "run_started" or frame.get("request_id") != self.run_id:
+                    continue
+                self.waiting_for = None
+            ended = False
+            for event in encoder.encode(frame):
+                piece = event.encode()
+                out.append(piece)
+                size += len(piece)
+                ended = ended or event.type in TERMINAL_EVENTS
+            # However the encoder showed it: a stream never outlives its run.
+            if ended or _ends_run(frame, encoder.run_id):
+                return "".join(out), True
+        return "".join(out), False
 
 
 class _DeltaFrames:
@@ -307,6 +426,23 @@ class _DeltaFrames:
                 if literal.startswith('"'):
                     return int(digits), request_id, kind, literal
         return None
+
+
+#: Frames that end a zett run (``agent_event`` ``run_completed`` too): docs/protocol.md.
+_RUN_ENDS = frozenset({"run_failed", "run_cancelled", "run_interrupted", "run_paused"})
+
+
+def _ends_run(frame: dict[str, Any], run_id: str | None) -> bool:
+    """Whether ``frame`` ends the run a stream shows (``run_id``; None: any run)."""
+    if run_id is not None and frame.get("request_id") != run_id:
+        return False
+    kind = frame.get("type")
+    if kind in _RUN_ENDS:
+        return True
+    event = frame.get("event")
+    return (
+        kind == "agent_event" and isinstance(event, dict) and event.get("type") == "run_completed"
+    )
 
 
 _DELTA_KINDS = frozenset({"text_delta", "reasoning_delta"})

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from agent_app.api import agui, rest
+from agent_app.api import agui, feedback, rest
 
 urlpatterns = [
     re_path(
@@ -18,4 +18,5 @@ urlpatterns = [
     path("chats/<str:session_id>/", rest.chat, name="api_chat"),
     path("chats/<str:session_id>/messages/", rest.messages, name="api_messages"),
     path("chats/<str:session_id>/cancel/", rest.cancel, name="api_cancel"),
+    path("messages/<int:message_id>/feedback/", feedback.feedback, name="api_feedback"),
 ]

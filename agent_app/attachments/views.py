@@ -44,9 +44,10 @@ from agent_app.guard.access import (
     assistant_refusal,
     chat_quota_message,
     ensure_session,
+    known_person_of_request,
     may_open,
-    person_of_request,
 )
+from agent_app.guard.bodies import body_limit
 from agent_app.models import ChatAttachment, ChatSession
 from agent_app.tokens import TokenRefused, bearer_secret, user_of_secret
 
@@ -99,7 +100,9 @@ def _caller(request: HttpRequest) -> tuple[Person, Any]:
         if failed is not None:
             message = "The page's security token is missing or old; reload the page."
             raise _Refused(refusal("forbidden", message, 403))
-    person = person_of_request(request)
+    # Read only: a request without the cookie a page gives is nobody's (and costs no
+    # session row).
+    person = known_person_of_request(request)
     if person is None:
         raise _Refused(refusal("forbidden", "Sign in to attach files.", 403))
     return person, request.user
@@ -123,6 +126,11 @@ def _store_chat(person: Person, user: Any, session_id: str, assistant: str) -> N
 _FORM_OVERHEAD = 64 * 1024
 
 
+def upload_body_limit() -> int:
+    """The largest upload body: a file of ``ZETT_ATTACHMENT_MAX_BYTES`` and its form."""
+    return int(conf.ZETT_ATTACHMENT_MAX_BYTES) + _FORM_OVERHEAD
+
+
 def _check_declared_length(request: HttpRequest, max_bytes: int) -> None:
     """Refuse a body that declares more than a file of ``max_bytes`` needs, unread."""
     try:
@@ -134,6 +142,7 @@ def _check_declared_length(request: HttpRequest, max_bytes: int) -> None:
 
 
 @csrf_exempt
+@body_limit(upload_body_limit)  # refused before it is read (under daphne)
 def upload(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Check a file, store it and answer its reference (see the module docstring)."""
     if request.method != "POST":

@@ -24,7 +24,8 @@ from agent_app.attachments.stored import refs_by_id
 from agent_app.durable.runs import run_item
 from agent_app.durable.store import message_from_row
 from agent_app.durable.waits import pending_items
-from agent_app.models import ChatMessage, ChatRun, ChatSession
+from agent_app.models import STAFF_ROLE, ChatMessage, ChatRun, ChatSession
+from agent_app.people.state import Support, support_of
 from zett_agent.serialization import message_to_dict
 
 __all__ = [
@@ -47,11 +48,17 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 def history_item(row: ChatMessage) -> dict[str, Any]:
     """A stored message as clients see it (cut to ``HISTORY_ITEM_BUDGET``)."""
-    try:
-        item = message_to_dict(message_from_row(row))
-    except (ValueError, KeyError, TypeError):
-        item = {"role": row.role, "content": "", "attributes": {}, "unreadable": True}
+    if row.role == STAFF_ROLE:
+        staff = (row.extra or {}).get("staff") or {}
+        item = {"role": STAFF_ROLE, "content": row.content, "attributes": {}}
+        item["staff"] = {"name": staff.get("name") or ""}
+    else:
+        try:
+            item = message_to_dict(message_from_row(row))
+        except (ValueError, KeyError, TypeError):
+            item = {"role": row.role, "content": "", "attributes": {}, "unreadable": True}
     item.update(
+        id=row.pk,
         position=row.position,
         request_id=row.request_id or None,
         created_at=row.created_at.isoformat().replace("+00:00", "Z"),
@@ -163,6 +170,7 @@ def snapshot(session_id: str, *, active_request_id: str | None) -> dict[str, Any
             "runs": [],
             "pending": [],
             "usage": _usage(0, 0),
+            "support": Support().as_dict(),
             "stored_last_seq": 0,
         }
     limit = max(1, int(conf.ZETT_HISTORY_PAGE))
@@ -180,6 +188,7 @@ def snapshot(session_id: str, *, active_request_id: str | None) -> dict[str, Any
         "runs": _runs_of(session_id, items, also=active_request_id),
         "pending": pending_items(session_id),
         "usage": _usage(session.input_tokens, session.output_tokens),
+        "support": support_of(session_id).as_dict(),
         "stored_last_seq": session.last_event_seq,
     }
 

@@ -42,6 +42,7 @@ from agent_app.durable.store import (
     title_from,
 )
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
+from agent_app.people.state import refuse_if_taken_over
 from zett_agent.messages import AnyMessage, UserMessage
 
 __all__ = [
@@ -155,7 +156,9 @@ def begin_run(
     exactly one continuation per paused run). ``refuse_stale``: store nothing and raise
     ``StaleRuns`` if a run of the session is still ``running`` or ``paused`` (the caller
     settles those first, ``agent_app.durable.recovery``): counted by the statement that locks the
-    session row (``bump_version``), so the check costs no statement of its own.
+    session row (``bump_version``), so the check costs no statement of its own. A chat a
+    member of staff has taken over starts no run (``TakenOver``, nothing stored): read under
+    the same row lock the takeover writes (``agent_app.people``).
     """
     now = timezone.now()
     creator = creator or Creator()
@@ -167,6 +170,7 @@ def begin_run(
         bumped = _lock_session(session_id, bump, creator, title)
         if bumped.unsettled_runs:
             raise StaleRuns(session_id)  # rolls the bump back: nothing is stored
+        refuse_if_taken_over(session_id)  # a person answers here now (rolls back)
         version, reserved = bumped.history_version, bumped.seq_reserved
         if title and not bumped.title:
             ChatSession.objects.filter(pk=session_id, title="").update(title=title)

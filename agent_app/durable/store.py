@@ -42,9 +42,17 @@ from django.db.models import F
 from django.utils import timezone
 
 from agent_app.durable.statements import insert
-from agent_app.models import TITLE_LENGTH, ChatMessage, ChatRun, ChatSession, RunStatus
+from agent_app.models import (
+    STAFF_ROLE,
+    TITLE_LENGTH,
+    ChatMessage,
+    ChatRun,
+    ChatSession,
+    RunStatus,
+)
 from zett_agent.history import valid_history
 from zett_agent.messages import (
+    AgentMessage,
     AnyMessage,
     AssistantMessage,
     MessageRole,
@@ -68,6 +76,7 @@ __all__ = [
     "remember",
     "restore_history",
     "row_fields",
+    "staff_words",
     "storable",
     "title_from",
     "update_tool_result",
@@ -117,7 +126,13 @@ def row_fields(message: AnyMessage) -> dict[str, Any]:
 
 
 def message_from_row(row: ChatMessage) -> AnyMessage:
-    """Rebuild the message a row was saved from (``ValueError`` if the row is corrupt)."""
+    """Rebuild the message a row was saved from (``ValueError`` if the row is corrupt).
+
+    A staff member's message (role ``staff``, ``agent_app.people``) becomes what the model
+    reads of it: an ``AgentMessage`` saying what the human agent told the customer.
+    """
+    if row.role == STAFF_ROLE:
+        return staff_words(row)
     data: dict[str, Any] = {**(row.extra or {}), "role": row.role, "content": row.content}
     if row.role == MessageRole.ASSISTANT:
         data["reasoning"] = row.reasoning
@@ -127,6 +142,17 @@ def message_from_row(row: ChatMessage) -> AnyMessage:
         data["name"] = row.name
         data["success"] = True if row.success is None else row.success
     return message_from_dict(data)
+
+
+def staff_words(row: ChatMessage) -> AgentMessage:
+    """The model's view of a staff member's message: the human agent's own words."""
+    staff = (row.extra or {}).get("staff") or {}
+    name = staff.get("name") or "a member of staff"
+    text = row.content if isinstance(row.content, str) else str(row.content)
+    return AgentMessage(
+        f"[The human support agent {name} wrote to the customer in this chat:]\n{text}",
+        attributes={"staff": {"name": name}},
+    )
 
 
 def storable(value: Any) -> Any:

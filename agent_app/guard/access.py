@@ -81,6 +81,7 @@ __all__ = [
     "chat_was_deleted",
     "close_chat",
     "ensure_session",
+    "known_person_of_request",
     "login_required",
     "may_open",
     "open_chat",
@@ -143,6 +144,20 @@ def person_of_request(request: HttpRequest) -> Person | None:
         return None
     if not key:
         key = request.session[BROWSER_KEY_FIELD] = secrets.token_urlsafe(24)
+    return Person(None, key)
+
+
+def known_person_of_request(request: HttpRequest) -> Person | None:
+    """The visitor of an API request, read only: the signed-in user, or the anonymous
+    browser a page already gave an id; None otherwise. Never writes a session: a request
+    without a cookie (or with one no page gave) must not cost a session row."""
+    if settings.SESSION_COOKIE_NAME not in request.COOKIES:
+        return None
+    key = request.session.get(BROWSER_KEY_FIELD)
+    if request.user.is_authenticated:
+        return Person(request.user.pk, key or None)
+    if login_required() or not key:
+        return None
     return Person(None, key)
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_FRAME_BYTES",
     "MAX_OUTBOUND_BYTES",
+    "STAFF_FRAMES",
     "STEERING_EVENT",
     "TOOL_RESULT_KEEP",
     "AgentEventFrame",
@@ -60,7 +61,9 @@ __all__ = [
     "ErrorFrame",
     "ExternalEventFrame",
     "ExternalEventResultFrame",
+    "FeedbackFrame",
     "FrameError",
+    "HandBackFrame",
     "HistoryBeforeFrame",
     "HistoryPageFrame",
     "InboundFrame",
@@ -68,11 +71,14 @@ __all__ = [
     "PingFrame",
     "PongFrame",
     "RegenerateFrame",
+    "RequestHumanFrame",
     "RunCancelledFrame",
     "RunFailedFrame",
     "RunStartedFrame",
     "SessionFrame",
+    "StaffMessageFrame",
     "SteerFrame",
+    "TakeoverFrame",
     "UserMessageFrame",
     "agent_event_frame",
     "encode_delta_frame",
@@ -253,6 +259,53 @@ class HistoryBeforeFrame(_Inbound):
     limit: Annotated[int, Field(ge=1, le=MAX_HISTORY_LIMIT)] = 50
 
 
+class FeedbackFrame(_Inbound):
+    """Rate an answer 👍/👎 (again: the rating changes). The answer is named by its
+    ``message_id`` (a history item's ``id``), or, for an answer just streamed whose id the
+    page has not seen, by its run's ``request_id`` (the run's last answer)."""
+
+    type: Literal["feedback"]
+    message_id: Annotated[int, Field(ge=1, le=2**63 - 1)] | None = None
+    request_id: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    rating: Literal["up", "down"]
+    comment: Annotated[str, Field(max_length=4000)] = ""
+
+    @pydantic.model_validator(mode="after")
+    def _one_answer(self) -> FeedbackFrame:
+        if (self.message_id is None) == (self.request_id is None):
+            raise ValueError("name the answer by 'message_id' or by 'request_id'")
+        return self
+
+
+class RequestHumanFrame(_Inbound):
+    """The person asks for a member of the team ("Talk to a person")."""
+
+    type: Literal["request_human"]
+    reason: Annotated[str, Field(max_length=500)] = ""
+
+
+class TakeoverFrame(_Inbound):
+    """Staff: answer in this chat as themselves; the assistant stops and waits."""
+
+    type: Literal["takeover"]
+
+
+class StaffMessageFrame(_Inbound):
+    """Staff: write to the customer in a chat they took over."""
+
+    type: Literal["staff_message"]
+    content: NonBlank
+
+
+class HandBackFrame(_Inbound):
+    """Staff: the assistant answers again."""
+
+    type: Literal["hand_back"]
+
+
+#: The frames only staff (``agent_app.staff_chat``) may send.
+STAFF_FRAMES = frozenset({"takeover", "staff_message", "hand_back"})
+
 InboundFrame = (
     UserMessageFrame
     | ExternalEventFrame
@@ -262,6 +315,11 @@ InboundFrame = (
     | HistoryBeforeFrame
     | RegenerateFrame
     | EditLastFrame
+    | FeedbackFrame
+    | RequestHumanFrame
+    | TakeoverFrame
+    | StaffMessageFrame
+    | HandBackFrame
 )
 
 _INBOUND: dict[str, type[_Inbound]] = {
@@ -273,6 +331,11 @@ _INBOUND: dict[str, type[_Inbound]] = {
     "history_before": HistoryBeforeFrame,
     "regenerate": RegenerateFrame,
     "edit_last": EditLastFrame,
+    "feedback": FeedbackFrame,
+    "request_human": RequestHumanFrame,
+    "takeover": TakeoverFrame,
+    "staff_message": StaffMessageFrame,
+    "hand_back": HandBackFrame,
 }
 
 
@@ -306,7 +369,7 @@ def parse_frame(text: str) -> InboundFrame:
         frame = model.model_validate(data)
     except pydantic.ValidationError as exc:
         raise FrameError(ErrorCode.BAD_FRAME, _describe(kind, exc)) from None
-    if isinstance(frame, UserMessageFrame | SteerFrame | EditLastFrame):
+    if isinstance(frame, UserMessageFrame | SteerFrame | EditLastFrame | StaffMessageFrame):
         _check_content(kind, frame.content)
     return frame
 
@@ -457,6 +520,9 @@ class SessionFrame(OutboundFrame):
     #: Tokens the session's finished runs used: ``input_tokens``, ``output_tokens``,
     #: ``total_tokens``.
     usage: dict[str, int]
+    #: Where the chat stands with people (``agent_app.people``): ``needs_human``,
+    #: ``reason``, ``needs_human_since``, ``taken_over``, ``staff`` (``{name}`` or None).
+    support: dict[str, Any]
     active_request_id: str | None
     last_seq: int
 

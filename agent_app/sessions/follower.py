@@ -80,6 +80,24 @@ class Follower:
         self.remote: RemoteRun | None = None
         #: Whether this worker receives the session's frames from others.
         self.subscribed = False
+        #: Futures resolved when the last frame of a remote run is forwarded (``ended``).
+        self._ends: dict[str, set[asyncio.Future[None]]] = {}
+
+    def ended(self, request_id: str) -> asyncio.Future[None]:
+        """Resolved once the last frame of the remote run ``request_id`` was sent to this
+        process's sockets: a frame sent after it reaches them after the whole run. The
+        caller's own future: cancel it when it no longer waits."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiting = self._ends.setdefault(request_id, set())
+        waiting.add(future)
+
+        def forget(_: asyncio.Future[None]) -> None:
+            waiting.discard(future)
+            if not waiting and self._ends.get(request_id) is waiting:
+                del self._ends[request_id]
+
+        future.add_done_callback(forget)
+        return future
 
     async def follow(self) -> None:
         """Subscribe to the session; learn whether another worker runs it (under the lock)."""
@@ -156,12 +174,12 @@ class Follower:
                 feed.last_seq = seq
                 if marker == Marker.START and self.host.run is None:
                     self._remote_started(request_id)
-                elif (
-                    marker == Marker.END
-                    and self.remote is not None
-                    and self.remote.request_id == request_id
-                ):
-                    self.set_remote(None)
+                elif marker == Marker.END:
+                    if self.remote is not None and self.remote.request_id == request_id:
+                        self.set_remote(None)
+                    for end in tuple(self._ends.get(request_id, ())):
+                        if not end.done():
+                            end.set_result(None)
 
     def _remote_started(self, request_id: str) -> None:
         """A run started on another worker: follow it (its lease is read when needed)."""

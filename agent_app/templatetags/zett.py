@@ -138,11 +138,10 @@ def zett_chat(
 ) -> SafeString:
     """Render a chat with ``assistant`` (default: ``ZETT_DEFAULT_ASSISTANT``).
 
-    ``chat``: an existing chat's id (else the widget starts one and remembers it in the
-    browser); ``height``: pixels or a CSS length; ``launcher``: a floating button that
-    opens the chat; ``title``: the widget's heading (default: the assistant's name);
-    ``theme``: ``auto`` (the system's), ``light`` or ``dark``; ``placeholder`` / ``texts``:
-    the composer's words.
+    ``chat``: an existing chat's id (else a new one the browser remembers); ``height``:
+    pixels or a CSS length; ``launcher``: a floating button that opens the chat; ``title``:
+    the heading (default: the assistant's name); ``theme``: ``auto`` (the system's),
+    ``light`` or ``dark``; ``placeholder`` / ``texts``: the composer's words.
     """
     try:
         chosen = registry.resolve(assistant or None)
@@ -161,6 +160,7 @@ def zett_chat(
         )
     config = {
         "assistant": chosen.id,
+        "handoff": chosen.handoff,
         "chatId": _chat_id(chat),
         "socketPrefix": f"/{conf.ZETT_WEBSOCKET_PATH}",
         "storageKey": _storage_key(chosen.id, person),

@@ -315,7 +315,7 @@ async def test_tokens_and_cookies_are_checked(http, use_model, login_cookie):
         return call.status, (await call.json())["code"]
 
     none = await http("POST", "/api/ag-ui/demo/", headers=json_type, body=body)
-    assert await status(none) == (403, "forbidden")  # an anonymous browser without CSRF
+    assert await status(none) == (401, "unauthorized")  # no token, no cookie: nobody
     wrong = await http("POST", "/api/ag-ui/demo/", headers=bearer("zett_wrong"), body=body)
     assert await status(wrong) == (401, "unauthorized")
     assert wrong.headers["www-authenticate"].startswith("Bearer")

@@ -38,6 +38,13 @@ async def test_a_new_socket_gets_an_empty_session_frame_and_stores_nothing(socke
         "runs": [],
         "pending": [],
         "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
+        "support": {
+            "needs_human": False,
+            "reason": None,
+            "needs_human_since": None,
+            "taken_over": False,
+            "staff": None,
+        },
         "active_request_id": None,
         "last_seq": 0,
     }

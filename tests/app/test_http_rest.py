@@ -101,3 +101,21 @@ async def test_a_chat_is_deleted_by_its_owner_only(http, use_model, login_cookie
     assert refused.status == 403 and (await refused.json())["code"] == "forbidden"
     assert (await http("PUT", "/api/chats/", headers=bearer(secret))).status == 405
     assert body_of({}) == "{}"
+
+
+async def test_a_request_without_credentials_is_401_and_writes_no_session(http):
+    from django.contrib.sessions.models import Session
+
+    before = await Session.objects.acount()
+    for url in (
+        "/api/chats/",
+        f"/api/chats/{uuid.uuid4()}/",
+        f"/api/chats/{uuid.uuid4()}/messages/",
+    ):
+        call = await http("GET", url)
+        assert call.status == 401 and (await call.json())["code"] == "unauthorized"
+        assert "set-cookie" not in call.headers
+    # A cookie no page gave (an unknown session) is nobody either, and stays unwritten.
+    call = await http("GET", "/api/chats/", headers={"Cookie": "sessionid=made-up"})
+    assert call.status == 401
+    assert await Session.objects.acount() == before

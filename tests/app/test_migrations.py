@@ -34,7 +34,7 @@ def test_the_migrations_end_with_one_leaf_whose_wait_kinds_are_the_models():
 
     loader = MigrationExecutor(connection).loader
     leaves = [node for node in loader.graph.leaf_nodes() if node[0] == "agent_app"]
-    assert len(leaves) == 1, leaves
+    assert leaves == [("agent_app", "0015_run_attempts")]
     state = loader.project_state(leaves[0]).apps.get_model("agent_app", "ReplyWait")
     assert state._meta.get_field("kind").choices == WaitKind.choices
     assert "elicitation" not in WaitKind.values and "browser_tool" in WaitKind.values

@@ -35,9 +35,9 @@ def test_messages_come_back_in_position_order():
     assert [m.position for m in session.messages.all()] == [0, 1, 2]
 
 
-def test_message_roles_are_the_runtime_roles():
+def test_message_roles_are_the_runtime_roles_and_staff():
     choices = {value for value, _ in ChatMessage._meta.get_field("role").choices}
-    assert choices == {role.value for role in MessageRole}
+    assert choices == {role.value for role in MessageRole} | {"staff"}
 
 
 def test_content_holds_text_or_a_list_of_parts():

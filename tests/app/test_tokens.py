@@ -134,3 +134,23 @@ def test_adding_a_token_in_the_admin_shows_its_secret_once(admin_client, django_
     assert user_of_secret(secret) == robot
     listing = admin_client.get("/admin/agent_app/apitoken/").content.decode()
     assert secret not in listing and token.prefix in listing
+
+
+async def test_a_revoked_tokens_socket_is_told_and_closed_with_4401(sockets, use_model):
+    from agent_app.token_watch import token_watch
+
+    use_model(ScriptedModel())
+    _, token, secret = await token_of("robot")
+    _, other, other_secret = await token_of("robin")
+    socket = await sockets(cookie="", origin="", headers=bearer(secret))
+    bystander = await sockets(cookie="", origin="", headers=bearer(other_secret))
+    assert socket.connected and token_watch().token_ids == {token.pk, other.pk}
+    await ApiToken.objects.filter(pk=token.pk).aupdate(revoked=True)
+    await token_watch().check()
+    await socket.expect_error("forbidden")
+    assert (await socket.communicator.receive_output(timeout=5))["code"] == 4401
+    await socket.close()
+    await bystander.assert_quiet()  # another token's socket is untouched
+    assert token_watch().token_ids == {other.pk}
+    await bystander.close()
+    assert token_watch().token_ids == set()  # nothing watched, no task left

@@ -388,3 +388,27 @@ async def test_concurrent_sessions_of_one_agent_get_a_trace_each(exporter, provi
     for chat in found["chat gpt-test"]:
         session = chat.attributes["gen_ai.conversation.id"]
         assert chat.parent.span_id == runs[session].context.span_id
+
+
+async def test_a_tool_the_agent_does_not_have_is_named_other_unless_content_is_recorded(
+    exporter, provider
+):
+    for record_content, expected in ((False, "other"), (True, "zz_made_up_7")):
+        exporter.clear()
+        model = NamedModel(calls(call("zz_made_up_7", "call-9", x=1)), answer("ok"))
+        agent, _ = await traced_agent(model, provider, record_content=record_content)
+        await collect(agent, "hi", config=AgentRunConfig(session_id=SESSION))
+        tool_span = one(exporter, f"execute_tool {expected}")
+        assert tool_span.attributes["gen_ai.tool.name"] == expected
+        if not record_content:
+            recorded = [
+                (span.name, value)
+                for span in exporter.get_finished_spans()
+                for value in [span.name, *map(str, span.attributes.values())]
+                if "zz_made_up" in value
+            ]
+            assert recorded == []
+    # A tool the agent has keeps its name either way.
+    exporter.clear()
+    await run_with_tool(provider)
+    assert one(exporter, "execute_tool add").attributes["gen_ai.tool.name"] == "add"

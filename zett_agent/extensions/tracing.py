@@ -6,7 +6,10 @@ provider (``opentelemetry.trace.get_tracer_provider()``) unless one is passed in
 - ``invoke_agent <agent name>`` (INTERNAL), one per request, the parent of the others;
   it carries the request's token usage summed over its model calls;
 - ``chat <model>`` (CLIENT), one per model call;
-- ``execute_tool <tool>`` (INTERNAL), one per tool call that reached its tool hooks.
+- ``execute_tool <tool>`` (INTERNAL), one per tool call that reached its tool hooks. A
+  tool the agent does not have (a name the model made up) is ``UNKNOWN_TOOL`` (``other``)
+  in the span's name and ``gen_ai.tool.name``, unless content is recorded: the model's
+  names are unbounded, and a backend that groups spans by name must not grow with them.
 
 ``opentelemetry-api`` is imported when the extension is built (or a wait span recorded),
 never when this module is imported, so an application may import the names below whether
@@ -84,6 +87,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TRACE_LINKS",
     "TRACE_PARENT",
+    "UNKNOWN_TOOL",
     "WAIT_OUTCOMES",
     "TracingExtension",
     "current_traceparent",
@@ -91,6 +95,8 @@ __all__ = [
     "tool_outcome",
 ]
 
+#: The tool name of a span for a tool the agent does not have (without content recording).
+UNKNOWN_TOOL = "other"
 _COMPLETED, _FAILED, _CANCELLED = "completed", "failed", "cancelled"
 _LOADING_CONTEXT, _GENERATING = AgentPhase.LOADING_CONTEXT, AgentPhase.GENERATING
 _RUNNING_TOOL = AgentPhase.RUNNING_TOOL
@@ -294,21 +300,23 @@ class TracingExtension(AgentExtension):
         call = _running_call(context, run)
         if call is None:
             return
+        agent_tool = context.tools.get(call.name)
+        # A name the model made up is content, not a bounded value: ``other`` without it.
+        name = call.name if agent_tool is not None or self.record_content else UNKNOWN_TOOL
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.name": name,
             "gen_ai.tool.call.id": call.id,
             "gen_ai.tool.type": "function",
             "gen_ai.conversation.id": run.session_id,
         }
-        agent_tool = context.tools.get(call.name)
         if agent_tool is not None and agent_tool.description:
             attributes["gen_ai.tool.description"] = agent_tool.description
         if self.record_content:
             attributes["gen_ai.tool.call.arguments"] = to_json(call.arguments)
         api = otel()
         span = self._tracer.start_span(
-            f"execute_tool {call.name}",
+            f"execute_tool {name}",
             context=run.context,
             kind=api.trace.SpanKind.INTERNAL,
             attributes=attributes,

@@ -52,4 +52,7 @@ class Command(BaseCommand):
     def _revoke(self, token_id: int) -> None:
         if not ApiToken.objects.filter(pk=token_id).update(revoked=True):
             raise CommandError(f"There is no token {token_id}")
-        self.stdout.write(f"Token {token_id} revoked.")
+        self.stdout.write(
+            f"Token {token_id} revoked: refused from now on; the sockets and event streams "
+            "it opened close within a second."
+        )

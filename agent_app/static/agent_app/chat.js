@@ -72,6 +72,7 @@ if (ui.sidebar && ui.sidebarToggle) {
 mount(root, {
   socketPath: config.socketPath,
   assistant: config.assistant,
+  handoff: Boolean(config.handoff),
   attachmentsUrl: config.attachmentsUrl,
   chatTitle: title,
   keyboardTarget: document,

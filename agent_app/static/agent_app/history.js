@@ -14,6 +14,7 @@
  */
 import { contentText } from "./blocks.js";
 import { cutOffText } from "./events.js";
+import { staffMessage } from "./people.js";
 import { parseTime } from "./time.js";
 import { addUsage } from "./usage.js";
 
@@ -76,6 +77,10 @@ class HistoryRenderer {
       case "tool":
         this.toolResult(this.turnOf(item), item);
         break;
+      case "staff":
+        this.turn = null;
+        this.transcript.append(staffMessage(item, { at }), this.sink);
+        break;
       case "agent":
         this.transcript.addNote(`Instruction to the agent: ${contentText(item.content)}`, "muted", this.turnOf(item));
         break;
@@ -129,6 +134,9 @@ class HistoryRenderer {
       transcript.openReasoning(turn).set(item.reasoning);
     }
     const text = contentText(item.content);
+    if (text && item.id) {
+      turn.answerId = item.id; // what a rating names (people.js)
+    }
     if (text) {
       const segment = transcript.openText(turn);
       segment.set(text);

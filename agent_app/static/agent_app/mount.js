@@ -43,6 +43,7 @@ import { ERROR_TEXT, Notices } from "./notices.js";
 import { Outbox } from "./outbox.js";
 import { HistoryPaging } from "./paging.js";
 import { DEFAULT_TEXTS, prepare } from "./panel.js";
+import { People } from "./people.js";
 import { keepTimesFresh, parseTime } from "./time.js";
 import { Transcript } from "./transcript.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
@@ -66,7 +67,7 @@ function absent() {
  *   client?: ZettClient, chatId?: string, socketPath?: string, socketPrefix?: string,
  *   assistant?: string, title?: string, chatTitle?: string, texts?: object, height?: string,
  *   theme?: "auto"|"light"|"dark", shadow?: boolean, attachmentsUrl?: string, csrfToken?: string,
- *   tools?: Record<string, Function>, keyboardTarget?: EventTarget, autofocus?: boolean,
+ *   tools?: Record<string, Function>, keyboardTarget?: EventTarget, autofocus?: boolean, handoff?: boolean,
  *   onTitle?: (title: string) => void, onStored?: () => void,
  * }} options `onStored` is called when a run starts (the chat is stored by then).
  * @returns {{client: ZettClient, root: Element|ShadowRoot, focus: () => void, isRunning: () => boolean}}
@@ -163,6 +164,7 @@ export function mount(where, options = {}) {
     { link: ui.link, label: ui.linkLabel, status: ui.linkStatus, retry: ui.retry },
     notices,
   );
+  const people = new People({ transcript, send, notices, composer: ui.composer, handoff: Boolean(options.handoff) });
 
   /** Whether this view has had a `session` frame (so a new one means it reconnected). */
   let greeted = false;
@@ -341,6 +343,12 @@ export function mount(where, options = {}) {
   });
   client.on("error", handleError);
   client.on("budget", (frame) => budget.received(frame));
+  client.on("handoff_requested", (frame) => people.handoffRequested(frame));
+  client.on("taken_over", (frame) => people.takenOver(frame));
+  client.on("handed_back", () => people.handedBack());
+  client.on("staff_message", (frame) => people.staffMessage(frame));
+  client.on("customer_message", customerMessage);
+  client.on("feedback_saved", (frame) => people.saved(frame));
 
   /**
    * The first frame of every connection. Keeps the transcript when the view was showing
@@ -386,6 +394,7 @@ export function mount(where, options = {}) {
     }
     const seenPosition = maxPosition;
     transcript.clear();
+    people.session(frame.support);
     runs.clear();
     rememberRuns(frame.runs);
     const history = Array.isArray(frame.history) ? frame.history : [];
@@ -451,6 +460,24 @@ export function mount(where, options = {}) {
       nameChatAfter(content);
     }
     onStored(); // the run stored the chat, if it was new
+    updateMode();
+  }
+
+  /** A message the team reads while it answers the chat: stored, no run answers it. */
+  function customerMessage(frame) {
+    maxPosition = Math.max(maxPosition, frame.position ?? -1);
+    const entry = outbox.take("message", frame.content);
+    const stamp = { at: parseTime(frame.created_at), position: frame.position ?? null, requestId: null };
+    if (entry?.bubble?.isConnected) {
+      transcript.stampUserMessage(entry.bubble, stamp);
+    } else {
+      transcript.addUserMessage(frame.content, {
+        ...stamp,
+        before: outbox.firstPendingBubble(),
+        attachments: frame.attachments,
+      });
+    }
+    onStored();
     updateMode();
   }
 

@@ -346,6 +346,7 @@ export class Transcript {
       usage.title = usageDetail(turn.usage);
       meta.append(usage);
     }
+    this.onAnswerMeta?.(turn, meta); // 👍/👎 (people.js)
     turn.meta?.remove();
     turn.meta = meta;
     this.append(meta, turn.el);

@@ -101,6 +101,7 @@ export function mountWidget(host) {
   const mounted = mount(shadow, {
     socketPath: chatSocketPath(chatId, config.socketPrefix),
     assistant: config.assistant,
+    handoff: Boolean(config.handoff),
     attachmentsUrl: config.attachmentsUrl?.replace("{chat}", chatId) ?? "",
     csrfToken: config.csrfToken ?? "",
     texts: config.texts ?? {},

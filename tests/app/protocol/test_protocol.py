@@ -133,6 +133,7 @@ def test_outbound_frames_dump_to_the_documented_shapes():
         runs=[],
         pending=[],
         usage={"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
+        support={"needs_human": False, "taken_over": False, "staff": None},
         active_request_id=None,
         last_seq=0,
     )
@@ -145,6 +146,7 @@ def test_outbound_frames_dump_to_the_documented_shapes():
         "runs": [],
         "pending": [],
         "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
+        "support": {"needs_human": False, "taken_over": False, "staff": None},
         "active_request_id": None,
         "last_seq": 0,
     }

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("agent_app", "0010_browser_tool_waits")]
+    dependencies = [("agent_app", "0014_people_in_the_loop")]
 
     operations = [
         migrations.AddField(

@@ -1,0 +1,95 @@
+"""Who is staff, and the check every run start makes: is the chat taken over?
+
+``refuse_if_taken_over`` runs inside ``begin_run``'s transaction, after the chat's row is
+locked: the takeover writes that row too, so of a run start and a takeover, one comes
+first and the other sees it (``agent_app.people``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agent_app.models import ChatSession, ChatTakeover
+from agent_app.sessions.errors import Busy
+
+__all__ = [
+    "STAFF_PERMISSION",
+    "TAKEN_OVER_MESSAGE",
+    "Support",
+    "TakenOver",
+    "is_staff",
+    "iso",
+    "refuse_if_taken_over",
+    "staff_name",
+    "support_of",
+]
+
+#: The permission of staff: the inbox, any chat's socket, takeover.
+STAFF_PERMISSION = "agent_app.staff_chat"
+TAKEN_OVER_MESSAGE = "A person from the team is answering in this chat; the assistant is paused"
+
+
+class TakenOver(Busy):
+    """A run may not start: a member of staff has taken the chat over."""
+
+    def __init__(self) -> None:
+        super().__init__(None, TAKEN_OVER_MESSAGE)
+
+
+def is_staff(user: Any) -> bool:
+    """Whether ``user`` holds ``agent_app.staff_chat`` (superusers do)."""
+    return bool(user is not None and user.is_authenticated and user.has_perm(STAFF_PERMISSION))
+
+
+def staff_name(user: Any) -> str:
+    """The name a customer sees for a member of staff: their full or first name, else
+    their username."""
+    full = (getattr(user, "get_full_name", lambda: "")() or "").strip()
+    return full or (getattr(user, "first_name", "") or "").strip() or user.get_username()
+
+
+def refuse_if_taken_over(session_id: str) -> None:
+    """``TakenOver`` if the chat is taken over (call it with the chat's row locked)."""
+    taken = ChatSession.objects.filter(pk=session_id, taken_over_at__isnull=False).exists()
+    if taken:
+        raise TakenOver
+
+
+def iso(moment: Any) -> str | None:
+    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """Where a chat stands with people: the ``support`` of its ``session`` frame."""
+
+    needs_human: bool = False
+    reason: str = ""
+    since: str | None = None
+    staff: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "needs_human": self.needs_human,
+            "reason": self.reason or None,
+            "needs_human_since": self.since,
+            "taken_over": self.staff is not None,
+            "staff": None if self.staff is None else {"name": self.staff},
+        }
+
+
+def support_of(session_id: str) -> Support:
+    """The chat's support state (a chat that is not stored: nothing)."""
+    row = (
+        ChatSession.objects.filter(pk=session_id)
+        .values("needs_human", "handoff_reason", "needs_human_since", "taken_over_at")
+        .first()
+    )
+    if row is None:
+        return Support()
+    staff = None
+    if row["taken_over_at"] is not None:
+        takeover = ChatTakeover.objects.filter(session_id=session_id, ended_at=None).first()
+        staff = takeover.staff_name if takeover is not None else ""
+    return Support(row["needs_human"], row["handoff_reason"], iso(row["needs_human_since"]), staff)
