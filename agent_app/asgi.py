@@ -28,7 +28,7 @@ from typing import Any
 from channels.auth import AuthMiddleware
 from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionMiddleware
 
-__all__ = ["SocketSessionMiddleware", "websocket_application"]
+__all__ = ["SocketSessionMiddleware", "lifespan_application", "websocket_application"]
 
 
 class SocketSessionMiddleware(SessionMiddleware):
@@ -61,3 +61,24 @@ def websocket_application(*, check_settings: bool = True) -> Any:
             )
         )
     )
+
+
+def lifespan_application() -> Any:
+    """The ASGI ``lifespan`` application: a server that speaks it (uvicorn) starts this
+    worker's background loop with itself (``agent_app.sessions.background``: the sweep that
+    continues runs whose worker died). Daphne does not speak it; there the loop starts with
+    the server anyway (``websocket_application``)."""
+
+    async def lifespan(scope: Any, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                from agent_app.sessions.registry import start_background
+
+                start_background()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    return lifespan

@@ -423,3 +423,28 @@ async def test_two_hundred_handovers_at_random_points_leave_each_atomic_effect_o
     finally:
         registry.unregister("counter")
         await live_sessions().close()
+
+
+async def test_the_lifespan_of_an_asgi_server_starts_the_sweep():
+    import asyncio
+
+    from agent_app.asgi import lifespan_application
+
+    messages = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return messages.pop(0)
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    await asyncio.wait_for(lifespan_application()({"type": "lifespan"}, receive, send), 10)
+    assert [m["type"] for m in sent] == [
+        "lifespan.startup.complete",
+        "lifespan.shutdown.complete",
+    ]
+    registry = live_sessions()
+    assert registry.background.running
+    await registry.close()
+    assert not registry.background.running
