@@ -1,7 +1,7 @@
 """Admin: browse sessions with their messages and runs, the messages themselves, the runs and
-how they ended, the waits for replies, the external-event audit trail, the attachments and
-the demo notes.
-Everything a chat writes is read-only here except titles, owners and notes: editing or
+how they ended, the waits for replies, the external-event audit trail and the attachments
+(the example site registers its demo notes itself).
+Everything a chat writes is read-only here except titles and owners: editing or
 deleting a message would silently rewrite what the agent saw (delete the session instead).
 
 A session's page reads as its conversation: answers rendered from Markdown (raw HTML in them
@@ -26,8 +26,8 @@ from agent_app.models import (
     ChatRun,
     ChatSession,
     ExternalEventRecord,
-    Note,
     ReplyWait,
+    SubRun,
 )
 from agent_app.people.admin import SUPPORT_SHOWN, ChatTakeoverInline
 
@@ -302,6 +302,23 @@ class ReplyWaitAdmin(admin.ModelAdmin):
         return False
 
 
+@admin.register(SubRun)
+class SubRunAdmin(admin.ModelAdmin):
+    """A delegate's work inside a chat's run (its own conversation; read-only)."""
+
+    list_display = ["parent_tool_call_id", "assistant", "depth", "status", "session", "created_at"]
+    list_filter = ["status", "assistant", "created_at"]
+    search_fields = ["parent_tool_call_id", "root_tool_call_id", "request_id", "session__id"]
+    list_select_related = ["session"]
+    readonly_fields = [field.name for field in SubRun._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
 class VerdictFilter(admin.SimpleListFilter):
     """Accepted (some extension claimed the event) or rejected (nobody did)."""
 
@@ -367,14 +384,6 @@ class ChatAttachmentAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
-
-
-@admin.register(Note)
-class NoteAdmin(admin.ModelAdmin):
-    list_display = ["title", "session", "created_at"]
-    list_filter = ["created_at"]
-    search_fields = ["title", "text"]
-    raw_id_fields = ["session"]
 
 
 @admin.register(ApiToken)

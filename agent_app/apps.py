@@ -10,7 +10,7 @@ class AgentAppConfig(AppConfig):
         from django.db.models.signals import post_save
 
         # Registers the system checks, and (access) the sign-in/sign-out and deletion receivers.
-        from agent_app import access_log, backpressure, checks  # noqa: F401
+        from agent_app import access_log, backpressure, checks, production_checks  # noqa: F401
         from agent_app.assistants import registry
         from agent_app.attachments import stored  # noqa: F401  (files leave with their rows)
         from agent_app.durable.store import message_saved_through_the_orm

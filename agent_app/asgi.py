@@ -45,6 +45,7 @@ def websocket_application(*, check_settings: bool = True) -> Any:
     from agent_app.checks import raise_on_invalid_settings
     from agent_app.guard.origins import OriginValidator
     from agent_app.routing import websocket_urlpatterns
+    from agent_app.script_prefix import ScriptPrefixMiddleware
     from agent_app.sessions.background import install_with_server
     from agent_app.sessions.registry import start_background
     from agent_app.tokens import BearerTokenMiddleware
@@ -57,7 +58,11 @@ def websocket_application(*, check_settings: bool = True) -> Any:
     return OriginValidator(
         CookieMiddleware(
             SocketSessionMiddleware(
-                AuthMiddleware(BearerTokenMiddleware(QuietURLRouter(websocket_urlpatterns)))
+                AuthMiddleware(
+                    BearerTokenMiddleware(
+                        ScriptPrefixMiddleware(QuietURLRouter(websocket_urlpatterns))
+                    )
+                )
             )
         )
     )

@@ -107,6 +107,17 @@ class Assistant:
     #: MCP tools that never need approval (a tool's own name or ``<server>__<tool>``); the
     #: others need it unless their server annotates them ``readOnlyHint: true``.
     mcp_no_approval: ClassVar[Iterable[str]] = frozenset()
+    #: What it does, in a sentence: how the assistants that may ask it or hand a chat to
+    #: it (``delegates``, ``handoffs``) are told about it.
+    description: ClassVar[str] = ""
+    #: Ids of assistants it may ask for help: each becomes a tool ``ask_<id>(request)``
+    #: that runs that assistant as a sub-run and returns its answer
+    #: (``agent_app.agents.teamwork``).
+    delegates: ClassVar[Sequence[str]] = ()
+    #: Ids of assistants it may hand the chat to: each becomes a tool
+    #: ``transfer_to_<id>(reason)``; that assistant answers the rest of the turn and the
+    #: chat is its from then on.
+    handoffs: ClassVar[Sequence[str]] = ()
     #: Prompts a new, empty chat offers as buttons (each sends its text as the first
     #: message); none: the empty chat just invites a first message.
     starter_prompts: ClassVar[Sequence[str]] = ()

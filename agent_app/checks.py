@@ -200,6 +200,28 @@ def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[CheckMessag
                     id="zett.E022",
                 )
             )
+        errors.extend(_teamwork_problems(assistant, registry.ids()))
+    return errors
+
+
+def _teamwork_problems(assistant: Any, known: list[str]) -> list[CheckMessage]:
+    """Each id in ``delegates`` and ``handoffs`` is another registered assistant."""
+    errors: list[CheckMessage] = []
+    for attribute in ("delegates", "handoffs"):
+        ids = getattr(assistant, attribute, ())
+        if isinstance(ids, str):
+            ids = [ids]
+        for other in ids:
+            if other == assistant.id or other not in known:
+                why = "itself" if other == assistant.id else "no registered assistant"
+                errors.append(
+                    Error(
+                        f"Assistant {assistant.id!r} ({type(assistant).__qualname__}) lists "
+                        f"{other!r} in {attribute}, which is {why}.",
+                        hint=f"Registered: {', '.join(known)}.",
+                        id="zett.E023",
+                    )
+                )
     return errors
 
 
@@ -207,6 +229,7 @@ def check_assistants(app_configs: Any = None, **kwargs: Any) -> list[CheckMessag
 #: (name, accepted types, allow None, the smallest value or None).
 _TYPED: tuple[tuple[str, tuple[type, ...], bool, float | None], ...] = (
     ("ZETT_DEMO_PACE", (int, float), False, 0),
+    ("ZETT_MAX_DELEGATION_DEPTH", (int,), False, 0),
     ("ZETT_HISTORY_PAGE", (int,), False, 1),
     ("ZETT_REPLAY_FRAMES", (int,), False, 1),
     ("ZETT_TOKEN_TOUCH_SECONDS", (int, float), False, 0),

@@ -47,6 +47,8 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_REPLAY_FRAMES": 10_000,
     #: Only signed-in users may chat (pages redirect to LOGIN_URL, sockets are refused).
     "ZETT_REQUIRE_LOGIN": False,
+    #: The name zett's pages show: in their titles, the list's heading, the sidebar.
+    "ZETT_BRAND": "zett",
     #: Where the pages' "Sign out" button posts (a URL or URL name; None: no button).
     "ZETT_LOGOUT_URL": "logout",
     #: The path of the chat sockets, under the websocket application's root.
@@ -113,6 +115,9 @@ DEFAULTS: dict[str, Any] = {
     #: Input + output tokens per person per day: ``{"user": N, "anonymous": N,
     #: "groups": {"<group>": N}}`` (None: no budgets; ``agent_app.budgets``).
     "ZETT_TOKEN_BUDGETS": None,
+    #: How many levels deep assistants may ask their ``delegates`` (1: the chat's
+    #: assistant may ask one, which may ask none).
+    "ZETT_MAX_DELEGATION_DEPTH": 3,
     #: When people of the team answer, in the site's own words ("Mon-Fri, 9:00-17:00
     #: CET"): shown to a person who asked for one. None: nothing is promised.
     "ZETT_SUPPORT_HOURS": None,

@@ -1,4 +1,4 @@
-"""What a chat leaves in the database: sessions, messages, runs, waits, replies, notes.
+"""What a chat leaves in the database: sessions, messages, runs, waits, replies.
 
 A ``ChatMessage`` row is one runtime message: the columns hold what the admin searches and
 filters on, ``extra`` keeps every other field of the serialised message, so a row turns
@@ -322,6 +322,49 @@ class ReplyWait(models.Model):
         return f"{self.kind} {self.tool_call_id} ({self.status})"
 
 
+class SubRunStatus(models.TextChoices):
+    RUNNING = "running", "running"
+    COMPLETED = "completed", "completed"
+    FAILED = "failed", "failed"
+
+
+class SubRun(models.Model):
+    """A delegate's work inside a chat's run: the assistant an ``ask_<id>`` call asked, and
+    its own conversation (``agent_app.agents.subruns``), kept so that a sub-run waiting
+    for a reply outlives its process and its finished answer is never asked for twice."""
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="sub_runs")
+    #: The ``ask_<id>`` call that runs it (a call of the chat's run, or of another sub-run).
+    parent_tool_call_id = models.CharField(max_length=255)
+    #: The call of the chat's own run it is part of (its own parent at the first level).
+    root_tool_call_id = models.CharField(max_length=255)
+    assistant = models.CharField(max_length=64)
+    #: The chat's run that last ran it.
+    request_id = models.CharField(max_length=64)
+    #: 1 for a sub-run of the chat's run, 2 for one of a sub-run, and so on.
+    depth = models.PositiveSmallIntegerField(default=1)
+    #: Its conversation, as ``zett_agent.serialization.message_to_dict`` writes messages.
+    messages = models.JSONField(default=list)
+    status = models.CharField(
+        max_length=16, choices=SubRunStatus.choices, default=SubRunStatus.RUNNING
+    )
+    #: Its final answer, once it has one (the ``ask_<id>`` call's result).
+    answer = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "parent_tool_call_id"], name="one_sub_run_per_call"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.assistant} for {self.parent_tool_call_id} ({self.status})"
+
+
 class ExternalEventRecord(models.Model):
     """Audit trail of every reply a client sent to a session (approvals, answers, steering).
 
@@ -349,23 +392,6 @@ class ExternalEventRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({'accepted' if self.accepted else 'rejected'})"
-
-
-class Note(models.Model):
-    """A note the example site's demo assistant writes once the user approved it."""
-
-    session = models.ForeignKey(
-        ChatSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="notes"
-    )
-    title = models.CharField(max_length=200)
-    text = models.TextField()
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return self.title
 
 
 class TokenUsage(models.Model):

@@ -8,6 +8,7 @@ from django.urls import path
 
 from agent_app import conf
 from agent_app.consumers import ChatConsumer
+from agent_app.script_prefix import socket_prefix
 
 __all__ = ["socket_path", "websocket_urlpatterns"]
 
@@ -17,5 +18,5 @@ websocket_urlpatterns = [
 
 
 def socket_path(session_id: object) -> str:
-    """The absolute path of chat ``session_id``'s socket."""
-    return f"/{conf.ZETT_WEBSOCKET_PATH}{session_id}/"
+    """The absolute path of chat ``session_id``'s socket (under the site's script prefix)."""
+    return f"{socket_prefix()}{session_id}/"

@@ -36,6 +36,7 @@ from agent_app.models import ApiToken
 __all__ = [
     "BearerTokenMiddleware",
     "TokenRefused",
+    "WrongScheme",
     "bearer_secret",
     "issue",
     "token_of_secret",
@@ -51,6 +52,11 @@ SECRET_PREFIX = "zett_"
 
 class TokenRefused(Exception):
     """The presented token is unknown, revoked, expired, or its user may not sign in."""
+
+
+class WrongScheme(TokenRefused):
+    """An ``Authorization`` header of another scheme (``Token …``, ``Basic …``): its message
+    tells the caller to send ``Bearer``."""
 
 
 def _hash(secret: str) -> str:
@@ -106,6 +112,11 @@ def bearer_secret(headers: Any) -> str | None:
     for key, value in headers:
         if key.lower() == b"authorization":
             scheme, _, secret = value.decode("latin-1").strip().partition(" ")
+            if scheme.lower() != "bearer" and secret.strip():
+                raise WrongScheme(
+                    f"The Authorization header uses the {scheme[:20]!r} scheme: "
+                    "send 'Authorization: Bearer <token>'"
+                )
             if scheme.lower() != "bearer" or not secret.strip():
                 raise TokenRefused("the Authorization header is not 'Bearer <token>'")
             return secret.strip()

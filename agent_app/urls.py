@@ -9,6 +9,7 @@ from django.urls import include, path
 
 from agent_app import views
 from agent_app.attachments import views as attachment_views
+from agent_app.health import healthz
 from agent_app.people import views as people_views
 from agent_app.telemetry.view import metrics_view
 
@@ -33,6 +34,8 @@ urlpatterns = [
     path("inbox/", people_views.inbox_page, name="inbox"),
     path("inbox/<uuid:session_id>/", people_views.inbox_chat, name="inbox_chat"),
     path("metrics", metrics_view, name="metrics"),
+    # For a load balancer (agent_app.health_urls mounts it at the site's root instead).
+    path("healthz", healthz, name="healthz"),
     # The HTTP API (AG-UI streams, the JSON API for programs): docs/http-api.md.
     path("api/", include("agent_app.api.urls")),
 ]

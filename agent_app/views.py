@@ -23,8 +23,9 @@ Managing chats (only the owner, through ``agent_app.guard.access``; anyone else 
 - ``delete`` asks first (GET: a confirmation page), then (POST) deletes the chat and
   everything stored with it: messages (superseded ones too), runs, waits and the audit
   rows of the replies (``ExternalEventRecord``). Notes the demo's tool wrote are kept,
-  without their chat. A chat whose run is still going is not deleted (409): stop it
-  first.
+  without their chat. A run that waits for its person (a question, an approval) is
+  stopped first (``agent_app.stopping``); a chat whose run is still working is not deleted
+  (409): stop it first.
 
 Both actions answer JSON to the page script (``Accept: application/json``) and redirect
 otherwise.
@@ -48,8 +49,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from agent_app import conf
 from agent_app.assistants import Assistant, UnknownAssistant, registry
 from agent_app.guard.access import Person, may_open, person_of_request, visible_sessions
-from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
+from agent_app.models import ChatMessage, ChatSession
 from agent_app.routing import socket_path
+from agent_app.stopping import (
+    is_running,
+    stop_waiting_run,
+    waits_for_its_person,
+    with_waiting_flag,
+)
 
 #: How many chats the sidebar shows, newest activity first.
 SESSION_LIST_LIMIT = 50
@@ -102,6 +109,7 @@ def assistant_context(request: HttpRequest) -> dict[str, object]:
     is more than one), and whether pages name a chat's assistant (more than one exists)."""
     return {
         "assistant_choices": registry.for_user(request.user),
+        "default_assistant_id": registry.default_id(),
         "show_assistants": len(registry.all()) > 1,
     }
 
@@ -118,12 +126,23 @@ def sidebar_context(person: Person) -> dict[str, object]:
 
 def _chosen_assistant(request: HttpRequest, session: ChatSession | None) -> Assistant:
     """A stored chat's assistant; for a new chat the page's ``?assistant=`` or the default
-    (a 404 for an id that is not registered, a 403 for one the visitor may not use)."""
+    (a 404 for an id that is not registered; ``PermissionDenied`` with the reason for one
+    the visitor may not use)."""
     if session is not None:
         found = registry.get(session.assistant or registry.default_id() or "")
         if found is None:
             raise Http404(str(UnknownAssistant(session.assistant)))
-        return found
+    else:
+        found = _new_chats_assistant(request)
+    if not found.has_permission(request.user):
+        raise PermissionDenied(
+            f"Your account may not chat with {found.display_name}. "
+            "Ask the site's staff for access, or start a chat with another assistant."
+        )
+    return found
+
+
+def _new_chats_assistant(request: HttpRequest) -> Assistant:
     wanted = request.GET.get("assistant", "").strip()
     if wanted:
         found = registry.get(wanted)
@@ -134,9 +153,17 @@ def _chosen_assistant(request: HttpRequest, session: ChatSession | None) -> Assi
             found = registry.resolve(None)
         except UnknownAssistant as unknown:
             raise Http404(str(unknown)) from None
-    if not found.has_permission(request.user):
-        raise PermissionDenied(f"You may not chat with the assistant {found.display_name!r}")
     return found
+
+
+def refused(request: HttpRequest, reason: str) -> HttpResponse:
+    """The refusal page (``agent_app/forbidden.html``, 403) with ``reason``; an anonymous
+    visitor is sent to sign in first, since signing in may be all that is missing."""
+    login_url = _url_or_none(settings.LOGIN_URL)
+    if not request.user.is_authenticated and login_url:
+        return redirect_to_login(request.get_full_path())
+    context = {"reason": reason, "list_url": reverse("agent_app:session_list")}
+    return render(request, "agent_app/forbidden.html", context, status=403)
 
 
 @require_GET
@@ -146,7 +173,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     if person is None:
         return redirect_to_login(request.get_full_path())
     query = " ".join(request.GET.get("q", "").split())[:MAX_QUERY_LENGTH]
-    sessions = visible_sessions(person)
+    sessions = with_waiting_flag(visible_sessions(person))
     if query:
         sessions = matching(sessions, query)
     page = Paginator(sessions, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
@@ -173,7 +200,10 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     session = ChatSession.objects.filter(pk=session_id).first()
     if not may_open(person, session):
         raise Http404("There is no chat session with this id.")
-    assistant = _chosen_assistant(request, session)
+    try:
+        assistant = _chosen_assistant(request, session)
+    except PermissionDenied as refusal:
+        return refused(request, str(refusal))
     return render(
         request,
         "agent_app/chat.html",
@@ -246,8 +276,11 @@ def delete(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Ask (GET), then delete (POST) a chat and everything stored with it."""
     session = _own_chat(request, session_id)
     if request.method == "GET":
-        return render(request, "agent_app/delete_chat.html", {"session": session})
-    if ChatRun.objects.filter(session=session, status=RunStatus.RUNNING).exists():
+        context = {"session": session, "waiting": waits_for_its_person(session)}
+        return render(request, "agent_app/delete_chat.html", context)
+    if waits_for_its_person(session):
+        stop_waiting_run(session)  # its open question or approval is closed as cancelled
+    if is_running(session):
         problem = "The agent is still answering in this chat. Stop it first, then delete the chat."
         if _wants_json(request):
             return JsonResponse({"error": problem}, status=409)

@@ -37,7 +37,8 @@ def tally(number: int) -> str:
     Guidelines:
         - Call it once for each step you are asked to count.
     """
-    from agent_app.models import ChatSession, Note
+    from agent_app.models import ChatSession
+    from zett_site.models import Note
 
     context = current_run_context()
     session = ChatSession.objects.get(pk=context.session_id)

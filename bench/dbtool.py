@@ -117,7 +117,8 @@ def runs(session_ids: list[str]) -> dict:
 
 
 def crash(session_ids: list[str]) -> dict:
-    from agent_app.models import ChatMessage, ChatRun, Note
+    from agent_app.models import ChatMessage, ChatRun
+    from zett_site.models import Note
 
     found: dict = {
         "running": ChatRun.objects.filter(status="running").count(),

@@ -19,7 +19,7 @@ from datetime import datetime
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, Protocol
 
-from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.events import AgentEvent, AgentEventType, RelayedEvent, relayed
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.messages import AnyMessage, Message, SystemMessage, UserMessage
 from zett_agent.model import AgentModel, ServerToolDefinition
@@ -38,6 +38,10 @@ class _LiveRequest(Protocol):
     """What a context asks of the request it belongs to (``zett_agent._request.Request``)."""
 
     async def emit_from_extension(self, event: AgentEvent) -> None: ...
+
+    async def relay(self, event: AgentEvent) -> None: ...
+
+    def end_after_tools(self) -> None: ...
 
     async def publish(
         self, event: ExtensionEvent, *, target: AgentExtension | str | type | None = None
@@ -339,6 +343,32 @@ class AgentRunContext:
                 f"from a request of session {self.session_id!r}"
             )
         await self._live_request("emit").emit_from_extension(event)
+
+    async def relay(self, event: AgentEvent, *, agent: str, parent_tool_call_id: str) -> None:
+        """Stream an event of a sub-run (another agent's request run by one of this
+        request's tools) to this request's consumer, marked with ``agent`` and
+        ``parent_tool_call_id``; any event type but ``RUN_COMPLETED``, its phase kept. An
+        event relayed already (the sub-run's own sub-run's) keeps its marks.
+
+        The sub-run runs in its own session or in this one (its request is another
+        agent's); the event is handed over as this session's, with the same back-pressure
+        as the request's own events.
+        """
+        if event.type is AgentEventType.RUN_COMPLETED:
+            raise AgentProtocolError("A sub-run's RUN_COMPLETED is its tool's result, not relayed")
+        if not agent or not parent_tool_call_id:
+            raise AgentProtocolError("A relayed event needs its agent and its parent tool call")
+        if isinstance(event, RelayedEvent):  # a sub-run's sub-run's: keeps the innermost marks
+            agent, parent_tool_call_id = event.agent, event.parent_tool_call_id
+        marked = relayed(event, self.session_id, agent, parent_tool_call_id)
+        await self._live_request("relay").relay(marked)
+
+    def end_after_tools(self) -> None:
+        """End the request once its current tool batch is settled, with no model call
+        after it: ``RUN_COMPLETED`` carries that batch's assistant message. For a tool
+        that hands the conversation to another agent, which answers the rest of the turn.
+        """
+        self._live_request("end").end_after_tools()
 
     async def publish(
         self,

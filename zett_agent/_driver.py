@@ -209,6 +209,11 @@ class Driver:
             finally:
                 blocked.remove_done_callback(callback)
                 self._waker = None
+            if waker.cancelled():
+                # Cancelled by whoever waited on our behalf: another driver stepping this
+                # one (a sub-run's request driven inside a tool of its parent's) cancels
+                # the future it was handed, as a task would; read that as ``await`` would.
+                raise asyncio.CancelledError
 
     @types.coroutine
     def abort(self) -> Generator[Any, Any, None]:

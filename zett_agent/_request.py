@@ -123,6 +123,8 @@ class Request:
         self._unsettled: list[ToolCall] = []
         self._answering = AnsweredInputs()
         self._ended = False
+        #: A tool asked to end the request after its batch (``end_after_tools``).
+        self._ending = False
 
     # -- emission and publication ------------------------------------------------------
 
@@ -149,6 +151,23 @@ class Request:
         elif event.type is E.COMPACTION_COMPLETED and phase is P.COMPACTING:
             await self.move(P.READY)
         await self.emit(event)
+
+    async def relay(self, event: AgentEvent) -> None:
+        """Hand a sub-run's event to the consumer as it is (its own phase kept)."""
+        if self.context.state.phase.is_terminal:
+            raise AgentProtocolError(
+                f"Cannot relay {event.type.value}: the request is {self.context.state.phase.value}"
+            )
+        driver = self.driver
+        if driver is not None and not driver.stepping:
+            await driver.emit_foreign(event)  # from a tool's subtask
+            return
+        await emission(event)
+
+    def end_after_tools(self) -> None:
+        if self.context.state.phase.is_terminal:
+            raise AgentProtocolError("Cannot end a request that has ended")
+        self._ending = True
 
     async def publish(
         self, event: ExtensionEvent, *, target: AgentExtension | str | type | None = None
@@ -382,6 +401,9 @@ class Request:
         session_id = context.session_id
         if resumed is not None:
             await self._tool_phase(resumed)
+            if self._ending:
+                await self._complete_active(resumed)
+                return resumed
         calls_for_input = 0
         while True:
             calls_for_input += 1
@@ -415,6 +437,9 @@ class Request:
             if runs_tools:
                 if await self._tool_phase(message):
                     calls_for_input = 0
+                if self._ending:  # a tool handed the turn over: no further model call
+                    await self._complete_active(message)
+                    return message
                 continue
 
             # A final answer: answer pending steering / internal messages before ending.

@@ -41,7 +41,14 @@ if TYPE_CHECKING:
         ToolCallDelta,
     )
 
-__all__ = ["AgentEvent", "AgentEventType", "AgentPhase", "ExternalEvent", "check_transition"]
+__all__ = [
+    "AgentEvent",
+    "AgentEventType",
+    "AgentPhase",
+    "ExternalEvent",
+    "RelayedEvent",
+    "check_transition",
+]
 
 
 class AgentEventType(StrEnum):
@@ -147,6 +154,32 @@ class AgentEvent:
             raise ValueError("A CUSTOM AgentEvent requires a non-empty name")
 
 
+@dataclass(slots=True)
+class RelayedEvent(AgentEvent):
+    """An event of a sub-run (another agent's request that one of this request's tools
+    runs), relayed into this request's stream by ``AgentRunContext.relay``: any type but
+    ``RUN_COMPLETED``, its fields as the sub-run emitted them, plus who emitted it.
+    """
+
+    #: The id of the agent whose request emitted it.
+    agent: str = ""
+    #: The tool call of the relaying request that runs the sub-run.
+    parent_tool_call_id: str = ""
+
+
+def relayed(
+    event: AgentEvent, session_id: str, agent: str, parent_tool_call_id: str
+) -> RelayedEvent:
+    """A copy of ``event`` as ``session_id``'s, marked as ``agent``'s under that call."""
+    copy = _new(RelayedEvent)
+    for name in _EVENT_FIELDS:
+        setattr(copy, name, getattr(event, name))
+    copy.session_id = session_id
+    copy.agent = agent
+    copy.parent_tool_call_id = parent_tool_call_id
+    return copy
+
+
 def streamed_event(
     kind: AgentEventType,
     session_id: str,
@@ -185,6 +218,7 @@ def streamed_event(
 
 
 _new = object.__new__
+_EVENT_FIELDS = tuple(AgentEvent.__dataclass_fields__)
 
 
 @dataclass(frozen=True, slots=True)

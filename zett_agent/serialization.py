@@ -13,7 +13,7 @@ from typing import Any
 
 import pydantic_core
 
-from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.events import AgentEvent, AgentEventType, RelayedEvent
 from zett_agent.extensions.events import CompactionEvent
 from zett_agent.messages import (
     AgentMessage,
@@ -292,6 +292,9 @@ def event_to_dict(event: AgentEvent) -> dict[str, Any]:
         "session_id": event.session_id,
         "phase": phase._value_ if phase is not None else None,
     }
+    if type(event) is RelayedEvent:  # a sub-run's event: who emitted it, before its fields
+        data["agent"] = event.agent
+        data["parent_tool_call_id"] = event.parent_tool_call_id
     if kind in _DELTA_EVENTS:
         data["delta"] = event.delta
         return data

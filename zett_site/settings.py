@@ -176,12 +176,19 @@ ZETT_SHUTDOWN_GRACE = float(os.environ.get("ZETT_SHUTDOWN_GRACE", "25"))
 ZETT_RUN_ATTEMPTS = int(os.environ.get("ZETT_RUN_ATTEMPTS", "3"))
 #: redis-py's read timeout; the pub/sub layer reads with short timeouts of its own.
 REDIS_SOCKET_TIMEOUT = 15
+#: ``pubsub`` (the default) or ``core``: which of channels_redis's layers carries the
+#: fan-out. Both work; the pub/sub one sends each group message with one ``PUBLISH``.
+_REDIS_LAYER = os.environ.get("ZETT_REDIS_CHANNEL_LAYER", "pubsub").strip() or "pubsub"
 if _REDIS_URL:
     # channels_redis's pub/sub layer: one PUBLISH per group message, delivered in order,
     # no per-channel capacity that would drop frames of a fast run.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "BACKEND": (
+                "channels_redis.core.RedisChannelLayer"
+                if _REDIS_LAYER == "core"
+                else "channels_redis.pubsub.RedisPubSubChannelLayer"
+            ),
             "CONFIG": {"hosts": [{"address": _REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT}]},
         }
     }

@@ -25,7 +25,7 @@ from pydantic import Field
 from zett_agent.tools.base import AgentTool, current_run_context, tool
 
 if TYPE_CHECKING:
-    from agent_app.models import Note
+    from zett_site.models import Note
 
 __all__ = [
     "TOOLS_NEEDING_APPROVAL",
@@ -231,7 +231,8 @@ def save_note(
 
 
 def _store_note(session_id: str, title: str, text: str) -> Note:
-    from agent_app.models import ChatSession, Note
+    from agent_app.models import ChatSession
+    from zett_site.models import Note
 
     session = ChatSession.objects.filter(pk=session_id).first()
     return Note.objects.create(session=session, title=title, text=text)

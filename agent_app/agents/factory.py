@@ -8,7 +8,9 @@ app adds to every agent: the ORM persistence, ``ask_user``, the durable approval
 the assistant's ``approval_required`` tools, the host-page tools of its ``browser_tools``
 (``agent_app.agents.browser_tools``), tool guidelines, and attachments (the
 ``AttachmentExtension``, and its ``read_attachment`` tool in the chats that hold a
-document). Only the persistence
+document), and the ``ask_<id>`` / ``transfer_to_<id>`` tools of its ``delegates`` and
+``handoffs`` (``agent_app.agents.teamwork``). ``build_sub_agent`` makes the same agent for
+a sub-run, with the sub-run's history instead of the chat's. Only the persistence
 extension is the chat's own (it keeps the chat's rows); the reply extensions keep their
 state per session and request, as every extension of an ``Agent`` serving many sessions
 must, so one instance of each (per assistant) serves all chats.
@@ -16,6 +18,7 @@ must, so one instance of each (per assistant) serves all chats.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
@@ -25,11 +28,13 @@ from agent_app.agents import mcp
 from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
 from agent_app.agents.asking import AppAskUserExtension
 from agent_app.agents.browser_tools import BROWSER_TOOL_EVENT, BrowserToolExtension
+from agent_app.agents.teamwork import TeamworkExtension
 from agent_app.assistants import Assistant, registry
 from agent_app.attachments.extension import AttachmentExtension
 from agent_app.attachments.reading import has_documents, noted_documents, read_attachment_file
 from agent_app.attachments.tool import read_attachment_tool
 from agent_app.budgets import BUDGETS
+from agent_app.current import current_chat
 from agent_app.durable.atomic import AtomicToolsExtension
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
@@ -45,7 +50,13 @@ if TYPE_CHECKING:
     from zett_agent.agent import AgentRunContext
     from zett_agent.messages import ToolCall
 
-__all__ = ["assistant_of_chat", "build_agent", "describe_wait"]
+__all__ = [
+    "assistant_of_chat",
+    "build_agent",
+    "build_sub_agent",
+    "describe_wait",
+    "serves",
+]
 
 
 async def _record_execution(context: AgentRunContext, call: ToolCall) -> None:
@@ -158,27 +169,78 @@ def describe_wait(session_id: str, call: ToolCall) -> tuple[str, dict[str, Any]]
     return None
 
 
+def _teamwork(assistant: Assistant) -> list[AgentExtension]:
+    """The assistant's ``TeamworkExtension`` (none when it declares no delegates or
+    handoffs), one per assistant."""
+    if not (assistant.delegates or assistant.handoffs):
+        return []
+    entry = _TEAMWORK.get(id(assistant))
+    if entry is None or entry[0] is not assistant:
+        entry = _TEAMWORK[id(assistant)] = (
+            assistant,
+            TeamworkExtension(assistant, build_sub_agent),
+        )
+    return [entry[1]]
+
+
+_TEAMWORK: dict[int, tuple[Assistant, TeamworkExtension]] = {}
+
+
+def _extensions(assistant: Assistant, history: AgentExtension) -> list[AgentExtension]:
+    """What every agent of ``assistant`` is made of, besides where its history lives."""
+    browser = _browser_extension(assistant)
+    return [
+        history,
+        BUDGETS,
+        *_reply_extensions(assistant),
+        *mcp.extensions_for(assistant),
+        *([browser] if browser is not None else []),
+        *_teamwork(assistant),
+        _GUIDELINES,
+        _ATTACHMENTS,
+        _READING,
+        *assistant.get_extensions(),
+        *extensions_for(assistant.id),
+    ]
+
+
+#: The assistant each chat agent serves (``serves``).
+_SERVES: weakref.WeakKeyDictionary[Agent, str] = weakref.WeakKeyDictionary()
+
+
+def serves(agent: Agent) -> str | None:
+    """The id of the assistant a chat's agent was built for (None: not built here)."""
+    return _SERVES.get(agent)
+
+
 async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent:
     """The agent of one chat, from its assistant (``model`` overrides the assistant's)."""
     chat = await database_sync_to_async(ChatSession.objects.filter(pk=session_id).first)()
     assistant = registry.resolve(chat.assistant if chat is not None else None)
-    browser = _browser_extension(assistant)
-    return await Agent.create(
+    agent = await Agent.create(
         model if model is not None else assistant.get_model(),
         config=AgentRunConfig(session_id=session_id),
         system_prompt=assistant.get_instructions(chat),
         tools=[*assistant.get_tools(), *handoff_tools(assistant.handoff)],
-        extensions=[
-            OrmPersistenceExtension(),
-            _ATOMIC,
-            BUDGETS,
-            *_reply_extensions(assistant),
-            *mcp.extensions_for(assistant),
-            *([browser] if browser is not None else []),
-            _GUIDELINES,
-            _ATTACHMENTS,
-            _READING,
-            *assistant.get_extensions(),
-            *extensions_for(assistant.id),
-        ],
+        # The chat's own agent: its atomic tools commit with their results in its rows.
+        extensions=[_ATOMIC, *_extensions(assistant, OrmPersistenceExtension())],
+    )
+    _SERVES[agent] = assistant.id
+    return agent
+
+
+async def build_sub_agent(assistant: Assistant, session_id: str, history: AgentExtension) -> Agent:
+    """The agent of a sub-run of ``assistant`` in chat ``session_id``
+    (``agent_app.agents.subruns``): the assistant's own agent, its history ``history``
+    instead of the chat's."""
+    try:
+        chat: ChatSession | None = current_chat()
+    except LookupError:
+        chat = None
+    return await Agent.create(
+        assistant.get_model(),
+        config=AgentRunConfig(session_id=session_id),
+        system_prompt=assistant.get_instructions(chat),
+        tools=assistant.get_tools(),
+        extensions=_extensions(assistant, history),
     )

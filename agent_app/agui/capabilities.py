@@ -14,8 +14,15 @@ import zett_agent
 __all__ = ["capabilities"]
 
 
-def capabilities(*, assistant_id: str, name: str, description: str | None = None) -> dict[str, Any]:
-    """The AG-UI ``AgentCapabilities`` (camelCase JSON) of one assistant."""
+def capabilities(
+    *,
+    assistant_id: str,
+    name: str,
+    description: str | None = None,
+    events_path: str = "api/ag-ui/threads/<threadId>/events",
+) -> dict[str, Any]:
+    """The AG-UI ``AgentCapabilities`` (camelCase JSON) of one assistant; ``events_path`` is
+    where a thread's stream is re-attached (the site's absolute path, script prefix and all)."""
     identity: dict[str, Any] = {
         "name": name,
         "type": "zett",
@@ -48,7 +55,7 @@ def capabilities(*, assistant_id: str, name: str, description: str | None = None
         "custom": {
             "zett": {
                 "assistant": assistant_id,
-                "reattach": "GET api/ag-ui/threads/<threadId>/events with Last-Event-ID",
+                "reattach": f"GET {events_path} with Last-Event-ID",
                 "customEventPrefix": "zett.",
             }
         },

@@ -269,6 +269,13 @@ class RunEncoder:
         out = self._open_segment()
         segment = self._segment
         assert segment is not None
+        if "parent_tool_call_id" in event:
+            # A sub-run's event: ``CUSTOM`` ``zett.<type>`` (its ``agent`` and
+            # ``parent_tool_call_id`` in the value), inside the open ``ask_<id>`` call; its
+            # questions and approvals are interrupts like the run's own.
+            if kind == "custom":
+                return [*out, *self._custom_event(event)]
+            return [*out, _custom(str(kind), event)]
         if kind == "text_delta" or kind == "reasoning_delta":
             delta = event.get("delta")
             if not isinstance(delta, str) or not delta:

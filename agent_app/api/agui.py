@@ -28,6 +28,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
@@ -154,10 +155,13 @@ async def capabilities_of(request: HttpRequest, assistant_id: str) -> HttpRespon
         assistant = await sync_to_async(_permitted)(_installed(assistant_id), caller)
     except AguiError as error:
         return refusal(error)
+    thread = "00000000-0000-0000-0000-000000000000"
+    events = reverse("agent_app:agui_events", kwargs={"thread_id": thread})
     document = capabilities(
         assistant_id=assistant.id,
         name=assistant.display_name,
         description=getattr(assistant, "description", None),
+        events_path=events.replace(thread, "<threadId>"),
     )
     return JsonResponse(document)
 

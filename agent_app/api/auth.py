@@ -30,7 +30,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 
 from agent_app.agui.errors import AguiError, ErrorCode
 from agent_app.guard.access import Person, known_person_of_request
-from agent_app.tokens import TokenRefused, bearer_secret, token_of_secret
+from agent_app.tokens import TokenRefused, WrongScheme, bearer_secret, token_of_secret
 
 __all__ = ["QUERY_TOKEN_NAMES", "Caller", "caller_of"]
 
@@ -76,11 +76,12 @@ def caller_of(request: HttpRequest) -> Caller:
         token = token_of_secret(secret) if secret is not None else None
     except TokenRefused as refused:
         logger.warning("Refused an API request to %s: %s", request.path, refused)
-        raise AguiError(
-            ErrorCode.UNAUTHORIZED,
-            "The API token is not valid (wrong, revoked or expired)",
-            status=401,
-        ) from None
+        problem = (
+            str(refused)
+            if isinstance(refused, WrongScheme)
+            else "The API token is not valid (wrong, revoked or expired)"
+        )
+        raise AguiError(ErrorCode.UNAUTHORIZED, problem, status=401) from None
     if token is not None:
         return Caller(Person(token.user.pk, None), token.user, True, token.pk)
     person = known_person_of_request(request)

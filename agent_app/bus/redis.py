@@ -123,7 +123,10 @@ class RedisBus:
         async with self._started:
             if self.channel is not None:
                 return
-            self.channel = await self.layer.new_channel("zett.worker.")
+            # The layer's own prefix, as every consumer's channel: ``RedisChannelLayer``
+            # reads all of a process's channels through one blocking pop on one key per
+            # prefix, under one lock, so a channel of another prefix starves the others.
+            self.channel = await self.layer.new_channel()
             self._listener = asyncio.create_task(self._listen(), name="zett-cluster-inbox")
             self._renewer = asyncio.create_task(self._keep_leases(), name="zett-lease-renewal")
 
@@ -137,8 +140,11 @@ class RedisBus:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
         # This loop's pub/sub connections and their reader (the handshake refuser of
-        # Channels opens them too, for the channel it never uses).
-        await self.layer.flush()
+        # Channels opens them too, for the channel it never uses). ``RedisChannelLayer``'s
+        # ``flush`` would delete every worker's groups and queued messages: only its
+        # connections are closed.
+        close = getattr(self.layer, "close_pools", None) or self.layer.flush
+        await close()
         self.channel = None
         await self.redis.aclose()
 

@@ -225,4 +225,5 @@ def _same_segment(a: dict[str, Any], b: dict[str, Any]) -> bool:
         and ea.get("type") == eb.get("type")
         and ea.get("type") in MERGEABLE_EVENTS
         and ea.get("phase") == eb.get("phase")
+        and ea.get("parent_tool_call_id") == eb.get("parent_tool_call_id")  # a sub-run's
     )

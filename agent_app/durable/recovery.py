@@ -23,7 +23,11 @@ settles it (``recover_session``), reading only the database:
   ``started_call``) "may or may not have completed" and is never run again; a call that
   had not started "was not run". An approved call (its wait ``executing``) that had not
   started, or whose tool is ``atomic`` (so it committed nothing), keeps its approval: the
-  run is paused with every reply known, and goes on at once.
+  run is paused with every reply known, and goes on at once;
+- an ``ask_<id>`` call whose sub-run (``agent_app.durable.subruns``) waits for a reply
+  counts as waiting the same way: its sub-runs' waits are the chat's, listed as pending;
+  the continuation runs the call again, which resumes the sub-run where it stopped. A
+  call whose sub-run was working, not waiting, "may or may not have completed".
 
 A ``paused`` run whose waits all passed their deadline becomes ``expired`` the same way.
 A ``paused`` run whose waits are all answered is continued (``answered_paused_runs``):
@@ -48,7 +52,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent_app import conf
-from agent_app.durable import continuation
+from agent_app.durable import continuation, subruns
 from agent_app.durable.deadlocks import retried_on_deadlock
 from agent_app.durable.sequence import reserve_block
 from agent_app.durable.store import RowMeta, bump_version, insert_rows, open_calls
@@ -233,16 +237,20 @@ def _settle(session_id: str, run: ChatRun, now: Any, continuer: str = "") -> Set
         )
     }
     questions = _questions(session_id, open_ids)
+    delegated = subruns.live_waits_under(session_id, [call.id for call in calls])
     closes: list[tuple[ToolCall, str, dict[str, Any]]] = []
     resumable = False
     expired_wait = False
     for call in calls:
-        if call.id == run.started_call and call.id not in waits and call.id not in questions:
+        if call.id in delegated or subruns.has_sub_run(session_id, call.id):
+            outcome = _settle_delegated(call, delegated.get(call.id, []), now, closes)
+        elif call.id == run.started_call and call.id not in waits and call.id not in questions:
             closes.append((call, STARTED_TOOL_CONTENT, {}))  # it had started: never again
             continue
-        outcome = _settle_call(
-            session_id, run, call, waits.get(call.id), questions.get(call.id), now, closes
-        )
+        else:
+            outcome = _settle_call(
+                session_id, run, call, waits.get(call.id), questions.get(call.id), now, closes
+            )
         resumable = resumable or outcome == "resumable"
         expired_wait = expired_wait or outcome == "expired"
     if resumable:
@@ -343,6 +351,33 @@ def _settle_call(
     if run.status == RunStatus.RUNNING and _start_wait(session_id, run, call, now):
         return "resumable"
     return ""
+
+
+def _settle_delegated(
+    call: ToolCall,
+    waits: list[ReplyWait],
+    now: Any,
+    closes: list[tuple[ToolCall, str, dict[str, Any]]],
+) -> str:
+    """What an open ``ask_<id>`` call of a dead run becomes, from its sub-runs' waits
+    (``agent_app.durable.subruns``): ``resumable`` while one is open and in time, or
+    answered (the continuation resumes the sub-run); ``expired`` when the open ones passed
+    their deadline; else ``closed``: the sub-run was working when the process died."""
+    if any(
+        wait.status == WaitStatus.ANSWERED
+        or (wait.status == WaitStatus.OPEN and not _expired(wait, now))
+        for wait in waits
+    ):
+        return "resumable"
+    expired = [wait for wait in waits if wait.status == WaitStatus.OPEN]
+    for wait in waits:
+        wait.status = WaitStatus.EXPIRED if wait in expired else WaitStatus.DONE
+        wait.save(update_fields=["status"])
+    if expired:
+        closes.append((call, EXPIRED_TOOL_CONTENT, _expired_reply(expired[0])))
+        return "expired"
+    closes.append((call, STARTED_TOOL_CONTENT, {}))
+    return "closed"
 
 
 def _abandon(session_id: str, run: ChatRun, now: Any) -> Settled:

@@ -291,6 +291,10 @@ def pending_item(wait: ReplyWait) -> dict[str, Any]:
         else wait.expires_at.isoformat().replace("+00:00", "Z"),
     }
     payload = wait.payload
+    if isinstance(payload, dict) and payload.get("parent_tool_call_id"):
+        # A sub-run's wait (``agent_app.agents.subruns``): who asks, under which call.
+        item["agent"] = payload.get("agent")
+        item["parent_tool_call_id"] = payload["parent_tool_call_id"]
     if len(encode_frame(payload).encode("utf-8")) > PENDING_PAYLOAD_BUDGET:
         # A huge question or arguments: shown cut like an event's (the row stays whole).
         cut = cut_strings(payload, PENDING_PAYLOAD_BUDGET) if isinstance(payload, dict) else None

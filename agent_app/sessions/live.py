@@ -265,7 +265,7 @@ class LiveSession:
             async with self.feed.lock:
                 await self.settler.settle(own=run.request_id)
         elif run is not None:
-            await run.hand_over()
+            await run.step_aside()
 
     async def lost_lease(self, request_id: str) -> None:
         """Another worker took this run's lease (this one failed to renew it): stop."""

@@ -3,7 +3,8 @@
 A session's ``ReplyDesk`` takes the replies of its sockets. A reply is tried, in this order
 (all under the session's lock, so two replies never race):
 
-1. **the run waiting in memory** — ``Agent.emit_external_event``; an accepted answer to a
+1. **the run waiting in memory** — ``Agent.emit_external_event`` (then the run's live
+   sub-runs: ``agent_app.agents.subruns.offer``); an accepted answer to a
    question or approval is recorded (``waits.mark``) right after the lock is released
    (an approved tool records that it starts before it runs: that record, not this one,
    is what keeps it from ever running twice after a crash);
@@ -28,6 +29,7 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
+from agent_app.agents import subruns
 from agent_app.durable import waits
 from agent_app.durable.persistence import shielded
 from agent_app.durable.runs import AlreadyContinued
@@ -164,7 +166,10 @@ class ReplyDesk:
         self, agent: Agent, run: Run, name: str, payload: dict[str, Any]
     ) -> Verdict | None:
         config = AgentRunConfig(session_id=self.host.session_id, request_id=run.request_id)
-        taken = agent.emit_external_event(ExternalEvent(name, payload), config=config)
+        event = ExternalEvent(name, payload)
+        taken = agent.emit_external_event(event, config=config)
+        if not taken:  # a wait of one of the run's sub-runs (``agent_app.agents.subruns``)
+            taken = subruns.offer(self.host.session_id, event)
         return Verdict(run.request_id, taken) if taken else None
 
     async def _to_stored_wait(

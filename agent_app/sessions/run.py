@@ -23,6 +23,12 @@ an internal message), the answer is written and its frame sent before the next f
 still streaming: its deltas were shown, its ``model_completed`` was not, and the run is
 recovered as interrupted. Cancellation and the session's lock are told once, in
 ``agent_app.sessions.live``.
+
+A delegate's events (a sub-run, ``agent_app.agents.subruns``) come in the run's stream,
+marked with their ``agent``: they are broadcast like the run's own, their waits stored as
+the run's, their tokens counted in its usage. A handoff (``agent_app.agents.teamwork``)
+ends the agent's request after its call; the run then streams the new assistant's
+continuation of the same turn (``handoff``), under the same request id.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
+from agent_app.agents import subruns
+from agent_app.agents.factory import serves
+from agent_app.agents.teamwork import HANDOFF_ATTRIBUTE
 from agent_app.assistants import Entry, enter_run
 from agent_app.budgets.ledger import BudgetExceeded
 from agent_app.bus.base import Marker, SessionBus
@@ -50,7 +59,7 @@ from agent_app.sessions.outcomes import outcome_frame
 from agent_app.telemetry import context, metrics, tracing
 from agent_app.telemetry.waits import cancelled_waits, wait_ended
 from zett_agent.agent import Agent, AgentRunConfig
-from zett_agent.events import AgentEventType
+from zett_agent.events import AgentEventType, RelayedEvent
 from zett_agent.extensions.external import ExternalEvent
 from zett_agent.messages import UserMessage, content_text
 from zett_agent.serialization import event_to_dict
@@ -107,6 +116,8 @@ class RunOwner(Protocol):
     session_id: str
     feed: Feed
     bus: SessionBus
+    #: The chat's agent once built (``get_agent``); None: built at the next ``get_agent``.
+    agent: Agent | None
 
     async def get_agent(self) -> Agent: ...
 
@@ -159,6 +170,9 @@ class Run:
     attempt: int = 1
     #: What the run shares with the persistence extension (``frozen`` on a handover).
     seams: RunSeams | None = None
+    #: The assistant a ``transfer_to_<id>`` call handed the chat to: it answers the rest
+    #: of the turn once the current agent's request has ended (``agent_app.agents.teamwork``).
+    handoff: str | None = None
 
     def to(self, state: RunState) -> None:
         """Move to ``state``; a transition the diagram does not draw is a bug."""
@@ -268,9 +282,11 @@ class Run:
         final: dict[str, Any] | None = None
         try:
             final = await self._stream(await self._open(message, history, entry))
+            while self.handoff is not None:
+                final = await self._stream(await self._hand_over())
         except asyncio.CancelledError:
             if self.stop is StopReason.HANDOVER:
-                await self._hand_over()
+                await self._leave_running()
                 return
             status = RunStatus.CANCELLED if self.stop is None else RunStatus.INTERRUPTED
             await self.finish(status)
@@ -298,10 +314,13 @@ class Run:
         entry: Entry | Exception | None,
     ) -> Any:
         """The agent's event stream: a new message's, or a continuation's."""
-        session_id = self.owner.session_id
-        config = AgentRunConfig(session_id=session_id, request_id=self.request_id)
-        await enter_run(session_id, entry)  # current_user()/current_chat(); permission
-        agent = self.agent = await self.owner.get_agent()
+        config = AgentRunConfig(session_id=self.owner.session_id, request_id=self.request_id)
+        await enter_run(self.owner.session_id, entry)  # current_user()/current_chat(); permission
+        agent = await self.owner.get_agent()
+        if isinstance(entry, Entry) and serves(agent) not in (None, entry.assistant.id):
+            self.owner.agent = None  # the chat was handed to another assistant meanwhile
+            agent = await self.owner.get_agent()
+        self.agent = agent
         self.trace_pending = tracing.active()
         if message is None:
             metadata: dict[str, Any] = {}
@@ -319,6 +338,18 @@ class Run:
         assert self.seams is not None
         return agent.stream(message, config=config, metadata=self.seams.metadata())
 
+    async def _hand_over(self) -> Any:
+        """The stream of the assistant a handoff named, answering the rest of the turn:
+        the chat's agent is now its (the chat is bound to it already)."""
+        self.handoff = None
+        self.streamed.clear()  # the text before the handoff is stored with its call
+        self.owner.agent = None
+        agent = self.agent = await self.owner.get_agent()
+        config = AgentRunConfig(session_id=self.owner.session_id, request_id=self.request_id)
+        # Held by the run: a shutdown's handover freezes the writes of this stream too.
+        self.seams = RunSeams(input_stored=True, streamed=self.streamed, at_end=self.at_end)
+        return agent.resume_stream(config=config, metadata=self.seams.metadata())
+
     async def _stream(self, stream: Any) -> dict[str, Any] | None:
         """Broadcast each event of the run; return its ``run_completed`` event, if any.
 
@@ -332,6 +363,9 @@ class Run:
         async with aclosing(stream) as events:
             async for event in events:
                 kind = event.type
+                if type(event) is RelayedEvent:  # a sub-run's
+                    await self._relayed(event)
+                    continue
                 if self.trace_pending:  # the run's span exists by its first event
                     self.trace_pending = False
                     self.trace_context = context.traceparent_of(self.agent, self.owner.session_id)
@@ -386,10 +420,34 @@ class Run:
             if self.at_end:
                 self.held = [data]  # sent once its answer is stored
                 return False
+        elif kind in _TOOL_ENDS:
+            if self.waits:
+                await self._close_waits(data)
+            handoff = ((data.get("message") or {}).get("attributes") or {}).get(HANDOFF_ATTRIBUTE)
+            if isinstance(handoff, dict) and isinstance(handoff.get("to"), str):
+                self.handoff = handoff["to"]
+        await self.owner.feed.broadcast_event(self.request_id, data)
+        return True
+
+    async def _relayed(self, event: RelayedEvent) -> None:
+        """Broadcast a sub-run's event (``agent_app.agents.subruns``): its waits are the
+        chat's, its tokens the run's."""
+        if self.state is _WAITING:
+            self.state = _RUNNING
+        kind = event.type
+        data = event_to_dict(event)
+        if kind is E.CUSTOM:
+            payload = data.get("payload")
+            if waits.wait_kind(data.get("name"), payload) is not None:
+                payload["agent"] = event.agent  # listed in ``pending`` with who asks
+                payload["parent_tool_call_id"] = event.parent_tool_call_id
+            await self._custom(data)
+            return
+        if kind is E.MODEL_COMPLETED or kind is E.MODEL_STOPPED:
+            add_usage(self.usage, data.get("response"))
         elif kind in _TOOL_ENDS and self.waits:
             await self._close_waits(data)
         await self.owner.feed.broadcast_event(self.request_id, data)
-        return True
 
     async def _store_trace_context(self) -> None:
         """Store the run's span at once: a continuation on another worker links to it."""
@@ -426,9 +484,9 @@ class Run:
         if known is not None and self.agent is not None and isinstance(payload, dict):
             # Answered while nobody was waiting for it: hand it over now.
             config = AgentRunConfig(session_id=session_id, request_id=self.request_id)
-            self.agent.emit_external_event(
-                ExternalEvent(str(payload["response_event"]), known), config=config
-            )
+            reply = ExternalEvent(str(payload["response_event"]), known)
+            if not self.agent.emit_external_event(reply, config=config):
+                subruns.offer(session_id, reply)  # a sub-run's wait
 
     async def _close_waits(self, event: dict[str, Any]) -> None:
         """A call with a stored wait got its result: the wait is done (or expired)."""
@@ -548,7 +606,7 @@ class Run:
             seq = await feed.next_seq()
         return held_seqs, seq
 
-    async def _hand_over(self) -> None:
+    async def _leave_running(self) -> None:
         """End here without an ending: the run stays ``running`` at its checkpoint, and its
         lease is let go once its frames went out, so another worker continues it at once."""
         owner = self.owner
@@ -567,7 +625,7 @@ class Run:
 
     # --- stopping from outside ---------------------------------------------------------
 
-    async def hand_over(self) -> None:
+    async def step_aside(self) -> None:
         """Stop for a shutdown: hand the run over to be continued elsewhere, or, when its
         writes cannot be held back (no seams yet), end it ``interrupted``."""
         await self.interrupt(StopReason.HANDOVER if self.seams is not None else StopReason.SHUTDOWN)
@@ -582,7 +640,7 @@ class Run:
         self.task.cancel()
         await asyncio.wait([self.task])
         if reason is StopReason.HANDOVER and not self.finished:
-            await self._hand_over()  # cancelled before its first step: nothing of it ran
+            await self._leave_running()  # cancelled before its first step: nothing of it ran
 
 
 def add_usage(totals: dict[str, int], response: dict[str, Any] | None) -> None:

@@ -30,6 +30,7 @@ from django.utils.safestring import SafeString
 from agent_app import conf
 from agent_app.assistants import UnknownAssistant, registry
 from agent_app.guard.access import Person, person_of_request
+from agent_app.script_prefix import socket_prefix
 
 __all__ = ["zett_chat", "zett_visitor"]
 
@@ -162,7 +163,7 @@ def zett_chat(
         "assistant": chosen.id,
         "handoff": chosen.handoff,
         "chatId": _chat_id(chat),
-        "socketPrefix": f"/{conf.ZETT_WEBSOCKET_PATH}",
+        "socketPrefix": socket_prefix(),
         "storageKey": _storage_key(chosen.id, person),
         "height": _height(height),
         "theme": theme,
@@ -183,3 +184,9 @@ def zett_chat(
         },
         request=request,
     )
+
+
+@register.simple_tag
+def zett_brand() -> str:
+    """``ZETT_BRAND``: the name zett's pages show (titles, the list's heading, the sidebar)."""
+    return str(conf.ZETT_BRAND)

@@ -37,7 +37,7 @@ _TOOL_ENDS = frozenset({"tool_completed", "tool_failed", "tool_skipped"})
 def _wait_of(event: dict[str, Any], request_id: str | None) -> dict[str, Any]:
     payload = event.get("payload") or {}
     kind = WAIT_KINDS[event["name"]]
-    return {
+    wait = {
         "request_id": request_id,
         "tool_call_id": payload.get("tool_call_id"),
         "kind": kind,
@@ -47,6 +47,9 @@ def _wait_of(event: dict[str, Any], request_id: str | None) -> dict[str, Any]:
         "response_event": payload.get("response_event"),
         "expires_at": payload.get("expires_at"),
     }
+    if "parent_tool_call_id" in event:  # a delegate's wait, as the ``session`` frame lists it
+        wait.update(agent=event.get("agent"), parent_tool_call_id=event["parent_tool_call_id"])
+    return wait
 
 
 def _with_tool(item: dict[str, Any]) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 tests (``tests.app.servers.launch_daphne``) and the benchmarks (``bench.serve.Server``) start.
 
 Run as ``python tests/app/live_daphne.py [--port N] [--no-migrate] [--app module:attr]
-[--quiet]`` from the repository root, with the environment that selects the database
-(``DATABASE_URL``) and the model (``ZETT_MODEL``). It migrates that database (unless
+[--quiet] [--root-path /prefix]`` from the repository root, with the environment that selects
+the database (``DATABASE_URL``) and the model (``ZETT_MODEL``). It migrates that database (unless
 ``--no-migrate``: several workers on one database are migrated once, before they start),
 binds 127.0.0.1 on ``--port`` or a port the OS picks, and prints ``LISTENING <port>`` once
 the socket is bound: the test waits for that
@@ -11,7 +11,7 @@ line instead of guessing when the server is up.
 Static files are served by Django's ASGI static handler, as ``runserver`` does. ``--app``
 serves that ASGI application instead, as deployed (nothing migrated, no static handler:
 a benchmark's site, or its bare Channels baseline); ``--quiet`` keeps autobahn's per-frame debug
-styling out of the measurement.
+styling out of the measurement; ``--root-path`` is daphne's (the site under a sub-path).
 
 ``ZETT_TEST_DIE_AFTER_CLAIM=1`` makes the process SIGKILL itself right after a reply for a
 stored wait was claimed (committed), before anything else happens: a crash between
@@ -48,6 +48,7 @@ def main() -> None:
     parser.add_argument("--no-migrate", action="store_true")
     parser.add_argument("--app", default="")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--root-path", default="")
     options = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "zett_site.settings")
@@ -71,6 +72,7 @@ def main() -> None:
         endpoints=build_endpoint_description_strings(host="127.0.0.1", port=options.port),
         signal_handlers=True,
         verbosity=0 if options.quiet else 1,
+        root_path=options.root_path,
     ).run()
 
 

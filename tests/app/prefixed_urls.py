@@ -6,4 +6,5 @@ from django.urls import include, path
 urlpatterns = [
     path("signin/", auth_views.LoginView.as_view(), name="signin"),
     path("support/chat/", include("agent_app.urls")),
+    path("", include("agent_app.health_urls")),
 ]

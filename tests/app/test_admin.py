@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from agent_app.models import ChatMessage, ChatRun, ChatSession, ExternalEventRecord, Note
+from agent_app.models import ChatMessage, ChatRun, ChatSession, ExternalEventRecord
+from zett_site.models import Note
 
 pytestmark = pytest.mark.django_db
 
@@ -34,11 +35,12 @@ def chat(django_user_model):
 
 
 def changelist(model) -> str:
-    return reverse(f"admin:agent_app_{model._meta.model_name}_changelist")
+    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
 
 
 def change(obj) -> str:
-    return reverse(f"admin:agent_app_{obj._meta.model_name}_change", args=[obj.pk])
+    meta = obj._meta
+    return reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[obj.pk])
 
 
 @pytest.mark.parametrize("model", [ChatSession, ChatMessage, ExternalEventRecord, Note])

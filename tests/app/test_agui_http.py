@@ -510,7 +510,10 @@ async def test_the_api_lives_under_the_prefix_the_app_is_mounted_at(http, use_mo
     capabilities = await http(
         "GET", "/support/chat/api/ag-ui/demo/capabilities", headers=bearer(secret)
     )
-    assert (await capabilities.json())["transport"]["resumable"] is True
+    document = await capabilities.json()
+    assert document["transport"]["resumable"] is True
+    reattach = document["custom"]["zett"]["reattach"]
+    assert reattach == "GET /support/chat/api/ag-ui/threads/<threadId>/events with Last-Event-ID"
 
 
 async def test_a_re_attachment_inside_merged_deltas_repeats_no_text(http, use_model, settings):

@@ -20,11 +20,12 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from agent_app.guard.limits import limiter
-from agent_app.models import ChatMessage, ChatSession, ExternalEventRecord, Note
+from agent_app.models import ChatMessage, ChatSession, ExternalEventRecord
 from agent_app.sessions.registry import live_sessions
 from tests.app.llm_doubles import GatedModel, call_tool, completed, say
 from zett_agent.model import ModelEvent
 from zett_agent.testing import ScriptedModel
+from zett_site.models import Note
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

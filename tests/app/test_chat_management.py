@@ -25,11 +25,11 @@ from agent_app.models import (
     ChatRun,
     ChatSession,
     ExternalEventRecord,
-    Note,
     ReplyWait,
     RunStatus,
 )
 from agent_app.views import LIST_PAGE_SIZE, SESSION_LIST_LIMIT
+from zett_site.models import Note
 
 pytestmark = pytest.mark.django_db
 

@@ -11,10 +11,11 @@ import pytest
 from django.db.models.signals import post_delete
 
 from agent_app.guard.access import chat_was_deleted
-from agent_app.models import ChatSession, ExternalEventRecord, Note
+from agent_app.models import ChatSession, ExternalEventRecord
 from tests.app.conftest import answer_of, events_of, rows
 from tests.app.llm_doubles import call_tool, say
 from zett_agent.testing import ScriptedModel
+from zett_site.models import Note
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

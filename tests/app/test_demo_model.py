@@ -8,7 +8,7 @@ import json
 import pytest
 
 from agent_app.agents.factory import build_agent
-from agent_app.models import ChatSession, Note
+from agent_app.models import ChatSession
 from zett_agent.agent import AgentRunConfig
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from zett_agent.model import ModelEventType, ModelRequest, ToolDefinition
@@ -19,6 +19,7 @@ from zett_agent.providers.demo import (
     DemoModel,
 )
 from zett_agent.providers.demo_answers import CODE_ANSWER, LONG_ANSWER, TABLE_ANSWER
+from zett_site.models import Note
 
 ALL_TOOLS = tuple(
     ToolDefinition(name, "d") for name in ("calculate", "current_time", "save_note", "ask_user")

@@ -12,6 +12,7 @@ requirements*.txt pin): ``pytest -m slow`` runs it alone.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -44,14 +45,37 @@ def _constraints(tmp_path: Path) -> Path:
     return path
 
 
+#: What the distribution is built from (pyproject's packages, its readme).
+SOURCES = ("pyproject.toml", "README.md", "zett_agent", "agent_app")
+#: What a build in the checkout itself would leave there.
+BUILD_LEFTOVERS = ("build", "zett.egg-info", "dist")
+
+
+def _source_copy(tmp_path: Path) -> Path:
+    """The distribution's sources, copied: setuptools writes ``build/`` and
+    ``zett.egg-info/`` next to the sources it builds, so the checkout is never built in."""
+    copy = tmp_path / "source"
+    for name in SOURCES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            copy.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / name)
+    return copy
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> tuple[str, dict[str, str]]:
     """``(python, environment)`` of a fresh virtualenv with zett installed from a wheel of
     this checkout, and the test tools; the environment holds nothing of this suite."""
     tmp_path = tmp_path_factory.mktemp("installed")
+    before = {name for name in BUILD_LEFTOVERS if (ROOT / name).exists()}
     dist = tmp_path / "dist"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)])
+    source = _source_copy(tmp_path)
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(source)])
     (wheel,) = dist.glob("zett-*.whl")
+    assert {name for name in BUILD_LEFTOVERS if (ROOT / name).exists()} == before
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = str(env_dir / "bin" / "python")

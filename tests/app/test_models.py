@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError
 
-from agent_app.models import ChatMessage, ChatSession, ExternalEventRecord, Note
+from agent_app.models import ChatMessage, ChatSession, ExternalEventRecord
 from zett_agent.messages import MessageRole
+from zett_site.models import Note
 
 pytestmark = pytest.mark.django_db
 

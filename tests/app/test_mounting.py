@@ -100,3 +100,12 @@ async def test_a_refused_handshake_is_logged_with_its_reason(sockets, use_model,
     assert not socket.connected
     (record,) = [r for r in caplog.records if r.name == "agent_app.guard.origins"]
     assert "evil.example" in record.getMessage() and "ALLOWED_HOSTS" in record.getMessage()
+
+
+def test_the_health_check_is_served_under_the_apps_prefix_and_at_the_root(settings):
+    settings.ROOT_URLCONF = "tests.app.prefixed_urls"
+    client = Client()
+    for path in ("/support/chat/healthz", "/healthz"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert response.json()["status"] == "ok" and response.json()["database"] is True

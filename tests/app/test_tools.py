@@ -7,10 +7,11 @@ from fractions import Fraction
 
 import pytest
 
-from agent_app.models import ChatSession, Note
+from agent_app.models import ChatSession
 from tests.app.llm_doubles import call_tool, say
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.testing import ScriptedModel
+from zett_site.models import Note
 from zett_site.tools import (
     MAX_EXPRESSION_LENGTH,
     TOOLS_NEEDING_APPROVAL,

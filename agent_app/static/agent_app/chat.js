@@ -24,6 +24,14 @@ const ui = {
 
 let title = config.title || "";
 
+// A handoff (docs/protocol.md, "Sub-runs"): the heading names the assistant answering now.
+document.addEventListener("zett-handoff", (event) => {
+  const label = byId("chat-assistant");
+  if (label && event.detail?.name) {
+    label.textContent = `with ${event.detail.name}`;
+  }
+});
+
 function showTitle(text) {
   title = text;
   if (ui.title) {

@@ -106,11 +106,16 @@ export function renameInline({ shown, current, url, onRenamed, onClose = () => {
   });
 }
 
+/** What deleting a chat whose answer waits for a reply does first. */
+export const STOPS_WAITING_RUN =
+  "Its answer is waiting for your reply: the question is cancelled and the answer stopped first.";
+
 /**
  * Ask before deleting the chat `title`; on Delete, post to `url` and call
  * `onDeleted(answer)`. `onClose()` runs when the dialog closes without deleting.
+ * `waiting`: the chat's answer waits for a reply (it is stopped first, and the dialog says so).
  */
-export function confirmDelete({ title, url, onDeleted, onClose = () => {} }) {
+export function confirmDelete({ title, url, onDeleted, onClose = () => {}, waiting = false }) {
   const dialog = element("dialog", "dialog");
   const headingId = `delete-heading-${Date.now()}`;
   dialog.setAttribute("aria-labelledby", headingId);
@@ -130,8 +135,13 @@ export function confirmDelete({ title, url, onDeleted, onClose = () => {} }) {
   cancel.type = "button";
   const actions = element("div", "dialog__actions");
   actions.append(cancel, remove);
-  dialog.append(heading, text, error, actions);
-  document.body.append(dialog);
+  dialog.append(heading, text);
+  if (waiting) {
+    dialog.append(element("p", "dialog__note", STOPS_WAITING_RUN));
+  }
+  dialog.append(error, actions);
+  // Inside zett's root: its styles and colours are scoped there (chat.css).
+  (document.querySelector("[data-zett-root]") ?? document.body).append(dialog);
 
   let deleted = false;
   dialog.addEventListener("close", () => {

@@ -56,7 +56,8 @@ function copyWithTextArea(text) {
   area.value = text;
   area.readOnly = true;
   area.className = "visually-hidden";
-  document.body.append(area);
+  // Inside zett's root, where .visually-hidden is styled (chat.css is scoped there).
+  (document.querySelector("[data-zett-root]") ?? document.body).append(area);
   area.select();
   let copied = false;
   try {

@@ -39,7 +39,11 @@ function askUserArguments(payload) {
  * of each model call that completes.
  */
 export function applyEvent(transcript, requestId, event, onUsage) {
-  const turn = transcript.turnFor(requestId) ?? transcript.startRun(requestId);
+  let turn = transcript.turnFor(requestId) ?? transcript.startRun(requestId);
+  if (event.parent_tool_call_id) {
+    // A delegate's work (a sub-run): shown inside the card of the call that runs it.
+    turn = transcript.subTurnFor(turn, event.parent_tool_call_id, event.agent ?? "");
+  }
   switch (event.type) {
     case "model_started":
       turn.text = turn.reasoning = turn.callText = turn.callReasoning = null;
@@ -155,6 +159,10 @@ function showWait(transcript, turn, requestId, event) {
   }
   card.setState("waiting");
   const widget = transcript.showWidget(card, payload, event.name, requestId);
+  // A delegate's question sits in the closed card of the call running it: open the way.
+  for (let outer = card.el.parentElement?.closest("details"); outer; outer = outer.parentElement?.closest("details")) {
+    outer.open = true;
+  }
   widget.scrollIntoView({ block: "nearest" });
   // The agent is blocked on this answer: take the keyboard there, unless the user is in
   // the middle of typing something else: on the first control, as a question's first
@@ -183,6 +191,12 @@ function finishTool(transcript, turn, event) {
       truncated: Boolean(event.content_truncated),
     });
     transcript.widgets.resolve(call.id, message.attributes?.reply);
+  }
+  const handoff = message.attributes?.handoff;
+  if (handoff?.name && !event.parent_tool_call_id) {
+    // The chat was handed to another assistant, which answers from here on.
+    transcript.addNote(`${handoff.name} answers from now on.`, "muted", turn);
+    transcript.root.dispatchEvent(new CustomEvent("zett-handoff", { bubbles: true, composed: true, detail: handoff }));
   }
 }
 

@@ -39,6 +39,7 @@ for (const actions of document.querySelectorAll("[data-chat-actions]")) {
     confirmDelete({
       title: actions.dataset.title,
       url: actions.dataset.deleteUrl,
+      waiting: "waiting" in actions.dataset,
       onDeleted: () => {
         const next = row.nextElementSibling ?? row.previousElementSibling;
         const list = row.parentElement;

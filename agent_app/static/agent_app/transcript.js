@@ -503,6 +503,26 @@ export class Transcript {
     return card;
   }
 
+  /**
+   * The blocks of a sub-run (an assistant's delegate at work): a turn of their own inside
+   * the card of the call that runs it, under the delegate's name. The card stays closed
+   * unless the delegate asks something.
+   */
+  subTurnFor(turn, parentCallId, agent) {
+    this.subTurns ??= new Map();
+    let sub = this.subTurns.get(parentCallId);
+    if (sub === undefined) {
+      sub = new Turn(null);
+      sub.el.className = "subrun";
+      sub.el.dataset.agent = agent;
+      sub.el.append(element("p", "subrun__head", agent));
+      const card = this.cardFor(turn, { id: parentCallId });
+      this.append(sub.el, card.el.querySelector(".tool-card__body") ?? card.el);
+      this.subTurns.set(parentCallId, sub);
+    }
+    return sub;
+  }
+
   /** A new turn, appended to `parent` (or right `after` a node). */
   appendTurn(requestId, { parent = this.root, after = null } = {}) {
     const turn = new Turn(requestId);

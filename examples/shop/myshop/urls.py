@@ -1,4 +1,5 @@
-"""The shop's pages, Django's sign-in views, and zett's chat under /help/."""
+"""The shop's pages (one with the chat in it), Django's sign-in views, and zett's chat
+pages under /help/."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -6,6 +7,7 @@ from shop import views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("shoes/", views.product, name="product"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("help/", include("agent_app.urls")),

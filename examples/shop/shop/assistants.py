@@ -1,5 +1,7 @@
 """The shop's two assistants: Support (for every customer; refunds need approval) and Sales
-(only for staff with the ``shop.view_order`` permission)."""
+(only for staff with the ``shop.view_order`` permission). Sales may ask Support about orders
+(``delegates``): Support then works as a sub-run of the staff member's chat, with its own
+tools, and its refunds still wait for the person's approval."""
 
 from asgiref.sync import sync_to_async
 from django.db.models import F, Sum
@@ -71,6 +73,7 @@ async def sales_report() -> str:
 class Support(Assistant):
     id = "support"
     name = "Support"
+    description = "Looks up the person's orders and refunds them."
     instructions = "You are Support. You help MyShop's customers with their orders."
     tools = [lookup_order, refund_order]
     approval_required = {"refund_order"}
@@ -83,3 +86,4 @@ class Sales(Assistant):
     instructions = "You are Sales. You tell MyShop's staff how sales are going."
     tools = [sales_report]
     permission_required = "shop.view_order"
+    delegates = ["support"]  # a tool ask_support(request)

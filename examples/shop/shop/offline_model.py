@@ -1,5 +1,6 @@
 """An offline model for the example (no API key): it reads the last message and calls the
-shop's tools by keyword ("order 7", "refund 7", "report"), then reports the tool's result.
+shop's tools by keyword ("order 7", "refund 7", "report"), or asks Support about orders when
+it may (``ask_support``), then reports the tool's result.
 Its greeting names the assistant (the first words of the system prompt)."""
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ _KEYWORDS = (
 )
 
 
+_ABOUT_ORDERS = re.compile(r"order|refund")
+
+
 class ShopModel(ScriptedModel):
     def _reply(self, request: ModelRequest) -> AssistantMessage:
         last = request.messages[-1]
@@ -32,6 +36,10 @@ class ShopModel(ScriptedModel):
                 arguments = {"number": int(found.group(1))} if found.groups() else {}
                 call = ToolCall(f"call_{uuid.uuid4().hex[:12]}", name, arguments)
                 return AssistantMessage(tool_calls=(call,))
+        if "ask_support" in offered and _ABOUT_ORDERS.search(text):
+            # An assistant that may ask Support passes an order question on.
+            call = ToolCall(f"call_{uuid.uuid4().hex[:12]}", "ask_support", {"request": text})
+            return AssistantMessage(tool_calls=(call,))
         system = next((m for m in request.messages if isinstance(m, SystemMessage)), None)
         who = str(system.content).split(".")[0] if system is not None else "Hello"
         return AssistantMessage(content=f"{who}. How can I help?")

@@ -78,6 +78,20 @@ async def test_staff_chat_with_sales_and_customers_may_not(people, zett_chat):
         await stranger.send("hi")
 
 
+async def test_sales_asks_support_whose_refund_waits_for_the_persons_approval(people, zett_chat):
+    _, bob = people
+    chat = await zett_chat(user=bob, assistant="sales")
+    await chat.send("refund 8")
+    (wait,) = chat.pending
+    assert (wait["tool"], wait["agent"]) == ("refund_order", "support")
+    assert (await Order.objects.aget(number=8)).refunds == 0
+    await chat.approve()
+    assert chat.answer_text == "Done. Done. Refunded order 8 (120.00 EUR)."
+    assert (await Order.objects.aget(number=8)).refunds == 1
+    support = {e["type"] for e in chat.events if e.get("agent") == "support"}
+    assert {"tool_started", "tool_completed", "text_delta"} <= support
+
+
 async def test_a_refund_runs_only_after_the_customer_approves_it(people, zett_chat):
     alice, _ = people
     chat = await zett_chat(user=alice)
@@ -108,3 +122,26 @@ async def test_a_program_chats_with_an_api_token(people, zett_chat):
     chat = await zett_chat(token=out.getvalue().strip())
     await chat.send("order 7")
     assert "Red shoes" in chat.answer_text
+
+
+def test_a_shop_page_carries_the_chat_widget(people):
+    client = Client()
+    client.force_login(people[0])
+    html = client.get("/shoes/").content.decode()
+    assert "MyShop — shoes since 1999" in html
+    assert "<zett-chat" in html and 'shadowrootmode="open"' in html
+    assert "Questions about your order?" in html and '"assistant": "support"' in html
+
+
+def test_the_seed_command_creates_the_walkthroughs_people_once(django_user_model):
+    from django.contrib.auth.models import Permission
+
+    out = io.StringIO()
+    call_command("shop_seed", stdout=out)
+    assert "alice / alice-pw-123" in out.getvalue()
+    call_command("shop_seed", stdout=io.StringIO())  # again: nothing doubles
+    assert django_user_model.objects.count() == 2
+    assert sorted(Order.objects.values_list("number", flat=True)) == [7, 8, 9]
+    bob = django_user_model.objects.get(username="bob")
+    assert bob.user_permissions.filter(pk=Permission.objects.get(codename="view_order").pk).exists()
+    assert Client().login(username="alice", password="alice-pw-123")

@@ -137,14 +137,14 @@ def _server_env(database: Path, model: str, extra: dict[str, str]) -> dict[str, 
 
 @contextmanager
 def serve(
-    work: Path, name: str, model: str, env: dict[str, str] | None = None
+    work: Path, name: str, model: str, env: dict[str, str] | None = None, *args: str
 ) -> Iterator[LiveServer]:
     """Run ``live_daphne.py`` on a fresh SQLite file with ``model`` (and ``env`` on top of
-    the test environment); stop it on exit."""
+    the test environment, ``args`` on its command line); stop it on exit."""
     database = work / f"{name}.sqlite3"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log_path = ARTIFACTS / f"{name}-server.log"
-    launched = launch_daphne(_server_env(database, model, env or {}), log_path, name=name)
+    launched = launch_daphne(_server_env(database, model, env or {}), log_path, *args, name=name)
     try:
         yield LiveServer(url=f"http://127.0.0.1:{launched.port}", database=database, log=log_path)
     finally:

@@ -121,7 +121,7 @@ def test_an_approval_shows_its_arguments_once_a_denial_plainly_and_an_hour_as_wo
         """() => {
           const probe = document.createElement("span");
           probe.style.color = "var(--ok)";
-          document.body.append(probe);
+          document.querySelector("[data-zett-root]").append(probe);
           const colour = getComputedStyle(probe).color;
           probe.remove();
           return colour;

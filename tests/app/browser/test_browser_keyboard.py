@@ -125,7 +125,7 @@ def test_skip_links_say_where_they_go(page: Page, daphne_server: LiveServer) -> 
     open_new_chat(page, daphne_server)
     skip.focus()  # the chat page puts the keyboard in the composer on load
     expect(skip).to_have_text("Skip to the conversation")
-    expect(skip).to_have_attribute("href", "#main")
+    expect(skip).to_have_attribute("href", "#conversation")
     expect(skip).to_be_in_viewport()
 
 

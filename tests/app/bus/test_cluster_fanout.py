@@ -41,7 +41,7 @@ async def test_frames_reach_the_group_and_the_replay_stream_in_order(cluster, ba
     # The pub/sub layer's messages go out in the stream's transaction; others after it.
     in_transaction = cluster._group_channel(group_name(session_id)) is not None
     assert in_transaction == (backend == "redis-pubsub")
-    other_worker = await layer.new_channel("zett.worker.")
+    other_worker = await layer.new_channel()
     await layer.group_add(group_name(session_id), other_worker)
     try:
         frames = [_frame(1, "start"), *(_frame(seq) for seq in range(2, 6))]
@@ -63,3 +63,27 @@ async def test_frames_reach_the_group_and_the_replay_stream_in_order(cluster, ba
         await layer.group_discard(group_name(session_id), other_worker)
         await cluster.redis.delete(f"zett:replay:{session_id}")
         await layer.flush()
+
+
+async def test_closing_a_worker_on_the_core_layer_leaves_the_others_groups():
+    """``RedisChannelLayer.flush`` deletes every key of the layer: a stopping worker must only
+    close its connections, or every other worker loses its groups and queued messages."""
+    from channels_redis.core import RedisChannelLayer
+
+    url = require_service("Redis", REDIS_URL)
+    hosts = [{"address": url, "socket_timeout": REDIS_SOCKET_TIMEOUT}]
+    stopping = RedisBus(None, url, f"test-{uuid.uuid4()}")  # type: ignore[arg-type]
+    stopping.layer = RedisChannelLayer(hosts=hosts, prefix=f"t{uuid.uuid4().hex[:8]}")
+    other = RedisChannelLayer(hosts=hosts, prefix=stopping.layer.prefix)
+    group = group_name(str(uuid.uuid4()))
+    other_worker = await other.new_channel()
+    await other.group_add(group, other_worker)
+    await stopping.start()
+    try:
+        await stopping.close()
+        await stopping.layer.group_send(group, {"type": "zett.frames", "frames": []})
+        message = await asyncio.wait_for(other.receive(other_worker), 10)
+        assert message["type"] == "zett.frames"
+    finally:
+        await other.flush()
+        await stopping.layer.close_pools()

@@ -16,20 +16,13 @@ from asgiref.sync import sync_to_async
 
 from agent_app.durable.store import RowMeta, append_rows
 from agent_app.durable.waits import digest_of, record_wait
-from agent_app.models import (
-    ChatMessage,
-    ChatRun,
-    ChatSession,
-    Note,
-    ReplyWait,
-    RunStatus,
-    WaitStatus,
-)
+from agent_app.models import ChatMessage, ChatRun, ChatSession, ReplyWait, RunStatus, WaitStatus
 from agent_app.protocol.frames import MAX_OUTBOUND_BYTES
 from tests.app.conftest import RECEIVE_TIMEOUT, new_browser
 from tests.app.llm_doubles import call_tool, say
 from zett_agent.messages import AssistantMessage, ToolCall, UserMessage
 from zett_agent.testing import ScriptedModel
+from zett_site.models import Note
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -18,9 +18,10 @@ from django.test import Client
 from django.urls import reverse
 
 from agent_app.guard.access import BROWSER_KEY_FIELD
-from agent_app.models import ChatMessage, ChatSession, ExternalEventRecord, Note
+from agent_app.models import ChatMessage, ChatSession, ExternalEventRecord
 from tests.app.llm_doubles import call_tool, say
 from zett_agent.testing import ScriptedModel
+from zett_site.models import Note
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

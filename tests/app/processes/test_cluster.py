@@ -22,14 +22,17 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 LEASE_SECONDS = "2"
 
 
-@pytest.fixture
-async def workers(tmp_path) -> AsyncIterator[tuple[DaphneProcess, DaphneProcess]]:
+@pytest.fixture(params=["pubsub", "core"])
+async def workers(request, tmp_path) -> AsyncIterator[tuple[DaphneProcess, DaphneProcess]]:
+    """Two workers on either of channels_redis's layers (``RedisPubSubChannelLayer``,
+    ``RedisChannelLayer``): zett's fan-out works on both."""
     async with two_workers(
-        "cluster",
+        f"cluster-{request.param}",
         tmp_path,
         ZETT_MODEL="demo",
         ZETT_DEMO_PACE="0.03",
         ZETT_LEASE_SECONDS=LEASE_SECONDS,
+        ZETT_REDIS_CHANNEL_LAYER=request.param,
     ) as (one, two, _):
         yield one, two
 

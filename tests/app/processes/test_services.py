@@ -42,6 +42,8 @@ SUITES = [
     # Attachments: uuid lookups, quota sums and files removed on commit, on PostgreSQL.
     "tests/app/test_attachments_upload.py",
     "tests/app/test_attachments_chat.py",
+    # Sub-runs: their rows, their waits and a continuation on PostgreSQL, replies over Redis.
+    "tests/app/test_teamwork.py",
 ]
 
 

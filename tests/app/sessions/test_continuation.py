@@ -404,7 +404,7 @@ async def test_two_hundred_handovers_at_random_points_leave_each_atomic_effect_o
                     continue
                 await asyncio.sleep(rng.uniform(0, 0.03))  # a random moment of the run
                 if live.run is not None and live.run.task is not None:
-                    await live.run.hand_over()  # stops as a killed worker would
+                    await live.run.step_aside()  # stops as a killed worker would
                     handovers += 1
         for request_id in runs:
             run = await run_row(request_id)

@@ -13,8 +13,9 @@ import uuid
 
 import pytest
 
-from agent_app.models import ChatMessage, ChatRun, Note
+from agent_app.models import ChatMessage, ChatRun
 from tests.progress import say
+from zett_site.models import Note
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 

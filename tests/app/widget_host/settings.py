@@ -17,3 +17,5 @@ ZETT_ASSISTANTS = [
     "tests.app.widget_host.assistants.Second",
     "tests.app.widget_host.assistants.Support",
 ]
+#: zett's pages here are framed by the host's layout and carry its name.
+ZETT_BRAND = "Test shop help"

@@ -24,5 +24,7 @@ urlpatterns = [
     path("two/", page("two"), name="two"),
     path("launcher/", page("launcher"), name="launcher"),
     path("blank/", page("blank"), name="blank"),
+    # The layout zett's own pages use here (templates/agent_app/base.html), on its own.
+    path("layout/", page("layout_page"), name="layout"),
     path("chat/", include("agent_app.urls")),
 ]

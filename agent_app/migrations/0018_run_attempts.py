@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("agent_app", "0014_people_in_the_loop")]
+    dependencies = [("agent_app", "0017_note_to_the_example_site")]
 
     operations = [
         migrations.AddField(
