@@ -244,9 +244,6 @@ def _settle(session_id: str, run: ChatRun, now: Any, continuer: str = "") -> Set
     for call in calls:
         if call.id in delegated or subruns.has_sub_run(session_id, call.id):
             outcome = _settle_delegated(call, delegated.get(call.id, []), now, closes)
-        elif call.id == run.started_call and call.id not in waits and call.id not in questions:
-            closes.append((call, STARTED_TOOL_CONTENT, {}))  # it had started: never again
-            continue
         else:
             outcome = _settle_call(
                 session_id, run, call, waits.get(call.id), questions.get(call.id), now, closes
@@ -319,6 +316,9 @@ def _settle_call(
 ) -> str:
     """What one open call of a dead run becomes: ``resumable``, ``expired`` (its result
     is added to ``closes``), ``closed`` (likewise), or ``""`` (closed with the rest)."""
+    if call.id == run.started_call and wait is None and question is None:
+        closes.append((call, STARTED_TOOL_CONTENT, {}))  # it had started: never again
+        return "closed"
     if question is not None and question.status == WaitStatus.OPEN and _expired(question, now):
         closes.append((call, EXPIRED_QUESTION_CONTENT, _expired_reply(question)))
         question.status = WaitStatus.EXPIRED
