@@ -4,15 +4,17 @@ how they ended, the waits for replies, the external-event audit trail and the at
 Everything a chat writes is read-only here except titles and owners: editing or
 deleting a message would silently rewrite what the agent saw (delete the session instead).
 
-A session's page reads as its conversation: answers rendered from Markdown (raw HTML in them
-shown as text, unsafe links left unlinked), turns a regeneration or an edit replaced marked
-superseded, a success mark only on tool results, and an anonymous owner named by the short
+A session's page reads as its conversation (the path it shows, then its other versions):
+answers rendered from Markdown (raw HTML in them shown as text, unsafe links left
+unlinked), each version of a turn numbered ("2 of 3") and the rows off the shown path
+marked, a success mark only on tool results, and an anonymous owner named by the short
 form of its browser key."""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.db.models import Count, Max, QuerySet
+from django.db import models
+from django.db.models import Case, Count, Max, QuerySet, When
 from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
@@ -30,6 +32,8 @@ from agent_app.models import (
     SubRun,
 )
 from agent_app.people.admin import SUPPORT_SHOWN, ChatTakeoverInline
+from agent_app.schedules import admin as _schedules_admin  # noqa: F401  (ScheduledRun)
+from agent_app.webhooks import admin as _webhooks_admin  # noqa: F401  (webhooks, deliveries)
 
 #: Characters of message content shown in list columns.
 PREVIEW_LENGTH = 80
@@ -88,11 +92,19 @@ def _rendered(message: ChatMessage) -> SafeString:
         body = mark_safe(f'<div class="zett-markdown">{_MARKDOWN.render(text)}</div>')
     if message.superseded:
         return format_html(
-            '<div class="zett-superseded"><strong class="zett-superseded__tag">superseded'
-            "</strong> replaced by a regenerated or edited turn{}</div>",
+            '<div class="zett-superseded"><strong class="zett-superseded__tag">other version'
+            "</strong> not on the path the chat shows (an edit or a regeneration made "
+            "another){}</div>",
             body,
         )
     return body
+
+
+def _version(message: ChatMessage) -> str:
+    """Which version of its turn a message opens ("2 of 3"); empty for a turn with one."""
+    if message.versions < 2:
+        return ""
+    return f"{message.version} of {message.versions}"
 
 
 def _owner(session: ChatSession) -> str:
@@ -106,8 +118,24 @@ def _owner(session: ChatSession) -> str:
 
 class ChatMessageInline(admin.TabularInline):
     model = ChatMessage
-    ordering = ["position"]
-    fields = ["position", "role", "content_shown", "tool_calls_shown", "succeeded", "request_id"]
+    #: The path the chat shows, in order; then the other versions, each as it was written.
+    ordering = [
+        "superseded",
+        Case(
+            When(superseded=False, then="position"),
+            default="pk",
+            output_field=models.BigIntegerField(),
+        ),
+    ]
+    fields = [
+        "position",
+        "version_shown",
+        "role",
+        "content_shown",
+        "tool_calls_shown",
+        "succeeded",
+        "request_id",
+    ]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -116,6 +144,10 @@ class ChatMessageInline(admin.TabularInline):
     @admin.display(description="content")
     def content_shown(self, message: ChatMessage) -> SafeString:
         return _rendered(message)
+
+    @admin.display(description="version")
+    def version_shown(self, message: ChatMessage) -> str:
+        return _version(message)
 
     @admin.display(description="tool calls")
     def tool_calls_shown(self, message: ChatMessage) -> str:
@@ -224,6 +256,7 @@ class ChatMessageAdmin(admin.ModelAdmin):
         "content_preview",
         "tool_calls_shown",
         "succeeded",
+        "version_shown",
         "superseded",
         "created_at",
     ]
@@ -249,6 +282,10 @@ class ChatMessageAdmin(admin.ModelAdmin):
     @admin.display(description="success", ordering="success")
     def succeeded(self, message: ChatMessage) -> str:
         return _outcome(message)
+
+    @admin.display(description="version")
+    def version_shown(self, message: ChatMessage) -> str:
+        return _version(message)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

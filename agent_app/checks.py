@@ -359,3 +359,6 @@ def _attachment_type_problems() -> list[CheckMessage]:
             id="zett.E017",
         )
     ]
+
+
+from agent_app.webhooks import checks as _webhook_checks  # noqa: E402, F401  (registers its checks)

@@ -118,6 +118,14 @@ DEFAULTS: dict[str, Any] = {
     #: How many levels deep assistants may ask their ``delegates`` (1: the chat's
     #: assistant may ask one, which may ask none).
     "ZETT_MAX_DELEGATION_DEPTH": 3,
+    #: Webhooks may call private, loopback and link-local addresses (refused otherwise).
+    "ZETT_WEBHOOK_ALLOW_PRIVATE": False,
+    #: Seconds one webhook delivery attempt may take (connect, send, answer).
+    "ZETT_WEBHOOK_TIMEOUT": 10.0,
+    #: Seconds before each retry of a failed delivery; after the last, it is given up.
+    "ZETT_WEBHOOK_RETRIES": [5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800],
+    #: Days a delivered or given-up webhook delivery stays in the log (0: forever).
+    "ZETT_WEBHOOK_KEEP_DAYS": 30,
     #: When people of the team answer, in the site's own words ("Mon-Fri, 9:00-17:00
     #: CET"): shown to a person who asked for one. None: nothing is promised.
     "ZETT_SUPPORT_HOURS": None,

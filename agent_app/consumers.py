@@ -54,6 +54,7 @@ from agent_app.backpressure import (
 )
 from agent_app.budgets import BudgetExceeded, budget_of
 from agent_app.chat_records import ChatDeleted, was_deleted
+from agent_app.durable.branches import NotATurn
 from agent_app.durable.runs import Creator, NothingToReplace
 from agent_app.guard.access import (
     Creation,
@@ -83,6 +84,7 @@ from agent_app.protocol.frames import (
     STEERING_EVENT,
     BudgetFrame,
     CancelFrame,
+    EditFrame,
     EditLastFrame,
     ErrorCode,
     ErrorFrame,
@@ -99,11 +101,13 @@ from agent_app.protocol.frames import (
     RegenerateFrame,
     ReplyReason,
     SteerFrame,
+    SwitchVersionFrame,
     UserMessageFrame,
     encode_frame,
     parse_frame,
     steering_refusal,
 )
+from agent_app.sessions.branching import switch as switch_version
 from agent_app.sessions.entry import audited_reply, start_run
 from agent_app.sessions.errors import Busy, NotRunning
 from agent_app.sessions.live import LiveSession
@@ -413,9 +417,13 @@ class ChatConsumer(PeopleFrames, AsyncWebsocketConsumer):
             case HistoryBeforeFrame():
                 await self.on_history_before(frame)
             case RegenerateFrame():
-                await self.on_replace_last_turn(None, RunKind.REGENERATE)
+                await self.on_replace_last_turn(None, RunKind.REGENERATE, frame.position)
             case EditLastFrame():
                 await self.on_replace_last_turn(frame.content, RunKind.EDIT)
+            case EditFrame():
+                await self.on_replace_last_turn(frame.content, RunKind.EDIT, frame.position)
+            case SwitchVersionFrame():
+                await self.on_switch_version(frame)
             case PingFrame():
                 await self.send_frame(PongFrame())
 
@@ -470,19 +478,32 @@ class ChatConsumer(PeopleFrames, AsyncWebsocketConsumer):
             await self._error(ErrorCode.BAD_FRAME, str(unknown))
             return None
 
-    async def on_replace_last_turn(self, content: str | None, kind: RunKind) -> None:
-        """``regenerate`` (``content`` None) or ``edit_last``: answer the last turn anew."""
+    async def on_replace_last_turn(
+        self, content: str | None, kind: RunKind, position: int | None = None
+    ) -> None:
+        """``regenerate`` (``content`` None), ``edit`` or ``edit_last``: a new version of
+        the turn at ``position`` (None: the last), answered anew."""
         assert self.live is not None
         if not await self._account_exists():
             return
         try:
-            await self._start(content, kind=kind, replace_last_turn=True)
+            await self._start(content, kind=kind, replace_last_turn=True, turn_position=position)
         except (Busy, BudgetExceeded) as refusal:
             await self.send_frame(refusal.frame())
         except NothingToReplace as nothing:
             await self._error(ErrorCode.BAD_FRAME, str(nothing))
         except ChatDeleted:
             await self.chat_deleted()
+
+    async def on_switch_version(self, frame: SwitchVersionFrame) -> None:
+        """Show another version of a turn; every socket gets ``branch_switched``."""
+        assert self.live is not None
+        try:
+            await switch_version(self.live, frame.position, frame.index)
+        except Busy as refusal:
+            await self.send_frame(refusal.frame())
+        except NotATurn as wrong:
+            await self._error(ErrorCode.BAD_FRAME, str(wrong))
 
     async def _start(self, content: str | None, *args: Any, **kwargs: Any) -> None:
         """Start a run (``LiveSession.start``) within the person's token budget.

@@ -172,9 +172,21 @@ class ChatMessage(models.Model):
     #: Why the model stopped abnormally (``max_tokens``, ``content_filter`` …): the answer
     #: was cut off. Empty for answers that ended normally.
     stop_reason = models.CharField(max_length=32, blank=True)
-    #: Replaced by a regenerated answer or an edited message: kept for the record, never
-    #: sent to the model or shown in the conversation again.
+    #: Off the chat's shown path: on another version of a turn (an edited message, a
+    #: regenerated answer). Kept whole, never sent to the model while it is not shown;
+    #: switching versions (``agent_app.durable.branches``) flips it.
     superseded = models.BooleanField(default=False)
+    #: The primary key of the message before this one on its path (None: the first).
+    #: The versions of a turn are the user messages that follow the same message.
+    follows = models.BigIntegerField(null=True, blank=True, editable=False)
+    #: This message's number among the versions of its turn (1-based, in creation order)
+    #: and how many versions the turn has (kept on every version, so a page of history
+    #: names them without a query of its own).
+    version = models.PositiveIntegerField(default=1, editable=False)
+    versions = models.PositiveIntegerField(default=1, editable=False)
+    #: Of the versions of its turn, the one a path through here shows: a switch further up
+    #: comes back to what was shown below.
+    chosen = models.BooleanField(default=True, editable=False)
     #: The rest of the serialised message (attributes, provider, model …).
     extra = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -182,10 +194,15 @@ class ChatMessage(models.Model):
     class Meta:
         ordering = ["session", "position"]
         constraints = [
+            # ``position`` is a message's place on its path: the versions of a turn share
+            # it, the shown path holds each position once.
             models.UniqueConstraint(
-                fields=["session", "position"], name="unique_message_position_per_session"
+                fields=["session", "position"],
+                condition=Q(superseded=False),
+                name="unique_shown_position_per_session",
             )
         ]
+        indexes = [models.Index(fields=["session", "follows"], name="message_session_follows")]
 
     def __str__(self) -> str:
         return f"#{self.position} {self.role}"
@@ -531,3 +548,9 @@ class ChatTakeover(models.Model):
 
     def __str__(self) -> str:
         return f"{self.staff_name} in {str(self.session_id)[:8]}"
+
+
+# Webhooks and schedules keep their models in their own packages; imported here so that
+# Django registers them with the app.
+from agent_app.schedules.models import ScheduledRun  # noqa: E402, F401
+from agent_app.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery  # noqa: E402, F401

@@ -17,11 +17,13 @@ WebSocket (``/ws/sessions/<uuid>/``), which the page script opens.
 Managing chats (only the owner, through ``agent_app.guard.access``; anyone else gets a 404):
 
 - the list is paged (``LIST_PAGE_SIZE`` a page, ``?page=``) and searchable (``?q=``: the
-  title, or the text of a user message or answer still in the conversation; a plain
-  ``icontains`` query, so it works the same on SQLite and PostgreSQL);
+  title, or the text of a user message or answer in any version of the conversation; a
+  plain ``icontains`` query, so it works the same on SQLite and PostgreSQL). A chat found
+  only in a version it does not show links to ``?message=<id>``, and the chat page shows
+  that version (the one write a GET makes: the chat's shown path, in one transaction);
 - ``rename`` (POST, CSRF-protected) sets the title;
 - ``delete`` asks first (GET: a confirmation page), then (POST) deletes the chat and
-  everything stored with it: messages (superseded ones too), runs, waits and the audit
+  everything stored with it: messages (every version), runs, waits and the audit
   rows of the replies (``ExternalEventRecord``). Notes the demo's tool wrote are kept,
   without their chat. A run that waits for its person (a question, an approval) is
   stopped first (``agent_app.stopping``); a chat whose run is still working is not deleted
@@ -34,13 +36,14 @@ otherwise.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Case, Exists, OuterRef, Q, QuerySet, Subquery, When
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render, resolve_url
 from django.urls import NoReverseMatch, reverse
@@ -48,6 +51,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agent_app import conf
 from agent_app.assistants import Assistant, UnknownAssistant, registry
+from agent_app.durable.branches import BranchBusy, reveal
 from agent_app.guard.access import Person, may_open, person_of_request, visible_sessions
 from agent_app.models import ChatMessage, ChatSession
 from agent_app.routing import socket_path
@@ -57,6 +61,8 @@ from agent_app.stopping import (
     waits_for_its_person,
     with_waiting_flag,
 )
+
+logger = logging.getLogger(__name__)
 
 #: How many chats the sidebar shows, newest activity first.
 SESSION_LIST_LIMIT = 50
@@ -81,9 +87,17 @@ def matching(sessions: QuerySet[ChatSession], query: str) -> QuerySet[ChatSessio
     if escaped != query:
         text |= Q(content__icontains=escaped)
     messages = ChatMessage.objects.filter(
-        text, session=OuterRef("pk"), superseded=False, role__in=["user", "assistant"]
+        text, session=OuterRef("pk"), role__in=["user", "assistant"]
     )
-    return sessions.filter(Q(title__icontains=query) | Exists(messages))
+    # Every version of a turn is searched; a chat found only in a version it does not
+    # show opens that version (``found_message``, ``chat``'s ``?message=``).
+    hidden = messages.filter(superseded=True).order_by("-pk").values("pk")[:1]
+    return sessions.filter(Q(title__icontains=query) | Exists(messages)).annotate(
+        found_message=Case(
+            When(Exists(messages.filter(superseded=False)), then=None),
+            default=Subquery(hidden),
+        )
+    )
 
 
 def _url_or_none(target: str | None) -> str | None:
@@ -204,6 +218,8 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         assistant = _chosen_assistant(request, session)
     except PermissionDenied as refusal:
         return refused(request, str(refusal))
+    if session is not None and request.GET.get("message", "").isdigit():
+        _show_found_version(session, int(request.GET["message"]))
     return render(
         request,
         "agent_app/chat.html",
@@ -234,6 +250,15 @@ def chat(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
             },
         },
     )
+
+
+def _show_found_version(session: ChatSession, message_id: int) -> None:
+    """A search found ``message_id`` in a version the chat does not show: show it (one
+    transaction; while a run goes on the chat opens as it is)."""
+    try:
+        reveal(str(session.pk), message_id)
+    except BranchBusy:
+        logger.info("Chat %s runs: its found version %s is not shown", session.pk, message_id)
 
 
 def _own_chat(request: HttpRequest, session_id: uuid.UUID) -> ChatSession:

@@ -11,7 +11,13 @@ object on stdout.
   ``sessionid`` a page visit gave it). ``--spec`` is JSON: a list of ``{"messages": N,
   "chars": C}``, one per chat: ``N`` messages alternating user and assistant text of ``C``
   characters, two per completed run, written as the app writes rows
-  (``agent_app.durable.store.row_fields``). Prints ``{"sessions": [id, ...]}``.
+  (``agent_app.durable.store.row_fields``). With ``"versions": V`` the chat also holds V
+  other versions of its turns (each a question and its answer, off the shown path; spread
+  evenly over its turns), so its shown path is the same as a straight chat's. Prints
+  ``{"sessions": [id, ...]}``.
+- ``snapshots``: times building each session's ``session`` frame fields in this process
+  (``agent_app.durable.history.snapshot``: its queries and items, no socket), the sessions
+  in turn, ``--repeats`` rounds; prints each one's median and p95 in milliseconds.
 - ``runs``: for each session, its runs (``request_id``, ``status``) and its messages
   (``position``, ``role``, ``request_id``, content length), oldest first.
 - ``crash``: for each session, its runs (``request_id``, ``status``, ``attempts``), its
@@ -22,6 +28,7 @@ object on stdout.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -82,10 +89,53 @@ def populate(cookie: str, spec: list[dict[str, int]]) -> dict:
                     )
                 )
             ChatRun.objects.bulk_create(runs, batch_size=500)
-            ChatMessage.objects.bulk_create(rows, batch_size=500)
+            ChatMessage.objects.bulk_create(rows, batch_size=500)  # sets their ids
+            for earlier, row in itertools.pairwise(rows):
+                row.follows = earlier.pk
+            ChatMessage.objects.bulk_update(rows, ["follows"], batch_size=500)
+            _other_versions(session, rows, int(chat.get("versions", 0)), chars)
             ChatSession.objects.filter(pk=session.pk).update(history_version=1)
         created.append(str(session.pk))
     return {"sessions": created}
+
+
+def _other_versions(session, shown: list, count: int, chars: int) -> None:
+    """``count`` other versions of the turns of ``shown`` (off the shown path), spread
+    evenly over them."""
+    from agent_app.durable.store import row_fields
+    from agent_app.models import ChatMessage
+    from zett_agent.messages import AssistantMessage, UserMessage
+
+    turns = [row for row in shown if row.role == "user"]
+    if not count or not turns:
+        return
+    on_turn = {turn.pk: 0 for turn in turns}
+    for number in range(count):
+        on_turn[turns[number % len(turns)].pk] += 1
+    for turn in turns:
+        others = on_turn[turn.pk]
+        if not others:
+            continue
+        for number in range(1, others + 1):
+            question = ChatMessage(
+                session=session,
+                position=turn.position,
+                follows=turn.follows,
+                superseded=True,
+                chosen=False,
+                version=number + 1,  # made after the shown one: numbered after it
+                versions=others + 1,
+                **row_fields(UserMessage(_text("other question", number, chars))),
+            )
+            question.save()
+            ChatMessage(
+                session=session,
+                position=turn.position + 1,
+                follows=question.pk,
+                superseded=True,
+                **row_fields(AssistantMessage(_text("other answer", number, chars))),
+            ).save()
+        ChatMessage.objects.filter(pk=turn.pk).update(versions=others + 1)
 
 
 def _text(kind: str, position: int, chars: int) -> str:
@@ -147,6 +197,28 @@ def crash(session_ids: list[str]) -> dict:
     return found
 
 
+def snapshots(session_ids: list[str], repeats: int) -> dict:
+    import statistics
+    import time
+
+    from agent_app.durable.history import snapshot
+
+    times: dict[str, list[float]] = {session_id: [] for session_id in session_ids}
+    for round_ in range(repeats + 3):
+        for session_id in session_ids:
+            started = time.perf_counter()
+            snapshot(session_id, active_request_id=None)
+            if round_ >= 3:  # the first rounds warm the caches
+                times[session_id].append((time.perf_counter() - started) * 1000)
+    return {
+        session_id: {
+            "median_ms": statistics.median(values),
+            "p95_ms": sorted(values)[min(len(values) - 1, round(0.95 * (len(values) - 1)))],
+        }
+        for session_id, values in times.items()
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -157,12 +229,17 @@ def main(argv: list[str] | None = None) -> int:
     read.add_argument("sessions", nargs="+")
     crashed = commands.add_parser("crash")
     crashed.add_argument("sessions", nargs="*")
+    timed = commands.add_parser("snapshots")
+    timed.add_argument("--repeats", type=int, default=200)
+    timed.add_argument("sessions", nargs="+")
     args = parser.parse_args(argv)
     _setup()
     if args.command == "populate":
         result = populate(args.cookie, json.loads(args.spec))
     elif args.command == "crash":
         result = crash(args.sessions)
+    elif args.command == "snapshots":
+        result = snapshots(args.sessions, args.repeats)
     else:
         result = runs(args.sessions)
     print(json.dumps(result))

@@ -49,6 +49,8 @@ class _LiveRequest(Protocol):
 
     async def append_now(self, message: AnyMessage, timing: MessageTiming | None) -> None: ...
 
+    def withdraw(self, extension: AgentExtension) -> None: ...
+
 
 class _Deadlines(Protocol):
     """What a resumed request's waits ask of it (``zett_agent._resume.Resumption``)."""
@@ -382,6 +384,16 @@ class AgentRunContext:
         registered extension belongs to is ambiguous (``ValueError``), as is an unknown one.
         """
         await self._live_request("publish").publish(extension_event, target=target)
+
+    def withdraw(self, extension: AgentExtension) -> None:
+        """Leave ``extension`` out of every later hook of this request (its stages and
+        ``on_event``): an extension with nothing to do for this request, such as a tracer
+        whose run was not sampled, then costs it nothing more. A stage or event delivery
+        already under way still reaches it; ``publish(target=extension)`` still does.
+        """
+        request = self._request()
+        if request is not None:
+            request.withdraw(extension)
 
     def _live_request(self, action: str) -> _LiveRequest:
         request = self._request()

@@ -194,6 +194,10 @@ class Request:
             return
         await self._target(target).on_event(context, event)
 
+    def withdraw(self, extension: AgentExtension) -> None:
+        """Leave ``extension`` out of every later hook of this request."""
+        self.hooks = self.hooks.without(extension)
+
     def _target(self, target: AgentExtension | str | type) -> AgentExtension:
         """The one extension ``target`` names: an instance, a name, or a class."""
         extensions = self.hooks.extensions

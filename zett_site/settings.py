@@ -18,6 +18,8 @@ service is switched on by one variable:
 ``ZETT_REQUIRE_LOGIN``   ``1`` → only signed-in users may chat
 ``ZETT_MCP_SERVERS``     site-wide MCP servers, the ``mcpServers`` JSON (docs/mcp.md)
 ``ZETT_MCP_ALLOWED_COMMANDS`` comma-separated executables those stdio servers may run
+``ZETT_WEBHOOK_ALLOW_PRIVATE`` ``1`` → webhooks may call private and loopback addresses
+``ZETT_WEBHOOK_TIMEOUT`` seconds one webhook delivery attempt may take (default 10)
 =======================  ===============================================================
 
 The limits per person (``ZETT_WS_*``, ``ZETT_MAX_CHATS_PER_HOUR``) are described in
@@ -295,6 +297,10 @@ ZETT_METRICS_TOKEN = os.environ.get("ZETT_METRICS_TOKEN", "").strip()
 #: ``{"user": 200000, "anonymous": 20000, "groups": {"staff": null}}``; unset: no budgets.
 #: Text that is not JSON is kept as text, for the system check to name.
 ZETT_TOKEN_BUDGETS = _env_json("ZETT_TOKEN_BUDGETS")
+#: Webhooks to private and loopback addresses (a receiver on this machine or network).
+ZETT_WEBHOOK_ALLOW_PRIVATE = _env_bool("ZETT_WEBHOOK_ALLOW_PRIVATE", default=False)
+#: Seconds one webhook delivery attempt may take.
+ZETT_WEBHOOK_TIMEOUT = float(os.environ.get("ZETT_WEBHOOK_TIMEOUT", "10"))
 
 LOGGING = {
     "version": 1,

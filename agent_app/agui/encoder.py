@@ -8,9 +8,12 @@ one socket only (``pong``, ``external_event_result`` …) become nothing.
 
 **Everything is derived from the frames**, never from the encoder's own counters, so the
 same frames give the same events whoever encodes them, live or from the replay buffer, on
-any worker: ``threadId`` is the chat, ``runId`` zett's request id, a message's ``messageId``
-is ``<kind>:<request id>:<seq of the frame that opened it>``, a tool call's ``toolCallId``
-is the model's call id.
+any worker: ``threadId`` is the chat, ``runId`` zett's request id, a message's
+``messageId`` is ``<kind>:<request id>:<seq of the frame that opened it>``, a tool call's
+``toolCallId`` is the model's call id. One event needs more than the frames, and has no id:
+the ``MESSAGES_SNAPSHOT`` a new run's stream opens with, right after its ``RUN_STARTED``:
+the chat's shown path as the caller read it before the run began, then the run's message
+(``agent_app.agui.messages``).
 
 **SSE ids.** The last event a frame becomes carries that frame's ``seq`` as its ``id``;
 the others carry none. A frame becomes at most one event with an id, frames arrive in
@@ -57,6 +60,7 @@ from typing import Any
 
 from agent_app.agui.errors import ErrorCode
 from agent_app.agui.interrupts import interrupt_for, wait_of
+from agent_app.agui.messages import snapshot_event
 from agent_app.agui.sse import SseEvent
 
 __all__ = ["CUSTOM_PREFIX", "RunEncoder", "refusal_events"]
@@ -108,9 +112,17 @@ class RunEncoder:
     """Encodes the frames of a chat's runs, in order, as AG-UI events (see the module)."""
 
     def __init__(
-        self, thread_id: str, *, after_seq: int | None = None, answered: Iterable[str] = ()
+        self,
+        thread_id: str,
+        *,
+        after_seq: int | None = None,
+        answered: Iterable[str] = (),
+        snapshot: list[dict[str, Any]] | None = None,
     ) -> None:
         self.thread_id = thread_id
+        #: History items of the chat before its new run: with the run's message, the
+        #: ``MESSAGES_SNAPSHOT`` sent right after the run's ``RUN_STARTED``.
+        self._snapshot = snapshot
         self.after_seq = after_seq
         #: Waits (tool call ids) known to be answered: asked again, they are no interrupt.
         self._answered = set(answered)
@@ -254,7 +266,11 @@ class RunEncoder:
             unended = self._error(ErrorCode.INTERRUPTED, "The run was interrupted.")
         self._begin_run(request_id, resumed_from if isinstance(resumed_from, str) else None)
         value = {key: frame[key] for key in frame if key not in ("type", "seq")}
-        return [*unended, *self._open_segment(), _custom("run_started", value)]
+        opened = self._open_segment()
+        if self._snapshot is not None:
+            opened.append(snapshot_event(self._snapshot, frame))
+            self._snapshot = None
+        return [*unended, *opened, _custom("run_started", value)]
 
     def _begin_run(self, request_id: str, parent: str | None) -> None:
         self.run_id, self._parent_run_id = request_id, parent

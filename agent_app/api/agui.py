@@ -52,6 +52,7 @@ from agent_app.assistants import Assistant, registry
 from agent_app.backpressure import transport_of_request
 from agent_app.budgets import BudgetExceeded
 from agent_app.chat_records import ChatDeleted
+from agent_app.durable.history import snapshot as history_snapshot
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
 from agent_app.guard.bodies import api_body_limit, body_limit
@@ -185,6 +186,8 @@ async def _new_message(
                 raise AguiError(ErrorCode.NOT_FOUND, NOT_FOUND_MESSAGE, status=404)
             case Creation.QUOTA:
                 raise AguiError(ErrorCode.RATE_LIMITED, chat_quota_message(), status=429)
+    # The shown path before the run: its stream opens with it (and the run's message).
+    shown = await sync_to_async(_shown_path)(thread_id)
     stream = _stream(request, caller, thread_id)
     try:
         await stream.open()
@@ -206,8 +209,13 @@ async def _new_message(
     except BaseException:
         stream.close()
         raise
-    encoder = RunEncoder(thread_id, after_seq=stream.last_seq)
+    encoder = RunEncoder(thread_id, after_seq=stream.last_seq, snapshot=shown)
     return _event_stream(stream.sse(encoder, run_id=request_id))
+
+
+def _shown_path(thread_id: str) -> list[dict[str, Any]]:
+    """The thread's shown path (its newest messages, as a ``session`` frame has them)."""
+    return history_snapshot(thread_id, active_request_id=None)["history"]
 
 
 def _interrupts_pending(thread_id: str) -> bool:

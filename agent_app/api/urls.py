@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from agent_app.api import agui, feedback, rest
+from agent_app.api import agui, feedback, rest, runs
 
 urlpatterns = [
     re_path(
@@ -18,5 +18,7 @@ urlpatterns = [
     path("chats/<str:session_id>/", rest.chat, name="api_chat"),
     path("chats/<str:session_id>/messages/", rest.messages, name="api_messages"),
     path("chats/<str:session_id>/cancel/", rest.cancel, name="api_cancel"),
+    path("chats/<str:session_id>/runs/", runs.runs, name="api_runs"),
+    path("chats/<str:session_id>/runs/<str:request_id>/", runs.run, name="api_run"),
     path("messages/<int:message_id>/feedback/", feedback.feedback, name="api_feedback"),
 ]

@@ -31,6 +31,7 @@ from zett_agent.serialization import message_to_dict
 __all__ = [
     "HISTORY_ITEM_BUDGET",
     "SESSION_FRAME_BUDGET",
+    "branch_page",
     "history_item",
     "page_before",
     "snapshot",
@@ -67,6 +68,8 @@ def history_item(row: ChatMessage) -> dict[str, Any]:
         stop_reason=row.stop_reason or None,
         usage=row.usage,
     )
+    if row.versions > 1:  # a turn with versions (``agent_app.durable.branches``)
+        item["versions"] = {"index": row.version, "count": row.versions}
     return _fit(item)
 
 
@@ -96,11 +99,15 @@ def _page(
     limit: int,
     budget: int,
     exclude_request: str | None = None,
+    since: int | None = None,
 ) -> tuple[list[dict[str, Any]], bool]:
-    """Newest stored messages (before ``before``) that fit ``budget``, oldest first."""
+    """Newest messages of the shown path (before ``before``, from ``since`` on) that fit
+    ``budget``, oldest first."""
     rows = ChatMessage.objects.filter(session_id=session_id, superseded=False)
     if before is not None:
         rows = rows.filter(position__lt=before)
+    if since is not None:
+        rows = rows.filter(position__gte=since)
     if exclude_request:
         rows = rows.exclude(request_id=exclude_request)
     newest = list(rows.order_by("-position")[: limit + 1])
@@ -227,5 +234,17 @@ def page_before(
         limit=limit,
         budget=PAGE_FRAME_BUDGET,
         exclude_request=replayed_from_start(active_request_id),
+    )
+    return {"messages": items, "runs": _runs_of(session_id, items), "has_more": has_more}
+
+
+def branch_page(session_id: str, position: int) -> dict[str, Any]:
+    """The ``messages``, ``runs`` and ``has_more`` of a ``branch_switched`` frame: the shown
+    path from ``position`` on, as much of its newest part as a ``session`` frame holds; ``has_more``
+    when messages between ``position`` and the first of them were left for
+    ``history_before``."""
+    limit = max(1, int(conf.ZETT_HISTORY_PAGE))
+    items, has_more = _page(
+        session_id, before=None, limit=limit, budget=SESSION_FRAME_BUDGET, since=position
     )
     return {"messages": items, "runs": _runs_of(session_id, items), "has_more": has_more}

@@ -64,6 +64,7 @@ from agent_app.durable.waits import (
     record_wait,
 )
 from agent_app.models import ChatRun, ChatSession, ReplyWait, RunStatus, WaitKind, WaitStatus
+from agent_app.webhooks.run_events import run_ended
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
 
 __all__ = [
@@ -108,6 +109,15 @@ class Settled:
     attempt: int = 0
     kind: str = ""
     position: int = 0
+
+    @property
+    def error(self) -> tuple[str, str] | None:
+        """The error an interrupted or expired run is stored with."""
+        if self.status == RunStatus.INTERRUPTED:
+            return ("Interrupted", INTERRUPTED_RUN_MESSAGE)
+        if self.status == RunStatus.EXPIRED:
+            return ("Expired", EXPIRED_RUN_MESSAGE)
+        return None
 
     def frame(self, seq: int) -> dict[str, Any]:
         if self.status == RunStatus.RUNNING:
@@ -218,6 +228,8 @@ def recover_session(
                 settled.append(outcome)
         if not settled:
             return []
+        for outcome in settled:  # their webhook messages, in the transaction that ends them
+            run_ended(session_id, outcome.request_id, outcome.status, error=outcome.error)
         block = reserve_block(session_id)
         ChatSession.objects.filter(pk=session_id).update(last_event_seq=block[0] + len(settled) - 1)
     for outcome in settled:
@@ -455,7 +467,7 @@ def _insert_results(
         for call, text, attributes in closes
     ]
     bumped = bump_version(session_id, timezone.now())  # locks the session row
-    insert_rows(session_id, request_id, entries, after=bumped.last_position)
+    insert_rows(session_id, request_id, entries, after=bumped.last_position, follows=bumped.last_id)
 
 
 def close_run_calls(session_id: str, request_id: str, status: RunStatus) -> None:

@@ -5,7 +5,8 @@ session (when this is its first message), the run row (``running``), the user's 
 and a block of ``seq`` numbers for the run's frames — before any agent is built or model
 called, so a request that fails at once, a bad model configuration, a ``cancel`` a
 millisecond later or a crash all leave the user's message and a run that says what
-happened. ``end_run`` records the outcome.
+happened. ``end_run`` records the outcome, and queues its webhook message
+(``run.completed`` / ``run.failed``) in the same transaction.
 
 What users read about a failure is ``user_message_for``: the error's own text, except for
 database errors, which become a generic sentence (their details go to the log only).
@@ -18,7 +19,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.utils import timezone
@@ -26,6 +27,7 @@ from django.utils import timezone
 from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
 from agent_app.attachments.stored import attachment_refs
 from agent_app.chat_records import ChatDeleted, creator_key, record_creation, was_deleted
+from agent_app.durable.branches import NotATurn, start_version
 from agent_app.durable.deadlocks import retried_on_deadlock
 from agent_app.durable.sequence import SEQ_BLOCK
 from agent_app.durable.statements import insert, update
@@ -43,6 +45,7 @@ from agent_app.durable.store import (
 )
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
 from agent_app.people.state import refuse_if_taken_over
+from agent_app.webhooks.run_events import run_ended
 from zett_agent.messages import AnyMessage, UserMessage
 
 __all__ = [
@@ -71,8 +74,8 @@ class Creator:
     browser_key: str = ""
 
 
-class NothingToReplace(ValueError):
-    """``regenerate``/``edit_last`` in a session that has no user message yet."""
+class NothingToReplace(NotATurn):
+    """``regenerate``/``edit`` naming no user message of the shown path (or none yet)."""
 
 
 class AlreadyContinued(Exception):
@@ -100,6 +103,21 @@ class Begun:
     history: list[AnyMessage] | None = None
     #: References of the user message's attachments (``attachment_ref``).
     attachments: list[dict[str, Any]] = field(default_factory=list)
+    #: The stored user message's row (None for a continuation).
+    row: ChatMessage | None = None
+    #: Whether that message is a new version of a turn (``regenerate``/``edit``,
+    #: ``agent_app.durable.branches``).
+    new_version: bool = False
+
+    @property
+    def message_id(self) -> int | None:
+        """The stored user message's id (its history item's ``id``)."""
+        return None if self.row is None else self.row.pk
+
+    @property
+    def version_row(self) -> ChatMessage | None:
+        """The new version's row, for ``regenerate`` and ``edit``."""
+        return self.row if self.new_version else None
 
 
 def _lock_session(
@@ -144,13 +162,15 @@ def begin_run(
     kind: str = RunKind.MESSAGE,
     resumed_from: str = "",
     replace_last_turn: bool = False,
+    turn_position: int | None = None,
     refuse_stale: bool = False,
     attachments: Sequence[str] = (),
 ) -> Begun:
     """Store the session if new, the run, the user's message and a ``seq`` block.
 
-    ``replace_last_turn`` (``regenerate``, ``edit``): the last user message and all that
-    follows it are marked superseded first; ``content`` None then asks the same again.
+    ``replace_last_turn`` (``regenerate``, ``edit``): a new version of the turn at
+    ``turn_position`` (None: the last; ``agent_app.durable.branches``), ``content`` None
+    asking the same again; ``NothingToReplace`` (nothing stored) when no such turn shows.
     A continuation (``content`` None, ``resumed_from`` set) stores no message and marks the
     paused run it takes over ``resumed`` (``AlreadyContinued`` if it is not paused any more:
     exactly one continuation per paused run). ``refuse_stale``: store nothing and raise
@@ -174,14 +194,13 @@ def begin_run(
         version, reserved = bumped.history_version, bumped.seq_reserved
         if title and not bumped.title:
             ChatSession.objects.filter(pk=session_id, title="").update(title=title)
-        superseded_from, message = _message_of(session_id, content, replace_last_turn, attachments)
         _store_run(session_id, request_id, kind, resumed_from, worker, now)
-        position = None
-        if message is not None:
-            (row,) = insert_rows(
-                session_id, request_id, [(message, RowMeta())], after=bumped.last_position
-            )
-            position, now = row.position, row.created_at
+        if replace_last_turn:
+            row = _new_version(session_id, request_id, turn_position, content)
+        else:
+            row = _store_message(session_id, request_id, bumped, content, attachments)
+        message = None if row is None else cast(UserMessage, message_from_row(row))
+        position, now = (None, now) if row is None else (row.position, row.created_at)
     if replace_last_turn:
         forget(session_id)
     else:
@@ -190,25 +209,57 @@ def begin_run(
     history = restore_history(session_id, version=version) if message is not None else None
     block = (reserved - SEQ_BLOCK + 1, reserved)
     refs = attachment_refs(session_id, _attachment_ids(message))
-    return Begun(position, now, block, message, superseded_from, history, refs)
+    superseded = position if replace_last_turn else None
+    return Begun(position, now, block, message, superseded, history, refs, row, replace_last_turn)
 
 
-def _message_of(
-    session_id: str, content: str | None, replace_last_turn: bool, attachments: Sequence[str]
-) -> tuple[int | None, UserMessage | None]:
-    """``(superseded_from, message)``: the user message a run starts with (None: a
-    continuation); ``replace_last_turn`` supersedes the last turn first and, with
-    ``content`` None, asks its message again; an edit keeps the replaced message's files."""
-    if replace_last_turn:
-        superseded_from, replaced = _supersede_last_turn(session_id)
-        if content is None:
-            return superseded_from, replaced
-        return superseded_from, UserMessage(
-            content, attributes=_with_files(_attachment_ids(replaced))
-        )
-    return None, UserMessage(
-        content, attributes=_with_files(attachments)
-    ) if content is not None else None
+def _store_message(
+    session_id: str,
+    request_id: str,
+    bumped: Bumped,
+    content: str | None,
+    attachments: Sequence[str],
+) -> ChatMessage | None:
+    """Store the user message a run starts with (None: a continuation, which has none)."""
+    if content is None:
+        return None
+    message = UserMessage(content, attributes=_with_files(attachments))
+    (row,) = insert_rows(
+        session_id,
+        request_id,
+        [(message, RowMeta())],
+        after=bumped.last_position,
+        follows=bumped.last_id,
+    )
+    return row
+
+
+def _new_version(
+    session_id: str, request_id: str, position: int | None, content: str | None
+) -> ChatMessage:
+    """Store a new version of the turn at ``position`` (None: the last): its user message
+    asked again (``content`` None) or edited, with the replaced message's files."""
+    try:
+        turn, number = start_version(session_id, position)
+    except NothingToReplace:
+        raise
+    except NotATurn as error:
+        raise NothingToReplace(str(error)) from None
+    replaced = message_from_row(turn)
+    assert isinstance(replaced, UserMessage)
+    if content is None:
+        message = UserMessage(replaced.content, attributes=dict(replaced.attributes))
+    else:
+        message = UserMessage(content, attributes=_with_files(_attachment_ids(replaced)))
+    (row,) = insert_rows(
+        session_id,
+        request_id,
+        [(message, RowMeta())],
+        after=turn.position - 1 if turn.position else None,
+        follows=turn.follows,
+        version=number,
+    )
+    return row
 
 
 def _with_files(ids: Sequence[str]) -> dict[str, Any]:
@@ -256,25 +307,6 @@ def _take_paused_run(request_id: str, now: datetime) -> bool:
     )
 
 
-def _supersede_last_turn(session_id: str) -> tuple[int, UserMessage]:
-    """Mark the last user message and everything after it superseded (rows are kept)."""
-    last = (
-        ChatMessage.objects.filter(
-            session_id=session_id, superseded=False, role="user", steering=False
-        )
-        .order_by("-position")
-        .first()
-    )
-    if last is None:
-        raise NothingToReplace("There is no message to answer again in this chat yet")
-    replaced = message_from_row(last)
-    assert isinstance(replaced, UserMessage)
-    ChatMessage.objects.filter(
-        session_id=session_id, superseded=False, position__gte=last.position
-    ).update(superseded=True)
-    return last.position, replaced
-
-
 @retried_on_deadlock
 def end_run(
     session_id: str,
@@ -312,8 +344,13 @@ def end_run(
         ended = update(ChatRun, fields, request_id=request_id, status=RunStatus.RUNNING)
         if rows:
             bumped = bump_version(session_id, now)
-            insert_rows(session_id, request_id, rows, after=bumped.last_position)
+            insert_rows(
+                session_id, request_id, rows, after=bumped.last_position, follows=bumped.last_id
+            )
         counted = usage if ended and usage else {}
+        if ended:  # the run's webhook message, in the transaction of its end
+            written = [message for message, _ in rows or ()]
+            run_ended(session_id, request_id, status, error=error, usage=usage, written=written)
         with db.cursor() as cursor:
             cursor.execute(
                 _end_session_sql(db.vendor),

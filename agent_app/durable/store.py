@@ -71,6 +71,7 @@ __all__ = [
     "forget",
     "insert_rows",
     "message_from_row",
+    "message_linked",
     "open_calls",
     "read_messages",
     "remember",
@@ -198,7 +199,9 @@ def append_rows(
     now = timezone.now()
     with transaction.atomic():
         bumped = bump_version(session_id, now)
-        rows = insert_rows(session_id, request_id, entries, after=bumped.last_position)
+        rows = insert_rows(
+            session_id, request_id, entries, after=bumped.last_position, follows=bumped.last_id
+        )
     remember(session_id, bumped.history_version, [message for message, _ in entries])
     return Appended([row.position for row in rows], rows[0].created_at if rows else now)
 
@@ -217,8 +220,10 @@ class Bumped(NamedTuple):
     history_version: int
     seq_reserved: int
     title: str
-    #: The session's highest message position (None: no message yet).
+    #: The highest position of the session's shown path (None: no message yet).
     last_position: int | None
+    #: The primary key of the message there: what the caller's first row follows.
+    last_id: int | None
     #: How many of the session's runs are still ``running`` or ``paused`` (counted only
     #: when ``bump_version`` was asked to, else 0).
     unsettled_runs: int = 0
@@ -255,10 +260,16 @@ def _bump_sql(vendor: str, count_unsettled: bool) -> str:
     version, reserved = quote("history_version"), quote("seq_reserved")
     session, message, run = ChatSession._meta, ChatMessage._meta, ChatRun._meta
     table, pk, position = quote(session.db_table), quote(session.pk.column), quote("position")
+    # The shown path's last message: an index lookup (``unique_shown_position_per_session``).
+    last_shown = (
+        f"FROM {quote(message.db_table)} "
+        f"WHERE {quote(message.get_field('session').column)} = {table}.{pk} "
+        f"AND NOT {quote('superseded')} ORDER BY {position} DESC LIMIT 1"
+    )
     returning = (
         f"{version}, {reserved}, {quote('title')}, "
-        f"(SELECT MAX({position}) FROM {quote(message.db_table)} "
-        f"WHERE {quote(message.get_field('session').column)} = {table}.{pk})"
+        f"(SELECT {position} {last_shown}), "
+        f"(SELECT {quote(message.pk.column)} {last_shown})"
     )
     if count_unsettled:
         returning += (
@@ -284,16 +295,31 @@ def _db_time(moment: datetime, db: Any) -> Any:
     return ChatSession._meta.get_field("updated_at").get_db_prep_value(moment, db)
 
 
+#: ``insert_rows``'s default ``follows``: the shown message at ``after``, read first.
+LOOK_UP: Any = object()
+
+
 def insert_rows(
     session_id: str,
     request_id: str,
     entries: list[tuple[AnyMessage, RowMeta]],
     *,
     after: int | None,
+    follows: int | None = LOOK_UP,
+    version: int = 1,
 ) -> list[ChatMessage]:
     """Insert rows after position ``after`` (``bump_version``'s ``last_position``, None
-    for an empty session); the caller holds the session's lock from that bump."""
+    for an empty session); the caller holds the session's lock from that bump.
+
+    ``follows``: the primary key of the message the first row comes after (``last_id``
+    of the same bump); read when not given. ``version``: the first row is that version
+    of its turn, of as many (``agent_app.durable.branches``). Each row follows the one
+    before it, so a batch of several rows is written a row at a time (the ids are the
+    database's).
+    """
     start = 0 if after is None else after + 1
+    if follows is LOOK_UP:
+        follows = _shown_id(session_id, after)
     rows = [
         ChatMessage(
             session_id=session_id,
@@ -307,8 +333,28 @@ def insert_rows(
         )
         for offset, (message, meta) in enumerate(entries)
     ]
-    insert(rows)
+    if rows:
+        rows[0].version = rows[0].versions = version
+    if len(rows) == 1:
+        rows[0].follows = follows
+        insert(rows, returning_pk=True)
+        return rows
+    for row in rows:
+        row.follows = follows
+        insert([row], returning_pk=True)
+        follows = row.pk
     return rows
+
+
+def _shown_id(session_id: str, position: int | None) -> int | None:
+    """The primary key of the shown message at ``position`` (None: none, or no position)."""
+    if position is None:
+        return None
+    return (
+        ChatMessage.objects.filter(session_id=session_id, superseded=False, position=position)
+        .values_list("pk", flat=True)
+        .first()
+    )
 
 
 def open_calls(session_id: str) -> tuple[AssistantMessage | None, list[str]]:
@@ -393,6 +439,23 @@ def message_saved_through_the_orm(
         return
     ChatSession.objects.filter(pk=instance.session_id).update(
         history_version=F("history_version") + 1
+    )
+
+
+def message_linked(
+    sender: type[ChatMessage], instance: ChatMessage, raw: bool = False, **kwargs: Any
+) -> None:
+    """``pre_save`` receiver: a new row saved through the ORM without ``follows`` follows
+    the shown message before its position (as the app's own writes do)."""
+    if raw or instance.pk is not None or instance.follows is not None or not instance.position:
+        return
+    instance.follows = (
+        ChatMessage.objects.filter(
+            session_id=instance.session_id, superseded=False, position__lt=instance.position
+        )
+        .order_by("-position")
+        .values_list("pk", flat=True)
+        .first()
     )
 
 

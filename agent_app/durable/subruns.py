@@ -25,8 +25,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from agent_app.durable.waits import LIVE_STATUSES
-from agent_app.models import ReplyWait, SubRun, SubRunStatus, WaitStatus
-from zett_agent.messages import AnyMessage, AssistantMessage, ToolMessage
+from agent_app.models import ChatMessage, ReplyWait, SubRun, SubRunStatus, WaitStatus
+from zett_agent.messages import AnyMessage, AssistantMessage, MessageRole, ToolMessage
 from zett_agent.serialization import message_from_dict, message_to_dict
 
 __all__ = [
@@ -69,6 +69,9 @@ def open_sub_run(
         row = SubRun.objects.filter(
             session_id=session_id, parent_tool_call_id=parent_tool_call_id
         ).first()
+        if row is not None and depth == 1 and _answered_since(row):
+            _retire(row)  # an earlier call that had this id (another turn or version)
+            row = None
         if row is not None:
             if row.status == SubRunStatus.COMPLETED:
                 return Opened(row.pk, [], row.answer)
@@ -88,6 +91,29 @@ def open_sub_run(
             continue  # created meanwhile: read it
         return Opened(row.pk, [], None)
     raise RuntimeError(f"Could not open the sub-run of {parent_tool_call_id!r}")
+
+
+def _answered_since(row: SubRun) -> bool:
+    """Whether the chat stored a result for the row's call after the row was made.
+
+    Call ids are the model's, and some models repeat them within a chat (the offline demo
+    numbers its calls along the shown path; scripted doubles use fixed ids). A sub-run
+    whose call got its result belongs to that earlier call; a call with this id that
+    comes after it is a new one. A continuation after a restart finds no result stored
+    since its own row was made, so it takes the row up again.
+    """
+    return ChatMessage.objects.filter(
+        session_id=row.session_id,
+        role=MessageRole.TOOL.value,
+        tool_call_id=row.parent_tool_call_id,
+        created_at__gte=row.created_at,
+    ).exists()
+
+
+def _retire(row: SubRun) -> None:
+    """Keep an earlier call's sub-run (the admin shows it) under an id no call has."""
+    retired = f"{row.parent_tool_call_id[:200]}#retired-{row.pk}"
+    SubRun.objects.filter(pk=row.pk).update(parent_tool_call_id=retired)
 
 
 def write_messages(pk: int, messages: list[dict[str, Any]]) -> None:

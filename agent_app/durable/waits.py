@@ -32,6 +32,7 @@ from agent_app.durable import statements
 from agent_app.models import ChatRun, ReplyWait, RunStatus, WaitKind, WaitStatus
 from agent_app.protocol.frames import ReplyReason
 from agent_app.protocol.text import cut_strings, encode_frame
+from agent_app.webhooks.run_events import wait_opened
 from zett_agent.extensions import form_answers
 from zett_agent.extensions.approval import digest_of
 
@@ -114,7 +115,7 @@ def record_wait(
             existing.expires_at = expires_at
             existing.save(update_fields=["request_id", "payload", "expires_at"])
             return existing.reply if existing.status == WaitStatus.ANSWERED else None
-        ReplyWait.objects.create(
+        created = ReplyWait.objects.create(
             session_id=session_id,
             request_id=request_id,
             tool_call_id=tool_call_id,
@@ -126,6 +127,7 @@ def record_wait(
             digest=str(payload.get("digest") or ""),
             expires_at=expires_at,
         )
+        wait_opened(created, lambda: pending_item(created))  # ``run.waiting``, in its transaction
     return None
 
 

@@ -179,6 +179,7 @@ def _append(session_id: str, row: ChatMessage) -> dict[str, Any] | None:
             return None
         row.session_id = session_id
         row.position = 0 if bumped.last_position is None else bumped.last_position + 1
+        row.follows = bumped.last_id  # the shown path's last message (durable.branches)
         insert([row], returning_pk=True)
         if row.role == "user" and not bumped.title:
             title = title_from(row.content)

@@ -53,9 +53,11 @@ __all__ = [
     "STEERING_EVENT",
     "TOOL_RESULT_KEEP",
     "AgentEventFrame",
+    "BranchSwitchedFrame",
     "BudgetExceededFrame",
     "BudgetFrame",
     "CancelFrame",
+    "EditFrame",
     "EditLastFrame",
     "ErrorCode",
     "ErrorFrame",
@@ -78,6 +80,7 @@ __all__ = [
     "SessionFrame",
     "StaffMessageFrame",
     "SteerFrame",
+    "SwitchVersionFrame",
     "TakeoverFrame",
     "UserMessageFrame",
     "agent_event_frame",
@@ -234,10 +237,16 @@ class PingFrame(_Inbound):
     type: Literal["ping"]
 
 
+#: A message's place on the chat's shown path (``position`` of a history item).
+Position = Annotated[int, Field(ge=0, le=2**31)]
+
+
 class RegenerateFrame(_Inbound):
-    """Answer the last user message again (its old answer is kept, superseded)."""
+    """Answer a turn again: a new version of the turn whose user message is at
+    ``position`` (default: the last turn); the old version is kept."""
 
     type: Literal["regenerate"]
+    position: Position | None = None
 
 
 class EditLastFrame(_Inbound):
@@ -245,6 +254,23 @@ class EditLastFrame(_Inbound):
 
     type: Literal["edit_last"]
     content: NonBlank
+
+
+class EditFrame(_Inbound):
+    """A new version of the turn whose user message is at ``position``, with ``content``
+    as that message; the old version is kept."""
+
+    type: Literal["edit"]
+    position: Position
+    content: NonBlank
+
+
+class SwitchVersionFrame(_Inbound):
+    """Show version ``index`` (1-based) of the turn whose user message is at ``position``."""
+
+    type: Literal["switch_version"]
+    position: Position
+    index: Annotated[int, Field(ge=1, le=2**31)]
 
 
 #: Most messages one ``history_before`` may ask for.
@@ -315,6 +341,8 @@ InboundFrame = (
     | HistoryBeforeFrame
     | RegenerateFrame
     | EditLastFrame
+    | EditFrame
+    | SwitchVersionFrame
     | FeedbackFrame
     | RequestHumanFrame
     | TakeoverFrame
@@ -331,6 +359,8 @@ _INBOUND: dict[str, type[_Inbound]] = {
     "history_before": HistoryBeforeFrame,
     "regenerate": RegenerateFrame,
     "edit_last": EditLastFrame,
+    "edit": EditFrame,
+    "switch_version": SwitchVersionFrame,
     "feedback": FeedbackFrame,
     "request_human": RequestHumanFrame,
     "takeover": TakeoverFrame,
@@ -363,13 +393,15 @@ def parse_frame(text: str) -> InboundFrame:
     if model is None:
         raise FrameError(
             ErrorCode.UNKNOWN_TYPE,
-            f"Unknown frame type {_short(kind)}; expected one of {sorted(_INBOUND)}",
+            f"Unknown frame type {_short(kind, 32)}; expected one of {sorted(_INBOUND)}",
         )
     try:
         frame = model.model_validate(data)
     except pydantic.ValidationError as exc:
         raise FrameError(ErrorCode.BAD_FRAME, _describe(kind, exc)) from None
-    if isinstance(frame, UserMessageFrame | SteerFrame | EditLastFrame | StaffMessageFrame):
+    if isinstance(
+        frame, UserMessageFrame | SteerFrame | EditLastFrame | EditFrame | StaffMessageFrame
+    ):
         _check_content(kind, frame.content)
     return frame
 
@@ -538,6 +570,8 @@ class RunStartedFrame(OutboundFrame):
     kind: str
     resumed_from: str | None
     position: int | None
+    #: The stored user message's id (its history item's ``id``), else None.
+    message_id: int | None = None
     #: For ``regenerate``/``edit``: where the superseded turn began; pages drop it.
     superseded_from: int | None = None
     created_at: str
@@ -574,6 +608,21 @@ class RunCancelledFrame(OutboundFrame):
     type: Literal["run_cancelled"] = "run_cancelled"
     seq: int
     request_id: str
+
+
+class BranchSwitchedFrame(OutboundFrame):
+    """Every socket's news of a new shown path: a switch, a new version (``edit``,
+    ``regenerate``). ``messages``: the path from ``position`` on (its newest part if it is
+    long: ``has_more`` then says the rest is read with ``history_before``)."""
+
+    type: Literal["branch_switched"] = "branch_switched"
+    seq: int
+    position: int
+    index: int
+    messages: list[dict[str, Any]]
+    #: The runs of ``messages`` (as ``history_page`` lists them).
+    runs: list[dict[str, Any]] = []
+    has_more: bool
 
 
 class HistoryPageFrame(OutboundFrame):

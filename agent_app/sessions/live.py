@@ -174,15 +174,14 @@ class LiveSession:
         kind: str = RunKind.MESSAGE,
         resumed_from: str | None = None,
         replace_last_turn: bool = False,
+        turn_position: int | None = None,
         attachments: Sequence[str] = (),
     ) -> str:
         """Store and start a request; ``Busy`` if one runs (here or on another worker).
 
-        ``content`` is the user's message. ``replace_last_turn`` (``regenerate``, ``edit``)
-        supersedes the last turn first and, with ``content`` None, asks its message again
-        (``NothingToReplace`` when there is none). ``resumed_from`` (``content`` None)
-        continues that paused run instead (``agent_app.sessions.replies``). ``attachments``:
-        ids of the chat's attachments the message refers to (checked by the caller).
+        ``content``: the user's message. ``replace_last_turn``: a new version of the turn at
+        ``turn_position`` (None: the last; ``content`` None asks it again). ``resumed_from``
+        (``content`` None): continue that paused run. ``attachments``: ids (checked).
         """
         if self._run is not None:
             raise Busy(self._run.request_id)
@@ -202,6 +201,7 @@ class LiveSession:
                     kind=kind,
                     resumed_from=resumed_from or "",
                     replace_last_turn=replace_last_turn,
+                    turn_position=turn_position,
                     attachments=list(attachments),
                 )
                 await run.announce(begun)

@@ -54,6 +54,7 @@ from agent_app.durable.runs import Begun, end_run, user_message_for
 from agent_app.models import RunKind, RunStatus, WaitStatus
 from agent_app.protocol.frames import RunStartedFrame
 from agent_app.protocol.text import encode_frame, event_frame_text
+from agent_app.sessions.branching import announce_version
 from agent_app.sessions.fanout import STREAK_SECONDS, TEXT_DELTAS, Feed, let_the_loop_write
 from agent_app.sessions.outcomes import outcome_frame
 from agent_app.telemetry import context, metrics, tracing
@@ -201,6 +202,7 @@ class Run:
             kind=self.kind,
             resumed_from=self.resumed_from,
             position=begun.position,
+            message_id=begun.message_id,
             superseded_from=begun.superseded_from,
             created_at=begun.created_at.isoformat().replace("+00:00", "Z"),
             attachments=begun.attachments,
@@ -208,6 +210,7 @@ class Run:
         await feed.broadcast(
             seq, encode_frame(frame.dump()), marker=Marker.START, request_id=self.request_id
         )
+        await announce_version(feed, self.request_id, begun)
 
     @classmethod
     def continuing(cls, owner: RunOwner, outcome: recovery.Settled) -> Run:

@@ -131,8 +131,9 @@ class ChatClient:
     @property
     def status(self) -> str | None:
         """How the last run stands: ``running``, ``waiting`` (for a reply),
-        ``completed``, ``failed``, ``cancelled``, ``interrupted``, ``paused``; None
-        before any."""
+        ``completed``, ``failed``, ``cancelled``, ``interrupted``, ``paused``; ``stored``
+        when staff have taken the chat over (the message is kept for them, no run starts);
+        None before any."""
         transcript = self._transcript
         return "waiting" if transcript.waiting else transcript.status
 

@@ -69,7 +69,8 @@ class Transcript:
         #: The open waits, by tool call id, in the order they opened.
         self.waits: dict[str, dict[str, Any]] = {}
         #: ``None`` (no run yet), ``sent`` (a message or reply went out, no run seen yet),
-        #: ``running``, ``completed``, ``failed``, ``cancelled``, ``interrupted``, ``paused``.
+        #: ``running``, ``completed``, ``failed``, ``cancelled``, ``interrupted``, ``paused``,
+        #: ``stored`` (staff have taken the chat over: the message is kept for them, no run).
         self.status: str | None = None
         self.request_id: str | None = None
         #: ``{"type", "message"}`` of the last failed or interrupted run.
@@ -94,6 +95,8 @@ class Transcript:
             self.status, self.request_id, self.calls = "running", frame.get("request_id"), {}
         elif kind == "agent_event":
             self._event(frame["event"], frame.get("request_id"))
+        elif kind == "customer_message" and self.status == "sent":
+            self.status = "stored"  # taken over: stored for staff, and no run starts
         elif kind == "reply_accepted":
             self.waits.pop(frame.get("correlation_id"), None)
         elif kind in END_FRAMES:

@@ -154,3 +154,24 @@ def test_an_anonymous_owner_is_shown_by_the_short_form_of_its_browser_key(
 def test_the_admin_stylesheet_keeps_request_ids_on_one_line(client):
     css = b"".join(client.get("/static/agent_app/admin.css").streaming_content).decode()
     assert "td.field-request_id" in css and "white-space: nowrap" in css
+
+
+def test_a_session_page_numbers_the_versions_of_a_turn(staff_client):
+    """The shown path first, in order, each version of a turn numbered; the other version
+    after it, marked."""
+    session = ChatSession.objects.create(title="Versions")
+    first = ChatMessage.objects.create(
+        session=session, position=0, role="user", content="Cats?", superseded=True
+    )
+    first.versions = 2
+    first.save()
+    ChatMessage.objects.create(
+        session=session, position=1, role="assistant", content="Meow.", superseded=True
+    )
+    second = ChatMessage.objects.create(session=session, position=0, role="user", content="Dogs?")
+    ChatMessage.objects.filter(pk=second.pk).update(version=2, versions=2)
+    ChatMessage.objects.create(session=session, position=1, role="assistant", content="Woof.")
+    page = staff_client.get(change(session)).content.decode()
+    assert page.index("Dogs?") < page.index("Woof.") < page.index("Cats?") < page.index("Meow.")
+    assert page.index("2 of 2") < page.index("Dogs?") < page.index("1 of 2") < page.index("Cats?")
+    assert page.count("zett-superseded__tag") == 2

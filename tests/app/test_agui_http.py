@@ -91,9 +91,14 @@ async def test_a_run_started_over_http_is_live_on_the_pages_socket(http, sockets
     frames = [f for f in await socket.run_to_completion() if "seq" in f]
     replayed = socket.session_frame["active_request_id"]
     assert replayed == reader.events[0].data["runId"]
-    # The socket's frames, encoded, are the stream's events, ids and all.
+    # The socket's frames, encoded, are the stream's events, ids and all; the stream's own
+    # MESSAGES_SNAPSHOT (no id, read from the database) comes right after RUN_STARTED.
     encoded = RunEncoder(thread_id).encode_all(frames)
-    assert [(e.id, e.data) for e in encoded] == [(e.id, e.data) for e in reader.events]
+    streamed = [(e.id, e.data) for e in reader.events if e.type != "MESSAGES_SNAPSHOT"]
+    assert [(e.id, e.data) for e in encoded] == streamed
+    snapshot = reader.events[1]
+    assert (snapshot.type, snapshot.id) == ("MESSAGES_SNAPSHOT", None)
+    assert [m["content"] for m in snapshot.data["messages"]] == ["Count"]
     assert events[-1].type == "RUN_FINISHED"
 
 

@@ -244,17 +244,33 @@ def test_search_finds_titles_and_the_text_of_messages_and_answers_in_any_case(cl
     ]
 
 
-def test_search_skips_tool_results_replaced_turns_and_other_peoples_chats(client):
+def test_search_skips_tool_results_and_other_peoples_chats_and_opens_the_version_found(
+    client,
+):
     key = browser_key(client)
     chat_of("Tools", ("user", "run it"), ("tool", "secret-word from a tool"), browser_key=key)
-    replaced = chat_of("Edited", ("user", "first words"), browser_key=key)
-    ChatMessage.objects.filter(session=replaced).update(superseded=True)
-    ChatMessage.objects.create(session=replaced, position=1, role="user", content="second words")
+    edited = chat_of("Edited", ("user", "first words"), ("assistant", "an answer"), browser_key=key)
+    ChatMessage.objects.filter(session=edited).update(superseded=True, versions=2)
+    second = ChatMessage.objects.create(session=edited, position=0, role="user", content="second")
+    ChatMessage.objects.filter(pk=second.pk).update(version=2, versions=2)
+    ChatMessage.objects.filter(session=edited, version=1, role="user").update(chosen=False)
     chat_of("Someone else's", ("user", "first words"), browser_key="another-browser")
 
     assert titles(client.get(LIST_URL, {"q": "secret-word"})) == []
-    assert titles(client.get(LIST_URL, {"q": "first words"})) == []
-    assert titles(client.get(LIST_URL, {"q": "second words"})) == ["Edited"]
+    assert titles(client.get(LIST_URL, {"q": "second"})) == ["Edited"]
+    found = client.get(LIST_URL, {"q": "first words"})
+    assert titles(found) == ["Edited"]
+    first = ChatMessage.objects.get(session=edited, content="first words")
+    link = f"{url('chat', edited)}?message={first.pk}"
+    assert link in found.content.decode()
+    assert "?message=" not in client.get(LIST_URL, {"q": "second"}).content.decode()
+
+    assert client.get(link).status_code == 200
+    shown = ChatMessage.objects.filter(session=edited, superseded=False).order_by("position")
+    assert [row.content for row in shown] == ["first words", "an answer"]
+    # Someone else's message id changes nothing.
+    assert client.get(f"{url('chat', edited)}?message=999999").status_code == 200
+    assert [row.content for row in shown] == ["first words", "an answer"]
 
 
 def test_the_search_is_shown_with_its_results_and_a_search_without_results_says_so(client):

@@ -1,4 +1,4 @@
-"""Regenerate the last answer, edit the last message: the old turn is kept, superseded."""
+"""Regenerate the last answer, edit the last message: the old turn is kept, as a version."""
 
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ async def test_regenerate_answers_the_same_message_again_and_keeps_the_old_answe
         "Tell me",
         0,
     )
-    assert started["position"] == 2
+    assert started["position"] == 0  # the new version takes the turn's place
     assert (await socket.run_to_completion())[-1]["event"]["message"]["content"] == "Second try."
     assert conversation(model.requests[1]) == [("user", "Tell me")]
-    rows = [(m.content, m.superseded) async for m in ChatMessage.objects.order_by("position")]
+    rows = [(m.content, m.superseded) async for m in ChatMessage.objects.order_by("pk")]
     assert rows == [
         ("Tell me", True),
         ("First try.", True),

@@ -26,10 +26,12 @@ the open spans marked ``zett.outcome = cancelled``. A tool call the person decli
 let expire (its result says so in ``attributes["reply"]``, as the approval extension
 records it) is not an error either.
 
-Cost. Nothing is recorded, and no child span is built, when the run span is not recording
-(no SDK configured, or the sampler dropped the trace): the extension then costs a few hook
-calls per request. Content (messages, tool arguments and results, error texts) is recorded
-only with ``record_content=True``.
+Cost. The sampler decides once per run, when the run's span starts. A run it drops (and
+every run with no SDK configured) builds no attributes, no child span and no context: the
+extension withdraws from the request's hooks (``AgentRunContext.withdraw``), so the rest of
+the request neither calls it nor builds the events it would have listened to. Content
+(messages, tool arguments and results, error texts) is recorded only with
+``record_content=True``.
 
 Context. The run span is the current span while the request runs (its model calls and tool
 bodies see it, or their own span), so instrumented HTTP clients and database drivers nest
@@ -131,6 +133,7 @@ class TracingExtension(AgentExtension):
         self._tracer: Tracer = api.trace.get_tracer(
             INSTRUMENTATION, api.version, tracer_provider=tracer_provider
         )
+        self._run_name = f"invoke_agent {agent_name}" if agent_name else "invoke_agent"
         self._runs: dict[AgentRunContext, _Run] = {}
 
     # -- seams for the application -------------------------------------------------------
@@ -170,8 +173,25 @@ class TracingExtension(AgentExtension):
             self._cancelled(context)  # cancelled before any phase move was announced
 
     def _start_run(self, context: AgentRunContext) -> None:
-        """Start the run's span (a compaction pass, with no input, gets none)."""
+        """Start the run's span (a compaction pass, with no input, gets none).
+
+        The sampler decides here, once per run, on a span started with no attributes: a
+        run it drops (or any run, with no SDK behind the API) withdraws this extension
+        from the request's hooks, so it builds no attributes, child spans or contexts, and
+        the runtime no events for it. Attributes are set only on a recording span.
+        """
         if context.input_message is None and not context.resuming:
+            context.withdraw(self)
+            return
+        metadata = context.metadata
+        parent = parent_context(metadata.get(TRACE_PARENT)) if metadata else None
+        links = span_links(metadata.get(TRACE_LINKS)) if metadata else None
+        trace = otel().trace
+        span = self._tracer.start_span(
+            self._run_name, context=parent, kind=trace.SpanKind.INTERNAL, links=links
+        )
+        if not span.is_recording():
+            context.withdraw(self)  # not sampled, or no SDK: nothing would be recorded
             return
         model = context.model
         attributes: dict[str, Any] = {
@@ -188,16 +208,7 @@ class TracingExtension(AgentExtension):
             attributes["gen_ai.request.model"] = requested
         if context.resuming:
             attributes["zett.run.resumed"] = True
-        metadata = context.metadata
-        parent = parent_context(metadata.get(TRACE_PARENT)) if metadata else None
-        links = span_links(metadata.get(TRACE_LINKS)) if metadata else None
-        name = f"invoke_agent {self.agent_name}" if self.agent_name else "invoke_agent"
-        trace = otel().trace
-        span = self._tracer.start_span(
-            name, context=parent, kind=trace.SpanKind.INTERNAL, attributes=attributes, links=links
-        )
-        if not span.is_recording():
-            return  # not sampled, or no SDK: nothing below would be recorded either
+        span.set_attributes(attributes)
         run = _Run(context.session_id, span, provider, requested)
         run.context = trace.set_span_in_context(span)
         run.token = otel().context.attach(run.context)

@@ -193,14 +193,24 @@ export class ZettClient {
     return this.sendFrame({ type: "cancel" });
   }
 
-  /** Answer the last message again. */
-  regenerate() {
-    return this.sendFrame({ type: "regenerate" });
+  /** Answer a message again: the one at `position` (a history item's), else the last. */
+  regenerate(position = null) {
+    return this.sendFrame(position === null ? { type: "regenerate" } : { type: "regenerate", position });
   }
 
   /** Replace the last message with `content` and answer that. */
   editLast(content) {
     return this.sendFrame({ type: "edit_last", content });
+  }
+
+  /** A new version of the message at `position`, with `content`, answered. */
+  edit(position, content) {
+    return this.sendFrame({ type: "edit", position, content });
+  }
+
+  /** Show version `index` (1-based) of the turn whose message is at `position`. */
+  switchVersion(position, index) {
+    return this.sendFrame({ type: "switch_version", position, index });
   }
 
   // --- host-page tools ---------------------------------------------------------------

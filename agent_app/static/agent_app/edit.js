@@ -1,24 +1,31 @@
 /**
- * Answering the last message again: Regenerate on the last answer, Edit on the last
- * message you sent.
+ * Answering a turn again: Regenerate under every answer, Edit on every message you sent.
  *
- * Both replace the last turn (docs/protocol.md: `regenerate`, `edit_last`): the server keeps
- * the old turn, marked superseded, and starts a run whose `run_started` says from which
- * position the page drops what it shows (`superseded_from`). So nothing changes on the
- * page until that frame arrives; if the server refuses (busy, too large), the editor opens
- * again with the text in it.
+ * Both make a new version of that turn (docs/protocol.md: `regenerate`, `edit`, with the
+ * `position` of the turn's message): the server keeps the old version (`switcher.js`
+ * goes back to it) and starts a run whose `run_started` says from which position the page
+ * drops what it shows (`superseded_from`). So nothing changes on the page until that frame
+ * arrives; if the server refuses (busy, too large), the editor opens again with the text
+ * in it.
  *
- * The buttons are offered only while nothing runs (`refresh`), on the last user message
- * and on the footer of the turn after it.
+ * The buttons are offered only while nothing runs (`refresh`): on each message the server
+ * has stored, and on the footer of the turn that answers it; the last ones are named so.
  */
 import { element } from "./blocks.js";
 
 const MAX_CONTENT_BYTES = 32 * 1024;
 
-function actionButton(label, accessibleName, action) {
+/** The position of a stored message's bubble (null: not known). */
+function positionOf(bubble) {
+  const position = Number(bubble.dataset.position);
+  return Number.isInteger(position) ? position : null;
+}
+
+function actionButton(label, accessibleName, action, last) {
   const button = element("button", "button button--quiet button--small last-action", label);
   button.type = "button";
   button.dataset.action = action;
+  button.dataset.last = String(last);
   button.setAttribute("aria-label", accessibleName);
   return button;
 }
@@ -26,8 +33,9 @@ function actionButton(label, accessibleName, action) {
 export class LastTurnActions {
   /**
    * @param {import("./transcript.js").Transcript} transcript
-   * @param {{regenerate: () => boolean, edit: (content: string) => boolean}} send Each
-   *   sends its frame; false when it could not be sent.
+   * @param {{regenerate: (position: number | null) => boolean,
+   *   edit: (content: string, position: number | null) => boolean}} send Each sends its
+   *   frame for the turn at `position`; false when it could not be sent.
    */
   constructor(transcript, { regenerate, edit }) {
     this.transcript = transcript;
@@ -41,7 +49,7 @@ export class LastTurnActions {
   }
 
   /**
-   * Offer the actions (when `enabled`) on the last message and answer, and only there.
+   * Offer the actions (when `enabled`) on every stored message and the answer to it.
    * Buttons already in their place stay (so one that has the keyboard keeps it).
    */
   refresh(enabled) {
@@ -49,41 +57,63 @@ export class LastTurnActions {
     if (this.editor !== null && !this.editor.sending && (!enabled || !this.editor.bubble.isConnected)) {
       this.closeEditor({ focus: false });
     }
-    const { bubble, meta } = enabled && this.editor === null ? this.targets() : {};
+    const targets = enabled && this.editor === null ? this.targets() : [];
+    const wanted = new Map();
+    for (const target of targets) {
+      wanted.set(target.bubble, { action: "edit", ...target });
+      if (target.meta) {
+        wanted.set(target.meta, { action: "regenerate", ...target });
+      }
+    }
     for (const button of this.transcript.root.querySelectorAll(".last-action")) {
-      const placed = button.dataset.action === "edit" ? bubble : meta;
-      if (!button.disabled && (!placed || !placed.contains(button))) {
+      const host = button.closest(".msg--user, .turn__meta");
+      const want = wanted.get(host);
+      if (!button.disabled && (!want || want.action !== button.dataset.action || String(want.last) !== button.dataset.last)) {
         button.remove();
       }
     }
-    if (bubble && !bubble.querySelector('.last-action[data-action="edit"]')) {
-      const edit = actionButton("Edit", "Edit your last message", "edit");
-      edit.addEventListener("click", () => this.openEditor(bubble));
-      bubble.querySelector(".msg__head").append(edit);
-    }
-    if (meta && !meta.querySelector('.last-action[data-action="regenerate"]')) {
-      const again = actionButton("Regenerate", "Regenerate the last answer", "regenerate");
-      again.title = "Answer the same message again";
-      again.addEventListener("click", () => {
-        if (this.regenerate()) {
-          again.disabled = true;
-          again.textContent = "Regenerating…";
-          this.pending = again;
-        }
-      });
-      meta.append(again);
+    for (const { bubble, meta, last } of targets) {
+      if (!bubble.querySelector('.last-action[data-action="edit"]')) {
+        const name = last ? "Edit your last message" : "Edit this message";
+        const edit = actionButton("Edit", name, "edit", last);
+        edit.addEventListener("click", () => this.openEditor(bubble));
+        bubble.querySelector(".msg__head").append(edit);
+      }
+      if (meta && !meta.querySelector('.last-action[data-action="regenerate"]')) {
+        const name = last ? "Regenerate the last answer" : "Regenerate this answer";
+        const again = actionButton("Regenerate", name, "regenerate", last);
+        again.title = "Answer the same message again";
+        again.addEventListener("click", () => {
+          if (this.regenerate(positionOf(bubble))) {
+            again.disabled = true;
+            again.textContent = "Regenerating…";
+            this.pending = again;
+          }
+        });
+        meta.append(again);
+      }
     }
   }
 
-  /** The last message this page may edit, and the footer of the answer after it. */
+  /**
+   * Each message this page may edit (`bubble`: stored, so it has its position), the
+   * footer of the answer after it (`meta`, when it has one), and whether it is the last.
+   */
   targets() {
-    const items = this.transcript.items;
-    const index = items.findLastIndex((node) => node.matches(".msg--user") && !node.dataset.pending);
-    if (index < 0) {
-      return {};
+    const targets = [];
+    for (const node of this.transcript.items) {
+      if (node.matches(".msg--user")) {
+        if (!node.dataset.pending && node.dataset.position !== undefined) {
+          targets.push({ bubble: node, meta: null, last: false });
+        }
+      } else if (node.matches(".turn") && targets.length) {
+        targets.at(-1).meta = node.querySelector(".turn__meta") ?? targets.at(-1).meta;
+      }
     }
-    const turn = items.slice(index + 1).findLast((node) => node.matches(".turn"));
-    return { bubble: items[index], meta: turn?.querySelector(".turn__meta") ?? null };
+    if (targets.length) {
+      targets.at(-1).last = true;
+    }
+    return targets;
   }
 
   openEditor(bubble) {
@@ -144,7 +174,7 @@ export class LastTurnActions {
       editor.hint.textContent = `This is ${Math.ceil(bytes / 1024)} KiB; the limit is 32 KiB.`;
       return;
     }
-    if (!this.edit(content)) {
+    if (!this.edit(content, positionOf(editor.bubble))) {
       editor.hint.textContent = "Not connected; try again when the connection is back.";
       return;
     }

@@ -17,6 +17,7 @@ import { cutOffText } from "./events.js";
 import { staffMessage } from "./people.js";
 import { parseTime } from "./time.js";
 import { addUsage } from "./usage.js";
+import { showVersions } from "./versions.js";
 
 const TRUNCATED_TEXT = "This message is too long to show here in full; it is stored whole.";
 /** Run states after which a turn is over and gets its footer. */
@@ -101,6 +102,9 @@ class HistoryRenderer {
     });
     if (item.content_truncated) {
       bubble.append(this.truncatedNote());
+    }
+    if (item.versions) {
+      showVersions(bubble, item.versions);
     }
   }
 

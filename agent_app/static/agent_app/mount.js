@@ -47,6 +47,7 @@ import { People } from "./people.js";
 import { keepTimesFresh, parseTime } from "./time.js";
 import { Transcript } from "./transcript.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
+import { VersionSwitcher } from "./switcher.js";
 import { ReplyWidgets } from "./widgets.js";
 
 const TITLE_LENGTH = 80;
@@ -130,9 +131,10 @@ export function mount(where, options = {}) {
     onUsage: (usage) => sessionTotalKnown || showSessionUsage(addUsage(sessionUsage, usage)),
   });
   const lastTurn = new LastTurnActions(transcript, {
-    regenerate: () => replaceLastTurn(null),
-    edit: (content) => replaceLastTurn(content),
+    regenerate: (position) => replaceLastTurn(null, position),
+    edit: (content, position) => replaceLastTurn(content, position),
   });
+  const versions = new VersionSwitcher(transcript, send);
   const tray = attachmentTray(ui.composer, {
     uploadUrl: options.attachmentsUrl ?? "",
     assistant: options.assistant ?? "",
@@ -218,6 +220,7 @@ export function mount(where, options = {}) {
     ui.send.disabled = !client.isOpen || problem() !== "";
     // Offline they stay: pressed then, they say nothing was sent, and keep the keyboard.
     lastTurn.refresh(!active);
+    versions.refresh(!active);
   }
 
   function showTitle(text) {
@@ -270,9 +273,9 @@ export function mount(where, options = {}) {
     return true;
   }
 
-  /** Answer the last message again (`content` null), or an edited version of it. */
-  function replaceLastTurn(content) {
-    if (!outbox.replace(content)) {
+  /** Answer a message again (`content` null), or an edited version (`position` null: the last). */
+  function replaceLastTurn(content, position = null) {
+    if (!outbox.replace(content, position)) {
       return false;
     }
     updateMode();
@@ -340,6 +343,11 @@ export function mount(where, options = {}) {
   client.on("history_page", (frame) => {
     rememberRuns(frame.runs);
     paging.received(frame, runs);
+  });
+  client.on("branch_switched", (frame) => {
+    versions.switched(frame, { runs, paging, live: liveRunId !== null });
+    maxPosition = Math.max(frame.position - 1, ...(frame.messages ?? []).map((item) => item.position ?? -1));
+    updateMode();
   });
   client.on("error", handleError);
   client.on("budget", (frame) => budget.received(frame));
@@ -543,7 +551,9 @@ export function mount(where, options = {}) {
     const text =
       frame.code === "budget_exceeded" ? budget.refusalText() : (ERROR_TEXT[frame.code] ?? "Something went wrong.");
     notices.show(text, { detail: frame.message || "", key: `error-${frame.code}` });
-    if (GIVE_BACK_CODES.has(frame.code)) {
+    if (versions.pending !== null && (frame.code === "busy" || frame.code === "bad_frame")) {
+      versions.refused(); // a switch was refused: nothing of the outbox was
+    } else if (GIVE_BACK_CODES.has(frame.code)) {
       outbox.refused(frame.code);
       updateMode();
     }

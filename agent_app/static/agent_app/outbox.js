@@ -3,7 +3,7 @@
  *
  * Each entry is a `message` (shown at once as a pending bubble, taken when its
  * `run_started` arrives), a `steer` (taken by its `external_event_result`), or a `replace`
- * (`regenerate` / `edit_last`, taken by the `run_started` of its run). When the server
+ * (`regenerate` / `edit`, taken by the `run_started` of its run). When the server
  * refuses one (`busy`, `rate_limited`, `too_large`, `not_running`, `bad_frame`), or a
  * dropped link lost it, it is given back: a message's bubble goes and its text returns to
  * the composer, as does a steer's; an edit returns to its editor.
@@ -68,9 +68,13 @@ export class Outbox {
     return true;
   }
 
-  /** Answer the last message again (`content` null), or an edited version of it. */
-  replace(content) {
-    const frame = content === null ? { type: "regenerate" } : { type: "edit_last", content };
+  /**
+   * Answer the message at `position` again (`content` null), or an edited version of it
+   * (`position` null: the last message).
+   */
+  replace(content, position = null) {
+    const at = position === null ? {} : { position };
+    const frame = content === null ? { type: "regenerate", ...at } : { type: position === null ? "edit_last" : "edit", ...at, content };
     if (!this.send(frame)) {
       return false;
     }

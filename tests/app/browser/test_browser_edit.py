@@ -1,8 +1,8 @@
 """Answering the last message again: Regenerate on the last answer, Edit on the last message.
 
 The replaced turn leaves the page (every tab's) when the new run starts, and stays out after
-a reload; the server keeps it, marked superseded. The buttons are on the last message and
-answer only, and only while nothing runs.
+a reload; the server keeps it as an earlier version (test_browser_versions.py switches to
+it). The last message and answer have buttons named so; none is offered while a run goes.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ TWO_LAYOUTS = pytest.mark.parametrize(
 
 def superseded_rows(server: LiveServer, session_id: str) -> list[tuple]:
     return server.rows(
-        "SELECT role, superseded FROM agent_app_chatmessage WHERE session_id = ? ORDER BY position",
+        "SELECT role, superseded FROM agent_app_chatmessage WHERE session_id = ? ORDER BY id",
         session_id.replace("-", ""),
     )
 
@@ -109,7 +109,7 @@ def test_edit_replaces_the_last_message_and_its_answer(
     assert transcript_snapshot(page) == before
 
 
-def test_edit_and_regenerate_are_offered_on_the_last_turn_only_and_not_while_it_runs(
+def test_edit_and_regenerate_are_named_for_the_last_turn_and_not_offered_while_it_runs(
     page: Page, scripted_server: LiveServer
 ) -> None:
     open_new_chat(page, scripted_server)

@@ -335,7 +335,14 @@ async def test_rows_superseded_under_a_new_version_are_gone_from_the_next_reques
     await sync_to_async(supersede_first_turn)()
     await agent.run("two", config=AgentRunConfig(session_id))
     assert conversation(model.requests[1].messages) == [("user", "two")]
-    assert [r.position for r in await stored(session_id)] == [0, 1, 2, 3]
+    # The hidden turn keeps its rows; the shown path starts again at position 0.
+    rows = sorted(await stored(session_id), key=lambda row: row.pk)
+    assert [(r.position, r.superseded) for r in rows] == [
+        (0, True),
+        (1, True),
+        (0, False),
+        (1, False),
+    ]
 
 
 async def test_writing_to_a_session_whose_row_is_gone_fails_the_request(session_id):

@@ -167,6 +167,7 @@ def test_outbound_frames_dump_to_the_documented_shapes():
         "kind": "message",
         "resumed_from": None,
         "position": 0,
+        "message_id": None,
         "superseded_from": None,
         "created_at": "2026-11-30T12:00:00Z",
         "attachments": [],

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("agent_app", "0017_note_to_the_example_site")]
+    dependencies = [("agent_app", "0019_pageless_runs")]
 
     operations = [
         migrations.AddField(

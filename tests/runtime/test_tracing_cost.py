@@ -1,0 +1,150 @@
+"""A run the sampler drops costs the tracing extension one decision, and the runtime no
+events; ``AgentRunContext.withdraw`` leaves an extension out of one request only."""
+
+from __future__ import annotations
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+from opentelemetry.trace import NoOpTracerProvider
+
+from tests.runtime.support import ProbeModel, answer, call, calls, collect
+from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent.extensions.base import AgentExtension
+from zett_agent.extensions.events import PhaseTransitionEvent
+from zett_agent.extensions.tracing import TracingExtension
+from zett_agent.phases import AgentPhase
+from zett_agent.tools.base import tool
+
+SESSION = "chat-7"
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Guidelines:
+        - Use to add.
+    """
+    return a + b
+
+
+class Switch(Sampler):
+    """Samples the runs it is told to."""
+
+    def __init__(self) -> None:
+        self.sample = False
+
+    def should_sample(self, parent_context, trace_id, name, *args, **kwargs):
+        decision = Decision.RECORD_AND_SAMPLE if self.sample else Decision.DROP
+        return SamplingResult(decision)
+
+    def get_description(self) -> str:
+        return "Switch"
+
+
+class CountingTracing(TracingExtension):
+    """The tracing extension, counting the hook calls it gets."""
+
+    def __init__(self, **options) -> None:
+        super().__init__("helper", **options)
+        self.calls: dict[str, int] = {}
+
+    def _count(self, hook: str) -> None:
+        self.calls[hook] = self.calls.get(hook, 0) + 1
+
+    async def on_event(self, context, event) -> None:
+        self._count("on_event")
+        await super().on_event(context, event)
+
+    async def after_model(self, context, response) -> None:
+        self._count("after_model")
+        await super().after_model(context, response)
+
+    async def after_tool(self, context, call, result, error) -> None:
+        self._count("after_tool")
+        await super().after_tool(context, call, result, error)
+
+
+class Listener(AgentExtension):
+    """Every phase another extension's ``on_event`` sees."""
+
+    def __init__(self) -> None:
+        self.phases: list[AgentPhase] = []
+
+    async def on_event(self, context, event) -> None:
+        if isinstance(event, PhaseTransitionEvent):
+            self.phases.append(event.current_phase)
+
+
+def tool_run_model() -> ProbeModel:
+    return ProbeModel(calls(call("add", "call-1", a=1, b=2)), answer("three"))
+
+
+async def test_a_dropped_run_is_one_decision_and_no_further_hook_call(exporter):
+    switch = Switch()
+    provider = TracerProvider(sampler=switch)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = CountingTracing(tracer_provider=provider)
+    model = ProbeModel(
+        calls(call("add", "call-1", a=1, b=2)),
+        answer("three"),
+        calls(call("add", "call-2", a=2, b=2)),
+        answer("four"),
+    )
+    agent = await Agent.create(model, tools=[add], extensions=[tracing])
+
+    await collect(agent, "1+2?", config=AgentRunConfig(session_id=SESSION))
+    assert tracing.calls == {"on_event": 1}  # LOADING_CONTEXT: the sampler said no
+    assert exporter.get_finished_spans() == ()
+
+    switch.sample = True  # the next run of the same agent is recorded in full
+    tracing.calls.clear()
+    await collect(agent, "2+2?", config=AgentRunConfig(session_id=SESSION))
+    assert tracing.calls["after_model"] == 2
+    assert tracing.calls["after_tool"] == 1
+    assert tracing.calls["on_event"] > 1
+    names = sorted(span.name for span in exporter.get_finished_spans())
+    assert names == ["chat", "chat", "execute_tool add", "invoke_agent helper"]
+
+
+async def test_with_no_sdk_every_run_is_one_decision():
+    tracing = CountingTracing(tracer_provider=NoOpTracerProvider())
+    agent = await Agent.create(tool_run_model(), tools=[add], extensions=[tracing])
+    await collect(agent, "1+2?", config=AgentRunConfig(session_id=SESSION))
+    assert tracing.calls == {"on_event": 1}
+
+
+async def test_other_listeners_still_see_every_phase_of_a_dropped_run():
+    listener = Listener()
+    tracing = CountingTracing(tracer_provider=NoOpTracerProvider())
+    agent = await Agent.create(tool_run_model(), tools=[add], extensions=[listener, tracing])
+    await collect(agent, "1+2?", config=AgentRunConfig(session_id=SESSION))
+    assert tracing.calls == {"on_event": 1}
+    assert listener.phases[0] is AgentPhase.LOADING_CONTEXT
+    assert AgentPhase.RUNNING_TOOL in listener.phases
+    assert listener.phases[-1] is AgentPhase.COMPLETED
+
+
+async def test_withdraw_leaves_an_extension_out_of_one_request_only():
+    class Quitter(AgentExtension):
+        def __init__(self) -> None:
+            self.seen: list[list[str]] = []
+
+        async def before_run(self, context) -> None:
+            self.seen[-1].append("before_run")
+            if len(self.seen) == 1:
+                context.withdraw(self)
+
+        async def after_model(self, context, response) -> None:
+            self.seen[-1].append("after_model")
+
+        async def after_run(self, context, final) -> None:
+            self.seen[-1].append("after_run")
+
+    quitter = Quitter()
+    agent = await Agent.create(ProbeModel(answer("one"), answer("two")), extensions=[quitter])
+    for text in ("first", "second"):
+        quitter.seen.append([])
+        await collect(agent, text, config=AgentRunConfig(session_id=SESSION))
+    assert quitter.seen == [["before_run"], ["before_run", "after_model", "after_run"]]
