@@ -8,6 +8,9 @@ seconds, job)`` runs ``job()`` at start-up and then every ``seconds()`` (read an
 round, so a setting changed in a test takes effect), one job at a time, a failing round
 logged and retried at the next. ``close`` cancels the loop and waits for it.
 
+It also runs, once per process, every loop the app registered for its workers
+(``agent_app.worker_loops``: webhook deliveries, the scheduler).
+
 The one job it has from the start is the **sweep** (``sweep``): every
 ``ZETT_SWEEP_SECONDS`` it reads the runs stored as ``running`` and, for each one no worker
 holds the lease of, settles its session as a socket joining it would
@@ -34,7 +37,7 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
-from agent_app import conf
+from agent_app import conf, worker_loops
 from agent_app.models import ChatRun, RunStatus
 from agent_app.sessions import shutdown
 
@@ -67,9 +70,14 @@ class Background:
             self._tasks.append(self._spawn(name, seconds, job))
 
     def start(self) -> None:
-        """Start the jobs on the running loop (once; a second call does nothing)."""
+        """Start the jobs on the running loop, and every loop the app registered for its
+        workers (``agent_app.worker_loops``: webhook deliveries, schedules), once."""
         if not self._tasks:
             self._tasks = [self._spawn(*entry) for entry in self._jobs]
+            for name, loop in worker_loops.registered():
+                self._tasks.append(
+                    asyncio.create_task(_forever(name, loop()), name=f"zett-loop-{name}")
+                )
 
     @property
     def running(self) -> bool:
@@ -97,6 +105,16 @@ class Background:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks)
+
+
+async def _forever(name: str, run: Callable[[], Awaitable[None]]) -> None:
+    """A registered loop, until cancelled; a crash is logged (it is not restarted)."""
+    try:
+        await run()
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        logger.exception("The worker loop %s stopped", name)
 
 
 def _running_runs() -> list[tuple[str, str]]:

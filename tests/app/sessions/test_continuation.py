@@ -439,7 +439,20 @@ async def test_the_lifespan_of_an_asgi_server_starts_the_sweep():
     async def send(message: dict) -> None:
         sent.append(message)
 
-    await asyncio.wait_for(lifespan_application()({"type": "lifespan"}, receive, send), 10)
+    from agent_app import worker_loops
+
+    ran = asyncio.Event()
+
+    async def probe() -> None:  # a loop the app registered for every worker
+        ran.set()
+        await asyncio.Event().wait()
+
+    worker_loops.register("test-probe", lambda: probe)
+    try:
+        await asyncio.wait_for(lifespan_application()({"type": "lifespan"}, receive, send), 10)
+        await asyncio.wait_for(ran.wait(), 10)
+    finally:
+        worker_loops._loops.pop("test-probe", None)
     assert [m["type"] for m in sent] == [
         "lifespan.startup.complete",
         "lifespan.shutdown.complete",
