@@ -164,7 +164,7 @@ class ChatMessageInline(admin.TabularInline):
 class ChatRunInline(admin.TabularInline):
     model = ChatRun
     ordering = ["started_at"]
-    fields = ["request_id", "status", "kind", "started_at", "ended_at", "error_message"]
+    fields = ["request_id", "status", "kind", "attempts", "started_at", "ended_at", "error_message"]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -299,7 +299,16 @@ class ChatMessageAdmin(admin.ModelAdmin):
 
 @admin.register(ChatRun)
 class ChatRunAdmin(admin.ModelAdmin):
-    list_display = ["request_id", "session", "status", "kind", "started_at", "ended_at", "worker"]
+    list_display = [
+        "request_id",
+        "session",
+        "status",
+        "kind",
+        "attempts",
+        "started_at",
+        "ended_at",
+        "worker",
+    ]
     list_filter = ["status", "kind", "started_at"]
     search_fields = ["request_id", "resumed_from", "session__id", "session__title", "trace_context"]
     list_select_related = ["session"]

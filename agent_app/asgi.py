@@ -28,7 +28,7 @@ from typing import Any
 from channels.auth import AuthMiddleware
 from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionMiddleware
 
-__all__ = ["SocketSessionMiddleware", "websocket_application"]
+__all__ = ["SocketSessionMiddleware", "lifespan_application", "websocket_application"]
 
 
 class SocketSessionMiddleware(SessionMiddleware):
@@ -46,11 +46,15 @@ def websocket_application(*, check_settings: bool = True) -> Any:
     from agent_app.guard.origins import OriginValidator
     from agent_app.routing import websocket_urlpatterns
     from agent_app.script_prefix import ScriptPrefixMiddleware
+    from agent_app.sessions.background import install_with_server
+    from agent_app.sessions.registry import start_background
     from agent_app.tokens import BearerTokenMiddleware
     from agent_app.unrouted import QuietURLRouter
 
     if check_settings:
         raise_on_invalid_settings()
+    # In a daphne server, the worker's background loop (the sweep) starts with the server.
+    install_with_server(start_background)
     return OriginValidator(
         CookieMiddleware(
             SocketSessionMiddleware(
@@ -62,3 +66,24 @@ def websocket_application(*, check_settings: bool = True) -> Any:
             )
         )
     )
+
+
+def lifespan_application() -> Any:
+    """The ASGI ``lifespan`` application: a server that speaks it (uvicorn) starts this
+    worker's background loop with itself (``agent_app.sessions.background``: the sweep that
+    continues runs whose worker died). Daphne does not speak it; there the loop starts with
+    the server anyway (``websocket_application``)."""
+
+    async def lifespan(scope: Any, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                from agent_app.sessions.registry import start_background
+
+                start_background()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    return lifespan

@@ -129,6 +129,7 @@ def check_reply_timeout(app_configs: Any = None, **kwargs: Any) -> list[Error]:
         ("ZETT_BROWSER_TOOL_TIMEOUT", 0, False),
         ("ZETT_LEASE_SECONDS", 0, True),
         ("ZETT_SHUTDOWN_GRACE", 0, False),
+        ("ZETT_SWEEP_SECONDS", 0, True),
     ):
         value = conf.setting(name)
         number = not isinstance(value, bool) and isinstance(value, int | float)
@@ -249,6 +250,7 @@ _TYPED: tuple[tuple[str, tuple[type, ...], bool, float | None], ...] = (
     ("ZETT_OTEL", (bool,), False, None),
     ("ZETT_OTEL_CONTENT", (bool,), False, None),
     ("ZETT_METRICS_TOKEN", (str,), False, None),
+    ("ZETT_RUN_ATTEMPTS", (int,), False, 1),
     ("ZETT_SUPPORT_HOURS", (str,), True, None),
 )
 

@@ -73,6 +73,12 @@ DEFAULTS: dict[str, Any] = {
     "ZETT_GRACEFUL_SHUTDOWN": True,
     #: ...for at most this many seconds.
     "ZETT_SHUTDOWN_GRACE": 25.0,
+    #: Workers a run may have: a run whose worker died is continued by another until this
+    #: many have run it, then it ends ``interrupted``.
+    "ZETT_RUN_ATTEMPTS": 3,
+    #: Seconds between two sweeps for runs whose worker died and nobody watches (each
+    #: worker's background loop, ``agent_app.sessions.background``).
+    "ZETT_SWEEP_SECONDS": 5.0,
     #: Updating an API token's ``last_used`` at most this often (seconds).
     "ZETT_TOKEN_TOUCH_SECONDS": 60,
     #: Most bytes a socket may leave unread before it is dropped (close code 4408).

@@ -262,6 +262,13 @@ class ChatRun(models.Model):
     #: The W3C traceparent of the run's span (with tracing on): a continuation run on any
     #: worker links to it, and its waits' spans are its children.
     trace_context = models.CharField(max_length=64, blank=True)
+    #: How many workers ran it: 1, plus one for each continuation after its worker died
+    #: (``agent_app.durable.continuation``).
+    attempts = models.PositiveSmallIntegerField(default=1)
+    #: The last call this run started of a tool that must not run twice (neither
+    #: ``idempotent`` nor ``atomic``): if the run's worker dies before its result is stored,
+    #: the continuation closes it as "may or may not have completed" instead of running it.
+    started_call = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-started_at"]

@@ -20,6 +20,9 @@ object on stdout.
   in turn, ``--repeats`` rounds; prints each one's median and p95 in milliseconds.
 - ``runs``: for each session, its runs (``request_id``, ``status``) and its messages
   (``position``, ``role``, ``request_id``, content length), oldest first.
+- ``crash``: for each session, its runs (``request_id``, ``status``, ``attempts``), its
+  user messages' count, its answers' lengths by run, and its notes' titles
+  (``bench.crash_stress``); also how many runs are still ``running`` anywhere.
 """
 
 from __future__ import annotations
@@ -163,6 +166,37 @@ def runs(session_ids: list[str]) -> dict:
     return found
 
 
+def crash(session_ids: list[str]) -> dict:
+    from agent_app.models import ChatMessage, ChatRun
+    from zett_site.models import Note
+
+    found: dict = {
+        "running": ChatRun.objects.filter(status="running").count(),
+        "paused": ChatRun.objects.filter(status="paused").count(),
+    }
+    for session_id in session_ids:
+        rows = ChatMessage.objects.filter(session_id=session_id, superseded=False)
+        found[session_id] = {
+            "runs": [
+                [run.request_id, run.status, run.attempts]
+                for run in ChatRun.objects.filter(session_id=session_id).order_by("started_at")
+            ],
+            "user_messages": rows.filter(role="user").count(),
+            "answers": [
+                [row.request_id, len(row.content) if isinstance(row.content, str) else -1]
+                for row in rows.filter(role="assistant", tool_calls=[]).order_by("position")
+            ],
+            "tool_results": [
+                [row.request_id, row.success]
+                for row in rows.filter(role="tool").order_by("position")
+            ],
+            "notes": list(
+                Note.objects.filter(session_id=session_id).values_list("title", flat=True)
+            ),
+        }
+    return found
+
+
 def snapshots(session_ids: list[str], repeats: int) -> dict:
     import statistics
     import time
@@ -193,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     fill.add_argument("--spec", required=True, help="JSON list of {messages, chars}")
     read = commands.add_parser("runs")
     read.add_argument("sessions", nargs="+")
+    crashed = commands.add_parser("crash")
+    crashed.add_argument("sessions", nargs="*")
     timed = commands.add_parser("snapshots")
     timed.add_argument("--repeats", type=int, default=200)
     timed.add_argument("sessions", nargs="+")
@@ -200,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     _setup()
     if args.command == "populate":
         result = populate(args.cookie, json.loads(args.spec))
+    elif args.command == "crash":
+        result = crash(args.sessions)
     elif args.command == "snapshots":
         result = snapshots(args.sessions, args.repeats)
     else:

@@ -13,11 +13,13 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 
-from agent_app.asgi import websocket_application  # noqa: E402
+from agent_app.asgi import lifespan_application, websocket_application  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": websocket_application(),
+        # uvicorn: the worker's background loop (the sweep) starts with the server.
+        "lifespan": lifespan_application(),
     }
 )

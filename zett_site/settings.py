@@ -172,8 +172,10 @@ ZETT_REDIS_URL = _REDIS_URL or None
 ZETT_LEASE_SECONDS = float(os.environ.get("ZETT_LEASE_SECONDS", "10"))
 #: On SIGTERM, stop taking runs and let those going finish (``agent_app.sessions.shutdown``)...
 ZETT_GRACEFUL_SHUTDOWN = _env_bool("ZETT_GRACEFUL_SHUTDOWN", default=True)
-#: ...for at most this many seconds; the rest are paused (waiting) or interrupted.
+#: ...for at most this many seconds; the rest are paused (waiting) or handed over.
 ZETT_SHUTDOWN_GRACE = float(os.environ.get("ZETT_SHUTDOWN_GRACE", "25"))
+#: Workers a run may have: one whose worker died is continued until this many ran it.
+ZETT_RUN_ATTEMPTS = int(os.environ.get("ZETT_RUN_ATTEMPTS", "3"))
 #: redis-py's read timeout; the pub/sub layer reads with short timeouts of its own.
 REDIS_SOCKET_TIMEOUT = 15
 #: ``pubsub`` (the default) or ``core``: which of channels_redis's layers carries the

@@ -20,7 +20,6 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from channels.db import database_sync_to_async
 from pydantic import Field
 
 from zett_agent.tools.base import AgentTool, current_run_context, tool
@@ -162,7 +161,7 @@ def format_number(value: Fraction) -> str:
     return f"{value.numerator}/{value.denominator} (≈ {shown})"
 
 
-@tool
+@tool(idempotent=True)
 def calculate(expression: Annotated[str, Field(min_length=1, max_length=MAX_EXPRESSION_LENGTH)]):
     """Evaluate an arithmetic expression exactly.
 
@@ -180,7 +179,7 @@ def calculate(expression: Annotated[str, Field(min_length=1, max_length=MAX_EXPR
     return format_number(evaluate(expression))
 
 
-@tool
+@tool(idempotent=True)
 def current_time(timezone: str | None = None) -> str:
     """Tell the current date and time.
 
@@ -207,8 +206,8 @@ def current_time(timezone: str | None = None) -> str:
     return f"{now.isoformat(timespec='seconds')} ({now.tzname()}, {now:%A %d %B %Y})"
 
 
-@tool
-async def save_note(
+@tool(atomic=True)
+def save_note(
     title: Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")],
     text: Annotated[str, Field(min_length=1, max_length=10_000, pattern=r"\S")],
 ) -> str:
@@ -225,9 +224,9 @@ async def save_note(
         - Use only when the user asks to save, keep or remember something.
         - The user must approve each note; if they deny it, say so and do not retry.
     """
-    note = await database_sync_to_async(_store_note)(
-        current_run_context().session_id, title.strip(), text
-    )
+    # Atomic: the note and the record of this call's result commit together, so after a
+    # crash the note exists exactly once.
+    note = _store_note(current_run_context().session_id, title.strip(), text)
     return f"Saved note #{note.pk}: {note.title}"
 
 

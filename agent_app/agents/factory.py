@@ -35,6 +35,7 @@ from agent_app.attachments.reading import has_documents, noted_documents, read_a
 from agent_app.attachments.tool import read_attachment_tool
 from agent_app.budgets import BUDGETS
 from agent_app.current import current_chat
+from agent_app.durable.atomic import AtomicToolsExtension
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
 from agent_app.people.tool import handoff_tools
@@ -68,6 +69,8 @@ async def _record_execution(context: AgentRunContext, call: ToolCall) -> None:
 
 
 _GUIDELINES = ToolGuidelinesExtension()
+#: Runs ``@tool(atomic=True)`` tools in a transaction that stores their result (stateless).
+_ATOMIC = AtomicToolsExtension()
 #: Attachments reach the model from storage, read when each request is built, and only the
 #: files of the chat the run is in (the reader looks them up by the run's session id).
 _READER = database_sync_to_async(read_attachment_file)
@@ -219,7 +222,8 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
         config=AgentRunConfig(session_id=session_id),
         system_prompt=assistant.get_instructions(chat),
         tools=[*assistant.get_tools(), *handoff_tools(assistant.handoff)],
-        extensions=_extensions(assistant, OrmPersistenceExtension()),
+        # The chat's own agent: its atomic tools commit with their results in its rows.
+        extensions=[_ATOMIC, *_extensions(assistant, OrmPersistenceExtension())],
     )
     _SERVES[agent] = assistant.id
     return agent

@@ -2,9 +2,9 @@
 
 A ``RunEncoder`` is fed the frames every socket of a chat receives (``run_started``,
 ``agent_event``, ``reply_accepted``, ``run_failed``, ``run_cancelled``, ``run_interrupted``,
-``run_paused``; docs/protocol.md), in ``seq`` order, and answers each with the AG-UI events
-it becomes (``SseEvent``: the event and its SSE ``id``). Frames for one socket only (``pong``,
-``external_event_result`` …) become nothing.
+``run_paused``, ``run_continued``; docs/protocol.md), in ``seq`` order, and answers each
+with the AG-UI events it becomes (``SseEvent``: the event and its SSE ``id``). Frames for
+one socket only (``pong``, ``external_event_result`` …) become nothing.
 
 **Everything is derived from the frames**, never from the encoder's own counters, so the
 same frames give the same events whoever encodes them, live or from the replay buffer, on
@@ -32,7 +32,10 @@ run: its ``RUN_STARTED`` names the paused one in ``parentRunId``. It asks again 
 it runs with the answers it has: a wait answered already (its ``reply_accepted`` was seen,
 or the caller names it in ``answered``) is only a ``CUSTOM`` event, no interrupt. A run
 whose end never came (its process died unseen) is ended with ``RUN_ERROR``
-``interrupted`` when the next run starts.
+``interrupted`` when the next run starts. A run continued on another worker after its
+own died (``run_continued``) stays the same AG-UI run: the message that was streaming is
+ended, ``CUSTOM`` ``zett.run_continued`` says so, and the events go on with the same
+``runId``; approvals answered before are never asked again as interrupts.
 
 **Re-attaching after ``seq`` N** (``after_seq=N``): the encoder is fed the run's frames
 from its ``run_started`` — those numbered up to N to learn where the run stood, the rest to
@@ -239,7 +242,18 @@ class RunEncoder:
             return self._finish({"type": "cancelled"})
         if kind == "run_paused":
             return self._paused(frame.get("pending") or [])
+        if kind == "run_continued":
+            return self._continued(frame)
         return []
+
+    def _continued(self, frame: dict[str, Any]) -> list[dict[str, Any]]:
+        """The run goes on after its worker stopped (same ``runId``): what was streaming is
+        ended (the model writes that step again), then ``CUSTOM`` ``zett.run_continued``."""
+        out = self._open_segment()
+        out += [*self._close_text(), *self._close_reasoning()]
+        self._turn_calls, self._turn_text = {}, None
+        value = {key: frame[key] for key in frame if key not in ("type", "seq")}
+        return [*out, _custom("run_continued", value)]
 
     def _run_started(self, frame: dict[str, Any]) -> list[dict[str, Any]]:
         request_id = frame.get("request_id")

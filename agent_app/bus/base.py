@@ -43,6 +43,9 @@ class Marker(StrEnum):
     UNKEPT = "unkept"
     #: Not a frame: the owner merged its replay buffer, the stream is rewritten.
     REWRITE = "rewrite"
+    #: Not a frame: the owner hands the run over (it shuts down) and lets its lease go
+    #: now: a worker following the run continues it at once (``sessions.follower``).
+    HANDOVER = "handover"
 
 
 @dataclass(frozen=True, slots=True)

@@ -160,7 +160,9 @@ def snapshot(session_id: str, *, active_request_id: str | None) -> dict[str, Any
     """The fields of a ``session`` frame (without ``session_id`` and ``last_seq``).
 
     The active run's own messages are left out: the replay that follows the frame
-    rebuilds that run from its first frame.
+    rebuilds that run from its first frame — unless the run is a continuation after its
+    worker died (``replayed_from_start``): its replay starts at ``run_continued``, so what
+    it stored before is history.
     """
     session = (
         ChatSession.objects.filter(pk=session_id)
@@ -184,7 +186,7 @@ def snapshot(session_id: str, *, active_request_id: str | None) -> dict[str, Any
         before=None,
         limit=limit,
         budget=SESSION_FRAME_BUDGET,
-        exclude_request=active_request_id,
+        exclude_request=replayed_from_start(active_request_id),
     )
     return {
         "title": session.title,
@@ -213,6 +215,15 @@ def _usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
     }
 
 
+def replayed_from_start(active_request_id: str | None) -> str | None:
+    """The active run if its replay starts at its ``run_started`` (its messages are left
+    out of history); None for a continued run, whose replay starts at ``run_continued``."""
+    if active_request_id is None:
+        return None
+    continued = ChatRun.objects.filter(request_id=active_request_id, attempts__gt=1).exists()
+    return None if continued else active_request_id
+
+
 def page_before(
     session_id: str, position: int, limit: int, *, active_request_id: str | None
 ) -> dict[str, Any]:
@@ -222,7 +233,7 @@ def page_before(
         before=position,
         limit=limit,
         budget=PAGE_FRAME_BUDGET,
-        exclude_request=active_request_id,
+        exclude_request=replayed_from_start(active_request_id),
     )
     return {"messages": items, "runs": _runs_of(session_id, items), "has_more": has_more}
 

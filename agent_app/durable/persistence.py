@@ -46,10 +46,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from channels.db import database_sync_to_async
 
-from agent_app.durable.store import RowMeta, append_rows, restore_history
+from agent_app.durable.store import RowMeta, append_rows, restore_history, update_tool_result
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import MessageAppendedEvent, RunCancelledEvent
-from zett_agent.messages import AssistantMessage, SystemMessage, UserMessage
+from zett_agent.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
 from zett_agent.model import ModelEventType
 from zett_agent.serialization import usage_to_dict
 
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RUN_SEAMS",
+    "STORED_ATTRIBUTE",
     "OrmPersistenceExtension",
     "RunSeams",
     "shielded",
@@ -68,6 +69,9 @@ __all__ = [
 
 #: The one request-metadata key of this extension: its value is a ``RunSeams``.
 RUN_SEAMS = "zett.run_seams"
+#: A tool result's attribute: its row was stored with the tool's own writes, in one
+#: transaction (``agent_app.durable.atomic``): not written again here.
+STORED_ATTRIBUTE = "stored_with_effects"
 
 
 @dataclass(slots=True)
@@ -88,6 +92,10 @@ class RunSeams:
     #: A list the caller stores with the run's end; a final answer goes there (with its
     #: row's metadata) instead of being written by ``after_model``.
     at_end: list[tuple[AssistantMessage, RowMeta]] | None = None
+    #: Set when the run is handed over to another worker: from then on nothing is written
+    #: (not the cancelled calls, not the partial answer); the run goes on elsewhere from
+    #: what was stored before (``agent_app.durable.continuation``).
+    frozen: bool = False
 
     def metadata(self) -> dict[str, Any]:
         """The request metadata that hands these seams over."""
@@ -150,6 +158,12 @@ class _Request:
     answer: AssistantMessage | None = None
     #: The caller's ``RunSeams.at_end`` list, if it handed one over.
     at_end: list[tuple[AssistantMessage, RowMeta]] | None = None
+    #: The caller's seams (``frozen``: write nothing more).
+    seams: RunSeams | None = None
+
+    @property
+    def frozen(self) -> bool:
+        return self.seams is not None and self.seams.frozen
 
 
 class OrmPersistenceExtension(AgentExtension):
@@ -180,6 +194,7 @@ class OrmPersistenceExtension(AgentExtension):
             streamed=[] if streamed is None else streamed,
             watch_stream=streamed is None,
             at_end=seams.at_end,
+            seams=seams,
         )
         # One copy of the references, no work per message: a turn's cost does not grow
         # with the length of the conversation (``agent_app.durable.store`` keeps it validated).
@@ -201,7 +216,7 @@ class OrmPersistenceExtension(AgentExtension):
 
     async def after_model(self, context: AgentRunContext, response: ModelResponse) -> None:
         state = self._requests.get(context.request_id)
-        if state is None or state.answer is None:
+        if state is None or state.answer is None or state.frozen:
             return
         answer, state.answer = state.answer, None
         meta = RowMeta()
@@ -220,6 +235,10 @@ class OrmPersistenceExtension(AgentExtension):
         state = self._requests.get(context.request_id)
         if state is None:
             return
+        if state.frozen:
+            if isinstance(event, RunCancelledEvent):
+                self._requests.pop(context.request_id, None)
+            return
         if isinstance(event, MessageAppendedEvent):
             message = event.message
             if not message.persist or isinstance(message, SystemMessage):
@@ -227,6 +246,10 @@ class OrmPersistenceExtension(AgentExtension):
             if message is state.input_message and state.input_stored:
                 return
             await self._flush(context, state)
+            if isinstance(message, ToolMessage) and STORED_ATTRIBUTE in message.attributes:
+                # Stored with the tool's own writes (``agent_app.durable.atomic``).
+                await _refresh_stored(context.session_id, message)
+                return
             if isinstance(message, AssistantMessage):
                 state.streamed.clear()  # the answer landed: nothing of it is partial any more
                 if state.calling:
@@ -244,12 +267,12 @@ class OrmPersistenceExtension(AgentExtension):
 
     async def on_success(self, context: AgentRunContext, result: AssistantMessage) -> None:
         state = self._requests.pop(context.request_id, None)
-        if state is not None:
+        if state is not None and not state.frozen:
             await self._flush(context, state, ending=True)
 
     async def on_error(self, context: AgentRunContext, error: Exception) -> None:
         state = self._requests.pop(context.request_id, None)
-        if state is not None:
+        if state is not None and not state.frozen:
             await self._flush(context, state)
 
     async def _flush(
@@ -272,6 +295,21 @@ class OrmPersistenceExtension(AgentExtension):
 
     async def _write(self, context: AgentRunContext, message: Any, meta: RowMeta) -> None:
         await shielded(write_rows(context.session_id, context.request_id, [(message, meta)]))
+
+
+async def _refresh_stored(session_id: str, message: ToolMessage) -> None:
+    """Bring an atomic tool's stored result up to date if a layer changed its attributes."""
+    attributes = dict(message.attributes)
+    stored = attributes.pop(STORED_ATTRIBUTE)
+    if attributes != stored:
+        final = ToolMessage(
+            message.tool_call_id,
+            message.name,
+            message.content,
+            success=message.success,
+            attributes=attributes,
+        )
+        await shielded(database_sync_to_async(update_tool_result)(session_id, final))
 
 
 async def _watched(

@@ -14,11 +14,16 @@ settles it (``recover_session``), reading only the database:
   in time: the question stays answerable, and the continuation ends the call with an
   honest error (its connection died with the process; it is never sent again); once the
   question has expired the call is closed as expired;
+- otherwise, when the caller continues it (``continuing``) and it may be continued
+  (``agent_app.durable.continuation.continuable``: attempts left, work left), it stays
+  ``running``, counts one more attempt, and the caller runs it on from its checkpoint
+  with the same ``request_id`` (the sockets get ``run_continued``);
 - otherwise it becomes ``interrupted``, and each of its open tool calls gets an
-  unsuccessful result saying what happened: a call that had started (an approved tool
-  whose wait says ``executing``) "may or may not have completed" and is never run again; a
-  call that had not started "was not run".
-
+  unsuccessful result saying what happened: a call that had started (its run's
+  ``started_call``) "may or may not have completed" and is never run again; a call that
+  had not started "was not run". An approved call (its wait ``executing``) that had not
+  started, or whose tool is ``atomic`` (so it committed nothing), keeps its approval: the
+  run is paused with every reply known, and goes on at once;
 - an ``ask_<id>`` call whose sub-run (``agent_app.durable.subruns``) waits for a reply
   counts as waiting the same way: its sub-runs' waits are the chat's, listed as pending;
   the continuation runs the call again, which resumes the sub-run where it stopped. A
@@ -47,7 +52,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent_app import conf
-from agent_app.durable import subruns
+from agent_app.durable import continuation, subruns
 from agent_app.durable.deadlocks import retried_on_deadlock
 from agent_app.durable.sequence import reserve_block
 from agent_app.durable.store import RowMeta, bump_version, insert_rows, open_calls
@@ -75,9 +80,7 @@ __all__ = [
 
 INTERRUPTED_RUN_MESSAGE = "The server stopped while this answer was being written."
 EXPIRED_RUN_MESSAGE = "Nobody answered in time, so this answer was not finished."
-STARTED_TOOL_CONTENT = (
-    "Interrupted: the server stopped while this tool was running; it may or may not have completed."
-)
+STARTED_TOOL_CONTENT = continuation.STARTED_TOOL_CONTENT
 NOT_RUN_TOOL_CONTENT = "Not run: the server stopped before this tool ran."
 EXPIRED_TOOL_CONTENT = "Nobody answered in time; the call did not run."
 EXPIRED_QUESTION_CONTENT = (
@@ -101,6 +104,11 @@ class Settled:
     pending: list[dict[str, Any]] = field(default_factory=list)
     #: A paused run whose every reply is known already: it can go on at once.
     ready: bool = False
+    #: A run claimed for continuation (``status`` stays ``running``): its attempt, its
+    #: kind, and where its continuation's first message will be stored.
+    attempt: int = 0
+    kind: str = ""
+    position: int = 0
 
     @property
     def error(self) -> tuple[str, str] | None:
@@ -112,6 +120,14 @@ class Settled:
         return None
 
     def frame(self, seq: int) -> dict[str, Any]:
+        if self.status == RunStatus.RUNNING:
+            return {
+                "type": "run_continued",
+                "seq": seq,
+                "request_id": self.request_id,
+                "attempt": self.attempt,
+                "position": self.position,
+            }
         if self.status == RunStatus.CANCELLED:
             return {"type": "run_cancelled", "seq": seq, "request_id": self.request_id}
         if self.status == RunStatus.PAUSED:
@@ -176,12 +192,19 @@ def answered_paused_runs(session_id: str) -> list[str]:
 
 @retried_on_deadlock
 def recover_session(
-    session_id: str, dead: Iterable[str], *, abandon_paused: bool = False
+    session_id: str,
+    dead: Iterable[str],
+    *,
+    abandon_paused: bool = False,
+    continuing: str = "",
+    worker: str = "",
 ) -> list[Settled]:
     """Settle the session's ``dead`` running runs and its expired paused ones.
 
     ``abandon_paused`` also ends a paused run that could still go on: the user sent a new
     message instead of answering, so its questions are dropped and its open calls closed.
+    ``continuing``: the dead run the caller will continue if it can (it holds the
+    session's lease in that run's name); claimed for ``worker``.
     """
     dead = set(dead)
     settled: list[Settled] = []
@@ -198,7 +221,9 @@ def recover_session(
             if run.status == RunStatus.PAUSED and abandon_paused:
                 outcome = _abandon(session_id, run, now)
             else:
-                outcome = _settle(session_id, run, now)
+                outcome = _settle(
+                    session_id, run, now, worker if run.request_id == continuing else ""
+                )
             if outcome is not None:
                 settled.append(outcome)
         if not settled:
@@ -212,8 +237,9 @@ def recover_session(
     return settled
 
 
-def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
-    """Decide what became of one run and close what it left open."""
+def _settle(session_id: str, run: ChatRun, now: Any, continuer: str = "") -> Settled | None:
+    """Decide what became of one run and close what it left open; a ``continuer`` (a
+    worker) claims a run that can go on instead of interrupting it."""
     message, open_ids = open_calls(session_id)
     calls = _calls(message, open_ids)
     waits = {
@@ -249,6 +275,10 @@ def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
             ).order_by("created_at")
         ]
         return Settled(run.request_id, RunStatus.PAUSED, (0, 0), pending, ready=not pending)
+    if continuer and not expired_wait:
+        continued = _continue(session_id, run, closes, continuer)
+        if continued is not None:
+            return continued
     closed = {call.id for call, _, _ in closes}
     # Nobody answered in time: the run was waiting, not working, when it stopped.
     expiring = run.status == RunStatus.PAUSED or expired_wait
@@ -267,6 +297,26 @@ def _settle(session_id: str, run: ChatRun, now: Any) -> Settled | None:
     return Settled(run.request_id, run.status, (0, 0))
 
 
+def _continue(
+    session_id: str,
+    run: ChatRun,
+    closes: list[tuple[ToolCall, str, dict[str, Any]]],
+    continuer: str,
+) -> Settled | None:
+    """Claim a dead running run for ``continuer`` if it can go on (else None)."""
+    if run.status != RunStatus.RUNNING or not continuation.continuable(session_id, run):
+        return None
+    _insert_results(session_id, run.request_id, closes)
+    return Settled(
+        run.request_id,
+        RunStatus.RUNNING,
+        (0, 0),
+        attempt=continuation.claim(run, continuer),
+        kind=run.kind,
+        position=continuation.next_position(session_id),
+    )
+
+
 def _settle_call(
     session_id: str,
     run: ChatRun,
@@ -278,6 +328,9 @@ def _settle_call(
 ) -> str:
     """What one open call of a dead run becomes: ``resumable``, ``expired`` (its result
     is added to ``closes``), ``closed`` (likewise), or ``""`` (closed with the rest)."""
+    if call.id == run.started_call and wait is None and question is None:
+        closes.append((call, STARTED_TOOL_CONTENT, {}))  # it had started: never again
+        return "closed"
     if question is not None and question.status == WaitStatus.OPEN and _expired(question, now):
         closes.append((call, EXPIRED_QUESTION_CONTENT, _expired_reply(question)))
         question.status = WaitStatus.EXPIRED
@@ -288,6 +341,13 @@ def _settle_call(
         return "expired"
     if question is not None:
         return "resumable"  # answerable (or answered): the continuation ends the call
+    if wait is not None and wait.status == WaitStatus.EXECUTING and call.id != run.started_call:
+        # Approved, but its body never began (a tool that must not run twice says so before
+        # it begins), or it is ``atomic`` and committed nothing: the approval stands and
+        # the call runs when the run goes on, not asked again.
+        wait.status = WaitStatus.ANSWERED
+        wait.save(update_fields=["status"])
+        return "resumable"
     if wait is not None and wait.status == WaitStatus.EXECUTING:
         closes.append((call, STARTED_TOOL_CONTENT, {}))
         wait.status = WaitStatus.DONE

@@ -417,6 +417,7 @@ def run_item(run: ChatRun) -> dict[str, Any]:
         "ended_at": _iso(run.ended_at),
         "error": error,
         "usage": run.usage,
+        "attempts": run.attempts,
     }
 
 

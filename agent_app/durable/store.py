@@ -80,6 +80,7 @@ __all__ = [
     "staff_words",
     "storable",
     "title_from",
+    "update_tool_result",
 ]
 
 logger = logging.getLogger(__name__)
@@ -203,6 +204,14 @@ def append_rows(
         )
     remember(session_id, bumped.history_version, [message for message, _ in entries])
     return Appended([row.position for row in rows], rows[0].created_at if rows else now)
+
+
+def update_tool_result(session_id: str, message: ToolMessage) -> None:
+    """Rewrite the stored result of ``message``'s call as ``message`` (same row, same place)."""
+    ChatMessage.objects.filter(
+        session_id=session_id, role="tool", tool_call_id=message.tool_call_id, superseded=False
+    ).update(**row_fields(message))
+    forget(session_id)
 
 
 class Bumped(NamedTuple):

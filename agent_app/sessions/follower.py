@@ -5,7 +5,8 @@ subscribes to the session's frames when its first socket joins (``follow``), for
 each batch of frames the owner sends (``remote_frames``), replays a reconnecting socket
 from the shared replay stream (``replay_to``), forwards replies and ``cancel`` to the
 owner (``forward_reply``, ``forward_cancel``), and watches the owner's lease (``_watch``):
-if it expires unrenewed, this worker settles the dead run and the session is free again.
+if it expires unrenewed, or the owner lets it go because it shuts down (``Marker.HANDOVER``:
+looked at again at once), this worker settles the run — continuing it, where it can.
 The owner, in turn, answers forwarded requests (``serve``). The mechanics — leases,
 inboxes, the stream — are the session bus's (``agent_app.bus``); with one process
 (``LocalBus``) every lease is this process's own, so there is never a run to follow.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agent_app.bus.base import Lease, Marker, SessionBus
@@ -40,6 +41,8 @@ class RemoteRun:
     #: Its lease, once read (a run learnt of from its first frame has none yet).
     lease: Lease | None = None
     watcher: asyncio.Task[None] | None = None
+    #: Set when its owner said it hands the run over: the lease goes within moments.
+    handed_over: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class FollowerHost(Protocol):
@@ -159,6 +162,10 @@ class Follower:
         feed = self.host.feed
         async with feed.lock:
             for seq, prev, text, marker, request_id in frames:
+                if marker == Marker.HANDOVER:
+                    if self.remote is not None and self.remote.request_id == request_id:
+                        self.remote.handed_over.set()  # its watcher looks again at once
+                    continue
                 if seq <= feed.last_seq:
                     continue
                 if prev > feed.last_seq and feed.sockets:
@@ -280,6 +287,19 @@ class Follower:
 
     # --- the owner's lease -------------------------------------------------------------
 
+    async def _until_lease_may_end(self, remote: RemoteRun) -> None:
+        """Sleep until the lease may have ended: its time left, or moments after the owner
+        said it hands the run over."""
+        if remote.handed_over.is_set():
+            await asyncio.sleep(0.02)
+            return
+        seconds = max(await self.host.bus.ttl(self.host.session_id), 50) / 1000
+        try:
+            async with asyncio.timeout(seconds):
+                await remote.handed_over.wait()
+        except TimeoutError:
+            pass
+
     async def _watch(self, remote: RemoteRun) -> None:
         """Wait for the lease of ``remote`` to end; settle its run if it died with it."""
         host = self.host
@@ -290,7 +310,7 @@ class Follower:
                 if lease is None or lease.request_id != remote.request_id:
                     break
                 remote.lease = lease
-                await asyncio.sleep(max(await bus.ttl(session_id), 50) / 1000)
+                await self._until_lease_may_end(remote)
             async with host.feed.lock:
                 if self.remote is not remote:
                     return  # it ended normally: its last frame arrived

@@ -48,10 +48,10 @@ How a run flows:
   stored); the task records the outcome and broadcasts ``run_cancelled``. When
   ``cancel()`` returns, nothing of the run is left. A task cancelled before it ever ran is
   finished by ``cancel``.
-- **Honest restarts**: a run row still ``running`` that no process runs (its process
-  died) is settled the next time the session is touched — a socket joins or a message
-  starts a run — (``agent_app.sessions.settling``; ``agent_app.durable.recovery`` decides):
-  it becomes ``interrupted`` or ``paused``, and the sockets are told.
+- **Runs outlive their worker**: a run row still ``running`` that no process runs (its
+  process died, or handed it over at shutdown) is continued from its checkpoint by the
+  next worker that touches the session or sweeps (``agent_app.sessions.settling``,
+  ``agent_app.durable.continuation``), or settled ``interrupted`` or ``paused``.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ from channels.db import database_sync_to_async
 
 from agent_app.bus.base import SessionBus
 from agent_app.durable.history import page_before
+from agent_app.durable.recovery import Settled
 from agent_app.durable.runs import Creator
 from agent_app.models import RunKind, RunStatus
 from agent_app.sessions import shutdown
@@ -216,6 +217,11 @@ class LiveSession:
         run.task.add_done_callback(lambda _: self.check_idle())  # type: ignore[union-attr]
         return run.request_id
 
+    async def adopt(self, outcome: Settled) -> None:
+        """Continue a dead run here (``Settler.settle``: under the lock, its lease held)."""
+        self._run = Run.continuing(self, outcome)
+        self._task = await self._run.take_over(outcome)
+
     def run_ended(self, run: Run) -> None:
         if self._run is run:
             self._run = None
@@ -250,22 +256,16 @@ class LiveSession:
         return self._run.task if self._run is not None else None
 
     async def stop_for_shutdown(self) -> None:
-        """End the run here for good: this process is about to exit (``sessions.shutdown``).
-
-        A run waiting for a reply is left as it stands in the database (its wait is stored)
-        and settled like a run whose process died: paused, answerable elsewhere or later.
-        A working run is cancelled and recorded as interrupted.
-        """
+        """This process is about to exit (``sessions.shutdown``): a run waiting for a reply
+        is settled as paused (its wait is stored), a working one handed over."""
         run = self._run
-        if run is None or run.task is None:
-            return
-        if run.state is RunState.WAITING:
+        if run is not None and run.task is not None and run.state is RunState.WAITING:
             self._run = None  # its task stays parked in the wait until the process exits
             await self.bus.release(self.session_id)
             async with self.feed.lock:
-                await self.settler.settle()
-            return
-        await run.interrupt(StopReason.SHUTDOWN)
+                await self.settler.settle(own=run.request_id)
+        elif run is not None:
+            await run.step_aside()
 
     async def lost_lease(self, request_id: str) -> None:
         """Another worker took this run's lease (this one failed to renew it): stop."""

@@ -11,6 +11,7 @@ it is told once, in ``agent_app.sessions.live``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -20,9 +21,10 @@ from agent_app.agents.factory import build_agent
 from agent_app.bus.base import WORKER_ID, SessionBus
 from agent_app.bus.local import LocalBus
 from agent_app.sessions import shutdown
+from agent_app.sessions.background import Background, sweep, sweep_seconds
 from agent_app.sessions.live import AgentFactory, LiveSession
 
-__all__ = ["LiveSessions", "existing_live_sessions", "live_sessions"]
+__all__ = ["LiveSessions", "existing_live_sessions", "live_sessions", "start_background"]
 
 
 class LiveSessions:
@@ -39,6 +41,9 @@ class LiveSessions:
 
             self.bus = RedisBus(self, cluster_url, WORKER_ID)
         self._cleanups: set[asyncio.Task[None]] = set()
+        #: This worker's periodic work (``agent_app.sessions.background``): the sweep.
+        self.background = Background()
+        self.background.every("sweep", sweep_seconds, functools.partial(sweep, self))
 
     def get(self, session_id: str) -> LiveSession | None:
         return self._sessions.get(session_id)
@@ -71,7 +76,8 @@ class LiveSessions:
         return iter(list(self._sessions.values()))
 
     async def close(self) -> None:
-        """Stop this registry's background work (its bus's inbox and lease renewal)."""
+        """Stop this registry's background work (its loop, its bus's inbox and renewal)."""
+        await self.background.close()
         for task in list(self._cleanups):
             await asyncio.wait([task])
         await self.bus.close()
@@ -109,6 +115,11 @@ def live_sessions() -> LiveSessions:
         registry = _registries[loop] = LiveSessions(cluster_url=url)
         shutdown.install(registry, loop)
     return registry
+
+
+def start_background() -> None:
+    """Start the running event loop's background loop (``agent_app.sessions.background``)."""
+    live_sessions().background.start()
 
 
 def existing_live_sessions() -> LiveSessions | None:

@@ -48,14 +48,15 @@ from agent_app.agents.teamwork import HANDOFF_ATTRIBUTE
 from agent_app.assistants import Entry, enter_run
 from agent_app.budgets.ledger import BudgetExceeded
 from agent_app.bus.base import Marker, SessionBus
-from agent_app.durable import recovery, waits
+from agent_app.durable import continuation, recovery, waits
 from agent_app.durable.persistence import RunSeams, shielded, write_pending
 from agent_app.durable.runs import Begun, end_run, user_message_for
 from agent_app.models import RunKind, RunStatus, WaitStatus
-from agent_app.protocol.frames import RunCancelledFrame, RunFailedFrame, RunStartedFrame
+from agent_app.protocol.frames import RunStartedFrame
 from agent_app.protocol.text import encode_frame, event_frame_text
 from agent_app.sessions.branching import announce_version
 from agent_app.sessions.fanout import STREAK_SECONDS, TEXT_DELTAS, Feed, let_the_loop_write
+from agent_app.sessions.outcomes import outcome_frame
 from agent_app.telemetry import context, metrics, tracing
 from agent_app.telemetry.waits import cancelled_waits, wait_ended
 from zett_agent.agent import Agent, AgentRunConfig
@@ -94,6 +95,10 @@ class StopReason(enum.Enum):
     LEASE_LOST = "lease_lost"
     #: This process shuts down (``agent_app.sessions.shutdown``).
     SHUTDOWN = "shutdown"
+    #: This process shuts down and hands the run over: nothing more of it is stored, its
+    #: end is not recorded, its lease is let go, and another worker (or the next process)
+    #: continues it from its checkpoint (``agent_app.durable.continuation``).
+    HANDOVER = "handover"
 
 
 _NEXT: dict[RunState, frozenset[RunState]] = {
@@ -162,6 +167,10 @@ class Run:
     trace_context: str = ""
     #: Why it ended ``budget_exceeded``, when it did.
     refusal: BudgetExceeded | None = None
+    #: Which worker of the run this is: 1, or more for a continuation after a crash.
+    attempt: int = 1
+    #: What the run shares with the persistence extension (``frozen`` on a handover).
+    seams: RunSeams | None = None
     #: The assistant a ``transfer_to_<id>`` call handed the chat to: it answers the rest
     #: of the turn once the current agent's request has ended (``agent_app.agents.teamwork``).
     handoff: str | None = None
@@ -203,12 +212,61 @@ class Run:
         )
         await announce_version(feed, self.request_id, begun)
 
+    @classmethod
+    def continuing(cls, owner: RunOwner, outcome: recovery.Settled) -> Run:
+        """The run that continues a dead one claimed for this process (same request)."""
+        return cls(
+            owner,
+            outcome.request_id,
+            kind=outcome.kind or RunKind.MESSAGE,
+            attempt=outcome.attempt,
+        )
+
+    async def take_over(self, outcome: recovery.Settled) -> asyncio.Task[None]:
+        """Announce and launch a continuation (under the lock); its task."""
+        try:
+            await self.announce_continued(outcome)
+        except BaseException:
+            self.owner.run_ended(self)
+            self.launched.set()
+            raise
+        self.launch(None, None, None)
+        assert self.task is not None
+        self.task.add_done_callback(lambda _: self.owner.check_idle())
+        return self.task
+
+    async def announce_continued(self, outcome: recovery.Settled) -> None:
+        """Broadcast ``run_continued`` (under the lock): the first frame of a continuation.
+
+        Its ``seq`` comes after every frame the dead worker sent (the settling reserved a
+        fresh block); a page drops the unfinished step's partial text when it arrives.
+        """
+        feed = self.owner.feed
+        feed.replay.clear()
+        seq = await feed.next_seq()
+        frame = outcome.frame(seq)
+        await feed.broadcast(
+            seq, encode_frame(frame), marker=Marker.START, request_id=self.request_id
+        )
+
     def launch(
-        self, message: UserMessage | None, history: list[Any] | None, entry: Entry | Exception
+        self,
+        message: UserMessage | None,
+        history: list[Any] | None,
+        entry: Entry | Exception | None,
     ) -> None:
         """Start the run's task: it streams the agent's events until the run ends.
 
         ``entry``: what its top checks, read as it was stored (``enter_run``)."""
+        if message is not None:
+            self.seams = RunSeams(
+                input_stored=True,
+                restored_history=history,
+                streamed=self.streamed,
+                at_end=self.at_end,
+            )
+        elif self.attempt > 1:  # a continuation after a crash: its partial text is its own
+            self.seams = RunSeams(streamed=self.streamed, at_end=self.at_end)
         self.started = asyncio.get_running_loop().time()
         self.task = asyncio.create_task(
             self._execute(message, history, entry), name=f"zett-run-{self.request_id}"
@@ -219,7 +277,10 @@ class Run:
     # --- events ------------------------------------------------------------------------
 
     async def _execute(
-        self, message: UserMessage | None, history: list[Any] | None, entry: Entry | Exception
+        self,
+        message: UserMessage | None,
+        history: list[Any] | None,
+        entry: Entry | Exception | None,
     ) -> None:
         final: dict[str, Any] | None = None
         try:
@@ -227,6 +288,9 @@ class Run:
             while self.handoff is not None:
                 final = await self._stream(await self._hand_over())
         except asyncio.CancelledError:
+            if self.stop is StopReason.HANDOVER:
+                await self._leave_running()
+                return
             status = RunStatus.CANCELLED if self.stop is None else RunStatus.INTERRUPTED
             await self.finish(status)
             return
@@ -247,7 +311,10 @@ class Run:
         await self.finish(RunStatus.COMPLETED, final=final)
 
     async def _open(
-        self, message: UserMessage | None, history: list[Any] | None, entry: Entry | Exception
+        self,
+        message: UserMessage | None,
+        history: list[Any] | None,
+        entry: Entry | Exception | None,
     ) -> Any:
         """The agent's event stream: a new message's, or a continuation's."""
         config = AgentRunConfig(session_id=self.owner.session_id, request_id=self.request_id)
@@ -259,19 +326,20 @@ class Run:
         self.agent = agent
         self.trace_pending = tracing.active()
         if message is None:
+            metadata: dict[str, Any] = {}
+            if self.seams is not None:
+                metadata.update(self.seams.metadata())
             replies, deadlines = await self._resumption()
-            links = None
-            if tracing.active():  # the run it continues, wherever that one ran
+            if tracing.active():  # the run (or attempt) it continues, wherever that ran
                 links = await database_sync_to_async(context.continuation_metadata)(
-                    self.resumed_from
+                    self.request_id if self.attempt > 1 else self.resumed_from
                 )
+                metadata.update(links or {})
             return agent.resume_stream(
-                config=config, replies=replies, deadlines=deadlines, metadata=links
+                config=config, replies=replies, deadlines=deadlines, metadata=metadata or None
             )
-        seams = RunSeams(
-            input_stored=True, restored_history=history, streamed=self.streamed, at_end=self.at_end
-        )
-        return agent.stream(message, config=config, metadata=seams.metadata())
+        assert self.seams is not None
+        return agent.stream(message, config=config, metadata=self.seams.metadata())
 
     async def _hand_over(self) -> Any:
         """The stream of the assistant a handoff named, answering the rest of the turn:
@@ -281,8 +349,9 @@ class Run:
         self.owner.agent = None
         agent = self.agent = await self.owner.get_agent()
         config = AgentRunConfig(session_id=self.owner.session_id, request_id=self.request_id)
-        seams = RunSeams(input_stored=True, streamed=self.streamed, at_end=self.at_end)
-        return agent.resume_stream(config=config, metadata=seams.metadata())
+        # Held by the run: a shutdown's handover freezes the writes of this stream too.
+        self.seams = RunSeams(input_stored=True, streamed=self.streamed, at_end=self.at_end)
+        return agent.resume_stream(config=config, metadata=self.seams.metadata())
 
     async def _stream(self, stream: Any) -> dict[str, Any] | None:
         """Broadcast each event of the run; return its ``run_completed`` event, if any.
@@ -303,6 +372,7 @@ class Run:
                 if self.trace_pending:  # the run's span exists by its first event
                     self.trace_pending = False
                     self.trace_context = context.traceparent_of(self.agent, self.owner.session_id)
+                    await self._store_trace_context()
                 if self.state is _WAITING:
                     self.state = _RUNNING  # any event ends a wait
                 if self.held is not None and kind is not E.RUN_COMPLETED:
@@ -381,6 +451,15 @@ class Run:
         elif kind in _TOOL_ENDS and self.waits:
             await self._close_waits(data)
         await self.owner.feed.broadcast_event(self.request_id, data)
+
+    async def _store_trace_context(self) -> None:
+        """Store the run's span at once: a continuation on another worker links to it."""
+        if self.trace_context:
+            await shielded(
+                database_sync_to_async(continuation.record_trace_context)(
+                    self.request_id, self.trace_context
+                )
+            )
 
     # --- waits -------------------------------------------------------------------------
 
@@ -479,7 +558,7 @@ class Run:
                 await feed.broadcast(held_seq, text, request_id=self.request_id)
             await feed.broadcast(
                 seq,
-                self._outcome_frame(status, seq, final, error),
+                outcome_frame(self.request_id, status, seq, final, error, self.refusal),
                 marker=Marker.END,
                 request_id=self.request_id,
             )
@@ -530,55 +609,41 @@ class Run:
             seq = await feed.next_seq()
         return held_seqs, seq
 
-    def _outcome_frame(
-        self,
-        status: RunStatus,
-        seq: int,
-        final: dict[str, Any] | None,
-        error: tuple[str, str] | None,
-    ) -> str:
-        """The last frame of a run: its ``run_completed`` event, or how it ended otherwise."""
-        request_id = self.request_id
-        if status is RunStatus.COMPLETED and final is not None:
-            return event_frame_text(seq, request_id, final)
-        if status is RunStatus.CANCELLED:
-            return encode_frame(RunCancelledFrame(seq=seq, request_id=request_id).dump())
-        if status is RunStatus.INTERRUPTED:
-            return encode_frame(
-                {
-                    "type": "run_interrupted",
-                    "seq": seq,
-                    "request_id": request_id,
-                    "status": str(status),
-                    "message": recovery.INTERRUPTED_RUN_MESSAGE,
-                }
-            )
-        if status is RunStatus.BUDGET_EXCEEDED and self.refusal is not None:
-            return encode_frame(
-                {
-                    "type": "run_failed",
-                    "seq": seq,
-                    "request_id": request_id,
-                    "status": str(status),
-                    "error": {"type": str(self.refusal.code), "message": self.refusal.message},
-                    "resets_at": self.refusal.frame().resets_at,
-                }
-            )
-        error = error or ("Error", "The answer failed.")
-        frame = RunFailedFrame(
-            seq=seq, request_id=request_id, error={"type": error[0], "message": error[1]}
-        )
-        return encode_frame(frame.dump())
+    async def _leave_running(self) -> None:
+        """End here without an ending: the run stays ``running`` at its checkpoint, and its
+        lease is let go once its frames went out, so another worker continues it at once."""
+        owner = self.owner
+        self.to(RunState.ENDING)
+        feed = owner.feed
+        async with feed.lock:
+            owner.run_ended(self)
+            handover = [feed.last_seq, feed.last_seq, "", Marker.HANDOVER, self.request_id]
+            waiting = owner.bus.publish(owner.session_id, handover)
+            if waiting is not None:
+                await waiting
+        self.to(RunState.ENDED)
+        await owner.bus.flushed(owner.session_id)
+        await owner.bus.release(owner.session_id)
+        owner.check_idle()
 
     # --- stopping from outside ---------------------------------------------------------
+
+    async def step_aside(self) -> None:
+        """Stop for a shutdown: hand the run over to be continued elsewhere, or, when its
+        writes cannot be held back (no seams yet), end it ``interrupted``."""
+        await self.interrupt(StopReason.HANDOVER if self.seams is not None else StopReason.SHUTDOWN)
 
     async def interrupt(self, reason: StopReason) -> None:
         """Cancel the run's task for ``reason`` and wait until it has ended."""
         if self.task is None:
             return
         self.stop = reason
+        if reason is StopReason.HANDOVER and self.seams is not None:
+            self.seams.frozen = True  # what the cancellation would store stays unstored
         self.task.cancel()
         await asyncio.wait([self.task])
+        if reason is StopReason.HANDOVER and not self.finished:
+            await self._leave_running()  # cancelled before its first step: nothing of it ran
 
 
 def add_usage(totals: dict[str, int], response: dict[str, Any] | None) -> None:

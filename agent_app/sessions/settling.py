@@ -8,6 +8,13 @@ starts a run, a followed run's lease expires, the process drains — always unde
 session's lock with no run active here, and under the session's lease, so two workers
 never settle one run twice. It then tells every socket (one frame a run).
 
+A dead run that can go on is *continued* here instead (``agent_app.durable.continuation``):
+the settler takes the lease in that run's own name — from that moment every other worker
+sees the run live, so exactly one worker continues it however many noticed — the
+recovery claims it (one more attempt on its row), and the host runs it on
+(``SettlerHost.adopt``) holding that lease. A process that is shutting down continues
+nothing.
+
 ``take_lease`` is how a run claims the session on the bus before it is stored: ``Busy``
 while another run holds the lease, a short retry while a run that has just ended lets go.
 """
@@ -28,6 +35,7 @@ from agent_app.durable.persistence import shielded
 from agent_app.durable.runs import Begun, StaleRuns, begin_run
 from agent_app.models import RunStatus
 from agent_app.protocol.frames import encode_frame
+from agent_app.sessions import shutdown
 from agent_app.sessions.errors import Busy
 from agent_app.sessions.fanout import Feed
 from agent_app.telemetry import metrics
@@ -60,6 +68,9 @@ class SettlerHost(Protocol):
     feed: Feed
     bus: SessionBus
 
+    async def adopt(self, outcome: recovery.Settled) -> None:
+        """Run on a dead run claimed for continuation (under the lock, its lease held)."""
+
 
 class Settler:
     """Settles one session's runs whose process died (see the module docstring)."""
@@ -69,13 +80,17 @@ class Settler:
         #: Whether some process runs a request of the session (its lease says so).
         self.is_live = is_live
 
-    async def settle(self, *, abandon_paused: bool = False, leased: bool = False) -> list[str]:
+    async def settle(
+        self, *, abandon_paused: bool = False, leased: bool = False, own: str = ""
+    ) -> list[str]:
         """Settle runs whose process died (under the lock, no run active here).
 
         ``abandon_paused``: a new message is starting, so a paused run's questions are
         dropped (the conversation moved on). ``leased``: the caller holds the session's
         lease already. Returns the paused runs whose replies are all known: the caller
         continues them, and those whose continuation was due but never started.
+        A process that shuts down settles no dead run but ``own`` (its own waiting run):
+        the others are for a worker that stays to continue.
         """
         host = self.host
         session_id, bus = host.session_id, host.bus
@@ -87,21 +102,35 @@ class Settler:
             for request_id, status in stale
             if status == RunStatus.RUNNING and not await self.is_live(request_id)
         ]
-        if not leased and await bus.acquire(session_id, "") is None:
+        if shutdown.draining():
+            dead = [request_id for request_id in dead if request_id == own]
+        # The run this settling may continue: at most one runs per session.
+        candidate = dead[0] if dead and not leased and not shutdown.draining() else ""
+        if not leased and await bus.acquire(session_id, candidate) is None:
             return []  # another worker runs the session, or settles it right now
+        adopted = False
         try:
             settled = await database_sync_to_async(recovery.recover_session)(
-                session_id, dead, abandon_paused=abandon_paused
+                session_id,
+                dead,
+                abandon_paused=abandon_paused,
+                continuing=candidate,
+                worker=WORKER_ID,
             )
             metrics.lease_takeover(len(dead))
             await expired_waits(session_id, settled)
             await self._announce(settled)
+            for outcome in settled:
+                if outcome.status == RunStatus.RUNNING:
+                    metrics.run_continued()
+                    await self.host.adopt(outcome)
+                    adopted = True
             ready = [outcome.request_id for outcome in settled if outcome.ready]
             if not abandon_paused:
                 due = await database_sync_to_async(recovery.answered_paused_runs)(session_id)
                 ready.extend(request_id for request_id in due if request_id not in ready)
         finally:
-            if not leased:
+            if not leased and not adopted:
                 await bus.flushed(session_id)
                 await bus.release(session_id)
         return ready
@@ -112,6 +141,8 @@ class Settler:
         for outcome in settled:
             feed.seq.add_block(*outcome.seq_block)
         for outcome in settled:
+            if outcome.status == RunStatus.RUNNING:
+                continue  # its run announces it (``adopt``)
             seq = await feed.next_seq()
             await feed.broadcast(seq, encode_frame(outcome.frame(seq)), marker=Marker.UNKEPT)
 

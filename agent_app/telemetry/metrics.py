@@ -106,6 +106,9 @@ if _prometheus is not None:
     TAKEOVERS = _Counter(
         "zett_lease_takeovers", "Runs of a process that died, settled by another one"
     )
+    CONTINUED = _Counter(
+        "zett_runs_continued", "Runs continued on another worker after theirs died or stopped"
+    )
     RATE_LIMITED = _Counter(
         "zett_rate_limit_refusals", "Frames and sockets refused by a limit", ["limit"]
     )
@@ -169,6 +172,12 @@ def replayed(frames: int) -> None:
 def lease_takeover(runs: int = 1) -> None:
     if ENABLED and runs:
         TAKEOVERS.inc(runs)
+
+
+def run_continued() -> None:
+    """A run whose worker died (or handed it over) was continued here."""
+    if ENABLED:
+        CONTINUED.inc()
 
 
 def rate_limited(limit: str) -> None:

@@ -92,6 +92,13 @@ class AgentTool:
     ``handler`` receives the validated arguments as keyword arguments and may be sync or
     async. ``@tool`` builds one from a function; construct it directly for hand-written
     schemas (the arguments are then checked only by the handler itself).
+
+    What a host does with a call that was running when its process died: by default the
+    call is not run again (it may or may not have happened). ``idempotent``: running it
+    twice does no harm, so it is run again. ``atomic``: a sync handler whose writes a host
+    can commit in one transaction together with the call's result (the chat app does so
+    for tools that write through the Django ORM), so it is run again exactly when nothing
+    of it was committed. The runtime itself only carries the two flags.
     """
 
     name: str
@@ -100,6 +107,10 @@ class AgentTool:
     handler: Callable[..., Any]
     guidelines: tuple[str, ...] = ()
     snippet: str | None = None
+    #: How a call cut off by a crash may be run again (see above); set by ``@tool``, or on
+    #: a hand-built tool after construction (the constructor's parameters are the above).
+    idempotent: bool = field(default=False, init=False, compare=False)
+    atomic: bool = field(default=False, init=False, compare=False)
     # Filled by ``@tool`` or on first use; not constructor parameters.
     _validator: type[pydantic.BaseModel] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -358,6 +369,8 @@ def _make_tool(
     snippet: str | None,
     guidelines: Sequence[str] | None,
     description: str | None,
+    idempotent: bool = False,
+    atomic: bool = False,
 ) -> AgentTool:
     if not callable(function):
         raise TypeError(f"@tool needs a function, got {type(function).__name__}")
@@ -384,6 +397,12 @@ def _make_tool(
         guidelines=tuple(rules),
         snippet=snippet if snippet is not None else doc.snippet,
     )
+    if atomic and inspect.iscoroutinefunction(function):
+        raise TypeError(
+            f"Tool {tool_name!r} is atomic, so it must be a plain (sync) function: its writes "
+            "commit in one transaction with its result"
+        )
+    built.idempotent, built.atomic = bool(idempotent), bool(atomic)
     built._validator = validator
     return built
 
@@ -397,6 +416,8 @@ def tool(
     snippet: str | None = None,
     guidelines: Sequence[str] | None = None,
     description: str | None = None,
+    idempotent: bool = False,
+    atomic: bool = False,
 ) -> Callable[[Callable[..., Any]], AgentTool]: ...
 
 
@@ -408,22 +429,29 @@ def tool(
     snippet: str | None = None,
     guidelines: Sequence[str] | None = None,
     description: str | None = None,
+    idempotent: bool = False,
+    atomic: bool = False,
 ) -> AgentTool | Callable[[Callable[..., Any]], AgentTool]:
     """Turn an annotated function into an ``AgentTool``; usable bare or with options.
 
     ``guidelines`` replaces the docstring's ``Guidelines:``; a single string is one rule.
     A parameter described both by ``Args:`` and by ``Annotated[..., Field(description=...)]``
-    gets the docstring's description.
+    gets the docstring's description. ``idempotent`` and ``atomic`` say whether a call
+    cut off by a crash may run again (``AgentTool``).
     """
+    options = {
+        "name": name,
+        "snippet": snippet,
+        "guidelines": guidelines,
+        "description": description,
+        "idempotent": idempotent,
+        "atomic": atomic,
+    }
     if function is not None:
-        return _make_tool(
-            function, name=name, snippet=snippet, guidelines=guidelines, description=description
-        )
+        return _make_tool(function, **options)
 
     def decorate(inner: Callable[..., Any]) -> AgentTool:
-        return _make_tool(
-            inner, name=name, snippet=snippet, guidelines=guidelines, description=description
-        )
+        return _make_tool(inner, **options)
 
     return decorate
 

@@ -336,6 +336,7 @@ export function mount(where, options = {}) {
     endRun(frame.request_id, "failed", { error: frame.error ?? {} });
   });
   client.on("run_cancelled", (frame) => endRun(frame.request_id, "cancelled"));
+  client.on("run_continued", (frame) => transcript.continueRun(frame.request_id));
   client.on("run_interrupted", (frame) =>
     endRun(frame.request_id, frame.status === "expired" ? "expired" : "interrupted", {
       message: frame.message ?? "",
@@ -381,9 +382,26 @@ export function mount(where, options = {}) {
     const lastSeq = client.lastSeq;
     const nothingNew =
       reconnected && active === null && liveRunId === null && lastSeq !== null && sessionLastSeq <= lastSeq;
+    // The run the view was showing ended while the link was down, interrupted (its
+    // workers died and it could not go on), and nothing came after it: what the person
+    // read stays, marked interrupted, with Retry (the text was never stored).
+    const runsNow = Array.isArray(frame.runs) ? frame.runs : [];
+    const lastRun = runsNow.length ? runsNow[runsNow.length - 1] : null;
+    const cutOff =
+      reconnected &&
+      active === null &&
+      liveRunId !== null &&
+      lastRun?.request_id === liveRunId &&
+      lastRun.status === "interrupted";
     if (reconnected) {
-      outbox.reconnected(!(sameRun || nothingNew));
+      outbox.reconnected(!(sameRun || nothingNew || cutOff));
       paging.linkDropped();
+    }
+    if (cutOff) {
+      rememberRuns(runsNow);
+      endRun(liveRunId, "interrupted", { message: lastRun.error?.message ?? "" });
+      updateMode();
+      return;
     }
     if (sameRun || nothingNew) {
       updateMode();

@@ -198,6 +198,29 @@ export class Transcript {
   }
 
   /**
+   * The run goes on after its worker stopped (`run_continued`): the model call that was
+   * being written is made again, so its partial text (and reasoning) is dropped, and a
+   * quiet line says what happened; the answer then streams on in the same turn.
+   */
+  continueRun(requestId) {
+    const turn = this.turnFor(requestId) ?? this.current;
+    if (turn === null) {
+      return null;
+    }
+    const unfinished = turn.segments.filter((segment) => !segment.final);
+    for (const segment of unfinished) {
+      segment.el.remove();
+    }
+    turn.segments = turn.segments.filter((segment) => segment.final);
+    if (turn.callReasoning && !turn.callText?.final) {
+      turn.callReasoning.el?.remove();
+    }
+    turn.text = turn.reasoning = turn.callText = turn.callReasoning = null;
+    this.addNote("Continued after a server restart.", "muted", turn);
+    return turn;
+  }
+
+  /**
    * The live run ended with `outcome` (`completed`, `cancelled`, `failed`, `interrupted`,
    * `expired`, `paused`): streaming stops, open widgets and cards show how it ended,
    * queued steers that were never used say so, and the answer gets its footer.

@@ -18,7 +18,7 @@ def _own_order(number: int) -> Order | None:
     return Order.objects.filter(number=number, customer=user).first()
 
 
-@tool
+@tool(idempotent=True)
 async def lookup_order(number: int) -> str:
     """Look up one of the customer's orders.
 
@@ -43,8 +43,8 @@ def _refund(number: int) -> str:
     return f"Refunded order {number} ({order.total_cents / 100:.2f} EUR)."
 
 
-@tool
-async def refund_order(number: int) -> str:
+@tool(atomic=True)
+def refund_order(number: int) -> str:
     """Refund one of the customer's orders.
 
     Args:
@@ -53,10 +53,12 @@ async def refund_order(number: int) -> str:
     Guidelines:
         - Only when the customer asks for a refund; the customer approves each refund.
     """
-    return await sync_to_async(_refund)(number)
+    # Atomic: the refund and the record of this call's result commit together, so a
+    # crash never refunds twice (nor loses a refund that was made).
+    return _refund(number)
 
 
-@tool
+@tool(idempotent=True)
 async def sales_report() -> str:
     """Sum up the shop's sales.
 

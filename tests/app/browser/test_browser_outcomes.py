@@ -137,8 +137,21 @@ def test_a_reload_shows_the_same_conversation_after_each_outcome(
 
 @pytest.fixture(scope="module")
 def crashing_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestartableServer]:
+    """A server whose runs get one worker each: a run its crash cut off cannot go on."""
     model = "tests.app.browser.browser_model:browser_script_model"
-    server = RestartableServer(tmp_path_factory.mktemp("crash"), "crashing", model)
+    server = RestartableServer(
+        tmp_path_factory.mktemp("crash"), "crashing", model, {"ZETT_RUN_ATTEMPTS": "1"}
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def continuing_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestartableServer]:
+    """A server as deployed: a run its crash cut off is continued after the restart."""
+    model = "tests.app.browser.browser_model:browser_script_model"
+    server = RestartableServer(tmp_path_factory.mktemp("continue"), "continuing", model)
     server.start()
     yield server
     server.stop()
@@ -170,16 +183,40 @@ def test_a_run_the_crash_interrupted_says_so_and_reads_the_same_after_a_reload(
     expect(note).to_contain_text("The server stopped while this answer was being written.")
     expect(note.get_by_role("button", name="Retry")).to_be_visible()
     expect_idle(page)
+    # What the person read stays on the page, marked interrupted (it was never stored).
+    expect(last_answer(page)).to_contain_text("Try")
     before = transcript_snapshot(page)
     assert before[0] == "user: stall"
 
     page.reload()
 
     expect_connected(page)
-    assert transcript_snapshot(page) == before
+    after = transcript_snapshot(page)
+    # A reload shows what is stored: the message and the outcome, not the unstored text.
+    assert after == [line for line in before if not line.startswith(("answer:", "footer:"))]
     send(page, "hello")
     expect(last_answer(page)).to_have_text("A scripted reply.")
     assert STALLED_TEXT.startswith("Try")
+
+
+def test_a_run_the_crash_cut_off_goes_on_after_the_restart_without_its_half_written_text(
+    page: Page, continuing_server: RestartableServer, probe: PageProbe
+) -> None:
+    open_new_chat(page, continuing_server)
+    send(page, "stall")
+    expect(last_answer(page)).to_contain_text("Try")
+
+    crash_and_restart(page, continuing_server, probe)
+
+    # The same run goes on: a quiet line, the step written again (once), still running.
+    expect(page.locator(".note--muted")).to_contain_text("Continued after a server restart.")
+    expect(last_answer(page)).to_contain_text("Try")
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    assert page.locator(".note--warning").count() == 0  # not "the server stopped"
+    texts = page.locator(".turn").last.inner_text()
+    assert texts.count("Try") == 1, texts
+    page.get_by_role("button", name="Stop").click()
+    expect_idle(page)
 
 
 def test_an_approval_that_waited_through_a_crash_comes_back_and_saves_the_note_once(

@@ -250,3 +250,38 @@ async def test_a_new_message_instead_of_an_answer_closes_the_paused_run(sockets,
     assert again.session_frame["pending"] == []
     closing = next(m for m in again.session_frame["history"] if m["role"] == "tool")
     assert closing["success"] is False and "new message" in closing["content"]
+
+
+@sync_to_async
+def _approved_and_executing(session_id: str, started: bool) -> None:
+    """The approval of note-1 was given and its tool about to run (``executing``);
+    ``started``: its body began (its run says so)."""
+    wait = ReplyWait.objects.get(session_id=session_id, tool_call_id="note-1")
+    wait.status = WaitStatus.EXECUTING
+    wait.reply = {"tool_call_id": "note-1", "approved": True, "digest": wait.payload["digest"]}
+    wait.save(update_fields=["status", "reply"])
+    if started:
+        ChatRun.objects.filter(session_id=session_id).update(started_call="note-1")
+
+
+@pytest.mark.parametrize("started", [False, True])
+async def test_an_approved_call_cut_off_by_a_crash_runs_once_at_most(sockets, use_model, started):
+    use_model(ScriptedModel([say("Noted.")]))
+    session_id, _ = await leave_a_paused_run([NOTE], {"note-1": "approval"})
+    await _approved_and_executing(session_id, started)
+    socket = await sockets(session_id, cookie=BROWSER["cookie"])
+    assert socket.session_frame["pending"] == []  # its approval is never asked again
+    if not started:
+        # save_note is atomic: nothing of it was committed, so it runs now, approved.
+        await socket.until(lambda f: f["type"] == "run_started")
+        await socket.run_to_completion()
+        assert await Note.objects.filter(session_id=session_id).acount() == 1
+    else:
+        # It may have run: never again; the run goes on without it.
+        if socket.session_frame["active_request_id"]:
+            await socket.run_to_completion()
+        assert await Note.objects.filter(session_id=session_id).acount() == 0
+        tool = await sync_to_async(
+            lambda: ChatMessage.objects.get(session_id=session_id, role="tool").content
+        )()
+        assert "may or may not have completed" in tool
