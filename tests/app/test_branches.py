@@ -267,11 +267,15 @@ async def test_in_a_chat_with_no_message_yet_every_branch_frame_is_refused(socke
     assert not await ChatMessage.objects.aexists()
 
 
-async def test_an_edit_whose_process_died_keeps_its_version_and_both_paths(sockets, use_model):
+async def test_an_edit_whose_process_died_keeps_its_version_and_both_paths(
+    sockets, use_model, settings
+):
     """An edit is stored before its model is called (the run row, the new version): a
-    process that dies then leaves an interrupted run, the new version shown, the old one
-    whole."""
+    process that dies then (and whose run may not be continued) leaves an interrupted run,
+    the new version shown, the old one whole."""
     from agent_app.durable.runs import begin_run
+
+    settings.ZETT_RUN_ATTEMPTS = 1  # settled, not continued
 
     _, socket = await three_turns(sockets, use_model)
     await socket.close()

@@ -182,7 +182,7 @@ def test_delete_removes_the_chat_its_rows_and_audit_but_keeps_its_notes(client):
     note.refresh_from_db()
     assert note.session is None and note.text == "Milk"
     assert ChatSession.objects.filter(pk=other.pk).exists()
-    assert client.get(url("chat", session)).status_code == 200  # just an empty chat now
+    assert client.get(url("chat", session)).status_code == 410  # its owner is told it is gone
     assert titles(client.get(LIST_URL)) == ["Survivor"]
 
 

@@ -101,7 +101,7 @@ def test_the_xss_corpus_stays_inert_in_every_channel(
         f"agent_app/chatsession/{session_id}/change/",
         "agent_app/chatmessage/",
         "agent_app/externaleventrecord/",
-        "agent_app/note/",
+        "zett_site/note/",
     ):
         page.goto(f"{scripted_server.url}/admin/{path}")
         expect(page.locator("#content")).to_be_visible()

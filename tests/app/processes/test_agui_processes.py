@@ -187,7 +187,11 @@ async def test_one_run_is_watched_by_a_socket_and_an_sse_client(cluster):
     assert numbered[0]["type"] == "run_started"
     assert numbered[0]["request_id"] == events[0].data["runId"]
     encoded = RunEncoder(thread_id).encode_all(numbered)
-    assert [(e.id, e.data) for e in encoded] == [(e.id, e.data) for e in events]
+    # A new run's stream also opens with the thread's MESSAGES_SNAPSHOT (no id: it is read
+    # from the database, not a frame of the run), right after RUN_STARTED.
+    assert events[1].type == "MESSAGES_SNAPSHOT" and events[1].id is None
+    streamed = [event for event in events if event.type != "MESSAGES_SNAPSHOT"]
+    assert [(e.id, e.data) for e in encoded] == [(e.id, e.data) for e in streamed]
     await validate_stream(stream.text())
 
     # And the other way round: a run started on the page, followed over SSE elsewhere.
