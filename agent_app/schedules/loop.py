@@ -18,6 +18,7 @@ from channels.db import database_sync_to_async
 from django.db.models import Min
 from django.utils import timezone
 
+from agent_app.loop_task import LoopTask
 from agent_app.schedules.firing import claim_due, start_fire
 from agent_app.schedules.models import ScheduledRun
 
@@ -36,32 +37,22 @@ def _seconds_to_next(now: datetime) -> float:
     return min(POLL_SECONDS, max(0.0, (first - now).total_seconds()))
 
 
-class Scheduler:
+class Scheduler(LoopTask):
     """The scheduling loop of one process (see the module docstring)."""
+
+    task_name = "zett-scheduler"
+    # Stopping it leaves the runs it started going: they are the chats' now.
 
     def __init__(
         self, *, poll: float = POLL_SECONDS, clock: Callable[[], datetime] = timezone.now
     ) -> None:
         self.poll = poll
         self.clock = clock
-        self._task: asyncio.Task[None] | None = None
         self._claim = database_sync_to_async(claim_due)
         self._next = database_sync_to_async(_seconds_to_next)
         #: Due times this loop fired (started or refused), and a condition set after each.
         self.fires = 0
         self._fired = asyncio.Condition()
-
-    def start(self) -> None:
-        """Run the loop in a task of the running event loop (idempotent)."""
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self.run(), name="zett-scheduler")
-
-    async def stop(self) -> None:
-        """Stop the loop (runs it started go on: they are the chats' now)."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.wait([task])
 
     async def run(self) -> None:
         """Fire what is due, round after round, until cancelled."""

@@ -35,6 +35,7 @@ from django.db.models import Min
 from django.utils import timezone
 
 from agent_app import conf
+from agent_app.loop_task import LoopTask
 from agent_app.webhooks.client import Answer, post
 from agent_app.webhooks.events import listen, unlisten
 from agent_app.webhooks.models import DeliveryStatus, WebhookDelivery
@@ -157,12 +158,14 @@ def seconds_to_next(now: datetime) -> float:
     return min(POLL_SECONDS, max(MIN_SLEEP, (due - now).total_seconds()))
 
 
-class Deliverer:
+class Deliverer(LoopTask):
     """The delivery loop of one process (see the module docstring)."""
+
+    task_name = "zett-webhook-deliveries"
+    # Stopping it drops an attempt under way: its claim lapses, and it is made again.
 
     def __init__(self, *, poll: float = POLL_SECONDS) -> None:
         self.poll = poll
-        self._task: asyncio.Task[None] | None = None
         self._claim = database_sync_to_async(claim_due)
         self._record = database_sync_to_async(record)
         self._next = database_sync_to_async(seconds_to_next)
@@ -172,18 +175,6 @@ class Deliverer:
         #: Attempts this loop made and recorded, and a condition set after each.
         self.attempts = 0
         self._recorded = asyncio.Condition()
-
-    def start(self) -> None:
-        """Run the loop in a task of the running event loop (idempotent)."""
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self.run(), name="zett-webhook-deliveries")
-
-    async def stop(self) -> None:
-        """Stop the loop; an attempt under way is dropped (its claim lapses: retried)."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.wait([task])
 
     async def run(self) -> None:
         """Deliver what is due, round after round, until cancelled.
