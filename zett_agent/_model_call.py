@@ -70,7 +70,7 @@ async def call_model(
     # segment kind -> [start, start_ns, end, end_ns]; None when nothing is timed
     spans: dict[AgentEventType, list[Any]] | None = None if started is None else {}
     emit = run.emit
-    await emit(AgentEvent(E.MODEL_STARTED, session_id))
+    await emit(streamed_event(E.MODEL_STARTED, session_id))
     # Locals, not module globals and enum attributes: this loop runs once per streamed item.
     text, reasoning, tool_call, completed = _TEXT, _REASONING, _TOOL_CALL, _COMPLETED
     content_started, reasoning_started = E.CONTENT_STARTED, E.REASONING_STARTED
@@ -98,11 +98,11 @@ async def call_model(
                     if segment is reasoning_started:
                         if spans is not None:
                             _close_span(spans, reasoning_started)
-                        await emit(AgentEvent(E.REASONING_COMPLETED, session_id))
+                        await emit(streamed(E.REASONING_COMPLETED, session_id))
                     segment = content_started
                     if spans is not None:
                         _open_span(spans, content_started)
-                    await emit(AgentEvent(content_started, session_id))
+                    await emit(streamed(content_started, session_id))
                 await emit(streamed(text_delta, session_id, delta))
             elif kind is reasoning:
                 delta = item.delta
@@ -110,11 +110,11 @@ async def call_model(
                     if segment is content_started:
                         if spans is not None:
                             _close_span(spans, content_started)
-                        await emit(AgentEvent(E.CONTENT_COMPLETED, session_id))
+                        await emit(streamed(E.CONTENT_COMPLETED, session_id))
                     segment = reasoning_started
                     if spans is not None:
                         _open_span(spans, reasoning_started)
-                    await emit(AgentEvent(reasoning_started, session_id))
+                    await emit(streamed(reasoning_started, session_id))
                 await emit(streamed(reasoning_delta, session_id, delta))
             elif kind is tool_call:
                 await emit(streamed(tool_call_delta, session_id, "", item.tool_call_delta))
@@ -134,7 +134,7 @@ async def call_model(
                     if spans is not None:
                         _close_span(spans, segment)
                     segment = None
-                    await emit(AgentEvent(closing, session_id))
+                    await emit(streamed(closing, session_id))
             else:
                 await _server_tool_event(run, item, open_server_calls, seen_server_calls)
     finally:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +48,7 @@ from zett_agent._inbox import AnsweredInputs, RequestInbox
 from zett_agent._model_call import call_model
 from zett_agent._resume import Resumption, resume_point
 from zett_agent._tool_call import execute_tool
-from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.events import AgentEvent, AgentEventType, runtime_event
 from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.events import (
     ExtensionEvent,
@@ -83,13 +83,15 @@ CANCELLED_TOOL_CONTENT = "Request cancelled before tool completion"
 SKIPPED_TOOL_CONTENT = "Superseded by a steering message"
 
 
-class _Nothing:
-    """An awaitable that is already done: what an empty hook stage returns."""
+class _Nothing(tuple):
+    """An awaitable that is already done: what an empty hook stage returns.
+
+    An empty tuple whose ``__await__`` is the tuple's own iterator: awaiting it runs no
+    Python frame at all.
+    """
 
     __slots__ = ()
-
-    def __await__(self) -> Generator[Any, None, None]:
-        return iter(())
+    __await__ = tuple.__iter__
 
 
 _NOTHING = _Nothing()
@@ -376,7 +378,7 @@ class Request:
         # Nothing runs after RUN_COMPLETED: the session is free while the consumer holds it,
         # so a consumer that breaks out there can start the next request at once.
         self._end()
-        await self.emit(AgentEvent(E.RUN_COMPLETED, self.context.session_id, message=final))
+        await self.emit(runtime_event(E.RUN_COMPLETED, self.context.session_id, message=final))
 
     async def _compaction_pass(self) -> None:
         """Restore context, run ``on_compact``, append nothing, call no primary model."""
@@ -436,7 +438,7 @@ class Request:
                     )
                 )
             else:
-                await self.emit(AgentEvent(E.MODEL_COMPLETED, session_id, response=response))
+                await self.emit(runtime_event(E.MODEL_COMPLETED, session_id, response=response))
 
             if runs_tools:
                 if await self._tool_phase(message):
@@ -507,7 +509,7 @@ class Request:
         try:
             await self.stage(hooks.before_tool, "before_tool", call)
             started = await self.move(P.RUNNING_TOOL)
-            await self.emit(AgentEvent(E.TOOL_STARTED, context.session_id, tool_calls=[call]))
+            await self.emit(runtime_event(E.TOOL_STARTED, context.session_id, tool_calls=[call]))
             result, error = await execute_tool(context, self.hooks.on_tool_call, call)
             completed = await self.move(P.READY)
             timing = None
@@ -525,7 +527,7 @@ class Request:
             )
             await self._settle(call, message, timing)
             await self.emit(
-                AgentEvent(
+                runtime_event(
                     E.TOOL_COMPLETED if message.success else E.TOOL_FAILED,
                     context.session_id,
                     tool_calls=[call],

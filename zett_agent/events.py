@@ -217,6 +217,30 @@ def streamed_event(
     return event
 
 
+def runtime_event(
+    kind: AgentEventType,
+    session_id: str,
+    *,
+    tool_calls: list[ToolCall] | None = None,
+    response: ModelResponse | None = None,
+    message: AssistantMessage | ToolMessage | None = None,
+    error: Exception | None = None,
+) -> AgentEvent:
+    """``AgentEvent(kind, session_id, ...)`` for the runtime's own non-CUSTOM events, faster.
+
+    The slots are filled as by ``streamed_event`` (no generated ``__init__``, no check),
+    with the payload fields a tool, model or run event carries; ``tests/runtime/
+    test_events.py`` compares it with the dataclass field by field.
+    """
+    event = streamed_event(kind, session_id)
+    if tool_calls is not None:
+        event.tool_calls = tool_calls
+    event.response = response
+    event.message = message
+    event.error = error
+    return event
+
+
 _new = object.__new__
 _EVENT_FIELDS = tuple(AgentEvent.__dataclass_fields__)
 

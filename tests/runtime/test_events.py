@@ -9,7 +9,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from zett_agent.events import AgentEvent, AgentEventType, AgentPhase, streamed_event
+from zett_agent.events import (
+    AgentEvent,
+    AgentEventType,
+    AgentPhase,
+    runtime_event,
+    streamed_event,
+)
 from zett_agent.extensions.events import (
     ExtensionEvent,
     InternalMessageEvent,
@@ -133,6 +139,25 @@ def test_the_fast_streamed_event_equals_the_dataclass_one_field_by_field(
         assert getattr(fast, field.name) == getattr(built, field.name), field.name
     assert fast == built
     assert fast.tool_calls is not streamed_event(kind, "s1", delta).tool_calls
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"tool_calls": [ToolCall(id="1", name="t")]},
+        {"message": AssistantMessage(content="done")},
+        {"tool_calls": [ToolCall(id="1", name="t")], "error": ValueError("no")},
+    ],
+)
+def test_the_fast_runtime_event_equals_the_dataclass_one_field_by_field(fields):
+    fast = runtime_event(AgentEventType.TOOL_COMPLETED, "s1", **fields)
+    built = AgentEvent(AgentEventType.TOOL_COMPLETED, "s1", **fields)
+
+    assert type(fast) is AgentEvent
+    for field in dataclasses.fields(AgentEvent):
+        assert getattr(fast, field.name) == getattr(built, field.name), field.name
+    assert fast.tool_calls is not runtime_event(AgentEventType.TOOL_STARTED, "s").tool_calls
 
 
 def test_a_custom_event_carries_a_name_and_payload():
