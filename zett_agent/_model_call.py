@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from zett_agent._driver import emission
 from zett_agent.events import AgentEvent, AgentEventType, streamed_event
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.extensions.events import MessageTiming, _measured
@@ -70,6 +71,9 @@ async def call_model(
     # segment kind -> [start, start_ns, end, end_ns]; None when nothing is timed
     spans: dict[AgentEventType, list[Any]] | None = None if started is None else {}
     emit = run.emit
+    # A streamed delta is stamped with the phase here and handed over by ``emission``
+    # itself: what ``run.emit`` does, without its frame, once per streamed item.
+    state = run.context.state
     await emit(streamed_event(E.MODEL_STARTED, session_id))
     # Locals, not module globals and enum attributes: this loop runs once per streamed item.
     text, reasoning, tool_call, completed = _TEXT, _REASONING, _TOOL_CALL, _COMPLETED
@@ -103,7 +107,7 @@ async def call_model(
                     if spans is not None:
                         _open_span(spans, content_started)
                     await emit(streamed(content_started, session_id))
-                await emit(streamed(text_delta, session_id, delta))
+                await emission(streamed(text_delta, session_id, delta, None, state.phase))
             elif kind is reasoning:
                 delta = item.delta
                 if delta and segment is not reasoning_started:
@@ -115,9 +119,11 @@ async def call_model(
                     if spans is not None:
                         _open_span(spans, reasoning_started)
                     await emit(streamed(reasoning_started, session_id))
-                await emit(streamed(reasoning_delta, session_id, delta))
+                await emission(streamed(reasoning_delta, session_id, delta, None, state.phase))
             elif kind is tool_call:
-                await emit(streamed(tool_call_delta, session_id, "", item.tool_call_delta))
+                await emission(
+                    streamed(tool_call_delta, session_id, "", item.tool_call_delta, state.phase)
+                )
             elif kind is completed:
                 if not isinstance(item.response, ModelResponse):
                     raise AgentProtocolError("A completed model event needs a ModelResponse")

@@ -185,8 +185,9 @@ def streamed_event(
     session_id: str,
     delta: str = "",
     tool_call_delta: ToolCallDelta | None = None,
+    phase: AgentPhase | None = None,
 ) -> AgentEvent:
-    """``AgentEvent(kind, session_id, delta=delta, tool_call_delta=tool_call_delta)``, faster.
+    """``AgentEvent(kind, session_id, phase, delta, tool_call_delta)``, faster.
 
     For the runtime's own events of a known, non-CUSTOM ``kind`` (one per streamed model
     item): the slots are filled directly, with no generated ``__init__`` and no
@@ -197,7 +198,7 @@ def streamed_event(
     event = _new(AgentEvent)
     event.type = kind
     event.session_id = session_id
-    event.phase = None
+    event.phase = phase
     event.delta = delta
     event.tool_call_delta = tool_call_delta
     event.tool_calls = []

@@ -139,6 +139,10 @@ def test_the_fast_streamed_event_equals_the_dataclass_one_field_by_field(
         assert getattr(fast, field.name) == getattr(built, field.name), field.name
     assert fast == built
     assert fast.tool_calls is not streamed_event(kind, "s1", delta).tool_calls
+    stamped = streamed_event(kind, "s1", delta, tool_call_delta, AgentPhase.GENERATING)
+    assert stamped == AgentEvent(
+        kind, "s1", AgentPhase.GENERATING, delta=delta, tool_call_delta=tool_call_delta
+    )
 
 
 @pytest.mark.parametrize(
