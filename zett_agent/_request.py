@@ -53,12 +53,12 @@ from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.events import (
     ExtensionEvent,
     InternalMessageEvent,
-    MessageAppendedEvent,
     MessageTiming,
-    PhaseTransitionEvent,
     RunCancelledEvent,
     SteeringMessageEvent,
+    _appended,
     _measured,
+    _moved,
 )
 from zett_agent.messages import (
     AnyMessage,
@@ -230,7 +230,7 @@ class Request:
         listeners = self.hooks.on_event
         if not listeners:
             return
-        event = MessageAppendedEvent(message, timing or MessageTiming.instant(), usage)
+        event = _appended(message, timing or MessageTiming.instant(), usage)
         context = self.context
         for extension in listeners:
             await extension.on_event(context, event)
@@ -279,7 +279,7 @@ class Request:
         if not listeners:
             return None
         moved = (datetime.now(UTC), time.monotonic_ns())
-        event = PhaseTransitionEvent(previous, target, *moved)
+        event = _moved(previous, target, *moved)
         context = self.context
         for extension in listeners:
             await extension.on_event(context, event)

@@ -24,6 +24,8 @@ from zett_agent.extensions.events import (
     PhaseTransitionEvent,
     RunCancelledEvent,
     SteeringMessageEvent,
+    _appended,
+    _moved,
 )
 from zett_agent.messages import AgentMessage, AssistantMessage, ToolCall, UserMessage
 from zett_agent.model import ModelUsage, ToolCallDelta
@@ -224,6 +226,19 @@ def test_usage_belongs_to_an_assistant_answer_only():
     assert MessageAppendedEvent(AssistantMessage(content="hi"), timing, usage).usage == usage
     with pytest.raises(ValueError, match="usage belongs to an assistant answer"):
         MessageAppendedEvent(UserMessage(content="hi"), timing, usage)
+
+
+def test_the_runtime_s_fast_extension_events_equal_the_dataclass_ones():
+    now = datetime.now(UTC)
+    timing = MessageTiming(now, now, 0)
+    usage = ModelUsage(input_tokens=3, output_tokens=1)
+    moved = (AgentPhase.READY, AgentPhase.GENERATING, now, 7)
+    assert _moved(*moved) == PhaseTransitionEvent(*moved)
+    assert type(_moved(*moved)) is PhaseTransitionEvent
+    answer = AssistantMessage(content="hi")
+    assert _appended(answer, timing, usage) == MessageAppendedEvent(answer, timing, usage)
+    question = UserMessage(content="hi")
+    assert _appended(question, timing, None) == MessageAppendedEvent(question, timing)
 
 
 def test_every_extension_event_derives_from_extension_event():
