@@ -46,6 +46,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -129,7 +130,11 @@ class Child:
 
     def close(self) -> None:
         self.process.stdin.close()
-        self.process.wait(timeout=30)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 def run_cpu(trees: tuple[Path, Path], args: argparse.Namespace) -> list[Figure]:
@@ -171,8 +176,14 @@ def run_instructions(trees: tuple[Path, Path], args: argparse.Namespace) -> list
                     (side, _start_callgrind(tree, workload, requests, args, out))
                     for side, tree in enumerate(trees)
                 ]
-                for side, (process, path) in started:
-                    counts[side, requests] = _finish_callgrind(process, path)
+                try:
+                    for side, (process, path) in started:
+                        counts[side, requests] = _finish_callgrind(process, path)
+                finally:
+                    for _, (process, _) in started:
+                        if process.poll() is None:
+                            process.kill()
+                            process.wait()
             figure = Figure(f"{workload} instructions/request")
             for side in (0, 1):
                 per = (counts[side, args.large] - counts[side, args.small]) / (
@@ -277,8 +288,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--min-requests", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--instructions", action="store_true", help="count with callgrind")
-    parser.add_argument("--small", type=int, default=5, help="requests of the short count run")
-    parser.add_argument("--large", type=int, default=25, help="requests of the long count run")
+    parser.add_argument("--small", type=int, default=10, help="requests of the short count run")
+    parser.add_argument("--large", type=int, default=110, help="requests of the long count run")
     parser.add_argument("--command", help='a bench module and its options, e.g. "bench.sse"')
     parser.add_argument("--python", default=sys.executable, help="interpreter of both sides")
     parser.add_argument("--smoke", action="store_true", help="a few rounds, for CI")
@@ -294,6 +305,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # Stopped with SIGTERM, still remove the temporary worktrees and stop the children.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with ExitStack() as stack:
         temp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="zett-ab-")))
         trees = tuple(stack.enter_context(checked_out(side, temp)) for side in (args.a, args.b))
