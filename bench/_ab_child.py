@@ -5,8 +5,8 @@ root goes first on ``sys.path``, so ``bench.workloads``, the runner module and
 ``zett_agent`` all come from that tree, while this driver (which an older tree may not
 have) comes from the tree running ``bench.ab``. It speaks JSON lines on stdin/stdout:
 
-- it prints ``{"ready": ..., "per_request_us": {...}}`` once every workload is built,
-  checked and warmed up;
+- it prints ``{"ready": ..., "per_request_us": {...}}`` (CPU µs of a warm-up request)
+  once every workload is built, checked and warmed up;
 - for each ``{"workload": W, "requests": N}`` it reads, it times N requests of W and prints
   ``{"cpu_us": ..., "wall_us": ...}`` (per request);
 - ``--requests N`` (instruction mode) instead runs N requests of each workload once, with no
@@ -73,8 +73,8 @@ async def _serve(args: argparse.Namespace) -> None:
     runners = await _build(args)
     per_request = {}
     for name, (runner, _) in runners.items():
-        _, wall = await _time(runner, args.warmup)
-        per_request[name] = wall
+        # CPU time sizes the blocks: on a loaded machine wall time is mostly waiting.
+        per_request[name], _ = await _time(runner, args.warmup)
     _say({"ready": str(_TREE), "per_request_us": per_request})
     loop = asyncio.get_running_loop()
     while line := await loop.run_in_executor(None, sys.stdin.readline):
