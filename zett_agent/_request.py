@@ -375,7 +375,7 @@ class Request(ExtensionCalls, Endings):
         context = self.context
         return ModelRequest(
             messages=context.state.messages,
-            tools=tuple(tool.definition for tool in context.tools.values()),
+            tools=tuple([tool.definition for tool in context.tools.values()]),
             server_tools=tuple(context.server_tools.values()),
             cache_key=context.session_id,
         )
