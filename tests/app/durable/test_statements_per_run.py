@@ -65,6 +65,16 @@ def statements() -> Any:
     return counting
 
 
+@pytest.fixture(autouse=True)
+def _webhooks_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which webhooks listen is read at most once a second per process; here once, by the
+    first run, so that a slow machine does not move the read into the counted run."""
+    from agent_app.webhooks import events
+
+    events.forget_listeners()
+    monkeypatch.setattr(events, "LISTENERS_SECONDS", float("inf"))
+
+
 async def _chat(sockets: Any, use_model: Any, script: list[Any]) -> Any:
     use_model(ScriptedModel([say("Hello."), *script]))
     socket = await sockets()
