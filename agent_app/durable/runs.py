@@ -177,9 +177,8 @@ def begin_run(
     exactly one continuation per paused run). ``refuse_stale``: store nothing and raise
     ``StaleRuns`` if a run of the session is still ``running`` or ``paused`` (the caller
     settles those first, ``agent_app.durable.recovery``): counted by the statement that locks the
-    session row (``bump_version``), so the check costs no statement of its own. A chat a
-    member of staff has taken over starts no run (``TakenOver``, nothing stored): read under
-    the same row lock the takeover writes (``agent_app.people``).
+    session row (``bump_version``), so the check costs no statement of its own; so is
+    whether staff took the chat over (``TakenOver``, nothing stored; ``agent_app.people``).
     """
     now = timezone.now()
     creator = creator or Creator()
