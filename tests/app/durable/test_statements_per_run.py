@@ -122,7 +122,7 @@ async def test_a_run_with_one_tool_call_stores_each_step_in_its_own_transaction(
     assert any(frame.get("event", {}).get("type") == "tool_completed" for frame in frames)
     checkpoint = ["BEGIN IMMEDIATE", "UPDATE agent_app_chatsession", "INSERT agent_app_chatmessage"]
     assert sent == [
-        # The run's start and top, as a plain run's (six statements, one transaction):
+        # The run's start (one transaction) and top, as in a plain run:
         "BEGIN IMMEDIATE",
         "UPDATE agent_app_chatsession",
         "INSERT agent_app_chatrun",
