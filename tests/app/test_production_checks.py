@@ -68,7 +68,7 @@ def test_a_redis_url_with_a_process_local_layer_is_a_warning(settings):
 
 
 def test_a_policy_without_the_headers_middleware_is_a_warning(settings):
-    middleware = "agent_app.headers.SecurityHeadersMiddleware"
+    middleware = "agent_app.guard.headers.SecurityHeadersMiddleware"
     settings.ZETT_CONTENT_SECURITY_POLICY = "default-src 'self'"
     settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if m != middleware]
     [warning] = check_security_headers_middleware()
