@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 import agent_app
-from tests.import_graph import cycles_of, imports, modules
+from tests.import_graph import cycles_of, imports, js_cycles, modules
 
 ROOT = Path(agent_app.__file__).parent
+#: The chat's ES modules (the vendored libraries below it are not the app's).
+SCRIPTS = ROOT / "static" / "agent_app"
 
 #: Longest function or method the app may have, in lines (decorators and docstring too).
 MAX_FUNCTION_LINES = 60
@@ -253,5 +255,18 @@ def test_no_module_is_longer_than_600_lines(package):
         if "migrations" not in path.parts
         and ".venv" not in path.parts
         and (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
+    assert long == []
+
+
+def test_the_chat_scripts_import_each_other_without_a_cycle():
+    assert js_cycles(SCRIPTS) == []
+
+
+def test_no_chat_script_is_longer_than_600_lines():
+    long = [
+        f"{path.name}: {lines}"
+        for path in sorted(SCRIPTS.glob("*.js"))
+        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
     ]
     assert long == []
