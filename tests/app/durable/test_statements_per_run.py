@@ -16,12 +16,18 @@ import threading
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.db.backends import utils
 
 from tests.app.llm_doubles import call_tool, say
 from zett_agent.testing import ScriptedModel
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        connection.vendor != "sqlite", reason="counts SQLite's statements (its BEGIN IMMEDIATE)"
+    ),
+]
 
 _TABLE = re.compile(r'^(SELECT\b.*?\bFROM|INSERT INTO|UPDATE|DELETE FROM)\s+"?(\w+)', re.S)
 
