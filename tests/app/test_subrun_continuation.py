@@ -196,6 +196,12 @@ async def test_a_delegate_cut_off_while_it_streams_goes_on_from_its_checkpoint(
     assert front.requests[-1].messages[-1].content == "Claim 7 is filed."
     nested = [e for e in events_of(frames) if e.get("agent") == "clerk"]
     assert {e["parent_tool_call_id"] for e in nested} == {"p-1"}
+    # The call starts again and ends once; the clerk's work comes between.
+    own = [e for e in events_of(frames) if "agent" not in e and e["type"].startswith("tool_")]
+    assert [(e["type"], e["tool_calls"][0]["id"]) for e in own] == [
+        ("tool_started", "p-1"),
+        ("tool_completed", "p-1"),
+    ]
     assert await sync_to_async(claims)() == 1
     assert await chat_tool_results(session_id) == ["p-1"]  # one result for the call
     sub = await SubRun.objects.aget(session_id=session_id)
