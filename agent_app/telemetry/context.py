@@ -19,6 +19,7 @@ exactly what the run's row outlives.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import Any
 
@@ -90,36 +91,36 @@ def attempt_span(run_traceparent: str, *, session_id: str, request_id: str, atte
 
 
 class _Flusher:
-    """Sends ended spans to the exporter now, in a thread, one flush at a time: attempts
-    that begin while a flush runs are sent by the next one (so a batching processor is
-    asked once per round trip, however many runs begin)."""
+    """Sends ended spans to the exporter now, from one background thread: attempts that
+    begin while a flush runs are sent by the next one (a batching processor is asked once
+    per round trip, however many runs begin), and a run only sets an event."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.due = False
-        self.running = False
+        self.wanted = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.flush: Any = None
+        os.register_at_fork(after_in_child=self._forget_thread)
 
     def request(self, flush: Any) -> None:
-        with self.lock:
-            self.due = True
-            if self.running:
-                return
-            self.running = True
-        threading.Thread(
-            target=self._run, args=(flush,), name="zett-span-flush", daemon=True
-        ).start()
+        self.flush = flush
+        self.wanted.set()
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="zett-span-flush", daemon=True)
+            self.thread.start()
 
-    def _run(self, flush: Any) -> None:
+    def _run(self) -> None:
         while True:
-            with self.lock:
-                if not self.due:
-                    self.running = False
-                    return
-                self.due = False
+            self.wanted.wait()
+            self.wanted.clear()
             try:
-                flush(5_000)
+                self.flush(5_000)
             except Exception:  # an exporter's failure must not end the flusher
                 logger.warning("Could not flush the spans of a run's attempt", exc_info=True)
+
+    def _forget_thread(self) -> None:
+        """A forked child has no such thread: the next request starts its own."""
+        self.thread = None
+        self.wanted = threading.Event()
 
 
 _FLUSHER = _Flusher()
