@@ -141,6 +141,8 @@ class RunEncoder:
         self._turn_text: str | None = None
         self._last_seq: int | None = None
         self._reattached = after_seq is None
+        #: The run whose ``RUN_STARTED`` went out before its frames (``begin``).
+        self._begun: str | None = None
         #: The start of a ``*_CONTENT`` event's data, by message (``delta_text``).
         self._content_heads: dict[str, str] = {}
 
@@ -255,18 +257,33 @@ class RunEncoder:
         value = {key: frame[key] for key in frame if key not in ("type", "seq")}
         return [*out, _custom("run_continued", value)]
 
+    def begin(self, run_id: str, snapshot: list[dict[str, Any]] | None = None) -> SseEvent:
+        """``RUN_STARTED`` of a run the stream's view has just started, sent before the
+        run's frames come (the stream's first byte); its ``run_started`` frame then opens
+        nothing more. ``snapshot`` may be given later (``show``), before that frame."""
+        self._begin_run(run_id, None)
+        self._reattached, self._begun, self._snapshot = True, run_id, snapshot
+        return SseEvent(self._open_segment()[0])
+
+    def show(self, snapshot: list[dict[str, Any]]) -> None:
+        """The history items of the ``MESSAGES_SNAPSHOT`` after the next ``RUN_STARTED``."""
+        self._snapshot = snapshot
+
     def _run_started(self, frame: dict[str, Any]) -> list[dict[str, Any]]:
         request_id = frame.get("request_id")
         if not isinstance(request_id, str):
             return []
-        resumed_from = frame.get("resumed_from")
-        unended: list[dict[str, Any]] = []
-        if self._segment is not None:
-            # The previous run's end never came (its process died unseen): end it here.
-            unended = self._error(ErrorCode.INTERRUPTED, "The run was interrupted.")
-        self._begin_run(request_id, resumed_from if isinstance(resumed_from, str) else None)
         value = {key: frame[key] for key in frame if key not in ("type", "seq")}
-        opened = self._open_segment()
+        unended: list[dict[str, Any]] = []
+        if request_id == self._begun:  # its RUN_STARTED went out already (``begin``)
+            self._begun, opened = None, []
+        else:
+            if self._segment is not None:
+                # The previous run's end never came (its process died unseen): end it here.
+                unended = self._error(ErrorCode.INTERRUPTED, "The run was interrupted.")
+            resumed_from = frame.get("resumed_from")
+            self._begin_run(request_id, resumed_from if isinstance(resumed_from, str) else None)
+            opened = self._open_segment()
         if self._snapshot is not None:
             opened.append(snapshot_event(self._snapshot, frame))
             self._snapshot = None
