@@ -102,9 +102,7 @@ async def test_a_run_started_over_http_is_live_on_the_pages_socket(http, sockets
     assert events[-1].type == "RUN_FINISHED"
 
 
-async def test_a_posts_first_write_is_its_run_started_then_the_path_before_the_run(
-    http, use_model
-):
+async def test_a_posts_first_write_is_its_run_started_then_the_path_before_the_run(http, use_model):
     use_model(ScriptedModel([AssistantMessage("Two."), AssistantMessage("Three.")]))
     _, secret = await make_token("ada")
     thread_id = str(uuid.uuid4())
