@@ -53,14 +53,13 @@ that straddles N then yields only the part after N.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_app.agui.errors import ErrorCode
 from agent_app.agui.interrupts import interrupt_for, wait_of
-from agent_app.agui.messages import snapshot_event
+from agent_app.agui.messages import json_text, result_text, snapshot_event
 from agent_app.agui.sse import SseEvent
 
 __all__ = ["CUSTOM_PREFIX", "RunEncoder", "refusal_events"]
@@ -430,7 +429,7 @@ class RunEncoder:
             segment.calls[call_id] = started
             out.append(_tool_call_start(started))
             out.append(
-                _event("TOOL_CALL_ARGS", toolCallId=call_id, delta=_json(call.get("arguments")))
+                _event("TOOL_CALL_ARGS", toolCallId=call_id, delta=json_text(call.get("arguments")))
             )
         for call_id in list(segment.calls):
             del segment.calls[call_id]
@@ -560,7 +559,7 @@ def _tool_results(event: dict[str, Any], run_id: str | None, seq: int) -> list[d
                 "TOOL_CALL_RESULT",
                 messageId=message_id,
                 toolCallId=call_id,
-                content=_text(message.get("content")),
+                content=result_text(message.get("content")),
                 role="tool",
                 metadata={"zett": zett},
             )
@@ -593,22 +592,3 @@ def _token_usage(key: tuple[str | None, str | None], counts: dict[str, int]) -> 
         if counts[name] or name in ("input_tokens", "output_tokens", "total_tokens"):
             usage[wire] = counts[name]
     return usage
-
-
-def _text(content: Any) -> str:
-    """A tool result's content as text: images are named, not sent."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, dict) and part.get("type") == "text":
-                parts.append(str(part.get("text", "")))
-            else:
-                parts.append("[image]")
-        return "\n".join(parts)
-    return "" if content is None else _json(content)
-
-
-def _json(value: Any) -> str:
-    return json.dumps({} if value is None else value, ensure_ascii=False, default=str)
