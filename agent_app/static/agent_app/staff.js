@@ -1,9 +1,10 @@
 /**
  * One chat as staff see it: the conversation live (read-only), and once taken over a
  * composer that writes to the customer as the staff member. The socket is the chat's own
- * (staff may open any chat's); the server decides who may do what.
+ * (staff may open any chat's); the server decides who may do what. The page is all
+ * messages, so it loads the Markdown libraries first, then connects.
  */
-import { renderMarkdown } from "./markdown.js";
+import { markdownReady, plainHtml, renderMarkdown } from "./markdown.js";
 
 const config = JSON.parse(document.getElementById("staff-config").textContent);
 const root = document.querySelector(".staff-chat");
@@ -37,7 +38,7 @@ function entry(role, body, who) {
   const words = document.createElement("div");
   words.className = "staff-chat__text";
   if (role === "assistant") {
-    words.innerHTML = renderMarkdown(body); // sanitised (markdown.js)
+    words.innerHTML = renderMarkdown(body) ?? plainHtml(body); // sanitised (markdown.js)
     words.classList.add("staff-chat__text--markdown");
   } else {
     words.textContent = body;
@@ -98,7 +99,7 @@ const handlers = {
         liveSource = "";
       }
       liveSource += frame.event.delta;
-      live.innerHTML = renderMarkdown(liveSource, { unfinished: true });
+      live.innerHTML = renderMarkdown(liveSource, { unfinished: true }) ?? plainHtml(liveSource);
     }
   },
   run_completed: () => { live = null; },
@@ -155,4 +156,4 @@ text.addEventListener("keydown", (event) => {
 });
 
 connected(false);
-connect();
+markdownReady().then(connect, connect); // plain text if the libraries failed to load
