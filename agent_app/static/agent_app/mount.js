@@ -37,8 +37,8 @@ import { BudgetMeter } from "./budget.js";
 import { composerProblem } from "./composer.js";
 import { ZettClient } from "./client.js";
 import { LastTurnActions } from "./edit.js";
-import { showGone } from "./gone.js";
 import { renderHistory, showWait } from "./history.js";
+import { lazyModule } from "./lazy.js";
 import { LinkIndicator } from "./link.js";
 import { ERROR_TEXT, Notices } from "./notices.js";
 import { Outbox } from "./outbox.js";
@@ -54,6 +54,8 @@ import { VersionSwitcher } from "./switcher.js";
 import { ReplyWidgets } from "./widgets.js";
 
 const TITLE_LENGTH = 80;
+/** The "this chat is gone" panel: needed once in a chat's life, if ever. */
+const gone = lazyModule("gone.js");
 
 /** Refusals that give back what this view sent (`outbox.js`). */
 const GIVE_BACK_CODES = new Set(["busy", "rate_limited", "too_large", "not_running", "bad_frame", "budget_exceeded"]);
@@ -316,7 +318,7 @@ export function mount(where, options = {}) {
     link.show(status);
     updateMode();
     if (status.state === "refused") {
-      showGone(ui, notices, status.code, { listUrl: options.listUrl ?? null });
+      gone.get().then(({ showGone }) => showGone(ui, notices, status.code, { listUrl: options.listUrl ?? null }));
     }
   });
   client.on("session", showSession);

@@ -75,6 +75,7 @@ CODE_REPLY = (
     f"HTML:\n\n```html\n{HTML_CODE}```\n\n"
     f"Plain:\n\n```\n{PLAIN_CODE}```\n"
 )
+PYTHON_REPLY = f"In Python:\n\n```py\n{PYTHON_CODE}```\n"
 
 
 #: Markup that runs script if it is ever parsed as HTML: each sets ``window.zettInjected``.
@@ -154,6 +155,7 @@ class BrowserScriptModel:
         reply = {
             "markdown": MARKDOWN_REPLY,
             "code": CODE_REPLY,
+            "python": PYTHON_REPLY,
             "fail once": RECOVERED_REPLY,
         }.get(said, PLAIN_REPLY)
         for event in self.streams.events_for(AssistantMessage(content=reply)):
