@@ -5,9 +5,12 @@
  * which goes through `renderMarkdown` (marked, then DOMPurify) before it is inserted, or
  * is shown escaped (`plainHtml`) for the moment those two take to load.
  */
-import { decorateCodeBlocks } from "./code.js";
 import { element } from "./dom.js";
+import { lazyModule } from "./lazy.js";
 import { markdownReady, plainHtml, renderMarkdown } from "./markdown.js";
+
+/** Code blocks' frames, highlighting and copy buttons (`code.js`): loaded for the first one. */
+const code = lazyModule("code.js");
 
 const PREVIEW_CHARS = 60;
 
@@ -108,8 +111,24 @@ export class TextSegment {
     }
     this.view.keepPinned(() => {
       this.el.innerHTML = html ?? plainHtml(this.source);
-      decorateCodeBlocks(this.el);
+      this.decorateCode();
     });
+  }
+
+  /** Frame the code blocks (now if `code.js` is here, else once it is). */
+  decorateCode() {
+    if (this.el.querySelector("pre > code") === null) {
+      return;
+    }
+    const loaded = code.now();
+    if (loaded !== undefined) {
+      loaded.decorateCodeBlocks(this.el);
+      return;
+    }
+    code.get().then(
+      ({ decorateCodeBlocks }) => this.view.keepPinned(() => decorateCodeBlocks(this.el)),
+      () => {}, // plain blocks; the next render tries again
+    );
   }
 
   /** Render again once Markdown can be rendered (the first message loads its libraries). */

@@ -46,12 +46,12 @@ import { HistoryPaging } from "./paging.js";
 import { DEFAULT_TEXTS, prepare } from "./panel.js";
 import { People } from "./people.js";
 import { ComposerBox, JumpToLatest, enterSends } from "./phone.js";
+import { LaterReplyWidgets, asksSomeone } from "./replies.js";
 import { keepTimesFresh, parseTime } from "./time.js";
 import { StopButton } from "./stop.js";
 import { Transcript } from "./transcript.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
 import { VersionSwitcher } from "./switcher.js";
-import { ReplyWidgets } from "./widgets.js";
 
 const TITLE_LENGTH = 80;
 /** The "this chat is gone" panel: needed once in a chat's life, if ever. */
@@ -124,7 +124,7 @@ export function mount(where, options = {}) {
   new JumpToLatest(part("transcript"), { onJump: () => ui.input.focus({ preventScroll: true }) });
   const stopper = new StopButton(ui.stop, { send, isOpen: () => client.isOpen, notices, text: texts.stop });
   const budget = new BudgetMeter(optional("budget"));
-  const widgets = new ReplyWidgets((name, payload) => send({ type: "external_event", name, payload }), {
+  const widgets = new LaterReplyWidgets((name, payload) => send({ type: "external_event", name, payload }), {
     onAnswered: () => ui.input.focus({ preventScroll: true }),
   });
   const transcript = new Transcript(part("transcript"), widgets, part("empty"), {
@@ -314,6 +314,39 @@ export function mount(where, options = {}) {
 
   // --- frames from the server ---------------------------------------------------------
 
+  /** Frames held back, in order, while the reply widgets load (`replies.js`); else null. */
+  let held = null;
+
+  /** `client.on`, except that a frame that shows a question waits for the widgets' code. */
+  function on(type, handler) {
+    client.on(type, (frame) => {
+      if (held === null && !widgets.loaded && asksSomeone(frame)) {
+        held = [];
+        widgets
+          .load()
+          .catch((error) => console.warn("Could not load the reply widgets:", error))
+          .finally(applyHeld);
+      }
+      if (held === null) {
+        handler(frame);
+      } else {
+        held.push(() => handler(frame));
+      }
+    });
+  }
+
+  function applyHeld() {
+    const frames = held;
+    held = null;
+    for (const apply of frames) {
+      try {
+        apply();
+      } catch (error) {
+        reportError(error);
+      }
+    }
+  }
+
   client.on("status", (status) => {
     link.show(status);
     updateMode();
@@ -321,51 +354,51 @@ export function mount(where, options = {}) {
       gone.get().then(({ showGone }) => showGone(ui, notices, status.code, { listUrl: options.listUrl ?? null }));
     }
   });
-  client.on("session", showSession);
-  client.on("pong", caughtUp);
-  client.on("run_started", startRun);
-  client.on("agent_event", (frame) => {
+  on("session", showSession);
+  on("pong", caughtUp);
+  on("run_started", startRun);
+  on("agent_event", (frame) => {
     transcript.handleEvent(frame.request_id, frame.event ?? {});
     if (frame.event?.type === "run_completed") {
       endRun(frame.request_id, "completed");
     }
   });
-  client.on("reply_accepted", replyAccepted);
-  client.on("run_failed", (frame) => {
+  on("reply_accepted", replyAccepted);
+  on("run_failed", (frame) => {
     if (frame.status === "budget_exceeded") {
       budget.exceeded(frame);
     }
     endRun(frame.request_id, "failed", { error: frame.error ?? {} });
   });
-  client.on("run_cancelled", (frame) => endRun(frame.request_id, "cancelled"));
-  client.on("run_continued", (frame) => transcript.continueRun(frame.request_id));
-  client.on("run_interrupted", (frame) =>
+  on("run_cancelled", (frame) => endRun(frame.request_id, "cancelled"));
+  on("run_continued", (frame) => transcript.continueRun(frame.request_id));
+  on("run_interrupted", (frame) =>
     endRun(frame.request_id, frame.status === "expired" ? "expired" : "interrupted", {
       message: frame.message ?? "",
     }),
   );
-  client.on("run_paused", (frame) => {
+  on("run_paused", (frame) => {
     endRun(frame.request_id, "paused");
     showPending(frame.pending);
   });
-  client.on("external_event_result", handleExternalEventResult);
-  client.on("history_page", (frame) => {
+  on("external_event_result", handleExternalEventResult);
+  on("history_page", (frame) => {
     rememberRuns(frame.runs);
     paging.received(frame, runs);
   });
-  client.on("branch_switched", (frame) => {
+  on("branch_switched", (frame) => {
     versions.switched(frame, { runs, paging, live: liveRunId !== null });
     maxPosition = Math.max(frame.position - 1, ...(frame.messages ?? []).map((item) => item.position ?? -1));
     updateMode();
   });
-  client.on("error", handleError);
-  client.on("budget", (frame) => budget.received(frame));
-  client.on("handoff_requested", (frame) => people.handoffRequested(frame));
-  client.on("taken_over", (frame) => people.takenOver(frame));
-  client.on("handed_back", () => people.handedBack());
-  client.on("staff_message", (frame) => people.staffMessage(frame));
-  client.on("customer_message", customerMessage);
-  client.on("feedback_saved", (frame) => people.saved(frame));
+  on("error", handleError);
+  on("budget", (frame) => budget.received(frame));
+  on("handoff_requested", (frame) => people.handoffRequested(frame));
+  on("taken_over", (frame) => people.takenOver(frame));
+  on("handed_back", () => people.handedBack());
+  on("staff_message", (frame) => people.staffMessage(frame));
+  on("customer_message", customerMessage);
+  on("feedback_saved", (frame) => people.saved(frame));
 
   /**
    * The first frame of every connection. Keeps the transcript when the view was showing

@@ -68,11 +68,11 @@ def test_a_new_chat_loads_no_vendor_code_until_a_message_is_shown(
     assert sum(scripts.values()) <= EMPTY_CHAT_BUDGET, scripts
 
 
-def test_a_chat_with_text_answers_loads_markdown_and_the_sanitiser_within_budget(
+def test_a_chat_with_text_answers_loads_markdown_and_the_sanitiser_only(
     page: Page, scripted_server: LiveServer
 ) -> None:
     open_new_chat(page, scripted_server)
-    send(page, "markdown")
+    send(page, "prose")
     expect_idle(page)
     expect(last_answer(page).locator("h2")).to_have_text("Shopping list")
 
