@@ -33,25 +33,23 @@
  * run starts.
  */
 import { attachmentTray } from "./attachments.js";
-import { BudgetMeter } from "./budget.js";
 import { composerProblem } from "./composer.js";
+import { FrameGate } from "./gate.js";
 import { ZettClient } from "./client.js";
 import { LastTurnActions } from "./edit.js";
 import { renderHistory, showWait } from "./history.js";
 import { lazyModule } from "./lazy.js";
+import { asksSomeone, later, needsBudget, needsPaging, needsSwitcher } from "./later.js";
 import { LinkIndicator } from "./link.js";
 import { ERROR_TEXT, Notices } from "./notices.js";
 import { Outbox } from "./outbox.js";
-import { HistoryPaging } from "./paging.js";
 import { DEFAULT_TEXTS, prepare } from "./panel.js";
 import { People } from "./people.js";
 import { ComposerBox, JumpToLatest, enterSends } from "./phone.js";
-import { LaterReplyWidgets, asksSomeone } from "./replies.js";
 import { keepTimesFresh, parseTime } from "./time.js";
 import { StopButton } from "./stop.js";
 import { Transcript } from "./transcript.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
-import { VersionSwitcher } from "./switcher.js";
 
 const TITLE_LENGTH = 80;
 /** The "this chat is gone" panel: needed once in a chat's life, if ever. */
@@ -123,9 +121,15 @@ export function mount(where, options = {}) {
   const box = new ComposerBox(ui.input);
   new JumpToLatest(part("transcript"), { onJump: () => ui.input.focus({ preventScroll: true }) });
   const stopper = new StopButton(ui.stop, { send, isOpen: () => client.isOpen, notices, text: texts.stop });
-  const budget = new BudgetMeter(optional("budget"));
-  const widgets = new LaterReplyWidgets((name, payload) => send({ type: "external_event", name, payload }), {
-    onAnswered: () => ui.input.focus({ preventScroll: true }),
+  // Parts only some chats use: stand-ins until the first frame that needs them (`later.js`).
+  const budget = later("budget.js", "BudgetMeter", [optional("budget")], { spent() {} });
+  const sendReply = (name, payload) => send({ type: "external_event", name, payload });
+  const onAnswered = () => ui.input.focus({ preventScroll: true });
+  const widgets = later("widgets.js", "ReplyWidgets", [sendReply, { onAnswered }], {
+    has: () => false,
+    isOpen: () => false,
+    anyOpen: () => false,
+    ...Object.fromEntries(["settle", "accepted", "resolve", "closeOpen", "forgetDetached", "reset"].map((name) => [name, () => {}])),
   });
   const transcript = new Transcript(part("transcript"), widgets, part("empty"), {
     onUsage: (usage) => {
@@ -134,15 +138,30 @@ export function mount(where, options = {}) {
     },
     onRetry: retry,
   });
-  const paging = new HistoryPaging(transcript, send, {
-    // Older pages count only when the server gave no session total.
-    onUsage: (usage) => sessionTotalKnown || showSessionUsage(addUsage(sessionUsage, usage)),
-  });
+  // Older pages count only when the server gave no session total.
+  const pagingHooks = { onUsage: (usage) => sessionTotalKnown || showSessionUsage(addUsage(sessionUsage, usage)) };
+  let shownPage = null; // the last `reset`: what the paging, once loaded, starts from
+  const paging = later(
+    "paging.js",
+    "HistoryPaging",
+    [transcript, send, pagingHooks],
+    {
+      loading: false,
+      oldest: null,
+      reset: (...page) => (shownPage = page),
+      ...Object.fromEntries(["received", "linkDropped", "refused"].map((name) => [name, () => {}])),
+    },
+    (real) => shownPage && real.reset(...shownPage),
+  );
   const lastTurn = new LastTurnActions(transcript, {
     regenerate: (position) => replaceLastTurn(null, position),
     edit: (content, position) => replaceLastTurn(content, position),
   });
-  const versions = new VersionSwitcher(transcript, send);
+  const versions = later("switcher.js", "VersionSwitcher", [transcript, send], {
+    pending: null,
+    refresh() {},
+    refused() {},
+  });
   const tray = attachmentTray(ui.composer, {
     uploadUrl: options.attachmentsUrl ?? "",
     assistant: options.assistant ?? "",
@@ -314,38 +333,13 @@ export function mount(where, options = {}) {
 
   // --- frames from the server ---------------------------------------------------------
 
-  /** Frames held back, in order, while the reply widgets load (`replies.js`); else null. */
-  let held = null;
-
-  /** `client.on`, except that a frame that shows a question waits for the widgets' code. */
-  function on(type, handler) {
-    client.on(type, (frame) => {
-      if (held === null && !widgets.loaded && asksSomeone(frame)) {
-        held = [];
-        widgets
-          .load()
-          .catch((error) => console.warn("Could not load the reply widgets:", error))
-          .finally(applyHeld);
-      }
-      if (held === null) {
-        handler(frame);
-      } else {
-        held.push(() => handler(frame));
-      }
-    });
-  }
-
-  function applyHeld() {
-    const frames = held;
-    held = null;
-    for (const apply of frames) {
-      try {
-        apply();
-      } catch (error) {
-        reportError(error);
-      }
-    }
-  }
+  // Parts only some chats use load with the first frame that needs them (`gate.js`).
+  const gate = new FrameGate(client);
+  gate.need(asksSomeone, widgets);
+  gate.need(needsPaging, paging);
+  gate.need(needsSwitcher, versions);
+  gate.need(needsBudget, budget);
+  const on = (type, handler) => gate.on(type, handler);
 
   client.on("status", (status) => {
     link.show(status);

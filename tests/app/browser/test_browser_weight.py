@@ -26,9 +26,9 @@ KB = 1024
 #: Bytes of JavaScript the chat list may load.
 LIST_BUDGET = 60 * KB
 #: Bytes of JavaScript a chat page may load with its messages shown (text, no code).
-CHAT_BUDGET = 300 * KB
-#: Bytes of JavaScript a new chat's page may load (no message shown yet).
-EMPTY_CHAT_BUDGET = 220 * KB
+CHAT_BUDGET = 250 * KB
+#: Bytes of JavaScript a new chat's page (or a widget) may load before a message is shown.
+EMPTY_CHAT_BUDGET = 180 * KB
 
 
 def scripts_fetched(page: Page) -> dict[str, int]:
