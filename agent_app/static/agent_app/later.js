@@ -4,7 +4,8 @@
  * and approval widgets, paging back through a long history, switching between versions of
  * a turn, the token budget meter. Each `needs…` test says which frames need a part.
  *
- * `later()` makes the stand-in the page holds meanwhile. Until the part is loaded, each
+ * `later()` makes the stand-in the page holds meanwhile (`laterWidgets` and the others
+ * below, with the arguments of the class they stand for). Until the part is loaded, each
  * member named in `idle` answers as the part would with nothing to do (no widget is open,
  * no page is loading); any other member is an error, as the gate should have loaded the
  * part first.
@@ -79,4 +80,38 @@ export function later(path, name, args, idle, ready = () => {}) {
       return idle[key];
     },
   });
+}
+
+const quiet = (names) => Object.fromEntries(names.map((name) => [name, () => {}]));
+
+/** `ReplyWidgets` (`widgets.js`): none is open or known until the first question. */
+export function laterWidgets(...args) {
+  return later("widgets.js", "ReplyWidgets", args, {
+    has: () => false,
+    isOpen: () => false,
+    anyOpen: () => false,
+    ...quiet(["settle", "accepted", "resolve", "closeOpen", "forgetDetached", "reset"]),
+  });
+}
+
+/** `HistoryPaging` (`paging.js`), told once loaded which messages were shown last. */
+export function laterPaging(...args) {
+  let shown = null;
+  const idle = {
+    loading: false,
+    oldest: null,
+    reset: (...page) => (shown = page),
+    ...quiet(["received", "linkDropped", "refused"]),
+  };
+  return later("paging.js", "HistoryPaging", args, idle, (real) => shown && real.reset(...shown));
+}
+
+/** `VersionSwitcher` (`switcher.js`): no switch is on its way until one is shown. */
+export function laterSwitcher(...args) {
+  return later("switcher.js", "VersionSwitcher", args, { pending: null, ...quiet(["refresh", "refused"]) });
+}
+
+/** `BudgetMeter` (`budget.js`): hidden, counting nothing, until a budget is known. */
+export function laterBudget(...args) {
+  return later("budget.js", "BudgetMeter", args, quiet(["spent"]));
 }

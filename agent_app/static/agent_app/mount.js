@@ -39,7 +39,16 @@ import { ZettClient } from "./client.js";
 import { LastTurnActions } from "./edit.js";
 import { renderHistory, showWait } from "./history.js";
 import { lazyModule } from "./lazy.js";
-import { asksSomeone, later, needsBudget, needsPaging, needsSwitcher } from "./later.js";
+import {
+  asksSomeone,
+  laterBudget,
+  laterPaging,
+  laterSwitcher,
+  laterWidgets,
+  needsBudget,
+  needsPaging,
+  needsSwitcher,
+} from "./later.js";
 import { LinkIndicator } from "./link.js";
 import { ERROR_TEXT, Notices } from "./notices.js";
 import { Outbox } from "./outbox.js";
@@ -122,14 +131,9 @@ export function mount(where, options = {}) {
   new JumpToLatest(part("transcript"), { onJump: () => ui.input.focus({ preventScroll: true }) });
   const stopper = new StopButton(ui.stop, { send, isOpen: () => client.isOpen, notices, text: texts.stop });
   // Parts only some chats use: stand-ins until the first frame that needs them (`later.js`).
-  const budget = later("budget.js", "BudgetMeter", [optional("budget")], { spent() {} });
-  const sendReply = (name, payload) => send({ type: "external_event", name, payload });
-  const onAnswered = () => ui.input.focus({ preventScroll: true });
-  const widgets = later("widgets.js", "ReplyWidgets", [sendReply, { onAnswered }], {
-    has: () => false,
-    isOpen: () => false,
-    anyOpen: () => false,
-    ...Object.fromEntries(["settle", "accepted", "resolve", "closeOpen", "forgetDetached", "reset"].map((name) => [name, () => {}])),
+  const budget = laterBudget(optional("budget"));
+  const widgets = laterWidgets((name, payload) => send({ type: "external_event", name, payload }), {
+    onAnswered: () => ui.input.focus({ preventScroll: true }),
   });
   const transcript = new Transcript(part("transcript"), widgets, part("empty"), {
     onUsage: (usage) => {
@@ -138,30 +142,15 @@ export function mount(where, options = {}) {
     },
     onRetry: retry,
   });
-  // Older pages count only when the server gave no session total.
-  const pagingHooks = { onUsage: (usage) => sessionTotalKnown || showSessionUsage(addUsage(sessionUsage, usage)) };
-  let shownPage = null; // the last `reset`: what the paging, once loaded, starts from
-  const paging = later(
-    "paging.js",
-    "HistoryPaging",
-    [transcript, send, pagingHooks],
-    {
-      loading: false,
-      oldest: null,
-      reset: (...page) => (shownPage = page),
-      ...Object.fromEntries(["received", "linkDropped", "refused"].map((name) => [name, () => {}])),
-    },
-    (real) => shownPage && real.reset(...shownPage),
-  );
+  const paging = laterPaging(transcript, send, {
+    // Older pages count only when the server gave no session total.
+    onUsage: (usage) => sessionTotalKnown || showSessionUsage(addUsage(sessionUsage, usage)),
+  });
   const lastTurn = new LastTurnActions(transcript, {
     regenerate: (position) => replaceLastTurn(null, position),
     edit: (content, position) => replaceLastTurn(content, position),
   });
-  const versions = later("switcher.js", "VersionSwitcher", [transcript, send], {
-    pending: null,
-    refresh() {},
-    refused() {},
-  });
+  const versions = laterSwitcher(transcript, send);
   const tray = attachmentTray(ui.composer, {
     uploadUrl: options.attachmentsUrl ?? "",
     assistant: options.assistant ?? "",
@@ -341,14 +330,32 @@ export function mount(where, options = {}) {
   gate.need(needsBudget, budget);
   const on = (type, handler) => gate.on(type, handler);
 
+  /**
+   * The link is up when its `session` frame came: "Connected" is shown with that frame,
+   * which may wait for a part of the page (`gate.js`), so the chat never looks ready empty.
+   */
+  let opened = null;
   client.on("status", (status) => {
+    opened = status.state === "open" ? status : null;
+    if (opened === null) {
+      showStatus(status);
+    }
+  });
+  on("session", (frame) => {
+    if (opened !== null) {
+      showStatus(opened);
+      opened = null;
+    }
+    showSession(frame);
+  });
+
+  function showStatus(status) {
     link.show(status);
     updateMode();
     if (status.state === "refused") {
       gone.get().then(({ showGone }) => showGone(ui, notices, status.code, { listUrl: options.listUrl ?? null }));
     }
-  });
-  on("session", showSession);
+  }
   on("pong", caughtUp);
   on("run_started", startRun);
   on("agent_event", (frame) => {
