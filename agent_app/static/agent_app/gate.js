@@ -17,6 +17,9 @@ export class FrameGate {
     this.parts = [];
     /** The frames waiting, in order, each with the function that applies it; or null. */
     this.held = null;
+    /** An "open" status waiting for its `session` frame, and who is told of statuses. */
+    this.opened = null;
+    this.statusHandler = () => {};
   }
 
   /** `part` must be loaded before a frame for which `needs(frame)` is true is applied. */
@@ -26,7 +29,37 @@ export class FrameGate {
 
   /** `client.on(type, handler)`, with the frames going through this gate. */
   on(type, handler) {
-    this.client.on(type, (frame) => this.apply(frame, () => handler(frame)));
+    this.client.on(type, (frame) =>
+      this.apply(frame, () => {
+        if (type === "session") {
+          this.showOpened();
+        }
+        handler(frame);
+      }),
+    );
+  }
+
+  /**
+   * `client.on("status", handler)`, except that "open" (which comes with a `session`
+   * frame, just before it) is handed on with that frame, which may wait: so the chat never
+   * says it is connected while what it shows is still empty.
+   */
+  onStatus(handler) {
+    this.statusHandler = handler;
+    this.client.on("status", (status) => {
+      this.opened = status.state === "open" ? status : null;
+      if (this.opened === null) {
+        handler(status);
+      }
+    });
+  }
+
+  showOpened() {
+    if (this.opened) {
+      const status = this.opened;
+      this.opened = null;
+      this.statusHandler(status);
+    }
   }
 
   apply(frame, apply) {

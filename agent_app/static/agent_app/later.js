@@ -10,6 +10,7 @@
  * no page is loading); any other member is an error, as the gate should have loaded the
  * part first.
  */
+import { FrameGate } from "./gate.js";
 import { lazyModule } from "./lazy.js";
 
 function items(frame) {
@@ -114,4 +115,14 @@ export function laterSwitcher(...args) {
 /** `BudgetMeter` (`budget.js`): hidden, counting nothing, until a budget is known. */
 export function laterBudget(...args) {
   return later("budget.js", "BudgetMeter", args, quiet(["spent"]));
+}
+
+/** A gate on `client` that loads each of these parts with the first frame that needs it. */
+export function gateFor(client, { widgets, paging, versions, budget }) {
+  const gate = new FrameGate(client);
+  gate.need(asksSomeone, widgets);
+  gate.need(needsPaging, paging);
+  gate.need(needsSwitcher, versions);
+  gate.need(needsBudget, budget);
+  return gate;
 }

@@ -16,7 +16,7 @@
  * reloading never stops it, and only Stop (or Escape) sends `cancel`. While a run is live
  * the composer steers it instead of starting a new one.
  *
- * Resuming: the client (`client.js`) reconnects with `?after_seq=`. If the run this view
+ * Resuming: the client (`zett_client.js`) reconnects with `?after_seq=`. If the run this view
  * was showing is still going, or nothing happened meanwhile, the transcript stays as it is
  * and the replayed frames continue it. Otherwise (and on a fresh load) the transcript is
  * rebuilt from the `session` frame — history, run outcomes, pending waits — and the replay
@@ -33,36 +33,25 @@
  * run starts.
  */
 import { attachmentTray } from "./attachments.js";
-import { composerProblem } from "./composer.js";
-import { FrameGate } from "./gate.js";
-import { ZettClient } from "./client.js";
+import { bindComposer, composerProblem } from "./composer.js";
+import { ZettClient } from "./zett_client.js";
 import { LastTurnActions } from "./edit.js";
 import { renderHistory, showWait } from "./history.js";
 import { lazyModule } from "./lazy.js";
-import {
-  asksSomeone,
-  laterBudget,
-  laterPaging,
-  laterSwitcher,
-  laterWidgets,
-  needsBudget,
-  needsPaging,
-  needsSwitcher,
-} from "./later.js";
+import { gateFor, laterBudget, laterPaging, laterSwitcher, laterWidgets } from "./later.js";
 import { LinkIndicator } from "./link.js";
 import { ERROR_TEXT, Notices } from "./notices.js";
 import { Outbox } from "./outbox.js";
 import { DEFAULT_TEXTS, prepare } from "./panel.js";
 import { People } from "./people.js";
-import { ComposerBox, JumpToLatest, enterSends } from "./phone.js";
+import { ComposerBox, JumpToLatest } from "./phone.js";
 import { keepTimesFresh, parseTime } from "./time.js";
 import { StopButton } from "./stop.js";
 import { Transcript } from "./transcript.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
 
 const TITLE_LENGTH = 80;
-/** The "this chat is gone" panel: needed once in a chat's life, if ever. */
-const gone = lazyModule("gone.js");
+const gone = lazyModule("gone.js"); // the "this chat is gone" panel: once in a chat's life, if ever
 
 /** Refusals that give back what this view sent (`outbox.js`). */
 const GIVE_BACK_CODES = new Set(["busy", "rate_limited", "too_large", "not_running", "bad_frame", "budget_exceeded"]);
@@ -130,7 +119,6 @@ export function mount(where, options = {}) {
   const box = new ComposerBox(ui.input);
   new JumpToLatest(part("transcript"), { onJump: () => ui.input.focus({ preventScroll: true }) });
   const stopper = new StopButton(ui.stop, { send, isOpen: () => client.isOpen, notices, text: texts.stop });
-  // Parts only some chats use: stand-ins until the first frame that needs them (`later.js`).
   const budget = laterBudget(optional("budget"));
   const widgets = laterWidgets((name, payload) => send({ type: "external_event", name, payload }), {
     onAnswered: () => ui.input.focus({ preventScroll: true }),
@@ -322,40 +310,17 @@ export function mount(where, options = {}) {
 
   // --- frames from the server ---------------------------------------------------------
 
-  // Parts only some chats use load with the first frame that needs them (`gate.js`).
-  const gate = new FrameGate(client);
-  gate.need(asksSomeone, widgets);
-  gate.need(needsPaging, paging);
-  gate.need(needsSwitcher, versions);
-  gate.need(needsBudget, budget);
+  // Parts some chats use load with the first frame that needs them (`later.js`, `gate.js`).
+  const gate = gateFor(client, { widgets, paging, versions, budget });
   const on = (type, handler) => gate.on(type, handler);
-
-  /**
-   * The link is up when its `session` frame came: "Connected" is shown with that frame,
-   * which may wait for a part of the page (`gate.js`), so the chat never looks ready empty.
-   */
-  let opened = null;
-  client.on("status", (status) => {
-    opened = status.state === "open" ? status : null;
-    if (opened === null) {
-      showStatus(status);
-    }
-  });
-  on("session", (frame) => {
-    if (opened !== null) {
-      showStatus(opened);
-      opened = null;
-    }
-    showSession(frame);
-  });
-
-  function showStatus(status) {
+  gate.onStatus((status) => {
     link.show(status);
     updateMode();
     if (status.state === "refused") {
       gone.get().then(({ showGone }) => showGone(ui, notices, status.code, { listUrl: options.listUrl ?? null }));
     }
-  }
+  });
+  on("session", showSession);
   on("pong", caughtUp);
   on("run_started", startRun);
   on("agent_event", (frame) => {
@@ -609,75 +574,16 @@ export function mount(where, options = {}) {
     }
   }
 
-  // --- the composer -------------------------------------------------------------------
-
-  ui.composer.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const content = ui.input.value;
-    const why = problem();
-    if (why !== "") {
-      ui.hint.textContent = why ?? "";
-      ui.input.focus();
-      return;
-    }
-    if (tray.busy && !isRunning()) {
-      ui.hint.textContent = "Wait until the files are uploaded, then send.";
-      return;
-    }
-    if (isRunning()) {
-      if (outbox.steer(content)) {
-        ui.input.value = "";
-        updateMode();
-      }
-      return;
-    }
-    if (sendMessage(content)) {
-      ui.input.value = "";
-      ui.hint.textContent = "";
-      updateMode();
-    }
-  });
-
-  ui.input.addEventListener("keydown", (event) => {
-    // On a touch screen Enter makes a new line: Send (or Steer) is the button (phone.js).
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && enterSends()) {
-      event.preventDefault();
-      ui.composer.requestSubmit();
-    }
-  });
-
-  ui.input.addEventListener("input", () => {
-    ui.hint.textContent = problem() ?? "";
-    updateMode();
-  });
-
-  ui.stop.addEventListener("click", stopRun);
-  ui.retry.addEventListener("click", () => client.reconnectNow());
-
-  // A new chat's starter prompts: each is sent as if typed, through the composer's checks.
-  for (const starter of root.querySelectorAll("[data-prompt]")) {
-    starter.addEventListener("click", () => {
-      ui.input.value = starter.dataset.prompt;
-      updateMode();
-      ui.composer.requestSubmit();
-      ui.input.focus({ preventScroll: true });
-    });
-  }
-
-  /**
-   * While an answer runs, Escape stops it, unless focus is in a reply widget, an editor or
-   * a dialog (where Escape belongs to them), or a page's own handler took the key first.
-   */
-  (options.keyboardTarget ?? root).addEventListener("keydown", (event) => {
-    if (event.key !== "Escape" || event.isComposing || event.defaultPrevented) {
-      return;
-    }
-    const target = event.composedPath()[0];
-    const inWidget = target instanceof Element && target.closest(".widget, .rename, .msg__editor, dialog");
-    if (isRunning() && !inWidget && !ui.stop.disabled) {
-      event.preventDefault();
-      stopRun();
-    }
+  bindComposer(root, ui, {
+    problem,
+    isRunning,
+    sendMessage,
+    steer: (content) => outbox.steer(content),
+    uploading: () => tray.busy,
+    updateMode,
+    stopRun,
+    reconnect: () => client.reconnectNow(),
+    keyboardTarget: options.keyboardTarget ?? root,
   });
 
   updateMode();
