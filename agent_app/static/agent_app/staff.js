@@ -1,8 +1,7 @@
 /**
  * One chat as staff see it: the conversation live (read-only), and once taken over a
  * composer that writes to the customer as the staff member. The socket is the chat's own
- * (staff may open any chat's); the server decides who may do what. The page is all
- * messages, so it loads the Markdown libraries first, then connects.
+ * (staff may open any chat's); the server decides who may do what.
  */
 import { markdownReady, plainHtml, renderMarkdown } from "./markdown.js";
 
@@ -28,6 +27,16 @@ function contentText(content) {
   return "";
 }
 
+/** Sanitised Markdown (markdown.js); plain text until the libraries are loaded, then again. */
+function showMarkdown(words, source, options = {}) {
+  const html = renderMarkdown(source, options);
+  words.innerHTML = html ?? plainHtml(source);
+  if (html === null) {
+    markdownReady().then(() => words.isConnected && showMarkdown(words, words.dataset.source, options), () => {});
+  }
+  words.dataset.source = source;
+}
+
 function entry(role, body, who) {
   const item = document.createElement("li");
   item.className = `staff-chat__entry staff-chat__entry--${role}`;
@@ -38,7 +47,7 @@ function entry(role, body, who) {
   const words = document.createElement("div");
   words.className = "staff-chat__text";
   if (role === "assistant") {
-    words.innerHTML = renderMarkdown(body) ?? plainHtml(body); // sanitised (markdown.js)
+    showMarkdown(words, body);
     words.classList.add("staff-chat__text--markdown");
   } else {
     words.textContent = body;
@@ -99,7 +108,7 @@ const handlers = {
         liveSource = "";
       }
       liveSource += frame.event.delta;
-      live.innerHTML = renderMarkdown(liveSource, { unfinished: true }) ?? plainHtml(liveSource);
+      showMarkdown(live, liveSource, { unfinished: true });
     }
   },
   run_completed: () => { live = null; },
@@ -156,4 +165,4 @@ text.addEventListener("keydown", (event) => {
 });
 
 connected(false);
-markdownReady().then(connect, connect); // plain text if the libraries failed to load
+connect();
