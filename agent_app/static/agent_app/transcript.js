@@ -18,6 +18,7 @@ import { renderAttachments } from "./attachments.js";
 import { contentText, element, ReasoningSegment, TextSegment, ToolCard } from "./blocks.js";
 import { copyButton } from "./copy.js";
 import { applyEvent } from "./events.js";
+import { markdownReady } from "./markdown.js";
 import { timeElement } from "./time.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
 
@@ -114,6 +115,8 @@ export class Transcript {
     content,
     { steer = false, at = null, position = null, requestId = null, parent = this.root, before = null, pending = false, attachments = null } = {},
   ) {
+    // An answer will follow: its Markdown libraries load while the model starts.
+    markdownReady().catch(() => {}); // (a failed load is tried again by the answer)
     const bubble = element("div", steer ? "msg msg--user msg--steer" : "msg msg--user");
     const head = element("p", "msg__head");
     head.append(element("span", "msg__label", steer ? "You steered" : "You"));

@@ -75,6 +75,18 @@ CODE_REPLY = (
     f"HTML:\n\n```html\n{HTML_CODE}```\n\n"
     f"Plain:\n\n```\n{PLAIN_CODE}```\n"
 )
+PROSE_REPLY = """## Shopping list
+
+1. **Oat milk**, two cartons
+2. Coffee, *whole beans*
+
+| item | count |
+|------|-------|
+| cups | 2     |
+
+See [the docs](https://example.org/coffee).
+"""
+PYTHON_REPLY = f"In Python:\n\n```py\n{PYTHON_CODE}```\n"
 
 
 #: Markup that runs script if it is ever parsed as HTML: each sets ``window.zettInjected``.
@@ -154,6 +166,8 @@ class BrowserScriptModel:
         reply = {
             "markdown": MARKDOWN_REPLY,
             "code": CODE_REPLY,
+            "python": PYTHON_REPLY,
+            "prose": PROSE_REPLY,
             "fail once": RECOVERED_REPLY,
         }.get(said, PLAIN_REPLY)
         for event in self.streams.events_for(AssistantMessage(content=reply)):
