@@ -1,0 +1,92 @@
+"""A steer typed while the answer is being written cuts it short at once (the chat's agent
+opts in: ``agent.steering_interrupts_stream``): the partial answer is kept and stored, the
+steer follows it, and the model answers the steer (docs/protocol.md, Steering)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agent_app.models import ChatMessage
+from tests.app.conftest import answer_of, events_of
+from tests.app.llm_doubles import GatedModel, completed
+from zett_agent.model import ModelEvent
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+#: Never set: only a steer (or Stop) ends the first answer.
+NEVER = asyncio.Event
+
+
+def steered_model() -> GatedModel:
+    """Writes "Working on A", then waits for ever; answers the steer with "Now B."."""
+    return GatedModel(
+        [ModelEvent.text("Working on "), ModelEvent.text("A"), NEVER(), completed("never")],
+        [ModelEvent.text("Now B."), completed("Now B.")],
+    )
+
+
+async def steer_during_the_answer(sockets, use_model):
+    """Send "Do A", steer "Actually do B" after the first delta; the run's frames."""
+    model = use_model(steered_model())
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Do A"})
+    await socket.until_event("text_delta")
+    await socket.send({"type": "steer", "content": "Actually do B"})
+    frames = await socket.run_to_completion()
+    return socket, model, frames
+
+
+async def test_a_steer_during_the_text_ends_it_and_the_rest_of_the_answer_follows_it(
+    sockets, use_model
+):
+    _, model, frames = await steer_during_the_answer(sockets, use_model)
+    result = next(f for f in frames if f["type"] == "external_event_result")
+    assert result["accepted_by"] == ["SteeringExtension"]
+    assert model.closed.is_set()
+    events = events_of(frames)
+    kinds = [e["type"] for e in events if e["type"] != "text_delta"]
+    assert kinds[kinds.index("content_completed") :] == [
+        "content_completed",
+        "model_completed",
+        "steering_started",
+        "model_started",
+        "content_started",
+        "content_completed",
+        "model_completed",
+        "steering_completed",
+        "run_completed",
+    ]
+    cut = next(e for e in events if e["type"] == "model_completed")["response"]
+    assert cut["finish_reason"] == "interrupted"
+    assert cut["message"]["content"] == "Working on A"
+    assert answer_of(frames) == "Now B."
+    assert [m.content for m in model.requests[1].messages[-3:]] == [
+        "Do A",
+        "Working on A",
+        "Actually do B",
+    ]
+
+
+async def test_the_partial_answer_and_the_steer_are_stored_in_order(sockets, use_model):
+    socket, _, _ = await steer_during_the_answer(sockets, use_model)
+    stored = [
+        m
+        async for m in ChatMessage.objects.filter(session_id=socket.session_id).order_by("position")
+    ]
+    assert [(m.role, m.content, m.steering, m.partial) for m in stored] == [
+        ("user", "Do A", False, False),
+        ("assistant", "Working on A", False, False),
+        ("user", "Actually do B", True, False),
+        ("assistant", "Now B.", False, False),
+    ]
+    reopened = await sockets(session_id=socket.session_id)
+    history = reopened.session_frame["history"]
+    assert [(m["role"], m["content"], m["steering"]) for m in history] == [
+        ("user", "Do A", False),
+        ("assistant", "Working on A", False),
+        ("user", "Actually do B", True),
+        ("assistant", "Now B.", False),
+    ]
+    assert history[1]["attributes"] == {"interrupted": True}
