@@ -111,13 +111,15 @@ async def test_a_steer_after_a_final_answer_stores_the_answer_before_the_steer(
     gate = asyncio.Event()
     use_model(
         GatedModel(
-            [ModelEvent.text("Working on A"), gate, completed("Done with A")],
+            # The stream parks after its response: the steer comes after the final answer
+            # (one during the text would cut it short: ``test_steering_stream``).
+            [ModelEvent.text("Working on A"), completed("Done with A"), gate],
             [ModelEvent.text("Now B."), completed("Now B.")],
         )
     )
     socket = await sockets()
     await socket.send({"type": "user_message", "content": "Do A"})
-    await socket.until_event("text_delta")
+    await socket.until_event("content_completed")
     await socket.send({"type": "steer", "content": "Actually do B"})
     await socket.expect("external_event_result", name="steering_message")
     gate.set()
