@@ -5,12 +5,16 @@ steer follows it, and the model answers the steer (docs/protocol.md, Steering)."
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import pytest
+from asgiref.sync import sync_to_async
 
-from agent_app.models import ChatMessage
-from tests.app.conftest import answer_of, events_of
+from agent_app.durable.store import RowMeta, append_rows
+from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
+from tests.app.conftest import answer_of, events_of, new_browser
 from tests.app.llm_doubles import GatedModel, completed
+from zett_agent.messages import AssistantMessage, UserMessage
 from zett_agent.model import ModelEvent
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -90,3 +94,72 @@ async def test_the_partial_answer_and_the_steer_are_stored_in_order(sockets, use
         ("assistant", "Now B.", False),
     ]
     assert history[1]["attributes"] == {"interrupted": True}
+
+
+async def test_regenerate_after_a_steered_answer_answers_the_first_message_again(
+    sockets, use_model
+):
+    socket, model, _ = await steer_during_the_answer(sockets, use_model)
+    model.turns.append([ModelEvent.text("Again A."), completed("Again A.")])
+    await socket.send({"type": "regenerate"})
+    started = await socket.expect("run_started")
+    assert (started["kind"], started["content"], started["superseded_from"]) == (
+        "regenerate",
+        "Do A",
+        0,
+    )
+    await socket.run_to_completion()
+    assert [m.content for m in model.requests[2].messages if m.role.value != "system"] == ["Do A"]
+    shown = [
+        (m.role, m.content)
+        async for m in ChatMessage.objects.filter(
+            session_id=socket.session_id, superseded=False
+        ).order_by("position")
+    ]
+    assert shown == [("user", "Do A"), ("assistant", "Again A.")]
+
+
+@sync_to_async
+def leave_a_dead_steered_run(browser_key: str) -> tuple[str, str]:
+    """A chat whose worker died right after a steer cut its answer short: the partial
+    answer and the steer are stored, the run row still says ``running``."""
+    session = ChatSession.objects.create(title="t", browser_key=browser_key)
+    request_id = str(uuid.uuid4())
+    ChatRun.objects.create(request_id=request_id, session=session, worker="dead:1:boot")
+    partial = AssistantMessage("Working on A", attributes={"interrupted": True})
+    append_rows(
+        str(session.pk),
+        request_id,
+        [
+            (UserMessage("Do A"), RowMeta()),
+            (partial, RowMeta()),
+            (UserMessage("Actually do B"), RowMeta(steering=True)),
+        ],
+    )
+    return str(session.pk), request_id
+
+
+async def test_a_run_whose_worker_died_after_the_steer_is_continued_from_it(sockets, use_model):
+    model = use_model(GatedModel([ModelEvent.text("Now B."), completed("Now B.")]))
+    cookie, key = await new_browser()
+    session_id, request_id = await leave_a_dead_steered_run(key)
+    socket = await sockets(session_id, cookie=cookie)
+    await socket.expect("run_continued", request_id=request_id)
+    frames = await socket.run_to_completion()
+    assert answer_of(frames) == "Now B."
+    assert [m.content for m in model.requests[0].messages[-3:]] == [
+        "Do A",
+        "Working on A",
+        "Actually do B",
+    ]
+    stored = [
+        (m.role, m.content, m.steering)
+        async for m in ChatMessage.objects.filter(session_id=session_id).order_by("position")
+    ]
+    assert stored == [
+        ("user", "Do A", False),
+        ("assistant", "Working on A", False),
+        ("user", "Actually do B", True),
+        ("assistant", "Now B.", False),
+    ]
+    assert (await ChatRun.objects.aget(request_id=request_id)).status == RunStatus.COMPLETED
