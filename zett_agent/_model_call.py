@@ -97,6 +97,7 @@ async def call_model(
     open_server_calls: set[str] = set()
     seen_server_calls: set[str] = set()
     watch = StreamWatch(run.inbox, run.driver) if run.steering_interrupts_stream else None
+    steering_waits = run.inbox.has_steering
     # A steer already waiting ends the call before it starts: nothing was said yet.
     cut = watch is not None and watch.pending()
     stream = _nothing() if cut else _open_model_stream(run, request)
@@ -125,7 +126,7 @@ async def call_model(
                 await emit(streamed(text_delta, session_id, delta))
                 if watch is not None:
                     watch.text.append(delta)
-                    if watch.pending():
+                    if watch.armed and steering_waits():
                         cut = True
                         break
             elif kind is reasoning:
@@ -142,7 +143,7 @@ async def call_model(
                 await emit(streamed(reasoning_delta, session_id, delta))
                 if watch is not None:
                     watch.reasoning.append(delta)
-                    if watch.pending():
+                    if watch.armed and steering_waits():
                         cut = True
                         break
             elif kind is tool_call:
