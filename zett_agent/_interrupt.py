@@ -11,7 +11,9 @@ tool call or a server tool is left to finish; its steering is read at the usual 
   ``on_steering`` signal schedules ``Driver.interrupt`` on the request's loop, which
   cancels the future the runtime awaits inside the provider's stream, as ``Task.cancel``
   would. The ``CancelledError`` it reads there is recognised as this interruption (the
-  watch fired, and no real cancellation is under way) and goes no further.
+  watch fired, and no real cancellation is under way) and goes no further;
+- a steer already waiting when the call starts (it came during ``before_model``) is
+  signalled at once: the call's layers open as usual and it is cut at its first wait.
 
 Either way the stream is closed (``aclose``) and the call returns a partial response: the
 text (and reasoning) streamed so far, ``finish_reason`` ``"interrupted"``, the message
@@ -53,6 +55,10 @@ class StreamWatch:
         self.text: list[str] = []
         self.reasoning: list[str] = []
         inbox.on_steering = self._signal
+        if inbox.has_steering():
+            # One came before the call: cut it at its first wait, so the call's own layers
+            # (``on_model_request``) still open and close as for any call.
+            self._signal()
 
     def _signal(self) -> None:
         """From the thread that queued the steer: interrupt on the request's loop."""
@@ -60,12 +66,9 @@ class StreamWatch:
 
     def _interrupt(self) -> None:
         driver = self._driver
-        if self.armed and driver is not None and driver.interrupt():
+        # Once only: a second steer must not cut whatever the runtime awaits next.
+        if self.armed and not self.fired and driver is not None and driver.interrupt():
             self.fired = True
-
-    def pending(self) -> bool:
-        """A steer waits and this call may still be cut short for it."""
-        return self.armed and self._inbox.has_steering()
 
     def disarm(self) -> None:
         """From here on the call runs to its end (a tool call began, or it completed)."""

@@ -60,11 +60,6 @@ _TOOL_CALL = ModelEventType.TOOL_CALL
 _COMPLETED = ModelEventType.COMPLETED
 
 
-async def _nothing() -> AsyncIterator[ModelEvent]:
-    return
-    yield  # an async generator that yields nothing
-
-
 def _open_model_stream(run: CallingRequest, request: ModelRequest) -> AsyncIterator[ModelEvent]:
     context = run.context
     call: Callable[[ModelRequest], AsyncIterator[ModelEvent]] = context.model.stream
@@ -98,9 +93,8 @@ async def call_model(
     seen_server_calls: set[str] = set()
     watch = StreamWatch(run.inbox, run.driver) if run.steering_interrupts_stream else None
     steering_waits = run.inbox.has_steering
-    # A steer already waiting ends the call before it starts: nothing was said yet.
-    cut = watch is not None and watch.pending()
-    stream = _nothing() if cut else _open_model_stream(run, request)
+    cut = False
+    stream = _open_model_stream(run, request)
     try:
         async for item in stream:
             if response is not None:

@@ -11,11 +11,11 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from agent_app.durable.store import RowMeta, append_rows
-from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus
+from agent_app.models import ChatMessage, ChatRun, ChatSession, RunStatus, TokenUsage
 from tests.app.conftest import answer_of, events_of, new_browser
 from tests.app.llm_doubles import GatedModel, completed
 from zett_agent.messages import AssistantMessage, UserMessage
-from zett_agent.model import ModelEvent
+from zett_agent.model import ModelEvent, ModelResponse, ModelUsage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -163,3 +163,24 @@ async def test_a_run_whose_worker_died_after_the_steer_is_continued_from_it(sock
         ("assistant", "Now B.", False),
     ]
     assert (await ChatRun.objects.aget(request_id=request_id)).status == RunStatus.COMPLETED
+
+
+async def test_a_steered_answer_leaves_no_reservation_and_counts_what_was_reported(
+    sockets, use_model, settings
+):
+    settings.ZETT_TOKEN_BUDGETS = {"anonymous": 100_000}
+    used = ModelUsage(input_tokens=40, output_tokens=2)
+    use_model(
+        GatedModel(
+            [ModelEvent.text("Working on "), NEVER(), completed("never")],
+            [ModelEvent.completed(ModelResponse(AssistantMessage("Now B."), usage=used))],
+        )
+    )
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Do A"})
+    await socket.until_event("text_delta")
+    await socket.send({"type": "steer", "content": "Actually do B"})
+    await socket.run_to_completion()
+    row = await TokenUsage.objects.aget()
+    # The cut call reported nothing; the call that answered the steer counts its usage.
+    assert (row.in_flight, row.reserved_tokens, row.total_tokens) == (0, 0, 42)

@@ -11,6 +11,8 @@ import pytest
 
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.extensions.base import AgentExtension
+from zett_agent.extensions.events import SteeringMessageEvent
 from zett_agent.extensions.external import ExternalEvent
 from zett_agent.messages import AssistantMessage, ToolMessage, UserMessage
 from zett_agent.model import ModelEvent, ModelRequest, ModelResponse, ToolCallDelta
@@ -266,3 +268,36 @@ def test_the_partial_message_round_trips_through_serialization():
     message = AssistantMessage("one ", attributes={"interrupted": True})
     assert message_from_dict(message_to_dict(message)) == message
     assert UserMessage("x") == message_from_dict(message_to_dict(UserMessage("x")))
+
+
+class SteersBeforeTheCall(AgentExtension):
+    """Publishes a steer from ``before_model`` of the first call; records its model layer."""
+
+    def __init__(self) -> None:
+        self.layer: list[str] = []
+
+    async def before_model(self, context, request) -> None:
+        if not self.layer:
+            await context.publish(SteeringMessageEvent(UserMessage("early")))
+
+    async def on_model_request(self, context, request, call_next):
+        self.layer.append("open")
+        try:
+            async with contextlib.aclosing(call_next(request)) as stream:
+                async for event in stream:
+                    yield event
+        finally:
+            self.layer.append("closed")
+
+
+async def test_a_steer_waiting_when_the_call_starts_cuts_it_at_its_first_wait():
+    steers = SteersBeforeTheCall()
+    model = ProbeModel(silent_after(asyncio.Event()), answer("ok"))
+    agent = await interrupting(model, extensions=[steers])
+    assert (await agent.run("start", config=CONFIG)).content == "ok"
+    # The first call's layer opened and closed, as for any call; nothing of it was kept.
+    assert steers.layer == ["open", "closed", "open", "closed"]
+    assert [(m.role.value, m.content) for m in model.requests[1].messages[1:]] == [
+        ("user", "start"),
+        ("user", "early"),
+    ]
