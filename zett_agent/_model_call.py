@@ -91,10 +91,11 @@ async def call_model(
     segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
     open_server_calls: set[str] = set()
     seen_server_calls: set[str] = set()
+    stream = _open_model_stream(run, request)
+    # Armed only once nothing can fail before the ``finally`` that disarms it.
     watch = StreamWatch(run.inbox, run.driver) if run.steering_interrupts_stream else None
     steering_waits = run.inbox.has_steering
     cut = False
-    stream = _open_model_stream(run, request)
     try:
         async for item in stream:
             if response is not None:
