@@ -4,6 +4,8 @@ of the answer, which follows the steer, streams below; a reload shows the same."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -15,8 +17,10 @@ from tests.app.browser.browser_support import (
     last_answer,
     open_new_chat,
     send,
+    serve,
     transcript_snapshot,
 )
+from zett_agent.providers.demo_answers import LONG_ANSWER
 
 pytest_plugins = ["tests.app.browser.browser_fixtures"]
 pytestmark = pytest.mark.slow
@@ -55,3 +59,28 @@ def test_a_steer_during_a_streaming_answer_changes_the_rest_of_that_answer(
     expect(page.locator(".msg--steer")).to_have_count(1)
     expect_idle(page)
     assert transcript_snapshot(page)[:4] == shown[:4]
+
+
+@pytest.fixture(scope="module")
+def slow_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The demo model writing a word every 0.2 s: its long answer takes over a minute."""
+    with serve(tmp_path_factory.mktemp("slow"), "slow", "demo", {"ZETT_DEMO_PACE": "0.2"}) as s:
+        yield s
+
+
+def test_the_demo_s_long_answer_turns_to_a_steer_typed_while_it_streams(
+    page: Page, slow_demo: LiveServer
+) -> None:
+    open_new_chat(page, slow_demo)
+    send(page, "write a long answer")
+    turn = page.locator(".turn").last
+    expect(turn.locator(".msg--assistant").first).to_contain_text("How an answer reaches")
+    box = page.get_by_label("Steer the answer")
+    box.fill("What is 6 * 7?")
+    box.press("Enter")
+
+    expect(turn.locator(".msg--steer")).to_have_attribute("data-steer", "applied")
+    expect(turn.locator(".msg--assistant").last.locator("strong")).to_have_text("42")
+    expect_idle(page)
+    written = turn.locator(".msg--assistant").first.inner_text()
+    assert len(written) < len(LONG_ANSWER) / 2  # cut short, not written to the end
