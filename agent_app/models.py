@@ -123,7 +123,7 @@ class ChatAttachment(models.Model):
 
 
 class ChatCreation(models.Model):
-    """Every chat ever stored, kept after the chat is deleted (``agent_app.chat_records``).
+    """Every chat ever stored, kept after the chat is deleted (``agent_app.durable.chat_records``).
 
     The chats-per-hour quota counts these rows, so deleting chats gives no quota back; and
     ``deleted_at`` marks an id that is never stored again (another tab's next message must
@@ -367,6 +367,9 @@ class SubRun(models.Model):
     )
     #: Its final answer, once it has one (the ``ask_<id>`` call's result).
     answer = models.TextField(blank=True)
+    #: The last call it started of a tool that must not run twice (neither ``idempotent``
+    #: nor ``atomic``): a continuation never runs that call again if it has no result.
+    started_call = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -463,7 +466,7 @@ class ApiToken(models.Model):
     """A secret a program presents (``Authorization: Bearer <secret>``) to act as ``user``.
 
     Only a SHA-256 of the secret is kept (the secret is shown once, when the token is
-    issued); ``agent_app.tokens`` checks a presented secret against it.
+    issued); ``agent_app.guard.tokens`` checks a presented secret against it.
     """
 
     user = models.ForeignKey(

@@ -28,13 +28,13 @@ from agent_app.agents import mcp
 from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
 from agent_app.agents.asking import AppAskUserExtension
 from agent_app.agents.browser_tools import BROWSER_TOOL_EVENT, BrowserToolExtension
+from agent_app.agents.current import current_chat
 from agent_app.agents.teamwork import TeamworkExtension
 from agent_app.assistants import Assistant, registry
 from agent_app.attachments.extension import AttachmentExtension
 from agent_app.attachments.reading import has_documents, noted_documents, read_attachment_file
 from agent_app.attachments.tool import read_attachment_tool
 from agent_app.budgets import BUDGETS
-from agent_app.current import current_chat
 from agent_app.durable.atomic import AtomicToolsExtension
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus
@@ -232,10 +232,12 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
     return agent
 
 
-async def build_sub_agent(assistant: Assistant, session_id: str, history: AgentExtension) -> Agent:
+async def build_sub_agent(
+    assistant: Assistant, session_id: str, history: AgentExtension, calls: AgentExtension
+) -> Agent:
     """The agent of a sub-run of ``assistant`` in chat ``session_id``
     (``agent_app.agents.subruns``): the assistant's own agent, its history ``history``
-    instead of the chat's."""
+    instead of the chat's, its tool calls kept at most once by ``calls``."""
     try:
         chat: ChatSession | None = current_chat()
     except LookupError:
@@ -245,5 +247,5 @@ async def build_sub_agent(assistant: Assistant, session_id: str, history: AgentE
         config=AgentRunConfig(session_id=session_id),
         system_prompt=assistant.get_instructions(chat),
         tools=assistant.get_tools(),
-        extensions=_extensions(assistant, history),
+        extensions=[calls, *_extensions(assistant, history)],
     )
