@@ -361,8 +361,9 @@ export class Transcript {
   // --- steers --------------------------------------------------------------------------
 
   /**
-   * A steer was accepted (`reply_accepted`): shown at once, marked queued until the agent
-   * uses it (`steering_started`).
+   * A steer was accepted (`reply_accepted`): shown at once, marked as waiting until the
+   * agent uses it (`steering_started`), which moves it to where the answer then is: right
+   * under the text it cut short, with the rest of the answer below it.
    */
   queueSteer(requestId, content) {
     const turn = this.turnFor(requestId) ?? this.current;
@@ -370,9 +371,10 @@ export class Transcript {
       return null;
     }
     const bubble = this.addUserMessage(content, { steer: true, parent: turn.el });
-    // The agent reads a steer at its next step: when the text it is writing, or the tool
-    // it is running, is done (an open question first needs its answer).
-    const waiting = this.widgets.anyOpen() ? "Queued behind the open question" : "Will be read after this step";
+    // Text being written is cut short by the steer at once (the next frame applies it). A
+    // tool that runs is never cut short: the steer is read once it is done, and an open
+    // question or approval first needs its answer.
+    const waiting = this.widgets.anyOpen() ? "Will be read after your answer above" : "Will be read after this step";
     this.setSteerState(bubble, "queued", waiting);
     turn.queuedSteers.push({ content: contentText(content), bubble });
     this.keepMetaLast(turn);

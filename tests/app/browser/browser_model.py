@@ -12,7 +12,8 @@ asked), so any session and any test order get the same stream:
 - ``code``      → fenced code in Python and HTML (with markup that must stay text) and one
   block without a language;
 - ``stall``     → streams an unfinished emphasis (``*what is 12``), then waits until the
-  run is cancelled (or the server is killed);
+  run is cancelled or steered (or the server is killed);
+- ``say <text>`` → answers ``<text>`` (a steer that says how the answer goes on);
 - ``note <text>`` → calls ``save_note`` with ``<text>`` (the app asks for approval), then
   answers with the tool's result: ``Done: …``;
 - ``highlight <id>`` → calls the host page's ``highlight_product`` with ``<id>``, then
@@ -163,6 +164,10 @@ class BrowserScriptModel:
             for event in deltas:
                 yield event
             await asyncio.Event().wait()  # until the run is cancelled
+        if said.startswith("say "):
+            for event in self.streams.events_for(AssistantMessage(content=words[4:].strip())):
+                yield event
+            return
         reply = {
             "markdown": MARKDOWN_REPLY,
             "code": CODE_REPLY,
