@@ -73,6 +73,7 @@ class Driver:
     __slots__ = (
         "_blocked_on",
         "_foreign",
+        "_send",
         "_signal",
         "_waker",
         "aborting",
@@ -85,6 +86,7 @@ class Driver:
 
     def __init__(self, coro: Coroutine[Any, Any, None]) -> None:
         self.coro = coro
+        self._send = coro.send  # bound once: ``step`` sends into it once per event
         self.context = contextvars.copy_context()
         self.finished = False
         self.aborting = False
@@ -141,7 +143,7 @@ class Driver:
             return SUSPENDED
         self.stepping = True
         try:
-            signal = self.context.run(self.coro.send, None)
+            signal = self.context.run(self._send, None)
         except StopIteration:
             self._finish()
             return FINISHED

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
-from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.events import AgentEvent, AgentEventType, runtime_event
 from zett_agent.extensions.events import ExtensionEvent, MessageTiming, RunCancelledEvent
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
 from zett_agent.phases import AgentPhase
@@ -74,7 +74,7 @@ class Endings:
         # Nothing runs after RUN_COMPLETED: the session is free while the consumer holds it,
         # so a consumer that breaks out there can start the next request at once.
         self._end()
-        await self.emit(AgentEvent(E.RUN_COMPLETED, self.context.session_id, message=final))
+        await self.emit(runtime_event(E.RUN_COMPLETED, self.context.session_id, message=final))
 
     async def _cancelled(self, cancel: asyncio.CancelledError) -> None:
         state = self.context.state

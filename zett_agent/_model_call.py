@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from zett_agent._driver import emission
 from zett_agent._interrupt import StreamWatch
 from zett_agent.events import AgentEvent, AgentEventType, streamed_event
 from zett_agent.exceptions import AgentProtocolError
@@ -81,7 +82,10 @@ async def call_model(
     # segment kind -> [start, start_ns, end, end_ns]; None when nothing is timed
     spans: dict[AgentEventType, list[Any]] | None = None if started is None else {}
     emit = run.emit
-    await emit(AgentEvent(E.MODEL_STARTED, session_id))
+    # A streamed delta is stamped with the phase here and handed over by ``emission``
+    # itself: what ``run.emit`` does, without its frame, once per streamed item.
+    state = run.context.state
+    await emit(streamed_event(E.MODEL_STARTED, session_id))
     # Locals, not module globals and enum attributes: this loop runs once per streamed item.
     text, reasoning, tool_call, completed = _TEXT, _REASONING, _TOOL_CALL, _COMPLETED
     content_started, reasoning_started = E.CONTENT_STARTED, E.REASONING_STARTED
@@ -113,12 +117,12 @@ async def call_model(
                     if segment is reasoning_started:
                         if spans is not None:
                             _close_span(spans, reasoning_started)
-                        await emit(AgentEvent(E.REASONING_COMPLETED, session_id))
+                        await emit(streamed(E.REASONING_COMPLETED, session_id))
                     segment = content_started
                     if spans is not None:
                         _open_span(spans, content_started)
-                    await emit(AgentEvent(content_started, session_id))
-                await emit(streamed(text_delta, session_id, delta))
+                    await emit(streamed(content_started, session_id))
+                await emission(streamed(text_delta, session_id, delta, None, state.phase))
                 if watch is not None:
                     watch.text.append(delta)
                     if watch.armed and steering_waits():
@@ -130,12 +134,12 @@ async def call_model(
                     if segment is content_started:
                         if spans is not None:
                             _close_span(spans, content_started)
-                        await emit(AgentEvent(E.CONTENT_COMPLETED, session_id))
+                        await emit(streamed(E.CONTENT_COMPLETED, session_id))
                     segment = reasoning_started
                     if spans is not None:
                         _open_span(spans, reasoning_started)
-                    await emit(AgentEvent(reasoning_started, session_id))
-                await emit(streamed(reasoning_delta, session_id, delta))
+                    await emit(streamed(reasoning_started, session_id))
+                await emission(streamed(reasoning_delta, session_id, delta, None, state.phase))
                 if watch is not None:
                     watch.reasoning.append(delta)
                     if watch.armed and steering_waits():
@@ -144,7 +148,9 @@ async def call_model(
             elif kind is tool_call:
                 if watch is not None:
                     watch.disarm()
-                await emit(streamed(tool_call_delta, session_id, "", item.tool_call_delta))
+                await emission(
+                    streamed(tool_call_delta, session_id, "", item.tool_call_delta, state.phase)
+                )
             elif kind is completed:
                 if watch is not None:
                     watch.disarm()
@@ -163,7 +169,7 @@ async def call_model(
                     if spans is not None:
                         _close_span(spans, segment)
                     segment = None
-                    await emit(AgentEvent(closing, session_id))
+                    await emit(streamed(closing, session_id))
             else:
                 if watch is not None:
                     watch.disarm()

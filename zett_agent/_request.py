@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -54,13 +54,13 @@ from zett_agent._interrupt import was_cut
 from zett_agent._model_call import call_model
 from zett_agent._resume import Resumption, resume_point
 from zett_agent._tool_call import execute_tool
-from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.events import AgentEvent, AgentEventType, runtime_event
 from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.events import (
-    MessageAppendedEvent,
     MessageTiming,
-    PhaseTransitionEvent,
+    _appended,
     _measured,
+    _moved,
 )
 from zett_agent.messages import (
     AnyMessage,
@@ -84,13 +84,15 @@ P = AgentPhase
 SKIPPED_TOOL_CONTENT = "Superseded by a steering message"
 
 
-class _Nothing:
-    """An awaitable that is already done: what an empty hook stage returns."""
+class _Nothing(tuple):
+    """An awaitable that is already done: what an empty hook stage returns.
+
+    An empty tuple whose ``__await__`` is the tuple's own iterator: awaiting it runs no
+    Python frame at all.
+    """
 
     __slots__ = ()
-
-    def __await__(self) -> Generator[Any, None, None]:
-        return iter(())
+    __await__ = tuple.__iter__
 
 
 _NOTHING = _Nothing()
@@ -146,7 +148,7 @@ class Request(ExtensionCalls, Endings):
         listeners = self.hooks.on_event
         if not listeners:
             return
-        event = MessageAppendedEvent(message, timing or MessageTiming.instant(), usage)
+        event = _appended(message, timing or MessageTiming.instant(), usage)
         context = self.context
         for extension in listeners:
             await extension.on_event(context, event)
@@ -183,7 +185,7 @@ class Request(ExtensionCalls, Endings):
         if not listeners:
             return None
         moved = (datetime.now(UTC), time.monotonic_ns())
-        event = PhaseTransitionEvent(previous, target, *moved)
+        event = _moved(previous, target, *moved)
         context = self.context
         for extension in listeners:
             await extension.on_event(context, event)
@@ -324,7 +326,7 @@ class Request(ExtensionCalls, Endings):
                     )
                 )
             else:
-                await self.emit(AgentEvent(E.MODEL_COMPLETED, session_id, response=response))
+                await self.emit(runtime_event(E.MODEL_COMPLETED, session_id, response=response))
 
             if runs_tools:
                 if await self._tool_phase(message):
@@ -381,7 +383,7 @@ class Request(ExtensionCalls, Endings):
         context = self.context
         return ModelRequest(
             messages=context.state.messages,
-            tools=tuple(tool.definition for tool in context.tools.values()),
+            tools=tuple([tool.definition for tool in context.tools.values()]),
             server_tools=tuple(context.server_tools.values()),
             cache_key=context.session_id,
         )
@@ -396,7 +398,7 @@ class Request(ExtensionCalls, Endings):
         try:
             await self.stage(hooks.before_tool, "before_tool", call)
             started = await self.move(P.RUNNING_TOOL)
-            await self.emit(AgentEvent(E.TOOL_STARTED, context.session_id, tool_calls=[call]))
+            await self.emit(runtime_event(E.TOOL_STARTED, context.session_id, tool_calls=[call]))
             result, error = await execute_tool(context, self.hooks.on_tool_call, call)
             completed = await self.move(P.READY)
             timing = None
@@ -414,7 +416,7 @@ class Request(ExtensionCalls, Endings):
             )
             await self._settle(call, message, timing)
             await self.emit(
-                AgentEvent(
+                runtime_event(
                     E.TOOL_COMPLETED if message.success else E.TOOL_FAILED,
                     context.session_id,
                     tool_calls=[call],

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from zett_agent._context import AgentRunContext
     from zett_agent.extensions.base import AgentExtension
     from zett_agent.messages import ToolCall
+    from zett_agent.tools.base import AgentTool
 
 __all__ = ["execute_tool"]
 
@@ -27,23 +28,36 @@ __all__ = ["execute_tool"]
 async def execute_tool(
     context: AgentRunContext, layers: tuple[AgentExtension, ...], call: ToolCall
 ) -> tuple[ToolResult, Exception | None]:
-    """The call's result, and the exception when it failed."""
+    """The call's result, and the exception when it failed.
 
-    async def invoke(requested: ToolCall) -> Any:
-        tool = context.tools.get(requested.name)
-        if tool is None:
-            available = ", ".join(sorted(context.tools)) or "none"
-            raise LookupError(f"Unknown tool {requested.name!r}; available tools: {available}")
-        return await tool.invoke(requested.arguments)
-
-    run: Callable[[ToolCall], Awaitable[Any]] = invoke
-    for extension in reversed(layers):
-        run = _layer(extension, context, run)
+    With no layer (the common case) the tool is awaited directly, without building the
+    onion's centre as a coroutine of its own.
+    """
     try:
-        result = to_tool_result(await run(call))
+        if layers:
+
+            async def invoke(requested: ToolCall) -> Any:
+                return await _tool(context, requested.name).invoke(requested.arguments)
+
+            run: Callable[[ToolCall], Awaitable[Any]] = invoke
+            for extension in reversed(layers):
+                run = _layer(extension, context, run)
+            value = await run(call)
+        else:
+            value = await _tool(context, call.name).invoke(call.arguments)
+        result = to_tool_result(value)
     except Exception as error:
         return ToolResult(error_text(error), success=False), error
     return result, None
+
+
+def _tool(context: AgentRunContext, name: str) -> AgentTool:
+    """The request's tool of that name; ``LookupError`` (a failed call) when there is none."""
+    tool = context.tools.get(name)
+    if tool is None:
+        available = ", ".join(sorted(context.tools)) or "none"
+        raise LookupError(f"Unknown tool {name!r}; available tools: {available}")
+    return tool
 
 
 def _layer(

@@ -58,6 +58,10 @@ _BUILTIN_TYPES = (InternalMessageExtension, SteeringExtension)
 FINISHED_STATES_KEPT = 1024
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
 class Agent:
     """A model, a system prompt, tools and ordered extensions, serving many sessions.
 
@@ -342,11 +346,13 @@ class Agent:
         default = self._initialized_config
         base = config or default or AgentRunConfig()
         session_id = base.session_id or (default and default.session_id) or uuid7()
-        return AgentRunConfig(
-            session_id=session_id,
-            request_id=base.request_id or uuid7(),
-            parent_session_id=base.parent_session_id,
-        )
+        # Every id here is normalised already (a config's own, or a new UUID): the frozen
+        # slots are filled directly instead of normalising them again in __post_init__.
+        resolved = _new(AgentRunConfig)
+        _set(resolved, "session_id", session_id)
+        _set(resolved, "request_id", base.request_id or uuid7())
+        _set(resolved, "parent_session_id", base.parent_session_id)
+        return resolved
 
     def _claim(
         self,

@@ -185,8 +185,9 @@ def streamed_event(
     session_id: str,
     delta: str = "",
     tool_call_delta: ToolCallDelta | None = None,
+    phase: AgentPhase | None = None,
 ) -> AgentEvent:
-    """``AgentEvent(kind, session_id, delta=delta, tool_call_delta=tool_call_delta)``, faster.
+    """``AgentEvent(kind, session_id, phase, delta, tool_call_delta)``, faster.
 
     For the runtime's own events of a known, non-CUSTOM ``kind`` (one per streamed model
     item): the slots are filled directly, with no generated ``__init__`` and no
@@ -197,7 +198,7 @@ def streamed_event(
     event = _new(AgentEvent)
     event.type = kind
     event.session_id = session_id
-    event.phase = None
+    event.phase = phase
     event.delta = delta
     event.tool_call_delta = tool_call_delta
     event.tool_calls = []
@@ -214,6 +215,30 @@ def streamed_event(
     event.applied = None
     event.name = None
     event.payload = None
+    return event
+
+
+def runtime_event(
+    kind: AgentEventType,
+    session_id: str,
+    *,
+    tool_calls: list[ToolCall] | None = None,
+    response: ModelResponse | None = None,
+    message: AssistantMessage | ToolMessage | None = None,
+    error: Exception | None = None,
+) -> AgentEvent:
+    """``AgentEvent(kind, session_id, ...)`` for the runtime's own non-CUSTOM events, faster.
+
+    The slots are filled as by ``streamed_event`` (no generated ``__init__``, no check),
+    with the payload fields a tool, model or run event carries; ``tests/runtime/
+    test_events.py`` compares it with the dataclass field by field.
+    """
+    event = streamed_event(kind, session_id)
+    if tool_calls is not None:
+        event.tool_calls = tool_calls
+    event.response = response
+    event.message = message
+    event.error = error
     return event
 
 

@@ -9,7 +9,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from zett_agent.events import AgentEvent, AgentEventType, AgentPhase, streamed_event
+from zett_agent.events import (
+    AgentEvent,
+    AgentEventType,
+    AgentPhase,
+    runtime_event,
+    streamed_event,
+)
 from zett_agent.extensions.events import (
     ExtensionEvent,
     InternalMessageEvent,
@@ -18,6 +24,8 @@ from zett_agent.extensions.events import (
     PhaseTransitionEvent,
     RunCancelledEvent,
     SteeringMessageEvent,
+    _appended,
+    _moved,
 )
 from zett_agent.messages import AgentMessage, AssistantMessage, ToolCall, UserMessage
 from zett_agent.model import ModelUsage, ToolCallDelta
@@ -133,6 +141,29 @@ def test_the_fast_streamed_event_equals_the_dataclass_one_field_by_field(
         assert getattr(fast, field.name) == getattr(built, field.name), field.name
     assert fast == built
     assert fast.tool_calls is not streamed_event(kind, "s1", delta).tool_calls
+    stamped = streamed_event(kind, "s1", delta, tool_call_delta, AgentPhase.GENERATING)
+    assert stamped == AgentEvent(
+        kind, "s1", AgentPhase.GENERATING, delta=delta, tool_call_delta=tool_call_delta
+    )
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"tool_calls": [ToolCall(id="1", name="t")]},
+        {"message": AssistantMessage(content="done")},
+        {"tool_calls": [ToolCall(id="1", name="t")], "error": ValueError("no")},
+    ],
+)
+def test_the_fast_runtime_event_equals_the_dataclass_one_field_by_field(fields):
+    fast = runtime_event(AgentEventType.TOOL_COMPLETED, "s1", **fields)
+    built = AgentEvent(AgentEventType.TOOL_COMPLETED, "s1", **fields)
+
+    assert type(fast) is AgentEvent
+    for field in dataclasses.fields(AgentEvent):
+        assert getattr(fast, field.name) == getattr(built, field.name), field.name
+    assert fast.tool_calls is not runtime_event(AgentEventType.TOOL_STARTED, "s").tool_calls
 
 
 def test_a_custom_event_carries_a_name_and_payload():
@@ -195,6 +226,19 @@ def test_usage_belongs_to_an_assistant_answer_only():
     assert MessageAppendedEvent(AssistantMessage(content="hi"), timing, usage).usage == usage
     with pytest.raises(ValueError, match="usage belongs to an assistant answer"):
         MessageAppendedEvent(UserMessage(content="hi"), timing, usage)
+
+
+def test_the_runtime_s_fast_extension_events_equal_the_dataclass_ones():
+    now = datetime.now(UTC)
+    timing = MessageTiming(now, now, 0)
+    usage = ModelUsage(input_tokens=3, output_tokens=1)
+    moved = (AgentPhase.READY, AgentPhase.GENERATING, now, 7)
+    assert _moved(*moved) == PhaseTransitionEvent(*moved)
+    assert type(_moved(*moved)) is PhaseTransitionEvent
+    answer = AssistantMessage(content="hi")
+    assert _appended(answer, timing, usage) == MessageAppendedEvent(answer, timing, usage)
+    question = UserMessage(content="hi")
+    assert _appended(question, timing, None) == MessageAppendedEvent(question, timing)
 
 
 def test_every_extension_event_derives_from_extension_event():

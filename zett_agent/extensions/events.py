@@ -158,6 +158,47 @@ class PhaseTransitionEvent(ExtensionEvent):
     monotonic_ns: int
 
 
+def _moved(
+    previous: AgentPhase, current: AgentPhase, occurred_at: datetime, monotonic_ns: int
+) -> PhaseTransitionEvent:
+    """A ``PhaseTransitionEvent`` of the runtime's own move, its slots filled directly.
+
+    One per phase move while any extension listens, so it skips the frozen dataclass
+    ``__init__`` (which sets each field through ``object.__setattr__``), as ``_measured``
+    does; ``tests/runtime/test_events.py`` compares the two.
+    """
+    event = object.__new__(PhaseTransitionEvent)
+    set_previous, set_current, set_at, set_ns = _PHASE_SETTERS
+    set_previous(event, previous)
+    set_current(event, current)
+    set_at(event, occurred_at)
+    set_ns(event, monotonic_ns)
+    return event
+
+
+def _appended(
+    message: AnyMessage, timing: MessageTiming, usage: ModelUsage | None
+) -> MessageAppendedEvent:
+    """A ``MessageAppendedEvent`` of the runtime's own append, its slots filled directly
+    (the runtime gives ``usage`` to assistant answers only, which the check is about)."""
+    event = object.__new__(MessageAppendedEvent)
+    set_message, set_timing, set_usage = _APPENDED_SETTERS
+    set_message(event, message)
+    set_timing(event, timing)
+    set_usage(event, usage)
+    return event
+
+
+_PHASE_SETTERS = tuple(
+    getattr(PhaseTransitionEvent, name).__set__
+    for name in PhaseTransitionEvent.__dataclass_fields__
+)
+_APPENDED_SETTERS = tuple(
+    getattr(MessageAppendedEvent, name).__set__
+    for name in MessageAppendedEvent.__dataclass_fields__
+)
+
+
 @dataclass(frozen=True, slots=True)
 class RunCancelledEvent(ExtensionEvent):
     """The request was cancelled while in ``previous_phase``; ``on_error`` is not called."""

@@ -210,7 +210,11 @@ def serialize_value(value: Any) -> str:
     """A ``str`` as is; anything else as JSON (pydantic JSON mode, non-ASCII kept)."""
     if isinstance(value, str):
         return value
-    return json.dumps(pydantic_core.to_jsonable_python(value), ensure_ascii=False)
+    return _JSON.encode(pydantic_core.to_jsonable_python(value))
+
+
+#: What ``json.dumps(value, ensure_ascii=False)`` builds on every call, built once.
+_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def _describe_validation_error(tool_name: str, exc: pydantic.ValidationError) -> str:
