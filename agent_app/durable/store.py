@@ -44,12 +44,12 @@ from django.utils import timezone
 from agent_app.durable.statements import insert
 from agent_app.models import (
     STAFF_ROLE,
-    TITLE_LENGTH,
     ChatMessage,
     ChatRun,
     ChatSession,
     RunStatus,
 )
+from agent_app.titles import short_title
 from zett_agent.history import valid_history
 from zett_agent.messages import (
     AgentMessage,
@@ -182,11 +182,8 @@ def _encodable(text: str) -> bool:
 
 
 def title_from(content: Any) -> str:
-    """A session title from the first user message."""
-    if isinstance(content, list):
-        content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
-    text = " ".join(str(content).split())
-    return text if len(text) <= TITLE_LENGTH else text[: TITLE_LENGTH - 1] + "…"
+    """A session title from the first user message (``agent_app.titles``)."""
+    return short_title(content)
 
 
 # --- writing ---------------------------------------------------------------------------

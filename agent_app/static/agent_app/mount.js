@@ -53,8 +53,6 @@ import { addUsage, usageDetail, usageText } from "./usage.js";
 import { VersionSwitcher } from "./switcher.js";
 import { ReplyWidgets } from "./widgets.js";
 
-const TITLE_LENGTH = 80;
-
 /** Refusals that give back what this view sent (`outbox.js`). */
 const GIVE_BACK_CODES = new Set(["busy", "rate_limited", "too_large", "not_running", "bad_frame", "budget_exceeded"]);
 
@@ -235,18 +233,6 @@ export function mount(where, options = {}) {
     onTitle(title);
   }
 
-  /**
-   * Name an untitled chat after its first message, as the server does when it saves it
-   * (whitespace collapsed, at most 80 characters), so nothing need reload to show it.
-   */
-  function nameChatAfter(content) {
-    if (title || typeof content !== "string") {
-      return;
-    }
-    const text = content.split(/\s+/).filter(Boolean).join(" ");
-    showTitle(text.length <= TITLE_LENGTH ? text : `${text.slice(0, TITLE_LENGTH - 1)}…`);
-  }
-
   function showSessionUsage(usage) {
     sessionUsage = usage;
     const text = usageText(usage);
@@ -275,7 +261,6 @@ export function mount(where, options = {}) {
       tray.restore(attachments);
       return false;
     }
-    nameChatAfter(content);
     updateMode();
     return true;
   }
@@ -473,7 +458,10 @@ export function mount(where, options = {}) {
         });
       }
       transcript.startRun(frame.request_id, { prompt: content, bubble });
-      nameChatAfter(content);
+    }
+    // A new chat is named after its first message by the server (every tab hears it here).
+    if (frame.title && frame.title !== title) {
+      showTitle(frame.title);
     }
     onStored(); // the run stored the chat, if it was new
     updateMode();
