@@ -7,6 +7,7 @@
 import { decorateCodeBlocks } from "./code.js";
 import { element } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
+import { typesetMaths } from "./maths.js";
 
 const PREVIEW_CHARS = 60;
 
@@ -103,6 +104,7 @@ export class TextSegment {
     this.view.keepPinned(() => {
       this.el.innerHTML = renderMarkdown(this.source, { unfinished: this.streaming || this.stopped });
       decorateCodeBlocks(this.el);
+      typesetMaths(this.el);
     });
   }
 }

@@ -13,6 +13,7 @@
  */
 import { Marked } from "./vendor/marked/marked.esm.js";
 import DOMPurify from "./vendor/dompurify/purify.es.mjs";
+import { mathExtensions } from "./maths.js";
 
 const ENTITIES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -32,6 +33,9 @@ const markdown = new Marked({
     },
   },
 });
+
+// Formulas become placeholders that maths.js typesets once the HTML is in the page.
+markdown.use(mathExtensions);
 
 DOMPurify.addHook("afterSanitizeAttributes", (node) => {
   if (node.tagName === "A" && node.hasAttribute("href")) {
