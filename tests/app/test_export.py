@@ -96,7 +96,7 @@ async def test_the_owner_exports_the_shown_path_as_markdown_and_json(
 async def test_files_are_named_and_staff_may_export_but_nobody_else(
     http, sockets, login_cookie, use_model
 ):
-    owner, cookie = await login_cookie("ada")
+    _, cookie = await login_cookie("ada")
     use_model(ScriptedModel([say("Got it.")]))
     socket = await sockets(cookie=cookie)
     session_id = socket.session_id
@@ -104,7 +104,7 @@ async def test_files_are_named_and_staff_may_export_but_nobody_else(
     await socket.run_to_completion()
     file_id = await sync_to_async(add_file)(session_id)
 
-    stranger, stranger_cookie = await login_cookie("eve")
+    _, stranger_cookie = await login_cookie("eve")
     staff, staff_cookie = await login_cookie("sam")
     await sync_to_async(grant_staff)(staff)
     for extension in ("md", "json"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -38,7 +39,8 @@ new MutationObserver((records) => {
   for (const record of records) {
     for (const node of record.addedNodes) {
       if (node.nodeName === "BODY" || (node.nodeName === "LINK" && node.rel === "stylesheet")) {
-        window.zettThemeAtParse.push([node.nodeName, document.documentElement.dataset.zettTheme ?? null]);
+        const theme = document.documentElement.dataset.zettTheme ?? null;
+        window.zettThemeAtParse.push([node.nodeName, theme]);
       }
     }
   }
@@ -117,13 +119,13 @@ def test_a_chat_is_exported_as_markdown_and_json(page: Page, scripted_server: Li
         page.get_by_role("link", name="Markdown (.md)").click()
     download = info.value
     assert re.fullmatch(r"markdown-\d{4}-\d\d-\d\d\.md", download.suggested_filename)
-    text = open(download.path(), encoding="utf-8").read()
+    text = Path(download.path()).read_text(encoding="utf-8")
     assert text.startswith("# markdown\n")
     assert "## You\n\nmarkdown\n" in text and "## Shopping list" in text
 
     with page.expect_download() as info:
         page.get_by_role("link", name="JSON (.json)").click()
-    document = json.loads(open(info.value.path(), encoding="utf-8").read())
+    document = json.loads(Path(info.value.path()).read_text(encoding="utf-8"))
     assert [message["role"] for message in document["messages"]] == ["user", "assistant"]
     assert axe_violations(page) == []
 
