@@ -1,13 +1,15 @@
 """``ChatConsumer``: the socket of one chat session (``/ws/sessions/<uuid>/``).
 
 The consumer only parses and routes. A socket joins the session's live state
-(``agent_app.sessions.live``) and leaves it when it ends; runs belong to the session, so leaving
-never stops one. Each inbound frame is validated by
-``agent_app.protocol.frames`` (a bad one is answered with an ``error`` frame and the socket stays
-open), then handled by one small method. The agent's work happens in the session's run
-task (``agent_app.sessions.live``), never here, which is why ``cancel``, ``steer`` and
-``external_event`` are read while a request runs. The concurrency story (runs, ``seq``,
-cancellation, several sockets on one session) is told once, in ``agent_app.sessions.live``.
+(``agent_app.sessions.live``) and leaves it when it ends; runs belong to the session, so
+leaving never stops one. Each inbound frame is validated by ``agent_app.protocol.frames``
+(a bad one is answered with an ``error`` frame and the socket stays open), then handled by
+one small method: those that start a turn are ``agent_app.websocket.turns``'s, the
+replies, steering and cancelling ``agent_app.websocket.replies``'. The agent's work
+happens in the session's run task (``agent_app.sessions.live``), never here, which is
+why ``cancel``, ``steer`` and ``external_event`` are read while a request runs. The
+concurrency story (runs, ``seq``, cancellation, several sockets on one session) is told
+once, in ``agent_app.sessions.live``.
 
 The consumer is on the default channel layer for one reason: a signed-in user's sockets
 join the group ``zett.user.<pk>``, so signing out closes them in every process. Anonymous
@@ -44,25 +46,18 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from agent_app import conf
-from agent_app.assistants import UnknownAssistant, registry
-from agent_app.attachments.stored import UnknownAttachments, chat_attachment_ids
 from agent_app.backpressure import (
     FELL_BEHIND_CLOSE_CODE,
     buffered_bytes,
     send_buffer_cap,
     transport_of,
 )
-from agent_app.budgets import BudgetExceeded, budget_of
-from agent_app.chat_records import ChatDeleted, was_deleted
-from agent_app.durable.branches import NotATurn
-from agent_app.durable.runs import Creator, NothingToReplace
+from agent_app.budgets import budget_of
+from agent_app.chat_records import was_deleted
 from agent_app.guard.access import (
-    Creation,
     Person,
     assistant_refusal,
-    chat_quota_message,
     close_chat,
-    ensure_session,
     open_chat,
     person_of_scope,
     still_exists,
@@ -74,13 +69,9 @@ from agent_app.guard.limits import (
     history_page_cost,
     limiter,
 )
-from agent_app.models import ChatSession, RunKind
-from agent_app.people.live import customer_message
+from agent_app.models import RunKind
 from agent_app.people.socket import PeopleFrames, staff_of_socket
-from agent_app.people.state import TakenOver
 from agent_app.protocol.frames import (
-    CLIENT_REPLY_NAMES,
-    MAX_ATTACHMENTS,
     STEERING_EVENT,
     BudgetFrame,
     CancelFrame,
@@ -89,7 +80,6 @@ from agent_app.protocol.frames import (
     ErrorCode,
     ErrorFrame,
     ExternalEventFrame,
-    ExternalEventResultFrame,
     FrameError,
     HistoryBeforeFrame,
     HistoryPageFrame,
@@ -99,21 +89,17 @@ from agent_app.protocol.frames import (
     PongFrame,
     Refusal,
     RegenerateFrame,
-    ReplyReason,
     SteerFrame,
     SwitchVersionFrame,
     UserMessageFrame,
     encode_frame,
     parse_frame,
-    steering_refusal,
 )
-from agent_app.sessions.branching import switch as switch_version
-from agent_app.sessions.entry import audited_reply, start_run
-from agent_app.sessions.errors import Busy, NotRunning
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
-from agent_app.sessions.replies import Verdict
 from agent_app.token_watch import TOKEN_ENDED_CLOSE_CODE, Watched, token_watch
+from agent_app.websocket.replies import ReplyFrames
+from agent_app.websocket.turns import TurnFrames
 
 __all__ = ["DELETED_CLOSE_CODE", "FORBIDDEN_CLOSE_CODE", "STEERING_EVENT", "ChatConsumer"]
 
@@ -130,7 +116,7 @@ DELETED_CLOSE_CODE = 4410
 INTERNAL_CLOSE_CODE = 1011
 
 
-class ChatConsumer(PeopleFrames, AsyncWebsocketConsumer):
+class ChatConsumer(PeopleFrames, TurnFrames, ReplyFrames, AsyncWebsocketConsumer):
     """Parses frames, routes them to the live session, and forwards its frames."""
 
     #: For the per-user group that signing out closes (see the module docstring).
@@ -142,8 +128,6 @@ class ChatConsumer(PeopleFrames, AsyncWebsocketConsumer):
     _group: str | None = None
     #: Set once the socket is gone: later sends are dropped quietly.
     _closed = False
-    #: The session's row exists (checked at the first ``user_message``).
-    _stored = False
     _accepted = False
     #: daphne's transport of this socket, whose unsent bytes are capped (``_send_cap``).
     _transport: Any = None
@@ -427,93 +411,6 @@ class ChatConsumer(PeopleFrames, AsyncWebsocketConsumer):
             case PingFrame():
                 await self.send_frame(PongFrame())
 
-    async def on_user_message(self, frame: UserMessageFrame) -> None:
-        assert self.live is not None and self.person is not None
-        if not await self._account_exists():
-            return
-        if frame.assistant is not None and registry.get(frame.assistant) is None:
-            await self._error(ErrorCode.UNKNOWN_ASSISTANT, str(UnknownAssistant(frame.assistant)))
-            return
-        attachments: list[str] = []
-        if frame.attachments and (attachments := await self._attachments(frame)) is None:
-            return
-        if not self._stored and not await self._store_session(frame.assistant or ""):
-            return
-        creator = Creator(self.person.user_id, self.person.browser_key or "")
-        try:
-            await self._start(frame.content, creator, attachments=attachments)
-        except TakenOver:
-            await self._to_staff(frame, creator, attachments)
-        except (Busy, BudgetExceeded) as refusal:
-            await self.send_frame(refusal.frame())
-        except ChatDeleted:
-            await self.chat_deleted()
-
-    async def _to_staff(
-        self, frame: UserMessageFrame, creator: Creator, attachments: list[str]
-    ) -> None:
-        """A person answers this chat: the message is stored for them, no run starts (if
-        it was handed back meanwhile, a run answers it after all)."""
-        assert self.live is not None
-        if await customer_message(self.live, frame.content, attachments):
-            return
-        try:
-            await self._start(frame.content, creator, attachments=attachments)
-        except (Busy, BudgetExceeded) as refusal:
-            await self.send_frame(refusal.frame())
-
-    async def _attachments(self, frame: UserMessageFrame) -> list[str] | None:
-        """The message's attachment ids if all are this chat's; else say why (None)."""
-        most = min(MAX_ATTACHMENTS, int(conf.ZETT_ATTACHMENTS_PER_MESSAGE))
-        if len(frame.attachments) > most:
-            await self._error(
-                ErrorCode.BAD_FRAME, f"A message can carry at most {most} attachments"
-            )
-            return None
-        try:
-            return await database_sync_to_async(chat_attachment_ids)(
-                self.session_id, frame.attachments
-            )
-        except UnknownAttachments as unknown:
-            await self._error(ErrorCode.BAD_FRAME, str(unknown))
-            return None
-
-    async def on_replace_last_turn(
-        self, content: str | None, kind: RunKind, position: int | None = None
-    ) -> None:
-        """``regenerate`` (``content`` None), ``edit`` or ``edit_last``: a new version of
-        the turn at ``position`` (None: the last), answered anew."""
-        assert self.live is not None
-        if not await self._account_exists():
-            return
-        try:
-            await self._start(content, kind=kind, replace_last_turn=True, turn_position=position)
-        except (Busy, BudgetExceeded) as refusal:
-            await self.send_frame(refusal.frame())
-        except NothingToReplace as nothing:
-            await self._error(ErrorCode.BAD_FRAME, str(nothing))
-        except ChatDeleted:
-            await self.chat_deleted()
-
-    async def on_switch_version(self, frame: SwitchVersionFrame) -> None:
-        """Show another version of a turn; every socket gets ``branch_switched``."""
-        assert self.live is not None
-        try:
-            await switch_version(self.live, frame.position, frame.index)
-        except Busy as refusal:
-            await self.send_frame(refusal.frame())
-        except NotATurn as wrong:
-            await self._error(ErrorCode.BAD_FRAME, str(wrong))
-
-    async def _start(self, content: str | None, *args: Any, **kwargs: Any) -> None:
-        """Start a run (``LiveSession.start``) within the person's token budget.
-
-        A session running a run here says so at once, before the budget is asked (which
-        may wait for calls in flight), as ``start`` would; ``start`` still decides.
-        """
-        assert self.live is not None
-        await start_run(self.live, self.person, content, *args, **kwargs)
-
     async def on_history_before(self, frame: HistoryBeforeFrame) -> None:
         assert self.live is not None and self.person is not None
         # One frame was charged on arrival; a page is charged by its size (``limits``).
@@ -535,85 +432,6 @@ class ChatConsumer(PeopleFrames, AsyncWebsocketConsumer):
             ErrorCode.FORBIDDEN, "Your account no longer exists", FORBIDDEN_CLOSE_CODE
         )
         return False
-
-    async def _store_session(self, assistant: str) -> bool:
-        """Store the chat at its first message (``agent_app.guard.access.ensure_session``),
-        bound to ``assistant`` ("": the default) if the person may use it."""
-        assert self.person is not None
-        code, why = await database_sync_to_async(assistant_refusal)(
-            self.scope.get("user"), self.session_id, assistant or None
-        )
-        if code:
-            await self._error(ErrorCode(code), why)
-            return False
-        match await ensure_session(self.person, self.session_id, assistant):
-            case Creation.FORBIDDEN:
-                await self._error(ErrorCode.FORBIDDEN, "This session belongs to someone else")
-                return False
-            case Creation.QUOTA:
-                await self._error(ErrorCode.RATE_LIMITED, chat_quota_message())
-                return False
-            case Creation.DELETED:
-                await self.chat_deleted()
-                return False
-        self._stored = True
-        return True
-
-    async def on_external_event(self, frame: ExternalEventFrame) -> None:
-        await self._deliver(frame.name, frame.payload)
-
-    async def on_steer(self, frame: SteerFrame) -> None:
-        # Sugar for the steering_message external event: answered the same way, with an
-        # external_event_result (``reason: "not_running"`` when nothing runs).
-        await self._deliver(STEERING_EVENT, {"content": frame.content})
-
-    async def on_cancel(self) -> None:
-        assert self.live is not None
-        try:
-            await self.live.cancel()
-        except NotRunning as refusal:
-            await self._error(refusal.code, refusal.message)
-
-    async def _deliver(self, name: str, payload: dict[str, Any]) -> None:
-        """Check, record, then hand a reply to the running request; tell the client who took it."""
-        assert self.live is not None
-        correlation = payload.get("tool_call_id")
-        correlation_id = correlation if isinstance(correlation, str) else None
-
-        def result(
-            accepted_by: list[str], reason: ReplyReason | None, message: str | None = None
-        ) -> ExternalEventResultFrame:
-            return ExternalEventResultFrame(
-                name=name,
-                correlation_id=correlation_id,
-                accepted_by=accepted_by,
-                reason=reason,
-                message=message,
-            )
-
-        if name not in CLIENT_REPLY_NAMES and name not in registry.reply_names():
-            await self.send_frame(result([], ReplyReason.NOT_ALLOWED))
-            return
-        if name == STEERING_EVENT and (refusal := steering_refusal(payload)) is not None:
-            await self.send_frame(result([], refusal))
-            return
-        if not self._stored:
-            stored = ChatSession.objects.filter(pk=self.session_id).exists
-            if not await database_sync_to_async(stored)():
-                await self.send_frame(result([], "not_running"))  # an empty chat: nothing waits
-                return
-            self._stored = True
-
-        async def answer(verdict: Verdict) -> None:
-            await self.send_frame(result(verdict.accepted_by, verdict.reason, verdict.detail))
-
-        # The audit row comes first (``audited_reply``): a reply that cannot be recorded is
-        # not acted on. With no run active it may still answer a paused run's stored question.
-        if await audited_reply(self.live, name, payload, answer, self.scope.get("user")) is None:
-            await self._error(
-                ErrorCode.INTERNAL, "The reply could not be recorded, so it was not delivered"
-            )
-            await self.send_frame(result([], ReplyReason.INTERNAL))
 
     async def _error(self, code: ErrorCode, message: str) -> None:
         await self.send_frame(ErrorFrame(code=code, message=message))

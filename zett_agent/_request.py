@@ -31,6 +31,9 @@ RUN_COMPLETED), but the phase stays COMPLETED: ``on_success`` had already run.
 Whatever the ending, the session is released so it accepts a new request: on success right
 before RUN_COMPLETED is handed over (nothing runs after it, and a consumer that breaks out
 there need not wait for the iterator to be finalized), otherwise in ``finally``.
+
+What extensions call into the request is ``zett_agent._extension_calls``; its endings
+other than success, and its release, ``zett_agent._endings``.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from typing import TYPE_CHECKING, Any
 
 from zett_agent._context import AgentRunContext
 from zett_agent._driver import Driver, emission
+from zett_agent._endings import Endings
+from zett_agent._extension_calls import ExtensionCalls
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import AnsweredInputs, RequestInbox
 from zett_agent._model_call import call_model
@@ -51,13 +56,9 @@ from zett_agent._tool_call import execute_tool
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.events import (
-    ExtensionEvent,
-    InternalMessageEvent,
     MessageAppendedEvent,
     MessageTiming,
     PhaseTransitionEvent,
-    RunCancelledEvent,
-    SteeringMessageEvent,
     _measured,
 )
 from zett_agent.messages import (
@@ -79,7 +80,6 @@ __all__ = ["Request"]
 E = AgentEventType
 P = AgentPhase
 
-CANCELLED_TOOL_CONTENT = "Request cancelled before tool completion"
 SKIPPED_TOOL_CONTENT = "Superseded by a steering message"
 
 
@@ -95,7 +95,7 @@ class _Nothing:
 _NOTHING = _Nothing()
 
 
-class Request:
+class Request(ExtensionCalls, Endings):
     """Runs one request (or one compaction pass) of one session."""
 
     def __init__(
@@ -133,92 +133,6 @@ class Request:
         event.phase = self.context.state.phase
         return emission(event)
 
-    async def emit_from_extension(self, event: AgentEvent) -> None:
-        if self.context.state.phase.is_terminal:
-            raise AgentProtocolError(
-                f"Cannot emit {event.type.value}: the request is {self.context.state.phase.value}"
-            )
-        driver = self.driver
-        if driver is not None and not driver.stepping:
-            event.phase = self.context.state.phase
-            await driver.emit_foreign(event)  # a tool's subtask: hand over, wait until taken
-            return
-        # A compaction announces itself: STARTED moves READY to COMPACTING, COMPLETED
-        # moves back (an error in between leaves COMPACTING for FAILED or CANCELLED).
-        phase = self.context.state.phase
-        if event.type is E.COMPACTION_STARTED and phase is P.READY:
-            await self.move(P.COMPACTING)
-        elif event.type is E.COMPACTION_COMPLETED and phase is P.COMPACTING:
-            await self.move(P.READY)
-        await self.emit(event)
-
-    async def relay(self, event: AgentEvent) -> None:
-        """Hand a sub-run's event to the consumer as it is (its own phase kept)."""
-        if self.context.state.phase.is_terminal:
-            raise AgentProtocolError(
-                f"Cannot relay {event.type.value}: the request is {self.context.state.phase.value}"
-            )
-        driver = self.driver
-        if driver is not None and not driver.stepping:
-            await driver.emit_foreign(event)  # from a tool's subtask
-            return
-        await emission(event)
-
-    def end_after_tools(self) -> None:
-        if self.context.state.phase.is_terminal:
-            raise AgentProtocolError("Cannot end a request that has ended")
-        self._ending = True
-
-    async def publish(
-        self, event: ExtensionEvent, *, target: AgentExtension | str | type | None = None
-    ) -> None:
-        if not isinstance(event, ExtensionEvent):
-            raise TypeError(f"publish needs an ExtensionEvent, got {type(event).__name__}")
-        if type(event) is SteeringMessageEvent:
-            if not self.inbox.push_steering(event.message):
-                raise AgentProtocolError(
-                    "The request does not accept steering messages (it has settled its "
-                    "final answer, or it is a compaction pass)"
-                )
-        elif type(event) is InternalMessageEvent and not self.inbox.push_internal(
-            event.message, within_limit=False
-        ):
-            raise AgentProtocolError(
-                "The request does not accept internal messages (it has settled its final "
-                "answer, or it is a compaction pass)"
-            )
-        context = self.context
-        if target is None:
-            for extension in self.hooks.on_event:
-                await extension.on_event(context, event)
-            return
-        await self._target(target).on_event(context, event)
-
-    def withdraw(self, extension: AgentExtension) -> None:
-        """Leave ``extension`` out of every later hook of this request."""
-        self.hooks = self.hooks.without(extension)
-
-    def _target(self, target: AgentExtension | str | type) -> AgentExtension:
-        """The one extension ``target`` names: an instance, a name, or a class."""
-        extensions = self.hooks.extensions
-        if isinstance(target, type):
-            matches = [extension for extension in extensions if isinstance(extension, target)]
-            if len(matches) > 1:
-                names = ", ".join(extension.name for extension in matches)
-                raise ValueError(
-                    f"Publish target {target.__name__} is ambiguous: {names} are all "
-                    "registered; name one"
-                )
-        else:
-            matches = [
-                extension
-                for extension in extensions
-                if extension is target or extension.name == target
-            ]
-        if not matches:
-            raise ValueError(f"No extension {target!r} is registered on this agent")
-        return matches[0]
-
     async def _publish_appended(
         self,
         message: AnyMessage,
@@ -250,18 +164,6 @@ class Request:
         state._messages.append(message)
         state._snapshot = None
         await self._publish_appended(message, timing, usage)
-
-    async def append_now(self, message: AnyMessage, timing: MessageTiming | None) -> None:
-        """``context.append_message``: after the stage's earlier additions, published now.
-
-        During setup it waits like ``add_message`` (setup additions are published after
-        ``on_message``, before the input).
-        """
-        if self._setup:
-            self.context.add_message(message)
-            return
-        await self.flush()
-        await self.append(message, timing)
 
     async def move(self, target: AgentPhase) -> tuple[datetime, int] | None:
         """Move to ``target`` (checked) and publish it.
@@ -331,17 +233,6 @@ class Request:
         finally:
             self._end()
 
-    def _end(self) -> None:
-        """Give the session back, once: at the move into COMPLETED, else when ``execute`` ends."""
-        if self._ended:
-            return
-        self._ended = True
-        try:
-            self.context.state._return_borrowed()
-        finally:
-            self.inbox.close()
-            self._release(self)
-
     async def _answer(self) -> None:
         message = self.context.input_message
         if not isinstance(message, UserMessage):
@@ -367,16 +258,6 @@ class Request:
         await self.move(P.READY)
         await self.stage(self.hooks.before_run, "before_run")
         await self._finish(await self._turns(resumed=point.message))
-
-    async def _finish(self, final: AssistantMessage) -> None:
-        hooks = self.hooks
-        await self.stage(hooks.after_run, "after_run", final)
-        await self.stage(hooks.on_success, "on_success", final)
-        await self.move(P.COMPLETED)
-        # Nothing runs after RUN_COMPLETED: the session is free while the consumer holds it,
-        # so a consumer that breaks out there can start the next request at once.
-        self._end()
-        await self.emit(AgentEvent(E.RUN_COMPLETED, self.context.session_id, message=final))
 
     async def _compaction_pass(self) -> None:
         """Restore context, run ``on_compact``, append nothing, call no primary model."""
@@ -570,48 +451,3 @@ class Request:
         """A final answer settles the active steering and internal message; ``answer`` is it."""
         for event in self._answering.completed(self.context.session_id, answer):
             await self.emit(event)
-
-    # -- endings -------------------------------------------------------------------------
-
-    async def _cancelled(self, cancel: asyncio.CancelledError) -> None:
-        state = self.context.state
-        previous = state.phase
-        self.inbox.close()
-        if previous.is_terminal:
-            return  # finished already: the consumer only stopped listening (at RUN_COMPLETED)
-        try:
-            while self._unsettled:
-                call = self._unsettled[0]
-                await self._settle(
-                    call, ToolMessage(call.id, call.name, CANCELLED_TOOL_CONTENT, success=False)
-                )
-            moved = None
-            if previous.is_active:
-                moved = await self.move(P.CANCELLED)
-            else:
-                state.phase = P.CANCELLED
-            if moved is None:
-                moved = (datetime.now(UTC), time.monotonic_ns())
-            # The same instant as the move into CANCELLED, published after it.
-            await self.publish(RunCancelledEvent(previous, *moved))
-        except Exception as error:
-            cancel.add_note(f"While cancelling the request: {type(error).__name__}: {error}")
-
-    async def _failed(self, error: Exception) -> None:
-        state = self.context.state
-        self.inbox.close()
-        try:
-            if state.phase.is_active:
-                await self.move(P.FAILED)
-            elif not state.phase.is_terminal:  # CREATED: nothing was announced yet
-                state.phase = P.FAILED
-        except Exception as secondary:
-            state.phase = P.FAILED
-            error.add_note(f"While failing the request: {type(secondary).__name__}: {secondary}")
-        for extension in self.hooks.on_error:
-            try:
-                await extension.on_error(self.context, error)
-            except Exception as secondary:
-                error.add_note(
-                    f"{extension.name}.on_error raised {type(secondary).__name__}: {secondary}"
-                )

@@ -79,65 +79,14 @@ class Agent:
     ) -> None:
         if not callable(getattr(model, "stream", None)):
             raise TypeError(f"model must have a stream(request) method, got {model!r}")
-        # bool is an int subclass, but True is no iteration count.
-        if (
-            isinstance(max_iterations, bool)
-            or not isinstance(max_iterations, int)
-            or max_iterations < 1
-        ):
-            raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
-        if (
-            isinstance(max_internal_messages, bool)
-            or not isinstance(max_internal_messages, int)
-            or max_internal_messages < 0
-        ):
-            raise ValueError(
-                f"max_internal_messages must be a non-negative integer, got "
-                f"{max_internal_messages!r}"
-            )
+        _check_limits(max_iterations, max_internal_messages)
         self.model = model
         self.system_prompt = system_prompt
         self.max_iterations = max_iterations
         self.max_internal_messages = max_internal_messages
-        self.tools: dict[str, AgentTool] = {}
-        for agent_tool in tools:
-            if not isinstance(agent_tool, AgentTool):
-                raise TypeError(f"tools must be AgentTool objects (use @tool), got {agent_tool!r}")
-            if agent_tool.name in self.tools:
-                raise ValueError(
-                    f"Tool names must be unique: two tools are named {agent_tool.name!r}"
-                )
-            self.tools[agent_tool.name] = agent_tool
-
-        if extensions is None:
-            chosen: list[AgentExtension] = [InMemoryMessageAccumulator(), ToolGuidelinesExtension()]
-        else:
-            chosen = list(extensions)
-        for extension in chosen:
-            if not isinstance(extension, AgentExtension):
-                raise TypeError(f"extensions must be AgentExtension objects, got {extension!r}")
-            if isinstance(extension, _BUILTIN_TYPES):
-                raise ValueError(
-                    f"{type(extension).__name__} is an Agent built-in: every Agent has its "
-                    "own; do not pass one"
-                )
+        self.tools: dict[str, AgentTool] = _tools_by_name(tools)
         self._inboxes: dict[str, RequestInbox] = {}
-        chosen += [InternalMessageExtension(self._inboxes), SteeringExtension(self._inboxes)]
-        names: set[str] = set()
-        for extension in chosen:
-            name = extension.name
-            if not isinstance(name, str) or not name.strip():
-                raise ValueError(
-                    f"Extension names must be non-empty strings: {type(extension).__name__} "
-                    f"has name {name!r}"
-                )
-            if name in names:
-                raise ValueError(
-                    f"Duplicate extension name {name!r}: extension names must be unique"
-                )
-            names.add(extension.name)
-        ordered = sorted(chosen, key=lambda extension: extension.priority)
-        self.extensions: tuple[AgentExtension, ...] = tuple(ordered)
+        self.extensions: tuple[AgentExtension, ...] = _ordered_extensions(extensions, self._inboxes)
         self._hooks = HookTable(self.extensions)
 
         self._initialized_config: AgentRunConfig | None = None
@@ -499,6 +448,71 @@ class Agent:
             f"<Agent model={type(self.model).__name__} extensions="
             f"{[extension.name for extension in self.extensions]} active={len(self._active)}>"
         )
+
+
+def _check_limits(max_iterations: int, max_internal_messages: int) -> None:
+    """Refuse a limit that is no count (bool is an int subclass, but True is no count)."""
+    if (
+        isinstance(max_iterations, bool)
+        or not isinstance(max_iterations, int)
+        or max_iterations < 1
+    ):
+        raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
+    if (
+        isinstance(max_internal_messages, bool)
+        or not isinstance(max_internal_messages, int)
+        or max_internal_messages < 0
+    ):
+        raise ValueError(
+            f"max_internal_messages must be a non-negative integer, got {max_internal_messages!r}"
+        )
+
+
+def _tools_by_name(tools: Iterable[AgentTool]) -> dict[str, AgentTool]:
+    """The agent's tools by name, each an ``AgentTool`` with a name of its own."""
+    by_name: dict[str, AgentTool] = {}
+    for agent_tool in tools:
+        if not isinstance(agent_tool, AgentTool):
+            raise TypeError(f"tools must be AgentTool objects (use @tool), got {agent_tool!r}")
+        if agent_tool.name in by_name:
+            raise ValueError(f"Tool names must be unique: two tools are named {agent_tool.name!r}")
+        by_name[agent_tool.name] = agent_tool
+    return by_name
+
+
+def _ordered_extensions(
+    extensions: Sequence[AgentExtension] | None, inboxes: dict[str, RequestInbox]
+) -> tuple[AgentExtension, ...]:
+    """The given extensions (None: the defaults) and the built-ins, by priority.
+
+    Each must be an ``AgentExtension`` with a unique, non-empty name, and none a built-in:
+    every agent has its own, reading ``inboxes``.
+    """
+    if extensions is None:
+        chosen: list[AgentExtension] = [InMemoryMessageAccumulator(), ToolGuidelinesExtension()]
+    else:
+        chosen = list(extensions)
+    for extension in chosen:
+        if not isinstance(extension, AgentExtension):
+            raise TypeError(f"extensions must be AgentExtension objects, got {extension!r}")
+        if isinstance(extension, _BUILTIN_TYPES):
+            raise ValueError(
+                f"{type(extension).__name__} is an Agent built-in: every Agent has its "
+                "own; do not pass one"
+            )
+    chosen += [InternalMessageExtension(inboxes), SteeringExtension(inboxes)]
+    names: set[str] = set()
+    for extension in chosen:
+        name = extension.name
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(
+                f"Extension names must be non-empty strings: {type(extension).__name__} "
+                f"has name {name!r}"
+            )
+        if name in names:
+            raise ValueError(f"Duplicate extension name {name!r}: extension names must be unique")
+        names.add(extension.name)
+    return tuple(sorted(chosen, key=lambda extension: extension.priority))
 
 
 async def _final_answer(events: AsyncIterator[AgentEvent]) -> AssistantMessage:

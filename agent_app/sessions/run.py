@@ -29,39 +29,41 @@ marked with their ``agent``: they are broadcast like the run's own, their waits 
 the run's, their tokens counted in its usage. A handoff (``agent_app.agents.teamwork``)
 ends the agent's request after its call; the run then streams the new assistant's
 continuation of the same turn (``handoff``), under the same request id.
+
+The run's parts each have a module: its states and what it needs of its session
+(``run_state``), its waits (``run_waits``) and its end (``run_end``); this one starts it
+and streams its events.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from channels.db import database_sync_to_async
 
-from agent_app.agents import subruns
 from agent_app.agents.factory import serves
 from agent_app.agents.teamwork import HANDOFF_ATTRIBUTE
 from agent_app.assistants import Entry, enter_run
 from agent_app.budgets.ledger import BudgetExceeded
-from agent_app.bus.base import Marker, SessionBus
+from agent_app.bus.base import Marker
 from agent_app.durable import continuation, recovery, waits
-from agent_app.durable.persistence import RunSeams, shielded, write_pending
-from agent_app.durable.runs import Begun, end_run, user_message_for
-from agent_app.models import RunKind, RunStatus, WaitStatus
+from agent_app.durable.persistence import RunSeams, shielded
+from agent_app.durable.runs import Begun, user_message_for
+from agent_app.models import RunKind, RunStatus
 from agent_app.protocol.frames import RunStartedFrame
-from agent_app.protocol.text import encode_frame, event_frame_text
+from agent_app.protocol.text import encode_frame
 from agent_app.sessions.branching import announce_version
-from agent_app.sessions.fanout import STREAK_SECONDS, TEXT_DELTAS, Feed, let_the_loop_write
-from agent_app.sessions.outcomes import outcome_frame
+from agent_app.sessions.fanout import STREAK_SECONDS, TEXT_DELTAS, let_the_loop_write
+from agent_app.sessions.run_end import RunEnding
+from agent_app.sessions.run_state import TRANSITIONS, RunOwner, RunState, StopReason
+from agent_app.sessions.run_waits import RunWaits
 from agent_app.telemetry import context, metrics, tracing
-from agent_app.telemetry.waits import cancelled_waits, wait_ended
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEventType, RelayedEvent
-from zett_agent.extensions.external import ExternalEvent
 from zett_agent.messages import UserMessage, content_text
 from zett_agent.serialization import event_to_dict
 
@@ -69,68 +71,17 @@ __all__ = ["Run", "RunOwner", "RunState", "StopReason", "add_usage"]
 
 logger = logging.getLogger(__name__)
 
-#: Built once (every run ends here); also the seam a test observes the writes through.
-write_end = database_sync_to_async(end_run)
-
 E = AgentEventType
 _TOOL_ENDS = frozenset({E.TOOL_COMPLETED, E.TOOL_FAILED, E.TOOL_SKIPPED})
 #: What may follow a final answer before the run ends: held back with its frame.
 _TURN_ENDS = frozenset({E.STEERING_COMPLETED, E.INTERNAL_MESSAGE_COMPLETED})
 
 
-class RunState(enum.Enum):
-    """Where a run is in its life (the transitions are drawn in the module docstring)."""
-
-    STARTING = "starting"
-    RUNNING = "running"
-    WAITING = "waiting"
-    ENDING = "ending"
-    ENDED = "ended"
-
-
-class StopReason(enum.Enum):
-    """Why a run was stopped from outside, when it was (it ends ``interrupted``)."""
-
-    #: Another worker took over its lease (this one failed to renew it).
-    LEASE_LOST = "lease_lost"
-    #: This process shuts down (``agent_app.sessions.shutdown``).
-    SHUTDOWN = "shutdown"
-    #: This process shuts down and hands the run over: nothing more of it is stored, its
-    #: end is not recorded, its lease is let go, and another worker (or the next process)
-    #: continues it from its checkpoint (``agent_app.durable.continuation``).
-    HANDOVER = "handover"
-
-
-_NEXT: dict[RunState, frozenset[RunState]] = {
-    RunState.STARTING: frozenset({RunState.RUNNING, RunState.ENDING}),
-    RunState.RUNNING: frozenset({RunState.WAITING, RunState.ENDING}),
-    RunState.WAITING: frozenset({RunState.RUNNING, RunState.ENDING}),
-    RunState.ENDING: frozenset({RunState.ENDED}),
-    RunState.ENDED: frozenset(),
-}
 _RUNNING, _WAITING = RunState.RUNNING, RunState.WAITING
 
 
-class RunOwner(Protocol):
-    """What a run needs of the session it belongs to (``LiveSession``)."""
-
-    session_id: str
-    feed: Feed
-    bus: SessionBus
-    #: The chat's agent once built (``get_agent``); None: built at the next ``get_agent``.
-    agent: Agent | None
-
-    async def get_agent(self) -> Agent: ...
-
-    def run_ended(self, run: Run) -> None:
-        """Called under the lock once the run's end is stored: the session is free."""
-
-    def check_idle(self) -> None:
-        """Called after the run's last frame: the session may be dropped."""
-
-
 @dataclass(eq=False)
-class Run:
+class Run(RunWaits, RunEnding):
     """One run of a session in this process (see the module docstring)."""
 
     owner: RunOwner
@@ -177,7 +128,7 @@ class Run:
 
     def to(self, state: RunState) -> None:
         """Move to ``state``; a transition the diagram does not draw is a bug."""
-        if state not in _NEXT[self.state]:
+        if state not in TRANSITIONS[self.state]:
             raise RuntimeError(f"A run cannot go from {self.state.name} to {state.name}")
         self.state = state
 
@@ -461,171 +412,6 @@ class Run:
                     self.request_id, self.trace_context
                 )
             )
-
-    # --- waits -------------------------------------------------------------------------
-
-    async def _custom(self, event: dict[str, Any]) -> None:
-        """Broadcast a ``custom`` event; store the wait it announces first (write-ahead)."""
-        session_id = self.owner.session_id
-        payload = event.get("payload")
-        kind = waits.wait_kind(event.get("name"), payload)
-        known = None
-        if kind is not None:
-            assert isinstance(payload, dict)
-            self.waits.add(payload["tool_call_id"])
-            known = await shielded(
-                database_sync_to_async(waits.record_wait)(
-                    session_id,
-                    self.request_id,
-                    event["name"],
-                    payload,
-                    trace_context=self.trace_context,
-                )
-            )
-        await self.owner.feed.broadcast_event(self.request_id, event)
-        if kind is not None:
-            self.to(RunState.WAITING)
-        if known is not None and self.agent is not None and isinstance(payload, dict):
-            # Answered while nobody was waiting for it: hand it over now.
-            config = AgentRunConfig(session_id=session_id, request_id=self.request_id)
-            reply = ExternalEvent(str(payload["response_event"]), known)
-            if not self.agent.emit_external_event(reply, config=config):
-                subruns.offer(session_id, reply)  # a sub-run's wait
-
-    async def _close_waits(self, event: dict[str, Any]) -> None:
-        """A call with a stored wait got its result: the wait is done (or expired)."""
-        message = event.get("message") or {}
-        attributes = message.get("attributes") or {}
-        reply = attributes.get("reply") or attributes.get("browser_tool") or {}
-        status = WaitStatus.EXPIRED if reply.get("expired") else WaitStatus.DONE
-        for call in event.get("tool_calls") or ():
-            call_id = call.get("id")
-            if call_id in self.waits:
-                self.waits.discard(call_id)
-                await shielded(
-                    database_sync_to_async(waits.mark)(self.owner.session_id, call_id, status)
-                )
-                if status == WaitStatus.EXPIRED:
-                    await wait_ended(self.owner.session_id, call_id, "expired")
-
-    async def _resumption(self) -> tuple[list[ExternalEvent], dict[str, Any]]:
-        """The known replies and the deadlines of the open calls a continuation runs."""
-        replies, deadlines = await database_sync_to_async(waits.resumption)(self.owner.session_id)
-        return [ExternalEvent(name, payload) for name, payload in replies], deadlines
-
-    # --- end ---------------------------------------------------------------------------
-
-    async def finish(
-        self,
-        status: RunStatus,
-        *,
-        final: dict[str, Any] | None = None,
-        error: tuple[str, str] | None = None,
-    ) -> None:
-        """Record the outcome, then send its frame: the run's last act, under the lock.
-
-        Shielded: a ``cancel`` that lands while the run waits here for the lock must not
-        leave the session claimed by a run that is over.
-        """
-        if self.finished:
-            return
-        self.to(RunState.ENDING)
-        self.outcome = status
-        if metrics.ENABLED:
-            seconds = asyncio.get_running_loop().time() - self.started if self.started else 0.0
-            metrics.run_ended(metrics.assistant_of(self.agent), str(status), seconds)
-        await shielded(self._record_end(status, final, error))
-
-    async def _release_held(self) -> None:
-        """The run goes on after a final answer: store it now and send its held frame."""
-        await write_pending(self.owner.session_id, self.request_id, self.at_end)
-        held, self.held = self.held or [], None
-        for data in held:
-            await self.owner.feed.broadcast_event(self.request_id, data)
-
-    async def _record_end(
-        self, status: RunStatus, final: dict[str, Any] | None, error: tuple[str, str] | None
-    ) -> None:
-        owner = self.owner
-        feed = owner.feed
-        async with feed.lock:
-            try:
-                held_seqs, seq = await self._store_end(status, error)
-            finally:
-                owner.run_ended(self)
-            held, self.held = self.held or [], None
-            for held_seq, data in zip(held_seqs, held, strict=True):
-                text = event_frame_text(held_seq, self.request_id, data)
-                await feed.broadcast(held_seq, text, request_id=self.request_id)
-            await feed.broadcast(
-                seq,
-                outcome_frame(self.request_id, status, seq, final, error, self.refusal),
-                marker=Marker.END,
-                request_id=self.request_id,
-            )
-            feed.replay.clear()
-        self.to(RunState.ENDED)
-        if self.stop is not StopReason.LEASE_LOST:
-            # Every frame of the run goes out before another run may take the session.
-            await owner.bus.flushed(owner.session_id)
-            await owner.bus.release(owner.session_id)
-        owner.check_idle()
-
-    async def _store_end(
-        self, status: RunStatus, error: tuple[str, str] | None
-    ) -> tuple[list[int], int]:
-        """Store the run's end (and its final answer); the ``seq`` of its last frames."""
-        session_id, feed = self.owner.session_id, self.owner.feed
-        rows = self.at_end[:]  # the final answer, if the run ends right after it
-        self.at_end.clear()
-        try:
-            if status is not RunStatus.COMPLETED and self.stop is not StopReason.LEASE_LOST:
-                await cancelled_waits(session_id, sorted(self.waits))
-                await shielded(
-                    database_sync_to_async(recovery.close_run_calls)(
-                        session_id, self.request_id, status
-                    )
-                )
-            held_seqs = [await feed.next_seq() for _ in self.held or ()]
-            seq = await feed.next_seq()
-            await shielded(
-                write_end(
-                    session_id,
-                    self.request_id,
-                    status,
-                    last_seq=seq,
-                    error=error,
-                    usage=self.usage,
-                    rows=rows,
-                    trace_context=self.trace_context,
-                )
-            )
-        except Exception:
-            logger.exception("Could not record the end of request %s", self.request_id)
-            try:  # the answer at least, on its own
-                await write_pending(session_id, self.request_id, rows)
-            except Exception:
-                logger.exception("Could not store the answer of %s", self.request_id)
-            held_seqs = [await feed.next_seq() for _ in self.held or ()]
-            seq = await feed.next_seq()
-        return held_seqs, seq
-
-    async def _leave_running(self) -> None:
-        """End here without an ending: the run stays ``running`` at its checkpoint, and its
-        lease is let go once its frames went out, so another worker continues it at once."""
-        owner = self.owner
-        self.to(RunState.ENDING)
-        feed = owner.feed
-        async with feed.lock:
-            owner.run_ended(self)
-            handover = [feed.last_seq, feed.last_seq, "", Marker.HANDOVER, self.request_id]
-            waiting = owner.bus.publish(owner.session_id, handover)
-            if waiting is not None:
-                await waiting
-        self.to(RunState.ENDED)
-        await owner.bus.flushed(owner.session_id)
-        await owner.bus.release(owner.session_id)
-        owner.check_idle()
 
     # --- stopping from outside ---------------------------------------------------------
 

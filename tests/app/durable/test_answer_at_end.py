@@ -15,7 +15,7 @@ import pytest
 
 from agent_app.durable import persistence
 from agent_app.models import ChatMessage, ChatRun, RunStatus
-from agent_app.sessions import run as run_end
+from agent_app.sessions import run_end
 from agent_app.sessions.fanout import Feed
 from tests.app.conftest import events_of, rows
 from tests.app.llm_doubles import GatedModel, call_tool, completed, say

@@ -1,0 +1,6 @@
+"""The chat socket's parts that are not the socket itself (``agent_app.consumers``).
+
+``turns`` starts runs (a message, a regenerate, an edit, a version switch), ``replies``
+hands a client's replies to the running request; each is a class mixed into
+``ChatConsumer``, which parses the frames and routes them here.
+"""
