@@ -95,9 +95,9 @@ function loadKatex() {
  * in its shadow root too. */
 function addStyles(node) {
   const href = new URL(`./${KATEX_STYLES}`, import.meta.url).href;
-  for (const root of new Set([document, node.getRootNode()])) {
-    const parent = root === document ? document.head : root;
-    if (parent && !parent.querySelector?.(`link[data-zett-katex]`)) {
+  const shadow = node.getRootNode();
+  for (const parent of new Set([document.head, shadow instanceof ShadowRoot ? shadow : null])) {
+    if (parent && !parent.querySelector("link[data-zett-katex]")) {
       const link = document.createElement("link");
       link.rel = "stylesheet";
       link.href = href;

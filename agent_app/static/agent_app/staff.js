@@ -4,6 +4,7 @@
  * (staff may open any chat's); the server decides who may do what.
  */
 import { renderMarkdown } from "./markdown.js";
+import { typesetMaths } from "./maths.js";
 
 const config = JSON.parse(document.getElementById("staff-config").textContent);
 const root = document.querySelector(".staff-chat");
@@ -38,6 +39,7 @@ function entry(role, body, who) {
   words.className = "staff-chat__text";
   if (role === "assistant") {
     words.innerHTML = renderMarkdown(body); // sanitised (markdown.js)
+    typesetMaths(words);
     words.classList.add("staff-chat__text--markdown");
   } else {
     words.textContent = body;
@@ -99,6 +101,7 @@ const handlers = {
       }
       liveSource += frame.event.delta;
       live.innerHTML = renderMarkdown(liveSource, { unfinished: true });
+      typesetMaths(live);
     }
   },
   run_completed: () => { live = null; },

@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.app.browser.browser_support import (
+    LAYOUTS,
     LiveServer,
     axe_violations,
     expect_idle,
@@ -128,6 +129,24 @@ def test_a_chat_is_exported_as_markdown_and_json(page: Page, scripted_server: Li
     document = json.loads(Path(info.value.path()).read_text(encoding="utf-8"))
     assert [message["role"] for message in document["messages"]] == ["user", "assistant"]
     assert axe_violations(page) == []
+
+
+@pytest.mark.parametrize("page", [LAYOUTS["narrow-dark"]], indirect=True)
+def test_on_a_phone_export_is_in_the_drawer_and_the_title_keeps_the_bar(
+    page: Page, scripted_server: LiveServer
+) -> None:
+    open_new_chat(page, scripted_server)
+    drawer_export = page.locator(".sidebar__export")
+    send(page, "hello there")
+    expect_idle(page)
+    expect(page.get_by_label("Export this chat")).to_be_hidden()
+    title = page.locator("#chat-title")
+    assert title.evaluate("node => node.scrollWidth <= node.clientWidth")  # not cut
+    open_sidebar(page)
+    expect(drawer_export).to_be_visible()
+    with page.expect_download() as info:
+        drawer_export.get_by_role("link", name="JSON").click()
+    assert info.value.suggested_filename.startswith("hello-there-")
 
 
 def test_maths_is_typeset_safely_and_prices_stay_text(
