@@ -24,7 +24,7 @@ def head_of(html: str) -> str:
     "url",
     [
         reverse("agent_app:session_list"),
-        reverse("agent_app:chat", kwargs={"session_id": uuid.uuid4()}),
+        reverse("agent_app:chat", kwargs={"session_id": "0b6a7c1e-0000-4000-8000-000000000001"}),
         "/no-such-page/",
     ],
 )
