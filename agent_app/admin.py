@@ -438,7 +438,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        from agent_app.tokens import issue
+        from agent_app.guard.tokens import issue
 
         token, secret = issue(obj.user, name=obj.name)
         if obj.expires_at is not None or obj.revoked:

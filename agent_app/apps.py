@@ -10,7 +10,7 @@ class AgentAppConfig(AppConfig):
         from django.db.models.signals import post_save, pre_save
 
         # Registers the system checks, and (access) the sign-in/sign-out and deletion receivers.
-        from agent_app import access_log, backpressure, checks, production_checks  # noqa: F401
+        from agent_app import checks, production_checks  # noqa: F401
         from agent_app.assistants import registry
         from agent_app.attachments import stored  # noqa: F401  (files leave with their rows)
         from agent_app.background.host import register_loops
@@ -20,7 +20,8 @@ class AgentAppConfig(AppConfig):
 
         # The handoff tool announces through the session it runs in (``people.hub``).
         from agent_app.people import live  # noqa: F401
-        from agent_app.sessions import daphne_exit
+        from agent_app.sessions import backpressure, daphne_exit
+        from agent_app.telemetry import access_log
         from agent_app.webhooks.people_events import connect_people_signals
 
         # Every installed app's assistants module, and ZETT_ASSISTANTS: a bad declaration

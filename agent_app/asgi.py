@@ -9,9 +9,9 @@ ASGI ``ProtocolTypeRouter``::
 Layers, outermost first: the origin check (``agent_app.guard.origins``: scheme, host and port
 of a page allowed to open a socket; a refusal is logged with its reason), cookies, the
 Django session, the person (a browser's signed-in user, or a program's
-``Authorization: Bearer`` API token, ``agent_app.tokens``), and the router of the chat
+``Authorization: Bearer`` API token, ``agent_app.guard.tokens``), and the router of the chat
 sockets (``agent_app.routing``, at ``ZETT_WEBSOCKET_PATH``; a path no route serves is refused
-quietly, ``agent_app.unrouted``).
+quietly, ``agent_app.websocket.unrouted``).
 
 zett's settings are checked when the stack is built, before the first handshake: daphne
 runs no system checks, and a bad limit would otherwise start fine and fail every handshake.
@@ -44,12 +44,12 @@ def websocket_application(*, check_settings: bool = True) -> Any:
     """The chat app's websocket ASGI application (call it once Django is set up)."""
     from agent_app.checks import raise_on_invalid_settings
     from agent_app.guard.origins import OriginValidator
+    from agent_app.guard.tokens import BearerTokenMiddleware
     from agent_app.routing import websocket_urlpatterns
-    from agent_app.script_prefix import ScriptPrefixMiddleware
     from agent_app.sessions.background import install_with_server
     from agent_app.sessions.registry import start_background
-    from agent_app.tokens import BearerTokenMiddleware
-    from agent_app.unrouted import QuietURLRouter
+    from agent_app.websocket.script_prefix import ScriptPrefixMiddleware
+    from agent_app.websocket.unrouted import QuietURLRouter
 
     if check_settings:
         raise_on_invalid_settings()

@@ -19,7 +19,7 @@ Each chat is bound to one assistant when it is stored (``ChatSession.assistant``
 chat takes the id its first message names, else the page's ``?assistant=``, else
 ``ZETT_DEFAULT_ASSISTANT``. ``registry`` holds one instance of each registered class; the
 agent of a chat is built from it (``agent_app.agents.factory``). Inside a run, ``current_user()``
-and ``current_chat()`` say who is chatting (``agent_app.current``); ``enter_run`` binds
+and ``current_chat()`` say who is chatting (``agent_app.agents.current``); ``enter_run`` binds
 them at the top of each run, once it has checked the person may still use the assistant.
 
 Bad declarations fail at start-up with the class named: no ``id``, an id that is not
@@ -39,8 +39,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import autodiscover_modules, import_string
 
 from agent_app import conf
+from agent_app.agents.current import bind, current_chat, current_user, person_of_chat
 from agent_app.attachments.reading import has_documents, note_documents
-from agent_app.current import bind, current_chat, current_user, person_of_chat
 
 if TYPE_CHECKING:
     from agent_app.models import ChatSession

@@ -28,9 +28,9 @@ resources (live session, run, counters, group) are released however it ends. Nor
 socket's end undo what a frame started: a send to a socket that is closing is dropped
 (``_gone``), so a reply sent just before its tab closed is still taken, audited and
 announced. A socket that leaves more than ``ZETT_WS_SEND_BUFFER_BYTES`` unread is dropped
-(``agent_app.backpressure``, close code 4408: the page reconnects and resumes); one whose
+(``agent_app.sessions.backpressure``, close code 4408: the page reconnects and resumes); one whose
 chat or user was deleted is told and closed (4410, 4403), and one opened with an API
-token whose token is revoked or expires (``agent_app.token_watch``) closes with 4401.
+token whose token is revoked or expires (``agent_app.guard.token_watch``) closes with 4401.
 """
 
 from __future__ import annotations
@@ -46,14 +46,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from agent_app import conf
-from agent_app.backpressure import (
-    FELL_BEHIND_CLOSE_CODE,
-    buffered_bytes,
-    send_buffer_cap,
-    transport_of,
-)
 from agent_app.budgets import budget_of
-from agent_app.chat_records import was_deleted
+from agent_app.durable.chat_records import was_deleted
 from agent_app.guard.access import (
     Person,
     assistant_refusal,
@@ -69,6 +63,7 @@ from agent_app.guard.limits import (
     history_page_cost,
     limiter,
 )
+from agent_app.guard.token_watch import TOKEN_ENDED_CLOSE_CODE, Watched, token_watch
 from agent_app.models import RunKind
 from agent_app.people.socket import PeopleFrames, staff_of_socket
 from agent_app.protocol.frames import (
@@ -95,9 +90,14 @@ from agent_app.protocol.frames import (
     encode_frame,
     parse_frame,
 )
+from agent_app.sessions.backpressure import (
+    FELL_BEHIND_CLOSE_CODE,
+    buffered_bytes,
+    send_buffer_cap,
+    transport_of,
+)
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
-from agent_app.token_watch import TOKEN_ENDED_CLOSE_CODE, Watched, token_watch
 from agent_app.websocket.replies import ReplyFrames
 from agent_app.websocket.turns import TurnFrames
 
@@ -281,7 +281,7 @@ class ChatConsumer(PeopleFrames, TurnFrames, ReplyFrames, AsyncWebsocketConsumer
         await self._refuse(ErrorCode.FORBIDDEN, message, TOKEN_ENDED_CLOSE_CODE)
 
     async def zett_chat_deleted(self, event: dict[str, Any]) -> None:
-        """One of the user's chats was deleted (``agent_app.chat_records``): this one?"""
+        """One of the user's chats was deleted (``agent_app.durable.chat_records``): this one?"""
         if event.get("session_id") == self.session_id:
             await self.chat_deleted()
 
@@ -322,7 +322,7 @@ class ChatConsumer(PeopleFrames, TurnFrames, ReplyFrames, AsyncWebsocketConsumer
             lock.release()
 
     async def _fell_behind(self, held: int) -> None:
-        """Drop a socket that does not read (``agent_app.backpressure``); it may come back.
+        """Drop a socket that does not read (``agent_app.sessions.backpressure``); it may come back.
 
         It leaves the session at once (no further frame is queued for it); the rest of
         the release happens when its disconnect arrives, as for any socket.

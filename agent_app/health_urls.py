@@ -4,6 +4,6 @@ usually probes ``/healthz``): ``path("", include("agent_app.health_urls"))``.
 
 from django.urls import path
 
-from agent_app.health import healthz
+from agent_app.telemetry.health import healthz
 
 urlpatterns = [path("healthz", healthz, name="zett_healthz")]

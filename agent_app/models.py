@@ -121,7 +121,7 @@ class ChatAttachment(models.Model):
 
 
 class ChatCreation(models.Model):
-    """Every chat ever stored, kept after the chat is deleted (``agent_app.chat_records``).
+    """Every chat ever stored, kept after the chat is deleted (``agent_app.durable.chat_records``).
 
     The chats-per-hour quota counts these rows, so deleting chats gives no quota back; and
     ``deleted_at`` marks an id that is never stored again (another tab's next message must
@@ -461,7 +461,7 @@ class ApiToken(models.Model):
     """A secret a program presents (``Authorization: Bearer <secret>``) to act as ``user``.
 
     Only a SHA-256 of the secret is kept (the secret is shown once, when the token is
-    issued); ``agent_app.tokens`` checks a presented secret against it.
+    issued); ``agent_app.guard.tokens`` checks a presented secret against it.
     """
 
     user = models.ForeignKey(

@@ -10,7 +10,7 @@ not set, for the mistakes that only show under load or in a browser:
   ``socket_timeout`` longer than the pop on each host (an error names it).
 - ``ZETT_REDIS_URL`` with a layer that is not shared between processes: runs are leased
   across workers but their frames never reach the other workers' sockets (a warning).
-- ``ZETT_CONTENT_SECURITY_POLICY`` set without ``agent_app.headers.SecurityHeadersMiddleware``
+- ``ZETT_CONTENT_SECURITY_POLICY`` set without ``agent_app.guard.headers.SecurityHeadersMiddleware``
   does nothing (a warning).
 """
 
@@ -29,7 +29,9 @@ __all__ = ["check_brand", "check_channel_layer", "check_security_headers_middlew
 
 CORE_LAYER = "channels_redis.core.RedisChannelLayer"
 PUBSUB_LAYER = "channels_redis.pubsub.RedisPubSubChannelLayer"
-HEADERS_MIDDLEWARE = "agent_app.headers.SecurityHeadersMiddleware"
+HEADERS_MIDDLEWARE = "agent_app.guard.headers.SecurityHeadersMiddleware"
+#: Either path of the middleware counts: the one host projects named before it moved too.
+HEADERS_MIDDLEWARES = frozenset({HEADERS_MIDDLEWARE, "agent_app.headers.SecurityHeadersMiddleware"})
 #: What the documentation suggests: well above the core layer's 5 s pop.
 SUGGESTED_SOCKET_TIMEOUT = 15
 _HINT = "See docs/embedding.md, 'Production'."
@@ -121,7 +123,7 @@ def check_brand(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
 def check_security_headers_middleware(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     if getattr(settings, "ZETT_CONTENT_SECURITY_POLICY", None) is None:
         return []
-    if HEADERS_MIDDLEWARE in (getattr(settings, "MIDDLEWARE", None) or []):
+    if HEADERS_MIDDLEWARES.intersection(getattr(settings, "MIDDLEWARE", None) or []):
         return []
     return [
         Warning(

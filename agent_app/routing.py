@@ -8,7 +8,7 @@ from django.urls import path
 
 from agent_app import conf
 from agent_app.consumers import ChatConsumer
-from agent_app.script_prefix import socket_prefix
+from agent_app.websocket.script_prefix import socket_prefix
 
 __all__ = ["socket_path", "websocket_urlpatterns"]
 

@@ -9,8 +9,8 @@ from django.urls import include, path
 
 from agent_app import export, views
 from agent_app.attachments import views as attachment_views
-from agent_app.health import healthz
 from agent_app.people import views as people_views
+from agent_app.telemetry.health import healthz
 from agent_app.telemetry.view import metrics_view
 
 app_name = "agent_app"

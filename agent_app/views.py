@@ -26,7 +26,7 @@ Managing chats (only the owner, through ``agent_app.guard.access``; anyone else 
   everything stored with it: messages (every version), runs, waits and the audit
   rows of the replies (``ExternalEventRecord``). Notes the demo's tool wrote are kept,
   without their chat. A run that waits for its person (a question, an approval) is
-  stopped first (``agent_app.stopping``); a chat whose run is still working is not deleted
+  stopped first (``agent_app.sessions.stopping``); a chat whose run is still working is not deleted
   (409): stop it first.
 
 Both actions answer JSON to the page script (``Accept: application/json``) and redirect
@@ -52,12 +52,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from agent_app import conf
 from agent_app.assistants import Assistant, UnknownAssistant, registry
 from agent_app.attachments.limits import page_limits
-from agent_app.chat_records import was_deleted_by
 from agent_app.durable.branches import BranchBusy, reveal
+from agent_app.durable.chat_records import was_deleted_by
 from agent_app.guard.access import Person, may_open, person_of_request, visible_sessions
 from agent_app.models import ChatMessage, ChatSession
 from agent_app.routing import socket_path
-from agent_app.stopping import (
+from agent_app.sessions.stopping import (
     is_running,
     stop_waiting_run,
     waits_for_its_person,

@@ -58,11 +58,11 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 from dataclasses import dataclass, field
 
 from bench.machine import describe_machine, package_versions
 from bench.runtime import VerificationError, time_requests
+from bench.tracing_parts import CountingExporter, cpu_cells, median, verdict
 from bench.workloads import ANSWER_TEXT, WORKLOADS
 from bench.zett_runner import ZettRunner, build
 
@@ -95,25 +95,6 @@ class Variant:
     @property
     def label(self) -> str:
         return f"{self.base} {self.name}"
-
-
-class CountingExporter:
-    """A span exporter that counts what it is handed and keeps nothing."""
-
-    def __init__(self) -> None:
-        self.spans = 0
-
-    def export(self, spans):
-        from opentelemetry.sdk.trace.export import SpanExportResult
-
-        self.spans += len(spans)
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        pass
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return True
 
 
 class FloorRunner:
@@ -279,27 +260,6 @@ async def run(args: argparse.Namespace) -> dict:
     }
 
 
-def _median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
-
-
-def cpu_cells(cpu: list[float], overhead: list[float]) -> str:
-    """A variant's table cells: CPU median, its range, the overhead's median and range."""
-    extra = (
-        f"{_median(overhead):+.1%} | {min(overhead):+.1%} - {max(overhead):+.1%}"
-        if overhead
-        else "— | —"
-    )
-    return f"{_median(cpu):,.1f} | {min(cpu):,.1f} - {max(cpu):,.1f} | {extra}"
-
-
-def verdict(label: str, overhead: list[float], target: float) -> str:
-    """``- <label>: 1.0xx of off (target ≤ 1.0y): met`` (or ``missed``)."""
-    median = _median(overhead)
-    met = "met" if median <= target else "missed"
-    return f"- {label}: {1 + median:.3f}x off (target ≤ {1 + target:.2f}x): {met}"
-
-
 def render(results: dict, *, judge: bool) -> str:
     lines = [
         "| request | tracing | CPU µs/request | min-max | overhead vs off (CPU) | min-max | "
@@ -308,18 +268,18 @@ def render(results: dict, *, judge: bool) -> str:
     ]
     for variant in results["variants"]:
         cells = cpu_cells(variant["cpu"], variant["overhead"])
-        wall_extra = f"{_median(variant['wall_overhead']):+.1%}" if variant["overhead"] else "—"
+        wall_extra = f"{median(variant['wall_overhead']):+.1%}" if variant["overhead"] else "—"
         lines.append(
             f"| {variant['base']} | {variant['name']} | {cells} | "
-            f"{_median(variant['wall']):,.1f} | {wall_extra} |"
+            f"{median(variant['wall']):,.1f} | {wall_extra} |"
         )
     found = {(variant["base"], variant["name"]): variant for variant in results["variants"]}
     off, floor, recording = (found["W1", name] for name in ("off", "floor", "recording"))
-    sdk = _median([f - o for f, o in zip(floor["cpu"], off["cpu"], strict=True)])
-    ours = _median([r - f for r, f in zip(recording["cpu"], floor["cpu"], strict=True)])
+    sdk = median([f - o for f, o in zip(floor["cpu"], off["cpu"], strict=True)])
+    ours = median([r - f for r, f in zip(recording["cpu"], floor["cpu"], strict=True)])
     dropped, drop_floor = found["W1", "sampled-out"], found["W1", "drop-floor"]
-    ask = _median([f - o for f, o in zip(drop_floor["cpu"], off["cpu"], strict=True)])
-    beyond = _median([d - f for d, f in zip(dropped["cpu"], drop_floor["cpu"], strict=True)])
+    ask = median([f - o for f, o in zip(drop_floor["cpu"], off["cpu"], strict=True)])
+    beyond = median([d - f for d, f in zip(dropped["cpu"], drop_floor["cpu"], strict=True)])
     low, high = results["load_average"]
     lines += [
         "",

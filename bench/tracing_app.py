@@ -136,7 +136,7 @@ async def _run(cookie: str, requests: int, repetitions: int, warmup: int) -> dic
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-    from bench.tracing import CountingExporter
+    from bench.tracing_parts import CountingExporter
     from zett_site.asgi import application
 
     switch = _Switch()
@@ -179,7 +179,7 @@ def run_app(requests: int, repetitions: int, warmup: int) -> dict:
 
 
 def render_app(results: dict, *, judge: bool, targets: dict[str, float]) -> str:
-    from bench.tracing import cpu_cells, verdict
+    from bench.tracing_parts import cpu_cells, verdict
 
     lines = [
         "",

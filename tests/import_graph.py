@@ -2,13 +2,15 @@
 
 Every import counts — at the top, inside a function, under ``TYPE_CHECKING`` — because a
 cycle hidden in a function is still a cycle a reader has to untangle. Used by the
-architecture tests of ``agent_app`` and ``zett_agent``.
+architecture tests of ``agent_app``, ``zett_agent`` and ``bench``; ``js_cycles`` does the
+same for the chat's JavaScript modules (their ``import … from "./x.js"`` lines).
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 
@@ -18,7 +20,7 @@ def modules(package: str) -> dict[str, tuple[Path, bool]]:
     found = {}
     for path in root.rglob("*.py"):
         parts = [package, *path.relative_to(root).with_suffix("").parts]
-        if "migrations" in parts:
+        if "migrations" in parts or ".venv" in parts:
             continue
         is_package = parts[-1] == "__init__"
         found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
@@ -111,3 +113,18 @@ def cycles_of(package: str, *, runtime_only: bool = False) -> list[list[str]]:
     for importer, imported, _ in imports(modules(package), runtime_only=runtime_only):
         edges.setdefault(importer, set()).add(imported)
     return cycles(edges)
+
+
+_JS_IMPORT = re.compile(r"""^\s*(?:import|export)\b[^;]*?\bfrom\s*["']\./([\w.-]+\.js)["']""", re.M)
+
+
+def js_imports(folder: Path) -> dict[str, set[str]]:
+    """``{module: modules it imports}`` of the ES modules in ``folder`` (``./x.js`` only)."""
+    return {
+        path.name: set(_JS_IMPORT.findall(path.read_text())) for path in sorted(folder.glob("*.js"))
+    }
+
+
+def js_cycles(folder: Path) -> list[list[str]]:
+    """The import cycles among the ES modules in ``folder``."""
+    return cycles(js_imports(folder))

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.import_graph import cycles_of
+
 ROOT = Path(__file__).resolve().parent.parent
 #: Not imported on their own: the ASGI app a benchmark's daphne serves (it reads its frames
 #: from the environment at import).
@@ -29,3 +31,7 @@ def test_a_benchmark_imports_without_pytest(module: str) -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_the_benchmarks_import_each_other_without_a_cycle():
+    assert cycles_of("bench") == []

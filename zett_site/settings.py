@@ -101,7 +101,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "agent_app.headers.SecurityHeadersMiddleware",
+    "agent_app.guard.headers.SecurityHeadersMiddleware",
     # Static files in every mode, from any server (daphne, uvicorn, ``runworkers``): with
     # DEBUG straight from the apps' static folders, re-read on change; without it from
     # STATIC_ROOT (``manage.py collectstatic``).
@@ -266,10 +266,10 @@ ZETT_WS_RATE_LIMIT = {
 #: Most sockets open at once on one chat, and by one person (counted per worker process).
 ZETT_WS_MAX_SOCKETS_PER_SESSION = _env_number("ZETT_WS_MAX_SOCKETS_PER_SESSION", "20", int)
 ZETT_WS_MAX_SOCKETS_PER_PERSON = _env_number("ZETT_WS_MAX_SOCKETS_PER_PERSON", "50", int)
-#: The Content-Security-Policy of every page (``agent_app.headers``); unset: the strict
+#: The Content-Security-Policy of every page (``agent_app.guard.headers``); unset: the strict
 #: default, empty: none.
 ZETT_CONTENT_SECURITY_POLICY = os.environ.get("ZETT_CONTENT_SECURITY_POLICY")
-#: Most bytes a socket may leave unread before it is dropped (``agent_app.backpressure``).
+#: Most bytes a socket may leave unread before it is dropped (``agent_app.sessions.backpressure``).
 ZETT_WS_SEND_BUFFER_BYTES = _env_number("ZETT_WS_SEND_BUFFER_BYTES", "1048576", int)
 #: Seconds a request body to zett's endpoints may send nothing before it is refused (408).
 ZETT_REQUEST_BODY_TIMEOUT = _env_number("ZETT_REQUEST_BODY_TIMEOUT", "15", float)

@@ -9,7 +9,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from agent_app.health import healthz
+from agent_app.telemetry.health import healthz
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -28,13 +28,13 @@ from agent_app.agents import mcp
 from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
 from agent_app.agents.asking import AppAskUserExtension
 from agent_app.agents.browser_tools import BROWSER_TOOL_EVENT, BrowserToolExtension
+from agent_app.agents.current import current_chat
 from agent_app.agents.teamwork import TeamworkExtension
 from agent_app.assistants import Assistant, registry
 from agent_app.attachments.extension import AttachmentExtension
 from agent_app.attachments.reading import has_documents, noted_documents, read_attachment_file
 from agent_app.attachments.tool import read_attachment_tool
 from agent_app.budgets import BUDGETS
-from agent_app.current import current_chat
 from agent_app.durable.atomic import AtomicToolsExtension
 from agent_app.durable.persistence import OrmPersistenceExtension, shielded
 from agent_app.models import ChatSession, WaitStatus

@@ -107,6 +107,29 @@ class _Segment:
     #: Usage of the model calls of this AG-UI run, by (provider, model).
     usage: dict[tuple[str | None, str | None], dict[str, int]] = field(default_factory=dict)
 
+    def add_usage(self, message: dict[str, Any], usage: Any) -> None:
+        """Count one model call's usage under its (provider, model)."""
+        if not isinstance(usage, dict):
+            return
+        key = (message.get("provider"), message.get("model"))
+        counts = self.usage.setdefault(key, dict.fromkeys(_USAGE_KEYS, 0))
+        for name in _USAGE_KEYS:
+            value = usage.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                counts[name] += value
+
+    def totals(self) -> dict[str, int]:
+        """The usage of every model call of the AG-UI run, summed."""
+        totals = dict.fromkeys(_USAGE_KEYS, 0)
+        for counts in self.usage.values():
+            for name in _USAGE_KEYS:
+                totals[name] += counts[name]
+        return totals
+
+    def token_usage(self) -> list[dict[str, Any]]:
+        """The usage by model, as ``RUN_FINISHED`` and ``RUN_ERROR`` carry it."""
+        return [_token_usage(key, counts) for key, counts in self.usage.items()]
+
 
 class RunEncoder:
     """Encodes the frames of a chat's runs, in order, as AG-UI events (see the module)."""
@@ -321,9 +344,10 @@ class RunEncoder:
         elif kind in _MODEL_ENDS:
             out += self._model_end(event)
         elif kind in _TOOL_RESULTS:
-            return [*out, *self._tool_results(event, seq)]
+            return [*out, *_tool_results(event, self.run_id, seq)]
         elif kind == "run_completed":
-            usage = self._usage_totals()
+            assert self._segment is not None
+            usage = self._segment.totals()
             return [*out, *self._finish({"type": "success"}, result={"usage": usage})]
         elif kind == "custom":
             return [*out, *self._custom_event(event)]
@@ -394,33 +418,9 @@ class RunEncoder:
         for call_id in list(segment.calls):
             del segment.calls[call_id]
             out.append(_event("TOOL_CALL_END", toolCallId=call_id))
-        self._add_usage(message, response.get("usage"))
+        segment.add_usage(message, response.get("usage"))
         self._turn_calls = {}
         return out
-
-    def _tool_results(self, event: dict[str, Any], seq: int) -> list[dict[str, Any]]:
-        message = event.get("message") if isinstance(event.get("message"), dict) else {}
-        out = []
-        for call in event.get("tool_calls") or ():
-            call_id = call.get("id") or message.get("tool_call_id")
-            if not isinstance(call_id, str):
-                continue
-            message_id = f"tool:{self.run_id}:{seq}" + (f".{len(out)}" if out else "")
-            zett = {"event": event.get("type"), "success": bool(message.get("success", False))}
-            reply = (message.get("attributes") or {}).get("reply")
-            if reply is not None:
-                zett["reply"] = reply
-            out.append(
-                _event(
-                    "TOOL_CALL_RESULT",
-                    messageId=message_id,
-                    toolCallId=call_id,
-                    content=_text(message.get("content")),
-                    role="tool",
-                    metadata={"zett": zett},
-                )
-            )
-        return out or [_custom(str(event.get("type")), event)]
 
     def _custom_event(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         name, payload = event.get("name"), event.get("payload")
@@ -473,7 +473,7 @@ class RunEncoder:
         if result is not None:
             finished["result"] = result
         finished["outcome"] = outcome
-        usage = [_token_usage(key, counts) for key, counts in segment.usage.items()]
+        usage = segment.token_usage()
         if usage:
             finished["usage"] = usage
         self._end_segment()
@@ -483,7 +483,7 @@ class RunEncoder:
         out = self._open_segment()
         assert self._segment is not None
         failed = _event("RUN_ERROR", message=message, code=code.value)
-        usage = [_token_usage(key, counts) for key, counts in self._segment.usage.items()]
+        usage = self._segment.token_usage()
         if usage:
             failed["usage"] = usage
         self._end_segment()
@@ -507,27 +507,6 @@ class RunEncoder:
         self._announced.update(item["id"] for item in interrupts)
         return self._finish({"type": "interrupt", "interrupts": interrupts})
 
-    # --- usage -------------------------------------------------------------------------
-
-    def _add_usage(self, message: dict[str, Any], usage: Any) -> None:
-        assert self._segment is not None
-        if not isinstance(usage, dict):
-            return
-        key = (message.get("provider"), message.get("model"))
-        counts = self._segment.usage.setdefault(key, dict.fromkeys(_USAGE_KEYS, 0))
-        for name in _USAGE_KEYS:
-            value = usage.get(name)
-            if isinstance(value, int) and not isinstance(value, bool):
-                counts[name] += value
-
-    def _usage_totals(self) -> dict[str, int]:
-        assert self._segment is not None
-        totals = dict.fromkeys(_USAGE_KEYS, 0)
-        for counts in self._segment.usage.values():
-            for name in _USAGE_KEYS:
-                totals[name] += counts[name]
-        return totals
-
 
 def refusal_events(thread_id: str, run_id: str, code: ErrorCode, message: str) -> list[SseEvent]:
     """A stream that only says a request was refused after all (a resume of an interrupt
@@ -544,6 +523,32 @@ def _event(kind: str, **fields: Any) -> dict[str, Any]:
 
 def _custom(kind: str, value: dict[str, Any]) -> dict[str, Any]:
     return _event("CUSTOM", name=CUSTOM_PREFIX + kind, value=value)
+
+
+def _tool_results(event: dict[str, Any], run_id: str | None, seq: int) -> list[dict[str, Any]]:
+    """``TOOL_CALL_RESULT`` of each call a tool event closes (else the event as ``CUSTOM``)."""
+    message = event.get("message") if isinstance(event.get("message"), dict) else {}
+    out = []
+    for call in event.get("tool_calls") or ():
+        call_id = call.get("id") or message.get("tool_call_id")
+        if not isinstance(call_id, str):
+            continue
+        message_id = f"tool:{run_id}:{seq}" + (f".{len(out)}" if out else "")
+        zett = {"event": event.get("type"), "success": bool(message.get("success", False))}
+        reply = (message.get("attributes") or {}).get("reply")
+        if reply is not None:
+            zett["reply"] = reply
+        out.append(
+            _event(
+                "TOOL_CALL_RESULT",
+                messageId=message_id,
+                toolCallId=call_id,
+                content=_text(message.get("content")),
+                role="tool",
+                metadata={"zett": zett},
+            )
+        )
+    return out or [_custom(str(event.get("type")), event)]
 
 
 def _reasoning_starts(message_id: str) -> list[dict[str, Any]]:

@@ -50,9 +50,8 @@ from agent_app.api.common import (
 )
 from agent_app.api.stream import ThreadStream, detached
 from agent_app.assistants import Assistant, registry
-from agent_app.backpressure import transport_of_request
 from agent_app.budgets import BudgetExceeded
-from agent_app.chat_records import ChatDeleted
+from agent_app.durable.chat_records import ChatDeleted
 from agent_app.durable.history import snapshot as history_snapshot
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
@@ -60,6 +59,7 @@ from agent_app.guard.bodies import api_body_limit, body_limit
 from agent_app.guard.limits import SocketTicket, limiter
 from agent_app.models import ChatSession, ReplyWait, WaitKind, WaitStatus
 from agent_app.protocol.frames import Refusal
+from agent_app.sessions.backpressure import transport_of_request
 from agent_app.sessions.entry import audited_reply, start_run
 from agent_app.sessions.errors import Busy
 from agent_app.sessions.replies import Verdict

@@ -1,6 +1,6 @@
 """Who calls the HTTP API: an API token's user, or the browser of the session cookie.
 
-- ``Authorization: Bearer <secret>`` (``agent_app.tokens``): the token's user. A wrong,
+- ``Authorization: Bearer <secret>`` (``agent_app.guard.tokens``): the token's user. A wrong,
   revoked or expired token, or an ``Authorization`` header of another form, is refused
   with 401 — never downgraded to the cookie. A request with a token has no browser
   (programs do not adopt a browser's chats) and needs no CSRF token: a browser never
@@ -30,7 +30,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 
 from agent_app.agui.errors import AguiError, ErrorCode
 from agent_app.guard.access import Person, known_person_of_request
-from agent_app.tokens import TokenRefused, WrongScheme, bearer_secret, token_of_secret
+from agent_app.guard.tokens import TokenRefused, WrongScheme, bearer_secret, token_of_secret
 
 __all__ = ["QUERY_TOKEN_NAMES", "Caller", "caller_of"]
 
@@ -49,7 +49,7 @@ class Caller:
     person: Person
     user: Any
     token: bool
-    #: The API token's id (what it opens ends with it: ``agent_app.token_watch``).
+    #: The API token's id (what it opens ends with it: ``agent_app.guard.token_watch``).
     token_id: int | None = None
 
 

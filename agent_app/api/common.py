@@ -14,7 +14,7 @@ from django.http import HttpRequest, JsonResponse
 
 from agent_app.agui.errors import AguiError, ErrorCode
 from agent_app.api.auth import Caller, caller_of
-from agent_app.chat_records import was_deleted
+from agent_app.durable.chat_records import was_deleted
 from agent_app.guard.access import Person, may_open
 from agent_app.guard.limits import limiter
 from agent_app.models import ChatSession

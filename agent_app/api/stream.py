@@ -21,7 +21,7 @@ an HTTP client, so frames go into a queue, read by the response's iterator (``ss
 which takes every frame that arrived since its last write and sends their events in one
 piece (one write to the client per burst, not per event; a long burst in pieces of about
 ``WRITE_BYTES``). What a client does not read piles up in daphne's transport, so before
-each write the stream measures it, as a socket does (``agent_app.backpressure``): past
+each write the stream measures it, as a socket does (``agent_app.sessions.backpressure``): past
 ``ZETT_WS_SEND_BUFFER_BYTES`` unread, the stream waits up to ``DRAIN_SECONDS`` for the
 client to read it down (the frames meanwhile wait in the queue, which holds the same text
 objects every subscriber gets: it costs little), then the connection is dropped — and
@@ -32,7 +32,7 @@ iterator waits for the next frame at most ``ZETT_SSE_KEEPALIVE_SECONDS`` and sen
 keep-alive comment when none came. It ends after the AG-UI run's ``RUN_FINISHED`` or
 ``RUN_ERROR`` (and, whatever the encoder showed, with the zett run's last frame: a stream
 never outlives its run), when the chat is deleted, or when the API token it was opened
-with is revoked or expires (``agent_app.token_watch``; its last event is then ``CUSTOM``
+with is revoked or expires (``agent_app.guard.token_watch``; its last event is then ``CUSTOM``
 ``zett.stream_closed``), and however it ends — the client went away
 (Django cancels the response's task), the server failed — it leaves the live session and
 gives back its place in the per-person limits (``close``, idempotent). A stream whose
@@ -53,12 +53,12 @@ from typing import Any, TypeVar
 from agent_app import conf
 from agent_app.agui.encoder import RunEncoder
 from agent_app.agui.sse import KEEP_ALIVE, SseEvent
-from agent_app.backpressure import buffered_bytes, send_buffer_cap
 from agent_app.guard.limits import SocketTicket, limiter
+from agent_app.guard.token_watch import Watched, token_watch
 from agent_app.protocol.text import encode_delta_frame
+from agent_app.sessions.backpressure import buffered_bytes, send_buffer_cap
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
-from agent_app.token_watch import Watched, token_watch
 
 __all__ = ["MAX_QUEUED", "TERMINAL_EVENTS", "TOKEN_ENDED_EVENT", "ThreadStream", "detached"]
 
@@ -121,7 +121,7 @@ class ThreadStream:
         self._ticket = ticket
         #: The API token the stream was opened with, watched while it is open.
         self._token_id = token_id
-        #: daphne's transport of the client's connection (``agent_app.backpressure``).
+        #: daphne's transport of the client's connection (``agent_app.sessions.backpressure``).
         self._transport = transport
         self._watched: Watched | None = None
         #: Frames not read yet; ``_END`` once the stream must end.
@@ -155,11 +155,11 @@ class ThreadStream:
             wakeup.set_result(None)
 
     async def chat_deleted(self) -> None:
-        """The chat was deleted (``agent_app.chat_records``): the stream ends."""
+        """The chat was deleted (``agent_app.durable.chat_records``): the stream ends."""
         self._stop()
 
     async def _token_ended(self) -> None:
-        """Its API token was revoked or expired (``agent_app.token_watch``): the stream
+        """Its API token was revoked or expired (``agent_app.guard.token_watch``): the stream
         says so and ends."""
         self._watched = None
         if self.live is not None:

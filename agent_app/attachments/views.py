@@ -48,8 +48,8 @@ from agent_app.guard.access import (
     may_open,
 )
 from agent_app.guard.bodies import body_limit
+from agent_app.guard.tokens import TokenRefused, bearer_secret, user_of_secret
 from agent_app.models import ChatAttachment, ChatSession
-from agent_app.tokens import TokenRefused, bearer_secret, user_of_secret
 
 __all__ = ["download", "upload"]
 

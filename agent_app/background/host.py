@@ -7,7 +7,7 @@ and every due schedule time is claimed by exactly one). ``start()`` starts both 
 running event loop, ``stop()`` stops both and returns once they have; a process runs
 them for as long as it serves (``manage.py zett_background`` is such a process of its own).
 ``register_loops`` offers the same two loops to whatever runs a worker's background work
-(``agent_app.worker_loops``).
+(``agent_app.background.worker_loops``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ __all__ = ["BackgroundWork", "register_loops"]
 
 def register_loops() -> None:
     """Make every worker process run the deliveries and the scheduler
-    (``agent_app.worker_loops``; called when the app is ready)."""
-    from agent_app import worker_loops
+    (``agent_app.background.worker_loops``; called when the app is ready)."""
+    from agent_app.background import worker_loops
 
     worker_loops.register("webhooks", lambda: Deliverer().run)
     worker_loops.register("schedules", lambda: Scheduler().run)

@@ -23,7 +23,7 @@ from channels.db import database_sync_to_async
 from agent_app.agui.errors import AguiError, ErrorCode
 from agent_app.api.stream import detached
 from agent_app.budgets import BudgetExceeded
-from agent_app.chat_records import ChatDeleted
+from agent_app.durable.chat_records import ChatDeleted
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import (
     Creation,

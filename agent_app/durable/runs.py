@@ -26,8 +26,8 @@ from django.utils import timezone
 
 from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
 from agent_app.attachments.stored import attachment_refs
-from agent_app.chat_records import ChatDeleted, creator_key, record_creation, was_deleted
 from agent_app.durable.branches import NotATurn, start_version
+from agent_app.durable.chat_records import ChatDeleted, creator_key, record_creation, was_deleted
 from agent_app.durable.deadlocks import retried_on_deadlock
 from agent_app.durable.sequence import SEQ_BLOCK
 from agent_app.durable.statements import insert, update

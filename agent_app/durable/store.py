@@ -42,6 +42,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from agent_app.durable.statements import insert
+from agent_app.durable.titles import short_title
 from agent_app.models import (
     STAFF_ROLE,
     ChatMessage,
@@ -49,7 +50,6 @@ from agent_app.models import (
     ChatSession,
     RunStatus,
 )
-from agent_app.titles import short_title
 from zett_agent.history import valid_history
 from zett_agent.messages import (
     AgentMessage,
@@ -182,7 +182,7 @@ def _encodable(text: str) -> bool:
 
 
 def title_from(content: Any) -> str:
-    """A session title from the first user message (``agent_app.titles``)."""
+    """A session title from the first user message (``agent_app.durable.titles``)."""
     return short_title(content)
 
 

@@ -4,7 +4,10 @@
   closed when a user signs out or a chat or user is deleted;
 - ``limits``: frame budgets and socket counts (refusals are ``Refusal`` with
   ``rate_limited``);
-- ``origins``: which handshakes may open a socket (the ``Origin`` check).
+- ``origins``: which handshakes may open a socket (the ``Origin`` check);
+- ``bodies``: request bodies refused before they are read;
+- ``headers``: the pages' security headers (``SecurityHeadersMiddleware``);
+- ``tokens``: API tokens, and ``token_watch``: what a token opened ends with it.
 
 The threats and the rules are written for users in ``docs/security.md``.
 """

@@ -18,7 +18,7 @@ Rules (docs/security.md has the whole threat model):
   to the first person who opened it (``_Claims``).
 - **Creating** (``ensure_session``): the first ``user_message`` stores the row, owned by the
   sender, after the "chats created per person per hour" quota (which counts chats created,
-  deleted ones too: ``agent_app.chat_records``); connecting stores nothing. A deleted
+  deleted ones too: ``agent_app.durable.chat_records``); connecting stores nothing. A deleted
   chat's id is never stored again.
 - **Identity of a socket** (``person_of_scope``): the user, or the browser id in the
   session the cookie names. A socket with neither (no cookie, or one for an unknown or
@@ -27,7 +27,7 @@ Rules (docs/security.md has the whole threat model):
   **signing out** closes every socket of that user, in every process, through the channel
   layer group ``user_group(user_id)``. With ``ZETT_REQUIRE_LOGIN`` anonymous visitors have
   no identity at all: pages send them to the login page, sockets are ``forbidden``.
-- A **deleted chat**'s record is marked (``agent_app.chat_records``) and its sockets are
+- A **deleted chat**'s record is marked (``agent_app.durable.chat_records``) and its sockets are
   told and closed (``chat_was_deleted``): this process's at once, a signed-in owner's in
   every process through their user group.
 - A deleted user's chats are deleted with them (``on_delete=CASCADE``), and their sockets
@@ -60,7 +60,7 @@ from django.utils import timezone
 
 from agent_app import conf
 from agent_app.assistants import registry
-from agent_app.chat_records import (
+from agent_app.durable.chat_records import (
     CHAT_DELETED_EVENT,
     created_since,
     mark_deleted,
@@ -250,7 +250,7 @@ class Creation(enum.Enum):
     CREATED = "created"
     FORBIDDEN = "forbidden"
     QUOTA = "quota"
-    #: The chat was deleted (``agent_app.chat_records``): it is not stored again.
+    #: The chat was deleted (``agent_app.durable.chat_records``): it is not stored again.
     DELETED = "deleted"
 
 

@@ -4,7 +4,8 @@ Every frame is one JSON object with a ``type``. ``parse_frame`` turns raw socket
 one of the inbound models or raises ``FrameError`` carrying the error code to send back;
 checks run from the cheapest to the most specific, so each bad frame gets the code that
 names its first problem: size, JSON syntax, shape, type, fields, content size. Outbound
-frames are models too, dumped with ``frame.dump()``, so the wire format lives in one file.
+frames are models too (``agent_app.protocol.outbound``, re-exported here), dumped with
+``frame.dump()``.
 The one exception is the hot path: a request sends an ``agent_event`` per streamed delta,
 so ``agent_event_frame`` builds that frame as a plain dict (the event is already JSON-safe,
 ``zett_agent.serialization.event_to_dict``); ``AgentEventFrame`` documents the same shape
@@ -26,13 +27,32 @@ from __future__ import annotations
 import json
 import math
 import re
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from agent_app.protocol.outbound import (
+    AgentEventFrame,
+    BranchSwitchedFrame,
+    BudgetExceededFrame,
+    BudgetFrame,
+    ErrorCode,
+    ErrorFrame,
+    ErrorInfo,
+    ExternalEventResultFrame,
+    FrameError,
+    HistoryPageFrame,
+    OutboundFrame,
+    PongFrame,
+    Refusal,
+    ReplyReason,
+    RunCancelledFrame,
+    RunFailedFrame,
+    RunStartedFrame,
+    SessionFrame,
+)
 from agent_app.protocol.text import (
     MAX_OUTBOUND_BYTES,
     TOOL_RESULT_KEEP,
@@ -61,6 +81,7 @@ __all__ = [
     "EditLastFrame",
     "ErrorCode",
     "ErrorFrame",
+    "ErrorInfo",
     "ExternalEventFrame",
     "ExternalEventResultFrame",
     "FeedbackFrame",
@@ -72,7 +93,9 @@ __all__ = [
     "OutboundFrame",
     "PingFrame",
     "PongFrame",
+    "Refusal",
     "RegenerateFrame",
+    "ReplyReason",
     "RequestHumanFrame",
     "RunCancelledFrame",
     "RunFailedFrame",
@@ -117,64 +140,6 @@ CLIENT_REPLY_NAMES = frozenset(
         STEERING_EVENT,
     }
 )
-
-
-class ErrorCode(StrEnum):
-    """The ``code`` of an ``error`` frame."""
-
-    BAD_JSON = "bad_json"
-    BAD_FRAME = "bad_frame"
-    UNKNOWN_TYPE = "unknown_type"
-    TOO_LARGE = "too_large"
-    BUSY = "busy"
-    NOT_RUNNING = "not_running"
-    FORBIDDEN = "forbidden"
-    UNKNOWN_ASSISTANT = "unknown_assistant"
-    RATE_LIMITED = "rate_limited"
-    BUDGET_EXCEEDED = "budget_exceeded"
-    INTERNAL = "internal"
-
-
-class ReplyReason(StrEnum):
-    """Why nobody took a reply: the ``reason`` of an ``external_event_result`` frame."""
-
-    #: No run is active, and no stored wait matches.
-    NOT_RUNNING = "not_running"
-    #: Not a reply a client may send (``CLIENT_REPLY_NAMES``).
-    NOT_ALLOWED = "not_allowed"
-    #: A steering payload without non-blank string ``content``.
-    INVALID = "invalid"
-    #: A steering payload over the content limit.
-    TOO_LARGE = "too_large"
-    #: The wait's deadline passed.
-    EXPIRED = "expired"
-    #: Answered already, never asked, or not a reply this wait takes.
-    STALE = "stale"
-    #: An approval for other arguments than the ones shown.
-    MISMATCH = "mismatch"
-    #: The server failed to route it.
-    INTERNAL = "internal"
-
-
-class Refusal(Exception):
-    """A request the app refuses; ``code`` and ``message`` become an ``error`` frame.
-
-    The one type every refusal is: a frame that is no valid frame (``FrameError``), a
-    socket or frame over its budget (``agent_app.guard.limits``), a message while a run
-    is active (``agent_app.sessions.errors.Busy``), a cancel with none (``NotRunning``).
-    """
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    def frame(self) -> ErrorFrame:
-        return ErrorFrame(code=self.code, message=self.message)
-
-
-class FrameError(Refusal):
-    """An inbound frame was refused: it is no valid frame of the protocol."""
 
 
 # --- client → server -------------------------------------------------------------------
@@ -519,171 +484,3 @@ def _describe(kind: str, exc: pydantic.ValidationError) -> str:
         else:
             problems.append(f"'{field}': {error['msg']}")
     return f"Invalid {kind} frame: " + "; ".join(problems)
-
-
-# --- server → client -------------------------------------------------------------------
-
-
-class OutboundFrame(BaseModel):
-    """Base of every server → client frame."""
-
-    model_config = ConfigDict(frozen=True)
-
-    def dump(self) -> dict[str, Any]:
-        """The JSON-ready dict sent on the socket."""
-        return self.model_dump(mode="json")
-
-
-class SessionFrame(OutboundFrame):
-    """Sent once on connect: the newest history, how runs ended, what is running or pending.
-
-    Built as a plain dict by ``agent_app.sessions.live`` (its items come from
-    ``agent_app.durable.history``); this model documents the shape and the tests hold the two equal.
-    """
-
-    type: Literal["session"] = "session"
-    session_id: str
-    title: str
-    #: The newest stored messages, oldest first (``agent_app.durable.history.history_item``).
-    history: list[dict[str, Any]]
-    has_more_history: bool
-    runs: list[dict[str, Any]]
-    pending: list[dict[str, Any]]
-    #: Tokens the session's finished runs used: ``input_tokens``, ``output_tokens``,
-    #: ``total_tokens``.
-    usage: dict[str, int]
-    #: Where the chat stands with people (``agent_app.people``): ``needs_human``,
-    #: ``reason``, ``needs_human_since``, ``taken_over``, ``staff`` (``{name}`` or None).
-    support: dict[str, Any]
-    active_request_id: str | None
-    last_seq: int
-
-
-class RunStartedFrame(OutboundFrame):
-    """A run started: every socket gets it before the run's first ``agent_event``."""
-
-    type: Literal["run_started"] = "run_started"
-    seq: int
-    request_id: str
-    #: The user's text; None for a continuation of a paused run.
-    content: str | None
-    kind: str
-    resumed_from: str | None
-    position: int | None
-    #: The stored user message's id (its history item's ``id``), else None.
-    message_id: int | None = None
-    #: For ``regenerate``/``edit``: where the superseded turn began; pages drop it.
-    superseded_from: int | None = None
-    created_at: str
-    #: References of the message's attachments: ``{id, name, media_type, size, url}``.
-    attachments: list[dict[str, Any]] = []
-    #: The chat's title now: a new chat is named after its first message (``agent_app.titles``).
-    title: str = ""
-
-
-class AgentEventFrame(OutboundFrame):
-    """One ``AgentEvent`` of a request, numbered per session (sent via ``agent_event_frame``)."""
-
-    type: Literal["agent_event"] = "agent_event"
-    seq: int
-    request_id: str
-    event: dict[str, Any]
-
-
-class ErrorInfo(BaseModel):
-    type: str
-    message: str
-
-
-class RunFailedFrame(OutboundFrame):
-    """The request failed: a model, hook or configuration error (a message for people)."""
-
-    type: Literal["run_failed"] = "run_failed"
-    seq: int
-    request_id: str
-    error: ErrorInfo
-
-
-class RunCancelledFrame(OutboundFrame):
-    """The request was cancelled by a ``cancel`` frame."""
-
-    type: Literal["run_cancelled"] = "run_cancelled"
-    seq: int
-    request_id: str
-
-
-class BranchSwitchedFrame(OutboundFrame):
-    """Every socket's news of a new shown path: a switch, a new version (``edit``,
-    ``regenerate``). ``messages``: the path from ``position`` on (its newest part if it is
-    long: ``has_more`` then says the rest is read with ``history_before``)."""
-
-    type: Literal["branch_switched"] = "branch_switched"
-    seq: int
-    position: int
-    index: int
-    messages: list[dict[str, Any]]
-    #: The runs of ``messages`` (as ``history_page`` lists them).
-    runs: list[dict[str, Any]] = []
-    has_more: bool
-
-
-class HistoryPageFrame(OutboundFrame):
-    """The answer to ``history_before``."""
-
-    type: Literal["history_page"] = "history_page"
-    messages: list[dict[str, Any]]
-    runs: list[dict[str, Any]]
-    has_more: bool
-
-
-class ExternalEventResultFrame(OutboundFrame):
-    """The answer to every ``external_event`` (and ``steer``) frame."""
-
-    type: Literal["external_event_result"] = "external_event_result"
-    name: str
-    correlation_id: str | None
-    #: Names of the extensions that claimed the event; ``[]`` means rejected.
-    accepted_by: list[str]
-    #: Why nobody took it; None when accepted.
-    reason: ReplyReason | None = None
-    #: The same in words, when the reason alone does not say it (an ``invalid`` answer to
-    #: an MCP server's question); the key is left out otherwise.
-    message: str | None = None
-
-    def dump(self) -> dict[str, Any]:
-        data = super().dump()
-        if data["message"] is None:
-            del data["message"]
-        return data
-
-
-class ErrorFrame(OutboundFrame):
-    """A refused frame; the connection stays open."""
-
-    type: Literal["error"] = "error"
-    code: ErrorCode
-    message: str
-
-
-class BudgetExceededFrame(ErrorFrame):
-    """``error`` ``budget_exceeded``: the person's daily token budget is used up
-    (``agent_app.budgets``); ``resets_at`` says when it is whole again."""
-
-    code: ErrorCode = ErrorCode.BUDGET_EXCEEDED
-    resets_at: str
-    limit: int
-    used: int
-
-
-class BudgetFrame(OutboundFrame):
-    """The person's token budget of today, sent on connect when one applies."""
-
-    type: Literal["budget"] = "budget"
-    limit: int
-    used: int
-    remaining: int
-    resets_at: str
-
-
-class PongFrame(OutboundFrame):
-    type: Literal["pong"] = "pong"

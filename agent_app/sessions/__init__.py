@@ -2,8 +2,10 @@
 
 - ``live``: ``LiveSession``, the session in this process (it holds the collaborators
   below), and the story of where its state lives, how a run flows and how it is cancelled;
-- ``run``: ``Run``, one run's whole life (start, events, waits, end, outcome) and its
-  ``RunState`` transitions;
+- ``run``: ``Run``, one run's whole life (start, events, waits, end, outcome), with its
+  parts: ``run_state`` (``RunState`` and its transitions, ``RunOwner``), ``run_waits``
+  (the waits it stores and closes), ``run_end`` (its outcome stored and sent, or a
+  handover);
 - ``fanout``: ``Feed``, how one numbered frame reaches every socket (the hot path);
 - ``door``: ``Door``, a socket's way in: the ``session`` frame, what it missed, then live;
 - ``replies``: ``ReplyDesk``, answers, approvals and steers, live or for a paused run,
@@ -14,7 +16,9 @@
 - ``registry``: the live sessions of the process and their session bus;
 - ``shutdown``: the graceful drain on SIGTERM;
 - ``daphne_exit``: daphne's own last shutdown step, made to cancel every socket;
-- ``errors``: ``Busy`` and ``NotRunning``.
+- ``errors``: ``Busy`` and ``NotRunning``;
+- ``backpressure``: the send buffers of sockets and streams, and who is dropped;
+- ``stopping``: a chat's run stopped from a page that is not the chat.
 
 Nothing here knows whether there is one worker or many: that is the bus's business
 (``agent_app.bus``).

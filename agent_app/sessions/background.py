@@ -9,7 +9,7 @@ round, so a setting changed in a test takes effect), one job at a time, a failin
 logged and retried at the next. ``close`` cancels the loop and waits for it.
 
 It also runs, once per process, every loop the app registered for its workers
-(``agent_app.worker_loops``: webhook deliveries, the scheduler).
+(``agent_app.background.worker_loops``: webhook deliveries, the scheduler).
 
 The one job it has from the start is the **sweep** (``sweep``): every
 ``ZETT_SWEEP_SECONDS`` it reads the runs stored as ``running`` and, for each one no worker
@@ -37,7 +37,8 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
-from agent_app import conf, worker_loops
+from agent_app import conf
+from agent_app.background import worker_loops
 from agent_app.models import ChatRun, RunStatus
 from agent_app.sessions import shutdown
 
@@ -71,7 +72,7 @@ class Background:
 
     def start(self) -> None:
         """Start the jobs on the running loop, and every loop the app registered for its
-        workers (``agent_app.worker_loops``: webhook deliveries, schedules), once."""
+        workers (``agent_app.background.worker_loops``: webhook deliveries, schedules), once."""
         if not self._tasks:
             self._tasks = [self._spawn(*entry) for entry in self._jobs]
             for name, loop in worker_loops.registered():

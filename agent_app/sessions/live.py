@@ -33,7 +33,7 @@ How a run flows:
 - **The run task** iterates ``agent.stream`` and broadcasts each event. The runtime runs at
   most one event ahead of it; a socket that does not read does not slow the others: its
   frames wait in its transport, up to a cap past which it is dropped and resumes later
-  (``agent_app.backpressure``).
+  (``agent_app.sessions.backpressure``).
   daphne writes a frame out only when the event loop polls the socket, which it does
   whenever the run waits (a model's network read, a database write, a reply): frames sent
   in one burst leave together, in one write. A run that does not wait (a model or tool

@@ -11,6 +11,9 @@ Two independent halves, each costing nothing when it is off:
   call is a no-op.
 
 ``extensions_for`` is the factory's one call: the extensions telemetry adds to an agent.
+
+Beside them: ``health`` (``/healthz``, for load balancers) and ``access_log`` (daphne's
+access log without query strings).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from agent_app import conf
 from agent_app.assistants import UnknownAssistant, registry
 from agent_app.attachments.limits import page_limits
 from agent_app.guard.access import Person, person_of_request
-from agent_app.script_prefix import socket_prefix
+from agent_app.websocket.script_prefix import socket_prefix
 
 __all__ = ["zett_chat", "zett_visitor"]
 

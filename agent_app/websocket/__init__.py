@@ -2,5 +2,7 @@
 
 ``turns`` starts runs (a message, a regenerate, an edit, a version switch), ``replies``
 hands a client's replies to the running request; each is a class mixed into
-``ChatConsumer``, which parses the frames and routes them here.
+``ChatConsumer``, which parses the frames and routes them here. Around the socket:
+``unrouted`` refuses handshakes no route serves, quietly; ``script_prefix`` puts sockets
+under the site's sub-path.
 """

@@ -16,8 +16,8 @@ from agent_app import conf
 from agent_app.assistants import UnknownAssistant, registry
 from agent_app.attachments.stored import UnknownAttachments, chat_attachment_ids
 from agent_app.budgets import BudgetExceeded
-from agent_app.chat_records import ChatDeleted
 from agent_app.durable.branches import NotATurn
+from agent_app.durable.chat_records import ChatDeleted
 from agent_app.durable.runs import Creator, NothingToReplace
 from agent_app.guard.access import (
     Creation,

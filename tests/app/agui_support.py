@@ -78,7 +78,7 @@ def make_token(username: str, **options: Any) -> tuple[Any, str]:
     """``(user, secret)``: a new user and an API token of theirs."""
     from django.contrib.auth import get_user_model
 
-    from agent_app.tokens import issue
+    from agent_app.guard.tokens import issue
 
     user = get_user_model().objects.create_user(username=username, password="unused-pw")
     _, secret = issue(user, **options)

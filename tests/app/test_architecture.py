@@ -1,5 +1,6 @@
-"""The shape of ``agent_app``, read from its own source: no cycle, no private cross-import,
-no single-process branch in the sessions, short functions and a small ``LiveSession``.
+"""The shape of ``agent_app``, read from its own source: its layers (no import runs up
+them), no cycle, no private cross-import, no single-process branch in the sessions, short
+functions, classes and modules, and a small ``LiveSession``.
 
 The import graph counts every import (``tests/import_graph.py``): at the top, inside a
 function, under ``TYPE_CHECKING``.
@@ -8,12 +9,17 @@ function, under ``TYPE_CHECKING``.
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
+import pytest
+
 import agent_app
-from tests.import_graph import cycles_of, imports, modules
+from tests.import_graph import cycles_of, imports, js_cycles, modules
 
 ROOT = Path(agent_app.__file__).parent
+#: The chat's ES modules (the vendored libraries below it are not the app's).
+SCRIPTS = ROOT / "static" / "agent_app"
 
 #: Longest function or method the app may have, in lines (decorators and docstring too).
 MAX_FUNCTION_LINES = 60
@@ -23,10 +29,132 @@ MAX_FUNCTION_LINES = 60
 MAX_LIVE_SESSION_LINES = 300
 #: Functions still over the limit, each owned by work in progress (the list only shrinks).
 LONG_FUNCTIONS: set[str] = set()
+#: Longest class of the app or the runtime, in lines (decorators and docstring too).
+MAX_CLASS_LINES = 400
+#: Longest module of the app or the runtime, in lines.
+MAX_MODULE_LINES = 600
+
+#: The app's layers, lowest first: a module may import from its own layer and those
+#: below, never from one above. An entry is a package or a module of one; a module sits
+#: where its longest entry puts it, so the few modules that serve the layers below their
+#: package's (an exception class, a model, a seam the process wires up) are named.
+LAYERS: list[tuple[str, ...]] = [
+    # What everything reads: settings, the wire format, and leaves that import nothing
+    # of the app but settings (process plumbing, request guards, pure helpers).
+    (
+        "conf",
+        "protocol",
+        "agents.llm",
+        "background.loop_task",
+        "background.worker_loops",
+        "guard.bodies",
+        "guard.headers",
+        "guard.origins",
+        "people.hours",
+        "people.hub",
+        "people.signals",
+        "schedules.cron",
+        "sessions.backpressure",
+        "sessions.daphne_exit",
+        "sessions.shutdown",
+        "telemetry.access_log",
+        "webhooks.addresses",
+        "webhooks.signing",
+        "websocket.script_prefix",
+        "websocket.unrouted",
+    ),
+    # The tables (those kept in their own packages too) and the errors a session raises.
+    ("models", "schedules.models", "webhooks.models", "sessions.errors"),
+    ("telemetry",),
+    ("bus",),
+    # Who is asking and what they may: identities, tokens, budgets of frames, records of
+    # chats, the SQL every layer above writes with, files.
+    (
+        "agents.current",
+        "attachments",
+        "durable.chat_records",
+        "durable.statements",
+        "guard.limits",
+        "guard.token_watch",
+        "guard.tokens",
+        "people.state",
+    ),
+    ("assistants",),
+    ("webhooks",),
+    ("durable",),
+    ("budgets", "people.records", "people.tool"),
+    ("agents",),
+    # Recovery tells the waits a dead run's calls would have started, as the agent would.
+    ("durable.recovery",),
+    ("sessions",),
+    ("guard",),
+    # Where every client (socket, HTTP, background) enters a session, as a person.
+    ("sessions.entry",),
+    ("people",),
+    ("agui",),
+    ("websocket", "consumers", "routing"),
+    ("api", "background", "schedules"),
+    # Django's edges: pages, URLs, admin, checks, commands, start-up, the testing kit.
+    (
+        "views",
+        "export",
+        "urls",
+        "health_urls",
+        "attachments.views",
+        "people.views",
+        "telemetry.health",
+        "telemetry.view",
+        "admin",
+        "budgets.admin",
+        "people.admin",
+        "schedules.admin",
+        "webhooks.admin",
+        "checks",
+        "production_checks",
+        "schedules.checks",
+        "webhooks.checks",
+        "templatetags",
+        "management",
+        "testing",
+        "apps",
+        "asgi",
+        "headers",
+    ),
+]
 
 
 def _imports() -> list[tuple[str, str, str]]:
     return imports(modules("agent_app"))
+
+
+def _layer_of(module: str) -> tuple[str, int] | None:
+    """The entry of ``LAYERS`` that places ``module`` (its longest prefix) and its layer."""
+    best: tuple[str, int] | None = None
+    for index, layer in enumerate(LAYERS):
+        for entry in layer:
+            name = f"agent_app.{entry}"
+            if (module == name or module.startswith(f"{name}.")) and (
+                best is None or len(name) > len(best[0])
+            ):
+                best = (name, index)
+    return best
+
+
+def test_every_module_of_the_app_has_a_layer_and_every_entry_a_module():
+    found = modules("agent_app")
+    assert [name for name in found if name != "agent_app" and _layer_of(name) is None] == []
+    entries = [f"agent_app.{entry}" for layer in LAYERS for entry in layer]
+    assert [entry for entry in entries if entry not in found] == []
+    assert len(entries) == len(set(entries))
+
+
+def test_no_import_runs_up_the_layers():
+    upward = set()
+    for importer, imported, _ in _imports():
+        low, high = _layer_of(importer), _layer_of(imported)
+        if low is not None and high is not None and high[1] > low[1]:
+            upward.add(f"{importer} ({low[0]}) imports {imported} ({high[0]})")
+    assert sorted(upward) == []
 
 
 def test_the_import_graph_of_agent_app_has_no_cycle():
@@ -100,3 +228,46 @@ def test_the_live_session_is_under_300_lines():
     assert len(classes) == 1
     assert classes[0].end_lineno - classes[0].lineno + 1 < MAX_LIVE_SESSION_LINES
     assert len(source.splitlines()) <= MAX_LIVE_SESSION_LINES
+
+
+def _classes(package: str) -> list[tuple[str, int]]:
+    """``(dotted name, lines)`` of every class of ``package``."""
+    found = []
+    for module, (path, _) in modules(package).items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                found.append((f"{module}.{node.name}", node.end_lineno - start + 1))
+    return found
+
+
+@pytest.mark.parametrize("package", ["agent_app", "zett_agent"])
+def test_no_class_is_longer_than_400_lines(package):
+    long = [f"{name}: {lines}" for name, lines in _classes(package) if lines > MAX_CLASS_LINES]
+    assert long == []
+
+
+@pytest.mark.parametrize("package", ["agent_app", "zett_agent", "bench"])
+def test_no_module_is_longer_than_600_lines(package):
+    root = Path(importlib.import_module(package).__file__).parent
+    long = [
+        f"{path.relative_to(root.parent)}: {lines}"
+        for path in root.rglob("*.py")
+        if "migrations" not in path.parts
+        and ".venv" not in path.parts
+        and (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
+    assert long == []
+
+
+def test_the_chat_scripts_import_each_other_without_a_cycle():
+    assert js_cycles(SCRIPTS) == []
+
+
+def test_no_chat_script_is_longer_than_600_lines():
+    long = [
+        f"{path.name}: {lines}"
+        for path in sorted(SCRIPTS.glob("*.js"))
+        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
+    assert long == []

@@ -17,8 +17,8 @@ from django.test import Client
 from django.urls import reverse
 
 from agent_app.guard.access import BROWSER_KEY_FIELD
+from agent_app.guard.tokens import issue
 from agent_app.models import ChatAttachment, ChatMessage, ChatSession
-from agent_app.tokens import issue
 from tests.app.test_attachments_files import image_bytes, pdf_bytes, png_declaring
 
 pytestmark = pytest.mark.django_db

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @sync_to_async
 def token_of(user) -> str:
-    from agent_app.tokens import issue
+    from agent_app.guard.tokens import issue
 
     return issue(user)[1]
 

@@ -68,7 +68,7 @@ def test_a_redis_url_with_a_process_local_layer_is_a_warning(settings):
 
 
 def test_a_policy_without_the_headers_middleware_is_a_warning(settings):
-    middleware = "agent_app.headers.SecurityHeadersMiddleware"
+    middleware = "agent_app.guard.headers.SecurityHeadersMiddleware"
     settings.ZETT_CONTENT_SECURITY_POLICY = "default-src 'self'"
     settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if m != middleware]
     [warning] = check_security_headers_middleware()
@@ -77,6 +77,22 @@ def test_a_policy_without_the_headers_middleware_is_a_warning(settings):
     assert check_security_headers_middleware() == []
     settings.ZETT_CONTENT_SECURITY_POLICY = None
     settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if m != middleware]
+    assert check_security_headers_middleware() == []
+
+
+def test_the_middleware_under_its_earlier_path_is_the_same_and_counts(settings):
+    """Host projects name ``agent_app.headers.SecurityHeadersMiddleware`` (it moved into
+    ``guard``): the path still imports the middleware, and the check accepts it."""
+    from agent_app import headers
+    from agent_app.guard import headers as guard_headers
+
+    assert headers.SecurityHeadersMiddleware is guard_headers.SecurityHeadersMiddleware
+    middleware = "agent_app.guard.headers.SecurityHeadersMiddleware"
+    settings.ZETT_CONTENT_SECURITY_POLICY = "default-src 'self'"
+    settings.MIDDLEWARE = [
+        *(m for m in settings.MIDDLEWARE if m != middleware),
+        "agent_app.headers.SecurityHeadersMiddleware",
+    ]
     assert check_security_headers_middleware() == []
 
 

@@ -10,7 +10,7 @@ import sys
 from tests.app.servers import ROOT, DaphneProcess, fresh_database, migrate, server_env
 
 ISSUE_TOKEN = (
-    "from django.contrib.auth.models import User; from agent_app.tokens import issue; "
+    "from django.contrib.auth.models import User; from agent_app.guard.tokens import issue; "
     "print(issue(User.objects.create_user('robot'), name='docs')[1])"
 )
 

@@ -1,6 +1,6 @@
 """The pieces of the request guards that need no server: which endpoints have a body limit
 (``agent_app.guard.bodies.limit_for``), and what the access log shows of a URL
-(``agent_app.access_log.without_query``). Against daphne: tests/app/processes/."""
+(``agent_app.telemetry.access_log.without_query``). Against daphne: tests/app/processes/."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import uuid
 
 from django.test import override_settings
 
-from agent_app.access_log import without_query
 from agent_app.guard.bodies import API_MAX_BODY_BYTES, limit_for
+from agent_app.telemetry.access_log import without_query
 
 
 def test_zett_endpoints_have_body_limits_and_other_views_none():

@@ -1,12 +1,12 @@
-"""Short chat titles: the rule (``agent_app.titles``), and a new chat named by it on every
+"""Short chat titles: the rule (``agent_app.durable.titles``), and a new chat named by it on every
 socket (``run_started``'s ``title``), never over a title a person gave."""
 
 from __future__ import annotations
 
 import pytest
 
+from agent_app.durable.titles import AUTO_TITLE_LENGTH, short_title
 from agent_app.models import ChatSession
-from agent_app.titles import AUTO_TITLE_LENGTH, short_title
 from tests.app.llm_doubles import say
 from zett_agent.testing import ScriptedModel
 

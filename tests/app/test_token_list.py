@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from agent_app.guard.tokens import issue
 from agent_app.models import ApiToken
-from agent_app.tokens import issue
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""API tokens (agent_app.tokens): issued by a command, presented as a bearer header."""
+"""API tokens (agent_app.guard.tokens): issued by a command, presented as a bearer header."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from channels.testing import WebsocketCommunicator
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from agent_app.guard.tokens import issue
 from agent_app.models import ApiToken, ChatSession
-from agent_app.tokens import issue
 from tests.app.conftest import answer_of
 from tests.app.llm_doubles import say
 from zett_agent.testing import ScriptedModel
@@ -129,7 +129,7 @@ def test_adding_a_token_in_the_admin_shows_its_secret_once(admin_client, django_
     token = ApiToken.objects.get()
     assert secret.startswith("zett_") and token.prefix == secret[:12]
     assert token.name == "from the admin" and token.user == robot
-    from agent_app.tokens import user_of_secret
+    from agent_app.guard.tokens import user_of_secret
 
     assert user_of_secret(secret) == robot
     listing = admin_client.get("/admin/agent_app/apitoken/").content.decode()
@@ -137,7 +137,7 @@ def test_adding_a_token_in_the_admin_shows_its_secret_once(admin_client, django_
 
 
 async def test_a_revoked_tokens_socket_is_told_and_closed_with_4401(sockets, use_model):
-    from agent_app.token_watch import token_watch
+    from agent_app.guard.token_watch import token_watch
 
     use_model(ScriptedModel())
     _, token, secret = await token_of("robot")

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agent_app.attachments import KNOWN_TYPES
-from agent_app.chat_records import record_creation
+from agent_app.durable.chat_records import record_creation
 from agent_app.guard.access import BROWSER_KEY_FIELD
 from agent_app.models import ChatMessage, ChatSession
 

@@ -13,8 +13,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Q
 from django.utils import timezone
 
+from agent_app.guard.tokens import issue
 from agent_app.models import ApiToken
-from agent_app.tokens import issue
 
 
 class Command(BaseCommand):

@@ -16,7 +16,7 @@
  * reloading never stops it, and only Stop (or Escape) sends `cancel`. While a run is live
  * the composer steers it instead of starting a new one.
  *
- * Resuming: the client (`client.js`) reconnects with `?after_seq=`. If the run this view
+ * Resuming: the client (`zett_client.js`) reconnects with `?after_seq=`. If the run this view
  * was showing is still going, or nothing happened meanwhile, the transcript stays as it is
  * and the replayed frames continue it. Otherwise (and on a fresh load) the transcript is
  * rebuilt from the `session` frame — history, run outcomes, pending waits — and the replay
@@ -34,8 +34,8 @@
  */
 import { attachmentTray } from "./attachments.js";
 import { BudgetMeter } from "./budget.js";
-import { composerProblem } from "./composer.js";
-import { ZettClient } from "./client.js";
+import { bindComposer, composerProblem } from "./composer.js";
+import { ZettClient } from "./zett_client.js";
 import { LastTurnActions } from "./edit.js";
 import { showGone } from "./gone.js";
 import { renderHistory, showWait } from "./history.js";
@@ -45,7 +45,7 @@ import { Outbox } from "./outbox.js";
 import { HistoryPaging } from "./paging.js";
 import { DEFAULT_TEXTS, prepare } from "./panel.js";
 import { People } from "./people.js";
-import { ComposerBox, JumpToLatest, enterSends } from "./phone.js";
+import { ComposerBox, JumpToLatest } from "./phone.js";
 import { keepTimesFresh, parseTime } from "./time.js";
 import { StopButton } from "./stop.js";
 import { Transcript } from "./transcript.js";
@@ -561,75 +561,16 @@ export function mount(where, options = {}) {
     }
   }
 
-  // --- the composer -------------------------------------------------------------------
-
-  ui.composer.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const content = ui.input.value;
-    const why = problem();
-    if (why !== "") {
-      ui.hint.textContent = why ?? "";
-      ui.input.focus();
-      return;
-    }
-    if (tray.busy && !isRunning()) {
-      ui.hint.textContent = "Wait until the files are uploaded, then send.";
-      return;
-    }
-    if (isRunning()) {
-      if (outbox.steer(content)) {
-        ui.input.value = "";
-        updateMode();
-      }
-      return;
-    }
-    if (sendMessage(content)) {
-      ui.input.value = "";
-      ui.hint.textContent = "";
-      updateMode();
-    }
-  });
-
-  ui.input.addEventListener("keydown", (event) => {
-    // On a touch screen Enter makes a new line: Send (or Steer) is the button (phone.js).
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && enterSends()) {
-      event.preventDefault();
-      ui.composer.requestSubmit();
-    }
-  });
-
-  ui.input.addEventListener("input", () => {
-    ui.hint.textContent = problem() ?? "";
-    updateMode();
-  });
-
-  ui.stop.addEventListener("click", stopRun);
-  ui.retry.addEventListener("click", () => client.reconnectNow());
-
-  // A new chat's starter prompts: each is sent as if typed, through the composer's checks.
-  for (const starter of root.querySelectorAll("[data-prompt]")) {
-    starter.addEventListener("click", () => {
-      ui.input.value = starter.dataset.prompt;
-      updateMode();
-      ui.composer.requestSubmit();
-      ui.input.focus({ preventScroll: true });
-    });
-  }
-
-  /**
-   * While an answer runs, Escape stops it, unless focus is in a reply widget, an editor or
-   * a dialog (where Escape belongs to them), or a page's own handler took the key first.
-   */
-  (options.keyboardTarget ?? root).addEventListener("keydown", (event) => {
-    if (event.key !== "Escape" || event.isComposing || event.defaultPrevented) {
-      return;
-    }
-    const target = event.composedPath()[0];
-    const inWidget = target instanceof Element && target.closest(".widget, .rename, .msg__editor, dialog");
-    if (isRunning() && !inWidget && !ui.stop.disabled) {
-      event.preventDefault();
-      stopRun();
-    }
+  bindComposer(root, ui, {
+    problem,
+    isRunning,
+    sendMessage,
+    steer: (content) => outbox.steer(content),
+    uploading: () => tray.busy,
+    updateMode,
+    stopRun,
+    reconnect: () => client.reconnectNow(),
+    keyboardTarget: options.keyboardTarget ?? root,
   });
 
   updateMode();

@@ -21,7 +21,7 @@ SHOP = Path(__file__).resolve().parents[1]
 SETUP = """
 from django.contrib.auth.models import User
 from shop.models import Order
-from agent_app.tokens import issue
+from agent_app.guard.tokens import issue
 alice = User.objects.create_user("alice", password="alice-pw-123")
 Order.objects.create(number=7, customer=alice, item="Red shoes", total_cents=8990)
 print(issue(alice, name="crash test")[1])

@@ -319,7 +319,7 @@ def test_zett_background_fires_schedules_only_where_runs_are_shared(settings):
 
 
 def test_every_worker_is_offered_the_webhook_and_schedule_loops():
-    from agent_app import worker_loops
+    from agent_app.background import worker_loops
 
     loops = dict(worker_loops.registered())
     assert {"webhooks", "schedules"} <= set(loops)

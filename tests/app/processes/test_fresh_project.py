@@ -63,7 +63,7 @@ def make_project(root: Path, database_url: str, redis_url: str) -> None:
     # the headers middleware after SecurityMiddleware.
     text += """
 INSTALLED_APPS = ["daphne", *INSTALLED_APPS, "channels", "agent_app", "helpdesk"]
-MIDDLEWARE.insert(1, "agent_app.headers.SecurityHeadersMiddleware")
+MIDDLEWARE.insert(1, "agent_app.guard.headers.SecurityHeadersMiddleware")
 """
     # embedding.md's core-layer block uses the ZETT_REDIS_URL its pub/sub block sets.
     channel_layers = doc_block("channels_redis.core.RedisChannelLayer")

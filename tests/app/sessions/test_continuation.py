@@ -439,7 +439,7 @@ async def test_the_lifespan_of_an_asgi_server_starts_the_sweep():
     async def send(message: dict) -> None:
         sent.append(message)
 
-    from agent_app import worker_loops
+    from agent_app.background import worker_loops
 
     ran = asyncio.Event()
 

@@ -1,6 +1,6 @@
 """What an API token opened ends when the token does: ``TokenWatch``.
 
-A socket or an event stream opened with a token (``agent_app.tokens``) is checked when it
+A socket or an event stream opened with a token (``agent_app.guard.tokens``) is checked when it
 opens. Revoking the token (``manage.py zett_token revoke``, the admin), its expiry, or its
 user made inactive or deleted must also end what is already open, on every worker. So each
 process keeps the token ids of its open connections and reads them again every
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 
-from agent_app.tokens import valid_token_ids
+from agent_app.guard.tokens import valid_token_ids
 
 __all__ = ["RECHECK_SECONDS", "TOKEN_ENDED_CLOSE_CODE", "TokenWatch", "Watched", "token_watch"]
 

@@ -12,7 +12,7 @@ reconnecting in a loop does not turn every handshake into a write.
 handshake and puts the token's user in ``scope["user"]``; a handshake with a bad token is
 refused (HTTP 403, logged with the reason), never downgraded to anonymous. A token is
 never read from a query string: URLs end up in logs and browser histories. What a token
-opened ends when the token does (``agent_app.token_watch``, which asks
+opened ends when the token does (``agent_app.guard.token_watch``, which asks
 ``valid_token_ids``).
 """
 
@@ -100,7 +100,7 @@ def token_of_secret(secret: str) -> ApiToken:
 
 def valid_token_ids(token_ids: Iterable[int]) -> set[int]:
     """Those of ``token_ids`` still good: not revoked, not expired, not deleted, their
-    user active (what ``agent_app.token_watch`` asks of open connections' tokens)."""
+    user active (what ``agent_app.guard.token_watch`` asks of open connections' tokens)."""
     good = ApiToken.objects.filter(pk__in=list(token_ids), revoked=False, user__is_active=True)
     good = good.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
     return set(good.values_list("pk", flat=True))
@@ -144,6 +144,6 @@ class BearerTokenMiddleware:
                 await send({"type": "websocket.close", "code": 403})
             return None
         # A program's socket: its user, and no browser session to adopt chats from; it
-        # closes when its token ends (``agent_app.token_watch``).
+        # closes when its token ends (``agent_app.guard.token_watch``).
         scope = dict(scope, user=token.user, zett_token=True, zett_token_id=token.pk)
         return await self.inner(scope, receive, send)
