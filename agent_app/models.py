@@ -365,6 +365,9 @@ class SubRun(models.Model):
     )
     #: Its final answer, once it has one (the ``ask_<id>`` call's result).
     answer = models.TextField(blank=True)
+    #: The last call it started of a tool that must not run twice (neither ``idempotent``
+    #: nor ``atomic``): a continuation never runs that call again if it has no result.
+    started_call = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -8,8 +8,9 @@ answer, through ``Agent.stream`` with no other extension. Four variants of it ru
 side in one process:
 
 - ``off``: no tracing extension (the runtime benchmark's zett runner itself);
-- ``api-only``: ``TracingExtension`` with no SDK behind the API (``NoOpTracerProvider``,
-  what an application gets when tracing is on but nothing is configured to record);
+- ``api-only``: ``TracingExtension`` with no SDK behind the API (the global tracer provider
+  never set: what an application gets when tracing is on but nothing is configured to
+  record);
 - ``sampled-out``: the SDK with a sampler that drops every trace (what most requests of a
   sampled production set-up cost);
 - ``recording``: the SDK recording every span (4 per W1 request: ``invoke_agent``, two
@@ -156,30 +157,55 @@ async def listening_runner() -> ZettRunner:
 _BUILT_IN = ("InternalMessageExtension", "SteeringExtension")
 
 
-async def build_variants() -> tuple[list[Variant], CountingExporter, object]:
+def providers() -> tuple[CountingExporter, object, object]:
+    """The counting exporter, the recording provider feeding it, and the dropping one."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
-    from opentelemetry.trace import NoOpTracerProvider
 
     exporter = CountingExporter()
     recording = TracerProvider()
     recording.add_span_processor(SimpleSpanProcessor(exporter))
     dropped = TracerProvider(sampler=ALWAYS_OFF)
     dropped.add_span_processor(SimpleSpanProcessor(CountingExporter()))
-    variants = []
-    for base in BASES:
-        variants += [
-            Variant("off", base, await build(WORKLOADS[base])),
-            Variant("api-only", base, await traced_runner(base, NoOpTracerProvider())),
-            Variant("sampled-out", base, await traced_runner(base, dropped)),
-            Variant("recording", base, await traced_runner(base, recording)),
-        ]
-    floor = FloorRunner(await build(WORKLOADS["W1"]), recording.get_tracer("bench"))
-    variants.append(Variant("floor", "W1", floor))
-    drop_floor = FloorRunner(await build(WORKLOADS["W1"]), dropped.get_tracer("bench"), spans=1)
-    variants.append(Variant("drop-floor", "W1", drop_floor))
-    variants.append(Variant("listener", "W1", await listening_runner()))
+    return exporter, recording, dropped
+
+
+async def variant_runner(name: str, base: str, recording: object, dropped: object) -> object:
+    """The runner of one variant (``floor``, ``drop-floor`` and ``listener`` on W1 only)."""
+    if name == "off":
+        return await build(WORKLOADS[base])
+    if name == "api-only":
+        from opentelemetry import trace
+
+        if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            raise VerificationError("api-only needs the global tracer provider unset")
+        return await traced_runner(base, None)  # the global provider, never set
+    if name in ("sampled-out", "recording"):
+        return await traced_runner(base, dropped if name == "sampled-out" else recording)
+    if name == "floor":
+        return FloorRunner(await build(WORKLOADS["W1"]), recording.get_tracer("bench"))
+    if name == "drop-floor":
+        return FloorRunner(await build(WORKLOADS["W1"]), dropped.get_tracer("bench"), spans=1)
+    if name == "listener":
+        return await listening_runner()
+    raise ValueError(f"no variant {name!r}")
+
+
+#: The variants every base runs, then those run on W1 only.
+TRACED = ("off", "api-only", "sampled-out", "recording")
+W1_ONLY = ("floor", "drop-floor", "listener")
+
+
+async def build_variants() -> tuple[list[Variant], CountingExporter, object]:
+    exporter, recording, dropped = providers()
+    variants = [
+        Variant(name, base, await variant_runner(name, base, recording, dropped))
+        for base in BASES
+        for name in TRACED
+    ]
+    for name in W1_ONLY:
+        variants.append(Variant(name, "W1", await variant_runner(name, "W1", recording, dropped)))
     return variants, exporter, recording
 
 

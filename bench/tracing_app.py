@@ -9,9 +9,10 @@ variants, each block on a fresh chat so each one builds its agent with its own s
 
 - ``off``: ``ZETT_OTEL`` off, the default;
 - ``sampled-out``: ``ZETT_OTEL`` on, the SDK's sampler dropping every trace;
-- ``recording``: ``ZETT_OTEL`` on, every span recorded (4 per request) through a
-  ``SimpleSpanProcessor`` into an exporter that counts and drops them (no queue to drop
-  spans from; a block that exported fewer than it asked for fails).
+- ``recording``: ``ZETT_OTEL`` on, every span recorded (5 per request: the runtime's four
+  and the run's ``attempt 1``) through a ``SimpleSpanProcessor`` into an exporter that
+  counts and drops them (no queue to drop spans from; a block that exported fewer than it
+  asked for fails).
 
 One global tracer provider serves both traced variants (the app's spans go to the global
 one); its sampler is switched between them. CPU time is the whole process's: server side,
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 
 #: The chat message of a W1-shaped request (``bench.zett_model.SocketModel``).
 MESSAGE = "paced 20 0 tool"
-SPANS_PER_REQUEST = 4
+SPANS_PER_REQUEST = 5
 VARIANTS = ("off", "sampled-out", "recording")
 
 

@@ -229,10 +229,12 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
     return agent
 
 
-async def build_sub_agent(assistant: Assistant, session_id: str, history: AgentExtension) -> Agent:
+async def build_sub_agent(
+    assistant: Assistant, session_id: str, history: AgentExtension, calls: AgentExtension
+) -> Agent:
     """The agent of a sub-run of ``assistant`` in chat ``session_id``
     (``agent_app.agents.subruns``): the assistant's own agent, its history ``history``
-    instead of the chat's."""
+    instead of the chat's, its tool calls kept at most once by ``calls``."""
     try:
         chat: ChatSession | None = current_chat()
     except LookupError:
@@ -242,5 +244,5 @@ async def build_sub_agent(assistant: Assistant, session_id: str, history: AgentE
         config=AgentRunConfig(session_id=session_id),
         system_prompt=assistant.get_instructions(chat),
         tools=assistant.get_tools(),
-        extensions=_extensions(assistant, history),
+        extensions=[calls, *_extensions(assistant, history)],
     )

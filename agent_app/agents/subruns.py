@@ -21,6 +21,13 @@ does not take it (``agent_app.sessions.replies``).
 first, with the call that started each: an assistant never delegates to one already in
 it (no cycles), and never deeper than ``ZETT_MAX_DELEGATION_DEPTH``.
 
+**Crashes.** An ``ask_<id>`` call is safe to run again (``idempotent``): a continuation
+after a crash runs it again, and it finds its sub-run (``SubRun``, one per call and
+version of the turn) and goes on from the sub-run's stored conversation, not from the
+start. ``SubRunCalls`` gives the sub-run's own tool calls the top run's rules (at most
+once; exactly once for ``atomic`` tools, whose results are stored in the row with their
+writes).
+
 Concurrency: a sub-run runs in its caller's task, one at a time per call; the live
 registry is per process and per chat (a reply for a chat reaches the process running its
 run first: ``agent_app.sessions.follower``).
@@ -28,6 +35,7 @@ run first: ``agent_app.sessions.follower``).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
@@ -49,14 +57,14 @@ from zett_agent.extensions.external import ExternalEvent
 from zett_agent.history import valid_history
 from zett_agent.messages import AnyMessage, content_text
 from zett_agent.serialization import message_to_dict
-from zett_agent.tools.base import current_run_context, current_tool_call_id
+from zett_agent.tools.base import AgentTool, current_run_context, current_tool_call_id
 
 if TYPE_CHECKING:
     from agent_app.assistants import Assistant
     from zett_agent.agent import Agent, AgentRunContext
     from zett_agent.extensions.events import ExtensionEvent
 
-__all__ = ["CHAIN", "Link", "SubRunHistory", "offer", "run_sub_run"]
+__all__ = ["CHAIN", "Link", "SubRunCalls", "SubRunHistory", "offer", "run_sub_run"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +120,10 @@ class SubRunHistory(AgentExtension):
                 await self._write()
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
+        if _cancelling():
+            # Stopped (or handed over): what the cancellation appends (its cancelled
+            # calls) is not the sub-run's checkpoint; a continuation goes on from before.
+            return
         if isinstance(event, MessageAppendedEvent) and event.message.include_in_messages:
             self.messages.append(event.message)
             self._written.append(message_to_dict(event.message))
@@ -121,9 +133,36 @@ class SubRunHistory(AgentExtension):
         await shielded(database_sync_to_async(stored.write_messages)(self.pk, list(self._written)))
 
 
-#: Builds a sub-run's agent: ``(assistant, session id, history) -> Agent``
+class SubRunCalls(AgentExtension):
+    """A sub-run's tool calls that a crash may cut off, as ``AtomicToolsExtension`` does
+    for the chat's run: an ``atomic`` tool commits with its result in the ``SubRun`` row;
+    a call that must not run twice is named on the row before it starts."""
+
+    #: The innermost layer around a tool call (an approval decides before it).
+    priority = 1000
+
+    def __init__(self, pk: int) -> None:
+        self.pk = pk
+
+    async def on_tool_call(self, context: AgentRunContext, call: Any, call_next: Any) -> Any:
+        tool = context.tools.get(call.name)
+        if getattr(tool, "idempotent", False):
+            return await call_next()
+        if not isinstance(tool, AgentTool) or not tool.atomic:
+            await shielded(database_sync_to_async(stored.mark_started)(self.pk, call.id))
+            return await call_next()
+        arguments = tool.validate_arguments(call.arguments)
+        return await database_sync_to_async(stored.run_atomically)(tool, arguments, self.pk, call)
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+#: Builds a sub-run's agent: ``(assistant, session id, history, calls) -> Agent``
 #: (``agent_app.agents.factory.build_sub_agent``).
-Builder = Callable[["Assistant", str, AgentExtension], Awaitable["Agent"]]
+Builder = Callable[["Assistant", str, AgentExtension, AgentExtension], Awaitable["Agent"]]
 
 
 async def run_sub_run(owner: str, delegate: Assistant, request: str, build: Builder) -> str:
@@ -188,9 +227,11 @@ async def _stream(
     messages, replies, deadlines = opened.messages, [], {}
     if messages:
         messages, replies, deadlines = await database_sync_to_async(stored.resumption)(
-            session_id, messages
+            session_id, messages, opened.started_call
         )
-    agent = await build(delegate, session_id, SubRunHistory(opened.pk, messages))
+    agent = await build(
+        delegate, session_id, SubRunHistory(opened.pk, messages), SubRunCalls(opened.pk)
+    )
     config = AgentRunConfig(
         session_id=session_id, request_id=f"{CHAIN.get()[0].request_id}.{uuid.uuid4().hex}"
     )

@@ -77,6 +77,8 @@ def _ask_tool(owner: str, delegate_id: str, build: Builder) -> AgentTool:
             "it needs in `request`.",
         ],
         snippet=f'{ask_tool_name(delegate_id)}(request="...")',
+        # Run again after a crash, it finds its sub-run and goes on from its checkpoint.
+        idempotent=True,
     )(ask)
 
 

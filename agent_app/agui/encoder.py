@@ -53,14 +53,13 @@ that straddles N then yields only the part after N.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_app.agui.errors import ErrorCode
 from agent_app.agui.interrupts import interrupt_for, wait_of
-from agent_app.agui.messages import snapshot_event
+from agent_app.agui.messages import json_text, result_text, snapshot_event
 from agent_app.agui.sse import SseEvent
 
 __all__ = ["CUSTOM_PREFIX", "RunEncoder", "refusal_events"]
@@ -164,6 +163,8 @@ class RunEncoder:
         self._turn_text: str | None = None
         self._last_seq: int | None = None
         self._reattached = after_seq is None
+        #: The run whose ``RUN_STARTED`` went out before its frames (``begin``).
+        self._begun: str | None = None
         #: The start of a ``*_CONTENT`` event's data, by message (``delta_text``).
         self._content_heads: dict[str, str] = {}
 
@@ -278,18 +279,33 @@ class RunEncoder:
         value = {key: frame[key] for key in frame if key not in ("type", "seq")}
         return [*out, _custom("run_continued", value)]
 
+    def begin(self, run_id: str, snapshot: list[dict[str, Any]] | None = None) -> SseEvent:
+        """``RUN_STARTED`` of a run the stream's view has just started, sent before the
+        run's frames come (the stream's first byte); its ``run_started`` frame then opens
+        nothing more. ``snapshot`` may be given later (``show``), before that frame."""
+        self._begin_run(run_id, None)
+        self._reattached, self._begun, self._snapshot = True, run_id, snapshot
+        return SseEvent(self._open_segment()[0])
+
+    def show(self, snapshot: list[dict[str, Any]]) -> None:
+        """The history items of the ``MESSAGES_SNAPSHOT`` after the next ``RUN_STARTED``."""
+        self._snapshot = snapshot
+
     def _run_started(self, frame: dict[str, Any]) -> list[dict[str, Any]]:
         request_id = frame.get("request_id")
         if not isinstance(request_id, str):
             return []
-        resumed_from = frame.get("resumed_from")
-        unended: list[dict[str, Any]] = []
-        if self._segment is not None:
-            # The previous run's end never came (its process died unseen): end it here.
-            unended = self._error(ErrorCode.INTERRUPTED, "The run was interrupted.")
-        self._begin_run(request_id, resumed_from if isinstance(resumed_from, str) else None)
         value = {key: frame[key] for key in frame if key not in ("type", "seq")}
-        opened = self._open_segment()
+        unended: list[dict[str, Any]] = []
+        if request_id == self._begun:  # its RUN_STARTED went out already (``begin``)
+            self._begun, opened = None, []
+        else:
+            if self._segment is not None:
+                # The previous run's end never came (its process died unseen): end it here.
+                unended = self._error(ErrorCode.INTERRUPTED, "The run was interrupted.")
+            resumed_from = frame.get("resumed_from")
+            self._begin_run(request_id, resumed_from if isinstance(resumed_from, str) else None)
+            opened = self._open_segment()
         if self._snapshot is not None:
             opened.append(snapshot_event(self._snapshot, frame))
             self._snapshot = None
@@ -413,7 +429,7 @@ class RunEncoder:
             segment.calls[call_id] = started
             out.append(_tool_call_start(started))
             out.append(
-                _event("TOOL_CALL_ARGS", toolCallId=call_id, delta=_json(call.get("arguments")))
+                _event("TOOL_CALL_ARGS", toolCallId=call_id, delta=json_text(call.get("arguments")))
             )
         for call_id in list(segment.calls):
             del segment.calls[call_id]
@@ -543,7 +559,7 @@ def _tool_results(event: dict[str, Any], run_id: str | None, seq: int) -> list[d
                 "TOOL_CALL_RESULT",
                 messageId=message_id,
                 toolCallId=call_id,
-                content=_text(message.get("content")),
+                content=result_text(message.get("content")),
                 role="tool",
                 metadata={"zett": zett},
             )
@@ -576,22 +592,3 @@ def _token_usage(key: tuple[str | None, str | None], counts: dict[str, int]) -> 
         if counts[name] or name in ("input_tokens", "output_tokens", "total_tokens"):
             usage[wire] = counts[name]
     return usage
-
-
-def _text(content: Any) -> str:
-    """A tool result's content as text: images are named, not sent."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, dict) and part.get("type") == "text":
-                parts.append(str(part.get("text", "")))
-            else:
-                parts.append("[image]")
-        return "\n".join(parts)
-    return "" if content is None else _json(content)
-
-
-def _json(value: Any) -> str:
-    return json.dumps({} if value is None else value, ensure_ascii=False, default=str)

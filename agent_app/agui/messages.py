@@ -3,12 +3,12 @@
 A client of the AG-UI endpoint keeps the thread's messages itself; the snapshot tells it
 what the thread holds as the run starts — the path the chat shows, never another version of a turn
 (docs/protocol.md, *Versions of a turn*) — so an edit or a switch made in the page is what
-the next run's client reads too. It is built from the history items of the ``session``
-frame (``agent_app.durable.history.snapshot``: the newest messages, the same bound), read
-before the run starts, so it costs what opening the chat costs and never races the run's
-writes; the run's own message comes from its ``run_started`` frame. Each message's
-``id`` is the stored message's id; messages that are no conversation for a client (the
-application's instructions) are left out.
+the next run's client reads too. It is built from the history items a ``session`` frame
+would carry (``agent_app.durable.history.shown_path``: the newest messages, the same
+bound) without the run's own, read once the stream's ``RUN_STARTED`` is out (one query,
+off the way to the first byte); the run's own message comes from its ``run_started``
+frame. Each message's ``id`` is the stored message's id; messages that are no
+conversation for a client (the application's instructions) are left out.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["agui_messages", "snapshot_event"]
+__all__ = ["agui_messages", "json_text", "result_text", "snapshot_event"]
 
 
 def agui_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -84,3 +84,23 @@ def snapshot_event(items: list[dict[str, Any]], started: dict[str, Any]) -> dict
             }
         )
     return {"type": "MESSAGES_SNAPSHOT", "messages": messages}
+
+
+def result_text(content: Any) -> str:
+    """A tool result's content as text: images are named, not sent."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "text":
+                parts.append(str(part.get("text", "")))
+            else:
+                parts.append("[image]")
+        return "\n".join(parts)
+    return "" if content is None else json_text(content)
+
+
+def json_text(value: Any) -> str:
+    """A value as JSON text (None as ``{}``; what JSON cannot hold, as its text)."""
+    return json.dumps({} if value is None else value, ensure_ascii=False, default=str)

@@ -52,7 +52,7 @@ from agent_app.api.stream import ThreadStream, detached
 from agent_app.assistants import Assistant, registry
 from agent_app.budgets import BudgetExceeded
 from agent_app.durable.chat_records import ChatDeleted
-from agent_app.durable.history import snapshot as history_snapshot
+from agent_app.durable.history import shown_path
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
 from agent_app.guard.bodies import api_body_limit, body_limit
@@ -190,8 +190,6 @@ async def _new_message(
     attachments: list[str] = []
     if wanted.files:
         attachments = await sync_to_async(store_parts)(thread_id, person.key, wanted.files)
-    # The shown path before the run: its stream opens with it (and the run's message).
-    shown = await sync_to_async(_shown_path)(thread_id)
     stream = _stream(request, caller, thread_id)
     try:
         await stream.open()
@@ -215,13 +213,14 @@ async def _new_message(
     except BaseException:
         stream.close()
         raise
-    encoder = RunEncoder(thread_id, after_seq=stream.last_seq, snapshot=shown)
-    return _event_stream(stream.sse(encoder, run_id=request_id))
+    encoder = RunEncoder(thread_id, after_seq=stream.last_seq)
 
+    async def shown() -> list[dict[str, Any]]:
+        # The shown path before the run (read once its RUN_STARTED is out): the stream's
+        # MESSAGES_SNAPSHOT, which the run's own message then ends.
+        return await sync_to_async(shown_path)(thread_id, before_request=request_id)
 
-def _shown_path(thread_id: str) -> list[dict[str, Any]]:
-    """The thread's shown path (its newest messages, as a ``session`` frame has them)."""
-    return history_snapshot(thread_id, active_request_id=None)["history"]
+    return _event_stream(stream.sse(encoder, run_id=request_id, shown=shown))
 
 
 def _interrupts_pending(thread_id: str) -> bool:

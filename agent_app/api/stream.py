@@ -47,7 +47,7 @@ import contextvars
 import json
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from agent_app import conf
@@ -272,15 +272,23 @@ class ThreadStream:
         return bool(self._frames)
 
     async def sse(
-        self, encoder: RunEncoder, *, run_id: str | None = None, stop_when_idle: bool = False
+        self,
+        encoder: RunEncoder,
+        *,
+        run_id: str | None = None,
+        stop_when_idle: bool = False,
+        shown: Callable[[], Awaitable[list[dict[str, Any]]]] | None = None,
     ) -> AsyncIterator[str]:
         """The SSE text of the stream: the encoded frames, every frame that arrived
         meanwhile in one piece (one write to the client, however many events), in pieces
         of at most about ``WRITE_BYTES``.
 
         ``run_id``: frames before that run's ``run_started`` are skipped (a new message's
-        stream is that run's only). ``stop_when_idle``: end at once when no run is active.
-        Before each write the client's backlog is measured (``_fell_behind``).
+        stream is that run's only). ``shown`` (with ``run_id``): the run's ``RUN_STARTED``
+        is the first write, before its frames are read; then ``shown`` gives the history
+        of the ``MESSAGES_SNAPSHOT`` that follows it. ``stop_when_idle``: end at once when
+        no run is active. Before each write the client's backlog is measured
+        (``_fell_behind``).
         """
         if self._unclaimed is not None:
             self._unclaimed.cancel()
@@ -291,6 +299,9 @@ class ThreadStream:
             for frame in self._before:
                 encoder.encode(frame)  # numbered up to ``after_seq``: state, no events
             self._before = []
+            if shown is not None and run_id is not None:
+                yield encoder.begin(run_id).encode()  # the first byte: nothing to wait for
+                encoder.show(await shown())
             keepalive = float(conf.ZETT_SSE_KEEPALIVE_SECONDS)
             frames = self._frames
             batch = _Batch(encoder, run_id)

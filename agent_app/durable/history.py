@@ -34,6 +34,7 @@ __all__ = [
     "branch_page",
     "history_item",
     "page_before",
+    "shown_path",
     "snapshot",
 ]
 
@@ -213,6 +214,22 @@ def _usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
         "output_tokens": output_tokens,
         "total_tokens": input_tokens + output_tokens,
     }
+
+
+def shown_path(session_id: str, *, before_request: str | None = None) -> list[dict[str, Any]]:
+    """The newest messages of the shown path, as the ``history`` of a ``session`` frame
+    has them (one page, its attachments' references), without the frame's other fields'
+    queries: what an AG-UI ``MESSAGES_SNAPSHOT`` shows. ``before_request``: without that
+    run's messages (the path as it was before the run started)."""
+    limit = max(1, int(conf.ZETT_HISTORY_PAGE))
+    items, _ = _page(
+        session_id,
+        before=None,
+        limit=limit,
+        budget=SESSION_FRAME_BUDGET,
+        exclude_request=before_request,
+    )
+    return items
 
 
 def replayed_from_start(active_request_id: str | None) -> str | None:

@@ -27,7 +27,9 @@ settles it (``recover_session``), reading only the database:
 - an ``ask_<id>`` call whose sub-run (``agent_app.durable.subruns``) waits for a reply
   counts as waiting the same way: its sub-runs' waits are the chat's, listed as pending;
   the continuation runs the call again, which resumes the sub-run where it stopped. A
-  call whose sub-run was working, not waiting, "may or may not have completed".
+  call whose sub-run was working, not waiting (streaming, running a tool), is left open
+  when the run is continued (the call runs again and its sub-run goes on from its stored
+  conversation); when the run is not continued it "may or may not have completed".
 
 A ``paused`` run whose waits all passed their deadline becomes ``expired`` the same way.
 A ``paused`` run whose waits are all answered is continued (``answered_paused_runs``):
@@ -251,11 +253,14 @@ def _settle(session_id: str, run: ChatRun, now: Any, continuer: str = "") -> Set
     questions = _questions(session_id, open_ids)
     delegated = subruns.live_waits_under(session_id, [call.id for call in calls])
     closes: list[tuple[ToolCall, str, dict[str, Any]]] = []
+    working: list[ToolCall] = []  # ``ask_<id>`` calls whose sub-run was working
     resumable = False
     expired_wait = False
     for call in calls:
         if call.id in delegated or subruns.has_sub_run(session_id, call.id):
             outcome = _settle_delegated(call, delegated.get(call.id, []), now, closes)
+            if outcome == "working":
+                working.append(call)
         else:
             outcome = _settle_call(
                 session_id, run, call, waits.get(call.id), questions.get(call.id), now, closes
@@ -278,7 +283,20 @@ def _settle(session_id: str, run: ChatRun, now: Any, continuer: str = "") -> Set
     if continuer and not expired_wait:
         continued = _continue(session_id, run, closes, continuer)
         if continued is not None:
-            return continued
+            return continued  # a working sub-run's call stays open: it runs again
+    _close_working(working, delegated, closes)
+    return _end(session_id, run, calls, closes, now, expired_wait)
+
+
+def _end(
+    session_id: str,
+    run: ChatRun,
+    calls: list[ToolCall],
+    closes: list[tuple[ToolCall, str, dict[str, Any]]],
+    now: Any,
+    expired_wait: bool,
+) -> Settled:
+    """End a run that cannot go on: ``expired`` or ``interrupted``, every open call closed."""
     closed = {call.id for call, _, _ in closes}
     # Nobody answered in time: the run was waiting, not working, when it stopped.
     expiring = run.status == RunStatus.PAUSED or expired_wait
@@ -374,7 +392,8 @@ def _settle_delegated(
     """What an open ``ask_<id>`` call of a dead run becomes, from its sub-runs' waits
     (``agent_app.durable.subruns``): ``resumable`` while one is open and in time, or
     answered (the continuation resumes the sub-run); ``expired`` when the open ones passed
-    their deadline; else ``closed``: the sub-run was working when the process died."""
+    their deadline; else ``working``: the sub-run was working when the process died (a
+    continuation goes on with it; otherwise ``_close_working`` closes the call)."""
     if any(
         wait.status == WaitStatus.ANSWERED
         or (wait.status == WaitStatus.OPEN and not _expired(wait, now))
@@ -382,14 +401,27 @@ def _settle_delegated(
     ):
         return "resumable"
     expired = [wait for wait in waits if wait.status == WaitStatus.OPEN]
+    if not expired:
+        return "working"
     for wait in waits:
         wait.status = WaitStatus.EXPIRED if wait in expired else WaitStatus.DONE
         wait.save(update_fields=["status"])
-    if expired:
-        closes.append((call, EXPIRED_TOOL_CONTENT, _expired_reply(expired[0])))
-        return "expired"
-    closes.append((call, STARTED_TOOL_CONTENT, {}))
-    return "closed"
+    closes.append((call, EXPIRED_TOOL_CONTENT, _expired_reply(expired[0])))
+    return "expired"
+
+
+def _close_working(
+    working: list[ToolCall],
+    delegated: dict[str, list[ReplyWait]],
+    closes: list[tuple[ToolCall, str, dict[str, Any]]],
+) -> None:
+    """Close the ``ask_<id>`` calls of a run that is not continued whose sub-runs were
+    working: they "may or may not have completed" (their approved calls are done with)."""
+    for call in working:
+        for wait in delegated.get(call.id, []):
+            wait.status = WaitStatus.DONE
+            wait.save(update_fields=["status"])
+        closes.append((call, STARTED_TOOL_CONTENT, {}))
 
 
 def _abandon(session_id: str, run: ChatRun, now: Any) -> Settled:

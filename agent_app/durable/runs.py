@@ -41,10 +41,11 @@ from agent_app.durable.store import (
     message_from_row,
     remember,
     restore_history,
+    session_end_sql,
     title_from,
 )
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
-from agent_app.people.state import refuse_if_taken_over
+from agent_app.people.state import TakenOver
 from agent_app.webhooks.run_events import run_ended
 from zett_agent.messages import AnyMessage, UserMessage
 
@@ -178,9 +179,8 @@ def begin_run(
     exactly one continuation per paused run). ``refuse_stale``: store nothing and raise
     ``StaleRuns`` if a run of the session is still ``running`` or ``paused`` (the caller
     settles those first, ``agent_app.durable.recovery``): counted by the statement that locks the
-    session row (``bump_version``), so the check costs no statement of its own. A chat a
-    member of staff has taken over starts no run (``TakenOver``, nothing stored): read under
-    the same row lock the takeover writes (``agent_app.people``).
+    session row (``bump_version``), so the check costs no statement of its own; so is
+    whether staff took the chat over (``TakenOver``, nothing stored; ``agent_app.people``).
     """
     now = timezone.now()
     creator = creator or Creator()
@@ -192,7 +192,8 @@ def begin_run(
         bumped = _lock_session(session_id, bump, creator, title)
         if bumped.unsettled_runs:
             raise StaleRuns(session_id)  # rolls the bump back: nothing is stored
-        refuse_if_taken_over(session_id)  # a person answers here now (rolls back)
+        if bumped.taken_over:
+            raise TakenOver  # a person answers here now (rolls the bump back)
         version, reserved = bumped.history_version, bumped.seq_reserved
         title = _name_new_chat(session_id, bumped.title, title)
         _store_run(session_id, request_id, kind, resumed_from, worker, now)
@@ -331,9 +332,10 @@ def end_run(
 
     ``rows``: messages stored in the same transaction, after the session's last one (the
     run's final answer, ``RunSeams.at_end``): one write instead of two.
-    Every run ends here, so both writes are single statements: the run's through
-    ``statements.update``, the session's (a maximum and two sums) written out once per
-    backend (``_end_session_sql``).
+    Every run ends here, so its writes are single statements written out once per
+    backend: the run's through ``statements.update``; the session's (a maximum and two
+    sums) in the statement that bumps its version for ``rows`` (``bump_version``'s
+    ``ending``), or alone when there are none (``_end_session_sql``).
     """
     now = timezone.now()
     fields: dict[str, Any] = {"status": status, "ended_at": now}
@@ -350,43 +352,34 @@ def end_run(
         # (``recover_session``): the other order deadlocked with a worker settling the
         # session's runs at the same moment.
         ended = update(ChatRun, fields, request_id=request_id, status=RunStatus.RUNNING)
-        if rows:
-            bumped = bump_version(session_id, now)
+        counted = usage if ended and usage else {}
+        ending = (
+            last_seq,
+            int(counted.get("input_tokens", 0)),
+            int(counted.get("output_tokens", 0)),
+        )
+        if rows:  # one statement bumps the session's version and records the end
+            bumped = bump_version(session_id, now, ending=ending)
             insert_rows(
                 session_id, request_id, rows, after=bumped.last_position, follows=bumped.last_id
             )
-        counted = usage if ended and usage else {}
+        else:
+            with db.cursor() as cursor:
+                params = [ending[0], *ending, db_session_pk(session_id, db)]
+                cursor.execute(_end_session_sql(db.vendor), params)
         if ended:  # the run's webhook message, in the transaction of its end
             written = [message for message, _ in rows or ()]
             run_ended(session_id, request_id, status, error=error, usage=usage, written=written)
-        with db.cursor() as cursor:
-            cursor.execute(
-                _end_session_sql(db.vendor),
-                [
-                    last_seq,
-                    last_seq,
-                    int(counted.get("input_tokens", 0)),
-                    int(counted.get("output_tokens", 0)),
-                    db_session_pk(session_id, db),
-                ],
-            )
     if bumped is not None:
         remember(session_id, bumped.history_version, [message for message, _ in rows or ()])
 
 
 @functools.cache
 def _end_session_sql(vendor: str) -> str:
-    """``end_run``'s session statement on one database backend (built once)."""
+    """``end_run``'s session statement when it stores no message (built once)."""
     quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
-    seq, tokens_in, tokens_out = (
-        quote("last_event_seq"),
-        quote("input_tokens"),
-        quote("output_tokens"),
-    )
     return (
-        f"UPDATE {quote(ChatSession._meta.db_table)} SET "
-        f"{seq} = CASE WHEN {seq} < %s THEN %s ELSE {seq} END, "
-        f"{tokens_in} = {tokens_in} + %s, {tokens_out} = {tokens_out} + %s "
+        f"UPDATE {quote(ChatSession._meta.db_table)} SET {session_end_sql(quote)} "
         f"WHERE {quote(ChatSession._meta.pk.column)} = %s"
     )
 

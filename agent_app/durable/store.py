@@ -33,6 +33,7 @@ import logging
 import re
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -221,37 +222,69 @@ class Bumped(NamedTuple):
     last_position: int | None
     #: The primary key of the message there: what the caller's first row follows.
     last_id: int | None
+    #: Whether a member of staff has taken the chat over (``agent_app.people``), read
+    #: under the row's lock: ``begin_run``'s check at no statement of its own.
+    taken_over: bool = False
     #: How many of the session's runs are still ``running`` or ``paused`` (counted only
     #: when ``bump_version`` was asked to, else 0).
     unsettled_runs: int = 0
 
 
 def bump_version(
-    session_id: str, now: datetime, *, seq_block: int = 0, count_unsettled: bool = False
+    session_id: str,
+    now: datetime,
+    *,
+    seq_block: int = 0,
+    count_unsettled: bool = False,
+    ending: tuple[int, int, int] | None = None,
 ) -> Bumped:
     """Lock the session row for this transaction: bump its ``history_version`` (and reserve
     ``seq_block`` numbers); return the row's new values.
 
     One ``UPDATE … RETURNING`` (PostgreSQL, and SQLite since 3.35) that also reads the
-    highest message position (an index lookup), where the caller's rows go next, and with
+    highest message position (an index lookup), where the caller's rows go next, whether
+    the chat is taken over, and with
     ``count_unsettled`` the runs no ending has settled (``agent_app.durable.runs.begin_run``'s
     check, read under the row's lock at no extra round trip): this runs for every stored
-    message, so it is written out rather than built by the ORM each call.
+    message, so it is written out rather than built by the ORM each call. ``ending``:
+    ``(last_seq, input_tokens, output_tokens)`` of a run's end (``end_run``), written by
+    the same statement (``SESSION_END``) instead of a second update of the row.
     """
     db = connections[DEFAULT_DB_ALIAS]
-    params = [seq_block, _db_time(now, db), db_session_pk(session_id, db)]
+    params = [seq_block, _db_time(now, db)]
+    if ending is not None:
+        last_seq, tokens_in, tokens_out = ending
+        params += [last_seq, last_seq, tokens_in, tokens_out]
+    params.append(db_session_pk(session_id, db))
     if count_unsettled:  # the RETURNING clause's placeholders come after the WHERE clause's
         params += [RunStatus.RUNNING.value, RunStatus.PAUSED.value]
     with db.cursor() as cursor:
-        cursor.execute(_bump_sql(db.vendor, count_unsettled), params)
+        cursor.execute(_bump_sql(db.vendor, count_unsettled, ending is not None), params)
         row = cursor.fetchone()
     if row is None:
         raise ChatSession.DoesNotExist(f"Session {session_id} is not stored")
-    return Bumped(*row)
+    return Bumped(*row[:5], row[5] is not None, *row[6:])
+
+
+#: A run's end on its session's row: the last ``seq`` sent (a maximum) and the tokens
+#: used (two sums); its placeholders ``last_seq, last_seq, input, output``.
+SESSION_END = (
+    "{seq} = CASE WHEN {seq} < %s THEN %s ELSE {seq} END, "
+    "{tokens_in} = {tokens_in} + %s, {tokens_out} = {tokens_out} + %s"
+)
+
+
+def session_end_sql(quote: Callable[[str], str]) -> str:
+    """``SESSION_END`` with the columns quoted for one backend."""
+    return SESSION_END.format(
+        seq=quote("last_event_seq"),
+        tokens_in=quote("input_tokens"),
+        tokens_out=quote("output_tokens"),
+    )
 
 
 @functools.cache
-def _bump_sql(vendor: str, count_unsettled: bool) -> str:
+def _bump_sql(vendor: str, count_unsettled: bool, ending: bool = False) -> str:
     """The statement of ``bump_version`` on one database backend (built once)."""
     quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
     version, reserved = quote("history_version"), quote("seq_reserved")
@@ -266,7 +299,9 @@ def _bump_sql(vendor: str, count_unsettled: bool) -> str:
     returning = (
         f"{version}, {reserved}, {quote('title')}, "
         f"(SELECT {position} {last_shown}), "
-        f"(SELECT {quote(message.pk.column)} {last_shown})"
+        f"(SELECT {quote(message.pk.column)} {last_shown}), "
+        # The column itself: SQLite (3.40) answers ``IS NOT NULL`` wrongly in RETURNING.
+        f"{quote('taken_over_at')}"
     )
     if count_unsettled:
         returning += (
@@ -274,9 +309,10 @@ def _bump_sql(vendor: str, count_unsettled: bool) -> str:
             f"WHERE {quote(run.get_field('session').column)} = {table}.{pk} "
             f"AND {quote(run.get_field('status').column)} IN (%s, %s))"
         )
+    end = f", {session_end_sql(quote)}" if ending else ""
     return (
         f"UPDATE {table} SET {version} = {version} + 1, "
-        f"{reserved} = {reserved} + %s, {quote('updated_at')} = %s "
+        f"{reserved} = {reserved} + %s, {quote('updated_at')} = %s{end} "
         f"WHERE {pk} = %s RETURNING {returning}"
     )
 

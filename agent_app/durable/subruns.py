@@ -7,13 +7,19 @@ its messages is appended, and its questions and approvals are the chat's ordinar
 ``ReplyWait`` rows (their payload names the sub-run's ``agent`` and
 ``parent_tool_call_id``).
 
-So when the process dies while a sub-run waits, the chat's run is settled like any run
-(``agent_app.durable.recovery``): its open ``ask_<id>`` call counts as waiting while a wait
-of its sub-runs (at any depth: ``root_tool_call_id``) is open and in time, or answered.
-The continuation runs that call again; it finds the row and resumes the sub-run where it
-stopped, with the replies known meanwhile (``resumption``). A call of the sub-run that had
-started (its wait says ``executing``) is closed as "may or may not have completed", never
-run again; a sub-run that had answered gives that answer without running again.
+So when the process dies while a sub-run waits or works, the chat's run is settled like
+any run (``agent_app.durable.recovery``): its open ``ask_<id>`` call counts as waiting
+while a wait of its sub-runs (at any depth: ``root_tool_call_id``) is open and in time, or
+answered; otherwise (the sub-run was streaming or running a tool) the call is left open
+for the continuation, as an ``idempotent`` call is. The continuation runs that call again;
+it finds the row and goes on with the sub-run from its stored conversation (its
+checkpoint), with the replies known meanwhile (``resumption``). Its tool calls keep the
+top run's rules: an ``atomic`` tool stores its result in the row in the transaction of
+its writes (``run_atomically``), so a call without a stored result wrote nothing and runs
+again; a call of a tool that must not run twice is named on the row before it starts
+(``mark_started``) and, cut off, is closed as "may or may not have completed", never run
+again; an approved call that had not started keeps its approval. A sub-run that had
+answered gives that answer without running again.
 """
 
 from __future__ import annotations
@@ -26,15 +32,25 @@ from django.db import IntegrityError, transaction
 
 from agent_app.durable.waits import LIVE_STATUSES
 from agent_app.models import ChatMessage, ReplyWait, SubRun, SubRunStatus, WaitStatus
-from zett_agent.messages import AnyMessage, AssistantMessage, MessageRole, ToolMessage
+from zett_agent.messages import (
+    AnyMessage,
+    AssistantMessage,
+    MessageRole,
+    ToolCall,
+    ToolMessage,
+    content_text,
+)
 from zett_agent.serialization import message_from_dict, message_to_dict
+from zett_agent.tools.base import AgentTool, ToolResult, to_tool_result
 
 __all__ = [
     "Opened",
     "finish",
     "live_waits_under",
+    "mark_started",
     "open_sub_run",
     "resumption",
+    "run_atomically",
     "write_messages",
 ]
 
@@ -53,6 +69,8 @@ class Opened:
     messages: list[AnyMessage]
     #: Its answer when it had finished already (the call gives it without running again).
     answer: str | None
+    #: The last call it started of a tool that must not run twice.
+    started_call: str = ""
 
 
 def open_sub_run(
@@ -76,7 +94,11 @@ def open_sub_run(
             if row.status == SubRunStatus.COMPLETED:
                 return Opened(row.pk, [], row.answer)
             SubRun.objects.filter(pk=row.pk).update(request_id=request_id)
-            return Opened(row.pk, [message_from_dict(item) for item in row.messages], None)
+            messages = [message_from_dict(item) for item in row.messages]
+            answer = _final_answer(messages)
+            if answer is not None:  # it had answered; the process died before saying so
+                finish(row.pk, SubRunStatus.COMPLETED, answer)
+            return Opened(row.pk, messages, answer, row.started_call)
         try:
             with transaction.atomic():
                 row = SubRun.objects.create(
@@ -116,6 +138,15 @@ def _retire(row: SubRun) -> None:
     SubRun.objects.filter(pk=row.pk).update(parent_tool_call_id=retired)
 
 
+def _final_answer(messages: list[AnyMessage]) -> str | None:
+    """The answer a stored conversation ends with (the process died before the row said
+    ``completed``), or None: it has work left."""
+    last = messages[-1] if messages else None
+    if isinstance(last, AssistantMessage) and not last.tool_calls and len(messages) > 1:
+        return content_text(last.content)
+    return None
+
+
 def write_messages(pk: int, messages: list[dict[str, Any]]) -> None:
     """Store a sub-run's whole conversation (as serialized dicts)."""
     SubRun.objects.filter(pk=pk).update(messages=messages)
@@ -123,6 +154,30 @@ def write_messages(pk: int, messages: list[dict[str, Any]]) -> None:
 
 def finish(pk: int, status: SubRunStatus, answer: str = "") -> None:
     SubRun.objects.filter(pk=pk).update(status=status, answer=answer)
+
+
+def mark_started(pk: int, call_id: str) -> None:
+    """Record that the sub-run starts ``call_id`` (a call that must not run twice)."""
+    SubRun.objects.filter(pk=pk).update(started_call=call_id[:255])
+
+
+def run_atomically(
+    tool: AgentTool, arguments: dict[str, Any], pk: int, call: ToolCall
+) -> ToolResult:
+    """Run an ``atomic`` tool of a sub-run and append its result to the sub-run's stored
+    conversation in one transaction (in the ORM's thread): done and recorded, or neither."""
+    with transaction.atomic():
+        result = to_tool_result(tool.handler(**arguments))
+        row = SubRun.objects.select_for_update().only("messages").get(pk=pk)
+        message = ToolMessage(
+            call.id,
+            call.name,
+            result.content,
+            success=result.success,
+            attributes=dict(result.attributes),
+        )
+        SubRun.objects.filter(pk=pk).update(messages=[*row.messages, message_to_dict(message)])
+    return result
 
 
 def open_calls(messages: list[AnyMessage]) -> list[str]:
@@ -142,29 +197,32 @@ def open_calls(messages: list[AnyMessage]) -> list[str]:
 
 
 def resumption(
-    session_id: str, messages: list[AnyMessage]
+    session_id: str, messages: list[AnyMessage], started_call: str = ""
 ) -> tuple[list[AnyMessage], list[tuple[str, dict[str, Any]]], dict[str, datetime]]:
-    """What a stored sub-run needs to go on: its conversation with the calls that had
-    started closed (at most once; their waits marked done), the known replies to its other
-    open calls, and the deadlines of those still waiting."""
+    """What a stored sub-run needs to go on: its conversation with the call that had
+    started closed (at most once; its wait marked done), the known replies to its other
+    open calls (an approved call that never started keeps its approval), and the deadlines
+    of those still waiting. Open calls with neither run again when the sub-run goes on."""
     open_ids = open_calls(messages)
     if not open_ids:
         return messages, [], {}
     replies: list[tuple[str, dict[str, Any]]] = []
     deadlines: dict[str, datetime] = {}
-    started: set[str] = set()
+    started = {started_call} & set(open_ids)
     with transaction.atomic():
         for wait in ReplyWait.objects.select_for_update().filter(
             session_id=session_id, tool_call_id__in=open_ids, status__in=LIVE_STATUSES
         ):
-            if wait.status == WaitStatus.EXECUTING:
-                started.add(wait.tool_call_id)
+            if wait.status == WaitStatus.EXECUTING and wait.tool_call_id in started:
                 wait.status = WaitStatus.DONE
                 wait.save(update_fields=["status"])
-            elif wait.status == WaitStatus.ANSWERED and isinstance(wait.reply, dict):
-                replies.append((wait.response_event, wait.reply))
+            elif wait.status == WaitStatus.EXECUTING:
+                wait.status = WaitStatus.ANSWERED  # approved; its body never began
+                wait.save(update_fields=["status"])
             elif wait.status == WaitStatus.OPEN and wait.expires_at is not None:
                 deadlines[wait.tool_call_id] = wait.expires_at
+            if wait.status == WaitStatus.ANSWERED and isinstance(wait.reply, dict):
+                replies.append((wait.response_event, wait.reply))
     if started:
         last = next(m for m in reversed(messages) if isinstance(m, AssistantMessage))
         messages = messages + [

@@ -12,7 +12,7 @@ What each part does, and the one rule that keeps the races out:
 
 The rule: *while a chat is taken over, no run starts*, and the database says so. The
 takeover is one transaction on the chat's row (``records.take_over``); ``begin_run`` reads
-the same row under the same lock (``state.refuse_if_taken_over``), so a run either was
+the same row under the same lock (``durable.store.bump_version``), so a run either was
 stored before the takeover — and the takeover then cancels it, wherever it runs, before it
 announces itself — or it is refused, and its message is stored for the staff instead
 (``records.store_customer_message``). So no assistant text reaches a socket after

@@ -1,8 +1,9 @@
-"""Who is staff, and the check every run start makes: is the chat taken over?
+"""Who is staff, and what a run start refused in a taken-over chat raises (``TakenOver``).
 
-``refuse_if_taken_over`` runs inside ``begin_run``'s transaction, after the chat's row is
-locked: the takeover writes that row too, so of a run start and a takeover, one comes
-first and the other sees it (``agent_app.people``).
+``begin_run`` reads whether the chat is taken over inside its transaction, from the
+statement that locks the chat's row (``agent_app.durable.store.bump_version``): the
+takeover writes that row too, so of a run start and a takeover, one comes first and the
+other sees it (``agent_app.people``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ __all__ = [
     "TakenOver",
     "is_staff",
     "iso",
-    "refuse_if_taken_over",
     "staff_name",
     "support_of",
 ]
@@ -47,13 +47,6 @@ def staff_name(user: Any) -> str:
     their username."""
     full = (getattr(user, "get_full_name", lambda: "")() or "").strip()
     return full or (getattr(user, "first_name", "") or "").strip() or user.get_username()
-
-
-def refuse_if_taken_over(session_id: str) -> None:
-    """``TakenOver`` if the chat is taken over (call it with the chat's row locked)."""
-    taken = ChatSession.objects.filter(pk=session_id, taken_over_at__isnull=False).exists()
-    if taken:
-        raise TakenOver
 
 
 def iso(moment: Any) -> str | None:

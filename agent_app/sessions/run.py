@@ -322,8 +322,6 @@ class Run(RunWaits, RunEnding):
                     await self._relayed(event)
                     continue
                 if self.trace_pending:  # the run's span exists by its first event
-                    self.trace_pending = False
-                    self.trace_context = context.traceparent_of(self.agent, self.owner.session_id)
                     await self._store_trace_context()
                 if self.state is _WAITING:
                     self.state = _RUNNING  # any event ends a wait
@@ -405,7 +403,15 @@ class Run(RunWaits, RunEnding):
         await self.owner.feed.broadcast_event(self.request_id, data)
 
     async def _store_trace_context(self) -> None:
-        """Store the run's span at once: a continuation on another worker links to it."""
+        """Record this attempt's span and store it at once: a continuation on another
+        worker links to it, even if this worker dies before the run's span ends."""
+        self.trace_pending = False
+        self.trace_context = context.attempt_span(
+            context.traceparent_of(self.agent, self.owner.session_id),
+            session_id=self.owner.session_id,
+            request_id=self.request_id,
+            attempt=self.attempt,
+        )
         if self.trace_context:
             await shielded(
                 database_sync_to_async(continuation.record_trace_context)(

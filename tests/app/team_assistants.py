@@ -4,16 +4,19 @@ Their models answer from the conversation alone, so the process that asked and t
 that continues after a crash answer the same: the front desk asks billing for a refund,
 billing calls ``refund_order`` (which needs the person's approval) and reports its result,
 and the front desk answers with billing's report. The refund is a ``Note`` row: counting
-the rows counts the refunds, across processes.
+the rows counts the refunds, across processes. The editor asks its scribe for a report:
+the scribe writes it down (an ``atomic`` tool, a ``Note``) and then streams it slowly, so a
+test can kill the worker while the delegate streams.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 from agent_app.assistants import Assistant
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
-from zett_agent.model import ModelRequest
+from zett_agent.model import ModelEvent, ModelRequest, ModelResponse
 from zett_agent.testing import ScriptedModel
 from zett_agent.tools.base import tool
 from zett_site.models import Note
@@ -84,3 +87,63 @@ class Concierge(Assistant):
     instructions = "You send people where they belong."
     model = "tests.app.team_assistants:concierge_model"
     handoffs = ["billing"]
+
+
+# --- a delegate that streams a long answer (the crash tests kill a worker meanwhile) -------
+
+#: The scribe's answer, streamed a word every ``SCRIBE_PACE`` seconds.
+REPORT = " ".join(f"word{number}" for number in range(60))
+SCRIBE_PACE = 0.05
+
+
+@tool(atomic=True)
+def write_report(topic: str) -> str:
+    """Write a report down.
+
+    Args:
+        topic: What the report is about.
+
+    Guidelines:
+        - Once per report.
+    """
+    Note.objects.create(title=f"report {topic}", text="written")
+    return f"report on {topic} written"
+
+
+class _Reporting:
+    """Calls ``write_report`` for a new request; once it has the result, streams ``REPORT``."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator:
+        if isinstance(request.messages[-1], ToolMessage):
+            for index, word in enumerate(REPORT.split(" ")):
+                await asyncio.sleep(SCRIBE_PACE)
+                yield ModelEvent.text(word if index == 0 else f" {word}")
+            yield ModelEvent.completed(ModelResponse(AssistantMessage(REPORT)))
+            return
+        call = ToolCall("write-1", "write_report", {"topic": "sales"})
+        async for event in ScriptedModel([AssistantMessage(tool_calls=(call,))]).stream(request):
+            yield event
+
+
+def editor_model() -> _Answering:
+    return _Answering("Editor: ", ToolCall("ask-2", "ask_scribe", {"request": "Report on sales"}))
+
+
+def scribe_model() -> _Reporting:
+    return _Reporting()
+
+
+class Editor(Assistant):
+    id = "editor"
+    name = "Editor"
+    instructions = "You edit."
+    model = "tests.app.team_assistants:editor_model"
+    delegates = ["scribe"]
+
+
+class Scribe(Assistant):
+    id = "scribe"
+    name = "Scribe"
+    instructions = "You write reports."
+    model = "tests.app.team_assistants:scribe_model"
+    tools = [write_report]

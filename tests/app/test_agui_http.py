@@ -102,6 +102,26 @@ async def test_a_run_started_over_http_is_live_on_the_pages_socket(http, sockets
     assert events[-1].type == "RUN_FINISHED"
 
 
+async def test_a_posts_first_write_is_its_run_started_then_the_path_before_the_run(http, use_model):
+    use_model(ScriptedModel([AssistantMessage("Two."), AssistantMessage("Three.")]))
+    _, secret = await make_token("ada")
+    thread_id = str(uuid.uuid4())
+    await SseReader(await post_run(http, secret, run_input(thread_id, "One?"))).rest()
+
+    reader = SseReader(await post_run(http, secret, run_input(thread_id, "Two?")))
+    await reader.next()
+    # RUN_STARTED is written alone, before the run's frames or the history are read.
+    assert [event.type for event in reader.events] == ["RUN_STARTED"]
+    assert reader.raw == [reader.raw[0]] and reader.raw[0].count("\n\n") == 1
+    events = await reader.rest()
+    snapshot = events[0]
+    assert (snapshot.type, snapshot.id) == ("MESSAGES_SNAPSHOT", None)
+    # The path before the run, then the run's message; never the run's own answer.
+    assert [m["content"] for m in snapshot.data["messages"]] == ["One?", "Two.", "Two?"]
+    assert events[1].data["name"] == "zett.run_started"
+    assert events[-1].type == "RUN_FINISHED"
+
+
 async def test_a_run_started_on_the_page_can_be_followed_over_sse(http, sockets, use_model):
     model = use_model(SteppedModel(["Hello ", "from ", "the page."]))
     _, secret = await make_token("ada")

@@ -271,6 +271,30 @@ async def test_a_handoff_moves_the_chat_and_the_new_assistant_answers_the_rest_o
     assert model.requests[2].messages[0].content.startswith("You are billing.")
 
 
+async def test_a_turn_edited_after_a_handoff_is_answered_by_the_chats_assistant_now(
+    sockets, use_model, team
+):
+    """A handoff moves the chat, not one turn: a new version of a turn from before it is
+    answered by the assistant the chat was handed to (docs/embedding.md says so)."""
+    model = use_model(
+        ScriptedModel(
+            [
+                call_tool("transfer_to_billing", "h-1", reason="A refund"),
+                say("Billing here."),
+                say("Billing on the edited turn."),
+            ]
+        )
+    )
+    team()
+    socket = await sockets()
+    await socket.send({"type": "user_message", "content": "Refund 7", "assistant": "front"})
+    await socket.run_to_completion()
+    await socket.send({"type": "edit", "position": 0, "content": "Refund 8"})
+    assert answer_of(await socket.run_to_completion()) == "Billing on the edited turn."
+    assert model.requests[-1].messages[0].content.startswith("You are billing.")
+    assert (await ChatSession.objects.aget(pk=socket.session_id)).assistant == "billing"
+
+
 async def test_delegation_stops_at_the_depth_limit(sockets, use_model, team, settings):
     settings.ZETT_MAX_DELEGATION_DEPTH = 0
     front = use_model(ScriptedModel([say("Alone.")]))

@@ -1,14 +1,16 @@
 """A run the sampler drops costs the tracing extension one decision, and the runtime no
-events; ``AgentRunContext.withdraw`` leaves an extension out of one request only."""
+events; the sampler is asked once per run, about the trace id the run's span then gets;
+``AgentRunContext.withdraw`` leaves an extension out of one request only."""
 
 from __future__ import annotations
 
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
-from opentelemetry.trace import NoOpTracerProvider
+from opentelemetry.trace import NoOpTracerProvider, get_current_span
 
 from tests.runtime.support import ProbeModel, answer, call, calls, collect
+from tests.runtime.test_tracing_context import run_python
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import PhaseTransitionEvent
@@ -41,6 +43,23 @@ class Switch(Sampler):
 
     def get_description(self) -> str:
         return "Switch"
+
+
+class Asked(Sampler):
+    """Records every question; samples the trace ids whose last bit is 0 (as a ratio
+    sampler reads the trace id), or every one when a parent is sampled."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, int, bool]] = []
+
+    def should_sample(self, parent_context, trace_id, name, *args, **kwargs):
+        parent = get_current_span(parent_context).get_span_context()
+        sampled = parent.trace_flags.sampled if parent.is_valid else trace_id % 2 == 0
+        self.asked.append((name, trace_id, sampled))
+        return SamplingResult(Decision.RECORD_AND_SAMPLE if sampled else Decision.DROP)
+
+    def get_description(self) -> str:
+        return "Asked"
 
 
 class CountingTracing(TracingExtension):
@@ -106,6 +125,64 @@ async def test_a_dropped_run_is_one_decision_and_no_further_hook_call(exporter):
     assert tracing.calls["on_event"] > 1
     names = sorted(span.name for span in exporter.get_finished_spans())
     assert names == ["chat", "chat", "execute_tool add", "invoke_agent helper"]
+
+
+async def test_the_sampler_is_asked_once_per_run_about_the_trace_id_its_span_gets(exporter):
+    sampler = Asked()
+    provider = TracerProvider(sampler=sampler)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    agent = await Agent.create(
+        ProbeModel(*[answer(f"answer {n}") for n in range(24)]),
+        extensions=[TracingExtension("helper", tracer_provider=provider)],
+    )
+    for n in range(24):
+        await collect(agent, f"question {n}", config=AgentRunConfig(session_id=SESSION))
+
+    runs = [entry for entry in sampler.asked if entry[0] == "invoke_agent helper"]
+    assert len(runs) == 24  # once per run: the SDK took the answer it was given
+    recorded = {span.context.trace_id for span in exporter.get_finished_spans()}
+    assert recorded == {trace_id for _, trace_id, sampled in runs if sampled}
+    assert 0 < len(recorded) < 24  # both answers came up
+    chats = [entry for entry in sampler.asked if entry[0] == "chat"]
+    assert {trace_id for _, trace_id, _ in chats} == recorded  # asked by the SDK, as usual
+
+
+def test_with_no_provider_set_a_run_is_one_decision_until_one_is():
+    output = run_python(
+        """
+        import asyncio
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from zett_agent.agent import Agent
+        from zett_agent.extensions.tracing import TracingExtension
+        from zett_agent.testing import ScriptedModel
+        from zett_agent.messages import AssistantMessage
+
+        class Counting(TracingExtension):
+            calls = 0
+
+            async def on_event(self, context, event):
+                self.calls += 1
+                await super().on_event(context, event)
+
+        async def main():
+            tracing = Counting("helper")
+            model = ScriptedModel([AssistantMessage("one"), AssistantMessage("two")])
+            agent = await Agent.create(model, extensions=[tracing])
+            await agent.run("first")
+            print(tracing.calls)
+            exporter = InMemorySpanExporter()
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            trace.set_tracer_provider(provider)
+            await agent.run("second")
+            print(sorted(span.name for span in exporter.get_finished_spans()))
+        asyncio.run(main())
+        """
+    )
+    assert output.splitlines() == ["1", "['chat', 'invoke_agent helper']"]
 
 
 async def test_with_no_sdk_every_run_is_one_decision():

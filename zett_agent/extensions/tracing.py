@@ -47,14 +47,18 @@ importable from here).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
+from zett_agent.extensions._genai_attributes import (
+    ModelSpans,
+    chat_input,
+    finish_reasons,
+    usage_attributes,
+)
 from zett_agent.extensions._genai_content import (
     content_json,
     message_json,
-    message_parts,
     output_json,
     to_json,
 )
@@ -70,16 +74,17 @@ from zett_agent.extensions._trace_context import (
     span_links,
     traceparent_of,
 )
+from zett_agent.extensions._trace_sampling import RunSampler
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import PhaseTransitionEvent, RunCancelledEvent
 from zett_agent.extensions.external import ExternalEventExpired
-from zett_agent.messages import AssistantMessage, SystemMessage
+from zett_agent.messages import AssistantMessage
 from zett_agent.phases import AgentPhase
 from zett_agent.tools.base import current_tool_call_id
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
-    from opentelemetry.trace import Span, Tracer, TracerProvider
+    from opentelemetry.trace import Span, TracerProvider
 
     from zett_agent._context import AgentRunContext
     from zett_agent.extensions.events import ExtensionEvent
@@ -136,11 +141,13 @@ class TracingExtension(AgentExtension):
         self.agent_name = agent_name
         self.agent_id = agent_id or agent_name
         self.record_content = bool(record_content)
-        self._tracer: Tracer = api.trace.get_tracer(
-            INSTRUMENTATION, api.version, tracer_provider=tracer_provider
-        )
+        self._api = api
+        self._sampling = RunSampler(api, INSTRUMENTATION, tracer_provider)
         self._run_name = f"invoke_agent {agent_name}" if agent_name else "invoke_agent"
         self._runs: dict[AgentRunContext, _Run] = {}
+        #: The last model seen and what its spans say of it (a request's model is usually
+        #: the agent's: its identity and server are worked out once, not per span).
+        self._model: tuple[object, ModelSpans] | None = None
 
     # -- seams for the application -------------------------------------------------------
 
@@ -181,25 +188,25 @@ class TracingExtension(AgentExtension):
     def _start_run(self, context: AgentRunContext) -> None:
         """Start the run's span (a compaction pass, with no input, gets none).
 
-        The sampler decides here, once per run, on a span started with no attributes: a
-        run it drops (or any run, with no SDK behind the API) withdraws this extension
-        from the request's hooks, so it builds no attributes, child spans or contexts, and
-        the runtime no events for it. Attributes are set only on a recording span.
+        The sampler decides here, once per run, before anything is built (``RunSampler``):
+        a run it drops (or any run, with no SDK behind the API) withdraws this extension
+        from the request's hooks, so it builds no attributes, span, child spans or
+        contexts, and the runtime no events for it.
         """
         if context.input_message is None and not context.resuming:
             context.withdraw(self)
             return
         metadata = context.metadata
-        parent = parent_context(metadata.get(TRACE_PARENT)) if metadata else None
-        links = span_links(metadata.get(TRACE_LINKS)) if metadata else None
-        trace = otel().trace
-        span = self._tracer.start_span(
-            self._run_name, context=parent, kind=trace.SpanKind.INTERNAL, links=links
-        )
-        if not span.is_recording():
+        parent = links = None
+        if metadata:
+            parent = parent_context(metadata.get(TRACE_PARENT))
+            links = span_links(metadata.get(TRACE_LINKS))
+        api = self._api
+        span = self._sampling.start(self._run_name, parent, links, api.trace.SpanKind.INTERNAL)
+        if span is None:
             context.withdraw(self)  # not sampled, or no SDK: nothing would be recorded
             return
-        model = context.model
+        model = self._model_spans(context.model)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.conversation.id": context.session_id,
@@ -209,57 +216,48 @@ class TracingExtension(AgentExtension):
             attributes["gen_ai.agent.name"] = self.agent_name
         if self.agent_id is not None:
             attributes["gen_ai.agent.id"] = self.agent_id
-        provider, requested = _model_identity(model)
-        if provider is not None:
-            attributes["gen_ai.provider.name"] = provider
-        if requested is not None:
-            attributes["gen_ai.request.model"] = requested
-        attributes.update(_server_of(model, provider))
+        attributes.update(model.attributes)
         if context.resuming:
             attributes["zett.run.resumed"] = True
-        span.set_attributes(attributes)
-        run = _Run(context.session_id, span, provider, requested)
-        run.context = trace.set_span_in_context(span)
-        run.token = otel().context.attach(run.context)
         if self.record_content and context.input_message is not None:
-            span.set_attribute(
-                "gen_ai.input.messages", to_json([message_json(context.input_message)])
-            )
+            attributes["gen_ai.input.messages"] = to_json([message_json(context.input_message)])
+        span.set_attributes(attributes)
+        run = _Run(context.session_id, span, model)
+        run.context = api.trace.set_span_in_context(span)
+        run.token = api.context.attach(run.context)
         self._runs[context] = run
+
+    def _model_spans(self, model: object) -> ModelSpans:
+        """What spans say of ``model``, kept for the last model seen."""
+        known = self._model
+        if known is not None and known[0] is model and known[1].describes(model):
+            return known[1]
+        spans = ModelSpans(model)
+        self._model = (model, spans)
+        return spans
 
     def _start_chat(self, context: AgentRunContext) -> None:
         run = self._runs.get(context)
         if run is None:
             return
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.conversation.id": run.session_id,
-        }
-        provider, requested = run.provider, run.requested  # one model for the whole request
-        if provider is not None:
-            attributes["gen_ai.provider.name"] = provider
-        if requested is not None:
-            attributes["gen_ai.request.model"] = requested
-        attributes.update(_server_of(context.model, provider))
+        attributes = run.chat_attributes
+        if attributes is None:  # the same for every model call of the request
+            attributes = run.chat_attributes = {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.conversation.id": run.session_id,
+                **run.model.attributes,
+            }
         if self.record_content:
-            messages = context.state.messages
-            system = [m for m in messages if isinstance(m, SystemMessage)]
-            if system:
-                attributes["gen_ai.system_instructions"] = to_json(
-                    [part for message in system for part in message_parts(message.content)]
-                )
-            attributes["gen_ai.input.messages"] = to_json(
-                [message_json(m) for m in messages if not isinstance(m, SystemMessage)]
-            )
-        trace = otel().trace
-        span = self._tracer.start_span(
-            f"chat {requested}" if requested else "chat",
+            attributes = {**attributes, **chat_input(context.state.messages)}
+        api = self._api
+        span = self._sampling.tracer.start_span(
+            run.model.chat_name,
             context=run.context,
-            kind=trace.SpanKind.CLIENT,
+            kind=api.trace.SpanKind.CLIENT,
             attributes=attributes,
         )
         run.chat = span
-        run.chat_token = otel().context.attach(trace.set_span_in_context(span))
+        run.chat_token = api.context.attach(api.trace.set_span_in_context(span))
 
     def _completed(self, context: AgentRunContext) -> None:
         run = self._runs.pop(context, None)
@@ -289,7 +287,7 @@ class TracingExtension(AgentExtension):
             return
         message = response.message
         usage = response.usage
-        attributes = _usage(
+        attributes = usage_attributes(
             usage.input_tokens,
             usage.output_tokens,
             usage.cache_read_tokens,
@@ -300,7 +298,7 @@ class TracingExtension(AgentExtension):
             attributes["gen_ai.response.model"] = message.model
         if response.response_id:
             attributes["gen_ai.response.id"] = response.response_id
-        reasons = _finish_reasons(response)
+        reasons = finish_reasons(response)
         if reasons:
             attributes["gen_ai.response.finish_reasons"] = reasons
             run.finish_reasons = reasons
@@ -337,15 +335,15 @@ class TracingExtension(AgentExtension):
             attributes["gen_ai.tool.description"] = agent_tool.description
         if self.record_content:
             attributes["gen_ai.tool.call.arguments"] = to_json(call.arguments)
-        api = otel()
-        span = self._tracer.start_span(
+        api = self._api
+        span = self._sampling.tracer.start_span(
             f"execute_tool {name}",
             context=run.context,
             kind=api.trace.SpanKind.INTERNAL,
             attributes=attributes,
         )
         token = api.context.attach(api.trace.set_span_in_context(span))
-        run.tools[call.id] = _ToolSpan(span, token)
+        run.tools[call.id] = _ToolSpan(span, token, api.context.detach)
 
     async def after_tool(
         self,
@@ -383,15 +381,16 @@ class TracingExtension(AgentExtension):
 
 
 class _ToolSpan:
-    __slots__ = ("span", "token")
+    __slots__ = ("detach", "span", "token")
 
-    def __init__(self, span: Span, token: object) -> None:
+    def __init__(self, span: Span, token: object, detach: Callable[[object], None]) -> None:
         self.span = span
         self.token = token
+        self.detach = detach
 
     def end(self) -> None:
         if self.token is not None:
-            otel().context.detach(self.token)
+            self.detach(self.token)
             self.token = None
         self.span.end()
 
@@ -404,26 +403,26 @@ class _Run:
         "cache_write",
         "calls",
         "chat",
+        "chat_attributes",
         "chat_token",
         "context",
         "finish_reasons",
         "input_tokens",
+        "model",
         "output_tokens",
-        "provider",
-        "requested",
         "session_id",
         "span",
         "token",
         "tools",
     )
 
-    def __init__(
-        self, session_id: str, span: Span, provider: str | None, requested: str | None
-    ) -> None:
+    def __init__(self, session_id: str, span: Span, model: ModelSpans) -> None:
         self.session_id = session_id
         self.span = span
-        self.provider = provider
-        self.requested = requested
+        #: One model for the whole request: what its spans say of it.
+        self.model = model
+        #: A model call span's attributes (content aside), built for the first one.
+        self.chat_attributes: dict[str, Any] | None = None
         self.token: object = None
         #: The OpenTelemetry context holding the run's span: its children's parent.
         self.context: Context | None = None
@@ -453,7 +452,7 @@ class _Run:
             self.tools.clear()
         self.end_chat()
         span = self.span
-        attributes = _usage(
+        attributes = usage_attributes(
             self.input_tokens, self.output_tokens, self.cache_read, self.cache_write
         )
         if final:
@@ -485,60 +484,6 @@ def _running_call(context: AgentRunContext, run: _Run) -> ToolCall | None:
                 if candidate.id == call_id:
                     return candidate
     return None
-
-
-def _model_identity(model: object) -> tuple[str | None, str | None]:
-    """(provider, model name) as a model object states them (``provider`` / ``model``)."""
-    provider = getattr(model, "provider", None)
-    name = getattr(model, "model", None)
-    return (
-        provider if isinstance(provider, str) and provider else None,
-        name if isinstance(name, str) and name else None,
-    )
-
-
-#: Where the providers' own APIs are, when a model is not pointed elsewhere.
-_OFFICIAL_SERVERS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
-
-
-def _server_of(model: object, provider: str | None) -> dict[str, Any]:
-    """``server.address`` (and ``server.port`` when not the scheme's) of the model's API:
-    its ``base_url``, else its provider's official host; nothing for a model without one."""
-    base_url = getattr(model, "base_url", None)
-    if isinstance(base_url, str) and base_url:
-        parts = urlsplit(base_url if "//" in base_url else f"//{base_url}")
-        if not parts.hostname:
-            return {}
-        server: dict[str, Any] = {"server.address": parts.hostname}
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-        if port is not None:
-            server["server.port"] = port
-        return server
-    official = _OFFICIAL_SERVERS.get(provider or "")
-    return {"server.address": official} if official else {}
-
-
-def _finish_reasons(response: ModelResponse) -> list[str]:
-    if response.finish_reason:
-        return [str(response.finish_reason)]
-    if response.stop is not None:
-        return [response.stop.reason.value]
-    return []
-
-
-def _usage(input_tokens: int, output_tokens: int, cache_read: int, cache_write: int) -> dict:
-    attributes: dict[str, Any] = {
-        "gen_ai.usage.input_tokens": input_tokens,
-        "gen_ai.usage.output_tokens": output_tokens,
-    }
-    if cache_read:
-        attributes["gen_ai.usage.cache_read.input_tokens"] = cache_read
-    if cache_write:
-        attributes["gen_ai.usage.cache_creation.input_tokens"] = cache_write
-    return attributes
 
 
 def tool_outcome(result: ToolResult, error: Exception | None) -> str:

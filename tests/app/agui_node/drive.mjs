@@ -5,7 +5,7 @@
 // packages).
 import { ZettHttpAgent } from "./agui-reattach.js";
 
-const url = `${process.env.ZETT_URL}/api/ag-ui/demo/`;
+const url = `${process.env.ZETT_URL}/api/ag-ui/${process.env.ZETT_ASSISTANT ?? "demo"}/`;
 const headers = { Authorization: `Bearer ${process.env.ZETT_TOKEN}` };
 const threadId = process.env.ZETT_THREAD;
 
@@ -70,6 +70,22 @@ async function reattach() {
   return { droppedAt, first: first.seen, rest: rest.seen, lastEventId: agent.lastEventId, assistant };
 }
 
-const scenarios = { interrupt, reattach };
+async function delegate() {
+  // The front desk asks billing (a sub-run); billing's approval is an interrupt of the
+  // chat's run; the stock resume answers it and the front desk answers with billing's.
+  const agent = new ZettHttpAgent({ url, headers, threadId });
+  const first = recorder();
+  say(agent, "Refund 7");
+  await agent.runAgent({}, first.subscriber);
+  const [asked] = first.seen.interrupts;
+  const second = recorder();
+  await agent.runAgent(
+    { resume: [{ interruptId: asked.id, status: "resolved", payload: { approved: true } }] },
+    second.subscriber,
+  );
+  return { first: first.seen, second: second.seen, pending: agent.pendingInterrupts.length };
+}
+
+const scenarios = { interrupt, reattach, delegate };
 const result = await scenarios[process.argv[2]]();
 process.stdout.write(`${JSON.stringify(result)}\n`);

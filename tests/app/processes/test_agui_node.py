@@ -4,7 +4,9 @@ ships (``agent_app/static/agent_app/agui-reattach.js``).
 
 It runs a turn, answers an approval interrupt with the stock ``resume``, and drops a stream
 mid-answer and re-attaches through the helper: the text read before and after the drop is
-the whole answer, nothing lost and nothing repeated.
+the whole answer, nothing lost and nothing repeated. A front desk's delegate streams its
+work and asks for an approval inside the chat's run; the stock client takes every event
+and answers the approval with ``resume``.
 """
 
 from __future__ import annotations
@@ -59,7 +61,9 @@ def live(tmp_path_factory):
             server.stop()
 
 
-def drive(node_project: Path, live, scenario: str) -> tuple[str, dict[str, Any]]:
+def drive(
+    node_project: Path, live, scenario: str, assistant: str = "demo"
+) -> tuple[str, dict[str, Any]]:
     server, secret = live
     thread_id = str(uuid.uuid4())
     env = {
@@ -67,6 +71,7 @@ def drive(node_project: Path, live, scenario: str) -> tuple[str, dict[str, Any]]
         "ZETT_URL": f"http://127.0.0.1:{server.port}",
         "ZETT_TOKEN": secret,
         "ZETT_THREAD": thread_id,
+        "ZETT_ASSISTANT": assistant,
     }
     done = subprocess.run(
         ["node", "drive.mjs", scenario],
@@ -120,3 +125,30 @@ def _stored_answer(server, secret: str, thread_id: str) -> str:
     items = listed["messages"] if isinstance(listed, dict) else listed
     texts = [item.get("content") for item in items if item.get("role") == "assistant"]
     return "".join(text for text in texts if isinstance(text, str))
+
+
+@pytest.fixture(scope="module")
+def team_live(tmp_path_factory):
+    """A server whose front desk delegates to billing (``tests.app.team_assistants``)."""
+    team = "tests.app.team_assistants.FrontDesk,tests.app.team_assistants.Billing"
+    with fresh_database("sqlite", tmp_path_factory.mktemp("agui-node-team")) as url:
+        env = server_env(url, ZETT_ASSISTANTS=team, ZETT_DEFAULT_ASSISTANT="front")
+        migrate(env)
+        server = DaphneProcess("agui-node-team", env, migrate=False).start()
+        try:
+            yield server, make_token(env, "ada")
+        finally:
+            server.stop()
+
+
+def test_the_stock_client_follows_a_delegate_and_answers_its_approval(node_project, team_live):
+    _, seen = drive(node_project, team_live, "delegate", assistant="front")
+    first, second = seen["first"], seen["second"]
+    # The sub-run's events are CUSTOM zett.<type> events the stock client takes as they are.
+    assert "CUSTOM:zett.tool_started" in first["types"]
+    (asked,) = first["interrupts"]  # billing's approval, inside the ask_billing call
+    assert asked["reason"] == "confirmation" and asked["toolCallId"] == "refund-1"
+    assert first["errors"] == [] and second["errors"] == []
+    assert second["types"][0] == "RUN_STARTED" and second["types"][-1] == "RUN_FINISHED"
+    assert second["interrupts"] == [] and seen["pending"] == 0
+    assert second["text"] == "Front: Billing: order 7 refunded"

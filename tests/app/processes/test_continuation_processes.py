@@ -188,3 +188,40 @@ async def test_sigterm_hands_a_long_answer_to_the_other_worker_well_within_the_l
         history = page.session_frame["history"]
         assert [m["role"] for m in history] == ["user", "assistant"]
         assert history[1]["content"] == LONG_ANSWER
+
+
+def note_titles(database_url: str) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(database_url) as connection:
+        rows = connection.execute("SELECT title FROM agent_app_note ORDER BY title").fetchall()
+    return [title for (title,) in rows]
+
+
+async def test_a_worker_killed_between_two_tool_calls_leaves_each_effect_once(tmp_path):
+    """The run calls an ``atomic`` tool twice, then streams; worker one is killed once the
+    first call's result is stored (between the two calls). Worker two continues the run:
+    each call's row is stored once, and the answer is whole."""
+    async with two_workers(
+        "between",
+        tmp_path,
+        ZETT_MODEL="bench.crash_model:crash_model",
+        ZETT_ASSISTANTS="bench.crash_model.Tally",
+        ZETT_DEFAULT_ASSISTANT="tally",
+        ZETT_LEASE_SECONDS="2",
+    ) as (one, two, url):
+        session_id = str(uuid.uuid4())
+        owner = await one.socket(session_id)
+        survivor = await two.socket(session_id)
+        await owner.send({"type": "user_message", "content": "tally 2 30 20"})
+        before = await survivor.until(event_is("tool_completed"))
+        request_id = next(f for f in before if f["type"] == "run_started")["request_id"]
+        one.kill()
+        after = await survivor.until(ended)
+        assert "run_interrupted" not in [f["type"] for f in after]
+        assert any(f["type"] == "run_continued" for f in after)
+        assert event_is("run_completed")(after[-1]) and after[-1]["request_id"] == request_id
+        assert after[-1]["event"]["message"]["content"] == "x" * 30
+        seqs = [f["seq"] for f in before + after if "seq" in f]
+        assert seqs == sorted(set(seqs))
+        assert note_titles(url) == [f"{request_id} 1", f"{request_id} 2"]  # each once

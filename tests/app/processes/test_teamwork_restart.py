@@ -14,12 +14,15 @@ import uuid
 
 import pytest
 
+from tests.app.processes.test_continuation_processes import sqlite_run_status
 from tests.app.processes.test_durable_waits import saved_notes
 from tests.app.servers import DaphneProcess, fresh_database, server_env, two_workers
+from tests.app.team_assistants import REPORT
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 TEAM = "tests.app.team_assistants.FrontDesk,tests.app.team_assistants.Billing"
+WRITERS = "tests.app.team_assistants.Editor,tests.app.team_assistants.Scribe"
 
 
 def approval_asked(frame: dict) -> bool:
@@ -150,3 +153,77 @@ async def test_a_delegates_approval_given_on_the_other_worker_reaches_the_runnin
         frames = await asking.until(ended)
         assert frames[-1]["event"]["message"]["content"] == "Front: Billing: order 7 refunded"
         assert saved_notes(url) == 1
+
+
+def scribe_streams(frame: dict) -> bool:
+    event = frame.get("event") or {}
+    return event.get("type") == "text_delta" and event.get("agent") == "scribe"
+
+
+async def test_a_worker_killed_while_a_delegate_streams_the_other_one_finishes_the_answer(
+    tmp_path,
+):
+    """Two workers: worker one runs the editor's run, whose scribe is streaming its report
+    when worker one is killed. Worker two continues the run: the editor's ``ask_scribe``
+    call runs again and the scribe goes on from its stored conversation (its report is
+    written already: the tool is not run again), streams the report, and the editor
+    answers with it, on the same request, with no interruption on the watching socket."""
+    cluster = two_workers(
+        "writers",
+        tmp_path,
+        ZETT_ASSISTANTS=WRITERS,
+        ZETT_DEFAULT_ASSISTANT="editor",
+        ZETT_LEASE_SECONDS="2",
+    )
+    async with cluster as (one, two, url):
+        session_id = str(uuid.uuid4())
+        asking = await one.socket(session_id)
+        watching = await two.socket(session_id)
+        await asking.send({"type": "user_message", "content": "A report, please"})
+        before = await watching.until(scribe_streams)
+        request_id = next(f for f in before if f["type"] == "run_started")["request_id"]
+        one.kill()
+        after = await watching.until(ended)
+        kinds = [f["type"] for f in after]
+        assert "run_interrupted" not in kinds
+        continued = next(f for f in after if f["type"] == "run_continued")
+        assert (continued["request_id"], continued["attempt"]) == (request_id, 2)
+        assert after[-1]["event"]["type"] == "run_completed"
+        assert after[-1]["request_id"] == request_id
+        assert after[-1]["event"]["message"]["content"] == f"Editor: {REPORT}"
+        seqs = [f["seq"] for f in before + after if "seq" in f]
+        assert seqs == sorted(set(seqs))  # strictly increasing on the watching socket
+        assert saved_notes(url) == 1  # the scribe's tool ran once
+        page = await two.socket(session_id)
+        history = page.session_frame["history"]
+        assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant"]
+        assert history[2]["content"] == REPORT  # the whole report, once
+        (run,) = page.session_frame["runs"]
+        assert (run["status"], run["attempts"]) == ("completed", 2)
+
+
+async def test_one_process_killed_while_a_delegate_streams_finishes_after_its_restart(tmp_path):
+    with fresh_database("sqlite", tmp_path) as url:
+        env = server_env(url, ZETT_ASSISTANTS=WRITERS, ZETT_DEFAULT_ASSISTANT="editor")
+        server = DaphneProcess("writers", env).start()
+        try:
+            session_id = str(uuid.uuid4())
+            client = await server.socket(session_id)
+            await client.send({"type": "user_message", "content": "A report, please"})
+            frames = await client.until(scribe_streams)
+            request_id = next(f for f in frames if f["type"] == "run_started")["request_id"]
+            server.kill()
+            await server.close_clients()
+            server.start()  # nobody opens the chat: the restarted process continues the run
+            path = url.removeprefix("sqlite:///")
+            assert await sqlite_run_status(path, request_id, "completed") == "completed"
+            page = await server.socket(session_id)
+            history = page.session_frame["history"]
+            assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant"]
+            assert history[-1]["content"] == f"Editor: {REPORT}"
+            assert saved_notes(url) == 1
+            (run,) = page.session_frame["runs"]
+            assert (run["status"], run["attempts"]) == ("completed", 2)
+        finally:
+            await server.close_clients()
+            server.stop()

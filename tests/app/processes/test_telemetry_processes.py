@@ -2,9 +2,11 @@
 
 - A run asks a question on worker one, which is killed; worker two settles the run as
   paused, takes both answers and continues it. The continuation's span (in worker two's
-  span file) links to the dead run's span, whose traceparent the dead worker had stored
-  with the run; the spans that ended before the kill are in worker one's file, children of
-  that same span.
+  span file) links to the dead run's attempt span, which the dead worker had exported and
+  stored with the run; the spans that ended before the kill are in worker one's file, in
+  that same trace.
+- Worker one is killed mid-answer; worker two continues the same run, and its span links
+  to the first attempt's span, found in worker one's file.
 - Two workers share ``PROMETHEUS_MULTIPROC_DIR``: ``/metrics`` on either shows the runs
   of both, and nobody reads it without the token; once one is killed, its runs still
   count and the socket it had open does not.
@@ -64,17 +66,23 @@ async def test_a_run_continued_by_another_worker_after_a_crash_links_to_the_dead
         runs = stored_runs(url)
 
     dead_trace, dead_span = ids(runs["message"])
-    continued_trace, continued_span = ids(runs["resume"])
+    continued_trace, continued_attempt = ids(runs["resume"])
     before_kill = read_span_file(files["one"])
-    # The model call that asked ended before the kill; the run's own span never did.
+    # The dead run's row names the span of its attempt, exported as it began; the model
+    # call that asked ended before the kill; the run's own span never did.
+    (attempt,) = [span for span in before_kill if span["name"] == "attempt 1"]
+    assert (attempt["trace_id"], attempt["span_id"]) == (dead_trace, dead_span)
     (chat,) = [span for span in before_kill if span["name"].startswith("chat")]
-    assert (chat["trace_id"], chat["parent"]) == (dead_trace, dead_span)
+    assert (chat["trace_id"], chat["parent"]) == (dead_trace, attempt["parent"])
     assert not [span for span in before_kill if span["name"].startswith("invoke_agent")]
 
     after = read_span_file(files["two"])
     (run,) = [span for span in after if span["name"] == "invoke_agent demo"]
-    assert (run["trace_id"], run["span_id"]) == (continued_trace, continued_span)
-    assert run["links"] == [[dead_trace, dead_span]]
+    continued_span = run["span_id"]
+    assert run["trace_id"] == continued_trace
+    assert run["links"] == [[dead_trace, dead_span]]  # it resolves: one's file has it
+    (again,) = [span for span in after if span["name"] == "attempt 1"]
+    assert (again["span_id"], again["parent"]) == (continued_attempt, continued_span)
     assert run["attributes"]["gen_ai.conversation.id"] == session_id
     assert run["attributes"]["zett.run.resumed"] is True
     tools = {span["name"]: span for span in after if span["name"].startswith("execute_tool")}
@@ -90,8 +98,48 @@ async def test_a_run_continued_by_another_worker_after_a_crash_links_to_the_dead
     )
     assert waits["wait approval"]["attributes"]["zett.wait.outcome"] == "approved"
     # The question was asked again by the continuation and answered there.
-    assert waits["wait ask_user"]["parent"] == continued_span
+    assert waits["wait ask_user"]["parent"] == continued_attempt
     assert waits["wait ask_user"]["attributes"]["zett.wait.outcome"] == "answered"
+
+
+async def test_a_run_killed_mid_answer_links_to_its_first_attempt_which_was_exported(tmp_path):
+    """Worker one is SIGKILLed while it streams an answer; worker two continues the same
+    run. Its new ``invoke_agent`` span links to the span of the first attempt, which worker
+    one had exported when the attempt began (its run span it never ended)."""
+    files = {name: tmp_path / f"spans-{name}.jsonl" for name in ("one", "two")}
+    async with two_workers(
+        "otel-kill",
+        tmp_path,
+        each=(
+            {"ZETT_TEST_SPAN_FILE": str(files["one"])},
+            {"ZETT_TEST_SPAN_FILE": str(files["two"])},
+        ),
+        ZETT_MODEL="demo",
+        ZETT_DEMO_PACE="0.03",
+        ZETT_LEASE_SECONDS="2",
+        ZETT_OTEL="1",
+    ) as (one, two, _):
+        session_id = str(uuid.uuid4())
+        owner = await one.socket(session_id)
+        survivor = await two.socket(session_id)
+        await owner.send({"type": "user_message", "content": "tell me a long story"})
+        before = await survivor.until(lambda f: (f.get("event") or {}).get("type") == "text_delta")
+        request_id = next(f for f in before if f["type"] == "run_started")["request_id"]
+        one.kill()
+        await survivor.until(lambda f: (f.get("event") or {}).get("type") == "run_completed")
+        await two.close_clients()
+        two.stop()
+
+    before_kill = read_span_file(files["one"])
+    (first,) = [span for span in before_kill if span["name"] == "attempt 1"]
+    assert first["attributes"]["zett.request.id"] == request_id
+    assert not [span for span in before_kill if span["name"].startswith("invoke_agent")]
+    after = read_span_file(files["two"])
+    (run,) = [span for span in after if span["name"] == "invoke_agent demo"]
+    assert run["links"] == [[first["trace_id"], first["span_id"]]]
+    (second,) = [span for span in after if span["name"] == "attempt 2"]
+    assert second["parent"] == run["span_id"]
+    assert run["attributes"]["gen_ai.conversation.id"] == session_id
 
 
 def scrape(server: DaphneProcess, token: str | None) -> tuple[int, str]:

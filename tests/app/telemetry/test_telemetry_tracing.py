@@ -77,11 +77,16 @@ async def test_a_run_with_an_approved_tool_has_its_spans_and_the_approval_a_wait
     chats = await spans.wait_for("chat", 2)
     tool = by_name(spans, "execute_tool save_note")
 
+    (attempt,) = await spans.wait_for("attempt 1")
     run_id = run.get_span_context().span_id
     assert run.parent is None  # no request span around the socket here
     assert {chat.parent.span_id for chat in chats} == {run_id}
     assert tool.parent.span_id == run_id
-    assert wait.parent.span_id == run_id
+    # The attempt's span, exported as the run began, is what waits and links name.
+    assert attempt.parent.span_id == run_id
+    assert attempt.end_time < min(chat.end_time for chat in chats)  # ended as it began
+    assert attempt.attributes["zett.run.attempt"] == 1
+    assert wait.parent.span_id == attempt.get_span_context().span_id
     assert wait.context.trace_id == run.context.trace_id
     assert run.attributes["gen_ai.conversation.id"] == socket.session_id
     assert run.attributes["gen_ai.agent.name"] == "demo"
@@ -100,7 +105,7 @@ async def test_a_run_with_an_approved_tool_has_its_spans_and_the_approval_a_wait
     assert "gen_ai.input.messages" not in run.attributes  # no content without the setting
     assert "gen_ai.tool.call.arguments" not in tool.attributes
     stored = await ChatRun.objects.aget(session_id=socket.session_id)
-    assert ids_of(stored.trace_context) == span_ids(run)
+    assert ids_of(stored.trace_context) == span_ids(attempt)
 
 
 async def test_a_denied_approval_and_an_answered_question_say_how_they_ended(
@@ -218,7 +223,9 @@ async def test_a_continuation_run_links_to_the_run_it_continues(spans, sockets, 
     assert wait.parent.span_id == int("cd" * 8, 16)
     assert wait.attributes["zett.wait.outcome"] == "answered"
     continuation = await ChatRun.objects.aget(request_id=started["request_id"])
-    assert ids_of(continuation.trace_context) == span_ids(run)
+    (attempt,) = await spans.wait_for("attempt 1")
+    assert attempt.parent.span_id == run.get_span_context().span_id
+    assert ids_of(continuation.trace_context) == span_ids(attempt)
 
 
 async def test_with_tracing_off_nothing_is_recorded(sockets, use_model):

@@ -1,0 +1,161 @@
+"""The socket path of two trees side by side: server CPU per run and per event, A against B.
+
+    python -m bench.socket_ab --a c81af96 --b .           # a commit against this tree
+    python -m bench.socket_ab --a /path/to/tree --b . --rounds 7
+
+Each side is a tree (a path, or a commit exported with ``git archive``) served by its own
+``tests/app/live_daphne.py`` on daphne, a throw-away SQLite database each, the socket
+benchmark's model (``bench.zett_model:socket_model``) and lifted limits (``bench.serve``).
+Both servers run at once; the rounds alternate which side goes first. In each round, on
+one fresh socket per shape and side: ``--short-runs`` runs of ``stream 1`` and
+``--long-runs`` of ``stream <--deltas>``, and the server process's CPU time (every thread,
+``/proc/<pid>/task/*/schedstat``) around each. CPU per run = fixed + per event x events
+gives the two terms, as ``bench.socket``'s cost model does; "all in" is the long runs' CPU
+per event. Printed: each figure per side (median and range) and B/A per round.
+CPU time, not wall time: on a shared machine it moves far less, and the two sides share
+whatever the machine does during a round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from bench.serve import REPO, browser_cookie, free_port, scratch_dir, site_env
+from bench.socket import run_client
+
+READY = "LISTENING "
+
+
+@contextlib.contextmanager
+def exported(spec: str, workdir: Path) -> Iterator[Path]:
+    """The tree ``spec`` names: a directory as it is, else a commit of this repository."""
+    path = Path(spec)
+    if path.is_dir():
+        yield path.resolve()
+        return
+    target = workdir / f"tree-{spec}"
+    target.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", spec], cwd=REPO, capture_output=True, check=True, timeout=120
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True, timeout=120)
+    yield target
+
+
+@contextlib.contextmanager
+def served(tree: Path, workdir: Path, label: str) -> Iterator[tuple[int, int]]:
+    """``(port, pid)`` of ``tree``'s site on daphne, stopped on exit."""
+    env = site_env(f"sqlite:///{workdir / f'{label}.sqlite3'}", PYTHONPATH=str(tree))
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=tree,
+        env=env,
+        check=True,
+        timeout=300,
+    )
+    port = free_port()
+    command = [sys.executable, str(tree / "tests/app/live_daphne.py"), "--port", str(port)]
+    command += ["--no-migrate", "--app", "zett_site.asgi:application", "--quiet"]
+    log = (workdir / f"{label}.log").open("w")
+    process = subprocess.Popen(
+        command, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=log, text=True
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith(READY):
+                break
+        else:
+            raise RuntimeError(f"{label} did not start; see {workdir / f'{label}.log'}")
+        yield port, process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=30)
+        log.close()
+
+
+def measure(port: int, pid: int, args: argparse.Namespace) -> dict[str, float]:
+    """One round on one side: CPU per run (fixed), per event, and all in."""
+    base, cookie = f"ws://127.0.0.1:{port}", browser_cookie(port)
+    found = []
+    for deltas, runs in ((1, args.short_runs), (args.deltas, args.long_runs)):
+        (line,) = run_client(
+            base,
+            "throughput",
+            args.timeout,
+            connections=1,
+            requests=runs,
+            deltas=deltas,
+            wait=60,
+            cookie=cookie,
+            server_pids=pid,
+        )
+        found.append((line["server_cpu_seconds"] / runs, line["events"] / runs))
+    (short_cpu, short_events), (long_cpu, long_events) = found
+    per_event = (long_cpu - short_cpu) / (long_events - short_events)
+    return {
+        "fixed_ms": (short_cpu - per_event * short_events) * 1e3,
+        "per_event_us": per_event * 1e6,
+        "all_in_us": long_cpu / long_events * 1e6,
+    }
+
+
+def _summary(values: list[float]) -> str:
+    return f"{statistics.median(values):,.3f} ({min(values):,.3f}-{max(values):,.3f})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--a", required=True, help="a tree's path or a commit")
+    parser.add_argument("--b", default=".", help="a tree's path or a commit (default: this)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--short-runs", type=int, default=200)
+    parser.add_argument("--long-runs", type=int, default=20)
+    parser.add_argument("--deltas", type=int, default=500)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    args = parser.parse_args(argv)
+    rows: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
+    with tempfile.TemporaryDirectory(prefix="zett-socket-ab-", dir=scratch_dir()) as tmp:
+        workdir = Path(tmp)
+        with (
+            exported(args.a, workdir) as tree_a,
+            exported(args.b, workdir) as tree_b,
+            served(tree_a, workdir, "A") as side_a,
+            served(tree_b, workdir, "B") as side_b,
+        ):
+            sides = [("A", side_a), ("B", side_b)]
+            for number in range(args.rounds):
+                for label, (port, pid) in sides if number % 2 == 0 else sides[::-1]:
+                    rows[label].append(measure(port, pid, args))
+                a, b = rows["A"][-1], rows["B"][-1]
+                print(
+                    f"round {number + 1}: "
+                    + ", ".join(f"{key} A {a[key]:.3f} B {b[key]:.3f}" for key in a),
+                    flush=True,
+                )
+    print(f"\nA = {args.a}, B = {args.b}; server CPU, medians (ranges) of {args.rounds} rounds")
+    for key, label in (
+        ("fixed_ms", "per run, whatever its length (ms)"),
+        ("per_event_us", "per event, the frame path (µs)"),
+        ("all_in_us", f"per event all in, {args.deltas}-delta runs (µs)"),
+    ):
+        a = [row[key] for row in rows["A"]]
+        b = [row[key] for row in rows["B"]]
+        ratios = [y / x for x, y in zip(a, b, strict=True)]
+        print(f"{label}: A {_summary(a)}, B {_summary(b)}, B/A {_summary(ratios)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

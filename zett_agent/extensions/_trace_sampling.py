@@ -1,0 +1,217 @@
+"""Whether a run is recorded, decided before anything is built for it.
+
+``TracingExtension`` asks once per run (``RunSampler.start``). What the answer costs
+depends on what is behind the OpenTelemetry API:
+
+- nothing (no SDK configured: the global provider never set, or a ``NoOpTracerProvider``):
+  no run is ever recorded, and finding that out reads one module attribute;
+- the OpenTelemetry SDK's ``TracerProvider``: its sampler is asked directly, with the trace
+  id the run's span would get (the parent's, else a new one from the provider's id
+  generator). A run it drops costs that one call: no span object, no context. A run it
+  records gets its span from the SDK as any span, started with that trace id and that
+  answer (stand-ins for the tracer's sampler and id generator hand them over), so the
+  sampler is asked once per run and a ratio sampler keeps its ratio;
+- anything else: a span is started and asked ``is_recording()``.
+
+The global provider may be set after the extension is built (it is set once, then never
+replaced): until it is, each run looks again.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Link, Span, Tracer, TracerProvider
+
+    from zett_agent.extensions._trace_context import OpenTelemetry
+
+__all__ = ["RunSampler"]
+
+#: What a provider is, once known: nothing records, the SDK, or some other implementation.
+_NOTHING, _SDK, _OTHER = "nothing", "sdk", "other"
+#: The API's module global holding the provider once set (read with a fallback: it is not
+#: a public name, so a version without it is asked through ``get_tracer_provider``).
+_GLOBAL = "_TRACER_PROVIDER"
+_UNKNOWN = object()
+
+
+class RunSampler:
+    """Starts a run's span when the run is to be recorded; says None, cheaply, when not.
+
+    ``tracer`` is the tracer every span of a recorded run comes from (the provider's own,
+    once the provider is known)."""
+
+    __slots__ = (
+        "_api",
+        "_decided",
+        "_from_environment",
+        "_given",
+        "_kind",
+        "_scope",
+        "tracer",
+    )
+
+    def __init__(
+        self, api: OpenTelemetry, scope: str, tracer_provider: TracerProvider | None
+    ) -> None:
+        self._api = api
+        self._scope = scope
+        self._given = tracer_provider
+        self._kind: str | None = None
+        self._decided: _Decided | None = None
+        #: With no provider set in code, the API builds one from this variable on first use.
+        self._from_environment = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+        self.tracer: Tracer = api.trace.get_tracer(
+            scope, api.version, tracer_provider=tracer_provider
+        )
+        if tracer_provider is not None:
+            self._resolve(tracer_provider)
+
+    def start(
+        self, name: str, parent: Context | None, links: list[Link] | None, kind: Any
+    ) -> Span | None:
+        """The run's span, started (no attributes), when the run is recorded; else None."""
+        what = self._kind
+        if what is None:
+            provider = self._global()
+            if provider is None:
+                return None  # nothing configured (yet)
+            what = self._resolve(provider)
+        if what is _NOTHING:
+            return None
+        if what is _SDK:
+            return self._sdk_start(name, parent, links, kind)
+        return _recording(self.tracer.start_span(name, context=parent, kind=kind, links=links))
+
+    def _sdk_start(
+        self, name: str, parent: Context | None, links: list[Link] | None, kind: Any
+    ) -> Span | None:
+        """Ask the SDK's sampler about the trace id the span would get; start it if sampled
+        (the SDK then takes that trace id and that answer instead of asking again)."""
+        decided = self._decided
+        assert decided is not None
+        span_context = self._api.trace.get_current_span(parent).get_span_context()
+        root = not span_context.is_valid
+        trace_id = decided.ids.generate_trace_id() if root else span_context.trace_id
+        result = decided.sampler.should_sample(parent, trace_id, name, kind, None, links)
+        if not result.decision.is_recording():
+            return None
+        pending = decided.pending
+        pending.result = result
+        pending.trace_id = trace_id if root else None
+        try:
+            span = self.tracer.start_span(name, context=parent, kind=kind, links=links)
+        finally:
+            pending.result = pending.trace_id = None
+        return _recording(span)
+
+    def _global(self) -> TracerProvider | None:
+        """The global provider once one is set (None before)."""
+        trace = self._api.trace
+        provider = getattr(trace, _GLOBAL, _UNKNOWN)
+        if provider is None and not self._from_environment:
+            return None
+        if provider is None or provider is _UNKNOWN:
+            provider = trace.get_tracer_provider()
+            if isinstance(provider, trace.ProxyTracerProvider):
+                return None
+        return provider
+
+    def _resolve(self, provider: TracerProvider) -> str:
+        """What ``provider`` is, remembered: it is never replaced."""
+        trace = self._api.trace
+        sdk = sys.modules.get("opentelemetry.sdk.trace")  # an SDK provider imported it
+        if isinstance(provider, trace.NoOpTracerProvider):
+            self._kind = _NOTHING
+        elif sdk is not None and isinstance(provider, sdk.TracerProvider):
+            self.tracer = tracer = provider.get_tracer(self._scope, self._api.version)
+            self._kind = _SDK if isinstance(tracer, sdk.Tracer) else _OTHER  # a shut-down one
+            if self._kind is _SDK:
+                self._decided = _Decided.install(tracer)
+        else:
+            self._kind = _OTHER
+            if self._given is None:
+                self.tracer = provider.get_tracer(self._scope, self._api.version)
+        return self._kind
+
+
+def _recording(span: Span) -> Span | None:
+    """``span`` when it records; else None (it is ended: it was never current)."""
+    if span.is_recording():
+        return span
+    span.end()
+    return None
+
+
+class _Pending(threading.local):
+    """What this thread decided about the span it is starting: its trace id (for a root)
+    and the sampler's answer."""
+
+    trace_id: int | None = None
+    result: Any = None
+
+
+class _Decided:
+    """The sampler and id generator of an SDK tracer, put back behind stand-ins that give
+    the span being started the trace id and sampling result already decided for it (in
+    this thread; anything else is asked of them as before)."""
+
+    __slots__ = ("ids", "pending", "sampler")
+
+    def __init__(self, sampler: Any, ids: Any) -> None:
+        self.sampler = sampler
+        self.ids = ids
+        self.pending = _Pending()
+
+    @classmethod
+    def install(cls, tracer: Any) -> _Decided:
+        """Put the stand-ins on ``tracer`` (once: the SDK shares a tracer per scope)."""
+        sampler = tracer.sampler
+        if isinstance(sampler, _DecidedSampler):
+            return sampler.decided
+        decided = cls(sampler, tracer.id_generator)
+        tracer.id_generator = _DecidedIds(decided)
+        tracer.sampler = _DecidedSampler(decided)
+        return decided
+
+
+class _DecidedSampler:
+    """Stands in for a tracer's sampler: the pending answer, else the sampler's."""
+
+    __slots__ = ("decided", "get_description")
+
+    def __init__(self, decided: _Decided) -> None:
+        self.decided = decided
+        self.get_description = decided.sampler.get_description
+
+    def should_sample(self, *args: Any, **kwargs: Any) -> Any:
+        pending = self.decided.pending
+        result = pending.result
+        if result is None:
+            return self.decided.sampler.should_sample(*args, **kwargs)
+        pending.result = None
+        return result
+
+
+class _DecidedIds:
+    """Stands in for a tracer's id generator: the pending trace id, else a new one."""
+
+    __slots__ = ("decided", "generate_span_id", "is_trace_id_random")
+
+    def __init__(self, decided: _Decided) -> None:
+        self.decided = decided
+        self.generate_span_id = decided.ids.generate_span_id
+        self.is_trace_id_random = decided.ids.is_trace_id_random
+
+    def generate_trace_id(self) -> int:
+        pending = self.decided.pending
+        trace_id = pending.trace_id
+        if trace_id is None:
+            return self.decided.ids.generate_trace_id()
+        pending.trace_id = None
+        return trace_id
