@@ -76,6 +76,7 @@ class Driver:
         "_signal",
         "_waker",
         "aborting",
+        "cancel_seen",
         "context",
         "coro",
         "finished",
@@ -87,6 +88,10 @@ class Driver:
         self.context = contextvars.copy_context()
         self.finished = False
         self.aborting = False
+        #: The iterator was closed, or whoever waited on the runtime's behalf cancelled that
+        #: wait: a ``CancelledError`` the runtime reads then is a real cancellation, not an
+        #: ``interrupt`` (``cancelled`` adds the consumer's task being cancelled).
+        self.cancel_seen = False
         #: True while the coroutine runs: an emit seen then is the runtime's own, and one
         #: seen while it is False comes from another task and needs a hand-off.
         self.stepping = False
@@ -106,6 +111,29 @@ class Driver:
         if self._waker is not None:
             _wake(self._waker)
         await delivered
+
+    def interrupt(self) -> bool:
+        """Cut the runtime's current wait short, as ``Task.cancel`` would: cancel the
+        future it awaits, so it reads a ``CancelledError`` there. False when it awaits
+        nothing (it runs, or waits for the consumer to take an event).
+
+        Used by a steering message ending a model stream (``zett_agent._interrupt``); the
+        runtime tells it from a real cancellation by ``cancelled``.
+        """
+        blocked = self._blocked_on
+        if blocked is None or self.finished or self.aborting:
+            return False
+        return blocked.cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        """A real cancellation is under way (not a steering ``interrupt``): the iterator is
+        being closed, or the consumer's task is being cancelled (a timeout that already
+        withdrew its cancel does not count)."""
+        if self.cancel_seen:
+            return True
+        task = asyncio.current_task()
+        return task is not None and task.cancelling() > 0
 
     def step(self) -> Any:
         """Run the request to its next event without suspending; else ``SUSPENDED``."""
@@ -210,6 +238,7 @@ class Driver:
                 blocked.remove_done_callback(callback)
                 self._waker = None
             if waker.cancelled():
+                self.cancel_seen = True
                 # Cancelled by whoever waited on our behalf: another driver stepping this
                 # one (a sub-run's request driven inside a tool of its parent's) cancels
                 # the future it was handed, as a task would; read that as ``await`` would.
@@ -220,7 +249,7 @@ class Driver:
         """Cancel the suspended request and drive its cleanup to completion."""
         if self.finished:
             return
-        self.aborting = True
+        self.aborting = self.cancel_seen = True
         self._discard_foreign()
         coro, run = self.coro, self.context.run
         cancel = asyncio.CancelledError()

@@ -15,6 +15,7 @@ one the application's own hooks publish is queued, and the request fails with
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.exceptions import AgentIterationLimitError
@@ -36,6 +37,7 @@ class RequestInbox:
         "_open",
         "_steering",
         "max_internal",
+        "on_steering",
         "request_id",
     )
 
@@ -48,6 +50,9 @@ class RequestInbox:
         self._internal_accepted = 0
         self._internal_answered = 0
         self._open = True
+        #: Called (from the pushing thread) after a steering message is queued: set while
+        #: a model stream may be cut short by one (``zett_agent._interrupt``).
+        self.on_steering: Callable[[], None] | None = None
 
     def push_steering(self, message: UserMessage) -> bool:
         """Queue a steering message; False once the request has settled its final answer."""
@@ -55,7 +60,10 @@ class RequestInbox:
             if not self._open:
                 return False
             self._steering.append(message)
-            return True
+            signal = self.on_steering
+        if signal is not None:
+            signal()
+        return True
 
     def push_internal(self, message: AgentMessage, *, within_limit: bool = True) -> bool:
         """Queue an internal message; False when closed, or (``within_limit``) when

@@ -6,15 +6,20 @@ matching ids, and all closed before ``completed``. Text and reasoning deltas ope
 (``CONTENT_STARTED`` / ``REASONING_STARTED``) before their first non-empty delta, and the
 segment is closed when the other kind starts or the response arrives. The stream is always
 closed (``aclose``), so cancellation and early errors reach the provider.
+
+With ``agent.steering_interrupts_stream = True`` a steering message may end the call early
+(``zett_agent._interrupt``): the open segment is closed and the partial response returned.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from zett_agent._interrupt import StreamWatch
 from zett_agent.events import AgentEvent, AgentEventType, streamed_event
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.extensions.events import MessageTiming, _measured
@@ -23,7 +28,9 @@ from zett_agent.phases import AgentPhase
 
 if TYPE_CHECKING:
     from zett_agent._context import AgentRunContext
+    from zett_agent._driver import Driver
     from zett_agent._hooks import HookTable
+    from zett_agent._inbox import RequestInbox
     from zett_agent.extensions.base import AgentExtension
 
 __all__ = ["call_model"]
@@ -35,6 +42,10 @@ class CallingRequest(Protocol):
 
     context: AgentRunContext
     hooks: HookTable
+    inbox: RequestInbox
+    driver: Driver | None
+    #: ``agent.steering_interrupts_stream``: a steer may end the call early.
+    steering_interrupts_stream: bool
 
     def emit(self, event: AgentEvent) -> Awaitable[None]: ...
 
@@ -81,6 +92,10 @@ async def call_model(
     open_server_calls: set[str] = set()
     seen_server_calls: set[str] = set()
     stream = _open_model_stream(run, request)
+    # Armed only once nothing can fail before the ``finally`` that disarms it.
+    watch = StreamWatch(run.inbox, run.driver) if run.steering_interrupts_stream else None
+    steering_waits = run.inbox.has_steering
+    cut = False
     try:
         async for item in stream:
             if response is not None:
@@ -104,6 +119,11 @@ async def call_model(
                         _open_span(spans, content_started)
                     await emit(AgentEvent(content_started, session_id))
                 await emit(streamed(text_delta, session_id, delta))
+                if watch is not None:
+                    watch.text.append(delta)
+                    if watch.armed and steering_waits():
+                        cut = True
+                        break
             elif kind is reasoning:
                 delta = item.delta
                 if delta and segment is not reasoning_started:
@@ -116,9 +136,18 @@ async def call_model(
                         _open_span(spans, reasoning_started)
                     await emit(AgentEvent(reasoning_started, session_id))
                 await emit(streamed(reasoning_delta, session_id, delta))
+                if watch is not None:
+                    watch.reasoning.append(delta)
+                    if watch.armed and steering_waits():
+                        cut = True
+                        break
             elif kind is tool_call:
+                if watch is not None:
+                    watch.disarm()
                 await emit(streamed(tool_call_delta, session_id, "", item.tool_call_delta))
             elif kind is completed:
+                if watch is not None:
+                    watch.disarm()
                 if not isinstance(item.response, ModelResponse):
                     raise AgentProtocolError("A completed model event needs a ModelResponse")
                 if open_server_calls:
@@ -136,11 +165,27 @@ async def call_model(
                     segment = None
                     await emit(AgentEvent(closing, session_id))
             else:
+                if watch is not None:
+                    watch.disarm()
                 await _server_tool_event(run, item, open_server_calls, seen_server_calls)
+    except asyncio.CancelledError:
+        if watch is None or not watch.cut_short():
+            raise
+        cut = True
     finally:
+        if watch is not None:
+            watch.disarm()
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             await aclose()
+    if cut and response is None:
+        assert watch is not None
+        response = watch.response()
+        if segment is not None:
+            if spans is not None:
+                _close_span(spans, segment)
+            closing = E.CONTENT_COMPLETED if segment is content_started else E.REASONING_COMPLETED
+            await emit(AgentEvent(closing, session_id))
     if response is None:
         raise AgentProtocolError("Model stream ended without a response")
     completed = await run.move(P.READY)

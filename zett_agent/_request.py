@@ -50,6 +50,7 @@ from zett_agent._endings import Endings
 from zett_agent._extension_calls import ExtensionCalls
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import AnsweredInputs, RequestInbox
+from zett_agent._interrupt import was_cut
 from zett_agent._model_call import call_model
 from zett_agent._resume import Resumption, resume_point
 from zett_agent._tool_call import execute_tool
@@ -107,8 +108,11 @@ class Request(ExtensionCalls, Endings):
         release: Callable[[Request], None],
         resumption: Resumption | None = None,
         compaction: bool = False,
+        steering_interrupts_stream: bool = False,
     ) -> None:
         self.hooks = hooks
+        #: A steering message may end a model call early (``zett_agent._interrupt``).
+        self.steering_interrupts_stream = steering_interrupts_stream
         self.resumption = resumption
         #: A compaction pass (``Agent.compact``): fixed at construction, so an ``on_message``
         #: that clears ``context.input_message`` fails the request instead of turning it
@@ -304,7 +308,10 @@ class Request(ExtensionCalls, Endings):
             if runs_tools:
                 # From the moment the answer is in the context, cancellation closes its calls.
                 self._unsettled = list(message.tool_calls)
-            await self.append(message, timing, response.usage)
+            cut = self.steering_interrupts_stream and was_cut(response)
+            if not cut or message.content or message.reasoning:
+                # A call cut short before it said anything leaves nothing to keep.
+                await self.append(message, timing, response.usage)
             await self.stage(hooks.after_model, "after_model", response)
             if response.stop is not None:
                 await self.emit(
@@ -328,7 +335,8 @@ class Request(ExtensionCalls, Endings):
                 continue
 
             # A final answer: answer pending steering / internal messages before ending.
-            queued = self.inbox.take_final()
+            # A call a steer cut short is no answer: only that steering is taken.
+            queued = self.inbox.take_steering() if cut else self.inbox.take_final()
             if queued is None:
                 await self._complete_active(message)
                 await self.stage(hooks.after_turn, "after_turn", message)

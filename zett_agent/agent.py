@@ -81,6 +81,10 @@ class Agent:
             raise TypeError(f"model must have a stream(request) method, got {model!r}")
         _check_limits(max_iterations, max_internal_messages)
         self.model = model
+        #: Opt-in, set after construction (the constructor's signature is the contract's):
+        #: a steering message ends a model call that streams text at once, instead of
+        #: waiting for its response (``zett_agent._interrupt``). Read when a request starts.
+        self.steering_interrupts_stream = False
         self.system_prompt = system_prompt
         self.max_iterations = max_iterations
         self.max_internal_messages = max_internal_messages
@@ -366,6 +370,7 @@ class Agent:
             release=self._release,
             resumption=resumption,
             compaction=message is None and resumption is None,
+            steering_interrupts_stream=self.steering_interrupts_stream is True,
         )
         context = AgentRunContext(
             request=request,

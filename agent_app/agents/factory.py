@@ -225,6 +225,9 @@ async def build_agent(session_id: str, model: AgentModel | None = None) -> Agent
         # The chat's own agent: its atomic tools commit with their results in its rows.
         extensions=[_ATOMIC, *_extensions(assistant, OrmPersistenceExtension())],
     )
+    # A steer typed while the answer is being written cuts it short at once: the person
+    # keeps what they read, and the model goes on from there with the guidance.
+    agent.steering_interrupts_stream = True
     _SERVES[agent] = assistant.id
     return agent
 

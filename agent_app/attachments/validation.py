@@ -38,6 +38,7 @@ __all__ = [
     "CheckedAttachment",
     "check_attachment",
     "check_size",
+    "size_text",
 ]
 
 #: ``ZETT_ATTACHMENT_MAX_BYTES`` when it is not set: 10 MiB.
@@ -65,17 +66,21 @@ class CheckedAttachment:
     height: int | None = None
 
 
-def check_size(size: int, *, max_bytes: int = DEFAULT_MAX_BYTES, name: str = "The file") -> None:
+def check_size(
+    size: int, *, max_bytes: int = DEFAULT_MAX_BYTES, name: str | None = "The file"
+) -> None:
     """Refuse ``size`` bytes above ``max_bytes`` (``too_large``) or of nothing (``empty``).
 
-    Call it with an upload's declared size before reading its bytes.
+    Call it with an upload's declared size before reading its bytes. ``name`` is the
+    file's (None: a body whose file has no name we could read, called "The upload").
     """
+    subject = "The upload" if name is None else f"“{name}”"
     if size <= 0:
-        raise AttachmentRefused("empty", f"“{name}” is empty.")
+        raise AttachmentRefused("empty", f"{subject} is empty.")
     if size > max_bytes:
         raise AttachmentRefused(
             "too_large",
-            f"“{name}” is {_megabytes(size)}; files can be at most {_megabytes(max_bytes)}.",
+            f"{subject} is {size_text(size)}; files can be at most {size_text(max_bytes)}.",
         )
 
 
@@ -149,7 +154,13 @@ def _too_many_pixels(
     )
 
 
-def _megabytes(size: int) -> str:
+def size_text(size: int) -> str:
+    """Bytes for people, written exactly as the page writes them (``upload_check.js``
+    ``sizeText``, halves rounded up): "512 B", "12 KB", "19.4 MB", "10 MB"."""
+    if size < 1024:
+        return f"{size} B"
     if size < 1024 * 1024:
-        return f"{max(1, round(size / 1024))} KB"
-    return f"{size / (1024 * 1024):.1f} MB".replace(".0 MB", " MB")
+        return f"{(2 * size + 1024) // 2048} KB"
+    tenths = (20 * size + 1024 * 1024) // (2 * 1024 * 1024)
+    whole, tenth = divmod(tenths, 10)
+    return f"{whole} MB" if tenth == 0 else f"{whole}.{tenth} MB"

@@ -34,6 +34,8 @@ from django.views.decorators.csrf import csrf_exempt
 from PIL import Image
 
 from agent_app import conf
+from agent_app.attachments.declared import declared_file
+from agent_app.attachments.names import sanitize_name
 from agent_app.attachments.refusals import AttachmentRefused
 from agent_app.attachments.sniffing import IMAGE_TYPES, KNOWN_TYPES
 from agent_app.attachments.stored import attachment_ref, check_quota, store_attachment
@@ -132,13 +134,21 @@ def upload_body_limit() -> int:
 
 
 def _check_declared_length(request: HttpRequest, max_bytes: int) -> None:
-    """Refuse a body that declares more than a file of ``max_bytes`` needs, unread."""
+    """Refuse a body that declares more than a file of ``max_bytes`` needs, unparsed: the
+    refusal names the file and its size, read from the body's head (``declared_file``)."""
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         declared = 0
-    if declared > max_bytes + _FORM_OVERHEAD:
-        check_size(declared - _FORM_OVERHEAD, max_bytes=max_bytes)
+    if declared <= max_bytes + _FORM_OVERHEAD:
+        return
+    found = declared_file(request.META.get("CONTENT_TYPE", ""), declared, request)
+    if found is None:
+        check_size(declared - _FORM_OVERHEAD, max_bytes=max_bytes, name=None)
+    else:
+        check_size(
+            max(found.size, max_bytes + 1), max_bytes=max_bytes, name=sanitize_name(found.name)
+        )
 
 
 @csrf_exempt
@@ -157,7 +167,7 @@ def upload(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         upload = request.FILES.get("file")
         if upload is None:
             return refusal("no_file", "Send the file in the form field 'file'.")
-        check_size(upload.size or 0, max_bytes=max_bytes, name=upload.name or "The file")
+        check_size(upload.size or 0, max_bytes=max_bytes, name=sanitize_name(upload.name))
         data = upload.read()
         types = conf.ZETT_ATTACHMENT_TYPES
         checked = check_attachment(

@@ -245,6 +245,15 @@ class OrmPersistenceExtension(AgentExtension):
                 return
             if message is state.input_message and state.input_stored:
                 return
+            meta = self._meta(state, message)
+            if meta.steering and state.answer is None and state.at_end:
+                # The answer a steer follows (or cut short) and the steer: one write, so a
+                # worker that dies in between leaves both or neither, never an answer whose
+                # steer is lost (and no run that looks finished while it goes on).
+                entries = [*state.at_end, (message, meta)]
+                state.at_end.clear()
+                await shielded(write_rows(context.session_id, context.request_id, entries))
+                return
             await self._flush(context, state)
             if isinstance(message, ToolMessage) and STORED_ATTRIBUTE in message.attributes:
                 # Stored with the tool's own writes (``agent_app.durable.atomic``).
@@ -256,7 +265,7 @@ class OrmPersistenceExtension(AgentExtension):
                     state.calling = False
                     state.answer = message  # written by ``after_model``, with its usage
                     return
-            await self._write(context, message, self._meta(state, message))
+            await self._write(context, message, meta)
         elif isinstance(event, RunCancelledEvent):
             self._requests.pop(context.request_id, None)
             await self._flush(context, state)

@@ -9,6 +9,9 @@ from __future__ import annotations
 import io
 import json
 import random
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 from pypdf import PdfReader, PdfWriter
@@ -21,6 +24,7 @@ from agent_app.attachments import (
     check_attachment,
     check_size,
 )
+from agent_app.attachments.validation import size_text
 from tests.app.test_attachments_files import image_bytes, pdf_bytes, png_declaring
 
 
@@ -243,3 +247,35 @@ def test_damaged_files_are_accepted_or_refused_never_an_unexpected_error(name):
             outcomes.add(error.code)
     assert "bad_file" in outcomes
     assert outcomes <= {"accepted"} | REFUSAL_CODES
+
+
+#: Sizes around each change of unit and each rounding tie (a half KB, a twentieth of a MB).
+SIZES = [0, 1, 512, 1023, 1024, 1535, 1536, 2560, 10_000, 1024 * 1024 - 513, 1024 * 1024 - 512]
+SIZES += [1024 * 1024, 1310720, 1363148, 19.4 * 1024 * 1024, 10 * 1024 * 1024, 2**40 + 52429]
+
+
+def test_sizes_are_written_as_the_page_writes_them():
+    assert size_text(512) == "512 B"
+    assert size_text(2560) == "3 KB"  # halves round up, as in the browser
+    assert size_text(1310720) == "1.3 MB"
+    assert size_text(10 * 1024 * 1024) == "10 MB"
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the browser's sizeText cannot be compared")
+    script = Path("agent_app/static/agent_app/upload_check.js").resolve().as_uri()
+    sizes = [int(size) for size in SIZES]
+    page = subprocess.run(
+        [
+            node,
+            "--input-type=module",
+            "-e",
+            f"""
+            const {{ sizeText }} = await import({json.dumps(script)});
+            console.log(JSON.stringify({json.dumps(sizes)}.map(sizeText)));""",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert json.loads(page.stdout) == [size_text(size) for size in sizes]

@@ -114,7 +114,8 @@ def test_an_oversize_file_is_refused_before_it_is_read(client, media, settings):
 
     assert response.status_code == 413
     assert response.json()["code"] == "too_large"
-    assert "at most 1 KB" in response.json()["message"]
+    assert response.json()["message"].startswith("“big.png” is ")
+    assert response.json()["message"].endswith("; files can be at most 1000 B.")
     assert stored_files(media) == []
 
 
@@ -332,6 +333,20 @@ def test_a_body_declaring_more_than_any_allowed_file_is_refused_unread(client, s
 
     assert response.status_code == 413
     assert response.json()["code"] == "too_large"
+    assert stored_files(media) == []
+
+
+def test_a_file_far_over_the_limit_is_refused_by_its_own_name_and_size(client, settings, media):
+    settings.ZETT_ATTACHMENT_MAX_BYTES = 1000
+    page_visit(client)
+
+    response = upload(client, uuid.uuid4(), b"x" * (200 * 1024 + 300), "../holiday\u202e photo.png")
+
+    assert response.status_code == 413
+    assert response.json() == {
+        "code": "too_large",
+        "message": "“holiday photo.png” is 200 KB; files can be at most 1000 B.",
+    }
     assert stored_files(media) == []
 
 

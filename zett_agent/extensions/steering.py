@@ -3,9 +3,11 @@
 ``ExternalEvent("steering_message", {"content": str})`` (or publishing
 ``SteeringMessageEvent`` from a hook) is accepted only while the target request runs. The
 runtime checks for it after each model response and after each tool: the rest of the turn's
-tool calls are skipped, the message is appended and the next turn answers it. Acceptance and
-the request's final "nothing left to answer" decision share one lock (``RequestInbox``), so
-an accepted message is always processed. A compaction pass accepts none.
+tool calls are skipped, the message is appended and the next turn answers it (with
+``agent.steering_interrupts_stream`` it also ends a model call that streams text at once:
+``zett_agent._interrupt``). Acceptance and the request's final "nothing left to answer"
+decision share one lock (``RequestInbox``), so an accepted message is always processed. A
+compaction pass accepts none.
 
 A deliberate difference from upstream: several steering messages queued before the same
 checkpoint are appended together and answered by one turn (each gets ``STEERING_STARTED``;

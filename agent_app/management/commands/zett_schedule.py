@@ -28,11 +28,15 @@ class Command(BaseCommand):
         actions = parser.add_subparsers(dest="action", required=True)
         add = actions.add_parser("add", help="Add a schedule; prints its id and next run")
         add.add_argument("--assistant", required=True)
-        add.add_argument("--user", required=True, help="The username the runs are for")
+        add.add_argument(  # --owner: the field's name (ScheduledRun.owner)
+            "--user", "--owner", dest="user", required=True, help="The username the runs are for"
+        )
         add.add_argument(
             "--cron", required=True, help='e.g. "0 7 * * *" (minute hour day month weekday)'
         )
-        add.add_argument("--timezone", default="UTC", help="An IANA name, e.g. Europe/Berlin")
+        add.add_argument(
+            "--timezone", "--time-zone", default="UTC", help="An IANA name, e.g. Europe/Berlin"
+        )
         add.add_argument("--prompt", required=True)
         add.add_argument("--name", default="")
         add.add_argument(

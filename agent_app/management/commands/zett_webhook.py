@@ -29,7 +29,10 @@ class Command(BaseCommand):
         add = actions.add_parser("add", help="Add a webhook; prints its id and secret")
         add.add_argument("url")
         add.add_argument(
-            "--events", required=True, help=f"Comma-separated, of: {', '.join(EVENT_TYPES)}"
+            "--events",
+            required=True,
+            nargs="+",
+            help=f"One or more (space- or comma-separated) of: {', '.join(EVENT_TYPES)}",
         )
         add.add_argument("--secret", default="", help="whsec_<base64> (default: a new one)")
         add.add_argument("--description", default="")
@@ -40,7 +43,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"]
         if action == "add":
-            self._add(options["url"], options["events"], options["secret"], options["description"])
+            events = ",".join(options["events"])  # `--events a b` and `--events a,b` alike
+            self._add(options["url"], events, options["secret"], options["description"])
         elif action == "list":
             for hook in Webhook.objects.order_by("pk"):
                 state = "active" if hook.active else "off"

@@ -25,7 +25,11 @@
  */
 
 import { element } from "./blocks.js";
-import { fileProblem, sizeText } from "./upload_check.js";
+import { lazyModule } from "./lazy.js";
+import { sizeText } from "./upload_check.js";
+
+/** The chips and the uploads themselves, from the first file on. */
+const uploads = lazyModule("uploads.js");
 
 export { sizeText };
 
@@ -142,16 +146,11 @@ export class AttachmentTray {
     return this.items.some((item) => item.state === "ready");
   }
 
-  /** Upload each of `files` (a FileList or an array of File). */
+  /** Upload each of `files` (a FileList or an array of File; `uploads.js`, loaded for the first). */
   add(files) {
-    for (const file of Array.from(files ?? [])) {
-      const problem = fileProblem(file, this.limits);
-      if (problem) {
-        this.settle(this.chip(file.name, file.size, null), "refused", null, problem);
-        continue;
-      }
-      const item = this.chip(file.name, file.size, isImage(file.type) ? URL.createObjectURL(file) : null);
-      this.upload(item, file);
+    const list = Array.from(files ?? []); // now: a picker's or a drop's list empties after the event
+    if (list.length > 0) {
+      uploads.get().then(({ addFiles }) => addFiles(this, list), (error) => console.warn("Could not attach files:", error));
     }
   }
 
@@ -164,89 +163,9 @@ export class AttachmentTray {
   }
 
   restore(refs) {
-    for (const ref of refs ?? []) {
-      const item = this.chip(ref.name, ref.size, isImage(ref.media_type) ? thumbnailUrl(ref) : null);
-      this.settle(item, "ready", ref);
+    if (refs?.length) {
+      uploads.get().then(({ restoreRefs }) => restoreRefs(this, refs));
     }
-  }
-
-  chip(name, size, preview) {
-    const chip = element("li", "attachment attachment--chip");
-    if (preview) {
-      const image = element("img", "attachment__thumb");
-      image.src = preview;
-      image.alt = "";
-      chip.append(image);
-    }
-    const about = element("span", "attachment__about");
-    about.append(element("span", "attachment__name", name), element("span", "attachment__size muted", sizeText(size)));
-    const progress = element("progress", "attachment__progress");
-    progress.max = 100;
-    progress.value = 0;
-    progress.setAttribute("aria-label", `Uploading ${name}`);
-    const status = element("span", "attachment__status");
-    status.setAttribute("role", "status");
-    const remove = element("button", "button button--quiet button--small attachment__remove", "Remove");
-    remove.type = "button";
-    remove.setAttribute("aria-label", `Remove ${name}`);
-    about.append(progress, status);
-    chip.append(about, remove);
-    const item = { chip, state: "uploading", ref: null, request: null, preview };
-    remove.addEventListener("click", () => {
-      item.request?.abort();
-      this.drop(item);
-    });
-    chip.dataset.state = "uploading";
-    this.items.push(item);
-    this.list.append(chip);
-    this.list.hidden = false;
-    this.onChange();
-    return item;
-  }
-
-  upload(item, file) {
-    const body = new FormData();
-    body.append("file", file, file.name);
-    if (this.assistant) {
-      body.append("assistant", this.assistant);
-    }
-    const request = (item.request = new XMLHttpRequest());
-    request.open("POST", this.uploadUrl);
-    request.setRequestHeader("X-CSRFToken", this.csrfToken);
-    request.setRequestHeader("Accept", "application/json");
-    request.upload.addEventListener("progress", (event) => {
-      if (event.lengthComputable) {
-        item.chip.querySelector("progress").value = Math.round((100 * event.loaded) / event.total);
-      }
-    });
-    request.addEventListener("load", () => {
-      let answer = {};
-      try {
-        answer = JSON.parse(request.responseText);
-      } catch {
-        answer = {};
-      }
-      if (request.status === 201 && answer.id) {
-        this.settle(item, "ready", answer);
-      } else {
-        this.settle(item, "refused", null, answer.message || `The upload failed (HTTP ${request.status}).`);
-      }
-    });
-    request.addEventListener("error", () => this.settle(item, "refused", null, "The upload failed: the connection was lost."));
-    request.send(body);
-  }
-
-  settle(item, state, ref, reason = "") {
-    item.state = state;
-    item.ref = ref;
-    item.request = null;
-    item.chip.dataset.state = state;
-    item.chip.querySelector("progress").hidden = true;
-    item.chip.querySelector(".attachment__status").textContent = state === "refused" ? reason : "";
-    if (state === "refused") {
-      item.chip.querySelector(".attachment__thumb")?.remove(); // not an image the server took
-    }
-    this.onChange();
   }
 
   drop(item) {

@@ -2,12 +2,15 @@
  * The blocks a turn is made of: Markdown text, collapsed reasoning and tool cards.
  *
  * Every string from the server reaches the page as text (`textContent`), except Markdown,
- * which goes through `renderMarkdown` (marked, then DOMPurify) before it is inserted.
+ * which goes through `renderMarkdown` (marked, then DOMPurify) before it is inserted, or
+ * is shown escaped (`plainHtml`) for the moment those two take to load.
  */
-import { decorateCodeBlocks } from "./code.js";
 import { element } from "./dom.js";
-import { renderMarkdown } from "./markdown.js";
-import { typesetMaths } from "./maths.js";
+import { lazyModule } from "./lazy.js";
+import { markdownReady, plainHtml, renderMarkdown, typesetMaths } from "./markdown.js";
+
+/** Code blocks' frames, highlighting and copy buttons (`code.js`): loaded for the first one. */
+const code = lazyModule("code.js");
 
 const PREVIEW_CHARS = 60;
 
@@ -65,6 +68,7 @@ export class TextSegment {
     this.streaming = false;
     this.stopped = false;
     this.final = false;
+    this.waiting = false;
     this.el = element("div", "msg msg--assistant markdown");
   }
 
@@ -101,11 +105,47 @@ export class TextSegment {
       cancelAnimationFrame(this.frame);
       this.frame = null;
     }
+    const html = renderMarkdown(this.source, { unfinished: this.streaming || this.stopped });
+    if (html === null) {
+      this.renderWhenReady();
+    }
     this.view.keepPinned(() => {
-      this.el.innerHTML = renderMarkdown(this.source, { unfinished: this.streaming || this.stopped });
-      decorateCodeBlocks(this.el);
+      this.el.innerHTML = html ?? plainHtml(this.source);
+      this.decorateCode();
       typesetMaths(this.el);
     });
+  }
+
+  /** Frame the code blocks (now if `code.js` is here, else once it is). */
+  decorateCode() {
+    if (this.el.querySelector("pre > code") === null) {
+      return;
+    }
+    const loaded = code.now();
+    if (loaded !== undefined) {
+      loaded.decorateCodeBlocks(this.el);
+      return;
+    }
+    code.get().then(
+      ({ decorateCodeBlocks }) => this.view.keepPinned(() => decorateCodeBlocks(this.el)),
+      () => {}, // plain blocks; the next render tries again
+    );
+  }
+
+  /** Render again once Markdown can be rendered (the first message loads its libraries). */
+  renderWhenReady() {
+    if (!this.waiting) {
+      this.waiting = true;
+      markdownReady(this.source).then(
+        () => {
+          this.waiting = false;
+          this.render();
+        },
+        () => {
+          this.waiting = false; // stays plain; the next change tries the load again
+        },
+      );
+    }
   }
 }
 

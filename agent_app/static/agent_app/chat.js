@@ -5,8 +5,8 @@
  * replies, resume — is all `mount()`'s. A page template that leaves out a part (the
  * sidebar, the heading, rename or delete) simply goes without it.
  */
-import { confirmDelete, renameInline } from "./chats.js";
 import { mount } from "./client.js";
+import { lazyModule } from "./lazy.js";
 
 const config = JSON.parse(document.getElementById("chat-config").textContent);
 const root = document.querySelector("[data-zett-root]");
@@ -23,6 +23,8 @@ const ui = {
 };
 
 let title = config.title || "";
+/** Renaming and deleting (`chats.js`), loaded when first asked for. */
+const chats = lazyModule("chats.js");
 
 // A handoff (docs/protocol.md, "Sub-runs"): the heading names the assistant answering now.
 document.addEventListener("zett-handoff", (event) => {
@@ -101,7 +103,8 @@ if (ui.chatActions) {
   ui.chatActions.hidden = !config.stored;
 }
 
-ui.renameChat?.addEventListener("click", () => {
+ui.renameChat?.addEventListener("click", async () => {
+  const { renameInline } = await chats.get();
   ui.chatActions.hidden = true;
   renameInline({
     shown: ui.title,
@@ -115,7 +118,8 @@ ui.renameChat?.addEventListener("click", () => {
   });
 });
 
-ui.deleteChat?.addEventListener("click", () => {
+ui.deleteChat?.addEventListener("click", async () => {
+  const { confirmDelete } = await chats.get();
   confirmDelete({
     title: title || "Untitled chat",
     url: config.deleteUrl,

@@ -6,14 +6,18 @@
  * reaches `innerHTML` has been through DOMPurify. Images become plain links: an <img> would
  * make the browser fetch a URL the model chose, as soon as the text is shown.
  *
+ * The two libraries are loaded when the first message needs them (`lazy.js`), so a page
+ * that shows no message never fetches them. Until they are here, `renderMarkdown` answers
+ * null and the caller shows the text plain (`plainHtml`), then renders again once
+ * `markdownReady()` resolves: a few milliseconds on the first message, and the text stays
+ * readable if the load fails.
+ *
  * Text that is still streaming, or that was stopped part way, usually ends inside an open
  * construct: `*what is 12`, `**Saved`, a code fence or a code span without its end. Such
  * text is rendered as if the construct were closed (`closeUnfinished`), so the reader sees
  * emphasis and code, never the raw markers. Finished answers are rendered exactly as sent.
  */
-import { Marked } from "./vendor/marked/marked.esm.js";
-import DOMPurify from "./vendor/dompurify/purify.es.mjs";
-import { mathExtensions } from "./maths.js";
+import { Lazy, lazyModule, staticUrl } from "./lazy.js";
 
 const ENTITIES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -21,41 +25,98 @@ export function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (ch) => ENTITIES[ch]);
 }
 
-const markdown = new Marked({
-  gfm: true,
-  renderer: {
-    html({ text }) {
-      return escapeHtml(text);
-    },
-    image({ href, text }) {
-      const label = text ? `Image: ${text}` : "Image";
-      return `<a href="${escapeHtml(href)}">${escapeHtml(label)}</a>`;
-    },
-  },
-});
-
-// Formulas become placeholders that maths.js typesets once the HTML is in the page.
-markdown.use(mathExtensions);
-
-DOMPurify.addHook("afterSanitizeAttributes", (node) => {
-  if (node.tagName === "A" && node.hasAttribute("href")) {
-    node.setAttribute("target", "_blank");
-    node.setAttribute("rel", "noopener noreferrer nofollow");
+/**
+ * DOMPurify, from its minified build. That build is a UMD script, which run as a module
+ * leaves the library on `globalThis.DOMPurify`: it is taken from there and the global is
+ * put back as it was, so a host page's own DOMPurify (or none) is left alone.
+ */
+export const sanitizer = new Lazy(async () => {
+  const before = Object.getOwnPropertyDescriptor(globalThis, "DOMPurify");
+  await import(staticUrl("vendor/dompurify/purify.min.js"));
+  const purify = globalThis.DOMPurify;
+  if (before) {
+    Object.defineProperty(globalThis, "DOMPurify", before);
+  } else {
+    delete globalThis.DOMPurify;
   }
+  if (typeof purify?.sanitize !== "function") {
+    throw new Error("DOMPurify did not load");
+  }
+  return purify;
 });
+
+const parser = lazyModule("vendor/marked/marked.esm.js");
+const maths = lazyModule("maths.js"); // formulas: fetched for the first text with a `$`
 
 const SANITIZE_OPTIONS = {
   USE_PROFILE: { html: true },
   FORBID_TAGS: ["style", "form", "img", "video", "audio", "iframe"],
 };
 
+/** marked set up to escape HTML and turn images into links; DOMPurify with its link hook. */
+const renderer = new Lazy(async () => {
+  const [{ Marked }, purify] = await Promise.all([parser.get(), sanitizer.get()]);
+  const markdown = new Marked({
+    gfm: true,
+    renderer: {
+      html({ text }) {
+        return escapeHtml(text);
+      },
+      image({ href, text }) {
+        const label = text ? `Image: ${text}` : "Image";
+        return `<a href="${escapeHtml(href)}">${escapeHtml(label)}</a>`;
+      },
+    },
+  });
+  purify.addHook("afterSanitizeAttributes", (node) => {
+    if (node.tagName === "A" && node.hasAttribute("href")) {
+      node.setAttribute("target", "_blank");
+      node.setAttribute("rel", "noopener noreferrer nofollow");
+    }
+  });
+  const render = (source) => purify.sanitize(markdown.parse(source, { async: false }), SANITIZE_OPTIONS);
+  render.markdown = markdown;
+  return render;
+});
+
+/** The renderer reading formulas too (placeholders for `typesetMaths`). */
+const withMaths = new Lazy(async () => {
+  const [render, { mathExtensions }] = await Promise.all([renderer.get(), maths.get()]);
+  render.markdown.use(mathExtensions);
+  return render;
+});
+const rendererFor = (text) => (text.includes("$") ? withMaths : renderer);
+
+/** Resolves once `renderMarkdown` can render `text` (the libraries are loaded). */
+export function markdownReady(text = "") {
+  return rendererFor(text).get();
+}
+
 /**
- * Sanitised HTML for a Markdown string; `unfinished` for text that was cut off (streaming,
+ * Sanitised HTML for a Markdown string, or null while the libraries are still loading
+ * (the load starts on the first call); `unfinished` for text that was cut off (streaming,
  * or stopped), whose open emphasis, code span or code fence is then closed first.
  */
 export function renderMarkdown(text, { unfinished = false } = {}) {
-  const source = unfinished ? closeUnfinished(text) : text;
-  return DOMPurify.sanitize(markdown.parse(source, { async: false }), SANITIZE_OPTIONS);
+  const render = rendererFor(text).now();
+  if (render === undefined) {
+    return null;
+  }
+  return render(unfinished ? closeUnfinished(text) : text);
+}
+
+/** Typeset the formulas in `root` (in the page), if maths.js made any. */
+export function typesetMaths(root) {
+  maths.value?.typesetMaths(root);
+}
+
+/** `text` as escaped paragraphs: what a message shows until Markdown can be rendered. */
+export function plainHtml(text) {
+  return String(text)
+    .split(/\n{2,}/)
+    .filter((block) => block.trim())
+    .map((block) => `<p>${escapeHtml(block).replaceAll("\n", "<br>")}</p>`)
+    .join("");
 }
 
 // --- closing what a cut-off text left open --------------------------------------------

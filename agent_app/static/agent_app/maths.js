@@ -13,8 +13,9 @@
  *    with `trust: false`, so `\href`, `\url`, `\includegraphics` and `\html…` are refused.
  *    A formula KaTeX cannot read stays its source text.
  *
- * KaTeX (270 KB of script, its stylesheet and fonts) is loaded only when an answer holds a
- * formula (a dynamic `import()`): a page without maths never fetches it.
+ * This module is itself fetched (`markdown.js`) the first time a text holds a `$`, and
+ * KaTeX (270 KB of script, its stylesheet and fonts) only when an answer holds a formula
+ * (a dynamic `import()`): a page without maths fetches neither.
  *
  * Prices are not maths: as in Pandoc, an opening `$` must be followed by a non-space and a
  * closing one preceded by a non-space and not followed by a digit, so "$5 and $10" is

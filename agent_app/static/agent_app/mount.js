@@ -33,16 +33,15 @@
  * run starts.
  */
 import { attachmentTray } from "./attachments.js";
-import { BudgetMeter } from "./budget.js";
 import { bindComposer, composerProblem } from "./composer.js";
 import { ZettClient } from "./zett_client.js";
 import { LastTurnActions } from "./edit.js";
-import { showGone } from "./gone.js";
 import { renderHistory, showWait } from "./history.js";
+import { lazyModule } from "./lazy.js";
+import { gateFor, laterBudget, laterPaging, laterSwitcher, laterWidgets } from "./later.js";
 import { LinkIndicator } from "./link.js";
 import { ERROR_TEXT, Notices } from "./notices.js";
 import { Outbox } from "./outbox.js";
-import { HistoryPaging } from "./paging.js";
 import { DEFAULT_TEXTS, prepare } from "./panel.js";
 import { People } from "./people.js";
 import { ComposerBox, JumpToLatest } from "./phone.js";
@@ -50,8 +49,8 @@ import { keepTimesFresh, parseTime } from "./time.js";
 import { StopButton } from "./stop.js";
 import { Transcript } from "./transcript.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
-import { VersionSwitcher } from "./switcher.js";
-import { ReplyWidgets } from "./widgets.js";
+
+const gone = lazyModule("gone.js"); // the "this chat is gone" panel: once in a chat's life, if ever
 
 /** Refusals that give back what this view sent (`outbox.js`). */
 const GIVE_BACK_CODES = new Set(["busy", "rate_limited", "too_large", "not_running", "bad_frame", "budget_exceeded"]);
@@ -119,8 +118,8 @@ export function mount(where, options = {}) {
   const box = new ComposerBox(ui.input);
   new JumpToLatest(part("transcript"), { onJump: () => ui.input.focus({ preventScroll: true }) });
   const stopper = new StopButton(ui.stop, { send, isOpen: () => client.isOpen, notices, text: texts.stop });
-  const budget = new BudgetMeter(optional("budget"));
-  const widgets = new ReplyWidgets((name, payload) => send({ type: "external_event", name, payload }), {
+  const budget = laterBudget(optional("budget"));
+  const widgets = laterWidgets((name, payload) => send({ type: "external_event", name, payload }), {
     onAnswered: () => ui.input.focus({ preventScroll: true }),
   });
   const transcript = new Transcript(part("transcript"), widgets, part("empty"), {
@@ -130,7 +129,7 @@ export function mount(where, options = {}) {
     },
     onRetry: retry,
   });
-  const paging = new HistoryPaging(transcript, send, {
+  const paging = laterPaging(transcript, send, {
     // Older pages count only when the server gave no session total.
     onUsage: (usage) => sessionTotalKnown || showSessionUsage(addUsage(sessionUsage, usage)),
   });
@@ -138,7 +137,7 @@ export function mount(where, options = {}) {
     regenerate: (position) => replaceLastTurn(null, position),
     edit: (content, position) => replaceLastTurn(content, position),
   });
-  const versions = new VersionSwitcher(transcript, send);
+  const versions = laterSwitcher(transcript, send);
   const tray = attachmentTray(ui.composer, {
     uploadUrl: options.attachmentsUrl ?? "",
     assistant: options.assistant ?? "",
@@ -297,58 +296,61 @@ export function mount(where, options = {}) {
 
   // --- frames from the server ---------------------------------------------------------
 
-  client.on("status", (status) => {
+  // Parts some chats use load with the first frame that needs them (`later.js`, `gate.js`).
+  const gate = gateFor(client, { widgets, paging, versions, budget });
+  const on = (type, handler) => gate.on(type, handler);
+  gate.onStatus((status) => {
     link.show(status);
     updateMode();
     if (status.state === "refused") {
-      showGone(ui, notices, status.code, { listUrl: options.listUrl ?? null });
+      gone.get().then(({ showGone }) => showGone(ui, notices, status.code, { listUrl: options.listUrl ?? null }));
     }
   });
-  client.on("session", showSession);
-  client.on("pong", caughtUp);
-  client.on("run_started", startRun);
-  client.on("agent_event", (frame) => {
+  on("session", showSession);
+  on("pong", caughtUp);
+  on("run_started", startRun);
+  on("agent_event", (frame) => {
     transcript.handleEvent(frame.request_id, frame.event ?? {});
     if (frame.event?.type === "run_completed") {
       endRun(frame.request_id, "completed");
     }
   });
-  client.on("reply_accepted", replyAccepted);
-  client.on("run_failed", (frame) => {
+  on("reply_accepted", replyAccepted);
+  on("run_failed", (frame) => {
     if (frame.status === "budget_exceeded") {
       budget.exceeded(frame);
     }
     endRun(frame.request_id, "failed", { error: frame.error ?? {} });
   });
-  client.on("run_cancelled", (frame) => endRun(frame.request_id, "cancelled"));
-  client.on("run_continued", (frame) => transcript.continueRun(frame.request_id));
-  client.on("run_interrupted", (frame) =>
+  on("run_cancelled", (frame) => endRun(frame.request_id, "cancelled"));
+  on("run_continued", (frame) => transcript.continueRun(frame.request_id));
+  on("run_interrupted", (frame) =>
     endRun(frame.request_id, frame.status === "expired" ? "expired" : "interrupted", {
       message: frame.message ?? "",
     }),
   );
-  client.on("run_paused", (frame) => {
+  on("run_paused", (frame) => {
     endRun(frame.request_id, "paused");
     showPending(frame.pending);
   });
-  client.on("external_event_result", handleExternalEventResult);
-  client.on("history_page", (frame) => {
+  on("external_event_result", handleExternalEventResult);
+  on("history_page", (frame) => {
     rememberRuns(frame.runs);
     paging.received(frame, runs);
   });
-  client.on("branch_switched", (frame) => {
+  on("branch_switched", (frame) => {
     versions.switched(frame, { runs, paging, live: liveRunId !== null });
     maxPosition = Math.max(frame.position - 1, ...(frame.messages ?? []).map((item) => item.position ?? -1));
     updateMode();
   });
-  client.on("error", handleError);
-  client.on("budget", (frame) => budget.received(frame));
-  client.on("handoff_requested", (frame) => people.handoffRequested(frame));
-  client.on("taken_over", (frame) => people.takenOver(frame));
-  client.on("handed_back", () => people.handedBack());
-  client.on("staff_message", (frame) => people.staffMessage(frame));
-  client.on("customer_message", customerMessage);
-  client.on("feedback_saved", (frame) => people.saved(frame));
+  on("error", handleError);
+  on("budget", (frame) => budget.received(frame));
+  on("handoff_requested", (frame) => people.handoffRequested(frame));
+  on("taken_over", (frame) => people.takenOver(frame));
+  on("handed_back", () => people.handedBack());
+  on("staff_message", (frame) => people.staffMessage(frame));
+  on("customer_message", customerMessage);
+  on("feedback_saved", (frame) => people.saved(frame));
 
   /**
    * The first frame of every connection. Keeps the transcript when the view was showing

@@ -3,8 +3,7 @@
  * composer that writes to the customer as the staff member. The socket is the chat's own
  * (staff may open any chat's); the server decides who may do what.
  */
-import { renderMarkdown } from "./markdown.js";
-import { typesetMaths } from "./maths.js";
+import { markdownReady, plainHtml, renderMarkdown, typesetMaths } from "./markdown.js";
 
 const config = JSON.parse(document.getElementById("staff-config").textContent);
 const root = document.querySelector(".staff-chat");
@@ -28,6 +27,17 @@ function contentText(content) {
   return "";
 }
 
+/** Sanitised Markdown (markdown.js); plain text until the libraries are loaded, then again. */
+function showMarkdown(words, source, options = {}) {
+  const html = renderMarkdown(source, options);
+  words.innerHTML = html ?? plainHtml(source);
+  typesetMaths(words);
+  if (html === null) {
+    markdownReady(source).then(() => words.isConnected && showMarkdown(words, words.dataset.source, options), () => {});
+  }
+  words.dataset.source = source;
+}
+
 function entry(role, body, who) {
   const item = document.createElement("li");
   item.className = `staff-chat__entry staff-chat__entry--${role}`;
@@ -38,8 +48,7 @@ function entry(role, body, who) {
   const words = document.createElement("div");
   words.className = "staff-chat__text";
   if (role === "assistant") {
-    words.innerHTML = renderMarkdown(body); // sanitised (markdown.js)
-    typesetMaths(words);
+    showMarkdown(words, body);
     words.classList.add("staff-chat__text--markdown");
   } else {
     words.textContent = body;
@@ -100,8 +109,7 @@ const handlers = {
         liveSource = "";
       }
       liveSource += frame.event.delta;
-      live.innerHTML = renderMarkdown(liveSource, { unfinished: true });
-      typesetMaths(live);
+      showMarkdown(live, liveSource, { unfinished: true });
     }
   },
   run_completed: () => { live = null; },

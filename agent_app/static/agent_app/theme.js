@@ -1,41 +1,18 @@
 /**
- * Light, dark or the system's: the person's choice, remembered in this browser
- * (localStorage `zett-theme`: "light" or "dark"; nothing stored means the system's).
- *
- * A classic script loaded in the page's <head> before the body, so `data-zett-theme` is on
- * <html> before anything is painted: a reload in the dark never flashes light. (The site's
- * CSP allows no inline script, hence this small file.) chat.css and page.css pick their
- * colours from it. Stylesheets that exist in a light and a dark version for the system's
- * setting (`media="(prefers-color-scheme: …)"`, the code highlighter's) follow the choice
- * too.
- *
- * Every `[data-zett-theme-control]` of the page (a <select> of system, light and dark,
- * hidden until this script runs) shows and sets the choice; other tabs follow at once.
- * Widgets whose own theme is `auto` follow the page's choice (widget.js).
+ * The light/dark choice on <html> before the page is painted: a classic script in <head>
+ * (no inline script under the CSP). How it works: `templates/agent_app/_theme.html`.
  */
 (() => {
   const KEY = "zett-theme";
   const root = document.documentElement;
+  const all = (selector) => document.querySelectorAll(selector);
 
   function stored() {
     try {
       const value = localStorage.getItem(KEY);
       return value === "light" || value === "dark" ? value : "system";
     } catch {
-      return "system"; // storage refused (private mode): the system's
-    }
-  }
-
-  /** Switch the system-dependent stylesheets to the chosen scheme's (or back). */
-  function fitSheets(choice) {
-    const links = document.querySelectorAll(
-      'link[rel="stylesheet"][media*="prefers-color-scheme"], link[data-zett-scheme-media]',
-    );
-    for (const link of links) {
-      link.dataset.zettSchemeMedia ??= link.media;
-      const media = link.dataset.zettSchemeMedia;
-      const scheme = media.includes("dark") ? "dark" : "light";
-      link.media = choice === "system" ? media : choice === scheme ? "all" : "not all";
+      return "system"; // storage refused (private mode)
     }
   }
 
@@ -45,8 +22,13 @@
     } else {
       root.dataset.zettTheme = choice;
     }
-    fitSheets(choice);
-    for (const select of document.querySelectorAll("[data-zett-theme-control] select")) {
+    // Stylesheets for the system's scheme follow the choice.
+    for (const link of all('link[rel="stylesheet"][media*="prefers-color-scheme"], link[data-zett-scheme-media]')) {
+      const media = (link.dataset.zettSchemeMedia ??= link.media);
+      const scheme = media.includes("dark") ? "dark" : "light";
+      link.media = choice === "system" ? media : choice === scheme ? "all" : "not all";
+    }
+    for (const select of all("[data-zett-theme-control] select")) {
       select.value = choice;
     }
   }
@@ -65,7 +47,7 @@
   }
 
   function wire() {
-    for (const control of document.querySelectorAll("[data-zett-theme-control]")) {
+    for (const control of all("[data-zett-theme-control]")) {
       const select = control.querySelector("select");
       select?.addEventListener("change", () => choose(select.value));
       control.hidden = false;
@@ -74,11 +56,7 @@
   }
 
   apply(stored());
-  window.addEventListener("storage", (event) => {
-    if (event.key === KEY || event.key === null) {
-      apply(stored());
-    }
-  });
+  addEventListener("storage", (event) => (event.key === KEY || event.key === null) && apply(stored()));
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", wire);
   } else {

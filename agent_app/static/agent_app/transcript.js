@@ -18,6 +18,7 @@ import { renderAttachments } from "./attachments.js";
 import { contentText, element, ReasoningSegment, TextSegment, ToolCard } from "./blocks.js";
 import { copyButton } from "./copy.js";
 import { applyEvent } from "./events.js";
+import { markdownReady } from "./markdown.js";
 import { timeElement } from "./time.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
 
@@ -114,6 +115,8 @@ export class Transcript {
     content,
     { steer = false, at = null, position = null, requestId = null, parent = this.root, before = null, pending = false, attachments = null } = {},
   ) {
+    // An answer will follow: its Markdown libraries load while the model starts.
+    markdownReady().catch(() => {}); // (a failed load is tried again by the answer)
     const bubble = element("div", steer ? "msg msg--user msg--steer" : "msg msg--user");
     const head = element("p", "msg__head");
     head.append(element("span", "msg__label", steer ? "You steered" : "You"));
@@ -358,8 +361,9 @@ export class Transcript {
   // --- steers --------------------------------------------------------------------------
 
   /**
-   * A steer was accepted (`reply_accepted`): shown at once, marked queued until the agent
-   * uses it (`steering_started`).
+   * A steer was accepted (`reply_accepted`): shown at once, marked as waiting until the
+   * agent uses it (`steering_started`), which moves it to where the answer then is: right
+   * under the text it cut short, with the rest of the answer below it.
    */
   queueSteer(requestId, content) {
     const turn = this.turnFor(requestId) ?? this.current;
@@ -367,9 +371,10 @@ export class Transcript {
       return null;
     }
     const bubble = this.addUserMessage(content, { steer: true, parent: turn.el });
-    // The agent reads a steer at its next step: when the text it is writing, or the tool
-    // it is running, is done (an open question first needs its answer).
-    const waiting = this.widgets.anyOpen() ? "Queued behind the open question" : "Will be read after this step";
+    // Text being written is cut short by the steer at once (the next frame applies it). A
+    // tool that runs is never cut short: the steer is read once it is done, and an open
+    // question or approval first needs its answer.
+    const waiting = this.widgets.anyOpen() ? "Will be read after your answer above" : "Will be read after this step";
     this.setSteerState(bubble, "queued", waiting);
     turn.queuedSteers.push({ content: contentText(content), bubble });
     this.keepMetaLast(turn);

@@ -12,7 +12,8 @@ asked), so any session and any test order get the same stream:
 - ``code``      → fenced code in Python and HTML (with markup that must stay text) and one
   block without a language;
 - ``stall``     → streams an unfinished emphasis (``*what is 12``), then waits until the
-  run is cancelled (or the server is killed);
+  run is cancelled or steered (or the server is killed);
+- ``say <text>`` → answers ``<text>`` (a steer that says how the answer goes on);
 - ``note <text>`` → calls ``save_note`` with ``<text>`` (the app asks for approval), then
   answers with the tool's result: ``Done: …``;
 - ``highlight <id>`` → calls the host page's ``highlight_product`` with ``<id>``, then
@@ -85,6 +86,18 @@ CODE_REPLY = (
     f"HTML:\n\n```html\n{HTML_CODE}```\n\n"
     f"Plain:\n\n```\n{PLAIN_CODE}```\n"
 )
+PROSE_REPLY = """## Shopping list
+
+1. **Oat milk**, two cartons
+2. Coffee, *whole beans*
+
+| item | count |
+|------|-------|
+| cups | 2     |
+
+See [the docs](https://example.org/coffee).
+"""
+PYTHON_REPLY = f"In Python:\n\n```py\n{PYTHON_CODE}```\n"
 
 
 #: Markup that runs script if it is ever parsed as HTML: each sets ``window.zettInjected``.
@@ -161,11 +174,17 @@ class BrowserScriptModel:
             for event in deltas:
                 yield event
             await asyncio.Event().wait()  # until the run is cancelled
+        if said.startswith("say "):
+            for event in self.streams.events_for(AssistantMessage(content=words[4:].strip())):
+                yield event
+            return
         reply = {
             "markdown": MARKDOWN_REPLY,
             "code": CODE_REPLY,
             "maths": MATHS_REPLY,
             "prices": PRICES_REPLY,
+            "python": PYTHON_REPLY,
+            "prose": PROSE_REPLY,
             "fail once": RECOVERED_REPLY,
         }.get(said, PLAIN_REPLY)
         for event in self.streams.events_for(AssistantMessage(content=reply)):

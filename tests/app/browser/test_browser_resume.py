@@ -117,7 +117,7 @@ def test_two_tabs_see_each_others_messages_and_answers(
     other.close()
 
 
-def test_a_steer_shows_queued_in_every_tab_and_a_stop_discards_it_everywhere(
+def test_a_steer_shows_waiting_in_every_tab_and_a_stop_discards_it_everywhere(
     page: Page, daphne_server: LiveServer, probe: PageProbe
 ) -> None:
     open_new_chat(page, daphne_server)
@@ -132,7 +132,7 @@ def test_a_steer_shows_queued_in_every_tab_and_a_stop_discards_it_everywhere(
     for tab in (page, other):
         steer = tab.locator(".msg--steer")
         expect(steer).to_have_attribute("data-steer", "queued")
-        expect(steer.locator(".msg__tag")).to_have_text("Queued behind the open question")
+        expect(steer.locator(".msg__tag")).to_have_text("Will be read after your answer above")
         expect(steer.locator(".msg__body")).to_have_text("Make it about coffee")
     other.get_by_role("button", name="Stop").click()
 

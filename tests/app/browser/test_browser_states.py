@@ -147,19 +147,23 @@ def test_the_debug_not_found_page_is_styled_and_breaks_no_policy(
     probe.forgive("status of 404 (Not Found)")
 
 
-def test_a_steer_during_an_answer_says_when_it_will_be_read(
+def test_a_steer_while_a_tool_waits_says_when_it_will_be_read(
     page: Page, scripted_server: LiveServer
 ) -> None:
+    """A tool is never cut short: a steer sent while one waits for an approval says when
+    it will be read, never "Queued" (one sent while text is written applies at once:
+    ``test_browser_steering``)."""
     open_new_chat(page, scripted_server)
-    send(page, "stall")
-    expect(last_answer(page).locator("em")).to_have_text("what is 12")
+    send(page, "note Buy milk")
+    expect(page.locator(".widget--approval")).to_be_visible()
     box = page.get_by_label("Steer the answer")
     box.fill("Shorter, please")
     box.press("Enter")
 
     steer = page.locator(".msg--steer")
     expect(steer).to_have_attribute("data-steer", "queued")
-    expect(steer.locator(".msg__tag")).to_have_text("Will be read after this step")
+    expect(steer.locator(".msg__tag")).to_have_text("Will be read after your answer above")
+    expect(page.get_by_text("Queued")).to_have_count(0)
     assert axe_violations(page) == []
     page.get_by_role("button", name="Stop").click()
     expect(steer).to_have_attribute("data-steer", "discarded")

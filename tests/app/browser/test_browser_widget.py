@@ -107,12 +107,16 @@ def test_the_widget_streams_asks_approves_and_resumes_in_a_host_page_it_leaves_a
     expect(chat.locator(".msg--assistant").last).to_contain_text("Shopping list")
     expect_idle_in(chat)
 
-    send_in(chat, "stall")  # streams, then waits: steer it, then stop it
+    send_in(chat, "stall")  # streams, then waits: a steer cuts it short, then stop the next
     expect(chat.locator(".msg--assistant").last).to_contain_text("Try")
     steer = chat.get_by_label("Steer the answer")
-    steer.fill("shorter, please")
+    steer.fill("say Shorter.")
     steer.press("Enter")
-    expect(chat.locator(".msg--steer")).to_contain_text("shorter, please")
+    expect(chat.locator(".msg--steer")).to_have_attribute("data-steer", "applied")
+    expect(chat.locator(".msg--assistant").last).to_have_text("Shorter.")
+    expect_idle_in(chat)
+    send_in(chat, "stall")
+    expect(chat.locator(".msg--assistant").last).to_contain_text("Try")
     chat.get_by_role("button", name="Stop").click()
     expect(chat.locator(".note", has_text="Stopped.")).to_be_visible()
     expect_idle_in(chat)
@@ -128,7 +132,7 @@ def test_the_widget_streams_asks_approves_and_resumes_in_a_host_page_it_leaves_a
     expect(chat.get_by_role("button", name="Approve")).to_be_visible()
     page.reload()  # the widget remembers its chat: the approval is still there
     chat = widget(page)
-    expect(chat.locator(".msg--user:not(.msg--steer)")).to_have_count(4)
+    expect(chat.locator(".msg--user:not(.msg--steer)")).to_have_count(5)
     chat.get_by_role("button", name="Approve").click()
     expect(chat.locator(".msg--assistant").last).to_contain_text("Done:")
     expect_idle_in(chat)

@@ -111,13 +111,15 @@ async def test_a_steer_after_a_final_answer_stores_the_answer_before_the_steer(
     gate = asyncio.Event()
     use_model(
         GatedModel(
-            [ModelEvent.text("Working on A"), gate, completed("Done with A")],
+            # The stream parks after its response: the steer comes after the final answer
+            # (one during the text would cut it short: ``test_steering_stream``).
+            [ModelEvent.text("Working on A"), completed("Done with A"), gate],
             [ModelEvent.text("Now B."), completed("Now B.")],
         )
     )
     socket = await sockets()
     await socket.send({"type": "user_message", "content": "Do A"})
-    await socket.until_event("text_delta")
+    await socket.until_event("content_completed")
     await socket.send({"type": "steer", "content": "Actually do B"})
     await socket.expect("external_event_result", name="steering_message")
     gate.set()
@@ -126,15 +128,14 @@ async def test_a_steer_after_a_final_answer_stores_the_answer_before_the_steer(
     first_answer = kinds.index("model_completed")
     assert kinds.index("steering_started") > first_answer
     assert events_of(frames)[first_answer]["response"]["message"]["content"] == "Done with A"
-    # Answer A is written on its own before the steer; answer B (and the steer's
-    # completion, held with it) goes with the end.
+    # Answer A is written with the steer, in one write, before the run goes on; answer B
+    # (and the steer's completion, held with it) goes with the end.
     assert kinds[-3:] == ["model_completed", "steering_completed", "run_completed"]
     assert log == [
-        ("append", ["assistant"]),
-        ("append", ["user"]),
+        ("append", ["assistant", "user"]),
         ("end", "completed", ["assistant"]),
     ]
-    assert sent == [2, 3]  # answer A's frame left once A (and the steer) were stored
+    assert sent == [1, 2]  # answer A's frame left once A and the steer were stored
     assert seqs_follow_on(frames)
     assert await rows(socket.session_id) == [
         ("user", "Do A"),

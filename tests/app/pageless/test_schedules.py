@@ -280,6 +280,16 @@ async def test_the_scheduler_loop_fires_what_is_due_until_it_is_stopped(
 # --- the command ---------------------------------------------------------------------------
 
 
+def test_manage_py_zett_schedule_takes_the_fields_names_too(django_user_model):
+    django_user_model.objects.create_user("ada")
+    call_command(
+        "zett_schedule", "add", "--assistant", "demo", "--owner", "ada", "--cron", "0 7 * * *",
+        "--time-zone", "Europe/Berlin", "--prompt", "Summarise the day",
+    )  # fmt: skip
+    row = ScheduledRun.objects.select_related("owner").get()
+    assert (row.owner.username, row.timezone, row.new_chat) == ("ada", "Europe/Berlin", True)
+
+
 def test_manage_py_zett_schedule_adds_lists_and_removes(django_user_model, capsys):
     django_user_model.objects.create_user("ada")
     call_command(

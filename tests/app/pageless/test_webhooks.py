@@ -290,6 +290,12 @@ def test_manage_py_zett_webhook_adds_lists_and_removes(allow_private, capsys):
         call_command("zett_webhook", "add", "http://127.0.0.1:9/z", "--events", "run.done")
 
 
+def test_manage_py_zett_webhook_takes_events_as_separate_words(allow_private):
+    call_command("zett_webhook", "add", "http://127.0.0.1:9/x", "--events", "run.completed",
+                 "chat.handoff_requested", "--secret", new_secret())  # fmt: skip
+    assert Webhook.objects.get().events == ["run.completed", "chat.handoff_requested"]
+
+
 def test_manage_py_zett_webhook_refuses_a_private_address(settings):
     settings.ZETT_WEBHOOK_ALLOW_PRIVATE = False
     with pytest.raises(CommandError, match="private or loopback"):

@@ -3,6 +3,7 @@ without DEBUG, and ``manage.py runworkers``."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -21,6 +22,11 @@ import redis
 from tests.app.servers import ROOT, DaphneProcess, fresh_database, server_env
 from tests.app.services import REDIS_URL, require_service
 
+try:  # WhiteNoise writes Brotli copies only when this optional package is installed
+    import brotli
+except ImportError:
+    brotli = None
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
@@ -34,6 +40,26 @@ def get(url: str) -> tuple[int, bytes]:
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
+
+
+def get_encoded(url: str, encoding: str) -> tuple[str | None, bytes]:
+    """``url`` asked for with ``Accept-Encoding: encoding``: its Content-Encoding and bytes."""
+    request = urllib.request.Request(url, headers={"Accept-Encoding": encoding})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.headers.get("Content-Encoding"), response.read()
+
+
+def expect_compressed_scripts(base: str) -> None:
+    """A script comes compressed when the browser asks (gzip; Brotli too when WhiteNoise
+    could write it, with the optional ``brotli`` package), and decompresses to the file."""
+    url = f"{base}/static/agent_app/mount.js"
+    encoding, plain = get_encoded(url, "identity")
+    assert encoding is None and b"export function mount" in plain
+    encoding, packed = get_encoded(url, "gzip, deflate")
+    assert encoding == "gzip" and gzip.decompress(packed) == plain and len(packed) < len(plain) / 2
+    if brotli is not None:
+        encoding, packed = get_encoded(url, "gzip, deflate, br")
+        assert encoding == "br" and brotli.decompress(packed) == plain
 
 
 def wait_for_exit(server: DaphneProcess) -> int:
@@ -187,6 +213,8 @@ def test_runworkers_serves_the_page_and_its_static_files_and_health_on_each_work
                 for asset in assets:
                     status, _ = get(f"http://127.0.0.1:{port}{asset.decode()}")
                     assert status == 200, asset
+            if mode == "production":
+                expect_compressed_scripts(f"http://127.0.0.1:{first}")
             status, _ = get(f"http://127.0.0.1:{first}/static/agent_app/no-such-file.js")
             assert status == 404
         finally:
