@@ -21,8 +21,6 @@ from django.db.models import Q
 
 from zett_agent.messages import MessageRole
 
-#: How long a title derived from the first user message may get.
-TITLE_LENGTH = 80
 #: The ``ChatMessage.role`` of what a member of staff wrote in a chat they took over.
 STAFF_ROLE = "staff"
 

@@ -7,7 +7,7 @@ and post to ``ZETT_LOGOUT_URL``.
 
 from django.urls import include, path
 
-from agent_app import views
+from agent_app import export, views
 from agent_app.attachments import views as attachment_views
 from agent_app.people import views as people_views
 from agent_app.telemetry.health import healthz
@@ -20,6 +20,8 @@ urlpatterns = [
     path("s/<uuid:session_id>/", views.chat, name="chat"),
     path("s/<uuid:session_id>/rename/", views.rename, name="rename"),
     path("s/<uuid:session_id>/delete/", views.delete, name="delete"),
+    path("s/<uuid:session_id>/export.md", export.export_markdown, name="export_markdown"),
+    path("s/<uuid:session_id>/export.json", export.export_json, name="export_json"),
     path(
         "s/<uuid:session_id>/attachments/",
         attachment_views.upload,

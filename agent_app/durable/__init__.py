@@ -11,5 +11,6 @@
 - ``history``: the ``session`` and ``history_page`` frames' items;
 - ``audit``: the record of every reply and verdict;
 - ``deadlocks``: transactions PostgreSQL ended as deadlocked, run again;
-- ``chat_records``: the record of every chat stored (the quota), and of those deleted.
+- ``chat_records``: the record of every chat stored (the quota), and of those deleted;
+- ``titles``: a new chat's short title, made from its first message.
 """

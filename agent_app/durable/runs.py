@@ -109,6 +109,8 @@ class Begun:
     #: Whether that message is a new version of a turn (``regenerate``/``edit``,
     #: ``agent_app.durable.branches``).
     new_version: bool = False
+    #: The chat's title once the message is stored (a new chat's is named after it).
+    title: str = ""
 
     @property
     def message_id(self) -> int | None:
@@ -193,8 +195,7 @@ def begin_run(
         if bumped.taken_over:
             raise TakenOver  # a person answers here now (rolls the bump back)
         version, reserved = bumped.history_version, bumped.seq_reserved
-        if title and not bumped.title:
-            ChatSession.objects.filter(pk=session_id, title="").update(title=title)
+        title = _name_new_chat(session_id, bumped.title, title)
         _store_run(session_id, request_id, kind, resumed_from, worker, now)
         if replace_last_turn:
             row = _new_version(session_id, request_id, turn_position, content)
@@ -210,8 +211,15 @@ def begin_run(
     history = restore_history(session_id, version=version) if message is not None else None
     block = (reserved - SEQ_BLOCK + 1, reserved)
     refs = attachment_refs(session_id, _attachment_ids(message))
-    superseded = position if replace_last_turn else None
-    return Begun(position, now, block, message, superseded, history, refs, row, replace_last_turn)
+    old = position if replace_last_turn else None  # the superseded turn's start
+    return Begun(position, now, block, message, old, history, refs, row, replace_last_turn, title)
+
+
+def _name_new_chat(session_id: str, current: str, title: str) -> str:
+    """Give an untitled chat ``title`` (a person's own title stays); the chat's title."""
+    if title and not current:
+        ChatSession.objects.filter(pk=session_id, title="").update(title=title)
+    return current or title
 
 
 def _store_message(

@@ -43,9 +43,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from agent_app.durable.statements import insert
+from agent_app.durable.titles import short_title
 from agent_app.models import (
     STAFF_ROLE,
-    TITLE_LENGTH,
     ChatMessage,
     ChatRun,
     ChatSession,
@@ -183,11 +183,8 @@ def _encodable(text: str) -> bool:
 
 
 def title_from(content: Any) -> str:
-    """A session title from the first user message."""
-    if isinstance(content, list):
-        content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
-    text = " ".join(str(content).split())
-    return text if len(text) <= TITLE_LENGTH else text[: TITLE_LENGTH - 1] + "…"
+    """A session title from the first user message (``agent_app.durable.titles``)."""
+    return short_title(content)
 
 
 # --- writing ---------------------------------------------------------------------------

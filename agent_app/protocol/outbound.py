@@ -149,6 +149,8 @@ class RunStartedFrame(OutboundFrame):
     created_at: str
     #: References of the message's attachments: ``{id, name, media_type, size, url}``.
     attachments: list[dict[str, Any]] = []
+    #: The chat's title now: a new chat is named after its first message (``durable.titles``).
+    title: str = ""
 
 
 class AgentEventFrame(OutboundFrame):

@@ -157,6 +157,7 @@ class Run(RunWaits, RunEnding):
             superseded_from=begun.superseded_from,
             created_at=begun.created_at.isoformat().replace("+00:00", "Z"),
             attachments=begun.attachments,
+            title=begun.title,
         )
         await feed.broadcast(
             seq, encode_frame(frame.dump()), marker=Marker.START, request_id=self.request_id

@@ -97,6 +97,7 @@ LAYERS: list[tuple[str, ...]] = [
     # Django's edges: pages, URLs, admin, checks, commands, start-up, the testing kit.
     (
         "views",
+        "export",
         "urls",
         "health_urls",
         "attachments.views",

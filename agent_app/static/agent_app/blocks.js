@@ -7,7 +7,7 @@
  */
 import { element } from "./dom.js";
 import { lazyModule } from "./lazy.js";
-import { markdownReady, plainHtml, renderMarkdown } from "./markdown.js";
+import { markdownReady, plainHtml, renderMarkdown, typesetMaths } from "./markdown.js";
 
 /** Code blocks' frames, highlighting and copy buttons (`code.js`): loaded for the first one. */
 const code = lazyModule("code.js");
@@ -112,6 +112,7 @@ export class TextSegment {
     this.view.keepPinned(() => {
       this.el.innerHTML = html ?? plainHtml(this.source);
       this.decorateCode();
+      typesetMaths(this.el);
     });
   }
 
@@ -135,7 +136,7 @@ export class TextSegment {
   renderWhenReady() {
     if (!this.waiting) {
       this.waiting = true;
-      markdownReady().then(
+      markdownReady(this.source).then(
         () => {
           this.waiting = false;
           this.render();

@@ -46,6 +46,7 @@ export const sanitizer = new Lazy(async () => {
 });
 
 const parser = lazyModule("vendor/marked/marked.esm.js");
+const maths = lazyModule("maths.js"); // formulas: fetched for the first text with a `$`
 
 const SANITIZE_OPTIONS = {
   USE_PROFILE: { html: true },
@@ -73,12 +74,22 @@ const renderer = new Lazy(async () => {
       node.setAttribute("rel", "noopener noreferrer nofollow");
     }
   });
-  return (source) => purify.sanitize(markdown.parse(source, { async: false }), SANITIZE_OPTIONS);
+  const render = (source) => purify.sanitize(markdown.parse(source, { async: false }), SANITIZE_OPTIONS);
+  render.markdown = markdown;
+  return render;
 });
 
-/** Resolves once `renderMarkdown` can render (the libraries are loaded). */
-export function markdownReady() {
-  return renderer.get();
+/** The renderer reading formulas too (placeholders for `typesetMaths`). */
+const withMaths = new Lazy(async () => {
+  const [render, { mathExtensions }] = await Promise.all([renderer.get(), maths.get()]);
+  render.markdown.use(mathExtensions);
+  return render;
+});
+const rendererFor = (text) => (text.includes("$") ? withMaths : renderer);
+
+/** Resolves once `renderMarkdown` can render `text` (the libraries are loaded). */
+export function markdownReady(text = "") {
+  return rendererFor(text).get();
 }
 
 /**
@@ -87,11 +98,16 @@ export function markdownReady() {
  * or stopped), whose open emphasis, code span or code fence is then closed first.
  */
 export function renderMarkdown(text, { unfinished = false } = {}) {
-  const render = renderer.now();
+  const render = rendererFor(text).now();
   if (render === undefined) {
     return null;
   }
   return render(unfinished ? closeUnfinished(text) : text);
+}
+
+/** Typeset the formulas in `root` (in the page), if maths.js made any. */
+export function typesetMaths(root) {
+  maths.value?.typesetMaths(root);
 }
 
 /** `text` as escaped paragraphs: what a message shows until Markdown can be rendered. */

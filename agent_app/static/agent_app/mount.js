@@ -50,7 +50,6 @@ import { StopButton } from "./stop.js";
 import { Transcript } from "./transcript.js";
 import { addUsage, usageDetail, usageText } from "./usage.js";
 
-const TITLE_LENGTH = 80;
 const gone = lazyModule("gone.js"); // the "this chat is gone" panel: once in a chat's life, if ever
 
 /** Refusals that give back what this view sent (`outbox.js`). */
@@ -233,18 +232,6 @@ export function mount(where, options = {}) {
     onTitle(title);
   }
 
-  /**
-   * Name an untitled chat after its first message, as the server does when it saves it
-   * (whitespace collapsed, at most 80 characters), so nothing need reload to show it.
-   */
-  function nameChatAfter(content) {
-    if (title || typeof content !== "string") {
-      return;
-    }
-    const text = content.split(/\s+/).filter(Boolean).join(" ");
-    showTitle(text.length <= TITLE_LENGTH ? text : `${text.slice(0, TITLE_LENGTH - 1)}…`);
-  }
-
   function showSessionUsage(usage) {
     sessionUsage = usage;
     const text = usageText(usage);
@@ -273,7 +260,6 @@ export function mount(where, options = {}) {
       tray.restore(attachments);
       return false;
     }
-    nameChatAfter(content);
     updateMode();
     return true;
   }
@@ -474,7 +460,10 @@ export function mount(where, options = {}) {
         });
       }
       transcript.startRun(frame.request_id, { prompt: content, bubble });
-      nameChatAfter(content);
+    }
+    // A new chat is named after its first message by the server (every tab hears it here).
+    if (frame.title && frame.title !== title) {
+      showTitle(frame.title);
     }
     onStored(); // the run stored the chat, if it was new
     updateMode();

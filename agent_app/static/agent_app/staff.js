@@ -3,7 +3,7 @@
  * composer that writes to the customer as the staff member. The socket is the chat's own
  * (staff may open any chat's); the server decides who may do what.
  */
-import { markdownReady, plainHtml, renderMarkdown } from "./markdown.js";
+import { markdownReady, plainHtml, renderMarkdown, typesetMaths } from "./markdown.js";
 
 const config = JSON.parse(document.getElementById("staff-config").textContent);
 const root = document.querySelector(".staff-chat");
@@ -31,8 +31,9 @@ function contentText(content) {
 function showMarkdown(words, source, options = {}) {
   const html = renderMarkdown(source, options);
   words.innerHTML = html ?? plainHtml(source);
+  typesetMaths(words);
   if (html === null) {
-    markdownReady().then(() => words.isConnected && showMarkdown(words, words.dataset.source, options), () => {});
+    markdownReady(source).then(() => words.isConnected && showMarkdown(words, words.dataset.source, options), () => {});
   }
   words.dataset.source = source;
 }

@@ -89,6 +89,35 @@ function setUpLauncher(shadow, panel, mounted) {
   });
 }
 
+/**
+ * A widget whose theme is `auto` follows the page's light/dark choice (`data-zett-theme`
+ * on <html>: theme.js on zett's pages, or the host's own switch), else the system's; its
+ * code highlighter's light and dark sheets follow too.
+ */
+function followPageTheme(host, shadow) {
+  if (host.dataset.theme) {
+    return;
+  }
+  const page = document.documentElement;
+  const fit = () => {
+    const choice = page.dataset.zettTheme;
+    const forced = choice === "light" || choice === "dark" ? choice : null;
+    if (forced) {
+      host.dataset.pageTheme = forced;
+    } else {
+      delete host.dataset.pageTheme;
+    }
+    for (const link of shadow.querySelectorAll('link[media*="prefers-color-scheme"], link[data-zett-scheme-media]')) {
+      link.dataset.zettSchemeMedia ??= link.media;
+      const media = link.dataset.zettSchemeMedia;
+      const scheme = media.includes("dark") ? "dark" : "light";
+      link.media = forced === null ? media : forced === scheme ? "all" : "not all";
+    }
+  };
+  fit();
+  new MutationObserver(fit).observe(page, { attributes: true, attributeFilter: ["data-zett-theme"] });
+}
+
 /** Mount one widget element; returns its `mount()` result (or the earlier one). */
 export function mountWidget(host) {
   if (host.zettWidget) {
@@ -126,6 +155,7 @@ export function mountWidget(host) {
     mounted.client.onTool(name, fn);
   }
   setUpLauncher(shadow, panel, mounted);
+  followPageTheme(host, shadow);
   host.zettWidget = mounted;
   host.dataset.mounted = "";
   registry.widgets.push(mounted);

@@ -22,6 +22,9 @@ asked), so any session and any test order get the same stream:
 - ``xss …``     → the XSS corpus (``XSS``) in every channel a model controls: reasoning, an
   unknown tool's name, tool arguments and results, an ``ask_user`` question and options,
   a ``save_note`` approval (its title and text end up in the admin), then a Markdown answer;
+- ``maths``     → inline and display formulas, one KaTeX must refuse (``\\href``) and one
+  it cannot read, then prices that must stay text (``MATHS_REPLY``);
+- ``prices``    → prices in dollars and no maths (``PRICES_REPLY``);
 - anything else → one short sentence.
 
 Every model call reports the same token usage (``USAGE``: 1,234 tokens).
@@ -68,6 +71,13 @@ brew --strong
 
 See [the docs](https://example.org/coffee).
 """
+PRICES_REPLY = "Tea is $5 and coffee is $10, or US$5-$10 for both."
+MATHS_REPLY = (
+    "Euler: $e^{i\\pi} + 1 = 0$ and $a_1 * b_2$.\n\n"
+    "$$\n\\int_0^1 x^2\\,dx = \\frac{1}{3}\n$$\n\n"
+    "Refused: $\\href{javascript:window.zettInjected=5}{click}$; "
+    "unreadable: $\\frac{1}{$.\n\n" + PRICES_REPLY
+)
 PYTHON_CODE = 'def greet(name):\n    return f"Hello, {name}"  # a comment\n'
 HTML_CODE = '<script>window.zettInjected = 1</script>\n<img src=x onerror="zettInjected=2">\n'
 PLAIN_CODE = "just text, no language\n"
@@ -171,6 +181,8 @@ class BrowserScriptModel:
         reply = {
             "markdown": MARKDOWN_REPLY,
             "code": CODE_REPLY,
+            "maths": MATHS_REPLY,
+            "prices": PRICES_REPLY,
             "python": PYTHON_REPLY,
             "prose": PROSE_REPLY,
             "fail once": RECOVERED_REPLY,

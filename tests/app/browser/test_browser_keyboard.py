@@ -139,6 +139,14 @@ def test_sidebar_titles_use_the_width_and_show_the_whole_title_on_hover(
     open_new_chat(page, scripted_server)
     send(page, LONG_TITLE)
     expect_idle(page)
+    # A title made from a message is short: a person's own may be long.
+    expect(page.locator("#chat-title")).to_have_text(
+        "What is 1/3 + 1/6 when it is added to the other"
+    )
+    page.get_by_role("button", name="Rename this chat").click()
+    page.get_by_label("New title").fill(LONG_TITLE)
+    page.get_by_label("New title").press("Enter")
+    expect(page.locator("#chat-title")).to_have_text(LONG_TITLE)
     page.reload()
     expect(page.locator("#connection-label")).to_have_text("Connected")
 

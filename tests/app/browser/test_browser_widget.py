@@ -202,6 +202,15 @@ def test_two_widgets_on_one_page_each_have_their_own_socket_and_chat(
         for chat in (left, right)
     ]
     assert backgrounds == ["rgb(247, 247, 245)", "rgb(21, 22, 20)"]
+    # A page's own light/dark choice (data-zett-theme on <html>) leads the widget on auto;
+    # a widget given its own theme keeps it.
+    for choice, left_background in (("dark", "rgb(21, 22, 20)"), ("light", "rgb(247, 247, 245)")):
+        page.evaluate(f"document.documentElement.dataset.zettTheme = '{choice}'")
+        expect(left.locator(".zett")).to_have_css("background-color", left_background)
+        expect(right.locator(".zett")).to_have_css("background-color", "rgb(21, 22, 20)")
+    # Maths is typeset inside the widget's shadow root too.
+    send_in(left, "maths")
+    expect(left.locator(".msg--assistant").last.locator(".katex")).to_have_count(4)
 
 
 @pytest.mark.parametrize("page", [NARROW], indirect=True)

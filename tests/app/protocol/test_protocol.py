@@ -171,6 +171,7 @@ def test_outbound_frames_dump_to_the_documented_shapes():
         "superseded_from": None,
         "created_at": "2026-11-30T12:00:00Z",
         "attachments": [],
+        "title": "",
     }
     assert AgentEventFrame(seq=3, request_id="r", event={"type": "text_delta"}).dump() == {
         "type": "agent_event",
