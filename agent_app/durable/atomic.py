@@ -44,6 +44,17 @@ if TYPE_CHECKING:
 __all__ = ["STORED_ATTRIBUTE", "AtomicToolsExtension", "mark_started", "run_atomically"]
 
 
+def result_message(call: ToolCall, result: ToolResult) -> ToolMessage:
+    """The stored record of an atomic tool's result, as the runtime would append it."""
+    return ToolMessage(
+        call.id,
+        call.name,
+        result.content,
+        success=result.success,
+        attributes=dict(result.attributes),
+    )
+
+
 def run_atomically(
     tool: AgentTool, arguments: dict[str, Any], session_id: str, request_id: str, call: ToolCall
 ) -> ToolResult:
@@ -51,13 +62,7 @@ def run_atomically(
     try:
         with transaction.atomic():
             result = to_tool_result(tool.handler(**arguments))
-            message = ToolMessage(
-                call.id,
-                call.name,
-                result.content,
-                success=result.success,
-                attributes=dict(result.attributes),
-            )
+            message = result_message(call, result)
             bumped = bump_version(session_id, timezone.now())  # locks the session row
             insert_rows(session_id, request_id, [(message, RowMeta())], after=bumped.last_position)
     finally:

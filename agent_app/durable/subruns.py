@@ -30,6 +30,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from agent_app.durable.atomic import result_message
 from agent_app.durable.waits import LIVE_STATUSES
 from agent_app.models import ChatMessage, ReplyWait, SubRun, SubRunStatus, WaitStatus
 from zett_agent.messages import (
@@ -169,13 +170,7 @@ def run_atomically(
     with transaction.atomic():
         result = to_tool_result(tool.handler(**arguments))
         row = SubRun.objects.select_for_update().only("messages").get(pk=pk)
-        message = ToolMessage(
-            call.id,
-            call.name,
-            result.content,
-            success=result.success,
-            attributes=dict(result.attributes),
-        )
+        message = result_message(call, result)
         SubRun.objects.filter(pk=pk).update(messages=[*row.messages, message_to_dict(message)])
     return result
 
