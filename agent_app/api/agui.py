@@ -190,6 +190,9 @@ async def _new_message(
     attachments: list[str] = []
     if wanted.files:
         attachments = await sync_to_async(store_parts)(thread_id, person.key, wanted.files)
+    # The shown path before the run, read before the run starts writing: a read beside the
+    # run's first writes, on another connection, meets SQLite's table locks.
+    before_run = await sync_to_async(shown_path)(thread_id)
     stream = _stream(request, caller, thread_id)
     try:
         await stream.open()
@@ -216,9 +219,9 @@ async def _new_message(
     encoder = RunEncoder(thread_id, after_seq=stream.last_seq)
 
     async def shown() -> list[dict[str, Any]]:
-        # The shown path before the run (read once its RUN_STARTED is out): the stream's
-        # MESSAGES_SNAPSHOT, which the run's own message then ends.
-        return await sync_to_async(shown_path)(thread_id, before_request=request_id)
+        # The stream's MESSAGES_SNAPSHOT (after its RUN_STARTED), which the run's own
+        # message then ends.
+        return before_run
 
     return _event_stream(stream.sse(encoder, run_id=request_id, shown=shown))
 
