@@ -217,13 +217,8 @@ async def _new_message(
         stream.close()
         raise
     encoder = RunEncoder(thread_id, after_seq=stream.last_seq)
-
-    async def shown() -> list[dict[str, Any]]:
-        # The stream's MESSAGES_SNAPSHOT (after its RUN_STARTED), which the run's own
-        # message then ends.
-        return before_run
-
-    return _event_stream(stream.sse(encoder, run_id=request_id, shown=shown))
+    # The stream's MESSAGES_SNAPSHOT (after its RUN_STARTED), which the run's own message ends.
+    return _event_stream(stream.sse(encoder, run_id=request_id, shown=before_run))
 
 
 def _interrupts_pending(thread_id: str) -> bool:

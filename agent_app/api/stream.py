@@ -47,7 +47,7 @@ import contextvars
 import json
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any, TypeVar
 
 from agent_app import conf
@@ -277,7 +277,7 @@ class ThreadStream:
         *,
         run_id: str | None = None,
         stop_when_idle: bool = False,
-        shown: Callable[[], Awaitable[list[dict[str, Any]]]] | None = None,
+        shown: list[dict[str, Any]] | None = None,
     ) -> AsyncIterator[str]:
         """The SSE text of the stream: the encoded frames, every frame that arrived
         meanwhile in one piece (one write to the client, however many events), in pieces
@@ -285,8 +285,8 @@ class ThreadStream:
 
         ``run_id``: frames before that run's ``run_started`` are skipped (a new message's
         stream is that run's only). ``shown`` (with ``run_id``): the run's ``RUN_STARTED``
-        is the first write, before its frames are read; then ``shown`` gives the history
-        of the ``MESSAGES_SNAPSHOT`` that follows it. ``stop_when_idle``: end at once when
+        is the first write, before its frames are read; ``shown`` is the history of the
+        ``MESSAGES_SNAPSHOT`` that follows it. ``stop_when_idle``: end at once when
         no run is active. Before each write the client's backlog is measured
         (``_fell_behind``).
         """
@@ -300,8 +300,8 @@ class ThreadStream:
                 encoder.encode(frame)  # numbered up to ``after_seq``: state, no events
             self._before = []
             if shown is not None and run_id is not None:
-                yield encoder.begin(run_id).encode()  # the first byte: nothing to wait for
-                encoder.show(await shown())
+                # The first byte: nothing to wait for.
+                yield encoder.begin(run_id, shown).encode()
             keepalive = float(conf.ZETT_SSE_KEEPALIVE_SECONDS)
             frames = self._frames
             batch = _Batch(encoder, run_id)
