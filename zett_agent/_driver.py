@@ -41,18 +41,32 @@ import asyncio
 import contextvars
 import types
 from collections import deque
-from collections.abc import Coroutine, Generator
+from collections.abc import Awaitable, Coroutine, Generator
 from typing import Any
 
 from zett_agent.events import AgentEvent
 
-__all__ = ["FINISHED", "SUSPENDED", "Driver", "emission"]
+__all__ = ["FINISHED", "SUSPENDED", "Driver", "Handover", "emission"]
 
 
-@types.coroutine
-def emission(event: AgentEvent) -> Generator[AgentEvent, None, None]:
+class Handover(tuple):
+    """``Handover((event,))``, awaited by the runtime, hands one event to the consumer.
+
+    A one-item tuple whose ``__await__`` is the tuple's own iterator: awaiting it yields the
+    event up to ``Driver.step`` or ``Driver.advance`` and resumes with None, with no
+    generator or frame of its own. An exception thrown in while it is suspended (the
+    driver's ``abort``) is raised at the ``await``, as for a generator, since a tuple
+    iterator has no ``throw`` of its own. The runtime's hot paths build it inline; the rest
+    call ``emission``.
+    """
+
+    __slots__ = ()
+    __await__ = tuple.__iter__  # type: ignore[assignment]
+
+
+def emission(event: AgentEvent) -> Awaitable[None]:
     """Awaited by the runtime to hand one event to the consumer (``Driver.advance``)."""
-    yield event
+    return Handover((event,))  # type: ignore[return-value]
 
 
 #: Returned by ``Driver.advance`` once the request coroutine has returned.

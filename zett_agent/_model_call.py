@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from zett_agent._driver import emission
+from zett_agent._driver import Handover
 from zett_agent._interrupt import StreamWatch
 from zett_agent.events import AgentEvent, AgentEventType, streamed_event
 from zett_agent.exceptions import AgentProtocolError
@@ -50,7 +50,7 @@ class CallingRequest(Protocol):
 
     def emit(self, event: AgentEvent) -> Awaitable[None]: ...
 
-    async def move(self, target: AgentPhase) -> tuple[datetime, int] | None: ...
+    def move(self, target: AgentPhase) -> Awaitable[tuple[datetime, int] | None]: ...
 
 
 E = AgentEventType
@@ -82,8 +82,8 @@ async def call_model(
     # segment kind -> [start, start_ns, end, end_ns]; None when nothing is timed
     spans: dict[AgentEventType, list[Any]] | None = None if started is None else {}
     emit = run.emit
-    # A streamed delta is stamped with the phase here and handed over by ``emission``
-    # itself: what ``run.emit`` does, without its frame, once per streamed item.
+    # A streamed delta is stamped with the phase here and handed over by ``Handover``
+    # itself: what ``run.emit`` does, without its call, once per streamed item.
     state = run.context.state
     await emit(streamed_event(E.MODEL_STARTED, session_id))
     # Locals, not module globals and enum attributes: this loop runs once per streamed item.
@@ -122,7 +122,7 @@ async def call_model(
                     if spans is not None:
                         _open_span(spans, content_started)
                     await emit(streamed(content_started, session_id))
-                await emission(streamed(text_delta, session_id, delta, None, state.phase))
+                await Handover((streamed(text_delta, session_id, delta, None, state.phase),))
                 if watch is not None:
                     watch.text.append(delta)
                     if watch.armed and steering_waits():
@@ -139,7 +139,7 @@ async def call_model(
                     if spans is not None:
                         _open_span(spans, reasoning_started)
                     await emit(streamed(reasoning_started, session_id))
-                await emission(streamed(reasoning_delta, session_id, delta, None, state.phase))
+                await Handover((streamed(reasoning_delta, session_id, delta, None, state.phase),))
                 if watch is not None:
                     watch.reasoning.append(delta)
                     if watch.armed and steering_waits():
@@ -148,8 +148,8 @@ async def call_model(
             elif kind is tool_call:
                 if watch is not None:
                     watch.disarm()
-                await emission(
-                    streamed(tool_call_delta, session_id, "", item.tool_call_delta, state.phase)
+                await Handover(
+                    (streamed(tool_call_delta, session_id, "", item.tool_call_delta, state.phase),)
                 )
             elif kind is completed:
                 if watch is not None:
