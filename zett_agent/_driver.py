@@ -87,6 +87,7 @@ class Driver:
     __slots__ = (
         "_blocked_on",
         "_foreign",
+        "_held",
         "_send",
         "_signal",
         "_waker",
@@ -117,6 +118,10 @@ class Driver:
         self._foreign: deque[tuple[AgentEvent, asyncio.Future[None]]] = deque()
         #: What the coroutine yielded in ``step`` when that was not an event.
         self._signal: Any = _NO_SIGNAL
+        #: ``step`` must leave the next move to ``advance``: a foreign event waits, the
+        #: runtime is suspended (``_blocked_on``, ``_signal``), or it has finished. One flag,
+        #: so the fast path reads one attribute per event.
+        self._held = False
 
     async def emit_foreign(self, event: AgentEvent) -> None:
         """Hand an event from another task to the consumer; return once it was taken."""
@@ -124,6 +129,7 @@ class Driver:
             return
         delivered = asyncio.get_running_loop().create_future()
         self._foreign.append((event, delivered))
+        self._held = True
         if self._waker is not None:
             _wake(self._waker)
         await delivered
@@ -153,7 +159,7 @@ class Driver:
 
     def step(self) -> Any:
         """Run the request to its next event without suspending; else ``SUSPENDED``."""
-        if self._foreign or self._blocked_on is not None or self.finished:
+        if self._held:
             return SUSPENDED
         self.stepping = True
         try:
@@ -169,6 +175,7 @@ class Driver:
         if isinstance(signal, AgentEvent):
             return signal
         self._signal = signal
+        self._held = True
         return SUSPENDED
 
     @types.coroutine
@@ -181,6 +188,7 @@ class Driver:
             if self._foreign and error is None:
                 event, delivered = self._foreign.popleft()
                 _wake(delivered)
+                self._update_held()
                 return event
             blocked = self._blocked_on
             if blocked is not None and error is None:
@@ -206,6 +214,7 @@ class Driver:
                     self.stepping = False
                 value = error = None
             if isinstance(signal, AgentEvent):
+                self._update_held()
                 return signal
             if getattr(signal, "_asyncio_future_blocking", False):
                 signal._asyncio_future_blocking = False  # what a task does when it takes over
@@ -311,8 +320,16 @@ class Driver:
             cancel = error = blocked = signal = None
             self._finish()
 
+    def _update_held(self) -> None:
+        self._held = (
+            self.finished
+            or bool(self._foreign)
+            or self._blocked_on is not None
+            or self._signal is not _NO_SIGNAL
+        )
+
     def _finish(self) -> None:
-        self.finished = True
+        self.finished = self._held = True
         self._discard_foreign()
 
     def _discard_foreign(self) -> None:

@@ -82,15 +82,16 @@ async def call_model(
     # segment kind -> [start, start_ns, end, end_ns]; None when nothing is timed
     spans: dict[AgentEventType, list[Any]] | None = None if started is None else {}
     emit = run.emit
-    # A streamed delta is stamped with the phase here and handed over by ``Handover``
-    # itself: what ``run.emit`` does, without its call, once per streamed item.
+    # A streamed delta is built (as ``streamed_event`` builds it), stamped with the phase
+    # and handed over by ``Handover`` right here: what ``run.emit`` does, without a call,
+    # once per streamed item.
     state = run.context.state
     await emit(streamed_event(E.MODEL_STARTED, session_id))
     # Locals, not module globals and enum attributes: this loop runs once per streamed item.
     text, reasoning, tool_call, completed = _TEXT, _REASONING, _TOOL_CALL, _COMPLETED
     content_started, reasoning_started = E.CONTENT_STARTED, E.REASONING_STARTED
     text_delta, reasoning_delta = E.TEXT_DELTA, E.REASONING_DELTA
-    tool_call_delta, streamed = E.TOOL_CALL_DELTA, streamed_event
+    tool_call_delta, streamed, new = E.TOOL_CALL_DELTA, streamed_event, object.__new__
     response: ModelResponse | None = None
     segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
     open_server_calls: set[str] = set()
@@ -102,10 +103,6 @@ async def call_model(
     cut = False
     try:
         async for item in stream:
-            if response is not None:
-                raise AgentProtocolError(
-                    f"Model stream yielded {_kind(item)} after its completed event"
-                )
             if type(item) is not ModelEvent and not isinstance(item, ModelEvent):
                 raise AgentProtocolError(
                     f"A model stream must yield ModelEvent objects, got {type(item).__name__}"
@@ -122,7 +119,10 @@ async def call_model(
                     if spans is not None:
                         _open_span(spans, content_started)
                     await emit(streamed(content_started, session_id))
-                await Handover((streamed(text_delta, session_id, delta, None, state.phase),))
+                event = new(AgentEvent)
+                event.type, event.session_id, event.phase = text_delta, session_id, state.phase
+                event.delta = delta
+                await Handover((event,))
                 if watch is not None:
                     watch.text.append(delta)
                     if watch.armed and steering_waits():
@@ -139,7 +139,10 @@ async def call_model(
                     if spans is not None:
                         _open_span(spans, reasoning_started)
                     await emit(streamed(reasoning_started, session_id))
-                await Handover((streamed(reasoning_delta, session_id, delta, None, state.phase),))
+                event = new(AgentEvent)
+                event.type, event.session_id = reasoning_delta, session_id
+                event.phase, event.delta = state.phase, delta
+                await Handover((event,))
                 if watch is not None:
                     watch.reasoning.append(delta)
                     if watch.armed and steering_waits():
@@ -170,10 +173,16 @@ async def call_model(
                         _close_span(spans, segment)
                     segment = None
                     await emit(streamed(closing, session_id))
+                break
             else:
                 if watch is not None:
                     watch.disarm()
                 await _server_tool_event(run, item, open_server_calls, seen_server_calls)
+        if response is not None:  # the stream must end with its completed event
+            async for item in stream:
+                raise AgentProtocolError(
+                    f"Model stream yielded {_kind(item)} after its completed event"
+                )
     except asyncio.CancelledError:
         if watch is None or not watch.cut_short():
             raise

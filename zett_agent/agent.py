@@ -322,12 +322,15 @@ class Agent:
         """Claim the session, then drive the request in the consumer's task (``_driver``)."""
         request = self._claim(config, model, message, metadata, tags, resumption)
         driver = request.driver = Driver(request.execute())
+        step = driver.step
         try:
             while True:
-                event = driver.step()
+                event = step()
                 if event is SUSPENDED:
                     event = await driver.advance()
-                if event is FINISHED:
+                    if event is FINISHED:
+                        return
+                elif event is FINISHED:
                     return
                 yield event
         finally:
