@@ -29,10 +29,11 @@ Cancellation:
 Each step runs in a ``contextvars.Context`` of the request's own, like a task would, so
 context variables set by the runtime never leak into the consumer.
 
-``step`` is the synchronous fast path of ``advance`` (the common case: the runtime goes
-from one event to the next without waiting for anything). It sends into the coroutine once;
-an event comes straight back, and anything else (a future, a bare yield) is kept for the
-``advance`` the caller then awaits, which continues exactly where ``step`` stopped.
+``drive`` is the async generator ``Agent.stream`` hands out. Its fast path is the common
+case, written out in its own loop: the runtime goes from one event to the next without
+waiting for anything, so it sends into the coroutine once and an event comes straight back.
+Anything else (a future, a bare yield) is kept for ``advance``, which continues exactly
+where the fast path stopped.
 """
 
 from __future__ import annotations
@@ -41,19 +42,19 @@ import asyncio
 import contextvars
 import types
 from collections import deque
-from collections.abc import Awaitable, Coroutine, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
 from zett_agent.events import AgentEvent
 
-__all__ = ["FINISHED", "SUSPENDED", "Driver", "Handover", "emission"]
+__all__ = ["FINISHED", "Driver", "Handover", "drive", "emission"]
 
 
 class Handover(tuple):
     """``Handover((event,))``, awaited by the runtime, hands one event to the consumer.
 
     A one-item tuple whose ``__await__`` is the tuple's own iterator: awaiting it yields the
-    event up to ``Driver.step`` or ``Driver.advance`` and resumes with None, with no
+    event up to ``drive`` or ``Driver.advance`` and resumes with None, with no
     generator or frame of its own. An exception thrown in while it is suspended (the
     driver's ``abort``) is raised at the ``await``, as for a generator, since a tuple
     iterator has no ``throw`` of its own. The runtime's hot paths build it inline; the rest
@@ -71,8 +72,6 @@ def emission(event: AgentEvent) -> Awaitable[None]:
 
 #: Returned by ``Driver.advance`` once the request coroutine has returned.
 FINISHED: Any = object()
-#: Returned by ``Driver.step`` when the runtime must wait: await ``advance()`` next.
-SUSPENDED: Any = object()
 _NO_SIGNAL: Any = object()
 
 
@@ -101,7 +100,7 @@ class Driver:
 
     def __init__(self, coro: Coroutine[Any, Any, None]) -> None:
         self.coro = coro
-        self._send = coro.send  # bound once: ``step`` sends into it once per event
+        self._send = coro.send  # bound once: ``drive`` sends into it once per event
         self.context = contextvars.copy_context()
         self.finished = False
         self.aborting = False
@@ -116,9 +115,9 @@ class Driver:
         self._blocked_on: asyncio.Future[Any] | None = None
         self._waker: asyncio.Future[None] | None = None
         self._foreign: deque[tuple[AgentEvent, asyncio.Future[None]]] = deque()
-        #: What the coroutine yielded in ``step`` when that was not an event.
+        #: What the coroutine yielded on the fast path when that was not an event.
         self._signal: Any = _NO_SIGNAL
-        #: ``step`` must leave the next move to ``advance``: a foreign event waits, the
+        #: The fast path must leave the next move to ``advance``: a foreign event waits, the
         #: runtime is suspended (``_blocked_on``, ``_signal``), or it has finished. One flag,
         #: so the fast path reads one attribute per event.
         self._held = False
@@ -157,27 +156,6 @@ class Driver:
         task = asyncio.current_task()
         return task is not None and task.cancelling() > 0
 
-    def step(self) -> Any:
-        """Run the request to its next event without suspending; else ``SUSPENDED``."""
-        if self._held:
-            return SUSPENDED
-        self.stepping = True
-        try:
-            signal = self.context.run(self._send, None)
-        except StopIteration:
-            self._finish()
-            return FINISHED
-        except BaseException:
-            self._finish()
-            raise
-        finally:
-            self.stepping = False
-        if isinstance(signal, AgentEvent):
-            return signal
-        self._signal = signal
-        self._held = True
-        return SUSPENDED
-
     @types.coroutine
     def advance(self) -> Generator[Any, Any, Any]:
         """Run the request until its next event; return it, or ``FINISHED``."""
@@ -197,7 +175,7 @@ class Driver:
                     continue  # woken by a foreign event: hand it over first
                 self._blocked_on = None
             signal = self._signal
-            if signal is not _NO_SIGNAL:  # ``step`` stopped at this suspension
+            if signal is not _NO_SIGNAL:  # the fast path stopped at this suspension
                 self._signal = _NO_SIGNAL
             else:
                 self.stepping = True
@@ -336,6 +314,43 @@ class Driver:
         while self._foreign:
             _, delivered = self._foreign.popleft()
             _wake(delivered)
+
+
+async def drive(start: Callable[[], Driver]) -> AsyncIterator[AgentEvent]:
+    """The events of the request ``start()`` claims and returns the driver of: what
+    ``Agent.stream`` hands out. Nothing is claimed until the first ``__anext__``.
+
+    The fast path sends into the request once and gets the next event straight back;
+    whatever else it meets (a wait, a foreign event, the end) goes to ``advance``, and
+    ``abort`` runs when the iterator is closed early.
+    """
+    driver = start()
+    run, send = driver.context.run, driver._send
+    try:
+        while True:
+            if driver._held:
+                event = await driver.advance()
+                if event is FINISHED:
+                    return
+            else:
+                driver.stepping = True
+                try:
+                    event = run(send, None)
+                except StopIteration:
+                    driver._finish()
+                    return
+                except BaseException:
+                    driver._finish()
+                    raise
+                finally:
+                    driver.stepping = False
+                if not isinstance(event, AgentEvent):
+                    driver._signal = event  # a real suspension: ``advance`` takes it on
+                    driver._held = True
+                    continue
+            yield event
+    finally:
+        await driver.abort()
 
 
 def _waker_for(waker: asyncio.Future[None]) -> Any:

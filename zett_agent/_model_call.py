@@ -92,6 +92,7 @@ async def call_model(
     content_started, reasoning_started = E.CONTENT_STARTED, E.REASONING_STARTED
     text_delta, reasoning_delta = E.TEXT_DELTA, E.REASONING_DELTA
     tool_call_delta, streamed, new = E.TOOL_CALL_DELTA, streamed_event, object.__new__
+    model_event, handover = ModelEvent, Handover
     response: ModelResponse | None = None
     segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
     open_server_calls: set[str] = set()
@@ -103,7 +104,7 @@ async def call_model(
     cut = False
     try:
         async for item in stream:
-            if type(item) is not ModelEvent and not isinstance(item, ModelEvent):
+            if item.__class__ is not model_event and not isinstance(item, ModelEvent):
                 raise AgentProtocolError(
                     f"A model stream must yield ModelEvent objects, got {type(item).__name__}"
                 )
@@ -120,9 +121,11 @@ async def call_model(
                         _open_span(spans, content_started)
                     await emit(streamed(content_started, session_id))
                 event = new(AgentEvent)
-                event.type, event.session_id, event.phase = text_delta, session_id, state.phase
+                event.type = text_delta
+                event.session_id = session_id
+                event.phase = state.phase
                 event.delta = delta
-                await Handover((event,))
+                await handover((event,))
                 if watch is not None:
                     watch.text.append(delta)
                     if watch.armed and steering_waits():
@@ -140,9 +143,11 @@ async def call_model(
                         _open_span(spans, reasoning_started)
                     await emit(streamed(reasoning_started, session_id))
                 event = new(AgentEvent)
-                event.type, event.session_id = reasoning_delta, session_id
-                event.phase, event.delta = state.phase, delta
-                await Handover((event,))
+                event.type = reasoning_delta
+                event.session_id = session_id
+                event.phase = state.phase
+                event.delta = delta
+                await handover((event,))
                 if watch is not None:
                     watch.reasoning.append(delta)
                     if watch.armed and steering_waits():

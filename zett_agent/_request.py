@@ -70,7 +70,7 @@ from zett_agent.messages import (
     UserMessage,
 )
 from zett_agent.model import ModelRequest, ModelUsage, runtime_request
-from zett_agent.phases import AgentPhase, check_transition
+from zett_agent.phases import _LEGAL_MOVES, AgentPhase, check_transition
 from zett_agent.tools.base import _current_run_context, _current_tool_call_id
 
 if TYPE_CHECKING:
@@ -190,7 +190,8 @@ class Request(ExtensionCalls, Endings):
         """
         state = self.context.state
         previous = state.phase
-        check_transition(previous, target)
+        if target not in _LEGAL_MOVES[previous]:
+            check_transition(previous, target)  # raises, naming the legal moves
         state.phase = target
         if not self.hooks.on_event:
             return _NOTHING  # type: ignore[return-value]
