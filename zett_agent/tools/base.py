@@ -148,7 +148,8 @@ class AgentTool:
             model = self._validator.model_validate(arguments)
         except pydantic.ValidationError as exc:
             raise ValueError(_describe_validation_error(self.name, exc)) from None
-        return {name: getattr(model, name) for name in type(model).model_fields}
+        # A model's __dict__ holds exactly its fields' validated values, in their order.
+        return dict(model.__dict__)
 
     async def __call__(self, arguments: Mapping[str, Any]) -> Any:
         """Run the tool from Python as the model would: ``await add({"a": 2, "b": 3})``.
