@@ -325,7 +325,7 @@ async def drive(start: Callable[[], Driver]) -> AsyncIterator[AgentEvent]:
     ``abort`` runs when the iterator is closed early.
     """
     driver = start()
-    run, send = driver.context.run, driver._send
+    run, send, agent_event = driver.context.run, driver._send, AgentEvent
     try:
         while True:
             if driver._held:
@@ -344,7 +344,7 @@ async def drive(start: Callable[[], Driver]) -> AsyncIterator[AgentEvent]:
                     raise
                 finally:
                     driver.stepping = False
-                if not isinstance(event, AgentEvent):
+                if event.__class__ is not agent_event and not isinstance(event, AgentEvent):
                     driver._signal = event  # a real suspension: ``advance`` takes it on
                     driver._held = True
                     continue
