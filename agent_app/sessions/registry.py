@@ -20,8 +20,9 @@ from agent_app import conf
 from agent_app.agents.factory import build_agent
 from agent_app.bus.base import WORKER_ID, SessionBus
 from agent_app.bus.local import LocalBus
-from agent_app.sessions import shutdown
-from agent_app.sessions.background import Background, sweep, sweep_seconds
+from agent_app.process import shutdown
+from agent_app.process.loops import Background
+from agent_app.sessions.background import sweep, sweep_seconds
 from agent_app.sessions.live import AgentFactory, LiveSession
 
 __all__ = ["LiveSessions", "existing_live_sessions", "live_sessions", "start_background"]
@@ -41,7 +42,8 @@ class LiveSessions:
 
             self.bus = RedisBus(self, cluster_url, WORKER_ID)
         self._cleanups: set[asyncio.Task[None]] = set()
-        #: This worker's periodic work (``agent_app.sessions.background``): the sweep.
+        #: This process's loops (``agent_app.process.loops``): the sweep, and the loops
+        #: registered for every worker (webhook deliveries, the scheduler).
         self.background = Background()
         self.background.every("sweep", sweep_seconds, functools.partial(sweep, self))
 
@@ -118,7 +120,7 @@ def live_sessions() -> LiveSessions:
 
 
 def start_background() -> None:
-    """Start the running event loop's background loop (``agent_app.sessions.background``)."""
+    """Start the running event loop's background loop (``agent_app.process.loops``)."""
     live_sessions().background.start()
 
 

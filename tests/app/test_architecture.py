@@ -44,9 +44,8 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "conf",
         "protocol",
+        "process",
         "agents.llm",
-        "background.loop_task",
-        "background.worker_loops",
         "guard.bodies",
         "guard.headers",
         "guard.origins",
@@ -56,7 +55,6 @@ LAYERS: list[tuple[str, ...]] = [
         "schedules.cron",
         "sessions.backpressure",
         "sessions.daphne_exit",
-        "sessions.shutdown",
         "telemetry.access_log",
         "webhooks.addresses",
         "webhooks.signing",
