@@ -308,8 +308,8 @@ def read_entry(session_id: str) -> Entry:
     """The chat with its owner, its assistant and what the run's top checks (in the ORM's
     thread). A run reads it in the thread hop that stores its start
     (``agent_app.sessions.settling``): one hop a run, not two."""
-    from agent_app.durable.statements import get_joined
     from agent_app.models import ChatSession
+    from agent_app.models.statements import get_joined
 
     chat = get_joined(ChatSession, "owner", session_id)  # select_related("owner").get(pk=…)
     assistant = registry.resolve(chat.assistant)

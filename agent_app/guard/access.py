@@ -67,9 +67,9 @@ from agent_app.durable.chat_records import (
     record_creation,
     was_deleted,
 )
-from agent_app.durable.statements import pk_exists
 from agent_app.guard.limits import current_limits
 from agent_app.models import ChatMessage, ChatSession
+from agent_app.models.statements import pk_exists
 from agent_app.telemetry import metrics
 
 __all__ = [

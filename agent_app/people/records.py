@@ -17,7 +17,6 @@ from django.utils import timezone
 from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
 from agent_app.attachments.stored import attachment_refs
 from agent_app.durable.history import history_item
-from agent_app.durable.statements import insert
 from agent_app.durable.store import bump_version, message_from_row, remember, title_from
 from agent_app.models import (
     STAFF_ROLE,
@@ -27,6 +26,7 @@ from agent_app.models import (
     ChatTakeover,
     FeedbackRating,
 )
+from agent_app.models.statements import insert
 from agent_app.people.signals import feedback_saved, handoff_requested
 from agent_app.people.state import iso, staff_name
 

@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from agent_app.models import ChatRun, ChatSession, RunStatus, ScheduledRun
-from agent_app.schedules.cron import BadSchedule, check_cron, next_after
+from agent_app.models.cron import BadSchedule, check_cron, next_after
 from agent_app.schedules.firing import claim_due
 from agent_app.schedules.loop import Scheduler
 from agent_app.sessions.registry import live_sessions
