@@ -45,7 +45,6 @@ LAYERS: list[tuple[str, ...]] = [
         "conf",
         "protocol",
         "process",
-        "agents.llm",
         "guard.bodies",
         "guard.headers",
         "guard.origins",
@@ -66,7 +65,6 @@ LAYERS: list[tuple[str, ...]] = [
     # Who is asking and what they may: identities, tokens, budgets of frames, records of
     # chats, the SQL every layer above writes with, files.
     (
-        "agents.current",
         "attachments",
         "durable.chat_records",
         "guard.limits",
