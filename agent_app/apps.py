@@ -11,9 +11,11 @@ class AgentAppConfig(AppConfig):
 
         # Registers the system checks, and (access) the sign-in/sign-out and deletion receivers.
         from agent_app import checks, production_checks  # noqa: F401
+        from agent_app.agents.factory import describe_wait
         from agent_app.assistants import registry
         from agent_app.attachments import stored  # noqa: F401  (files leave with their rows)
         from agent_app.background.host import register_loops
+        from agent_app.durable import recovery
         from agent_app.durable.store import message_linked, message_saved_through_the_orm
         from agent_app.guard import access, bodies  # noqa: F401  (access: its receivers)
         from agent_app.models import ChatMessage
@@ -28,6 +30,7 @@ class AgentAppConfig(AppConfig):
         # (no id, one id twice) stops the start with the class named.
         registry.discover()
         register_loops()  # webhook deliveries and schedules, for every worker's background
+        recovery.describe_waits_with(describe_wait)  # the agent tells a dead run's waits
         connect_people_signals()  # a handoff and a new rating send their webhook events
         daphne_exit.mend()  # before a daphne server runs: its SIGTERM cancels every socket
         bodies.guard()  # daphne refuses zett's too large or stalled bodies before reading them

@@ -77,8 +77,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("durable",),
     ("budgets", "people.records", "people.tool"),
     ("agents",),
-    # Recovery tells the waits a dead run's calls would have started, as the agent would.
-    ("durable.recovery",),
     ("sessions",),
     ("guard",),
     # Where every client (socket, HTTP, background) enters a session, as a person.
