@@ -3,7 +3,7 @@
 Synchronous ORM code (run through ``database_sync_to_async``). Every state change of a
 chat is one transaction on the chat's row; the ones that add a message lock it the way
 every message write does (``agent_app.durable.store.bump_version``), so positions and the
-history cache stay right. The signals of ``agent_app.people.signals`` are sent inside.
+history cache stay right. The signals of ``agent_app.signals`` are sent inside.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from agent_app.models import (
     FeedbackRating,
 )
 from agent_app.models.statements import insert
-from agent_app.people.signals import feedback_saved, handoff_requested
+from agent_app.signals import feedback_saved, handoff_requested
 from agent_app.people.state import iso, staff_name
 
 __all__ = [
