@@ -27,8 +27,8 @@ from agent_app.models import (
     FeedbackRating,
 )
 from agent_app.models.statements import insert
-from agent_app.signals import feedback_saved, handoff_requested
 from agent_app.people.state import iso, staff_name
+from agent_app.signals import feedback_saved, handoff_requested
 
 __all__ = [
     "MAX_COMMENT_CHARS",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_app.models import ChatSession, ChatTakeover
-from agent_app.sessions.errors import Busy
+from agent_app.protocol.refusals import Busy
 
 __all__ = [
     "STAFF_PERMISSION",

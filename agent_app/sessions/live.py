@@ -71,8 +71,8 @@ from agent_app.durable.recovery import Settled
 from agent_app.durable.runs import Creator
 from agent_app.models import RunKind, RunStatus
 from agent_app.process import shutdown
+from agent_app.protocol.refusals import Busy, NotRunning
 from agent_app.sessions.door import Door
-from agent_app.sessions.errors import Busy, NotRunning
 from agent_app.sessions.fanout import Feed, Subscriber
 from agent_app.sessions.follower import Follower
 from agent_app.sessions.replies import ReplyDesk, Verdict

@@ -36,9 +36,9 @@ from agent_app.protocol.frames import (
     SwitchVersionFrame,
     UserMessageFrame,
 )
+from agent_app.protocol.refusals import Busy
 from agent_app.sessions.branching import switch as switch_version
 from agent_app.sessions.entry import start_run
-from agent_app.sessions.errors import Busy
 from agent_app.sessions.live import LiveSession
 
 __all__ = ["TurnFrames"]

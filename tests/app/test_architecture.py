@@ -59,7 +59,7 @@ LAYERS: list[tuple[str, ...]] = [
         "websocket.unrouted",
     ),
     # The tables (those kept in their own packages too) and the errors a session raises.
-    ("models", "sessions.errors"),
+    ("models",),
     ("telemetry",),
     ("bus",),
     # Who is asking and what they may: identities, tokens, budgets of frames, records of
