@@ -43,9 +43,9 @@ from agent_app.durable.store import (
     session_end_sql,
     title_from,
 )
+from agent_app.durable.support import TakenOver
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
 from agent_app.models.statements import insert, update
-from agent_app.people.state import TakenOver
 from agent_app.webhooks.run_events import run_ended
 from zett_agent.messages import AnyMessage, UserMessage
 

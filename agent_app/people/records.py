@@ -18,6 +18,7 @@ from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
 from agent_app.attachments.stored import attachment_refs
 from agent_app.durable.history import history_item
 from agent_app.durable.store import bump_version, message_from_row, remember, title_from
+from agent_app.durable.support import iso
 from agent_app.models import (
     STAFF_ROLE,
     ChatFeedback,
@@ -27,7 +28,7 @@ from agent_app.models import (
     FeedbackRating,
 )
 from agent_app.models.statements import insert
-from agent_app.people.state import iso, staff_name
+from agent_app.people.state import staff_name
 from agent_app.signals import feedback_saved, handoff_requested
 
 __all__ = [

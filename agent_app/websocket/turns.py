@@ -19,6 +19,7 @@ from agent_app.budgets import BudgetExceeded
 from agent_app.durable.branches import NotATurn
 from agent_app.durable.chat_records import ChatDeleted
 from agent_app.durable.runs import Creator, NothingToReplace
+from agent_app.durable.support import TakenOver
 from agent_app.guard.access import (
     Creation,
     Person,
@@ -28,7 +29,6 @@ from agent_app.guard.access import (
 )
 from agent_app.models import RunKind
 from agent_app.people.live import customer_message
-from agent_app.people.state import TakenOver
 from agent_app.protocol.frames import (
     MAX_ATTACHMENTS,
     ErrorCode,
