@@ -25,7 +25,13 @@ from agent_app.process.loops import Background
 from agent_app.sessions.background import sweep, sweep_seconds
 from agent_app.sessions.live import AgentFactory, LiveSession
 
-__all__ = ["LiveSessions", "existing_live_sessions", "live_sessions", "start_background"]
+__all__ = [
+    "LiveSessions",
+    "existing_live_sessions",
+    "live_sessions",
+    "sockets_here",
+    "start_background",
+]
 
 
 class LiveSessions:
@@ -127,3 +133,11 @@ def start_background() -> None:
 def existing_live_sessions() -> LiveSessions | None:
     """The running event loop's registry if it has one (``live_sessions`` would make one)."""
     return _registries.get(asyncio.get_running_loop())
+
+
+def sockets_here(session_id: str) -> list[Any]:
+    """The sockets the running event loop's live session of ``session_id`` holds (none
+    when it has no such session)."""
+    here = existing_live_sessions()
+    live = here.get(session_id) if here is not None else None
+    return [] if live is None else list(live.sockets)
