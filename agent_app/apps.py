@@ -21,8 +21,11 @@ class AgentAppConfig(AppConfig):
         from agent_app.models import ChatMessage
 
         # The handoff tool announces through the session it runs in (``people.hub``).
-        from agent_app.people import live  # noqa: F401
-        from agent_app.sessions import backpressure, daphne_exit
+        from agent_app.sessions import (
+            backpressure,
+            daphne_exit,
+            people,  # noqa: F401
+        )
         from agent_app.sessions.registry import sockets_here
         from agent_app.telemetry import access_log
         from agent_app.webhooks.people_events import connect_people_signals

@@ -28,7 +28,6 @@ from agent_app.guard.access import (
     ensure_session,
 )
 from agent_app.models import RunKind
-from agent_app.people.live import customer_message
 from agent_app.protocol.frames import (
     MAX_ATTACHMENTS,
     ErrorCode,
@@ -40,6 +39,7 @@ from agent_app.protocol.refusals import Busy
 from agent_app.sessions.branching import switch as switch_version
 from agent_app.sessions.entry import start_run
 from agent_app.sessions.live import LiveSession
+from agent_app.sessions.people import customer_message
 
 __all__ = ["TurnFrames"]
 
