@@ -39,10 +39,11 @@ from agent_app.agui.errors import AguiError, ErrorCode
 from agent_app.agui.interrupts import refusal_code, replies_for
 from agent_app.agui.run_input import RunRequest, parse_run_input
 from agent_app.agui.sse import CONTENT_TYPE, SSE_HEADERS, encode_events
-from agent_app.api.auth import Caller
+from agent_app.api.auth import Caller, caller_of
 from agent_app.api.common import (
     NOT_FOUND_MESSAGE,
     authorized,
+    charge,
     chat_id,
     own_chat,
     own_chat_sync,
@@ -70,20 +71,21 @@ __all__ = ["capabilities_of", "run", "thread_events"]
 # --- the views -----------------------------------------------------------------------------
 
 
-@csrf_exempt  # checked by ``authorized`` for cookie requests only (a token needs none)
+@csrf_exempt  # checked by ``caller_of`` for cookie requests only (a token needs none)
 @body_limit(api_body_limit)  # refused before it is read (under daphne)
 async def run(request: HttpRequest, assistant_id: str) -> HttpResponse:
     """Start a run (or resume one) and stream it (see the module docstring)."""
     if request.method != "POST":
         return _not_allowed("POST")
     try:
-        caller = await authorized(request)
-        _installed(assistant_id)
-        wanted = parse_run_input(_body_of(request))
-        thread = await sync_to_async(_thread_of)(caller, assistant_id, wanted)
-        if wanted.resume:
-            return await _resume(request, caller, thread, wanted)
-        return await _new_message(request, caller, thread, wanted)
+        post = await sync_to_async(_read_post)(request, assistant_id)
+        await charge(post.caller)
+        if post.refused is not None:
+            raise post.refused
+        assert post.wanted is not None and post.thread is not None
+        if post.wanted.resume:
+            return await _resume(request, post.caller, post.thread, post.wanted)
+        return await _new_message(request, post.caller, post.thread, post.wanted)
     except AguiError as error:
         return refusal(error)
 
@@ -100,6 +102,33 @@ class _Thread:
     #: Every wait the thread ever had (interrupt id → kind) and its run, for a resume.
     kinds: dict[str, Any] = field(default_factory=dict)
     runs: dict[str, str] = field(default_factory=dict)
+    #: A new message's ``MESSAGES_SNAPSHOT`` history (``shown_path``), read before its run
+    #: starts writing; None when it is read later (a thread stored by this POST).
+    shown: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Post:
+    """A POST as read in one trip to a thread: who calls, then what they sent and their
+    thread, or why that is refused. ``run`` raises ``refused`` only after charging the
+    caller's budget: who calls is judged first, then how often, then what they sent."""
+
+    caller: Caller
+    wanted: RunRequest | None = None
+    thread: _Thread | None = None
+    refused: AguiError | None = None
+
+
+def _read_post(request: HttpRequest, assistant_id: str) -> _Post:
+    """Everything a POST reads before its run, in one thread hop (each hop costs a
+    thread switch each way, which is most of a POST's time before its first byte)."""
+    caller = caller_of(request)
+    try:
+        _installed(assistant_id)
+        wanted = parse_run_input(_body_of(request))
+        return _Post(caller, wanted, _thread_of(caller, assistant_id, wanted))
+    except AguiError as error:
+        return _Post(caller, refused=error)
 
 
 def _thread_of(caller: Caller, assistant_id: str, wanted: RunRequest) -> _Thread:
@@ -115,7 +144,9 @@ def _thread_of(caller: Caller, assistant_id: str, wanted: RunRequest) -> _Thread
         return _Thread(assistant, None)
     if wanted.resume:
         return _Thread(assistant, chat, False, *_interrupts_of(wanted.thread_id))
-    return _Thread(assistant, chat, _interrupts_pending(wanted.thread_id))
+    if _interrupts_pending(wanted.thread_id):
+        return _Thread(assistant, chat, True)
+    return _Thread(assistant, chat, shown=shown_path(wanted.thread_id))
 
 
 @csrf_exempt
@@ -192,7 +223,9 @@ async def _new_message(
         attachments = await sync_to_async(store_parts)(thread_id, person.key, wanted.files)
     # The shown path before the run, read before the run starts writing: a read beside the
     # run's first writes, on another connection, meets SQLite's table locks.
-    before_run = await sync_to_async(shown_path)(thread_id)
+    before_run = thread.shown
+    if before_run is None:
+        before_run = await sync_to_async(shown_path)(thread_id)
     stream = _stream(request, caller, thread_id)
     try:
         await stream.open()

@@ -19,7 +19,15 @@ from agent_app.guard.access import Person, may_open
 from agent_app.guard.limits import limiter
 from agent_app.models import ChatSession
 
-__all__ = ["NOT_FOUND_MESSAGE", "authorized", "chat_id", "own_chat", "own_chat_sync", "refusal"]
+__all__ = [
+    "NOT_FOUND_MESSAGE",
+    "authorized",
+    "charge",
+    "chat_id",
+    "own_chat",
+    "own_chat_sync",
+    "refusal",
+]
 
 NOT_FOUND_MESSAGE = "There is no thread with this id"
 
@@ -35,9 +43,14 @@ def refusal(error: AguiError) -> JsonResponse:
 async def authorized(request: HttpRequest) -> Caller:
     """The caller, once their request is charged to their budget (``AguiError`` if not)."""
     caller = await sync_to_async(caller_of)(request)
+    await charge(caller)
+    return caller
+
+
+async def charge(caller: Caller) -> None:
+    """Charge one request to the caller's budget; ``AguiError`` (429) when it is spent."""
     if not await limiter().take_frame(caller.person.key):
         raise AguiError(ErrorCode.RATE_LIMITED, "Too many requests; slow down", status=429)
-    return caller
 
 
 def chat_id(value: str) -> str:
