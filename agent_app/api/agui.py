@@ -54,6 +54,7 @@ from agent_app.assistants import Assistant, registry
 from agent_app.budgets import BudgetExceeded
 from agent_app.durable.chat_records import ChatDeleted
 from agent_app.durable.history import shown_path
+from agent_app.durable.recovery import stale_runs
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
 from agent_app.guard.bodies import api_body_limit, body_limit
@@ -105,6 +106,9 @@ class _Thread:
     #: A new message's ``MESSAGES_SNAPSHOT`` history (``shown_path``), read before its run
     #: starts writing; None when it is read later (a thread stored by this POST).
     shown: list[dict[str, Any]] | None = None
+    #: The thread's stored last ``seq`` when no run of it waits to be settled: the stream
+    #: joins the live session with it instead of reading both again (``ThreadStream.open``).
+    stored_last_seq: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +150,13 @@ def _thread_of(caller: Caller, assistant_id: str, wanted: RunRequest) -> _Thread
         return _Thread(assistant, chat, False, *_interrupts_of(wanted.thread_id))
     if _interrupts_pending(wanted.thread_id):
         return _Thread(assistant, chat, True)
-    return _Thread(assistant, chat, shown=shown_path(wanted.thread_id))
+    settled = not stale_runs(wanted.thread_id)
+    return _Thread(
+        assistant,
+        chat,
+        shown=shown_path(wanted.thread_id),
+        stored_last_seq=chat.last_event_seq if settled else None,
+    )
 
 
 @csrf_exempt
@@ -228,7 +238,7 @@ async def _new_message(
         before_run = await sync_to_async(shown_path)(thread_id)
     stream = _stream(request, caller, thread_id)
     try:
-        await stream.open()
+        await stream.open(stored_last_seq=thread.stored_last_seq)
         assert stream.live is not None and wanted.text is not None
         creator = Creator(person.user_id, person.browser_key or "")
         request_id = await detached(

@@ -173,14 +173,18 @@ class ThreadStream:
 
     # --- the view's side ---------------------------------------------------------------
 
-    async def open(self, after_seq: int | None = None) -> dict[str, Any]:
+    async def open(
+        self, after_seq: int | None = None, *, stored_last_seq: int | None = None
+    ) -> dict[str, Any]:
         """Join the thread's live session; returns its ``session`` frame.
 
         ``after_seq`` (a re-attachment): the replay holds the frames after it, cut where a
         merged delta straddles it, and the run's frames up to it are read apart
         (``_frames_up_to``), for the encoder to learn where the run stood.
+        ``stored_last_seq`` (a new message, whose view read it with the thread's rows and
+        found no run to settle): the join reads nothing from the database.
         """
-        await detached(self._join(after_seq or None))
+        await detached(self._join(after_seq or None, stored_last_seq))
         if self._token_id is not None:
             self._watched = token_watch().watch(self._token_id, self._token_ended)
         loop = asyncio.get_running_loop()
@@ -204,11 +208,11 @@ class ThreadStream:
         with it would wait for events it then hides, so the view refuses it."""
         return after_seq > self.known_seq
 
-    async def _join(self, after_seq: int | None) -> None:
+    async def _join(self, after_seq: int | None, stored_last_seq: int | None) -> None:
         live = self.live = live_sessions().session(self.thread_id)
         # Right after ``session()`` (see ``LiveSession.join``); the stream reads runs, not
         # the conversation: its ``session`` frame carries no history.
-        await live.join(self, after_seq, history=False)
+        await live.join(self, after_seq, history=False, stored_last_seq=stored_last_seq)
 
     async def _frames_up_to(self, after_seq: int) -> list[dict[str, Any]]:
         """The active run's frames numbered up to ``after_seq``, decoded.
