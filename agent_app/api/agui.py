@@ -53,7 +53,6 @@ from agent_app.api.stream import ThreadStream, detached
 from agent_app.assistants import Assistant, registry
 from agent_app.budgets import BudgetExceeded
 from agent_app.durable.chat_records import ChatDeleted
-from agent_app.durable.history import shown_path
 from agent_app.durable.recovery import stale_runs
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
@@ -103,9 +102,6 @@ class _Thread:
     #: Every wait the thread ever had (interrupt id → kind) and its run, for a resume.
     kinds: dict[str, Any] = field(default_factory=dict)
     runs: dict[str, str] = field(default_factory=dict)
-    #: A new message's ``MESSAGES_SNAPSHOT`` history (``shown_path``), read before its run
-    #: starts writing; None when it is read later (a thread stored by this POST).
-    shown: list[dict[str, Any]] | None = None
     #: The thread's stored last ``seq`` when no run of it waits to be settled: the stream
     #: joins the live session with it instead of reading both again (``ThreadStream.open``).
     stored_last_seq: int | None = None
@@ -151,12 +147,7 @@ def _thread_of(caller: Caller, assistant_id: str, wanted: RunRequest) -> _Thread
     if _interrupts_pending(wanted.thread_id):
         return _Thread(assistant, chat, True)
     settled = not stale_runs(wanted.thread_id)
-    return _Thread(
-        assistant,
-        chat,
-        shown=shown_path(wanted.thread_id),
-        stored_last_seq=chat.last_event_seq if settled else None,
-    )
+    return _Thread(assistant, chat, stored_last_seq=chat.last_event_seq if settled else None)
 
 
 @csrf_exempt
@@ -231,11 +222,6 @@ async def _new_message(
     attachments: list[str] = []
     if wanted.files:
         attachments = await sync_to_async(store_parts)(thread_id, person.key, wanted.files)
-    # The shown path before the run, read before the run starts writing: a read beside the
-    # run's first writes, on another connection, meets SQLite's table locks.
-    before_run = thread.shown
-    if before_run is None:
-        before_run = await sync_to_async(shown_path)(thread_id)
     stream = _stream(request, caller, thread_id)
     try:
         await stream.open(stored_last_seq=thread.stored_last_seq)
@@ -260,8 +246,8 @@ async def _new_message(
         stream.close()
         raise
     encoder = RunEncoder(thread_id, after_seq=stream.last_seq)
-    # The stream's MESSAGES_SNAPSHOT (after its RUN_STARTED), which the run's own message ends.
-    return _event_stream(stream.sse(encoder, run_id=request_id, shown=before_run))
+    # RUN_STARTED first, then the MESSAGES_SNAPSHOT, which the run's own message ends.
+    return _event_stream(stream.sse(encoder, run_id=request_id, snapshot=True))
 
 
 def _interrupts_pending(thread_id: str) -> bool:
