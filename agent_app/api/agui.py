@@ -26,7 +26,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db.models import Q
+from django.db.models import Exists, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -53,12 +53,11 @@ from agent_app.api.stream import ThreadStream, detached
 from agent_app.assistants import Assistant, registry
 from agent_app.budgets import BudgetExceeded
 from agent_app.durable.chat_records import ChatDeleted
-from agent_app.durable.recovery import stale_runs
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
 from agent_app.guard.bodies import api_body_limit, body_limit
 from agent_app.guard.limits import SocketTicket, limiter
-from agent_app.models import ChatSession, ReplyWait, WaitKind, WaitStatus
+from agent_app.models import ChatRun, ChatSession, ReplyWait, RunStatus, WaitKind, WaitStatus
 from agent_app.protocol.frames import Refusal
 from agent_app.sessions.backpressure import transport_of_request
 from agent_app.sessions.entry import audited_reply, start_run
@@ -133,7 +132,17 @@ def _read_post(request: HttpRequest, assistant_id: str) -> _Post:
 
 def _thread_of(caller: Caller, assistant_id: str, wanted: RunRequest) -> _Thread:
     assistant = _permitted(_installed(assistant_id), caller)
-    chat = own_chat_sync(caller.person, wanted.thread_id, missing_ok=True)
+    thread_id = wanted.thread_id
+    # One query: the chat, whether a question waits, whether a dead process left a run.
+    rows = ChatSession.objects.annotate(
+        waiting=Exists(_open_waits(thread_id)),
+        unsettled=Exists(
+            ChatRun.objects.filter(
+                session_id=thread_id, status__in=[RunStatus.RUNNING, RunStatus.PAUSED]
+            )
+        ),
+    )
+    chat = own_chat_sync(caller.person, thread_id, missing_ok=True, rows=rows)
     if chat is not None and (chat.assistant or registry.default_id()) != assistant.id:
         raise AguiError(
             ErrorCode.UNKNOWN_ASSISTANT,
@@ -143,11 +152,11 @@ def _thread_of(caller: Caller, assistant_id: str, wanted: RunRequest) -> _Thread
     if chat is None:
         return _Thread(assistant, None)
     if wanted.resume:
-        return _Thread(assistant, chat, False, *_interrupts_of(wanted.thread_id))
-    if _interrupts_pending(wanted.thread_id):
+        return _Thread(assistant, chat, False, *_interrupts_of(thread_id))
+    if chat.waiting:
         return _Thread(assistant, chat, True)
-    settled = not stale_runs(wanted.thread_id)
-    return _Thread(assistant, chat, stored_last_seq=chat.last_event_seq if settled else None)
+    stored_last_seq = None if chat.unsettled else chat.last_event_seq
+    return _Thread(assistant, chat, stored_last_seq=stored_last_seq)
 
 
 @csrf_exempt
@@ -250,12 +259,10 @@ async def _new_message(
     return _event_stream(stream.sse(encoder, run_id=request_id, snapshot=True))
 
 
-def _interrupts_pending(thread_id: str) -> bool:
-    """Whether a question or approval of the thread waits for its answer (in time)."""
-    return (
-        ReplyWait.objects.filter(session_id=thread_id, status=WaitStatus.OPEN)
-        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
-        .exists()
+def _open_waits(thread_id: str) -> QuerySet[ReplyWait]:
+    """The thread's questions and approvals that wait for their answer (in time)."""
+    return ReplyWait.objects.filter(session_id=thread_id, status=WaitStatus.OPEN).filter(
+        Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
     )
 
 

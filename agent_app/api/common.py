@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 
 from asgiref.sync import sync_to_async
+from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
 
 from agent_app.agui.errors import AguiError, ErrorCode
@@ -61,10 +62,18 @@ def chat_id(value: str) -> str:
         raise AguiError(ErrorCode.NOT_FOUND, NOT_FOUND_MESSAGE, status=404) from None
 
 
-def own_chat_sync(person: Person, session_id: str, *, missing_ok: bool) -> ChatSession | None:
+def own_chat_sync(
+    person: Person,
+    session_id: str,
+    *,
+    missing_ok: bool,
+    rows: QuerySet[ChatSession] | None = None,
+) -> ChatSession | None:
     """The person's stored chat ``session_id``: 404 for anyone else's, a deleted one, or
-    none (``missing_ok``: None for an id never stored, which a new thread may take)."""
-    row = ChatSession.objects.filter(pk=session_id).first()
+    none (``missing_ok``: None for an id never stored, which a new thread may take).
+    ``rows``: the chats to look in (annotated with what the caller needs beside it)."""
+    rows = ChatSession.objects.all() if rows is None else rows
+    row = rows.filter(pk=session_id).first()
     if row is None and missing_ok and not was_deleted(session_id):
         return None
     if row is None or not may_open(person, row):
