@@ -9,8 +9,9 @@ same runner and warming it up alike, one then running ``--requests`` requests an
 none; the difference of their instruction counts, divided by ``--requests``, is what one
 request costs. ``PYTHONHASHSEED`` is fixed so that both processes do the same start-up work.
 The variants are ``bench.tracing``'s (``off``, ``api-only``, ``sampled-out``, ``recording``,
-``floor``: ``off`` plus 4 bare SDK spans, ``drop-floor``: ``off`` plus one span on the
-dropping provider, ``listener``), on W1 as the runtime benchmark runs it.
+``floor``: ``off`` plus 4 bare SDK spans, ``full-floor``: ``off`` plus the 4 spans as
+recorded, with their attributes and contexts, by bare SDK calls, ``drop-floor``: ``off``
+plus one span on the dropping provider, ``listener``), on W1 as the runtime benchmark runs it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,16 @@ import re
 import subprocess
 import tempfile
 
-VARIANTS = ("off", "api-only", "sampled-out", "recording", "floor", "drop-floor", "listener")
+VARIANTS = (
+    "off",
+    "api-only",
+    "sampled-out",
+    "recording",
+    "floor",
+    "full-floor",
+    "drop-floor",
+    "listener",
+)
 WARMUP = 30
 
 

@@ -4,7 +4,10 @@
 depends on what is behind the OpenTelemetry API:
 
 - nothing (no SDK configured: the global provider never set, or a ``NoOpTracerProvider``):
-  no run is ever recorded, and finding that out reads one module attribute;
+  no run is ever recorded. While the global provider is not set, the API's
+  ``get_tracer_provider()`` gives its ``ProxyTracerProvider``, whose ``get_tracer`` hands
+  out a ``ProxyTracer`` until a provider is set and the provider's own tracer after: that
+  one call (no span, no context) is what a run asks;
 - the OpenTelemetry SDK's ``TracerProvider``: its sampler is asked directly, with the trace
   id the run's span would get (the parent's, else a new one from the provider's id
   generator). A run it drops costs that one call: no span object, no context. A run it
@@ -14,12 +17,13 @@ depends on what is behind the OpenTelemetry API:
 - anything else: a span is started and asked ``is_recording()``.
 
 The global provider may be set after the extension is built (it is set once, then never
-replaced): until it is, each run looks again.
+replaced): until it is, each run looks again, through public API only
+(``get_tracer_provider`` itself is not asked per run: with the provider unset it looks up
+``OTEL_PYTHON_TRACER_PROVIDER`` in ``os.environ`` and pays a ``KeyError`` each time).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -34,10 +38,6 @@ __all__ = ["RunSampler"]
 
 #: What a provider is, once known: nothing records, the SDK, or some other implementation.
 _NOTHING, _SDK, _OTHER = "nothing", "sdk", "other"
-#: The API's module global holding the provider once set (read with a fallback: it is not
-#: a public name, so a version without it is asked through ``get_tracer_provider``).
-_GLOBAL = "_TRACER_PROVIDER"
-_UNKNOWN = object()
 
 
 class RunSampler:
@@ -49,9 +49,10 @@ class RunSampler:
     __slots__ = (
         "_api",
         "_decided",
-        "_from_environment",
         "_given",
         "_kind",
+        "_proxy",
+        "_proxy_tracer",
         "_scope",
         "tracer",
     )
@@ -64,13 +65,17 @@ class RunSampler:
         self._given = tracer_provider
         self._kind: str | None = None
         self._decided: _Decided | None = None
-        #: With no provider set in code, the API builds one from this variable on first use.
-        self._from_environment = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
-        self.tracer: Tracer = api.trace.get_tracer(
-            scope, api.version, tracer_provider=tracer_provider
-        )
-        if tracer_provider is not None:
-            self._resolve(tracer_provider)
+        trace = api.trace
+        self.tracer: Tracer = trace.get_tracer(scope, api.version, tracer_provider=tracer_provider)
+        #: The API's stand-in while no global provider is set (asked each run), else None.
+        self._proxy: TracerProvider | None = None
+        self._proxy_tracer = trace.ProxyTracer
+        # Read once here (the provider an OTEL_PYTHON_TRACER_PROVIDER names is built now).
+        provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
+        if isinstance(provider, trace.ProxyTracerProvider):
+            self._proxy = provider
+        else:
+            self._resolve(provider)
 
     def start(
         self, name: str, parent: Context | None, links: list[Link] | None, kind: Any
@@ -78,10 +83,10 @@ class RunSampler:
         """The run's span, started (no attributes), when the run is recorded; else None."""
         what = self._kind
         if what is None:
-            provider = self._global()
-            if provider is None:
-                return None  # nothing configured (yet)
-            what = self._resolve(provider)
+            proxy: Any = self._proxy
+            if type(proxy.get_tracer(self._scope)) is self._proxy_tracer:
+                return None  # no global provider set (yet)
+            what = self._resolve(self._api.trace.get_tracer_provider())
         if what is _NOTHING:
             return None
         if what is _SDK:
@@ -109,18 +114,6 @@ class RunSampler:
         finally:
             pending.result = pending.trace_id = None
         return _recording(span)
-
-    def _global(self) -> TracerProvider | None:
-        """The global provider once one is set (None before)."""
-        trace = self._api.trace
-        provider = getattr(trace, _GLOBAL, _UNKNOWN)
-        if provider is None and not self._from_environment:
-            return None
-        if provider is None or provider is _UNKNOWN:
-            provider = trace.get_tracer_provider()
-            if isinstance(provider, trace.ProxyTracerProvider):
-                return None
-        return provider
 
     def _resolve(self, provider: TracerProvider) -> str:
         """What ``provider`` is, remembered: it is never replaced."""
