@@ -29,6 +29,8 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from opentelemetry.context import Context
     from opentelemetry.trace import Link, Span, Tracer, TracerProvider
 
@@ -51,9 +53,9 @@ class RunSampler:
         "_decided",
         "_given",
         "_kind",
-        "_proxy",
-        "_proxy_tracer",
         "_scope",
+        "probe",
+        "proxy_tracer",
         "tracer",
     )
 
@@ -67,15 +69,21 @@ class RunSampler:
         self._decided: _Decided | None = None
         trace = api.trace
         self.tracer: Tracer = trace.get_tracer(scope, api.version, tracer_provider=tracer_provider)
-        #: The API's stand-in while no global provider is set (asked each run), else None.
-        self._proxy: TracerProvider | None = None
-        self._proxy_tracer = trace.ProxyTracer
+        #: While no global provider is set: the API's stand-in provider's ``get_tracer``,
+        #: which gives a ``proxy_tracer`` until one is set (``unset`` asks it); else None.
+        self.probe: Callable[[str], object] | None = None
+        self.proxy_tracer = trace.ProxyTracer
         # Read once here (the provider an OTEL_PYTHON_TRACER_PROVIDER names is built now).
         provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         if isinstance(provider, trace.ProxyTracerProvider):
-            self._proxy = provider
+            self.probe = provider.get_tracer
         else:
             self._resolve(provider)
+
+    def unset(self) -> bool:
+        """Whether no global provider is set yet (a caller in a hurry inlines this)."""
+        probe = self.probe
+        return probe is not None and type(probe(self._scope)) is self.proxy_tracer
 
     def start(
         self, name: str, parent: Context | None, links: list[Link] | None, kind: Any
@@ -83,9 +91,8 @@ class RunSampler:
         """The run's span, started (no attributes), when the run is recorded; else None."""
         what = self._kind
         if what is None:
-            proxy: Any = self._proxy
-            if type(proxy.get_tracer(self._scope)) is self._proxy_tracer:
-                return None  # no global provider set (yet)
+            if self.unset():
+                return None
             what = self._resolve(self._api.trace.get_tracer_provider())
         if what is _NOTHING:
             return None
@@ -117,6 +124,7 @@ class RunSampler:
 
     def _resolve(self, provider: TracerProvider) -> str:
         """What ``provider`` is, remembered: it is never replaced."""
+        self.probe = None
         trace = self._api.trace
         sdk = sys.modules.get("opentelemetry.sdk.trace")  # an SDK provider imported it
         if isinstance(provider, trace.NoOpTracerProvider):

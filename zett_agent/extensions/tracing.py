@@ -143,6 +143,7 @@ class TracingExtension(AgentExtension):
         self.record_content = bool(record_content)
         self._api = api
         self._sampling = RunSampler(api, INSTRUMENTATION, tracer_provider)
+        self._proxy_tracer = self._sampling.proxy_tracer
         # Looked up once: every recorded span is attached and detached through them.
         self._attach = api.context.attach
         self._in_context = api.trace.set_span_in_context
@@ -176,12 +177,17 @@ class TracingExtension(AgentExtension):
         kind = type(event)
         if kind is PhaseTransitionEvent:
             phase = event.current_phase  # type: ignore[attr-defined]
-            if phase is _GENERATING:
+            if phase is _LOADING_CONTEXT:
+                # No global provider set (yet): the run costs this one question.
+                probe = self._sampling.probe
+                if probe is not None and type(probe(INSTRUMENTATION)) is self._proxy_tracer:
+                    context.withdraw(self)
+                    return
+                self._start_run(context)
+            elif phase is _GENERATING:
                 self._start_chat(context)
             elif phase is _RUNNING_TOOL:
                 self._start_tool(context)
-            elif phase is _LOADING_CONTEXT:
-                self._start_run(context)
             elif phase is _COMPLETED_PHASE:
                 self._completed(context)
             elif phase is _CANCELLED_PHASE:
