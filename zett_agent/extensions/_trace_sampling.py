@@ -54,6 +54,7 @@ class RunSampler:
         "_given",
         "_kind",
         "_scope",
+        "begin",
         "probe",
         "proxy_tracer",
         "tracer",
@@ -67,6 +68,9 @@ class RunSampler:
         self._given = tracer_provider
         self._kind: str | None = None
         self._decided: _Decided | None = None
+        #: What starts a run's span: ``start``, or once the provider is known the one of its
+        #: paths that applies (``start`` without its dispatch).
+        self.begin: Callable[[str, Any, Any, Any], Span | None] = self.start
         trace = api.trace
         self.tracer: Tracer = trace.get_tracer(scope, api.version, tracer_provider=tracer_provider)
         #: While no global provider is set: the API's stand-in provider's ``get_tracer``,
@@ -107,11 +111,15 @@ class RunSampler:
         (the SDK then takes that trace id and that answer instead of asking again)."""
         decided = self._decided
         assert decided is not None
-        span_context = self._api.trace.get_current_span(parent).get_span_context()
-        root = not span_context.is_valid
-        trace_id = decided.ids.generate_trace_id() if root else span_context.trace_id
+        current = self._api.trace.get_current_span(parent)
+        if current is decided.no_span:  # no parent: the common case, known at once
+            root, trace_id = True, decided.ids.generate_trace_id()
+        else:
+            span_context = current.get_span_context()
+            root = not span_context.is_valid
+            trace_id = decided.ids.generate_trace_id() if root else span_context.trace_id
         result = decided.sampler.should_sample(parent, trace_id, name, kind, None, links)
-        if not result.decision.is_recording():
+        if result.decision is decided.drop:  # Decision.is_recording(), without the call
             return None
         pending = decided.pending
         pending.result = result
@@ -129,16 +137,23 @@ class RunSampler:
         sdk = sys.modules.get("opentelemetry.sdk.trace")  # an SDK provider imported it
         if isinstance(provider, trace.NoOpTracerProvider):
             self._kind = _NOTHING
+            self.begin = _nothing
         elif sdk is not None and isinstance(provider, sdk.TracerProvider):
             self.tracer = tracer = provider.get_tracer(self._scope, self._api.version)
             self._kind = _SDK if isinstance(tracer, sdk.Tracer) else _OTHER  # a shut-down one
             if self._kind is _SDK:
                 self._decided = _Decided.install(tracer)
+                self.begin = self._sdk_start
         else:
             self._kind = _OTHER
             if self._given is None:
                 self.tracer = provider.get_tracer(self._scope, self._api.version)
         return self._kind
+
+
+def _nothing(name: str, parent: Any, links: Any, kind: Any) -> None:
+    """A run's span where nothing records: none."""
+    return None
 
 
 def _recording(span: Span) -> Span | None:
@@ -162,12 +177,18 @@ class _Decided:
     the span being started the trace id and sampling result already decided for it (in
     this thread; anything else is asked of them as before)."""
 
-    __slots__ = ("ids", "pending", "sampler")
+    __slots__ = ("drop", "ids", "no_span", "pending", "sampler")
 
     def __init__(self, sampler: Any, ids: Any) -> None:
+        from opentelemetry.sdk.trace.sampling import Decision
+        from opentelemetry.trace import INVALID_SPAN
+
         self.sampler = sampler
         self.ids = ids
         self.pending = _Pending()
+        self.drop = Decision.DROP
+        #: What ``get_current_span`` gives where no span is current.
+        self.no_span = INVALID_SPAN
 
     @classmethod
     def install(cls, tracer: Any) -> _Decided:

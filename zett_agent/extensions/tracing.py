@@ -211,7 +211,7 @@ class TracingExtension(AgentExtension):
         if metadata:
             parent = parent_context(metadata.get(TRACE_PARENT))
             links = span_links(metadata.get(TRACE_LINKS))
-        span = self._sampling.start(self._run_name, parent, links, self._internal)
+        span = self._sampling.begin(self._run_name, parent, links, self._internal)
         if span is None:
             context.withdraw(self)  # not sampled, or no SDK: nothing would be recorded
             return
