@@ -29,10 +29,11 @@ Cancellation:
 Each step runs in a ``contextvars.Context`` of the request's own, like a task would, so
 context variables set by the runtime never leak into the consumer.
 
-``step`` is the synchronous fast path of ``advance`` (the common case: the runtime goes
-from one event to the next without waiting for anything). It sends into the coroutine once;
-an event comes straight back, and anything else (a future, a bare yield) is kept for the
-``advance`` the caller then awaits, which continues exactly where ``step`` stopped.
+``drive`` is the async generator ``Agent.stream`` hands out. Its fast path is the common
+case, written out in its own loop: the runtime goes from one event to the next without
+waiting for anything, so it sends into the coroutine once and an event comes straight back.
+Anything else (a future, a bare yield) is kept for ``advance``, which continues exactly
+where the fast path stopped.
 """
 
 from __future__ import annotations
@@ -41,24 +42,36 @@ import asyncio
 import contextvars
 import types
 from collections import deque
-from collections.abc import Coroutine, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
 from zett_agent.events import AgentEvent
 
-__all__ = ["FINISHED", "SUSPENDED", "Driver", "emission"]
+__all__ = ["FINISHED", "Driver", "Handover", "drive", "emission"]
 
 
-@types.coroutine
-def emission(event: AgentEvent) -> Generator[AgentEvent, None, None]:
+class Handover(tuple):
+    """``Handover((event,))``, awaited by the runtime, hands one event to the consumer.
+
+    A one-item tuple whose ``__await__`` is the tuple's own iterator: awaiting it yields the
+    event up to ``drive`` or ``Driver.advance`` and resumes with None, with no
+    generator or frame of its own. An exception thrown in while it is suspended (the
+    driver's ``abort``) is raised at the ``await``, as for a generator, since a tuple
+    iterator has no ``throw`` of its own. The runtime's hot paths build it inline; the rest
+    call ``emission``.
+    """
+
+    __slots__ = ()
+    __await__ = tuple.__iter__  # type: ignore[assignment]
+
+
+def emission(event: AgentEvent) -> Awaitable[None]:
     """Awaited by the runtime to hand one event to the consumer (``Driver.advance``)."""
-    yield event
+    return Handover((event,))  # type: ignore[return-value]
 
 
 #: Returned by ``Driver.advance`` once the request coroutine has returned.
 FINISHED: Any = object()
-#: Returned by ``Driver.step`` when the runtime must wait: await ``advance()`` next.
-SUSPENDED: Any = object()
 _NO_SIGNAL: Any = object()
 
 
@@ -73,6 +86,7 @@ class Driver:
     __slots__ = (
         "_blocked_on",
         "_foreign",
+        "_held",
         "_send",
         "_signal",
         "_waker",
@@ -86,7 +100,7 @@ class Driver:
 
     def __init__(self, coro: Coroutine[Any, Any, None]) -> None:
         self.coro = coro
-        self._send = coro.send  # bound once: ``step`` sends into it once per event
+        self._send = coro.send  # bound once: ``drive`` sends into it once per event
         self.context = contextvars.copy_context()
         self.finished = False
         self.aborting = False
@@ -101,8 +115,12 @@ class Driver:
         self._blocked_on: asyncio.Future[Any] | None = None
         self._waker: asyncio.Future[None] | None = None
         self._foreign: deque[tuple[AgentEvent, asyncio.Future[None]]] = deque()
-        #: What the coroutine yielded in ``step`` when that was not an event.
+        #: What the coroutine yielded on the fast path when that was not an event.
         self._signal: Any = _NO_SIGNAL
+        #: The fast path must leave the next move to ``advance``: a foreign event waits, the
+        #: runtime is suspended (``_blocked_on``, ``_signal``), or it has finished. One flag,
+        #: so the fast path reads one attribute per event.
+        self._held = False
 
     async def emit_foreign(self, event: AgentEvent) -> None:
         """Hand an event from another task to the consumer; return once it was taken."""
@@ -110,6 +128,7 @@ class Driver:
             return
         delivered = asyncio.get_running_loop().create_future()
         self._foreign.append((event, delivered))
+        self._held = True
         if self._waker is not None:
             _wake(self._waker)
         await delivered
@@ -137,26 +156,6 @@ class Driver:
         task = asyncio.current_task()
         return task is not None and task.cancelling() > 0
 
-    def step(self) -> Any:
-        """Run the request to its next event without suspending; else ``SUSPENDED``."""
-        if self._foreign or self._blocked_on is not None or self.finished:
-            return SUSPENDED
-        self.stepping = True
-        try:
-            signal = self.context.run(self._send, None)
-        except StopIteration:
-            self._finish()
-            return FINISHED
-        except BaseException:
-            self._finish()
-            raise
-        finally:
-            self.stepping = False
-        if isinstance(signal, AgentEvent):
-            return signal
-        self._signal = signal
-        return SUSPENDED
-
     @types.coroutine
     def advance(self) -> Generator[Any, Any, Any]:
         """Run the request until its next event; return it, or ``FINISHED``."""
@@ -167,6 +166,7 @@ class Driver:
             if self._foreign and error is None:
                 event, delivered = self._foreign.popleft()
                 _wake(delivered)
+                self._update_held()
                 return event
             blocked = self._blocked_on
             if blocked is not None and error is None:
@@ -175,7 +175,7 @@ class Driver:
                     continue  # woken by a foreign event: hand it over first
                 self._blocked_on = None
             signal = self._signal
-            if signal is not _NO_SIGNAL:  # ``step`` stopped at this suspension
+            if signal is not _NO_SIGNAL:  # the fast path stopped at this suspension
                 self._signal = _NO_SIGNAL
             else:
                 self.stepping = True
@@ -192,6 +192,7 @@ class Driver:
                     self.stepping = False
                 value = error = None
             if isinstance(signal, AgentEvent):
+                self._update_held()
                 return signal
             if getattr(signal, "_asyncio_future_blocking", False):
                 signal._asyncio_future_blocking = False  # what a task does when it takes over
@@ -297,14 +298,59 @@ class Driver:
             cancel = error = blocked = signal = None
             self._finish()
 
+    def _update_held(self) -> None:
+        self._held = (
+            self.finished
+            or bool(self._foreign)
+            or self._blocked_on is not None
+            or self._signal is not _NO_SIGNAL
+        )
+
     def _finish(self) -> None:
-        self.finished = True
+        self.finished = self._held = True
         self._discard_foreign()
 
     def _discard_foreign(self) -> None:
         while self._foreign:
             _, delivered = self._foreign.popleft()
             _wake(delivered)
+
+
+async def drive(start: Callable[[], Driver]) -> AsyncIterator[AgentEvent]:
+    """The events of the request ``start()`` claims and returns the driver of: what
+    ``Agent.stream`` hands out. Nothing is claimed until the first ``__anext__``.
+
+    The fast path sends into the request once and gets the next event straight back;
+    whatever else it meets (a wait, a foreign event, the end) goes to ``advance``, and
+    ``abort`` runs when the iterator is closed early.
+    """
+    driver = start()
+    run, send, agent_event = driver.context.run, driver._send, AgentEvent
+    try:
+        while True:
+            if driver._held:
+                event = await driver.advance()
+                if event is FINISHED:
+                    return
+            else:
+                driver.stepping = True
+                try:
+                    event = run(send, None)
+                except StopIteration:
+                    driver._finish()
+                    return
+                except BaseException:
+                    driver._finish()
+                    raise
+                finally:
+                    driver.stepping = False
+                if event.__class__ is not agent_event and not isinstance(event, AgentEvent):
+                    driver._signal = event  # a real suspension: ``advance`` takes it on
+                    driver._held = True
+                    continue
+            yield event
+    finally:
+        await driver.abort()
 
 
 def _waker_for(waker: asyncio.Future[None]) -> Any:

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from zett_agent._driver import emission
+from zett_agent._driver import Handover
 from zett_agent._interrupt import StreamWatch
 from zett_agent.events import AgentEvent, AgentEventType, streamed_event
 from zett_agent.exceptions import AgentProtocolError
@@ -50,7 +50,7 @@ class CallingRequest(Protocol):
 
     def emit(self, event: AgentEvent) -> Awaitable[None]: ...
 
-    async def move(self, target: AgentPhase) -> tuple[datetime, int] | None: ...
+    def move(self, target: AgentPhase) -> Awaitable[tuple[datetime, int] | None]: ...
 
 
 E = AgentEventType
@@ -82,15 +82,17 @@ async def call_model(
     # segment kind -> [start, start_ns, end, end_ns]; None when nothing is timed
     spans: dict[AgentEventType, list[Any]] | None = None if started is None else {}
     emit = run.emit
-    # A streamed delta is stamped with the phase here and handed over by ``emission``
-    # itself: what ``run.emit`` does, without its frame, once per streamed item.
+    # A streamed delta is built (as ``streamed_event`` builds it), stamped with the phase
+    # and handed over by ``Handover`` right here: what ``run.emit`` does, without a call,
+    # once per streamed item.
     state = run.context.state
     await emit(streamed_event(E.MODEL_STARTED, session_id))
     # Locals, not module globals and enum attributes: this loop runs once per streamed item.
     text, reasoning, tool_call, completed = _TEXT, _REASONING, _TOOL_CALL, _COMPLETED
     content_started, reasoning_started = E.CONTENT_STARTED, E.REASONING_STARTED
     text_delta, reasoning_delta = E.TEXT_DELTA, E.REASONING_DELTA
-    tool_call_delta, streamed = E.TOOL_CALL_DELTA, streamed_event
+    tool_call_delta, streamed, new = E.TOOL_CALL_DELTA, streamed_event, object.__new__
+    model_event, handover = ModelEvent, Handover
     response: ModelResponse | None = None
     segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
     open_server_calls: set[str] = set()
@@ -102,11 +104,7 @@ async def call_model(
     cut = False
     try:
         async for item in stream:
-            if response is not None:
-                raise AgentProtocolError(
-                    f"Model stream yielded {_kind(item)} after its completed event"
-                )
-            if type(item) is not ModelEvent and not isinstance(item, ModelEvent):
+            if item.__class__ is not model_event and not isinstance(item, ModelEvent):
                 raise AgentProtocolError(
                     f"A model stream must yield ModelEvent objects, got {type(item).__name__}"
                 )
@@ -122,7 +120,12 @@ async def call_model(
                     if spans is not None:
                         _open_span(spans, content_started)
                     await emit(streamed(content_started, session_id))
-                await emission(streamed(text_delta, session_id, delta, None, state.phase))
+                event = new(AgentEvent)
+                event.type = text_delta
+                event.session_id = session_id
+                event.phase = state.phase
+                event.delta = delta
+                await handover((event,))
                 if watch is not None:
                     watch.text.append(delta)
                     if watch.armed and steering_waits():
@@ -139,7 +142,12 @@ async def call_model(
                     if spans is not None:
                         _open_span(spans, reasoning_started)
                     await emit(streamed(reasoning_started, session_id))
-                await emission(streamed(reasoning_delta, session_id, delta, None, state.phase))
+                event = new(AgentEvent)
+                event.type = reasoning_delta
+                event.session_id = session_id
+                event.phase = state.phase
+                event.delta = delta
+                await handover((event,))
                 if watch is not None:
                     watch.reasoning.append(delta)
                     if watch.armed and steering_waits():
@@ -148,8 +156,8 @@ async def call_model(
             elif kind is tool_call:
                 if watch is not None:
                     watch.disarm()
-                await emission(
-                    streamed(tool_call_delta, session_id, "", item.tool_call_delta, state.phase)
+                await Handover(
+                    (streamed(tool_call_delta, session_id, "", item.tool_call_delta, state.phase),)
                 )
             elif kind is completed:
                 if watch is not None:
@@ -170,10 +178,16 @@ async def call_model(
                         _close_span(spans, segment)
                     segment = None
                     await emit(streamed(closing, session_id))
+                break
             else:
                 if watch is not None:
                     watch.disarm()
                 await _server_tool_event(run, item, open_server_calls, seen_server_calls)
+        if response is not None:  # the stream must end with its completed event
+            async for item in stream:
+                raise AgentProtocolError(
+                    f"Model stream yielded {_kind(item)} after its completed event"
+                )
     except asyncio.CancelledError:
         if watch is None or not watch.cut_short():
             raise

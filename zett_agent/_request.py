@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from zett_agent._context import AgentRunContext
-from zett_agent._driver import Driver, emission
+from zett_agent._driver import Driver, Handover
 from zett_agent._endings import Endings
 from zett_agent._extension_calls import ExtensionCalls
 from zett_agent._hooks import HookTable
@@ -69,8 +69,8 @@ from zett_agent.messages import (
     ToolMessage,
     UserMessage,
 )
-from zett_agent.model import ModelRequest, ModelUsage
-from zett_agent.phases import AgentPhase, check_transition
+from zett_agent.model import ModelRequest, ModelUsage, runtime_request
+from zett_agent.phases import _LEGAL_MOVES, AgentPhase, check_transition
 from zett_agent.tools.base import _current_run_context, _current_tool_call_id
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class Request(ExtensionCalls, Endings):
     def emit(self, event: AgentEvent) -> Awaitable[None]:
         """Stamp the current phase and hand the event to the consumer (await the result)."""
         event.phase = self.context.state.phase
-        return emission(event)
+        return Handover((event,))  # type: ignore[return-value]
 
     async def _publish_appended(
         self,
@@ -153,37 +153,54 @@ class Request(ExtensionCalls, Endings):
         for extension in listeners:
             await extension.on_event(context, event)
 
-    async def flush(self) -> None:
+    def flush(self) -> Awaitable[None]:
         """Publish messages extensions added during the stage that just ended."""
+        if not self.context._unpublished:
+            return _NOTHING
+        return self._flush()
+
+    async def _flush(self) -> None:
         context = self.context
         while context._unpublished:
             await self._publish_appended(context._unpublished.pop(0))
 
-    async def append(
+    def append(
         self,
         message: AnyMessage,
         timing: MessageTiming | None = None,
         usage: ModelUsage | None = None,
-    ) -> None:
-        """Append a message and publish it at once (``timing`` None: an instant message)."""
+    ) -> Awaitable[None]:
+        """Append a message and publish it at once (``timing`` None: an instant message).
+
+        Await the result; with no listener there is nothing to publish and no coroutine.
+        """
         state = self.context.state
         state._messages.append(message)
         state._snapshot = None
-        await self._publish_appended(message, timing, usage)
+        if not self.hooks.on_event:
+            return _NOTHING
+        return self._publish_appended(message, timing, usage)
 
-    async def move(self, target: AgentPhase) -> tuple[datetime, int] | None:
-        """Move to ``target`` (checked) and publish it.
+    def move(self, target: AgentPhase) -> Awaitable[tuple[datetime, int] | None]:
+        """Move to ``target`` (checked) and publish it; await the result.
 
-        Returns the move's wall and monotonic time, which timings are built from; None when
-        no extension listens (nobody would see a timing, so the clocks are not read).
+        It gives the move's wall and monotonic time, which timings are built from; None when
+        no extension listens (nobody would see a timing, so the clocks are not read, and no
+        coroutine is made).
         """
         state = self.context.state
         previous = state.phase
-        check_transition(previous, target)
+        if target not in _LEGAL_MOVES[previous]:
+            check_transition(previous, target)  # raises, naming the legal moves
         state.phase = target
+        if not self.hooks.on_event:
+            return _NOTHING  # type: ignore[return-value]
+        return self._publish_move(previous, target)
+
+    async def _publish_move(
+        self, previous: AgentPhase, target: AgentPhase
+    ) -> tuple[datetime, int] | None:
         listeners = self.hooks.on_event
-        if not listeners:
-            return None
         moved = (datetime.now(UTC), time.monotonic_ns())
         event = _moved(previous, target, *moved)
         context = self.context
@@ -221,7 +238,11 @@ class Request(ExtensionCalls, Endings):
     # -- the request -------------------------------------------------------------------
 
     async def execute(self) -> None:
-        """The whole request (a new input, a resume, or a compaction pass); driven by ``Driver``."""
+        """The whole request (a new input, a resume, or a compaction pass); driven by ``Driver``.
+
+        A new input's steps are written out here rather than in a method of their own: every
+        event of the request passes up through this frame, and one frame fewer is felt.
+        """
         try:
             await self._load_context()
             if self.resumption is not None:
@@ -229,7 +250,18 @@ class Request(ExtensionCalls, Endings):
             elif self.compaction:
                 await self._compaction_pass()
             else:
-                await self._answer()
+                message = self.context.input_message
+                if not isinstance(message, UserMessage):
+                    # Nothing was published or appended yet: the failure stores nothing.
+                    raise AgentProtocolError(
+                        f"Request setup must produce a UserMessage (on_message left "
+                        f"context.input_message as {type(message).__name__})"
+                    )
+                await self.flush()
+                await self.move(P.READY)
+                await self.append(message)
+                await self.stage(self.hooks.before_run, "before_run")
+                await self._finish(await self._turns())
         except asyncio.CancelledError as cancel:
             await self._cancelled(cancel)
             raise
@@ -238,20 +270,6 @@ class Request(ExtensionCalls, Endings):
             raise
         finally:
             self._end()
-
-    async def _answer(self) -> None:
-        message = self.context.input_message
-        if not isinstance(message, UserMessage):
-            # Nothing was published or appended yet: the failure stores nothing.
-            raise AgentProtocolError(
-                f"Request setup must produce a UserMessage (on_message left "
-                f"context.input_message as {type(message).__name__})"
-            )
-        await self.flush()
-        await self.move(P.READY)
-        await self.append(message)
-        await self.stage(self.hooks.before_run, "before_run")
-        await self._finish(await self._turns())
 
     async def _resume(self) -> None:
         """Continue the restored history: run its open calls, then the usual turns."""
@@ -381,11 +399,11 @@ class Request(ExtensionCalls, Endings):
 
     def _build_model_request(self) -> ModelRequest:
         context = self.context
-        return ModelRequest(
-            messages=context.state.messages,
-            tools=tuple([tool.definition for tool in context.tools.values()]),
-            server_tools=tuple(context.server_tools.values()),
-            cache_key=context.session_id,
+        return runtime_request(
+            context.state.messages,
+            tuple([tool.definition for tool in context.tools.values()]),
+            tuple(context.server_tools.values()),
+            context.session_id,
         )
 
     # -- tools ---------------------------------------------------------------------------

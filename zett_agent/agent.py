@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from zett_agent._context import AgentRunConfig, AgentRunContext, AgentState, uuid7
-from zett_agent._driver import FINISHED, SUSPENDED, Driver
+from zett_agent._driver import Driver, drive
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
 from zett_agent._json import request_metadata, request_tags
@@ -310,7 +310,7 @@ class Agent:
                     applied = event.compaction
         return applied
 
-    async def _events(
+    def _events(
         self,
         config: AgentRunConfig | None,
         model: AgentModel | None,
@@ -319,19 +319,15 @@ class Agent:
         tags: Iterable[str] | None,
         resumption: Resumption | None = None,
     ) -> AsyncIterator[AgentEvent]:
-        """Claim the session, then drive the request in the consumer's task (``_driver``)."""
-        request = self._claim(config, model, message, metadata, tags, resumption)
-        driver = request.driver = Driver(request.execute())
-        try:
-            while True:
-                event = driver.step()
-                if event is SUSPENDED:
-                    event = await driver.advance()
-                if event is FINISHED:
-                    return
-                yield event
-        finally:
-            await driver.abort()
+        """Claim the session when iteration starts, then drive the request in the
+        consumer's task (``_driver``)."""
+
+        def start() -> Driver:
+            request = self._claim(config, model, message, metadata, tags, resumption)
+            driver = request.driver = Driver(request.execute())
+            return driver
+
+        return drive(start)
 
     def _require_initialized(self) -> None:
         if not self._initialized:

@@ -86,7 +86,7 @@ class AgentEventType(StrEnum):
     CUSTOM = "custom"
 
 
-@dataclass(slots=True)
+@dataclass
 class AgentEvent:
     """One UI-facing event emitted by ``Agent.stream()``.
 
@@ -109,6 +109,10 @@ class AgentEvent:
         COMPACTION_COMPLETED           applied, compaction
         RUN_COMPLETED                  message
         CUSTOM                         name, payload
+
+    The fields' defaults live on the class (no ``__slots__``), so the runtime builds its
+    own events by setting only the fields an event carries (``streamed_event``,
+    ``runtime_event``); ``tool_calls`` is made, a fresh list, when first read.
     """
 
     type: AgentEventType
@@ -154,6 +158,23 @@ class AgentEvent:
             raise ValueError("A CUSTOM AgentEvent requires a non-empty name")
 
 
+class _FreshList:
+    """The class-level default of ``AgentEvent.tool_calls``: a new list for each event,
+    made and kept on the event when it is first read (the constructor sets its own)."""
+
+    __slots__ = ()
+
+    def __get__(self, event: AgentEvent | None, owner: type | None = None) -> Any:
+        if event is None:
+            return self
+        fresh: list[ToolCall] = []
+        event.__dict__["tool_calls"] = fresh
+        return fresh
+
+
+AgentEvent.tool_calls = _FreshList()  # type: ignore[assignment]
+
+
 @dataclass(slots=True)
 class RelayedEvent(AgentEvent):
     """An event of a sub-run (another agent's request that one of this request's tools
@@ -190,31 +211,18 @@ def streamed_event(
     """``AgentEvent(kind, session_id, phase, delta, tool_call_delta)``, faster.
 
     For the runtime's own events of a known, non-CUSTOM ``kind`` (one per streamed model
-    item): the slots are filled directly, with no generated ``__init__`` and no
-    ``__post_init__`` check, in about half the time. Every field is set as the dataclass
-    would set it (a fresh ``tool_calls`` list each time); ``tests/runtime/test_events.py``
-    compares the two field by field, so a new field cannot be forgotten here.
+    item): only the fields that differ from the class defaults are set, with no generated
+    ``__init__`` and no ``__post_init__`` check, in a fraction of the time; the others read
+    as the dataclass would have set them (``tool_calls`` a fresh list).
+    ``tests/runtime/test_events.py`` compares the two field by field.
     """
     event = _new(AgentEvent)
     event.type = kind
     event.session_id = session_id
     event.phase = phase
     event.delta = delta
-    event.tool_call_delta = tool_call_delta
-    event.tool_calls = []
-    event.server_tool_call = None
-    event.server_tool_input_delta = None
-    event.server_tool_result = None
-    event.response = None
-    event.stop = None
-    event.message = None
-    event.internal_message = None
-    event.steering_message = None
-    event.error = None
-    event.compaction = None
-    event.applied = None
-    event.name = None
-    event.payload = None
+    if tool_call_delta is not None:
+        event.tool_call_delta = tool_call_delta
     return event
 
 
@@ -229,16 +237,22 @@ def runtime_event(
 ) -> AgentEvent:
     """``AgentEvent(kind, session_id, ...)`` for the runtime's own non-CUSTOM events, faster.
 
-    The slots are filled as by ``streamed_event`` (no generated ``__init__``, no check),
-    with the payload fields a tool, model or run event carries; ``tests/runtime/
-    test_events.py`` compares it with the dataclass field by field.
+    Built as by ``streamed_event`` (only the fields given are set, no generated
+    ``__init__``, no check), with the payload fields a tool, model or run event carries;
+    ``tests/runtime/test_events.py`` compares it with the dataclass field by field.
     """
-    event = streamed_event(kind, session_id)
+    event = _new(AgentEvent)
+    event.type = kind
+    event.session_id = session_id
+    event.phase = None
     if tool_calls is not None:
         event.tool_calls = tool_calls
-    event.response = response
-    event.message = message
-    event.error = error
+    if response is not None:
+        event.response = response
+    if message is not None:
+        event.message = message
+    if error is not None:
+        event.error = error
     return event
 
 

@@ -213,6 +213,34 @@ class ModelRequest:
             raise ValueError(f"cache_key must be a non-empty string when supplied, got {key!r}")
 
 
+def runtime_request(
+    messages: tuple[AnyMessage, ...],
+    tools: tuple[ToolDefinition, ...],
+    server_tools: tuple[ServerToolDefinition, ...],
+    cache_key: str,
+) -> ModelRequest:
+    """``ModelRequest(messages, tools, server_tools, cache_key=cache_key)``, faster.
+
+    For the runtime's own request of each model call, whose ``cache_key`` is the session id
+    (never blank): the frozen slots are filled directly, without the generated
+    ``__init__``'s keyword handling and the check, in about half the time. The other fields
+    take their defaults; ``tests/runtime/test_model.py`` compares the two field by field.
+    """
+    request = _new(ModelRequest)
+    _set(request, "messages", messages)
+    _set(request, "tools", tools)
+    _set(request, "server_tools", server_tools)
+    _set(request, "reasoning_effort", _MEDIUM)
+    _set(request, "tool_choice", None)
+    _set(request, "cache_key", cache_key)
+    return request
+
+
+_new = object.__new__
+_set = object.__setattr__
+_MEDIUM = ReasoningEffort.MEDIUM
+
+
 class ModelEventType(StrEnum):
     """Kinds of items in a model stream.
 

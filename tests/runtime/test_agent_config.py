@@ -4,10 +4,12 @@ Requests)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import uuid
 
 import pytest
 
+from zett_agent._context import uuid7
 from zett_agent.agent import Agent, AgentRunConfig, AgentRunContext
 from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.base import AgentExtension
@@ -293,3 +295,26 @@ async def test_an_input_that_is_not_text_or_a_user_message_is_a_type_error(messa
     with pytest.raises(TypeError, match="UserMessage"):
         await agent.run(message)
     assert model.requests == []
+
+
+def test_ids_in_a_row_are_distinct_uuid7s():
+    ids = [uuid7() for _ in range(3 * 256)]  # several blocks of random digits
+    assert len(set(ids)) == len(ids)
+    assert all(is_uuid7(value) for value in ids)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_draws_random_digits_of_its_own():
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next id, then leave at once
+        os.write(write_end, uuid7().encode())
+        os._exit(0)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    child = os.read(read_end, 64).decode()
+    os.close(read_end)
+    parent = uuid7()
+    # Without a block of its own the child would hand out the parent's next digits.
+    assert is_uuid7(child)
+    assert child[15:] != parent[15:]

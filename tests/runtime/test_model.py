@@ -23,6 +23,7 @@ from zett_agent.model import (
     StopReason,
     ToolCallDelta,
     ToolDefinition,
+    runtime_request,
 )
 
 
@@ -169,3 +170,17 @@ def test_any_object_with_a_stream_method_is_an_agent_model():
 
     assert isinstance(EchoModel(), AgentModel)
     assert not isinstance(object(), AgentModel)
+
+
+def test_the_runtime_request_equals_the_dataclass_one_field_by_field():
+    messages = (UserMessage(content="hi"),)
+    tools = (ToolDefinition("add", "Add.", {"type": "object"}),)
+    server_tools = (ServerToolDefinition("web_search"),)
+    fast = runtime_request(messages, tools, server_tools, "session-1")
+    slow = ModelRequest(messages, tools, server_tools, cache_key="session-1")
+    assert type(fast) is ModelRequest
+    for field in dataclasses.fields(ModelRequest):
+        assert getattr(fast, field.name) is getattr(slow, field.name), field.name
+    assert fast == slow
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.tool_choice = "auto"  # type: ignore[misc]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import threading
 from typing import Annotated, Literal
 
@@ -13,7 +14,13 @@ from pydantic import Field
 from zett_agent.model import ToolDefinition
 from zett_agent.tools import AgentTool as ReexportedAgentTool
 from zett_agent.tools import tool as reexported_tool
-from zett_agent.tools.base import AgentTool, ToolResult, current_tool_call_id, tool
+from zett_agent.tools.base import (
+    AgentTool,
+    ToolResult,
+    current_tool_call_id,
+    to_tool_result,
+    tool,
+)
 
 from .support import counting_tool
 
@@ -222,6 +229,24 @@ def test_a_tool_result_succeeds_by_default():
     result = ToolResult(content="done")
     assert result.success is True
     assert result.attributes == {}
+
+
+@pytest.mark.parametrize(
+    "value", [0, 7, -12, 10**30, True, False, None, 1.5, "text", {"a": [1, None]}]
+)
+def test_a_returned_value_becomes_its_json_text(value):
+    expected = value if isinstance(value, str) else json.dumps(value)
+    result = to_tool_result(value)
+    assert result.content == expected
+    assert result.success is True
+
+
+def test_an_int_subclass_is_serialised_as_json_not_as_its_str():
+    class Flag(int):
+        def __str__(self) -> str:
+            return "flag"
+
+    assert to_tool_result(Flag(3)).content == "3"
 
 
 def test_a_single_guidelines_string_is_one_guideline():

@@ -148,7 +148,8 @@ class AgentTool:
             model = self._validator.model_validate(arguments)
         except pydantic.ValidationError as exc:
             raise ValueError(_describe_validation_error(self.name, exc)) from None
-        return {name: getattr(model, name) for name in type(model).model_fields}
+        # A model's __dict__ holds exactly its fields' validated values, in their order.
+        return dict(model.__dict__)
 
     async def __call__(self, arguments: Mapping[str, Any]) -> Any:
         """Run the tool from Python as the model would: ``await add({"a": 2, "b": 3})``.
@@ -193,6 +194,11 @@ def to_tool_result(value: Any) -> ToolResult:
     """
     if isinstance(value, str):
         return ToolResult(value)
+    kind = type(value)
+    if kind is int:  # the JSON of a plain int is its decimal text: no encoder needed
+        return ToolResult(str(value))
+    if kind is bool or value is None:
+        return ToolResult(_JSON_CONSTANTS[value])
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, TextContent | ImageContent):
@@ -215,6 +221,7 @@ def serialize_value(value: Any) -> str:
 
 #: What ``json.dumps(value, ensure_ascii=False)`` builds on every call, built once.
 _JSON = json.JSONEncoder(ensure_ascii=False)
+_JSON_CONSTANTS = {True: "true", False: "false", None: "null"}
 
 
 def _describe_validation_error(tool_name: str, exc: pydantic.ValidationError) -> str:
