@@ -68,7 +68,8 @@ def direct_writer(send: Any) -> Callable[[str], bool] | None:
 
     def write(text: str) -> bool:
         if (
-            protocol.state != open_state
+            not text  # daphne sends no frame for empty text: neither does this
+            or protocol.state != open_state
             or protocol.send_queue
             or protocol._perMessageCompress is not None
             or protocol.trackedTimings

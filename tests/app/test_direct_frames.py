@@ -52,7 +52,7 @@ def open_protocol(server: Server) -> Any:
     return protocol
 
 
-@pytest.mark.parametrize("length", [0, 1, 125, 126, 127, 65535, 65536, 70001])
+@pytest.mark.parametrize("length", [1, 125, 126, 127, 65535, 65536, 70001])
 def test_a_frame_is_byte_for_byte_what_autobahn_sends(length):
     server = Server()
     protocol = open_protocol(server)
@@ -100,6 +100,14 @@ def test_the_writer_steps_aside_unless_the_socket_is_plainly_open(change):
     assert write is not None
     change(protocol, server)
     assert write("hello") is False
+    assert protocol.transport.written == []
+
+
+def test_empty_text_is_left_to_daphne_which_sends_nothing():
+    server = Server()
+    protocol = open_protocol(server)
+    write = direct_writer(partial(server.handle_reply, protocol))
+    assert write is not None and write("") is False
     assert protocol.transport.written == []
 
 
