@@ -1,4 +1,4 @@
-"""The single-statement writes (``agent_app.durable.statements``) store what the ORM would."""
+"""The single-statement writes (``agent_app.models.statements``) store what the ORM would."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from agent_app.durable.statements import get_joined, insert, pk_exists, update
 from agent_app.models import ChatSession, ExternalEventRecord, ReplyWait, WaitKind, WaitStatus
+from agent_app.models.statements import get_joined, insert, pk_exists, update
 
 pytestmark = pytest.mark.django_db
 
@@ -194,13 +194,15 @@ def test_insert_sends_each_field_what_the_field_itself_would():
     from django.db import connection
     from django.utils.functional import lazy
 
-    from agent_app.durable.statements import _insert_sql
     from agent_app.models import ChatMessage, ChatRun, RunKind, RunStatus
+    from agent_app.models.statements import _insert_sql
 
     lazy_text = lazy(lambda: "lazy", str)()
     session = "5f0b7e4e-4a43-4c1e-9d55-1f1d2b6c9a10"
     rows = [
-        ChatRun(request_id="r1", session_id=session, status=RunStatus.RUNNING, kind=RunKind.MESSAGE),
+        ChatRun(
+            request_id="r1", session_id=session, status=RunStatus.RUNNING, kind=RunKind.MESSAGE
+        ),
         ChatRun(request_id=lazy_text, session_id=session, error_message=None, attempts=3),
         ChatMessage(session_id=session, position=4, role="user", success=None, follows=None),
         ChatMessage(session_id=session, position="5", role="user", success=1, version=True),
