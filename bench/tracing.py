@@ -21,7 +21,11 @@ side in one process:
   block that exported fewer fails the bench, naming the processor.
   Its floor is timed too: ``off`` requests each followed by 4 bare SDK spans of the same
   provider (start, 3 attributes, end), the cost the SDK charges for 4 spans whatever
-  creates them; and the sampled-out variant's (``drop-floor``): ``off`` requests each
+  creates them; ``full-floor``: ``off`` requests each followed by the 4 spans exactly as a
+  recorded request has them (names, kinds, every attribute, each the current span while
+  open, nested alike; copied from one recorded request) made by bare SDK calls, what the
+  SDK charges for what is recorded, whatever records it; and the sampled-out variant's
+  (``drop-floor``): ``off`` requests each
   followed by one span started and ended on the dropping provider, the price of asking
   the SDK's sampler once;
 - ``listener``: an extension whose ``on_event`` does nothing, what the runtime charges for
@@ -121,6 +125,73 @@ class FloorRunner:
             span.end()
 
 
+#: Attributes a recorded span gets when it ends (the rest it gets when it starts).
+_END_KEYS = ("gen_ai.usage.", "gen_ai.response.", "zett.outcome")
+
+
+class FullFloorRunner(FloorRunner):
+    """``off`` requests, each followed by the spans one recorded W1 request has (``spans``:
+    name, kind, attributes at start and at end, copied from a recorded request), each the
+    current span while open, nested as recorded (``chat``, ``execute_tool``, ``chat`` inside
+    ``invoke_agent``), made by bare SDK calls: what the SDK itself charges for exactly what
+    the extension records."""
+
+    def __init__(self, runner: ZettRunner, tracer: object, spans: list[tuple]) -> None:
+        super().__init__(runner, tracer)
+        from opentelemetry import context, trace
+
+        self.name = "full-floor"
+        self._attach, self._detach = context.attach, context.detach
+        self._in_context = trace.set_span_in_context
+        self._run, *self._children = spans
+
+    async def request(self) -> None:
+        await self._runner.request()
+        tracer, attach, detach, in_context = (
+            self._tracer,
+            self._attach,
+            self._detach,
+            self._in_context,
+        )
+        name, kind, start, end = self._run
+        run = tracer.start_span(name, kind=kind)
+        run.set_attributes(start)  # the extension's sampler decides before building them
+        parent = in_context(run)
+        token = attach(parent)
+        for name, kind, start, end in self._children:
+            span = tracer.start_span(name, context=parent, kind=kind, attributes=start)
+            child = attach(in_context(span))
+            span.set_attributes(end)
+            detach(child)
+            span.end()
+        run.set_attributes(self._run[3])
+        detach(token)
+        run.end()
+
+
+async def recorded_spans() -> list[tuple]:
+    """The spans of one recorded W1 request, run first, then its children as they started:
+    (name, kind, attributes at start, attributes at end)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    await (await traced_runner("W1", provider)).request()
+    spans = sorted(exporter.get_finished_spans(), key=lambda span: span.start_time)
+    if len(spans) != SPANS_PER_REQUEST:
+        raise VerificationError(f"a recorded W1 request made {len(spans)} spans")
+    shapes = []
+    for span in spans:
+        attributes = dict(span.attributes)
+        end = {k: v for k, v in attributes.items() if k.startswith(_END_KEYS)}
+        start = {k: v for k, v in attributes.items() if k not in end}
+        shapes.append((span.name, span.kind, start, end))
+    return shapes
+
+
 async def traced_runner(workload: str, tracer_provider: object) -> ZettRunner:
     """The runtime benchmark's runner of ``workload`` with a ``TracingExtension`` added."""
     from zett_agent.agent import Agent
@@ -185,6 +256,9 @@ async def variant_runner(name: str, base: str, recording: object, dropped: objec
         return await traced_runner(base, dropped if name == "sampled-out" else recording)
     if name == "floor":
         return FloorRunner(await build(WORKLOADS["W1"]), recording.get_tracer("bench"))
+    if name == "full-floor":
+        spans = await recorded_spans()
+        return FullFloorRunner(await build(WORKLOADS["W1"]), recording.get_tracer("bench"), spans)
     if name == "drop-floor":
         return FloorRunner(await build(WORKLOADS["W1"]), dropped.get_tracer("bench"), spans=1)
     if name == "listener":
@@ -194,7 +268,7 @@ async def variant_runner(name: str, base: str, recording: object, dropped: objec
 
 #: The variants every base runs, then those run on W1 only.
 TRACED = ("off", "api-only", "sampled-out", "recording")
-W1_ONLY = ("floor", "drop-floor", "listener")
+W1_ONLY = ("floor", "full-floor", "drop-floor", "listener")
 
 
 async def build_variants() -> tuple[list[Variant], CountingExporter, object]:
@@ -242,7 +316,7 @@ async def run(args: argparse.Namespace) -> dict:
             cpu, wall = await time_requests(variant.runner, WORKLOADS["W1"], args.requests)
             variant.cpu.append(cpu)
             variant.wall.append(wall)
-            if variant.name in ("recording", "floor"):
+            if variant.name in ("recording", "floor", "full-floor"):
                 asked = args.requests * SPANS_PER_REQUEST
                 spans_expected += asked
                 if exporter.spans - before != asked:
@@ -300,21 +374,8 @@ def render(results: dict, *, judge: bool) -> str:
             f"{median(variant['wall']):,.1f} | {wall_extra} |"
         )
     found = {(variant["base"], variant["name"]): variant for variant in results["variants"]}
-    off, floor, recording = (found["W1", name] for name in ("off", "floor", "recording"))
-    sdk = median([f - o for f, o in zip(floor["cpu"], off["cpu"], strict=True)])
-    ours = median([r - f for r, f in zip(recording["cpu"], floor["cpu"], strict=True)])
-    dropped, drop_floor = found["W1", "sampled-out"], found["W1", "drop-floor"]
-    ask = median([f - o for f, o in zip(drop_floor["cpu"], off["cpu"], strict=True)])
-    beyond = median([d - f for d, f in zip(dropped["cpu"], drop_floor["cpu"], strict=True)])
-    low, high = results["load_average"]
-    lines += [
-        "",
-        f"W1: the SDK's 4 bare spans cost {sdk:,.1f} µs CPU per request; recording them with "
-        f"their attributes and context costs {ours:+,.1f} µs beyond that. Asking the "
-        f"dropping sampler once (one span started and ended) costs {ask:,.1f} µs; the "
-        f"sampled-out request costs {beyond:+,.1f} µs beyond that. Load average "
-        f"{low:.2f}-{high:.2f} on {results['machine']['cores']} cores.",
-    ]
+    off = found["W1", "off"]
+    lines += ["", breakdown(found, results)]
     if judge:
         for base in BASES:
             for name, target in TARGETS.items():
@@ -322,7 +383,11 @@ def render(results: dict, *, judge: bool) -> str:
                 lines.append(verdict(f"{base}, {name}", overhead, target))
         # The extension's own share: beyond what the SDK charges for the same spans, taken
         # inside each repetition against its ``off`` block.
-        for name, floor_name in (("sampled-out", "drop-floor"), ("recording", "floor")):
+        for name, floor_name in (
+            ("sampled-out", "drop-floor"),
+            ("recording", "floor"),
+            ("recording", "full-floor"),
+        ):
             own = [
                 (v - f) / o
                 for v, f, o in zip(
@@ -335,6 +400,27 @@ def render(results: dict, *, judge: bool) -> str:
             label = f"W1, {name} beyond the SDK's own cost ({floor_name})"
             lines.append(verdict(label, own, TARGETS[name]))
     return "\n".join(lines)
+
+
+def breakdown(found: dict, results: dict) -> str:
+    """Where a W1 request's tracing CPU goes: medians of per-repetition differences."""
+
+    def apart(name: str, base: str) -> float:
+        pairs = zip(found["W1", name]["cpu"], found["W1", base]["cpu"], strict=True)
+        return median([a - b for a, b in pairs])
+
+    low, high = results["load_average"]
+    return (
+        f"W1 (CPU µs per request): the SDK's 4 bare spans cost {apart('floor', 'off'):,.1f}; "
+        f"the same 4 spans with the attributes the extension records, each current while "
+        f"open, made by bare SDK calls (full-floor), {apart('full-floor', 'off'):,.1f}; the "
+        f"runtime's events for any on_event listener {apart('listener', 'off'):,.1f}; "
+        f"recording costs {apart('recording', 'full-floor'):+,.1f} beyond full-floor. "
+        f"Asking the dropping sampler once (one span started and ended) costs "
+        f"{apart('drop-floor', 'off'):,.1f}; the sampled-out request "
+        f"{apart('sampled-out', 'drop-floor'):+,.1f} beyond that. Load average "
+        f"{low:.2f}-{high:.2f} on {results['machine']['cores']} cores."
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -9,8 +9,9 @@ same runner and warming it up alike, one then running ``--requests`` requests an
 none; the difference of their instruction counts, divided by ``--requests``, is what one
 request costs. ``PYTHONHASHSEED`` is fixed so that both processes do the same start-up work.
 The variants are ``bench.tracing``'s (``off``, ``api-only``, ``sampled-out``, ``recording``,
-``floor``: ``off`` plus 4 bare SDK spans, ``drop-floor``: ``off`` plus one span on the
-dropping provider, ``listener``), on W1 as the runtime benchmark runs it.
+``floor``: ``off`` plus 4 bare SDK spans, ``full-floor``: ``off`` plus the 4 spans as
+recorded, with their attributes and contexts, by bare SDK calls, ``drop-floor``: ``off``
+plus one span on the dropping provider, ``listener``), on W1 as the runtime benchmark runs it.
 """
 
 from __future__ import annotations
@@ -30,22 +31,31 @@ import re
 import subprocess
 import tempfile
 
-VARIANTS = ("off", "api-only", "sampled-out", "recording", "floor", "drop-floor", "listener")
+VARIANTS = (
+    "off",
+    "api-only",
+    "sampled-out",
+    "recording",
+    "floor",
+    "full-floor",
+    "drop-floor",
+    "listener",
+)
 WARMUP = 30
 
 
-async def _runner(variant: str) -> object:
-    """The W1 runner of one ``bench.tracing`` variant, built alone."""
+async def _runner(variant: str, base: str) -> object:
+    """The runner of one ``bench.tracing`` variant on ``base``, built alone."""
     from bench.tracing import providers, variant_runner
 
     _, recording, dropped = providers()
-    return await variant_runner(variant, "W1", recording, dropped)
+    return await variant_runner(variant, base, recording, dropped)
 
 
-async def _child(variant: str, requests: int) -> None:
+async def _child(variant: str, requests: int, base: str) -> None:
     import gc
 
-    runner = await _runner(variant)
+    runner = await _runner(variant, base)
     for _ in range(WARMUP):
         await runner.request()
     gc.collect()
@@ -53,7 +63,9 @@ async def _child(variant: str, requests: int) -> None:
         await runner.request()
 
 
-def instructions(variant: str, requests: int, python: str = sys.executable) -> int:
+def instructions(
+    variant: str, requests: int, base: str = "W1", python: str = sys.executable
+) -> int:
     """Instructions callgrind counts for one child process (start-up included)."""
     with tempfile.TemporaryDirectory(prefix="zett-callgrind-") as directory:
         out = os.path.join(directory, "callgrind.out")
@@ -68,6 +80,8 @@ def instructions(variant: str, requests: int, python: str = sys.executable) -> i
             variant,
             "--requests",
             str(requests),
+            "--base",
+            base,
         ]
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
@@ -79,23 +93,29 @@ def instructions(variant: str, requests: int, python: str = sys.executable) -> i
         return int(match.group(1))
 
 
-def per_request(variant: str, requests: int) -> float:
+def per_request(variant: str, requests: int, base: str = "W1") -> float:
     """Instructions one request of ``variant`` costs (two processes' difference)."""
-    return (instructions(variant, requests) - instructions(variant, 0)) / requests
+    return (instructions(variant, requests, base) - instructions(variant, 0, base)) / requests
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument(
+        "--base",
+        choices=("W1", "W1-history-10"),
+        default="W1",
+        help="the request: W1 alone, or with the default extensions (no floor variants)",
+    )
     parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        asyncio.run(_child(args.child, args.requests))
+        asyncio.run(_child(args.child, args.requests, args.base))
         return 0
     counts = {}
     for variant in args.variants:
-        counts[variant] = per_request(variant, args.requests)
+        counts[variant] = per_request(variant, args.requests, args.base)
         print(f"  {variant}: {counts[variant]:,.0f} instructions/request", flush=True)
     off = counts.get("off")
     print("\n| variant | instructions/request | vs off |\n|---|---|---|")

@@ -282,10 +282,15 @@ class RunEncoder:
     def begin(self, run_id: str, snapshot: list[dict[str, Any]] | None = None) -> SseEvent:
         """``RUN_STARTED`` of a run the stream's view has just started, sent before the
         run's frames come (the stream's first byte); its ``run_started`` frame then opens
-        nothing more. ``snapshot``: the history of the ``MESSAGES_SNAPSHOT`` after it."""
+        nothing more. ``snapshot``: the history of the ``MESSAGES_SNAPSHOT`` after it (or
+        ``show``, later, before that frame)."""
         self._begin_run(run_id, None)
         self._reattached, self._begun, self._snapshot = True, run_id, snapshot
         return SseEvent(self._open_segment()[0])
+
+    def show(self, snapshot: list[dict[str, Any]]) -> None:
+        """The history of the ``MESSAGES_SNAPSHOT`` after the next ``RUN_STARTED``."""
+        self._snapshot = snapshot
 
     def _run_started(self, frame: dict[str, Any]) -> list[dict[str, Any]]:
         request_id = frame.get("request_id")

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db.models import Q
+from django.db.models import Exists, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -39,10 +40,11 @@ from agent_app.agui.errors import AguiError, ErrorCode
 from agent_app.agui.interrupts import refusal_code, replies_for
 from agent_app.agui.run_input import RunRequest, parse_run_input
 from agent_app.agui.sse import CONTENT_TYPE, SSE_HEADERS, encode_events
-from agent_app.api.auth import Caller
+from agent_app.api.auth import Caller, caller_of
 from agent_app.api.common import (
     NOT_FOUND_MESSAGE,
     authorized,
+    charge,
     chat_id,
     own_chat,
     own_chat_sync,
@@ -52,12 +54,11 @@ from agent_app.api.stream import ThreadStream, detached
 from agent_app.assistants import Assistant, registry
 from agent_app.budgets import BudgetExceeded
 from agent_app.durable.chat_records import ChatDeleted
-from agent_app.durable.history import shown_path
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
 from agent_app.guard.bodies import api_body_limit, body_limit
 from agent_app.guard.limits import SocketTicket, limiter
-from agent_app.models import ChatSession, ReplyWait, WaitKind, WaitStatus
+from agent_app.models import ChatRun, ChatSession, ReplyWait, RunStatus, WaitKind, WaitStatus
 from agent_app.protocol.frames import Refusal
 from agent_app.protocol.refusals import Busy
 from agent_app.sessions.backpressure import transport_of_request
@@ -70,20 +71,23 @@ __all__ = ["capabilities_of", "run", "thread_events"]
 # --- the views -----------------------------------------------------------------------------
 
 
-@csrf_exempt  # checked by ``authorized`` for cookie requests only (a token needs none)
+@csrf_exempt  # checked by ``caller_of`` for cookie requests only (a token needs none)
 @body_limit(api_body_limit)  # refused before it is read (under daphne)
 async def run(request: HttpRequest, assistant_id: str) -> HttpResponse:
     """Start a run (or resume one) and stream it (see the module docstring)."""
     if request.method != "POST":
         return _not_allowed("POST")
     try:
-        caller = await authorized(request)
-        _installed(assistant_id)
-        wanted = parse_run_input(_body_of(request))
-        thread = await sync_to_async(_thread_of)(caller, assistant_id, wanted)
-        if wanted.resume:
-            return await _resume(request, caller, thread, wanted)
-        return await _new_message(request, caller, thread, wanted)
+        # On the thread the runs' ORM work runs in (``detached``), whose connection stays
+        # open: the request's own thread is new, and would open a database connection.
+        post = await detached(database_sync_to_async(_read_post)(request, assistant_id))
+        await charge(post.caller)
+        if post.refused is not None:
+            raise post.refused
+        assert post.wanted is not None and post.thread is not None
+        if post.wanted.resume:
+            return await _resume(request, post.caller, post.thread, post.wanted)
+        return await _new_message(request, post.caller, post.thread, post.wanted)
     except AguiError as error:
         return refusal(error)
 
@@ -100,11 +104,49 @@ class _Thread:
     #: Every wait the thread ever had (interrupt id → kind) and its run, for a resume.
     kinds: dict[str, Any] = field(default_factory=dict)
     runs: dict[str, str] = field(default_factory=dict)
+    #: The thread's stored last ``seq`` when no run of it waits to be settled: the stream
+    #: joins the live session with it instead of reading both again (``ThreadStream.open``).
+    stored_last_seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Post:
+    """A POST as read in one trip to a thread: who calls, then what they sent and their
+    thread, or why that is refused. ``run`` raises ``refused`` only after charging the
+    caller's budget: who calls is judged first, then how often, then what they sent."""
+
+    caller: Caller
+    wanted: RunRequest | None = None
+    thread: _Thread | None = None
+    refused: AguiError | None = None
+
+
+def _read_post(request: HttpRequest, assistant_id: str) -> _Post:
+    """Everything a POST reads before its run, in one thread hop (each hop costs a
+    thread switch each way, which under load was most of a POST's time before its first
+    byte)."""
+    caller = caller_of(request)
+    try:
+        _installed(assistant_id)
+        wanted = parse_run_input(_body_of(request))
+        return _Post(caller, wanted, _thread_of(caller, assistant_id, wanted))
+    except AguiError as error:
+        return _Post(caller, refused=error)
 
 
 def _thread_of(caller: Caller, assistant_id: str, wanted: RunRequest) -> _Thread:
     assistant = _permitted(_installed(assistant_id), caller)
-    chat = own_chat_sync(caller.person, wanted.thread_id, missing_ok=True)
+    thread_id = wanted.thread_id
+    # One query: the chat, whether a question waits, whether a dead process left a run.
+    rows = ChatSession.objects.annotate(
+        waiting=Exists(_open_waits(thread_id)),
+        unsettled=Exists(
+            ChatRun.objects.filter(
+                session_id=thread_id, status__in=[RunStatus.RUNNING, RunStatus.PAUSED]
+            )
+        ),
+    )
+    chat = own_chat_sync(caller.person, thread_id, missing_ok=True, rows=rows)
     if chat is not None and (chat.assistant or registry.default_id()) != assistant.id:
         raise AguiError(
             ErrorCode.UNKNOWN_ASSISTANT,
@@ -114,8 +156,11 @@ def _thread_of(caller: Caller, assistant_id: str, wanted: RunRequest) -> _Thread
     if chat is None:
         return _Thread(assistant, None)
     if wanted.resume:
-        return _Thread(assistant, chat, False, *_interrupts_of(wanted.thread_id))
-    return _Thread(assistant, chat, _interrupts_pending(wanted.thread_id))
+        return _Thread(assistant, chat, False, *_interrupts_of(thread_id))
+    if chat.waiting:
+        return _Thread(assistant, chat, True)
+    stored_last_seq = None if chat.unsettled else chat.last_event_seq
+    return _Thread(assistant, chat, stored_last_seq=stored_last_seq)
 
 
 @csrf_exempt
@@ -190,12 +235,9 @@ async def _new_message(
     attachments: list[str] = []
     if wanted.files:
         attachments = await sync_to_async(store_parts)(thread_id, person.key, wanted.files)
-    # The shown path before the run, read before the run starts writing: a read beside the
-    # run's first writes, on another connection, meets SQLite's table locks.
-    before_run = await sync_to_async(shown_path)(thread_id)
     stream = _stream(request, caller, thread_id)
     try:
-        await stream.open()
+        await stream.open(stored_last_seq=thread.stored_last_seq)
         assert stream.live is not None and wanted.text is not None
         creator = Creator(person.user_id, person.browser_key or "")
         request_id = await detached(
@@ -217,16 +259,14 @@ async def _new_message(
         stream.close()
         raise
     encoder = RunEncoder(thread_id, after_seq=stream.last_seq)
-    # The stream's MESSAGES_SNAPSHOT (after its RUN_STARTED), which the run's own message ends.
-    return _event_stream(stream.sse(encoder, run_id=request_id, shown=before_run))
+    # RUN_STARTED first, then the MESSAGES_SNAPSHOT, which the run's own message ends.
+    return _event_stream(stream.sse(encoder, run_id=request_id, snapshot=True))
 
 
-def _interrupts_pending(thread_id: str) -> bool:
-    """Whether a question or approval of the thread waits for its answer (in time)."""
-    return (
-        ReplyWait.objects.filter(session_id=thread_id, status=WaitStatus.OPEN)
-        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
-        .exists()
+def _open_waits(thread_id: str) -> QuerySet[ReplyWait]:
+    """The thread's questions and approvals that wait for their answer (in time)."""
+    return ReplyWait.objects.filter(session_id=thread_id, status=WaitStatus.OPEN).filter(
+        Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 
 from asgiref.sync import sync_to_async
+from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
 
 from agent_app.agui.errors import AguiError, ErrorCode
@@ -19,7 +20,15 @@ from agent_app.guard.access import Person, may_open
 from agent_app.guard.limits import limiter
 from agent_app.models import ChatSession
 
-__all__ = ["NOT_FOUND_MESSAGE", "authorized", "chat_id", "own_chat", "own_chat_sync", "refusal"]
+__all__ = [
+    "NOT_FOUND_MESSAGE",
+    "authorized",
+    "charge",
+    "chat_id",
+    "own_chat",
+    "own_chat_sync",
+    "refusal",
+]
 
 NOT_FOUND_MESSAGE = "There is no thread with this id"
 
@@ -35,9 +44,14 @@ def refusal(error: AguiError) -> JsonResponse:
 async def authorized(request: HttpRequest) -> Caller:
     """The caller, once their request is charged to their budget (``AguiError`` if not)."""
     caller = await sync_to_async(caller_of)(request)
+    await charge(caller)
+    return caller
+
+
+async def charge(caller: Caller) -> None:
+    """Charge one request to the caller's budget; ``AguiError`` (429) when it is spent."""
     if not await limiter().take_frame(caller.person.key):
         raise AguiError(ErrorCode.RATE_LIMITED, "Too many requests; slow down", status=429)
-    return caller
 
 
 def chat_id(value: str) -> str:
@@ -48,10 +62,18 @@ def chat_id(value: str) -> str:
         raise AguiError(ErrorCode.NOT_FOUND, NOT_FOUND_MESSAGE, status=404) from None
 
 
-def own_chat_sync(person: Person, session_id: str, *, missing_ok: bool) -> ChatSession | None:
+def own_chat_sync(
+    person: Person,
+    session_id: str,
+    *,
+    missing_ok: bool,
+    rows: QuerySet[ChatSession] | None = None,
+) -> ChatSession | None:
     """The person's stored chat ``session_id``: 404 for anyone else's, a deleted one, or
-    none (``missing_ok``: None for an id never stored, which a new thread may take)."""
-    row = ChatSession.objects.filter(pk=session_id).first()
+    none (``missing_ok``: None for an id never stored, which a new thread may take).
+    ``rows``: the chats to look in (annotated with what the caller needs beside it)."""
+    rows = ChatSession.objects.all() if rows is None else rows
+    row = rows.filter(pk=session_id).first()
     if row is None and missing_ok and not was_deleted(session_id):
         return None
     if row is None or not may_open(person, row):

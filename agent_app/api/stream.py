@@ -50,9 +50,12 @@ from collections import deque
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any, TypeVar
 
+from channels.db import database_sync_to_async
+
 from agent_app import conf
 from agent_app.agui.encoder import RunEncoder
 from agent_app.agui.sse import KEEP_ALIVE, SseEvent
+from agent_app.durable.history import shown_path
 from agent_app.guard.limits import SocketTicket, limiter
 from agent_app.guard.token_watch import Watched, token_watch
 from agent_app.protocol.text import encode_delta_frame
@@ -173,14 +176,18 @@ class ThreadStream:
 
     # --- the view's side ---------------------------------------------------------------
 
-    async def open(self, after_seq: int | None = None) -> dict[str, Any]:
+    async def open(
+        self, after_seq: int | None = None, *, stored_last_seq: int | None = None
+    ) -> dict[str, Any]:
         """Join the thread's live session; returns its ``session`` frame.
 
         ``after_seq`` (a re-attachment): the replay holds the frames after it, cut where a
         merged delta straddles it, and the run's frames up to it are read apart
         (``_frames_up_to``), for the encoder to learn where the run stood.
+        ``stored_last_seq`` (a new message, whose view read it with the thread's rows and
+        found no run to settle): the join reads nothing from the database.
         """
-        await detached(self._join(after_seq or None))
+        await detached(self._join(after_seq or None, stored_last_seq))
         if self._token_id is not None:
             self._watched = token_watch().watch(self._token_id, self._token_ended)
         loop = asyncio.get_running_loop()
@@ -204,11 +211,11 @@ class ThreadStream:
         with it would wait for events it then hides, so the view refuses it."""
         return after_seq > self.known_seq
 
-    async def _join(self, after_seq: int | None) -> None:
+    async def _join(self, after_seq: int | None, stored_last_seq: int | None) -> None:
         live = self.live = live_sessions().session(self.thread_id)
         # Right after ``session()`` (see ``LiveSession.join``); the stream reads runs, not
         # the conversation: its ``session`` frame carries no history.
-        await live.join(self, after_seq, history=False)
+        await live.join(self, after_seq, history=False, stored_last_seq=stored_last_seq)
 
     async def _frames_up_to(self, after_seq: int) -> list[dict[str, Any]]:
         """The active run's frames numbered up to ``after_seq``, decoded.
@@ -277,18 +284,18 @@ class ThreadStream:
         *,
         run_id: str | None = None,
         stop_when_idle: bool = False,
-        shown: list[dict[str, Any]] | None = None,
+        snapshot: bool = False,
     ) -> AsyncIterator[str]:
         """The SSE text of the stream: the encoded frames, every frame that arrived
         meanwhile in one piece (one write to the client, however many events), in pieces
         of at most about ``WRITE_BYTES``.
 
         ``run_id``: frames before that run's ``run_started`` are skipped (a new message's
-        stream is that run's only). ``shown`` (with ``run_id``): the run's ``RUN_STARTED``
-        is the first write, before its frames are read; ``shown`` is the history of the
-        ``MESSAGES_SNAPSHOT`` that follows it. ``stop_when_idle``: end at once when
-        no run is active. Before each write the client's backlog is measured
-        (``_fell_behind``).
+        stream is that run's only). ``snapshot`` (with ``run_id``): the run's
+        ``RUN_STARTED`` is the first write, before anything is read; then the shown path
+        without the run's messages (``shown_path``) is the ``MESSAGES_SNAPSHOT``'s history.
+        ``stop_when_idle``: end at once when no run is active. Before each write the
+        client's backlog is measured (``_drained``).
         """
         if self._unclaimed is not None:
             self._unclaimed.cancel()
@@ -299,9 +306,9 @@ class ThreadStream:
             for frame in self._before:
                 encoder.encode(frame)  # numbered up to ``after_seq``: state, no events
             self._before = []
-            if shown is not None and run_id is not None:
-                # The first byte: nothing to wait for.
-                yield encoder.begin(run_id, shown).encode()
+            if snapshot and run_id is not None:
+                yield encoder.begin(run_id).encode()  # the first byte: nothing to wait for
+                encoder.show(await detached(_shown_before(self.thread_id, run_id)))
             keepalive = float(conf.ZETT_SSE_KEEPALIVE_SECONDS)
             frames = self._frames
             batch = _Batch(encoder, run_id)
@@ -458,6 +465,14 @@ def _ends_run(frame: dict[str, Any], run_id: str | None) -> bool:
 
 _DELTA_KINDS = frozenset({"text_delta", "reasoning_delta"})
 _DELTA_KEYS = frozenset({"type", "session_id", "phase", "delta"})
+
+
+async def _shown_before(thread_id: str, run_id: str) -> list[dict[str, Any]]:
+    """The thread's shown path without the run's messages, read on the connection the
+    run writes on (``detached``: the run's tasks' thread, not the request's), so after or
+    before each of its writes and never beside one (SQLite would refuse the read while
+    another connection's write holds the table)."""
+    return await database_sync_to_async(shown_path)(thread_id, before_request=run_id)
 
 
 def _wake(wakeup: asyncio.Future[None]) -> None:

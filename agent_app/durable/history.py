@@ -216,16 +216,18 @@ def _usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
     }
 
 
-def shown_path(session_id: str) -> list[dict[str, Any]]:
+def shown_path(session_id: str, *, before_request: str | None = None) -> list[dict[str, Any]]:
     """The newest messages of the shown path, as the ``history`` of a ``session`` frame
     has them (one page, its attachments' references), without the frame's other fields'
-    queries: what an AG-UI ``MESSAGES_SNAPSHOT`` shows (read before its run starts)."""
+    queries: what an AG-UI ``MESSAGES_SNAPSHOT`` shows. ``before_request``: without that
+    run's messages (the path as it was before the run started)."""
     limit = max(1, int(conf.ZETT_HISTORY_PAGE))
     items, _ = _page(
         session_id,
         before=None,
         limit=limit,
         budget=SESSION_FRAME_BUDGET,
+        exclude_request=before_request,
     )
     return items
 

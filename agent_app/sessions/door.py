@@ -54,17 +54,25 @@ class Door:
         self.joining = 0
 
     async def join(
-        self, subscriber: Subscriber, after_seq: int | None = None, *, history: bool = True
+        self,
+        subscriber: Subscriber,
+        after_seq: int | None = None,
+        *,
+        history: bool = True,
+        stored_last_seq: int | None = None,
     ) -> None:
         """Send ``session`` (and the active run's frames after ``after_seq``); then live.
 
         ``history=False``: the ``session`` frame carries only the active run and
         ``last_seq`` (a subscriber that reads runs, not the conversation: an AG-UI stream).
+        ``stored_last_seq`` (with ``history=False``): the caller has just read the stored
+        ``last_seq`` and found no run to settle, and starts a run next (which settles what
+        a dead process left meanwhile): the door reads neither again.
         """
         ready: list[str] = []
         self.joining += 1
         try:
-            await self._enter(subscriber, after_seq, ready, history)
+            await self._enter(subscriber, after_seq, ready, history, stored_last_seq)
         finally:
             self.joining -= 1
             self.host.check_idle()
@@ -72,15 +80,20 @@ class Door:
             await self.host.replies.resume(paused)
 
     async def _enter(
-        self, subscriber: Subscriber, after_seq: int | None, ready: list[str], history: bool
+        self,
+        subscriber: Subscriber,
+        after_seq: int | None,
+        ready: list[str],
+        history: bool,
+        stored_last_seq: int | None,
     ) -> None:
         host = self.host
         feed, follower = host.feed, host.follower
         async with feed.lock:
             await follower.follow()
-            if host.run is None and follower.remote is None:
+            if host.run is None and follower.remote is None and stored_last_seq is None:
                 ready.extend(await host.settler.settle())
-            frame = await self._session_frame(history)
+            frame = await self._session_frame(history, stored_last_seq)
             await subscriber.send_text(encode_frame(frame))
             if host.run is not None:
                 replayed = 0
@@ -96,7 +109,9 @@ class Door:
                 feed.floors[subscriber] = frame["last_seq"]
             feed.sockets.append(subscriber)
 
-    async def _session_frame(self, history: bool = True) -> dict[str, Any]:
+    async def _session_frame(
+        self, history: bool = True, stored_last_seq: int | None = None
+    ) -> dict[str, Any]:
         """The ``session`` frame: the stored state, the active run, the last ``seq``."""
         host = self.host
         active = host.active_request_id
@@ -104,6 +119,8 @@ class Door:
             state = await database_sync_to_async(snapshot)(
                 host.session_id, active_request_id=active
             )
+        elif stored_last_seq is not None:
+            state = {"stored_last_seq": stored_last_seq}
         else:
             state = await database_sync_to_async(bare_snapshot)(host.session_id)
         stored_last = state.pop("stored_last_seq")

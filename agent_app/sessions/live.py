@@ -144,14 +144,12 @@ class LiveSession:
 
     # --- sockets -----------------------------------------------------------------------
 
-    async def join(
-        self, subscriber: Subscriber, after_seq: int | None = None, *, history: bool = True
-    ) -> None:
-        """``session`` (no conversation if not ``history``), the run's frames after
-        ``after_seq``, then live (``Door.join``). Call it right after ``session()``, with no
-        await in between: from there until it returns the session is watched, not dropped.
+    async def join(self, subscriber: Subscriber, after_seq: int | None = None, **how: Any) -> None:
+        """``session``, the run's frames after ``after_seq``, then live (``Door.join``,
+        ``how`` its options). Call it right after ``session()``, with no await in between:
+        from there until it returns the session is watched, not dropped.
         """
-        await self.door.join(subscriber, after_seq, history=history)
+        await self.door.join(subscriber, after_seq, **how)
 
     def leave(self, subscriber: Subscriber) -> None:
         """Stop sending to ``subscriber``; the run (if any) goes on."""

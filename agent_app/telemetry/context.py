@@ -76,7 +76,8 @@ def attempt_span(run_traceparent: str, *, session_id: str, request_id: str, atte
     )
 
     api = otel()
-    span = api.trace.get_tracer(INSTRUMENTATION).start_span(
+    provider = api.trace.get_tracer_provider()
+    span = _tracer_of(provider, INSTRUMENTATION).start_span(
         f"{ATTEMPT_SPAN} {attempt}",
         context=parent_context(run_traceparent),
         attributes={
@@ -86,8 +87,21 @@ def attempt_span(run_traceparent: str, *, session_id: str, request_id: str, atte
         },
     )
     span.end()
-    _flush_soon(api.trace.get_tracer_provider())
+    _flush_soon(provider)
     return traceparent_of(span) or ""
+
+
+#: The attempts' tracer and the provider it came from (the global provider is set once: the
+#: SDK's ``get_tracer`` builds a scope and resets the warning filters on every call).
+_tracer: tuple[Any, Any] | None = None
+
+
+def _tracer_of(provider: Any, scope: str) -> Any:
+    global _tracer
+    known = _tracer
+    if known is None or known[0] is not provider:
+        known = _tracer = (provider, provider.get_tracer(scope))
+    return known[1]
 
 
 class _Flusher:

@@ -3,6 +3,7 @@ workers, wait spans, the global tracer provider, and no OpenTelemetry import whe
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -174,10 +175,11 @@ def test_a_wait_span_needs_a_known_outcome_and_aware_times(provider):
         record_wait_span(kind=" ", outcome="answered", requested_at=now)
 
 
-def run_python(code: str) -> str:
+def run_python(code: str, env: dict[str, str] | None = None) -> str:
     result = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         cwd=ROOT,
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
@@ -234,6 +236,51 @@ def test_spans_go_to_the_global_tracer_provider():
         print(sorted(span.name for span in exporter.get_finished_spans()))
         """
     )
+    assert output == "['chat', 'invoke_agent helper']"
+
+
+#: A run's spans, recorded in a child process whose global provider is set as ``setup`` says.
+RECORD_A_RUN = """
+import asyncio
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from zett_agent.agent import Agent
+from zett_agent.extensions.tracing import TracingExtension
+from zett_agent.testing import ScriptedModel
+from zett_agent.messages import AssistantMessage
+
+exporter = InMemorySpanExporter()
+{setup}
+
+async def main():
+    model = ScriptedModel([AssistantMessage("hi")])
+    agent = await Agent.create(model, extensions=[tracing])
+    await agent.run("hello")
+asyncio.run(main())
+print(sorted(span.name for span in exporter.get_finished_spans()))
+"""
+
+
+def test_spans_go_to_a_global_provider_set_before_the_extension_is_built():
+    setup = """
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+tracing = TracingExtension("helper")
+"""
+    assert run_python(RECORD_A_RUN.format(setup=setup)) == "['chat', 'invoke_agent helper']"
+
+
+def test_spans_go_to_the_provider_otel_python_tracer_provider_names():
+    # The API builds that provider when it is first asked for the global one.
+    setup = """
+tracing = TracingExtension("helper")
+trace.get_tracer_provider().add_span_processor(SimpleSpanProcessor(exporter))
+"""
+    env = {**os.environ, "OTEL_PYTHON_TRACER_PROVIDER": "sdk_tracer_provider"}
+    output = run_python(RECORD_A_RUN.format(setup=setup), env=env)
     assert output == "['chat', 'invoke_agent helper']"
 
 

@@ -4,7 +4,10 @@
 depends on what is behind the OpenTelemetry API:
 
 - nothing (no SDK configured: the global provider never set, or a ``NoOpTracerProvider``):
-  no run is ever recorded, and finding that out reads one module attribute;
+  no run is ever recorded. While the global provider is not set, the API's
+  ``get_tracer_provider()`` gives its ``ProxyTracerProvider``, whose ``get_tracer`` hands
+  out a ``ProxyTracer`` until a provider is set and the provider's own tracer after: that
+  one call (no span, no context) is what a run asks;
 - the OpenTelemetry SDK's ``TracerProvider``: its sampler is asked directly, with the trace
   id the run's span would get (the parent's, else a new one from the provider's id
   generator). A run it drops costs that one call: no span object, no context. A run it
@@ -14,17 +17,20 @@ depends on what is behind the OpenTelemetry API:
 - anything else: a span is started and asked ``is_recording()``.
 
 The global provider may be set after the extension is built (it is set once, then never
-replaced): until it is, each run looks again.
+replaced): until it is, each run looks again, through public API only
+(``get_tracer_provider`` itself is not asked per run: with the provider unset it looks up
+``OTEL_PYTHON_TRACER_PROVIDER`` in ``os.environ`` and pays a ``KeyError`` each time).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from opentelemetry.context import Context
     from opentelemetry.trace import Link, Span, Tracer, TracerProvider
 
@@ -34,10 +40,6 @@ __all__ = ["RunSampler"]
 
 #: What a provider is, once known: nothing records, the SDK, or some other implementation.
 _NOTHING, _SDK, _OTHER = "nothing", "sdk", "other"
-#: The API's module global holding the provider once set (read with a fallback: it is not
-#: a public name, so a version without it is asked through ``get_tracer_provider``).
-_GLOBAL = "_TRACER_PROVIDER"
-_UNKNOWN = object()
 
 
 class RunSampler:
@@ -49,10 +51,12 @@ class RunSampler:
     __slots__ = (
         "_api",
         "_decided",
-        "_from_environment",
         "_given",
         "_kind",
         "_scope",
+        "begin",
+        "probe",
+        "proxy_tracer",
         "tracer",
     )
 
@@ -64,13 +68,26 @@ class RunSampler:
         self._given = tracer_provider
         self._kind: str | None = None
         self._decided: _Decided | None = None
-        #: With no provider set in code, the API builds one from this variable on first use.
-        self._from_environment = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
-        self.tracer: Tracer = api.trace.get_tracer(
-            scope, api.version, tracer_provider=tracer_provider
-        )
-        if tracer_provider is not None:
-            self._resolve(tracer_provider)
+        #: What starts a run's span: ``start``, or once the provider is known the one of its
+        #: paths that applies (``start`` without its dispatch).
+        self.begin: Callable[[str, Any, Any, Any], Span | None] = self.start
+        trace = api.trace
+        self.tracer: Tracer = trace.get_tracer(scope, api.version, tracer_provider=tracer_provider)
+        #: While no global provider is set: the API's stand-in provider's ``get_tracer``,
+        #: which gives a ``proxy_tracer`` until one is set (``unset`` asks it); else None.
+        self.probe: Callable[[str], object] | None = None
+        self.proxy_tracer = trace.ProxyTracer
+        # Read once here (the provider an OTEL_PYTHON_TRACER_PROVIDER names is built now).
+        provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
+        if isinstance(provider, trace.ProxyTracerProvider):
+            self.probe = provider.get_tracer
+        else:
+            self._resolve(provider)
+
+    def unset(self) -> bool:
+        """Whether no global provider is set yet (a caller in a hurry inlines this)."""
+        probe = self.probe
+        return probe is not None and type(probe(self._scope)) is self.proxy_tracer
 
     def start(
         self, name: str, parent: Context | None, links: list[Link] | None, kind: Any
@@ -78,10 +95,9 @@ class RunSampler:
         """The run's span, started (no attributes), when the run is recorded; else None."""
         what = self._kind
         if what is None:
-            provider = self._global()
-            if provider is None:
-                return None  # nothing configured (yet)
-            what = self._resolve(provider)
+            if self.unset():
+                return None
+            what = self._resolve(self._api.trace.get_tracer_provider())
         if what is _NOTHING:
             return None
         if what is _SDK:
@@ -95,11 +111,15 @@ class RunSampler:
         (the SDK then takes that trace id and that answer instead of asking again)."""
         decided = self._decided
         assert decided is not None
-        span_context = self._api.trace.get_current_span(parent).get_span_context()
-        root = not span_context.is_valid
-        trace_id = decided.ids.generate_trace_id() if root else span_context.trace_id
+        current = self._api.trace.get_current_span(parent)
+        if current is decided.no_span:  # no parent: the common case, known at once
+            root, trace_id = True, decided.ids.generate_trace_id()
+        else:
+            span_context = current.get_span_context()
+            root = not span_context.is_valid
+            trace_id = decided.ids.generate_trace_id() if root else span_context.trace_id
         result = decided.sampler.should_sample(parent, trace_id, name, kind, None, links)
-        if not result.decision.is_recording():
+        if result.decision is decided.drop:  # Decision.is_recording(), without the call
             return None
         pending = decided.pending
         pending.result = result
@@ -110,34 +130,30 @@ class RunSampler:
             pending.result = pending.trace_id = None
         return _recording(span)
 
-    def _global(self) -> TracerProvider | None:
-        """The global provider once one is set (None before)."""
-        trace = self._api.trace
-        provider = getattr(trace, _GLOBAL, _UNKNOWN)
-        if provider is None and not self._from_environment:
-            return None
-        if provider is None or provider is _UNKNOWN:
-            provider = trace.get_tracer_provider()
-            if isinstance(provider, trace.ProxyTracerProvider):
-                return None
-        return provider
-
     def _resolve(self, provider: TracerProvider) -> str:
         """What ``provider`` is, remembered: it is never replaced."""
+        self.probe = None
         trace = self._api.trace
         sdk = sys.modules.get("opentelemetry.sdk.trace")  # an SDK provider imported it
         if isinstance(provider, trace.NoOpTracerProvider):
             self._kind = _NOTHING
+            self.begin = _nothing
         elif sdk is not None and isinstance(provider, sdk.TracerProvider):
             self.tracer = tracer = provider.get_tracer(self._scope, self._api.version)
             self._kind = _SDK if isinstance(tracer, sdk.Tracer) else _OTHER  # a shut-down one
             if self._kind is _SDK:
                 self._decided = _Decided.install(tracer)
+                self.begin = self._sdk_start
         else:
             self._kind = _OTHER
             if self._given is None:
                 self.tracer = provider.get_tracer(self._scope, self._api.version)
         return self._kind
+
+
+def _nothing(name: str, parent: Any, links: Any, kind: Any) -> None:
+    """A run's span where nothing records: none."""
+    return None
 
 
 def _recording(span: Span) -> Span | None:
@@ -161,12 +177,18 @@ class _Decided:
     the span being started the trace id and sampling result already decided for it (in
     this thread; anything else is asked of them as before)."""
 
-    __slots__ = ("ids", "pending", "sampler")
+    __slots__ = ("drop", "ids", "no_span", "pending", "sampler")
 
     def __init__(self, sampler: Any, ids: Any) -> None:
+        from opentelemetry.sdk.trace.sampling import Decision
+        from opentelemetry.trace import INVALID_SPAN
+
         self.sampler = sampler
         self.ids = ids
         self.pending = _Pending()
+        self.drop = Decision.DROP
+        #: What ``get_current_span`` gives where no span is current.
+        self.no_span = INVALID_SPAN
 
     @classmethod
     def install(cls, tracer: Any) -> _Decided:

@@ -143,6 +143,11 @@ class TracingExtension(AgentExtension):
         self.record_content = bool(record_content)
         self._api = api
         self._sampling = RunSampler(api, INSTRUMENTATION, tracer_provider)
+        self._proxy_tracer = self._sampling.proxy_tracer
+        # Looked up once: every recorded span is attached and detached through them.
+        self._attach = api.context.attach
+        self._in_context = api.trace.set_span_in_context
+        self._internal, self._client = api.trace.SpanKind.INTERNAL, api.trace.SpanKind.CLIENT
         self._run_name = f"invoke_agent {agent_name}" if agent_name else "invoke_agent"
         self._runs: dict[AgentRunContext, _Run] = {}
         #: The last model seen and what its spans say of it (a request's model is usually
@@ -172,12 +177,17 @@ class TracingExtension(AgentExtension):
         kind = type(event)
         if kind is PhaseTransitionEvent:
             phase = event.current_phase  # type: ignore[attr-defined]
-            if phase is _GENERATING:
+            if phase is _LOADING_CONTEXT:
+                # No global provider set (yet): the run costs this one question.
+                probe = self._sampling.probe
+                if probe is not None and type(probe(INSTRUMENTATION)) is self._proxy_tracer:
+                    context.withdraw(self)
+                    return
+                self._start_run(context)
+            elif phase is _GENERATING:
                 self._start_chat(context)
             elif phase is _RUNNING_TOOL:
                 self._start_tool(context)
-            elif phase is _LOADING_CONTEXT:
-                self._start_run(context)
             elif phase is _COMPLETED_PHASE:
                 self._completed(context)
             elif phase is _CANCELLED_PHASE:
@@ -201,8 +211,7 @@ class TracingExtension(AgentExtension):
         if metadata:
             parent = parent_context(metadata.get(TRACE_PARENT))
             links = span_links(metadata.get(TRACE_LINKS))
-        api = self._api
-        span = self._sampling.start(self._run_name, parent, links, api.trace.SpanKind.INTERNAL)
+        span = self._sampling.begin(self._run_name, parent, links, self._internal)
         if span is None:
             context.withdraw(self)  # not sampled, or no SDK: nothing would be recorded
             return
@@ -222,9 +231,9 @@ class TracingExtension(AgentExtension):
         if self.record_content and context.input_message is not None:
             attributes["gen_ai.input.messages"] = to_json([message_json(context.input_message)])
         span.set_attributes(attributes)
-        run = _Run(context.session_id, span, model)
-        run.context = api.trace.set_span_in_context(span)
-        run.token = api.context.attach(run.context)
+        run = _Run(context.session_id, span, model, self._api.context.detach)
+        run.context = self._in_context(span)
+        run.token = self._attach(run.context)
         self._runs[context] = run
 
     def _model_spans(self, model: object) -> ModelSpans:
@@ -249,15 +258,11 @@ class TracingExtension(AgentExtension):
             }
         if self.record_content:
             attributes = {**attributes, **chat_input(context.state.messages)}
-        api = self._api
         span = self._sampling.tracer.start_span(
-            run.model.chat_name,
-            context=run.context,
-            kind=api.trace.SpanKind.CLIENT,
-            attributes=attributes,
+            run.model.chat_name, context=run.context, kind=self._client, attributes=attributes
         )
         run.chat = span
-        run.chat_token = api.context.attach(api.trace.set_span_in_context(span))
+        run.chat_token = self._attach(self._in_context(span))
 
     def _completed(self, context: AgentRunContext) -> None:
         run = self._runs.pop(context, None)
@@ -335,15 +340,10 @@ class TracingExtension(AgentExtension):
             attributes["gen_ai.tool.description"] = agent_tool.description
         if self.record_content:
             attributes["gen_ai.tool.call.arguments"] = to_json(call.arguments)
-        api = self._api
         span = self._sampling.tracer.start_span(
-            f"execute_tool {name}",
-            context=run.context,
-            kind=api.trace.SpanKind.INTERNAL,
-            attributes=attributes,
+            f"execute_tool {name}", context=run.context, kind=self._internal, attributes=attributes
         )
-        token = api.context.attach(api.trace.set_span_in_context(span))
-        run.tools[call.id] = _ToolSpan(span, token, api.context.detach)
+        run.tools[call.id] = _ToolSpan(span, self._attach(self._in_context(span)), run.detach)
 
     async def after_tool(
         self,
@@ -406,6 +406,7 @@ class _Run:
         "chat_attributes",
         "chat_token",
         "context",
+        "detach",
         "finish_reasons",
         "input_tokens",
         "model",
@@ -416,8 +417,11 @@ class _Run:
         "tools",
     )
 
-    def __init__(self, session_id: str, span: Span, model: ModelSpans) -> None:
+    def __init__(
+        self, session_id: str, span: Span, model: ModelSpans, detach: Callable[[object], None]
+    ) -> None:
         self.session_id = session_id
+        self.detach = detach
         self.span = span
         #: One model for the whole request: what its spans say of it.
         self.model = model
@@ -439,7 +443,7 @@ class _Run:
         if chat is None:
             return
         if self.chat_token is not None:
-            otel().context.detach(self.chat_token)
+            self.detach(self.chat_token)
         self.chat_token = None
         chat.end()
 
@@ -461,7 +465,7 @@ class _Run:
             attributes["gen_ai.response.finish_reasons"] = self.finish_reasons
         span.set_attributes(attributes)
         if self.token is not None:
-            otel().context.detach(self.token)
+            self.detach(self.token)
         self.token = None
         span.end()
 
