@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -97,6 +98,7 @@ from agent_app.sessions.backpressure import (
 )
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
+from agent_app.websocket.direct import direct_writer
 from agent_app.websocket.people import PeopleFrames, staff_of_socket
 from agent_app.websocket.replies import ReplyFrames
 from agent_app.websocket.turns import TurnFrames
@@ -131,6 +133,8 @@ class ChatConsumer(PeopleFrames, TurnFrames, ReplyFrames, AsyncWebsocketConsumer
     _accepted = False
     #: daphne's transport of this socket, whose unsent bytes are capped (``_send_cap``).
     _transport: Any = None
+    #: Writes a text frame straight to daphne's transport (``agent_app.websocket.direct``).
+    _write: Callable[[str], bool] | None = None
     _send_cap = 0
     #: Told that its chat was deleted (``chat_deleted``).
     _deleted = False
@@ -231,6 +235,7 @@ class ChatConsumer(PeopleFrames, TurnFrames, ReplyFrames, AsyncWebsocketConsumer
         self._accepted = True
         await super().accept(subprotocol, headers)
         self._transport = transport_of(self.base_send)
+        self._write = direct_writer(self.base_send)
         self._send_cap = send_buffer_cap()
 
     async def _refuse(self, code: ErrorCode, message: str, close_code: int) -> None:
@@ -301,8 +306,9 @@ class ChatConsumer(PeopleFrames, TurnFrames, ReplyFrames, AsyncWebsocketConsumer
 
         The hot path of every frame: the lock (frames leave in the order they were sent,
         even through a server whose send suspends) is taken without ``async with``, and
-        the frame goes straight to the server's ``send`` (what ``self.send`` does, less
-        two coroutine layers).
+        the frame is written straight to daphne's transport while the socket is plainly
+        open (``agent_app.websocket.direct``), else handed to the server's ``send`` (what
+        ``self.send`` does, less two coroutine layers).
         """
         if self._closed:
             return
@@ -310,7 +316,9 @@ class ChatConsumer(PeopleFrames, TurnFrames, ReplyFrames, AsyncWebsocketConsumer
         await lock.acquire()
         try:
             if not self._closed:
-                await self.base_send({"type": "websocket.send", "text": text})
+                write = self._write
+                if write is None or not write(text):
+                    await self.base_send({"type": "websocket.send", "text": text})
                 transport = self._transport
                 if transport is not None:
                     backlog = buffered_bytes(transport) - len(text)  # unread before this one

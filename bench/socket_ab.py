@@ -3,50 +3,43 @@
     python -m bench.socket_ab --a c81af96 --b .           # a commit against this tree
     python -m bench.socket_ab --a /path/to/tree --b . --rounds 7
 
-Each side is a tree (a path, or a commit exported with ``git archive``) served by its own
-``tests/app/live_daphne.py`` on daphne, a throw-away SQLite database each, the socket
-benchmark's model (``bench.zett_model:socket_model``) and lifted limits (``bench.serve``).
+Each side is a tree (a path, or a commit checked out into a temporary worktree, as
+``bench.ab`` does) served by its own ``tests/app/live_daphne.py`` on daphne, a throw-away
+SQLite database each, the socket benchmark's model (``bench.zett_model:socket_model``)
+and lifted limits (``bench.serve``).
 Both servers run at once; the rounds alternate which side goes first. In each round, on
 one fresh socket per shape and side: ``--short-runs`` runs of ``stream 1`` and
 ``--long-runs`` of ``stream <--deltas>``, and the server process's CPU time (every thread,
 ``/proc/<pid>/task/*/schedstat``) around each. CPU per run = fixed + per event x events
 gives the two terms, as ``bench.socket``'s cost model does; "all in" is the long runs' CPU
-per event. Printed: each figure per side (median and range) and B/A per round.
-CPU time, not wall time: on a shared machine it moves far less, and the two sides share
-whatever the machine does during a round.
+per event. Printed as ``bench.ab`` prints its figures (whose trees, figures and table this
+shares): each side's median, and B/A per round with its median, interquartile range and
+range. CPU time, not wall time: on a shared machine it moves far less, and the two sides
+share whatever the machine does during a round.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import statistics
+import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.serve import REPO, browser_cookie, free_port, scratch_dir, site_env
+from bench.ab import Figure, checked_out, describe, render
+from bench.serve import browser_cookie, free_port, scratch_dir, site_env
 from bench.socket import run_client
 
 READY = "LISTENING "
-
-
-@contextlib.contextmanager
-def exported(spec: str, workdir: Path) -> Iterator[Path]:
-    """The tree ``spec`` names: a directory as it is, else a commit of this repository."""
-    path = Path(spec)
-    if path.is_dir():
-        yield path.resolve()
-        return
-    target = workdir / f"tree-{spec}"
-    target.mkdir()
-    archive = subprocess.run(
-        ["git", "archive", spec], cwd=REPO, capture_output=True, check=True, timeout=120
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True, timeout=120)
-    yield target
+#: What each round measures on each side: key in ``measure``'s result → the figure's name.
+FIGURES = {
+    "fixed_us": "per run, whatever its length (µs)",
+    "per_event_us": "per event, the frame path (µs)",
+    "all_in_us": "per event all in, long runs (µs)",
+}
 
 
 @contextlib.contextmanager
@@ -105,14 +98,10 @@ def measure(port: int, pid: int, args: argparse.Namespace) -> dict[str, float]:
     (short_cpu, short_events), (long_cpu, long_events) = found
     per_event = (long_cpu - short_cpu) / (long_events - short_events)
     return {
-        "fixed_ms": (short_cpu - per_event * short_events) * 1e3,
+        "fixed_us": (short_cpu - per_event * short_events) * 1e6,
         "per_event_us": per_event * 1e6,
         "all_in_us": long_cpu / long_events * 1e6,
     }
-
-
-def _summary(values: list[float]) -> str:
-    return f"{statistics.median(values):,.3f} ({min(values):,.3f}-{max(values):,.3f})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,35 +114,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deltas", type=int, default=500)
     parser.add_argument("--timeout", type=float, default=600.0)
     args = parser.parse_args(argv)
-    rows: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
+    figures = [Figure(label) for label in FIGURES.values()]
+    load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="zett-socket-ab-", dir=scratch_dir()) as tmp:
         workdir = Path(tmp)
-        with (
-            exported(args.a, workdir) as tree_a,
-            exported(args.b, workdir) as tree_b,
-            served(tree_a, workdir, "A") as side_a,
-            served(tree_b, workdir, "B") as side_b,
-        ):
-            sides = [("A", side_a), ("B", side_b)]
+        with contextlib.ExitStack() as stack:
+            trees = [stack.enter_context(checked_out(side, workdir)) for side in (args.a, args.b)]
+            names = (describe(args.a, trees[0]), describe(args.b, trees[1]))
+            sides = [
+                stack.enter_context(served(tree, workdir, label))
+                for tree, label in zip(trees, "AB", strict=True)
+            ]
             for number in range(args.rounds):
-                for label, (port, pid) in sides if number % 2 == 0 else sides[::-1]:
-                    rows[label].append(measure(port, pid, args))
-                a, b = rows["A"][-1], rows["B"][-1]
+                order = (0, 1) if number % 2 == 0 else (1, 0)
+                found = {side: measure(*sides[side], args) for side in order}
+                for figure, key in zip(figures, FIGURES, strict=True):
+                    figure.a.append(found[0][key])
+                    figure.b.append(found[1][key])
                 print(
                     f"round {number + 1}: "
-                    + ", ".join(f"{key} A {a[key]:.3f} B {b[key]:.3f}" for key in a),
+                    + ", ".join(
+                        f"{key} A {found[0][key]:.3f} B {found[1][key]:.3f}" for key in FIGURES
+                    ),
                     flush=True,
                 )
-    print(f"\nA = {args.a}, B = {args.b}; server CPU, medians (ranges) of {args.rounds} rounds")
-    for key, label in (
-        ("fixed_ms", "per run, whatever its length (ms)"),
-        ("per_event_us", "per event, the frame path (µs)"),
-        ("all_in_us", f"per event all in, {args.deltas}-delta runs (µs)"),
-    ):
-        a = [row[key] for row in rows["A"]]
-        b = [row[key] for row in rows["B"]]
-        ratios = [y / x for x, y in zip(a, b, strict=True)]
-        print(f"{label}: A {_summary(a)}, B {_summary(b)}, B/A {_summary(ratios)}")
+    load.append(os.getloadavg()[0])
+    print()
+    print(render(figures, names))
+    print(f"\nServer CPU per round; load average (1 min): {min(load):.2f}-{max(load):.2f}")
     return 0
 
 

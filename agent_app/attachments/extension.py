@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING
 
@@ -50,20 +50,31 @@ class AttachmentExtension(AgentExtension):
         self._look_up = reading_with(reader)
         self.text_budget = text_budget
 
-    async def on_model_request(
+    def on_model_request(
         self,
         context: AgentRunContext,
         request: ModelRequest,
         call_next: Callable[[ModelRequest], AsyncIterator[ModelEvent]],
     ) -> AsyncIterator[ModelEvent]:
-        if any(_attachment_ids(message) for message in request.messages):
-            images = accepts_images(context.model)
-            read_tool = any(definition.name == READ_TOOL for definition in request.tools)
-            messages = [
-                await self._expand(context.session_id, message, images, read_tool)
-                for message in request.messages
-            ]
-            request = dataclasses.replace(request, messages=tuple(messages))
+        """A request with no attachment is the model's stream itself: no layer per
+        streamed event."""
+        if not _any_attached(request.messages):
+            return call_next(request)
+        return self._expanded(context, request, call_next)
+
+    async def _expanded(
+        self,
+        context: AgentRunContext,
+        request: ModelRequest,
+        call_next: Callable[[ModelRequest], AsyncIterator[ModelEvent]],
+    ) -> AsyncIterator[ModelEvent]:
+        images = accepts_images(context.model)
+        read_tool = any(definition.name == READ_TOOL for definition in request.tools)
+        messages = [
+            await self._expand(context.session_id, message, images, read_tool)
+            for message in request.messages
+        ]
+        request = dataclasses.replace(request, messages=tuple(messages))
         async with aclosing(call_next(request)) as stream:
             async for event in stream:
                 yield event
@@ -94,6 +105,21 @@ class AttachmentExtension(AgentExtension):
                 read_tool=read_tool,
             )
         return dataclasses.replace(message, content=content)
+
+
+def _any_attached(messages: Sequence[AnyMessage]) -> bool:
+    """Whether a message names an attachment (``_attachment_ids`` not empty).
+
+    Every model call of a run asks this of the whole conversation, so it is one plain
+    loop that looks only at user messages' attributes.
+    """
+    user, key = UserMessage, ATTACHMENTS_ATTRIBUTE
+    for message in messages:
+        if type(message) is user or isinstance(message, user):
+            ids = message.attributes.get(key)
+            if ids and isinstance(ids, list | tuple):
+                return True
+    return False
 
 
 def _attachment_ids(message: AnyMessage) -> list[str]:

@@ -208,12 +208,26 @@ class BudgetExtension(AgentExtension):
             if ticket is not None:
                 await shielded(settle(ticket))
 
-    async def on_model_request(
+    def on_model_request(
         self,
         context: AgentRunContext,
         request: ModelRequest,
         call_next: Callable[[ModelRequest], AsyncIterator[ModelEvent]],
     ) -> AsyncIterator[ModelEvent]:
+        """A call with no ticket (no budget applies) is the model's stream itself: no layer
+        per streamed event; an admitted one is settled when its stream ends."""
+        if (context.session_id, context.request_id) not in self._tickets:
+            return call_next(request)
+        return self._settled(context, request, call_next)
+
+    async def _settled(
+        self,
+        context: AgentRunContext,
+        request: ModelRequest,
+        call_next: Callable[[ModelRequest], AsyncIterator[ModelEvent]],
+    ) -> AsyncIterator[ModelEvent]:
+        # Taken when the stream starts, as a layer would: a stream never started leaves
+        # the ticket for ``on_error`` to give back.
         ticket = self._tickets.pop((context.session_id, context.request_id), None)
         if ticket is None:
             async with aclosing(call_next(request)) as stream:

@@ -15,6 +15,7 @@ test checks every one of them against the ORM form.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,10 +34,8 @@ def insert(rows: list[Any], *, returning_pk: bool = False) -> None:
         return
     db = connections[DEFAULT_DB_ALIAS]
     model = type(rows[0])
-    sql, fields = _insert_sql(model, len(rows), returning_pk, db.vendor)
-    params = [
-        field.get_db_prep_save(field.pre_save(row, True), db) for row in rows for field in fields
-    ]
+    sql, converters = _insert_sql(model, len(rows), returning_pk, db.vendor)
+    params = [convert(row, db) for row in rows for convert in converters]
     with db.cursor() as cursor:
         cursor.execute(sql, params)
         if returning_pk:
@@ -47,9 +46,9 @@ def insert(rows: list[Any], *, returning_pk: bool = False) -> None:
 @functools.lru_cache(maxsize=256)
 def _insert_sql(
     model: type[models.Model], count: int, returning_pk: bool, vendor: str
-) -> tuple[str, list[models.Field]]:
+) -> tuple[str, tuple[Callable[[Any, Any], Any], ...]]:
     """The statement of ``insert`` for ``count`` rows of ``model`` on one backend, and the
-    fields whose values it takes, in order (built once per shape)."""
+    converters of the fields whose values it takes, in order (built once per shape)."""
     db = connections[DEFAULT_DB_ALIAS]
     meta = model._meta
     fields = [field for field in meta.concrete_fields if not field.primary_key]
@@ -65,7 +64,62 @@ def _insert_sql(
         if not db.features.can_return_rows_from_bulk_insert:
             raise NotImplementedError(f"{vendor} cannot return inserted ids")
         sql += f" RETURNING {quote(meta.pk.column)}"
-    return sql, fields
+    return sql, tuple(_converter(field) for field in fields)
+
+
+def _converter(field: models.Field) -> Callable[[Any, Any], Any]:
+    """``(row, db)`` → the value ``insert`` sends for ``field``: the same as
+    ``field.get_db_prep_save(field.pre_save(row, True), db)``.
+
+    Django's own text, boolean and integer fields leave a value of their type as it is
+    (an integer goes through the backend's ``adapt_integerfield_value``, as the field
+    does); for those the chain of conversions is skipped. Any other field, or a value of
+    another type, takes the field's own path.
+    """
+    cls, base = type(field), models.Field
+    attname = field.attname
+
+    def full(row: Any, db: Any) -> Any:
+        return field.get_db_prep_save(field.pre_save(row, True), db)
+
+    if cls.pre_save is not base.pre_save or cls.get_db_prep_save is not base.get_db_prep_save:
+        return full
+    prep, to_python = cls.get_prep_value, cls.to_python
+    if cls.get_db_prep_value is base.get_db_prep_value and (prep, to_python) in _TEXT_METHODS:
+
+        def text(row: Any, db: Any) -> Any:
+            value = row.__dict__.get(attname, _UNSET)  # unset: not text, the full path
+            return value if value is None or isinstance(value, str) else full(row, db)
+
+        return text
+    if cls.get_db_prep_value is base.get_db_prep_value and (prep, to_python) == _BOOL_METHODS:
+
+        def boolean(row: Any, db: Any) -> Any:
+            value = row.__dict__.get(attname, _UNSET)  # unset: the full path
+            return value if value is None or type(value) is bool else full(row, db)
+
+        return boolean
+    if (cls.get_db_prep_value, prep) == _INT_METHODS:
+        internal_type = field.get_internal_type()
+
+        def integer(row: Any, db: Any) -> Any:
+            value = row.__dict__.get(attname, _UNSET)  # unset: the full path
+            if value is None or type(value) is int:
+                return db.ops.adapt_integerfield_value(value, internal_type)
+            return full(row, db)
+
+        return integer
+    return full
+
+
+#: What a row's ``__dict__`` holds for a field it does not hold (deferred): no fast path.
+_UNSET = object()
+_TEXT_METHODS = (
+    (models.CharField.get_prep_value, models.CharField.to_python),
+    (models.TextField.get_prep_value, models.TextField.to_python),
+)
+_BOOL_METHODS = (models.BooleanField.get_prep_value, models.BooleanField.to_python)
+_INT_METHODS = (models.IntegerField.get_db_prep_value, models.IntegerField.get_prep_value)
 
 
 def update(model: type[models.Model], values: dict[str, Any], **where: Any) -> int:

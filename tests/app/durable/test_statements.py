@@ -185,3 +185,37 @@ def test_pk_exists_answers_as_the_orm_does_and_leaves_a_filtering_manager_to_it(
     hiding = NoChats()
     hiding.model = ChatSession
     assert pk_exists(ChatSession.objects, chat.pk) and not pk_exists(hiding, chat.pk)
+
+
+def test_insert_sends_each_field_what_the_field_itself_would():
+    """The fast paths of text, boolean and integer fields (``_converter``) give exactly
+    ``get_db_prep_save(pre_save(row, True))``: enum members, None, lazy text, and values
+    of another type (which take the field's own path)."""
+    from django.db import connection
+    from django.utils.functional import lazy
+
+    from agent_app.models import ChatMessage, ChatRun, RunKind, RunStatus
+    from agent_app.models.statements import _insert_sql
+
+    lazy_text = lazy(lambda: "lazy", str)()
+    session = "5f0b7e4e-4a43-4c1e-9d55-1f1d2b6c9a10"
+    rows = [
+        ChatRun(
+            request_id="r1", session_id=session, status=RunStatus.RUNNING, kind=RunKind.MESSAGE
+        ),
+        ChatRun(request_id=lazy_text, session_id=session, error_message=None, attempts=3),
+        ChatMessage(session_id=session, position=4, role="user", success=None, follows=None),
+        ChatMessage(session_id=session, position="5", role="user", success=1, version=True),
+    ]
+    checked = 0
+    for row in rows:
+        fields = [field for field in type(row)._meta.concrete_fields if not field.primary_key]
+        _, converters = _insert_sql(type(row), 1, False, connection.vendor)
+        for field, convert in zip(fields, converters, strict=True):
+            if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+                continue  # ``pre_save`` reads the clock: a new value each time
+            expected = field.get_db_prep_save(field.pre_save(row, True), connection)
+            got = convert(row, connection)
+            assert got == expected and type(got) is type(expected), (field.name, got, expected)
+            checked += 1
+    assert checked > 40
