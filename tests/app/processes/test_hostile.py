@@ -153,6 +153,21 @@ def test_thousands_of_generated_hostile_frames_are_each_answered_and_leave_nothi
     assert tally.runs_started > 100  # the frames met real runs and waits, not just errors
 
 
+def test_a_request_for_a_person_is_answered_by_the_handoff_not_by_the_run_it_stops(
+    hostile_settings,
+):
+    """``request_human`` while a run waits for an approval: the run's ``run_cancelled``
+    goes out first, and the ``handoff_requested`` after it is the frame's answer."""
+    tally = Tally()
+    sent = [
+        {"type": "user_message", "content": "note: buy milk"},
+        {"type": "request_human"},
+        {"type": "ping"},
+    ]
+    asyncio.run(one_socket([json.dumps(frame) for frame in sent], tally))
+    assert tally.codes == {"run_started": 1, "handoff_requested": 1, "pong": 1}
+
+
 # --- over a real socket --------------------------------------------------------------------
 
 
