@@ -11,8 +11,8 @@ with an approval wait, so replies meet real waits.
 The types are named here, not left to chance: besides its seed, Hypothesis draws values
 from the constants of the application modules loaded so far (and keeps the pool its first
 draw in the process saw), so a run inside the whole suite draws other frames than a run
-alone. A ``request_human`` drawn that way once went unanswered for 10 s in the suite only:
-the server had answered it (``handoff_requested``), but not with a frame this check knew.
+alone. A real type drawn only that way, such as ``request_human``, met an answer this
+check did not know (``handoff_requested``) and waited 10 s in vain, in the suite only.
 
 ``Exchange`` sends one frame and waits for its answer. A frame is answered by the first
 frame the server sends that is not part of a run already going (those stream on while
