@@ -88,7 +88,7 @@ _KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 @register(MODEL_TAG)
 def check_model(app_configs: Any = None, **kwargs: Any) -> list[Error | Warning]:
     """``ZETT_MODEL`` names a model that can be built; its provider's key is set."""
-    from agent_app.agents.llm import resolve_model
+    from agent_app.assistants.llm import resolve_model
 
     spec = str(conf.ZETT_MODEL or "demo").strip()
     try:

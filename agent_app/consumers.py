@@ -20,7 +20,7 @@ Security (docs/security.md) lives in modules of its own; the consumer only calls
 and at the first ``user_message`` (which stores the chat), ``agent_app.guard.limits`` on connect
 (sockets per chat and per person) and for every frame (the person's frame budget),
 ``agent_app.durable.audit`` around every reply. The frames of people in the loop (ratings,
-asking for a person, staff who take the chat over) are ``agent_app.people.socket``'s: staff
+asking for a person, staff who take the chat over) are ``agent_app.websocket.people``'s: staff
 (``agent_app.staff_chat``) may open any stored chat's socket, to watch and take it over.
 Nothing a client sends can end the socket: a
 handler that raises is answered with an ``internal`` error frame, and the socket's
@@ -65,7 +65,6 @@ from agent_app.guard.limits import (
 )
 from agent_app.guard.token_watch import TOKEN_ENDED_CLOSE_CODE, Watched, token_watch
 from agent_app.models import RunKind
-from agent_app.people.socket import PeopleFrames, staff_of_socket
 from agent_app.protocol.frames import (
     STEERING_EVENT,
     BudgetFrame,
@@ -98,6 +97,7 @@ from agent_app.sessions.backpressure import (
 )
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
+from agent_app.websocket.people import PeopleFrames, staff_of_socket
 from agent_app.websocket.replies import ReplyFrames
 from agent_app.websocket.turns import TurnFrames
 

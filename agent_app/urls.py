@@ -8,10 +8,10 @@ and post to ``ZETT_LOGOUT_URL``.
 from django.urls import include, path
 
 from agent_app import export, views
-from agent_app.attachments import views as attachment_views
-from agent_app.people import views as people_views
 from agent_app.telemetry.health import healthz
 from agent_app.telemetry.view import metrics_view
+from agent_app.views import attachments as attachment_views
+from agent_app.views import people as people_views
 
 app_name = "agent_app"
 

@@ -19,15 +19,14 @@ from datetime import datetime
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, Protocol
 
+from zett_agent._held import HeldExtension, HeldTool
 from zett_agent.events import AgentEvent, AgentEventType, RelayedEvent, relayed
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.messages import AnyMessage, Message, SystemMessage, UserMessage
 from zett_agent.model import AgentModel, ServerToolDefinition
 from zett_agent.phases import AgentPhase
-from zett_agent.tools.base import AgentTool
 
 if TYPE_CHECKING:
-    from zett_agent.extensions.base import AgentExtension
     from zett_agent.extensions.events import ExtensionEvent, MessageTiming
     from zett_agent.history import _HistoryLease
 
@@ -44,12 +43,12 @@ class _LiveRequest(Protocol):
     def end_after_tools(self) -> None: ...
 
     async def publish(
-        self, event: ExtensionEvent, *, target: AgentExtension | str | type | None = None
+        self, event: ExtensionEvent, *, target: HeldExtension | str | type | None = None
     ) -> None: ...
 
     async def append_now(self, message: AnyMessage, timing: MessageTiming | None) -> None: ...
 
-    def withdraw(self, extension: AgentExtension) -> None: ...
+    def withdraw(self, extension: HeldExtension) -> None: ...
 
 
 class _Deadlines(Protocol):
@@ -290,8 +289,8 @@ class AgentRunContext:
         config: AgentRunConfig,
         model: AgentModel,
         input_message: UserMessage | None,
-        tools: dict[str, AgentTool],
-        extensions: tuple[AgentExtension, ...],
+        tools: dict[str, HeldTool],
+        extensions: tuple[HeldExtension, ...],
         metadata: dict[str, Any],
         tags: dict[str, Any],
         resumption: _Deadlines | None = None,
@@ -376,7 +375,7 @@ class AgentRunContext:
         self,
         extension_event: ExtensionEvent,
         *,
-        target: AgentExtension | str | type[AgentExtension] | None = None,
+        target: HeldExtension | str | type[HeldExtension] | None = None,
     ) -> None:
         """Deliver an extension event to every extension's ``on_event``, or to ``target``.
 
@@ -385,7 +384,7 @@ class AgentRunContext:
         """
         await self._live_request("publish").publish(extension_event, target=target)
 
-    def withdraw(self, extension: AgentExtension) -> None:
+    def withdraw(self, extension: HeldExtension) -> None:
         """Leave ``extension`` out of every later hook of this request (its stages and
         ``on_event``): an extension with nothing to do for this request, such as a tracer
         whose run was not sampled, then costs it nothing more. A stage or event delivery
@@ -404,9 +403,9 @@ class AgentRunContext:
             )
         return request
 
-    def register_tool(self, tool: AgentTool) -> None:
+    def register_tool(self, tool: HeldTool) -> None:
         """Offer a local tool for this request only."""
-        if not isinstance(tool, AgentTool):
+        if not isinstance(tool, HeldTool):
             raise TypeError(f"register_tool needs an AgentTool (use @tool), got {tool!r}")
         if tool.name in self.tools:
             raise ValueError(f"Tool {tool.name!r} is already registered")

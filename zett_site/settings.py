@@ -170,7 +170,7 @@ ZETT_REDIS_URL = _REDIS_URL or None
 #: Seconds a worker's run lease lasts unrenewed: a dead worker's run is settled this long
 #: after it died, at the latest.
 ZETT_LEASE_SECONDS = float(os.environ.get("ZETT_LEASE_SECONDS", "10"))
-#: On SIGTERM, stop taking runs and let those going finish (``agent_app.sessions.shutdown``)...
+#: On SIGTERM, stop taking runs and let those going finish (``agent_app.process.shutdown``)...
 ZETT_GRACEFUL_SHUTDOWN = _env_bool("ZETT_GRACEFUL_SHUTDOWN", default=True)
 #: ...for at most this many seconds; the rest are paused (waiting) or handed over.
 ZETT_SHUTDOWN_GRACE = float(os.environ.get("ZETT_SHUTDOWN_GRACE", "25"))

@@ -1,6 +1,6 @@
 """The agent factory: what each chat's agent is made of.
 
-Which model answers is ``agent_app.agents.llm.resolve_model``'s business.
+Which model answers is ``agent_app.assistants.llm.resolve_model``'s business.
 
 ``build_agent`` gives each chat one ``Agent`` made from the chat's assistant
 (``agent_app.assistants``): its instructions, model, tools and extensions, plus what the
@@ -28,9 +28,9 @@ from agent_app.agents import mcp
 from agent_app.agents.approval import APPROVAL_REQUESTED_EVENT, ConfirmationExtension
 from agent_app.agents.asking import AppAskUserExtension
 from agent_app.agents.browser_tools import BROWSER_TOOL_EVENT, BrowserToolExtension
-from agent_app.agents.current import current_chat
 from agent_app.agents.teamwork import TeamworkExtension
 from agent_app.assistants import Assistant, registry
+from agent_app.assistants.current import current_chat
 from agent_app.attachments.extension import AttachmentExtension
 from agent_app.attachments.reading import has_documents, noted_documents, read_attachment_file
 from agent_app.attachments.tool import read_attachment_tool

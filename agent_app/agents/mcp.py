@@ -44,8 +44,8 @@ from channels.db import database_sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 
 from agent_app import conf
-from agent_app.agents.current import current_chat, current_user
-from agent_app.sessions import shutdown
+from agent_app.assistants.current import current_chat, current_user
+from agent_app.process import shutdown
 
 if TYPE_CHECKING:
     from agent_app.assistants import Assistant

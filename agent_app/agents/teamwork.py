@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 
 from agent_app import conf
-from agent_app.agents.current import current_chat, current_user
 from agent_app.agents.subruns import CHAIN, Builder, run_sub_run, running
+from agent_app.assistants.current import current_chat, current_user
 from agent_app.models import ChatSession
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.tools.base import AgentTool, ToolResult, current_run_context, tool

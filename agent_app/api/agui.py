@@ -59,9 +59,9 @@ from agent_app.guard.bodies import api_body_limit, body_limit
 from agent_app.guard.limits import SocketTicket, limiter
 from agent_app.models import ChatSession, ReplyWait, WaitKind, WaitStatus
 from agent_app.protocol.frames import Refusal
+from agent_app.protocol.refusals import Busy
 from agent_app.sessions.backpressure import transport_of_request
 from agent_app.sessions.entry import audited_reply, start_run
-from agent_app.sessions.errors import Busy
 from agent_app.sessions.replies import Verdict
 
 __all__ = ["capabilities_of", "run", "thread_events"]

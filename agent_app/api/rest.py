@@ -23,7 +23,7 @@ from agent_app.api.stream import detached
 from agent_app.durable.history import page_before
 from agent_app.guard.access import Person, visible_sessions
 from agent_app.models import ChatRun, ChatSession, RunStatus
-from agent_app.sessions.errors import NotRunning
+from agent_app.protocol.refusals import NotRunning
 from agent_app.sessions.registry import live_sessions
 
 __all__ = ["CHATS_PAGE_SIZE", "MAX_HISTORY_LIMIT", "cancel", "chat", "chats", "messages"]

@@ -1,49 +1,42 @@
-"""``BackgroundWork``: the loops a worker process runs besides its sockets.
+"""The webhook deliveries and the scheduler: the loops the app registers for its
+processes, and ``BackgroundWork``, a process that runs them alone.
 
 The webhook deliveries (``agent_app.webhooks.delivery.Deliverer``) and the scheduler
 (``agent_app.schedules.loop.Scheduler``) each need nothing but the database and an event
 loop, and each may run in any number of processes at once (every due delivery attempt
-and every due schedule time is claimed by exactly one). ``start()`` starts both on the
-running event loop, ``stop()`` stops both and returns once they have; a process runs
-them for as long as it serves (``manage.py zett_background`` is such a process of its own).
-``register_loops`` offers the same two loops to whatever runs a worker's background work
-(``agent_app.background.worker_loops``).
+and every due schedule time is claimed by exactly one). ``register_loops`` (called when
+the app is ready) registers both with ``agent_app.process.loops``, so every web worker's
+``Background`` runs them beside its sweep. ``BackgroundWork`` is that same host with the
+two loops and nothing else: ``start()`` on the running event loop, ``await stop()`` when
+it ends (``manage.py zett_background`` is such a process).
 """
 
 from __future__ import annotations
 
+from agent_app.process import loops
 from agent_app.schedules.loop import Scheduler
 from agent_app.webhooks.delivery import Deliverer
 
-__all__ = ["BackgroundWork", "register_loops"]
+__all__ = ["DELIVERIES", "SCHEDULES", "BackgroundWork", "register_loops"]
+
+#: The names the two loops are registered under.
+DELIVERIES = "webhooks"
+SCHEDULES = "schedules"
 
 
 def register_loops() -> None:
-    """Make every worker process run the deliveries and the scheduler
-    (``agent_app.background.worker_loops``; called when the app is ready)."""
-    from agent_app.background import worker_loops
-
-    worker_loops.register("webhooks", lambda: Deliverer().run)
-    worker_loops.register("schedules", lambda: Scheduler().run)
+    """Make every process's ``Background`` run the deliveries and the scheduler."""
+    loops.register(DELIVERIES, lambda: Deliverer().run)
+    loops.register(SCHEDULES, lambda: Scheduler().run)
 
 
-class BackgroundWork:
-    """The webhook deliveries and the scheduler of one process."""
+class BackgroundWork(loops.Background):
+    """The webhook deliveries and the scheduler of one process, with no sessions to sweep."""
 
     def __init__(self, *, deliveries: bool = True, schedules: bool = True) -> None:
-        self.deliverer = Deliverer() if deliveries else None
-        self.scheduler = Scheduler() if schedules else None
-
-    def start(self) -> None:
-        """Start the loops on the running event loop (idempotent)."""
-        if self.deliverer is not None:
-            self.deliverer.start()
-        if self.scheduler is not None:
-            self.scheduler.start()
+        wanted = {DELIVERIES: deliveries, SCHEDULES: schedules}
+        super().__init__(loops=[name for name, on in wanted.items() if on])
 
     async def stop(self) -> None:
         """Stop the loops; runs the scheduler started go on (they are the chats' now)."""
-        if self.scheduler is not None:
-            await self.scheduler.stop()
-        if self.deliverer is not None:
-            await self.deliverer.stop()
+        await self.close()

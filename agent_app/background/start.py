@@ -32,8 +32,8 @@ from agent_app.guard.access import (
     chat_quota_message,
     ensure_session,
 )
+from agent_app.protocol.refusals import Busy
 from agent_app.sessions.entry import start_run
-from agent_app.sessions.errors import Busy
 from agent_app.sessions.registry import live_sessions
 
 __all__ = ["start_background_run"]

@@ -18,8 +18,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from agent_app.durable import statements
-from agent_app.models import ExternalEventRecord
+from agent_app.models import ExternalEventRecord, statements
 
 __all__ = ["record_reply", "record_verdict"]
 

@@ -7,7 +7,7 @@ how many workers ran it (``ChatRun.attempts``). Nothing else is written for a ch
 so a run pays nothing for being continuable.
 
 When a run's worker dies (its lease lapses) or hands it over (SIGTERM past the grace
-period, ``agent_app.sessions.shutdown``), whoever settles the session
+period, ``agent_app.process.shutdown``), whoever settles the session
 (``agent_app.durable.recovery``, under the session's lease, which the settler takes in the
 run's own name so no other worker takes the run for dead meanwhile) asks ``continuable``:
 

@@ -23,9 +23,9 @@ from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
 from agent_app.attachments.stored import refs_by_id
 from agent_app.durable.runs import run_item
 from agent_app.durable.store import message_from_row
+from agent_app.durable.support import Support, support_of
 from agent_app.durable.waits import pending_items
 from agent_app.models import STAFF_ROLE, ChatMessage, ChatRun, ChatSession
-from agent_app.people.state import Support, support_of
 from zett_agent.serialization import message_to_dict
 
 __all__ = [

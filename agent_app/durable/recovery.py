@@ -41,15 +41,20 @@ block, so they come after everything the dead process sent.
 
 ``close_run_calls`` is the same closing for a run that ends here by failing or being
 cancelled: the history never keeps a tool call without a result, except a paused run's.
+
+What wait a never-started call would have opened, and with what payload, only the chat's
+agent knows; the agent factory sits above this layer, so the app hands its
+``describe_wait`` in when it is ready (``describe_waits_with``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
 
@@ -75,6 +80,7 @@ __all__ = [
     "Settled",
     "answered_paused_runs",
     "close_run_calls",
+    "describe_waits_with",
     "is_running",
     "recover_session",
     "stale_runs",
@@ -471,11 +477,22 @@ def _expired_reply(wait: ReplyWait) -> dict[str, Any]:
     return {"reply": reply}
 
 
+#: ``(event name, payload)`` of the wait a call of chat ``session_id`` would start, or None
+#: (``agent_app.agents.factory.describe_wait``).
+WaitDescriber = Callable[[str, ToolCall], tuple[str, dict[str, Any]] | None]
+_describer: list[WaitDescriber] = []
+
+
+def describe_waits_with(describe: WaitDescriber) -> None:
+    """Tell the waits of never-started calls with ``describe`` (the app does, when ready)."""
+    _describer[:] = [describe]
+
+
 def _start_wait(session_id: str, run: ChatRun, call: ToolCall, now: Any) -> bool:
     """Store the wait a never-started call will need, so the user can answer it now."""
-    from agent_app.agents.factory import describe_wait
-
-    described = describe_wait(session_id, call)
+    if not _describer:
+        raise ImproperlyConfigured("recovery needs describe_waits_with() (the app's ready)")
+    described = _describer[0](session_id, call)
     if described is None:
         return False
     event_name, payload = described

@@ -30,7 +30,6 @@ from agent_app.durable.branches import NotATurn, start_version
 from agent_app.durable.chat_records import ChatDeleted, creator_key, record_creation, was_deleted
 from agent_app.durable.deadlocks import retried_on_deadlock
 from agent_app.durable.sequence import SEQ_BLOCK
-from agent_app.durable.statements import insert, update
 from agent_app.durable.store import (
     Bumped,
     RowMeta,
@@ -44,8 +43,9 @@ from agent_app.durable.store import (
     session_end_sql,
     title_from,
 )
+from agent_app.durable.support import TakenOver
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
-from agent_app.people.state import TakenOver
+from agent_app.models.statements import insert, update
 from agent_app.webhooks.run_events import run_ended
 from zett_agent.messages import AnyMessage, UserMessage
 

@@ -42,7 +42,6 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agent_app.durable.statements import insert
 from agent_app.durable.titles import short_title
 from agent_app.models import (
     STAFF_ROLE,
@@ -51,6 +50,7 @@ from agent_app.models import (
     ChatSession,
     RunStatus,
 )
+from agent_app.models.statements import insert
 from zett_agent.history import valid_history
 from zett_agent.messages import (
     AgentMessage,

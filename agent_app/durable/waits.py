@@ -28,8 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from agent_app.durable import statements
-from agent_app.models import ChatRun, ReplyWait, RunStatus, WaitKind, WaitStatus
+from agent_app.models import ChatRun, ReplyWait, RunStatus, WaitKind, WaitStatus, statements
 from agent_app.protocol.frames import ReplyReason
 from agent_app.protocol.text import cut_strings, encode_frame
 from agent_app.webhooks.run_events import wait_opened

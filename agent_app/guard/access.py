@@ -42,6 +42,7 @@ import enum
 import logging
 import secrets
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -67,9 +68,9 @@ from agent_app.durable.chat_records import (
     record_creation,
     was_deleted,
 )
-from agent_app.durable.statements import pk_exists
 from agent_app.guard.limits import current_limits
 from agent_app.models import ChatMessage, ChatSession
+from agent_app.models.statements import pk_exists
 from agent_app.telemetry import metrics
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "chat_was_deleted",
     "close_chat",
     "ensure_session",
+    "find_sockets_with",
     "known_person_of_request",
     "login_required",
     "may_open",
@@ -357,15 +359,20 @@ def _tell_sockets(session_id: str, owner_id: Any) -> None:
     async_to_sync(_close_sockets_here)(session_id)
 
 
+#: The sockets this process holds on a chat (``agent_app.sessions.registry.sockets_here``,
+#: handed in when the app is ready: the sessions sit above this layer).
+SocketsHere = Callable[[str], list[Any]]
+_sockets_here: list[SocketsHere] = []
+
+
+def find_sockets_with(find: SocketsHere) -> None:
+    """Find the sockets to close on a deleted chat with ``find`` (the app does, when ready)."""
+    _sockets_here[:] = [find]
+
+
 async def _close_sockets_here(session_id: str) -> None:
     """Close the sockets this process holds on the chat (in the loop that serves them)."""
-    from agent_app.sessions.registry import existing_live_sessions
-
-    here = existing_live_sessions()
-    live = here.get(session_id) if here is not None else None
-    if live is None:
-        return
-    for socket in list(live.sockets):
+    for socket in _sockets_here[0](session_id) if _sockets_here else []:
         closer = getattr(socket, "chat_deleted", None)
         if closer is not None:
             await closer()

@@ -20,9 +20,17 @@ announces itself — or it is refused, and its message is stored for the staff i
 
 Frames outside a run (``taken_over``, ``staff_message``, ``handed_back``, a customer's
 ``handoff_requested``) are numbered like a run's: under the session's lease, from a block
-reserved in the database (``live.announce``), so ``seq`` grows across workers. A
+reserved in the database (``agent_app.sessions.people.announce``), so ``seq`` grows
+across workers. A
 ``handoff_requested`` from the tool goes out inside its run, numbered by the run.
 
 Webhooks and other listeners hook in through ``agent_app.people.signals``, sent inside
 the transaction that records the event.
+
+This package holds what lies below the agents: the records, the ``handoff_to_human`` tool
+and its seam (``hub``), who is staff, the inbox's reads, the admin's parts, the export.
+Each part above sits with its layer: the takeover in a live session in
+``agent_app.sessions.people``, the socket's frames in ``agent_app.websocket.people``, the
+staff pages in ``agent_app.views.people``; where a chat stands with people is
+``agent_app.durable.support``.
 """

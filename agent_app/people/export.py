@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from agent_app.durable.history import history_item
+from agent_app.durable.support import iso
 from agent_app.models import ChatFeedback, ChatMessage
-from agent_app.people.state import iso
 
 __all__ = ["feedback_cases"]
 

@@ -2,7 +2,7 @@
 
 ``handoff_to_human`` (``agent_app.people.tool``) is built into agents by the agent
 factory, which the session code imports: the tool cannot import the sessions back. It
-calls ``announce_in_run``; ``agent_app.people.live`` installs the implementation when it
+calls ``announce_in_run``; ``agent_app.sessions.people`` installs the implementation when it
 is imported (by the consumer and the app's start-up).
 """
 

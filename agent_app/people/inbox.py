@@ -15,8 +15,8 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from agent_app.durable.support import iso
 from agent_app.models import ChatFeedback, ChatSession, ChatTakeover, ReplyWait, WaitStatus
-from agent_app.people.state import iso
 
 __all__ = ["INBOX_LIMIT", "SHOW", "WAITING_LONG", "inbox"]
 

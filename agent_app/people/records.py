@@ -3,7 +3,7 @@
 Synchronous ORM code (run through ``database_sync_to_async``). Every state change of a
 chat is one transaction on the chat's row; the ones that add a message lock it the way
 every message write does (``agent_app.durable.store.bump_version``), so positions and the
-history cache stay right. The signals of ``agent_app.people.signals`` are sent inside.
+history cache stay right. The signals of ``agent_app.signals`` are sent inside.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from django.utils import timezone
 from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
 from agent_app.attachments.stored import attachment_refs
 from agent_app.durable.history import history_item
-from agent_app.durable.statements import insert
 from agent_app.durable.store import bump_version, message_from_row, remember, title_from
+from agent_app.durable.support import iso
 from agent_app.models import (
     STAFF_ROLE,
     ChatFeedback,
@@ -27,8 +27,9 @@ from agent_app.models import (
     ChatTakeover,
     FeedbackRating,
 )
-from agent_app.people.signals import feedback_saved, handoff_requested
-from agent_app.people.state import iso, staff_name
+from agent_app.models.statements import insert
+from agent_app.people.state import staff_name
+from agent_app.signals import feedback_saved, handoff_requested
 
 __all__ = [
     "MAX_COMMENT_CHARS",

@@ -1,22 +1,6 @@
-"""Signals of people in the loop, for webhooks and the host project's own code.
+"""The signals of people in the loop, where a host project has always found them; they
+are defined in ``agent_app.signals``, below every layer that sends or hears them."""
 
-Each is sent *inside* the transaction that records its event, so a receiver that writes
-rows (an outbox of webhook deliveries) commits or rolls back with it; a receiver that
-talks to the outside world should wait for ``transaction.on_commit``.
-
-- ``handoff_requested(sender=ChatSession, session, reason, source)``: a chat was marked as
-  needing a person; ``source`` is ``"customer"`` (the page's "Talk to a person") or
-  ``"assistant"`` (the ``handoff_to_human`` tool). Sent each time it is asked, also when
-  the chat was marked already.
-- ``feedback_saved(sender=ChatFeedback, feedback, created)``: a rating was given
-  (``created``) or changed.
-"""
-
-from __future__ import annotations
-
-from django.dispatch import Signal
+from agent_app.signals import feedback_saved, handoff_requested
 
 __all__ = ["feedback_saved", "handoff_requested"]
-
-handoff_requested = Signal()
-feedback_saved = Signal()

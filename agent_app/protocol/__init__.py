@@ -5,6 +5,8 @@
 - ``outbound``: the frames a socket is sent, the error codes (``ErrorCode``), the reasons
   a reply is refused (``ReplyReason``), ``Refusal`` (the one exception type every refusal
   is);
+- ``refusals``: why a session refuses a request, ``Busy`` (a run is active) and
+  ``NotRunning`` (none is);
 - ``text``: a frame's JSON text built fast and within the size budget (long deltas split,
   large fields cut), with a plain fallback.
 

@@ -77,7 +77,7 @@ class Refusal(Exception):
 
     The one type every refusal is: a frame that is no valid frame (``FrameError``), a
     socket or frame over its budget (``agent_app.guard.limits``), a message while a run
-    is active (``agent_app.sessions.errors.Busy``), a cancel with none (``NotRunning``).
+    is active (``agent_app.protocol.refusals.Busy``), a cancel with none (``NotRunning``).
     """
 
     def __init__(self, code: ErrorCode, message: str) -> None:

@@ -11,8 +11,8 @@ from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 
+from agent_app.models.schedules import ScheduledRun
 from agent_app.schedules.checks import check_assistant
-from agent_app.schedules.models import ScheduledRun
 
 __all__ = ["ScheduledRunAdmin"]
 

@@ -32,8 +32,8 @@ from django.contrib.auth import get_user_model
 from agent_app.agui.errors import AguiError, ErrorCode
 from agent_app.background.start import start_background_run
 from agent_app.guard.access import Person
-from agent_app.schedules.cron import BadSchedule, next_after
-from agent_app.schedules.models import ScheduledRun
+from agent_app.models.cron import BadSchedule, next_after
+from agent_app.models.schedules import ScheduledRun
 
 __all__ = ["Fire", "claim_due", "start_fire"]
 

@@ -18,9 +18,9 @@ from channels.db import database_sync_to_async
 from django.db.models import Min
 from django.utils import timezone
 
-from agent_app.background.loop_task import LoopTask
+from agent_app.models.schedules import ScheduledRun
+from agent_app.process.loop_task import LoopTask
 from agent_app.schedules.firing import claim_due, start_fire
-from agent_app.schedules.models import ScheduledRun
 
 __all__ = ["POLL_SECONDS", "Scheduler"]
 

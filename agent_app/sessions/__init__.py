@@ -14,11 +14,15 @@
 - ``settling``: ``Settler``, the runs a dead process left settled under the lease, and
   ``take_lease``;
 - ``registry``: the live sessions of the process and their session bus;
-- ``shutdown``: the graceful drain on SIGTERM;
 - ``daphne_exit``: daphne's own last shutdown step, made to cancel every socket;
-- ``errors``: ``Busy`` and ``NotRunning``;
+- ``people``: people in the loop on a live session (takeover, staff messages, hand
+  back, a customer's handoff), announced under the session's lease;
+- ``background``: the sweep, the runs a dead worker left continued with no socket;
 - ``backpressure``: the send buffers of sockets and streams, and who is dropped;
 - ``stopping``: a chat's run stopped from a page that is not the chat.
+
+The drain on SIGTERM and the host of the process's loops are ``agent_app.process``'s;
+the refusals ``Busy`` and ``NotRunning`` are ``agent_app.protocol.refusals``.
 
 Nothing here knows whether there is one worker or many: that is the bus's business
 (``agent_app.bus``).

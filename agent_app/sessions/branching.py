@@ -25,8 +25,8 @@ from agent_app.durable.history import branch_page, history_item
 from agent_app.durable.runs import Begun
 from agent_app.models import ChatSession
 from agent_app.protocol.frames import BranchSwitchedFrame
+from agent_app.protocol.refusals import Busy
 from agent_app.protocol.text import encode_frame
-from agent_app.sessions.errors import Busy
 from agent_app.sessions.fanout import Feed
 
 __all__ = ["BranchHost", "announce_version", "switch"]

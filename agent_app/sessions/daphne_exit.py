@@ -1,6 +1,6 @@
 """Daphne's last shutdown step made safe: every open socket's application is cancelled.
 
-Once our drain (``agent_app.sessions.shutdown``) hands SIGTERM over, daphne stops the
+Once our drain (``agent_app.process.shutdown``) hands SIGTERM over, daphne stops the
 reactor, and before that it cancels each connection's application and waits for them
 (``Server.kill_all_applications``, a "before shutdown" trigger). Daphne 4.2 reads each
 connection's application by key, but an HTTP connection that ended within the last second

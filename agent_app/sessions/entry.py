@@ -23,7 +23,7 @@ from typing import Any
 from agent_app.budgets import admit_run
 from agent_app.durable.audit import record_reply, record_verdict
 from agent_app.guard.access import Person
-from agent_app.sessions.errors import Busy
+from agent_app.protocol.refusals import Busy
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.replies import Verdict
 from agent_app.telemetry.waits import person_label, replier

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from agent_app.bus.base import Lease, Marker, SessionBus
 from agent_app.protocol.frames import ReplyReason
-from agent_app.sessions.errors import NotRunning
+from agent_app.protocol.refusals import NotRunning
 from agent_app.sessions.fanout import Feed, Subscriber
 from agent_app.sessions.replies import Verdict
 from agent_app.sessions.run import Run

@@ -70,9 +70,9 @@ from agent_app.durable.history import page_before
 from agent_app.durable.recovery import Settled
 from agent_app.durable.runs import Creator
 from agent_app.models import RunKind, RunStatus
-from agent_app.sessions import shutdown
+from agent_app.process import shutdown
+from agent_app.protocol.refusals import Busy, NotRunning
 from agent_app.sessions.door import Door
-from agent_app.sessions.errors import Busy, NotRunning
 from agent_app.sessions.fanout import Feed, Subscriber
 from agent_app.sessions.follower import Follower
 from agent_app.sessions.replies import ReplyDesk, Verdict
@@ -256,7 +256,7 @@ class LiveSession:
         return self._run.task if self._run is not None else None
 
     async def stop_for_shutdown(self) -> None:
-        """This process is about to exit (``sessions.shutdown``): a run waiting for a reply
+        """This process is about to exit (``process.shutdown``): a run waiting for a reply
         is settled as paused (its wait is stored), a working one handed over."""
         run = self._run
         if run is not None and run.task is not None and run.state is RunState.WAITING:

@@ -20,11 +20,18 @@ from agent_app import conf
 from agent_app.agents.factory import build_agent
 from agent_app.bus.base import WORKER_ID, SessionBus
 from agent_app.bus.local import LocalBus
-from agent_app.sessions import shutdown
-from agent_app.sessions.background import Background, sweep, sweep_seconds
+from agent_app.process import shutdown
+from agent_app.process.loops import Background
+from agent_app.sessions.background import sweep, sweep_seconds
 from agent_app.sessions.live import AgentFactory, LiveSession
 
-__all__ = ["LiveSessions", "existing_live_sessions", "live_sessions", "start_background"]
+__all__ = [
+    "LiveSessions",
+    "existing_live_sessions",
+    "live_sessions",
+    "sockets_here",
+    "start_background",
+]
 
 
 class LiveSessions:
@@ -41,7 +48,8 @@ class LiveSessions:
 
             self.bus = RedisBus(self, cluster_url, WORKER_ID)
         self._cleanups: set[asyncio.Task[None]] = set()
-        #: This worker's periodic work (``agent_app.sessions.background``): the sweep.
+        #: This process's loops (``agent_app.process.loops``): the sweep, and the loops
+        #: registered for every worker (webhook deliveries, the scheduler).
         self.background = Background()
         self.background.every("sweep", sweep_seconds, functools.partial(sweep, self))
 
@@ -118,10 +126,18 @@ def live_sessions() -> LiveSessions:
 
 
 def start_background() -> None:
-    """Start the running event loop's background loop (``agent_app.sessions.background``)."""
+    """Start the running event loop's background loop (``agent_app.process.loops``)."""
     live_sessions().background.start()
 
 
 def existing_live_sessions() -> LiveSessions | None:
     """The running event loop's registry if it has one (``live_sessions`` would make one)."""
     return _registries.get(asyncio.get_running_loop())
+
+
+def sockets_here(session_id: str) -> list[Any]:
+    """The sockets the running event loop's live session of ``session_id`` holds (none
+    when it has no such session)."""
+    here = existing_live_sessions()
+    live = here.get(session_id) if here is not None else None
+    return [] if live is None else list(live.sockets)

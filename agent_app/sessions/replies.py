@@ -35,7 +35,7 @@ from agent_app.durable.persistence import shielded
 from agent_app.durable.runs import AlreadyContinued
 from agent_app.models import RunKind, WaitKind, WaitStatus
 from agent_app.protocol.frames import ReplyReason, encode_frame
-from agent_app.sessions.errors import Busy
+from agent_app.protocol.refusals import Busy
 from agent_app.sessions.fanout import Feed
 from agent_app.sessions.run import Run
 from agent_app.telemetry.waits import replier, wait_ended

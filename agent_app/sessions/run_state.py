@@ -30,7 +30,7 @@ class StopReason(enum.Enum):
 
     #: Another worker took over its lease (this one failed to renew it).
     LEASE_LOST = "lease_lost"
-    #: This process shuts down (``agent_app.sessions.shutdown``).
+    #: This process shuts down (``agent_app.process.shutdown``).
     SHUTDOWN = "shutdown"
     #: This process shuts down and hands the run over: nothing more of it is stored, its
     #: end is not recorded, its lease is let go, and another worker (or the next process)

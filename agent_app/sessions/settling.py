@@ -34,9 +34,9 @@ from agent_app.durable import recovery
 from agent_app.durable.persistence import shielded
 from agent_app.durable.runs import Begun, StaleRuns, begin_run
 from agent_app.models import RunStatus
+from agent_app.process import shutdown
 from agent_app.protocol.frames import encode_frame
-from agent_app.sessions import shutdown
-from agent_app.sessions.errors import Busy
+from agent_app.protocol.refusals import Busy
 from agent_app.sessions.fanout import Feed
 from agent_app.telemetry import metrics
 from agent_app.telemetry.waits import expired_waits

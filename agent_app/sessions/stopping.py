@@ -14,7 +14,7 @@ from asgiref.sync import async_to_sync
 from django.db.models import Exists, OuterRef, QuerySet
 
 from agent_app.models import ChatRun, ChatSession, ReplyWait, RunStatus, WaitStatus
-from agent_app.sessions.errors import NotRunning
+from agent_app.protocol.refusals import NotRunning
 
 __all__ = ["is_running", "stop_waiting_run", "waits_for_its_person", "with_waiting_flag"]
 

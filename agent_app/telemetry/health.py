@@ -2,7 +2,7 @@
 
 200 when the database answers, Redis answers (with ``REDIS_URL``) and the worker is not
 shutting down; 503 otherwise, with what failed. A draining worker (SIGTERM, see
-``agent_app.sessions.shutdown``) answers 503 at once, so the balancer sends its new sockets
+``agent_app.process.shutdown``) answers 503 at once, so the balancer sends its new sockets
 elsewhere while its runs finish. The answer names no hosts, versions or errors.
 """
 
@@ -16,7 +16,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from agent_app import conf
-from agent_app.sessions import shutdown
+from agent_app.process import shutdown
 
 __all__ = ["healthz"]
 

@@ -72,7 +72,7 @@ async def close_live_sessions(seconds: float) -> None:
 
 
 async def _stop(registry: Any) -> None:
-    from agent_app.sessions.errors import NotRunning
+    from agent_app.protocol.refusals import NotRunning
 
     for live in registry:
         try:

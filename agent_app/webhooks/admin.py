@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from agent_app.webhooks.models import (
+from agent_app.models.webhooks import (
     EVENT_TYPES,
     DeliveryStatus,
     Webhook,

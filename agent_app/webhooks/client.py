@@ -1,7 +1,7 @@
 """One webhook attempt: an HTTP/1.1 POST to the address that was checked.
 
 Written on asyncio's streams rather than an HTTP library so that the connection goes to
-exactly the address ``agent_app.webhooks.addresses.resolve`` allowed (a library would look
+exactly the address ``agent_app.models.addresses.resolve`` allowed (a library would look
 the name up again, and a name that answers a public address to the check and a private
 one to the connection would get through), with TLS still verified against the host's
 name. The whole attempt — connecting, sending, the status line and headers — has one
@@ -16,7 +16,7 @@ import contextlib
 import ssl
 from dataclasses import dataclass
 
-from agent_app.webhooks.addresses import Target, UnsafeURL, resolve, target_of
+from agent_app.models.addresses import Target, UnsafeURL, resolve, target_of
 
 __all__ = ["Answer", "post"]
 

@@ -35,10 +35,10 @@ from django.db.models import Min
 from django.utils import timezone
 
 from agent_app import conf
-from agent_app.background.loop_task import LoopTask
+from agent_app.models.webhooks import DeliveryStatus, WebhookDelivery
+from agent_app.process.loop_task import LoopTask
 from agent_app.webhooks.client import Answer, post
 from agent_app.webhooks.events import listen, unlisten
-from agent_app.webhooks.models import DeliveryStatus, WebhookDelivery
 from agent_app.webhooks.signing import headers_for
 
 __all__ = ["BATCH", "POLL_SECONDS", "Claimed", "Deliverer", "claim_due", "prune", "record"]

@@ -39,8 +39,8 @@ from django.db import DatabaseError, transaction
 from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
-from agent_app.durable.statements import insert
-from agent_app.webhooks.models import EVENT_TYPES, Webhook, WebhookDelivery, event_names
+from agent_app.models.statements import insert
+from agent_app.models.webhooks import EVENT_TYPES, Webhook, WebhookDelivery, event_names
 
 __all__ = [
     "EVENT_TYPES",

@@ -60,7 +60,7 @@ def connect(handoff_requested: Signal, feedback_saved: Signal) -> None:
 
 
 def connect_people_signals() -> None:
-    """``connect`` to the chat's own signals (``agent_app.people.signals``; at start-up)."""
-    from agent_app.people.signals import feedback_saved, handoff_requested
+    """``connect`` to the chat's own signals (``agent_app.signals``; at start-up)."""
+    from agent_app.signals import feedback_saved, handoff_requested
 
     connect(handoff_requested, feedback_saved)

@@ -25,8 +25,8 @@ from agent_app.protocol.frames import (
     SteerFrame,
     steering_refusal,
 )
+from agent_app.protocol.refusals import NotRunning
 from agent_app.sessions.entry import audited_reply
-from agent_app.sessions.errors import NotRunning
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.replies import Verdict
 

@@ -19,6 +19,7 @@ from agent_app.budgets import BudgetExceeded
 from agent_app.durable.branches import NotATurn
 from agent_app.durable.chat_records import ChatDeleted
 from agent_app.durable.runs import Creator, NothingToReplace
+from agent_app.durable.support import TakenOver
 from agent_app.guard.access import (
     Creation,
     Person,
@@ -27,8 +28,6 @@ from agent_app.guard.access import (
     ensure_session,
 )
 from agent_app.models import RunKind
-from agent_app.people.live import customer_message
-from agent_app.people.state import TakenOver
 from agent_app.protocol.frames import (
     MAX_ATTACHMENTS,
     ErrorCode,
@@ -36,10 +35,11 @@ from agent_app.protocol.frames import (
     SwitchVersionFrame,
     UserMessageFrame,
 )
+from agent_app.protocol.refusals import Busy
 from agent_app.sessions.branching import switch as switch_version
 from agent_app.sessions.entry import start_run
-from agent_app.sessions.errors import Busy
 from agent_app.sessions.live import LiveSession
+from agent_app.sessions.people import customer_message
 
 __all__ = ["TurnFrames"]
 

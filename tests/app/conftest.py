@@ -256,7 +256,7 @@ async def sockets():
 
 async def stop_live_runs() -> None:
     """Cancel the runs still going at a test's end (runs outlive sockets by design)."""
-    from agent_app.sessions.errors import NotRunning
+    from agent_app.protocol.refusals import NotRunning
     from agent_app.sessions.registry import live_sessions
 
     registry = live_sessions()

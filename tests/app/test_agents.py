@@ -7,7 +7,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from agent_app.agents.approval import ConfirmationExtension
 from agent_app.agents.factory import build_agent
-from agent_app.agents.llm import resolve_model
+from agent_app.assistants.llm import resolve_model
 from agent_app.durable.persistence import OrmPersistenceExtension
 from tests.app.llm_doubles import SEAM
 from zett_agent.extensions.ask_user import AskUserExtension

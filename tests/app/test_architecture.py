@@ -35,62 +35,33 @@ MAX_CLASS_LINES = 400
 MAX_MODULE_LINES = 600
 
 #: The app's layers, lowest first: a module may import from its own layer and those
-#: below, never from one above. An entry is a package or a module of one; a module sits
-#: where its longest entry puts it, so the few modules that serve the layers below their
-#: package's (an exception class, a model, a seam the process wires up) are named.
+#: below, never from one above. An entry is a package or a top-level module, never a
+#: module of a package placed apart from it: what a lower layer needs of a package moves
+#: down to the layer that owns it, or is handed in where the app is wired up
+#: (``AgentAppConfig.ready``).
 LAYERS: list[tuple[str, ...]] = [
-    # What everything reads: settings, the wire format, and leaves that import nothing
-    # of the app but settings (process plumbing, request guards, pure helpers).
-    (
-        "conf",
-        "protocol",
-        "agents.llm",
-        "background.loop_task",
-        "background.worker_loops",
-        "guard.bodies",
-        "guard.headers",
-        "guard.origins",
-        "people.hours",
-        "people.hub",
-        "people.signals",
-        "schedules.cron",
-        "sessions.backpressure",
-        "sessions.daphne_exit",
-        "sessions.shutdown",
-        "telemetry.access_log",
-        "webhooks.addresses",
-        "webhooks.signing",
-        "websocket.script_prefix",
-        "websocket.unrouted",
-    ),
-    # The tables (those kept in their own packages too) and the errors a session raises.
-    ("models", "schedules.models", "webhooks.models", "sessions.errors"),
+    # What every layer reads: settings, the wire format (with the refusals every layer
+    # raises), a process's plumbing (its loops, its drain), the app's signals.
+    ("conf", "protocol", "process", "signals"),
+    # The tables, what checks their rows, and the statements every layer above writes with.
+    ("models",),
     ("telemetry",),
     ("bus",),
-    # Who is asking and what they may: identities, tokens, budgets of frames, records of
-    # chats, the SQL every layer above writes with, files.
-    (
-        "agents.current",
-        "attachments",
-        "durable.chat_records",
-        "durable.statements",
-        "guard.limits",
-        "guard.token_watch",
-        "guard.tokens",
-        "people.state",
-    ),
+    # Files attached to a message, and the assistants a chat talks to (who is chatting,
+    # which model answers).
+    ("attachments",),
     ("assistants",),
     ("webhooks",),
+    # What outlives a process: runs, messages, waits, recovery, a chat's support state.
     ("durable",),
-    ("budgets", "people.records", "people.tool"),
-    ("agents",),
-    # Recovery tells the waits a dead run's calls would have started, as the agent would.
-    ("durable.recovery",),
-    ("sessions",),
+    # Who is asking and what they may: whose chat, budgets of frames, tokens, bodies.
     ("guard",),
-    # Where every client (socket, HTTP, background) enters a session, as a person.
-    ("sessions.entry",),
+    ("budgets",),
+    # People in the loop: their records, the handoff tool, who is staff.
     ("people",),
+    ("agents",),
+    # A session's life in this process, and where every client enters it.
+    ("sessions",),
     ("agui",),
     ("websocket", "consumers", "routing"),
     ("api", "background", "schedules"),
@@ -100,19 +71,9 @@ LAYERS: list[tuple[str, ...]] = [
         "export",
         "urls",
         "health_urls",
-        "attachments.views",
-        "people.views",
-        "telemetry.health",
-        "telemetry.view",
         "admin",
-        "budgets.admin",
-        "people.admin",
-        "schedules.admin",
-        "webhooks.admin",
         "checks",
         "production_checks",
-        "schedules.checks",
-        "webhooks.checks",
         "templatetags",
         "management",
         "testing",
@@ -128,16 +89,13 @@ def _imports() -> list[tuple[str, str, str]]:
 
 
 def _layer_of(module: str) -> tuple[str, int] | None:
-    """The entry of ``LAYERS`` that places ``module`` (its longest prefix) and its layer."""
-    best: tuple[str, int] | None = None
+    """The entry of ``LAYERS`` that places ``module`` (its package, or itself when it is
+    a top-level module) and its layer."""
+    top = module.split(".")[1] if "." in module else None
     for index, layer in enumerate(LAYERS):
-        for entry in layer:
-            name = f"agent_app.{entry}"
-            if (module == name or module.startswith(f"{name}.")) and (
-                best is None or len(name) > len(best[0])
-            ):
-                best = (name, index)
-    return best
+        if top in layer:
+            return f"agent_app.{top}", index
+    return None
 
 
 def test_every_module_of_the_app_has_a_layer_and_every_entry_a_module():
@@ -146,6 +104,11 @@ def test_every_module_of_the_app_has_a_layer_and_every_entry_a_module():
     entries = [f"agent_app.{entry}" for layer in LAYERS for entry in layer]
     assert [entry for entry in entries if entry not in found] == []
     assert len(entries) == len(set(entries))
+
+
+def test_every_entry_is_a_package_or_a_top_level_module():
+    """No module of a package sits apart from its package: a package is one layer."""
+    assert [entry for layer in LAYERS for entry in layer if "." in entry] == []
 
 
 def test_no_import_runs_up_the_layers():

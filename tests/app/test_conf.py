@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent_app import conf
-from agent_app.agents.llm import resolve_model
+from agent_app.assistants.llm import resolve_model
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 

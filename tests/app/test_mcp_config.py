@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 
 from agent_app.agents import mcp
 from agent_app.checks import check_mcp_servers
-from agent_app.sessions import shutdown
+from agent_app.process import shutdown
 from tests.runtime.mcp_support import SERVER
 
 ENV = {"DOCS_TOKEN": "s3cret", "DOCS_HOST": "mcp.example.com"}

@@ -1,4 +1,5 @@
-"""The shape of ``zett_agent``, read from its own source: its import graph has no cycle.
+"""The shape of ``zett_agent``, read from its own source: its import graph has no cycle,
+not even one of type hints alone.
 
 Every import counts (``tests/import_graph.py``): at the top, inside a function, under
 ``TYPE_CHECKING``. A type hint imports its name from the module that defines it, never
@@ -10,29 +11,44 @@ from __future__ import annotations
 
 import ast
 
-from tests.import_graph import cycles_of, modules
-
-#: The cycles left, so that no new one joins them unnoticed (the list only shrinks). The
-#: context and two things it holds name each other in type hints only: an extension's
-#: hooks and ``current_run_context()`` name ``AgentRunContext``, and the context names
-#: its ``extensions`` and ``tools``.
-KNOWN_CYCLES = [
-    ["zett_agent._context", "zett_agent.extensions.base", "zett_agent.tools.base"],
-]
+from tests.import_graph import cycles_of, imports, modules
 
 
-def test_the_import_graph_of_zett_agent_has_no_cycle():
-    assert [cycle for cycle in cycles_of("zett_agent") if cycle not in KNOWN_CYCLES] == []
+def test_the_import_graph_of_zett_agent_has_no_cycle_not_even_through_type_hints():
+    """The context and what it holds name each other one way only: tools and extensions
+    name ``AgentRunContext`` in their hints, the context holds them by the protocols of
+    ``zett_agent._held``."""
+    assert cycles_of("zett_agent") == []
 
 
-def test_without_type_hints_the_import_graph_of_zett_agent_has_no_cycle_at_all():
-    """What runs imports in one direction only: the known cycles are type hints alone."""
-    assert cycles_of("zett_agent", runtime_only=True) == []
+def test_the_context_imports_neither_tools_nor_extensions():
+    """The arrow a hint would turn back (``_context`` → ``tools.base`` or
+    ``extensions.base``) stays out, under ``TYPE_CHECKING`` too."""
+    names = [
+        imported
+        for importer, imported, _ in imports(modules("zett_agent"))
+        if importer == "zett_agent._context"
+    ]
+    assert [
+        name
+        for name in names
+        if name.startswith(("zett_agent.tools", "zett_agent.extensions.base"))
+    ] == []
 
 
-def test_every_known_cycle_is_still_one():
-    """A cycle untangled leaves ``KNOWN_CYCLES`` with it."""
-    assert [cycle for cycle in KNOWN_CYCLES if cycle not in cycles_of("zett_agent")] == []
+def test_register_tool_still_refuses_what_is_not_a_tool():
+    """The context checks a registered tool by its shape (``HeldTool``), which a plain
+    function lacks and an ``AgentTool`` has."""
+    from zett_agent._held import HeldTool
+    from zett_agent.tools.base import AgentTool
+
+    def plain(order: str) -> str:
+        return order
+
+    lookup = AgentTool("lookup", "Look an order up.", {"type": "object"}, plain)
+
+    assert isinstance(lookup, HeldTool)
+    assert not isinstance(plain, HeldTool)
 
 
 def _defined_names(tree: ast.Module) -> set[str]:

@@ -7,7 +7,7 @@ starts ``--workers`` daphne processes serving ``zett_site.asgi:application`` on 
 front of them (no sticky sessions needed; docs/deploy.md), or open the ports directly. More
 than one worker needs ``REDIS_URL`` (their runs, frames and leases meet there) and a
 database every worker reaches (PostgreSQL; SQLite is one process's). SIGINT or SIGTERM is
-passed on to every worker, each of which drains gracefully (``agent_app.sessions.shutdown``).
+passed on to every worker, each of which drains gracefully (``agent_app.process.shutdown``).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agent_app.models import Webhook
-from agent_app.webhooks.models import EVENT_TYPES, new_secret
+from agent_app.models.webhooks import EVENT_TYPES, new_secret
 
 
 class Command(BaseCommand):

@@ -34,7 +34,7 @@ import django
 
 PROMPT = "tally 5 4 2"
 WARM = (
-    "agent_app.agents.llm",
+    "agent_app.assistants.llm",
     "agent_app.sessions.background",
     "bench.crash_model",
     "django.db.models.sql.compiler",

@@ -1,4 +1,4 @@
-"""The single-statement writes (``agent_app.durable.statements``) store what the ORM would."""
+"""The single-statement writes (``agent_app.models.statements``) store what the ORM would."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from agent_app.durable.statements import get_joined, insert, pk_exists, update
 from agent_app.models import ChatSession, ExternalEventRecord, ReplyWait, WaitKind, WaitStatus
+from agent_app.models.statements import get_joined, insert, pk_exists, update
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from agent_app.models import ChatRun, ChatSession, RunStatus, ScheduledRun
-from agent_app.schedules.cron import BadSchedule, check_cron, next_after
+from agent_app.models.cron import BadSchedule, check_cron, next_after
 from agent_app.schedules.firing import claim_due
 from agent_app.schedules.loop import Scheduler
 from agent_app.sessions.registry import live_sessions
@@ -329,12 +329,12 @@ def test_zett_background_fires_schedules_only_where_runs_are_shared(settings):
 
 
 def test_every_worker_is_offered_the_webhook_and_schedule_loops():
-    from agent_app.background import worker_loops
+    from agent_app.process import loops
 
-    loops = dict(worker_loops.registered())
-    assert {"webhooks", "schedules"} <= set(loops)
-    assert loops["webhooks"]().__qualname__ == "Deliverer.run"
-    assert loops["schedules"]().__qualname__ == "Scheduler.run"
+    offered = dict(loops.registered())
+    assert {"webhooks", "schedules"} <= set(offered)
+    assert offered["webhooks"]().__qualname__ == "Deliverer.run"
+    assert offered["schedules"]().__qualname__ == "Scheduler.run"
 
 
 def test_the_admin_adds_a_schedule_and_refuses_an_unknown_assistant(admin_client, admin_user):

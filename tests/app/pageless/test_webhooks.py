@@ -25,9 +25,9 @@ from standardwebhooks.webhooks import Webhook as ReferenceVerifier
 
 from agent_app import conf
 from agent_app.models import DeliveryStatus, Webhook, WebhookDelivery
+from agent_app.models.webhooks import new_secret
 from agent_app.webhooks.delivery import CLAIM_MARGIN, Deliverer
 from agent_app.webhooks.events import emit
-from agent_app.webhooks.models import new_secret
 from tests.app.llm_doubles import call_tool, say
 from tests.app.pageless.receiver import Receiver
 from zett_agent.testing import ScriptedModel

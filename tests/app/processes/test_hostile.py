@@ -73,7 +73,7 @@ def report(request: pytest.FixtureRequest, line: str) -> None:
 async def one_socket(sent: list[str | bytes], tally: Tally) -> None:
     """One anonymous browser on a new chat sends ``sent``; nothing may outlive it."""
     from agent_app.guard.limits import limiter
-    from agent_app.sessions.errors import NotRunning
+    from agent_app.protocol.refusals import NotRunning
     from agent_app.sessions.registry import live_sessions
     from tests.app.conftest import new_browser_cookie
     from zett_site.asgi import application

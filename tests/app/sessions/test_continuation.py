@@ -439,7 +439,7 @@ async def test_the_lifespan_of_an_asgi_server_starts_the_sweep():
     async def send(message: dict) -> None:
         sent.append(message)
 
-    from agent_app.background import worker_loops
+    from agent_app.process import loops
 
     ran = asyncio.Event()
 
@@ -447,12 +447,12 @@ async def test_the_lifespan_of_an_asgi_server_starts_the_sweep():
         ran.set()
         await asyncio.Event().wait()
 
-    worker_loops.register("test-probe", lambda: probe)
+    loops.register("test-probe", lambda: probe)
     try:
         await asyncio.wait_for(lifespan_application()({"type": "lifespan"}, receive, send), 10)
         await asyncio.wait_for(ran.wait(), 10)
     finally:
-        worker_loops._loops.pop("test-probe", None)
+        loops._loops.pop("test-probe", None)
     assert [m["type"] for m in sent] == [
         "lifespan.startup.complete",
         "lifespan.shutdown.complete",

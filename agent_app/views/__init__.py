@@ -1,5 +1,8 @@
 """The pages of the chat app: the chat list, the chat page, and signing in and out.
 
+The other HTTP edges of the app are modules here: ``attachments`` (upload, download) and
+``people`` (the staff inbox and a chat's support page).
+
 Nothing here stores a chat. "New chat" is a plain link to a fresh id; the chat page of an
 id with no row renders an empty chat, and the chat is stored by its first message over the
 socket (``agent_app.guard.access.ensure_session``). So crawlers, prefetching browsers and

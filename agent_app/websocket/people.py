@@ -17,7 +17,6 @@ from django.contrib.auth import get_user_model
 
 from agent_app.guard.access import Person, may_open, visible_sessions
 from agent_app.models import ChatSession
-from agent_app.people import live as people
 from agent_app.people import records
 from agent_app.people.state import is_staff
 from agent_app.protocol.frames import (
@@ -34,6 +33,7 @@ from agent_app.protocol.frames import (
     TakeoverFrame,
 )
 from agent_app.protocol.people import FeedbackSavedFrame
+from agent_app.sessions import people
 from agent_app.sessions.live import LiveSession
 
 __all__ = ["PeopleFrames", "staff_of_socket"]

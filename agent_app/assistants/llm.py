@@ -10,7 +10,7 @@ anything:
   ``package.module:attribute`` (a model, or a class or callable building one). The import
   string is also the seam tests use to plug in a scripted model.
 
-It sits below both the assistants (an assistant's default model) and the agent factory.
+It sits with the assistants (an assistant's default model), below the agent factory.
 """
 
 from __future__ import annotations

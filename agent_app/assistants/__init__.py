@@ -19,8 +19,10 @@ Each chat is bound to one assistant when it is stored (``ChatSession.assistant``
 chat takes the id its first message names, else the page's ``?assistant=``, else
 ``ZETT_DEFAULT_ASSISTANT``. ``registry`` holds one instance of each registered class; the
 agent of a chat is built from it (``agent_app.agents.factory``). Inside a run, ``current_user()``
-and ``current_chat()`` say who is chatting (``agent_app.agents.current``); ``enter_run`` binds
+and ``current_chat()`` say who is chatting (``agent_app.assistants.current``); ``enter_run`` binds
 them at the top of each run, once it has checked the person may still use the assistant.
+Which model answers an assistant that names none is ``agent_app.assistants.llm``'s
+business.
 
 Bad declarations fail at start-up with the class named: no ``id``, an id that is not
 ``[a-z0-9_-]+``, two classes with one id. ``manage.py check`` finds the rest (a tool in
@@ -39,7 +41,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import autodiscover_modules, import_string
 
 from agent_app import conf
-from agent_app.agents.current import bind, current_chat, current_user, person_of_chat
+from agent_app.assistants.current import bind, current_chat, current_user, person_of_chat
 from agent_app.attachments.reading import has_documents, note_documents
 
 if TYPE_CHECKING:
@@ -135,7 +137,7 @@ class Assistant:
 
     def get_model(self) -> AgentModel:
         """The model answering for this assistant."""
-        from agent_app.agents.llm import resolve_model
+        from agent_app.assistants.llm import resolve_model
 
         if self.model is None or isinstance(self.model, str):
             return resolve_model(self.model)
@@ -308,8 +310,8 @@ def read_entry(session_id: str) -> Entry:
     """The chat with its owner, its assistant and what the run's top checks (in the ORM's
     thread). A run reads it in the thread hop that stores its start
     (``agent_app.sessions.settling``): one hop a run, not two."""
-    from agent_app.durable.statements import get_joined
     from agent_app.models import ChatSession
+    from agent_app.models.statements import get_joined
 
     chat = get_joined(ChatSession, "owner", session_id)  # select_related("owner").get(pk=…)
     assistant = registry.resolve(chat.assistant)

@@ -9,6 +9,10 @@ it is written before the model is called and says how the request ended, so the 
 can show what happened even when the process that ran it died. A ``ReplyWait`` row is a
 question or approval the agent is waiting for; it is written before the user sees the
 widget, so it survives restarts and can be answered from any worker.
+
+The tables of schedules and webhooks are modules of this package too (``schedules``,
+``webhooks``, with what checks their rows: ``cron``, ``addresses``), and so are the
+single statements every layer above writes with (``statements``).
 """
 
 from __future__ import annotations
@@ -551,7 +555,7 @@ class ChatTakeover(models.Model):
         return f"{self.staff_name} in {str(self.session_id)[:8]}"
 
 
-# Webhooks and schedules keep their models in their own packages; imported here so that
-# Django registers them with the app.
-from agent_app.schedules.models import ScheduledRun  # noqa: E402, F401
-from agent_app.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery  # noqa: E402, F401
+# The tables of webhooks and schedules have modules of their own in this package; imported
+# here so that Django registers them with the app.
+from agent_app.models.schedules import ScheduledRun  # noqa: E402, F401
+from agent_app.models.webhooks import DeliveryStatus, Webhook, WebhookDelivery  # noqa: E402, F401

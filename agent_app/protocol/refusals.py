@@ -1,6 +1,7 @@
 """Why a session refuses a request: ``Busy`` (a run is active) and ``NotRunning`` (none is).
 
 Both are ``agent_app.protocol.frames.Refusal``s: their ``code`` is the ``error`` frame's.
+Every layer that starts or replies to a run raises or catches them, so they sit here.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from agent_app.models.cron import BadSchedule, check_cron, next_after, zone
 from agent_app.protocol.frames import MAX_CONTENT_BYTES
-from agent_app.schedules.cron import BadSchedule, check_cron, next_after, zone
 
 
 class ScheduledRun(models.Model):

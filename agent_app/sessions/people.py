@@ -35,7 +35,7 @@ from agent_app.protocol.people import (
     StaffMessageOutFrame,
     TakenOverFrame,
 )
-from agent_app.sessions.errors import Busy, NotRunning
+from agent_app.protocol.refusals import Busy, NotRunning
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
 
