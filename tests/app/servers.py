@@ -9,8 +9,11 @@ OOM kill — and ``start()`` again brings up a new process on the same database.
 process's output goes to ``tests/app/artifacts/[<worker>/]<name>-<n>.log`` for a failing test
 to read.
 
+``crash_and_restart()`` is both, as a supervisor restarts a crashed worker.
+
 ``socket()`` opens a real WebSocket client connection (the ``websockets`` library) to it.
-``two_workers`` gives a cluster: two of them on one PostgreSQL database and one Redis.
+``one_worker`` gives one of them on a new database; ``two_workers`` a cluster: two of them
+on one PostgreSQL database and one Redis.
 """
 
 from __future__ import annotations
@@ -139,6 +142,13 @@ class DaphneProcess:
             self.process.kill()
         self._reap()
 
+    async def crash_and_restart(self) -> DaphneProcess:
+        """SIGKILL, let go of the dead process's clients, start a new process on the same
+        database and wait until it listens (what a supervisor does after a crash)."""
+        self.kill()
+        await self.close_clients()
+        return self.start()
+
     def stop(self, timeout: float = 30) -> int | None:
         """SIGTERM, then wait for the process to exit; returns its exit status."""
         if self.process is None:
@@ -175,18 +185,28 @@ class DaphneProcess:
         return f"sessionid={cookies['sessionid'].value}"
 
     async def socket(
-        self, session_id: str, after_seq: int | None = None, *, cookie: str | None = None
+        self,
+        session_id: str,
+        after_seq: int | None = None,
+        *,
+        cookie: str | None = None,
+        token: str | None = None,
     ) -> Client:
-        """A client of ``session_id`` for the test's browser (``cookie``: another one)."""
-        if cookie is None:
-            if self.cookie is None:
-                self.cookie = await asyncio.to_thread(self.browser_cookie)
-            cookie = self.cookie
+        """A client of ``session_id`` for the test's browser (``cookie``: another one), or,
+        with an API ``token``'s secret, a program's socket of its user (no cookie)."""
+        if token is not None:
+            headers = {"Authorization": f"Bearer {token}"}
+        else:
+            if cookie is None:
+                if self.cookie is None:
+                    self.cookie = await asyncio.to_thread(self.browser_cookie)
+                cookie = self.cookie
+            headers = {"Cookie": cookie}
         connection = await websockets.connect(
             self.ws_url(session_id, after_seq),
             max_size=2**21,
             open_timeout=RECEIVE_TIMEOUT_S,
-            additional_headers={"Cookie": cookie},
+            additional_headers=headers,
         )
         client = Client(connection)
         self.clients.append(client)
@@ -198,6 +218,22 @@ class DaphneProcess:
         for client in self.clients:
             await client.close()
         self.clients.clear()
+
+
+@asynccontextmanager
+async def one_worker(
+    name: str, tmp_path: Path, *, database: str = "sqlite", **settings: str
+) -> AsyncIterator[tuple[DaphneProcess, str]]:
+    """One worker ``name`` on a new database of ``database``'s kind (it migrates it at
+    start-up), ``settings`` in its environment: ``(server, database_url)``. Its clients are
+    closed and it is stopped on the way out."""
+    with fresh_database(database, tmp_path) as database_url:
+        server = DaphneProcess(name, server_env(database_url, **settings)).start()
+        try:
+            yield server, database_url
+        finally:
+            await server.close_clients()
+            server.stop()
 
 
 @asynccontextmanager

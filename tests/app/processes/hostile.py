@@ -1,17 +1,25 @@
 """Hostile frames and the check that every one is answered: shared by the communicator run
 and the real-socket (daphne) run of ``test_hostile.py``.
 
-``frames()`` is a Hypothesis strategy for what an attacker sends: protocol frames with
-hostile field values (NUL, lone surrogates, huge and non-finite numbers, deep nesting,
-oversized text, names of application-only events, ids of real waits), arbitrary JSON,
-broken JSON and binary frames. Runs really happen: ``KeywordModel`` answers ``ask`` with
-a question and ``note`` with an approval wait, so replies meet real waits.
+``frames()`` is a Hypothesis strategy for what an attacker sends: protocol frames of every
+type the server reads (staff-only ones too) with hostile field values (NUL, lone
+surrogates, huge and non-finite numbers, deep nesting, oversized text, names of
+application-only events, ids of real waits), arbitrary JSON, broken JSON and binary
+frames. Runs really happen: ``KeywordModel`` answers ``ask`` with a question and ``note``
+with an approval wait, so replies meet real waits.
+
+The types are named here, not left to chance: besides its seed, Hypothesis draws values
+from the constants of the application modules loaded so far (and keeps the pool its first
+draw in the process saw), so a run inside the whole suite draws other frames than a run
+alone. A real type drawn only that way, such as ``request_human``, met an answer this
+check did not know (``handoff_requested``) and waited 10 s in vain, in the suite only.
 
 ``Exchange`` sends one frame and waits for its answer. A frame is answered by the first
 frame the server sends that is not part of a run already going (those stream on while
-other frames are answered): an ``error``, a ``pong``, an ``external_event_result``, a
-``run_cancelled``, or the first frame of a new run. A frame that gets no answer, or a
-socket that closes, fails the run.
+other frames are answered): one of ``ANSWERS``, a ``run_cancelled``, or the first frame
+of a new run. ``request_human`` stops a run that is going (its ``run_cancelled`` is that
+run's last frame) and is answered by ``handoff_requested``. A frame that gets no answer,
+or a socket that closes, fails the run.
 """
 
 from __future__ import annotations
@@ -19,11 +27,11 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from hypothesis import strategies as st
 
-from agent_app.protocol.frames import MAX_CONTENT_BYTES
+from agent_app.protocol.frames import MAX_CONTENT_BYTES, InboundFrame
 
 #: Text with everything a database or a UTF-8 encoder may choke on.
 NASTY_TEXT = [
@@ -71,7 +79,20 @@ REPLY_NAMES = [
     "internal_message",
     "run_completed",
 ]
-FRAME_TYPES = ["user_message", "external_event", "steer", "cancel", "ping"]
+#: Every frame type the server reads, from the protocol itself.
+FRAME_TYPES = [get_args(kind.model_fields["type"].annotation)[0] for kind in get_args(InboundFrame)]
+#: The frames that answer the frame just sent (the socket's, or its session's, reply).
+ANSWERS = frozenset(
+    {
+        "error",
+        "pong",
+        "external_event_result",
+        "history_page",
+        "branch_switched",
+        "feedback_saved",
+        "handoff_requested",
+    }
+)
 
 texts = st.one_of(
     st.sampled_from(NASTY_TEXT),
@@ -109,12 +130,18 @@ payloads = st.one_of(
     st.integers(min_value=28, max_value=40).map(lambda depth: {"deep": _deep(depth)}),
     json_values,
 )
+#: Places in a chat (``position``, ``index``): a few real ones and some that are not.
+places = st.integers(min_value=-1, max_value=4) | st.sampled_from([None, "1", 2**31 + 1])
 protocol_frames = st.fixed_dictionaries(
     {"type": st.sampled_from(FRAME_TYPES) | texts},
     optional={
         "content": texts | json_values,
         "name": st.sampled_from(REPLY_NAMES) | texts,
         "payload": payloads,
+        "position": places,
+        "index": places,
+        "rating": st.sampled_from(["up", "down", "sideways"]),
+        "request_id": st.sampled_from(["ask-1", "nope"]) | texts,
     },
 )
 
@@ -127,6 +154,8 @@ def _valid_frames(failing: bool) -> st.SearchStrategy[dict[str, Any]]:
         st.builds(lambda text: {"type": "steer", "content": text}, st.sampled_from(said)),
         st.just({"type": "cancel"}),
         st.just({"type": "ping"}),
+        st.just({"type": "regenerate"}),
+        st.just({"type": "request_human"}),
         st.just(
             {
                 "type": "external_event",
@@ -208,12 +237,13 @@ class Exchange:
     async def frame(self, frame: str | bytes) -> dict[str, Any]:
         """Send ``frame``; return its answer."""
         self.tally.frames += 1
+        asks_for_a_person = _type_of(frame) == "request_human"
         await self._send(frame)
         while True:
             reply = await self._receive()
             kind = reply["type"]
             request_id = reply.get("request_id")
-            if kind in ("error", "pong", "external_event_result", "run_cancelled"):
+            if kind in ANSWERS or (kind == "run_cancelled" and not asks_for_a_person):
                 break
             if request_id is not None and request_id not in self.runs:
                 self.runs.add(request_id)
@@ -223,3 +253,12 @@ class Exchange:
         label = f"error {reply['code']}" if kind == "error" else kind
         self.tally.codes[label] = self.tally.codes.get(label, 0) + 1
         return reply
+
+
+def _type_of(frame: str | bytes) -> Any:
+    """The ``type`` a frame names, if it is a JSON object (None for anything else)."""
+    try:
+        value = json.loads(frame)
+    except (ValueError, RecursionError):
+        return None
+    return value.get("type") if isinstance(value, dict) else None

@@ -17,14 +17,12 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-import websockets
 from ag_ui_validate.transport import TransportOptions, validate_endpoint
 
 from agent_app.agui.encoder import RunEncoder
 from tests.app.agui_support import check_events, resume_input, run_input, validate_stream
 from tests.app.servers import (
     ROOT,
-    Client,
     DaphneProcess,
     fresh_database,
     migrate,
@@ -163,23 +161,10 @@ async def test_a_dropped_stream_re_attaches_on_the_other_worker(cluster):
     assert text_of(seen) + text_of(rest) == stored
 
 
-async def token_socket(server: DaphneProcess, thread_id: str, secret: str) -> Client:
-    """The chat page's socket of the token's user (a program's socket: no cookie)."""
-    connection = await websockets.connect(
-        server.ws_url(thread_id),
-        max_size=2**21,
-        additional_headers={"Authorization": f"Bearer {secret}"},
-    )
-    client = Client(connection)
-    server.clients.append(client)
-    client.session_frame = await client.expect("session")
-    return client
-
-
 async def test_one_run_is_watched_by_a_socket_and_an_sse_client(cluster):
     one, two, secret = cluster
     thread_id = str(uuid.uuid4())
-    socket = await token_socket(two, thread_id, secret)  # the page, on the other worker
+    socket = await two.socket(thread_id, token=secret)  # the page, on the other worker
     stream = await post(one, secret, run_input(thread_id, "what is 1/3 + 1/6?"))
     events = await collect(stream)
     frames = await socket.until(lambda f: (f.get("event") or {}).get("type") == "run_completed")
@@ -224,7 +209,7 @@ async def test_an_approval_interrupt_is_resumed_after_the_worker_was_killed(clus
 
     one.kill()  # SIGKILL while the approval waits
     # Once the dead worker's lease runs out, the other worker settles the run as paused.
-    watcher = await token_socket(two, thread_id, secret)
+    watcher = await two.socket(thread_id, token=secret)
     if not watcher.session_frame["pending"]:
         await watcher.until(lambda f: f["type"] == "run_paused")
     resume = resume_input(thread_id, interrupt["id"], {"approved": True})

@@ -10,27 +10,26 @@ PostgreSQL, the offline demo model streaming slowly enough to be killed mid-answ
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.app.servers import DaphneProcess, fresh_database, provider_valid, server_env
+from tests.app.servers import DaphneProcess, one_worker, provider_valid
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def server(request, tmp_path) -> Iterator[DaphneProcess]:
-    with fresh_database(request.param, tmp_path) as url:
-        process = DaphneProcess(
-            f"crash-{request.param}",
-            server_env(url, ZETT_MODEL="demo", ZETT_DEMO_PACE="0.05"),
-        )
-        process.start()
-        try:
-            yield process
-        finally:
-            process.stop()
+async def server(request, tmp_path) -> AsyncIterator[DaphneProcess]:
+    worker = one_worker(
+        f"crash-{request.param}",
+        tmp_path,
+        database=request.param,
+        ZETT_MODEL="demo",
+        ZETT_DEMO_PACE="0.05",
+    )
+    async with worker as (process, _):
+        yield process
 
 
 def text_deltas(count: int):
@@ -71,8 +70,7 @@ async def test_a_crash_mid_stream_keeps_the_message_and_the_run_goes_on_after_th
     await client.send({"type": "user_message", "content": "tell me a long story, please"})
     await client.until(text_deltas(3))
     sent_before = client.last_seq
-    server.kill()
-    server.start()
+    await server.crash_and_restart()
     again = await server.socket(session_id)
     frame = again.session_frame
     assert frame["history"][0]["role"] == "user"
@@ -109,8 +107,7 @@ async def test_a_crash_while_an_approval_waits_pauses_the_run_with_its_widget(se
     await client.send({"type": "user_message", "content": "save a note: buy milk"})
     asked = (await client.until(custom("approval_requested")))[-1]["event"]["payload"]
     sent_before = client.last_seq
-    server.kill()
-    server.start()
+    await server.crash_and_restart()
     again = await server.socket(session_id)
     frame = again.session_frame
     assert frame["history"][0]["content"] == "save a note: buy milk"

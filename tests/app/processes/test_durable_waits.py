@@ -12,20 +12,12 @@ import uuid
 
 import pytest
 
-from tests.app.servers import DaphneProcess, fresh_database, server_env, two_workers
+from tests.app.processes.runs import completed_or_failed, is_custom, saved_notes
+from tests.app.servers import DaphneProcess, one_worker, two_workers
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 MODEL = "tests.app.durable_model:trip_planner"
-
-
-def is_custom(name: str):
-    return lambda f: (f.get("event") or {}).get("type") == "custom" and f["event"]["name"] == name
-
-
-def ended(frame: dict) -> bool:
-    event = frame.get("event") or {}
-    return event.get("type") == "run_completed" or frame["type"] in ("run_failed", "error")
 
 
 async def answer_both_and_finish(client) -> list[dict]:
@@ -57,51 +49,33 @@ async def answer_both_and_finish(client) -> list[dict]:
             "payload": {"tool_call_id": "ask-city", "answer": "Rome"},
         }
     )
-    return await client.until(ended)
-
-
-def saved_notes(database_url: str) -> int:
-    if database_url.startswith("sqlite"):
-        import sqlite3
-
-        with sqlite3.connect(database_url.removeprefix("sqlite:///")) as connection:
-            return connection.execute("SELECT COUNT(*) FROM agent_app_note").fetchone()[0]
-    import psycopg
-
-    with psycopg.connect(database_url) as connection:
-        return connection.execute("SELECT COUNT(*) FROM agent_app_note").fetchone()[0]
+    return await client.until(completed_or_failed)
 
 
 async def test_a_question_and_an_approval_survive_a_restart(tmp_path):
-    with fresh_database("sqlite", tmp_path) as url:
-        server = DaphneProcess("durable", server_env(url, ZETT_MODEL=MODEL)).start()
-        try:
-            session_id = str(uuid.uuid4())
-            client = await server.socket(session_id)
-            await client.send({"type": "user_message", "content": "Plan my trip"})
-            await client.until(is_custom("ask_user"))
-            server.kill()
-            server.start()
-            again = await server.socket(session_id)
-            frames = await answer_both_and_finish(again)
-            assert frames[-1]["event"]["message"]["content"].startswith("Going to Rome")
-            assert saved_notes(url) == 1
-            final = await server.socket(session_id)
-            history = final.session_frame["history"]
-            assert [m["role"] for m in history] == [
-                "user",
-                "assistant",
-                "tool",
-                "tool",
-                "assistant",
-            ]
-            assert [run["status"] for run in final.session_frame["runs"]] == [
-                "resumed",
-                "completed",
-            ]
-        finally:
-            await server.close_clients()
-            server.stop()
+    async with one_worker("durable", tmp_path, ZETT_MODEL=MODEL) as (server, url):
+        session_id = str(uuid.uuid4())
+        client = await server.socket(session_id)
+        await client.send({"type": "user_message", "content": "Plan my trip"})
+        await client.until(is_custom("ask_user"))
+        await server.crash_and_restart()
+        again = await server.socket(session_id)
+        frames = await answer_both_and_finish(again)
+        assert frames[-1]["event"]["message"]["content"].startswith("Going to Rome")
+        assert saved_notes(url) == 1
+        final = await server.socket(session_id)
+        history = final.session_frame["history"]
+        assert [m["role"] for m in history] == [
+            "user",
+            "assistant",
+            "tool",
+            "tool",
+            "assistant",
+        ]
+        assert [run["status"] for run in final.session_frame["runs"]] == [
+            "resumed",
+            "completed",
+        ]
 
 
 async def ask_on_one_and_continue_on_two(one: DaphneProcess, two: DaphneProcess) -> str:

@@ -13,10 +13,10 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-import websockets
 
+from tests.app.processes.runs import is_custom
 from tests.app.processes.test_agui_processes import make_token
-from tests.app.servers import Client, DaphneProcess, server_env, two_workers
+from tests.app.servers import DaphneProcess, server_env, two_workers
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -34,22 +34,7 @@ async def cluster(request, tmp_path) -> AsyncIterator[tuple[DaphneProcess, Daphn
         yield one, two, make_token(server_env(database_url), "ada")
 
 
-async def user_socket(server: DaphneProcess, session_id: str, secret: str) -> Client:
-    """A signed-in user's socket (it reads the layer for its user's group)."""
-    connection = await websockets.connect(
-        server.ws_url(session_id),
-        max_size=2**21,
-        additional_headers={"Authorization": f"Bearer {secret}"},
-    )
-    client = Client(connection)
-    server.clients.append(client)
-    client.session_frame = await client.expect("session")
-    return client
-
-
-def approval_asked(frame: dict) -> bool:
-    event = frame.get("event") or {}
-    return event.get("type") == "custom" and event.get("name") == "approval_requested"
+approval_asked = is_custom("approval_requested")
 
 
 def numbered(frames: list[dict]) -> list[dict]:
@@ -59,8 +44,8 @@ def numbered(frames: list[dict]) -> list[dict]:
 async def test_signed_in_sockets_on_two_workers_see_one_run(cluster):
     one, two, secret = cluster
     session_id = str(uuid.uuid4())
-    first = await user_socket(one, session_id, secret)
-    second = await user_socket(two, session_id, secret)
+    first = await one.socket(session_id, token=secret)
+    second = await two.socket(session_id, token=secret)
 
     await first.send({"type": "user_message", "content": "save a note: buy milk"})
     seen_one = await first.until(approval_asked)

@@ -14,9 +14,15 @@ import uuid
 
 import pytest
 
-from tests.app.processes.test_continuation_processes import sqlite_run_status
-from tests.app.processes.test_durable_waits import saved_notes
-from tests.app.servers import DaphneProcess, fresh_database, server_env, two_workers
+from tests.app.processes.runs import (
+    completed_or_failed,
+    is_custom,
+    kill_and_see_it_continued,
+    saved_notes,
+    sqlite_run_status,
+    started_request,
+)
+from tests.app.servers import one_worker, two_workers
 from tests.app.team_assistants import REPORT
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -25,68 +31,57 @@ TEAM = "tests.app.team_assistants.FrontDesk,tests.app.team_assistants.Billing"
 WRITERS = "tests.app.team_assistants.Editor,tests.app.team_assistants.Scribe"
 
 
-def approval_asked(frame: dict) -> bool:
-    event = frame.get("event") or {}
-    return event.get("type") == "custom" and event.get("name") == "approval_requested"
-
-
-def ended(frame: dict) -> bool:
-    event = frame.get("event") or {}
-    return event.get("type") == "run_completed" or frame["type"] in ("run_failed", "error")
+approval_asked = is_custom("approval_requested")
+ended = completed_or_failed
 
 
 async def test_a_delegates_approval_survives_a_kill_and_the_run_completes(tmp_path):
-    with fresh_database("sqlite", tmp_path) as url:
-        env = server_env(url, ZETT_ASSISTANTS=TEAM, ZETT_DEFAULT_ASSISTANT="front")
-        server = DaphneProcess("team", env).start()
-        try:
-            session_id = str(uuid.uuid4())
-            client = await server.socket(session_id)
-            await client.send({"type": "user_message", "content": "Refund 7"})
-            asked = (await client.until(approval_asked))[-1]["event"]
-            assert (asked["agent"], asked["parent_tool_call_id"]) == ("billing", "ask-1")
-            server.kill()
-            assert saved_notes(url) == 0
-            server.start()
-            again = await server.socket(session_id)
-            assert [run["status"] for run in again.session_frame["runs"]] == ["paused"]
-            (pending,) = again.session_frame["pending"]
-            assert (pending["tool_call_id"], pending["agent"]) == ("refund-1", "billing")
-            approval = pending["payload"]
-            await again.send(
-                {
-                    "type": "external_event",
-                    "name": "approval_response",
-                    "payload": {
-                        "tool_call_id": "refund-1",
-                        "approved": True,
-                        "digest": approval["digest"],
-                    },
-                }
-            )
-            result = await again.until(lambda f: f["type"] == "external_event_result")
-            assert result[-1]["accepted_by"] == ["ConfirmationExtension"]
-            frames = await again.until(ended)
-            assert frames[-1]["event"]["message"]["content"] == ("Front: Billing: order 7 refunded")
-            assert saved_notes(url) == 1
-            nested = [
-                f["event"] for f in frames if f["type"] == "agent_event" and "agent" in f["event"]
-            ]
-            assert "tool_completed" in {event["type"] for event in nested}
-            final = await server.socket(session_id)
-            assert [run["status"] for run in final.session_frame["runs"]] == [
-                "resumed",
-                "completed",
-            ]
-            assert [m["role"] for m in final.session_frame["history"]] == [
-                "user",
-                "assistant",
-                "tool",
-                "assistant",
-            ]
-        finally:
-            await server.close_clients()
-            server.stop()
+    worker = one_worker("team", tmp_path, ZETT_ASSISTANTS=TEAM, ZETT_DEFAULT_ASSISTANT="front")
+    async with worker as (server, url):
+        session_id = str(uuid.uuid4())
+        client = await server.socket(session_id)
+        await client.send({"type": "user_message", "content": "Refund 7"})
+        asked = (await client.until(approval_asked))[-1]["event"]
+        assert (asked["agent"], asked["parent_tool_call_id"]) == ("billing", "ask-1")
+        server.kill()
+        assert saved_notes(url) == 0
+        server.start()
+        again = await server.socket(session_id)
+        assert [run["status"] for run in again.session_frame["runs"]] == ["paused"]
+        (pending,) = again.session_frame["pending"]
+        assert (pending["tool_call_id"], pending["agent"]) == ("refund-1", "billing")
+        approval = pending["payload"]
+        await again.send(
+            {
+                "type": "external_event",
+                "name": "approval_response",
+                "payload": {
+                    "tool_call_id": "refund-1",
+                    "approved": True,
+                    "digest": approval["digest"],
+                },
+            }
+        )
+        result = await again.until(lambda f: f["type"] == "external_event_result")
+        assert result[-1]["accepted_by"] == ["ConfirmationExtension"]
+        frames = await again.until(ended)
+        assert frames[-1]["event"]["message"]["content"] == ("Front: Billing: order 7 refunded")
+        assert saved_notes(url) == 1
+        nested = [
+            f["event"] for f in frames if f["type"] == "agent_event" and "agent" in f["event"]
+        ]
+        assert "tool_completed" in {event["type"] for event in nested}
+        final = await server.socket(session_id)
+        assert [run["status"] for run in final.session_frame["runs"]] == [
+            "resumed",
+            "completed",
+        ]
+        assert [m["role"] for m in final.session_frame["history"]] == [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+        ]
 
 
 async def test_a_delegates_approval_on_another_worker_and_after_the_first_one_died(tmp_path):
@@ -181,18 +176,8 @@ async def test_a_worker_killed_while_a_delegate_streams_the_other_one_finishes_t
         watching = await two.socket(session_id)
         await asking.send({"type": "user_message", "content": "A report, please"})
         before = await watching.until(scribe_streams)
-        request_id = next(f for f in before if f["type"] == "run_started")["request_id"]
-        one.kill()
-        after = await watching.until(ended)
-        kinds = [f["type"] for f in after]
-        assert "run_interrupted" not in kinds
-        continued = next(f for f in after if f["type"] == "run_continued")
-        assert (continued["request_id"], continued["attempt"]) == (request_id, 2)
-        assert after[-1]["event"]["type"] == "run_completed"
-        assert after[-1]["request_id"] == request_id
+        after = await kill_and_see_it_continued(one, watching, before)
         assert after[-1]["event"]["message"]["content"] == f"Editor: {REPORT}"
-        seqs = [f["seq"] for f in before + after if "seq" in f]
-        assert seqs == sorted(set(seqs))  # strictly increasing on the watching socket
         assert saved_notes(url) == 1  # the scribe's tool ran once
         page = await two.socket(session_id)
         history = page.session_frame["history"]
@@ -203,27 +188,20 @@ async def test_a_worker_killed_while_a_delegate_streams_the_other_one_finishes_t
 
 
 async def test_one_process_killed_while_a_delegate_streams_finishes_after_its_restart(tmp_path):
-    with fresh_database("sqlite", tmp_path) as url:
-        env = server_env(url, ZETT_ASSISTANTS=WRITERS, ZETT_DEFAULT_ASSISTANT="editor")
-        server = DaphneProcess("writers", env).start()
-        try:
-            session_id = str(uuid.uuid4())
-            client = await server.socket(session_id)
-            await client.send({"type": "user_message", "content": "A report, please"})
-            frames = await client.until(scribe_streams)
-            request_id = next(f for f in frames if f["type"] == "run_started")["request_id"]
-            server.kill()
-            await server.close_clients()
-            server.start()  # nobody opens the chat: the restarted process continues the run
-            path = url.removeprefix("sqlite:///")
-            assert await sqlite_run_status(path, request_id, "completed") == "completed"
-            page = await server.socket(session_id)
-            history = page.session_frame["history"]
-            assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant"]
-            assert history[-1]["content"] == f"Editor: {REPORT}"
-            assert saved_notes(url) == 1
-            (run,) = page.session_frame["runs"]
-            assert (run["status"], run["attempts"]) == ("completed", 2)
-        finally:
-            await server.close_clients()
-            server.stop()
+    worker = one_worker(
+        "writers", tmp_path, ZETT_ASSISTANTS=WRITERS, ZETT_DEFAULT_ASSISTANT="editor"
+    )
+    async with worker as (server, url):
+        session_id = str(uuid.uuid4())
+        client = await server.socket(session_id)
+        await client.send({"type": "user_message", "content": "A report, please"})
+        request_id = started_request(await client.until(scribe_streams))
+        await server.crash_and_restart()  # nobody opens the chat: the run continues by itself
+        assert await sqlite_run_status(url, request_id, "completed") == "completed"
+        page = await server.socket(session_id)
+        history = page.session_frame["history"]
+        assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant"]
+        assert history[-1]["content"] == f"Editor: {REPORT}"
+        assert saved_notes(url) == 1
+        (run,) = page.session_frame["runs"]
+        assert (run["status"], run["attempts"]) == ("completed", 2)
