@@ -1,11 +1,11 @@
 """What an extension asks of the request it runs in, through its context (mixed into
 ``zett_agent._request.Request``).
 
-``AgentRunContext`` hands these on (``zett_agent._context.RequestLink``): emitting an
-event (``emit_from_extension``, or ``relay`` for a sub-run's), ending the request after
-its tools, publishing an ``ExtensionEvent`` to one extension or all, leaving hooks, and
-appending a message now. An event emitted from a tool's own subtask is handed to the
-driver, which waits until the consumer took it.
+``AgentRunContext`` hands these on (through the protocol ``_LiveRequest`` of
+``zett_agent._context``): emitting an event (``emit_from_extension``, or ``relay`` for a
+sub-run's), ending the request after its tools, publishing an ``ExtensionEvent`` to one
+extension or all, leaving hooks, and appending a message now. An event emitted from a
+tool's own subtask is handed to the driver, which waits until the consumer took it.
 """
 
 from __future__ import annotations
