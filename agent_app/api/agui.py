@@ -27,10 +27,8 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db.models import Exists, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from agent_app.agui.attachments import store_parts
@@ -46,11 +44,12 @@ from agent_app.api.common import (
     authorized,
     charge,
     chat_id,
+    checked_chat,
     own_chat,
-    own_chat_sync,
     refusal,
 )
 from agent_app.api.stream import ThreadStream, detached
+from agent_app.api.thread_row import chat_with_waits
 from agent_app.assistants import Assistant, registry
 from agent_app.budgets import BudgetExceeded
 from agent_app.durable.chat_records import ChatDeleted
@@ -58,7 +57,7 @@ from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
 from agent_app.guard.bodies import api_body_limit, body_limit
 from agent_app.guard.limits import SocketTicket, limiter
-from agent_app.models import ChatRun, ChatSession, ReplyWait, RunStatus, WaitKind, WaitStatus
+from agent_app.models import ChatSession, ReplyWait, WaitKind, WaitStatus
 from agent_app.protocol.frames import Refusal
 from agent_app.protocol.refusals import Busy
 from agent_app.sessions.backpressure import transport_of_request
@@ -137,16 +136,8 @@ def _read_post(request: HttpRequest, assistant_id: str) -> _Post:
 def _thread_of(caller: Caller, assistant_id: str, wanted: RunRequest) -> _Thread:
     assistant = _permitted(_installed(assistant_id), caller)
     thread_id = wanted.thread_id
-    # One query: the chat, whether a question waits, whether a dead process left a run.
-    rows = ChatSession.objects.annotate(
-        waiting=Exists(_open_waits(thread_id)),
-        unsettled=Exists(
-            ChatRun.objects.filter(
-                session_id=thread_id, status__in=[RunStatus.RUNNING, RunStatus.PAUSED]
-            )
-        ),
-    )
-    chat = own_chat_sync(caller.person, thread_id, missing_ok=True, rows=rows)
+    # One statement: the chat, whether a question waits, whether a dead process left a run.
+    chat = checked_chat(caller.person, thread_id, chat_with_waits(thread_id), missing_ok=True)
     if chat is not None and (chat.assistant or registry.default_id()) != assistant.id:
         raise AguiError(
             ErrorCode.UNKNOWN_ASSISTANT,
@@ -261,13 +252,6 @@ async def _new_message(
     encoder = RunEncoder(thread_id, after_seq=stream.last_seq)
     # RUN_STARTED first, then the MESSAGES_SNAPSHOT, which the run's own message ends.
     return _event_stream(stream.sse(encoder, run_id=request_id, snapshot=True))
-
-
-def _open_waits(thread_id: str) -> QuerySet[ReplyWait]:
-    """The thread's questions and approvals that wait for their answer (in time)."""
-    return ReplyWait.objects.filter(session_id=thread_id, status=WaitStatus.OPEN).filter(
-        Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
-    )
 
 
 # --- a resume ------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 import uuid
 
 from asgiref.sync import sync_to_async
-from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
 
 from agent_app.agui.errors import AguiError, ErrorCode
@@ -25,6 +24,7 @@ __all__ = [
     "authorized",
     "charge",
     "chat_id",
+    "checked_chat",
     "own_chat",
     "own_chat_sync",
     "refusal",
@@ -62,18 +62,18 @@ def chat_id(value: str) -> str:
         raise AguiError(ErrorCode.NOT_FOUND, NOT_FOUND_MESSAGE, status=404) from None
 
 
-def own_chat_sync(
-    person: Person,
-    session_id: str,
-    *,
-    missing_ok: bool,
-    rows: QuerySet[ChatSession] | None = None,
-) -> ChatSession | None:
+def own_chat_sync(person: Person, session_id: str, *, missing_ok: bool) -> ChatSession | None:
     """The person's stored chat ``session_id``: 404 for anyone else's, a deleted one, or
-    none (``missing_ok``: None for an id never stored, which a new thread may take).
-    ``rows``: the chats to look in (annotated with what the caller needs beside it)."""
-    rows = ChatSession.objects.all() if rows is None else rows
-    row = rows.filter(pk=session_id).first()
+    none (``missing_ok``: None for an id never stored, which a new thread may take)."""
+    row = ChatSession.objects.filter(pk=session_id).first()
+    return checked_chat(person, session_id, row, missing_ok=missing_ok)
+
+
+def checked_chat(
+    person: Person, session_id: str, row: ChatSession | None, *, missing_ok: bool
+) -> ChatSession | None:
+    """``row``, the stored chat ``session_id`` as read (None: no such row), if the person
+    may open it; what ``own_chat_sync`` answers otherwise."""
     if row is None and missing_ok and not was_deleted(session_id):
         return None
     if row is None or not may_open(person, row):
