@@ -22,6 +22,8 @@ xdist stops the run at once when two workers disagree.
 
 from __future__ import annotations
 
+import ast
+import functools
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,9 +72,24 @@ def group_redis_tests(items: list[pytest.Item]) -> None:
     ways_in = (("REDIS_URL", services.REDIS_URL), ("two_workers", servers.two_workers))
     for item in items:
         module = getattr(item, "module", None)
-        if any(getattr(module, name, None) is value for name, value in ways_in):
+        if any(getattr(module, name, None) is value for name, value in ways_in) or (
+            module is not None and _imports_a_way_in(module.__file__)
+        ):
             item.add_marker(mark.xdist_group(REDIS_GROUP))
             _name_the_group(item)
+
+
+@functools.cache
+def _imports_a_way_in(path: str) -> bool:
+    """Whether the module at ``path`` imports ``REDIS_URL`` or ``two_workers`` anywhere,
+    inside a function too: such an import leaves no name on the module, and a test that
+    flushed the Redis database from outside the group would wipe the group's runs."""
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.module in {"tests.app.services", "tests.app.servers"}
+        and any(alias.name in {"REDIS_URL", "two_workers"} for alias in node.names)
+        for node in ast.walk(ast.parse(Path(path).read_text()))
+    )
 
 
 def _name_the_group(item: pytest.Item) -> None:

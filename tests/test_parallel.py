@@ -29,3 +29,17 @@ def test_the_redis_group_runs_on_one_worker(tmp_path):
     assert len({entry["worker"] for entry in ran}) == 2, ran
     assert len(workers_of_group) == 1, ran
     assert all(entry["nodeid"].endswith("@redis") for entry in ran if entry["grouped"])
+
+
+def test_a_module_that_imports_the_redis_url_inside_a_function_joins_the_group(tmp_path):
+    """Such an import leaves no name on the module: the group is found from its source."""
+    from tests.parallel import _imports_a_way_in
+
+    inside = tmp_path / "inside.py"
+    inside.write_text(
+        "def test_x():\n    from tests.app.services import REDIS_URL\n    return REDIS_URL\n"
+    )
+    elsewhere = tmp_path / "elsewhere.py"
+    elsewhere.write_text("import os\n\ndef test_y():\n    return os.environ.get('REDIS_URL')\n")
+    assert _imports_a_way_in(str(inside))
+    assert not _imports_a_way_in(str(elsewhere))

@@ -23,6 +23,7 @@ from tests.app.agui_support import resume_input
 from tests.app.pageless.receiver import Receiver
 from tests.app.pageless.test_webhooks import verify_by_hand
 from tests.app.servers import ROOT, DaphneProcess, fresh_database, migrate, server_env
+from tests.app.services import REDIS_URL, require_service
 from tests.app.sse_client import collect, open_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -158,7 +159,6 @@ async def test_two_background_processes_fire_a_due_schedule_once_and_its_run_is_
     ``run.completed`` reaches the receiver; a daphne worker answers its state."""
     import redis
 
-    from tests.app.services import REDIS_URL, require_service
 
     redis_url = require_service("Redis", REDIS_URL)
     store = redis.Redis.from_url(redis_url)

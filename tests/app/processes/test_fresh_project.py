@@ -22,6 +22,7 @@ import pytest
 import websockets
 
 from tests.app.servers import ARTIFACTS, Client, fresh_database, launch_daphne, server_env
+from tests.app.services import REDIS_URL, require_service
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -146,7 +147,6 @@ async def socket(port: int, session_id: str, headers: dict[str, str]) -> Client:
 async def test_two_workers_of_a_fresh_project_behind_a_sub_path(tmp_path):
     import redis
 
-    from tests.app.services import REDIS_URL, require_service
 
     redis_url = require_service("Redis", REDIS_URL)
     store = redis.Redis.from_url(redis_url)
