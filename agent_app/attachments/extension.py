@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING
 
@@ -58,7 +58,7 @@ class AttachmentExtension(AgentExtension):
     ) -> AsyncIterator[ModelEvent]:
         """A request with no attachment is the model's stream itself: no layer per
         streamed event."""
-        if not _any_attached(request.messages):
+        if not any(_attachment_ids(message) for message in request.messages):
             return call_next(request)
         return self._expanded(context, request, call_next)
 
@@ -105,21 +105,6 @@ class AttachmentExtension(AgentExtension):
                 read_tool=read_tool,
             )
         return dataclasses.replace(message, content=content)
-
-
-def _any_attached(messages: Sequence[AnyMessage]) -> bool:
-    """Whether a message names an attachment (``_attachment_ids`` not empty).
-
-    Every model call of a run asks this of the whole conversation, so it is one plain
-    loop that looks only at user messages' attributes.
-    """
-    user, key = UserMessage, ATTACHMENTS_ATTRIBUTE
-    for message in messages:
-        if type(message) is user or isinstance(message, user):
-            ids = message.attributes.get(key)
-            if ids and isinstance(ids, list | tuple):
-                return True
-    return False
 
 
 def _attachment_ids(message: AnyMessage) -> list[str]:
