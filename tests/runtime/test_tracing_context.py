@@ -209,36 +209,6 @@ def test_opentelemetry_is_imported_only_when_tracing_is_built():
     assert output.splitlines() == ["before False", "after True"]
 
 
-def test_spans_go_to_the_global_tracer_provider():
-    output = run_python(
-        """
-        import asyncio
-        from opentelemetry import trace
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-        from zett_agent.agent import Agent
-        from zett_agent.extensions.tracing import TracingExtension
-        from zett_agent.testing import ScriptedModel
-        from zett_agent.messages import AssistantMessage
-
-        tracing = TracingExtension("helper")  # built before the SDK is configured
-        exporter = InMemorySpanExporter()
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
-        trace.set_tracer_provider(provider)
-
-        async def main():
-            model = ScriptedModel([AssistantMessage("hi")])
-            agent = await Agent.create(model, extensions=[tracing])
-            await agent.run("hello")
-        asyncio.run(main())
-        print(sorted(span.name for span in exporter.get_finished_spans()))
-        """
-    )
-    assert output == "['chat', 'invoke_agent helper']"
-
-
 #: A run's spans, recorded in a child process whose global provider is set as ``setup`` says.
 RECORD_A_RUN = """
 import asyncio
@@ -261,6 +231,16 @@ async def main():
 asyncio.run(main())
 print(sorted(span.name for span in exporter.get_finished_spans()))
 """
+
+
+def test_spans_go_to_the_global_tracer_provider():
+    setup = """
+tracing = TracingExtension("helper")  # built before the SDK is configured
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+"""
+    assert run_python(RECORD_A_RUN.format(setup=setup)) == "['chat', 'invoke_agent helper']"
 
 
 def test_spans_go_to_a_global_provider_set_before_the_extension_is_built():
