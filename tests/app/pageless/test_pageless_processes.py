@@ -159,7 +159,6 @@ async def test_two_background_processes_fire_a_due_schedule_once_and_its_run_is_
     ``run.completed`` reaches the receiver; a daphne worker answers its state."""
     import redis
 
-
     redis_url = require_service("Redis", REDIS_URL)
     store = redis.Redis.from_url(redis_url)
     store.flushdb()

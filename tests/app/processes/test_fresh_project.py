@@ -147,7 +147,6 @@ async def socket(port: int, session_id: str, headers: dict[str, str]) -> Client:
 async def test_two_workers_of_a_fresh_project_behind_a_sub_path(tmp_path):
     import redis
 
-
     redis_url = require_service("Redis", REDIS_URL)
     store = redis.Redis.from_url(redis_url)
     store.flushdb()
