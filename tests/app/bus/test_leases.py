@@ -19,10 +19,12 @@ from agent_app.bus.redis import RedisBus
 from tests.app.services import REDIS_URL, require_service
 
 #: Runs one worker holds, the latency of each trip over the link, and the lease's life
-#: (renewed every third of it): one by one, the round would take HELD trips, some 4 s.
-HELD = 200
+#: (renewed every third of it): one by one, the round would take HELD trips, some 6 s,
+#: twice a lease. The lease is long enough that the test's own reads, on a loaded
+#: machine, fit in the third of it that the check leaves.
+HELD = 300
 LATENCY_S = 0.02
-LEASE_SECONDS = 1.5
+LEASE_SECONDS = 3.0
 
 
 class Lost:
