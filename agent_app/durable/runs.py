@@ -184,22 +184,14 @@ def begin_run(
     settles those first, ``agent_app.durable.recovery``): counted by the statement that locks the
     session row (``bump_version``), so the check costs no statement of its own; so is
     whether staff took the chat over (``TakenOver``, nothing stored; ``agent_app.people``).
-    ``also``: expressions that statement returns as well (``bump_version``), in
-    ``Begun.also``: what the run's top reads of the chat, at no statement of its own.
+    ``also``: expressions that statement returns too (``bump_version``; in ``Begun.also``).
     """
     now = timezone.now()
-    creator = creator or Creator()
     title = title_from(content) if content else ""
-    bump = functools.partial(
-        bump_version,
-        session_id,
-        now,
-        seq_block=SEQ_BLOCK,
-        count_unsettled=refuse_stale,
-        also=also,
-    )
+    options = {"seq_block": SEQ_BLOCK, "count_unsettled": refuse_stale, "also": also}
+    bump = functools.partial(bump_version, session_id, now, **options)
     with transaction.atomic():
-        bumped = _lock_session(session_id, bump, creator, title)
+        bumped = _lock_session(session_id, bump, creator or Creator(), title)
         if bumped.unsettled_runs:
             raise StaleRuns(session_id)  # rolls the bump back: nothing is stored
         if bumped.taken_over:
@@ -222,19 +214,8 @@ def begin_run(
     block = (reserved - SEQ_BLOCK + 1, reserved)
     refs = attachment_refs(session_id, _attachment_ids(message))
     old = position if replace_last_turn else None  # the superseded turn's start
-    return Begun(
-        position,
-        now,
-        block,
-        message,
-        old,
-        history,
-        refs,
-        row,
-        replace_last_turn,
-        title,
-        bumped.also,
-    )
+    done = (position, now, block, message, old, history, refs, row, replace_last_turn, title)
+    return Begun(*done, bumped.also)
 
 
 def _name_new_chat(session_id: str, current: str, title: str) -> str:
