@@ -31,6 +31,7 @@ Bad declarations fail at start-up with the class named: no ``id``, an id that is
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,11 +39,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from channels.db import database_sync_to_async
 from django.core.exceptions import ImproperlyConfigured
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils.module_loading import autodiscover_modules, import_string
 
 from agent_app import conf
 from agent_app.assistants.current import bind, current_chat, current_user, person_of_chat
-from agent_app.attachments.reading import has_documents, note_documents
+from agent_app.attachments.reading import (
+    documents_exists_sql,
+    documents_parameter,
+    has_documents,
+    note_documents,
+)
 
 if TYPE_CHECKING:
     from agent_app.models import ChatSession
@@ -308,8 +315,8 @@ class Entry:
 
 def read_entry(session_id: str) -> Entry:
     """The chat with its owner, its assistant and what the run's top checks (in the ORM's
-    thread). A run reads it in the thread hop that stores its start
-    (``agent_app.sessions.settling``): one hop a run, not two."""
+    thread). A run that stores its start reads the same with the chat's row instead
+    (``entry_returning``, ``entry_from``): no statement of its own, in the same hop."""
     from agent_app.models import ChatSession
     from agent_app.models.statements import get_joined
 
@@ -317,6 +324,38 @@ def read_entry(session_id: str) -> Entry:
     assistant = registry.resolve(chat.assistant)
     allowed = assistant.has_permission(person_of_chat(chat))
     return Entry(chat, assistant, allowed, allowed and has_documents(session_id))
+
+
+def entry_returning() -> tuple[str, tuple[Any, ...]]:
+    """What ``read_entry`` reads of a chat, as expressions of the statement that locks its
+    row as a run is stored (``begin_run``'s ``also``), and their parameters: the chat's
+    columns and whether it holds a document. ``entry_from`` makes the ``Entry`` of them."""
+    return _entry_sql(connections[DEFAULT_DB_ALIAS].vendor), (documents_parameter(),)
+
+
+@functools.cache
+def _entry_sql(vendor: str) -> str:
+    """``entry_returning``'s expressions on one backend (built once)."""
+    from agent_app.models import ChatSession
+    from agent_app.models.statements import returned_columns
+
+    meta, quote = ChatSession._meta, connections[DEFAULT_DB_ALIAS].ops.quote_name
+    key = f"{quote(meta.db_table)}.{quote(meta.pk.column)}"
+    return f"{returned_columns(ChatSession, vendor).sql}, {documents_exists_sql(vendor, key)}"
+
+
+def entry_from(values: Sequence[Any], title: str) -> Entry:
+    """``read_entry``'s ``Entry`` of the values ``entry_returning`` read; ``title``: the
+    chat's title as the run's start left it (a new chat is named after its message in
+    the same transaction, after its row was read). The owner, if any, is read here."""
+    from agent_app.models import ChatSession
+    from agent_app.models.statements import instance_from
+
+    chat = instance_from(ChatSession, values[:-1])
+    chat.title = title
+    assistant = registry.resolve(chat.assistant)
+    allowed = assistant.has_permission(person_of_chat(chat))
+    return Entry(chat, assistant, allowed, allowed and bool(values[-1]))
 
 
 async def enter_run(session_id: str, entry: Entry | Exception | None = None) -> ChatSession:

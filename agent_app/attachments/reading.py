@@ -21,6 +21,8 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from agent_app.attachments.content import AttachmentFile
 
 __all__ = [
+    "documents_exists_sql",
+    "documents_parameter",
     "has_documents",
     "has_documents_orm",
     "note_documents",
@@ -69,10 +71,7 @@ def has_documents(session_id: str) -> bool:
     db = connections[DEFAULT_DB_ALIAS]
     model = _attachments().model
     session = model._meta.get_field("session")
-    params = [
-        session.get_db_prep_value(session_id, db),
-        db.ops.prep_for_like_query(_IMAGES) + "%",
-    ]
+    params = [session.get_db_prep_value(session_id, db), documents_parameter()]
     with db.cursor() as cursor:
         cursor.execute(_documents_sql(db.vendor), params)
         return cursor.fetchone() is not None
@@ -91,13 +90,31 @@ def has_documents_orm(session_id: str) -> bool:
 @functools.cache
 def _documents_sql(vendor: str) -> str:
     """``has_documents``' statement on one backend: ``startswith`` as the ORM writes it."""
+    return f"SELECT 1 {_documents_of(vendor, '%s')} LIMIT 1"
+
+
+@functools.cache
+def documents_exists_sql(vendor: str, session: str) -> str:
+    """``has_documents`` as an expression of another statement, for the chat whose key is
+    the SQL ``session`` (a column): ``begin_run`` reads it with the chat's row, at no
+    statement of its own. Its one parameter is ``documents_parameter()``."""
+    return f"EXISTS (SELECT 1 {_documents_of(vendor, session)})"
+
+
+def documents_parameter() -> str:
+    """The parameter of ``documents_exists_sql`` (the image types it leaves out)."""
+    return connections[DEFAULT_DB_ALIAS].ops.prep_for_like_query(_IMAGES) + "%"
+
+
+def _documents_of(vendor: str, session: str) -> str:
+    """``FROM … WHERE …``: the attachments of the chat ``session`` that are no image."""
     db = connections[DEFAULT_DB_ALIAS]
     meta, quote = _attachments().model._meta, db.ops.quote_name
     media_type = quote(meta.get_field("media_type").column)
     return (
-        f"SELECT 1 FROM {quote(meta.db_table)} "
-        f"WHERE {quote(meta.get_field('session').column)} = %s "
-        f"AND NOT ({media_type} {db.operators['startswith'] % '%s'}) LIMIT 1"
+        f"FROM {quote(meta.db_table)} "
+        f"WHERE {quote(meta.get_field('session').column)} = {session} "
+        f"AND NOT ({media_type} {db.operators['startswith'] % '%s'})"
     )
 
 

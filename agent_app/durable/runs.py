@@ -111,6 +111,8 @@ class Begun:
     new_version: bool = False
     #: The chat's title once the message is stored (a new chat's is named after it).
     title: str = ""
+    #: The values of the caller's ``also`` expressions, read with the chat's row.
+    also: tuple[Any, ...] = ()
 
     @property
     def message_id(self) -> int | None:
@@ -168,6 +170,7 @@ def begin_run(
     turn_position: int | None = None,
     refuse_stale: bool = False,
     attachments: Sequence[str] = (),
+    also: tuple[str, tuple[Any, ...]] | None = None,
 ) -> Begun:
     """Store the session if new, the run, the user's message and a ``seq`` block.
 
@@ -181,15 +184,14 @@ def begin_run(
     settles those first, ``agent_app.durable.recovery``): counted by the statement that locks the
     session row (``bump_version``), so the check costs no statement of its own; so is
     whether staff took the chat over (``TakenOver``, nothing stored; ``agent_app.people``).
+    ``also``: expressions that statement returns too (``bump_version``; in ``Begun.also``).
     """
     now = timezone.now()
-    creator = creator or Creator()
     title = title_from(content) if content else ""
-    bump = functools.partial(
-        bump_version, session_id, now, seq_block=SEQ_BLOCK, count_unsettled=refuse_stale
-    )
+    options = {"seq_block": SEQ_BLOCK, "count_unsettled": refuse_stale, "also": also}
+    bump = functools.partial(bump_version, session_id, now, **options)
     with transaction.atomic():
-        bumped = _lock_session(session_id, bump, creator, title)
+        bumped = _lock_session(session_id, bump, creator or Creator(), title)
         if bumped.unsettled_runs:
             raise StaleRuns(session_id)  # rolls the bump back: nothing is stored
         if bumped.taken_over:
@@ -212,7 +214,8 @@ def begin_run(
     block = (reserved - SEQ_BLOCK + 1, reserved)
     refs = attachment_refs(session_id, _attachment_ids(message))
     old = position if replace_last_turn else None  # the superseded turn's start
-    return Begun(position, now, block, message, old, history, refs, row, replace_last_turn, title)
+    done = (position, now, block, message, old, history, refs, row, replace_last_turn, title)
+    return Begun(*done, bumped.also)
 
 
 def _name_new_chat(session_id: str, current: str, title: str) -> str:

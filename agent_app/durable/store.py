@@ -228,6 +228,8 @@ class Bumped(NamedTuple):
     #: How many of the session's runs are still ``running`` or ``paused`` (counted only
     #: when ``bump_version`` was asked to, else 0).
     unsettled_runs: int = 0
+    #: The values of the caller's own expressions (``bump_version``'s ``also``).
+    also: tuple[Any, ...] = ()
 
 
 def bump_version(
@@ -237,6 +239,7 @@ def bump_version(
     seq_block: int = 0,
     count_unsettled: bool = False,
     ending: tuple[int, int, int] | None = None,
+    also: tuple[str, tuple[Any, ...]] | None = None,
 ) -> Bumped:
     """Lock the session row for this transaction: bump its ``history_version`` (and reserve
     ``seq_block`` numbers); return the row's new values.
@@ -249,6 +252,8 @@ def bump_version(
     message, so it is written out rather than built by the ORM each call. ``ending``:
     ``(last_seq, input_tokens, output_tokens)`` of a run's end (``end_run``), written by
     the same statement (``SESSION_END``) instead of a second update of the row.
+    ``also``: ``(expressions, their parameters)`` the statement returns as well, read under
+    the row's lock (``Bumped.also``): what ``begin_run``'s caller reads of the chat.
     """
     db = connections[DEFAULT_DB_ALIAS]
     params = [seq_block, _db_time(now, db)]
@@ -258,12 +263,18 @@ def bump_version(
     params.append(db_session_pk(session_id, db))
     if count_unsettled:  # the RETURNING clause's placeholders come after the WHERE clause's
         params += [RunStatus.RUNNING.value, RunStatus.PAUSED.value]
+    expressions = ""
+    if also is not None:
+        expressions, more = also
+        params += more
     with db.cursor() as cursor:
-        cursor.execute(_bump_sql(db.vendor, count_unsettled, ending is not None), params)
+        sql = _bump_sql(db.vendor, count_unsettled, ending is not None, expressions)
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         raise ChatSession.DoesNotExist(f"Session {session_id} is not stored")
-    return Bumped(*row[:5], row[5] is not None, *row[6:])
+    unsettled = row[6] if count_unsettled else 0
+    return Bumped(*row[:5], row[5] is not None, unsettled, row[6 + count_unsettled :])
 
 
 #: A run's end on its session's row: the last ``seq`` sent (a maximum) and the tokens
@@ -284,7 +295,7 @@ def session_end_sql(quote: Callable[[str], str]) -> str:
 
 
 @functools.cache
-def _bump_sql(vendor: str, count_unsettled: bool, ending: bool = False) -> str:
+def _bump_sql(vendor: str, count_unsettled: bool, ending: bool = False, also: str = "") -> str:
     """The statement of ``bump_version`` on one database backend (built once)."""
     quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
     version, reserved = quote("history_version"), quote("seq_reserved")
@@ -309,6 +320,8 @@ def _bump_sql(vendor: str, count_unsettled: bool, ending: bool = False) -> str:
             f"WHERE {quote(run.get_field('session').column)} = {table}.{pk} "
             f"AND {quote(run.get_field('status').column)} IN (%s, %s))"
         )
+    if also:
+        returning += f", {also}"
     end = f", {session_end_sql(quote)}" if ending else ""
     return (
         f"UPDATE {table} SET {version} = {version} + 1, "

@@ -1,5 +1,6 @@
 """Single SQL statements for the writes every run and every reply makes, and the reads
-every run makes (``get_joined``, ``pk_exists``).
+every run makes (``get_joined``, ``pk_exists``, or a row another statement returns:
+``returned_columns`` and ``instance_from``).
 
 The ORM builds and compiles a query object for each ``create`` or ``update``; for the rows a
 run writes per message and a reply writes before it may act, that costs several times the
@@ -15,13 +16,13 @@ test checks every one of them against the ORM form.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
 
-__all__ = ["get_joined", "insert", "pk_exists", "update"]
+__all__ = ["get_joined", "insert", "instance_from", "pk_exists", "returned_columns", "update"]
 
 
 def insert(rows: list[Any], *, returning_pk: bool = False) -> None:
@@ -277,3 +278,45 @@ def _exists_sql(model: type[models.Model], vendor: str) -> str:
     quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
     meta = model._meta
     return f"SELECT 1 FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} = %s LIMIT 1"
+
+
+@dataclass(frozen=True)
+class Returned:
+    """Every column of one model's row, as a statement lists them (``RETURNING`` …)."""
+
+    sql: str
+    names: list[str]
+    #: ``(column, its converters, its expression)``, as the ORM's compiler applies them.
+    converters: list[tuple[int, list[Any], Any]]
+
+
+@functools.cache
+def returned_columns(model: type[models.Model], vendor: str) -> Returned:
+    """The columns of ``model``'s row for a statement that returns it (such as an
+    ``UPDATE … RETURNING`` that also locks it), in ``instance_from``'s order."""
+    db = connections[DEFAULT_DB_ALIAS]
+    quote = db.ops.quote_name
+    fields = list(model._meta.concrete_fields)
+    columns = [field.get_col(model._meta.db_table) for field in fields]
+    converters = []
+    for index, col in enumerate(columns):
+        found = db.ops.get_db_converters(col) + col.get_db_converters(db)
+        if found:
+            converters.append((index, found, col))
+    return Returned(
+        ", ".join(quote(col.target.column) for col in columns),
+        [field.attname for field in fields],
+        converters,
+    )
+
+
+def instance_from(model: type[models.Model], values: Sequence[Any]) -> Any:
+    """The ``model`` instance of a row a statement returned (``returned_columns``' order),
+    through the same converters as the ORM's reads."""
+    db = connections[DEFAULT_DB_ALIAS]
+    shape = returned_columns(model, db.vendor)
+    values = list(values)
+    for index, converters, expression in shape.converters:
+        for converter in converters:
+            values[index] = converter(values[index], expression, db)
+    return model.from_db(db.alias, shape.names, values)

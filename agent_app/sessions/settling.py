@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
-from agent_app.assistants import Entry, read_entry
+from agent_app.assistants import Entry, entry_from, entry_returning
 from agent_app.bus.base import WORKER_ID, Marker, SessionBus
 from agent_app.durable import recovery
 from agent_app.durable.persistence import shielded
@@ -46,11 +46,12 @@ __all__ = ["LEASE_ATTEMPTS", "Settler", "SettlerHost", "take_lease"]
 
 #: Built once (every run starts here).
 def _begin_and_enter(session_id: str, request_id: str, **fields: Any) -> tuple[Begun, Any]:
-    """``begin_run``, then what the run's top checks (``read_entry``; what it raised
-    instead, raised there), in one thread hop."""
-    begun = begin_run(session_id, request_id, **fields)
+    """``begin_run``, then what the run's top checks (``read_entry``'s ``Entry``, read by
+    the statement that locks the chat's row; what it raised instead, raised there), in
+    one thread hop."""
+    begun = begin_run(session_id, request_id, also=entry_returning(), **fields)
     try:
-        return begun, read_entry(session_id)
+        return begun, entry_from(begun.also, begun.title)
     except Exception as error:  # the run fails at its top, as if it had read it there
         return begun, error
 

@@ -305,13 +305,13 @@ async def test_a_run_whose_chat_cannot_be_read_fails_at_its_top_and_the_chat_goe
 ):
     import agent_app.sessions.settling
 
-    def unreadable(session_id: str) -> None:
+    def unreadable(values: object, title: str) -> None:
         raise RuntimeError("the database went away")
 
     model = use_model(ScriptedModel([say("Back.")]))
     socket = await sockets()
     with monkeypatch.context() as patched:
-        patched.setattr(agent_app.sessions.settling, "read_entry", unreadable)
+        patched.setattr(agent_app.sessions.settling, "entry_from", unreadable)
         await socket.send({"type": "user_message", "content": "Hi"})
         failed = await socket.until(lambda frame: frame["type"] in ("run_failed", "run_completed"))
     assert failed[-1]["type"] == "run_failed"

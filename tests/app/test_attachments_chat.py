@@ -151,7 +151,7 @@ async def test_chats_without_documents_are_not_offered_the_reading_tool(browser,
 async def test_a_run_reads_whether_its_chat_holds_a_document_with_the_chat(
     browser, use_model, monkeypatch
 ):
-    """Read with the chat (``read_entry``), in the hop that stores the run; the reading
+    """Read with the chat's row as the run is stored (``entry_returning``); the reading
     tool's offer asks no query of its own."""
     import agent_app.agents.factory
 

@@ -452,6 +452,51 @@ async def test_shielded_finishes_the_awaited_work_before_the_cancellation_goes_o
     assert done == ["written"]
 
 
+async def test_shielded_returns_or_raises_what_the_work_does_and_logs_a_failure_it_outlived(
+    caplog,
+):
+    async def answer():
+        return 42
+
+    async def fail():
+        raise ValueError("disk full")
+
+    assert await shielded(answer()) == 42
+    with pytest.raises(ValueError, match="disk full"):
+        await shielded(fail())
+
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def fail_later():
+        started.set()
+        await release.wait()
+        raise ValueError("disk full")
+
+    task = asyncio.create_task(shielded(fail_later()))
+    await started.wait()
+    task.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert "A write failed while its request was cancelled" in caplog.text
+
+
+async def test_shielded_work_cancelled_itself_is_a_cancellation():
+    started = asyncio.Event()
+
+    async def stuck():
+        started.set()
+        await asyncio.Event().wait()
+
+    inner = asyncio.ensure_future(stuck())
+    outer = asyncio.create_task(shielded(inner))
+    await started.wait()
+    inner.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await outer
+
+
 async def test_restoring_keeps_an_open_batch_only_for_a_resume(session_id):
     await ChatMessage.objects.abulk_create(
         ChatMessage(session_id=session_id, position=i, **row_fields(m))

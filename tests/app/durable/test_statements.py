@@ -228,3 +228,37 @@ def test_insert_sends_each_field_what_the_field_itself_would():
             assert _compared(got) == _compared(expected), (field.name, got, expected)
             checked += 1
     assert checked > 40
+
+
+def test_what_a_run_reads_with_its_chats_row_is_what_read_entry_reads(
+    django_assert_num_queries,
+):
+    """``entry_returning``'s expressions, returned by the statement that locks the chat's
+    row as a run is stored, make the same ``Entry`` as ``read_entry``'s own reads: the
+    chat's columns, its owner, and whether it holds a document (images aside)."""
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+    from django.utils import timezone
+
+    from agent_app.assistants import entry_from, entry_returning, read_entry
+    from agent_app.durable.store import bump_version
+    from agent_app.models import ChatAttachment
+
+    user = get_user_model().objects.create_user("ada", "ada@example.com", "pw")
+    for owner, kinds in [(user, []), (None, ["image/png"]), (None, ["image/png", "text/plain"])]:
+        chat = ChatSession.objects.create(
+            owner=owner, browser_key="" if owner else "b" * 32, title="ünï 'q'"
+        )
+        for media_type in kinds:
+            ChatAttachment.objects.create(
+                session=chat, uploader="u", name="f", media_type=media_type, size=1, file="f"
+            )
+        with transaction.atomic():
+            bumped = bump_version(str(chat.pk), timezone.now(), also=entry_returning())
+        with django_assert_num_queries(1 if owner else 0):  # the owner, if there is one
+            fast = entry_from(bumped.also, bumped.title)
+        plain = read_entry(str(chat.pk))
+        _same_instance(fast.chat, plain.chat)
+        assert fast.chat.owner == plain.chat.owner
+        assert (fast.assistant, fast.allowed) == (plain.assistant, plain.allowed)
+        assert fast.documents is plain.documents is ("text/plain" in kinds)
