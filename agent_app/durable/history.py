@@ -50,6 +50,12 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 def history_item(row: ChatMessage) -> dict[str, Any]:
     """A stored message as clients see it (cut to ``HISTORY_ITEM_BUDGET``)."""
+    return _sized_item(row)[0]
+
+
+def _sized_item(row: ChatMessage) -> tuple[dict[str, Any], int]:
+    """``history_item`` and its encoded size: a page weighs each item against its budget,
+    and encoding it once for both the cut and the budget saves a JSON encoding a row."""
     if row.role == STAFF_ROLE:
         staff = (row.extra or {}).get("staff") or {}
         item = {"role": STAFF_ROLE, "content": row.content, "attributes": {}}
@@ -74,19 +80,22 @@ def history_item(row: ChatMessage) -> dict[str, Any]:
     return _fit(item)
 
 
-def _fit(item: dict[str, Any]) -> dict[str, Any]:
-    if _size(item) <= HISTORY_ITEM_BUDGET:
-        return item
+def _fit(item: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    size = _size(item)
+    if size <= HISTORY_ITEM_BUDGET:
+        return item, size
     content = item.get("content")
     text = content if isinstance(content, str) else _ENCODER.encode(content)
     keep = HISTORY_ITEM_BUDGET // 2
     item["content"] = text[:keep]
     item["content_truncated"] = True
-    if _size(item) > HISTORY_ITEM_BUDGET:  # the rest of the message is huge (arguments …)
+    size = _size(item)
+    if size > HISTORY_ITEM_BUDGET:  # the rest of the message is huge (arguments …)
         item["tool_calls"] = []
         item["reasoning"] = None
         item["attributes"] = {}
-    return item
+        size = _size(item)
+    return item, size
 
 
 def _size(value: Any) -> int:
@@ -115,8 +124,7 @@ def _page(
     items: list[dict[str, Any]] = []
     used = 0
     for row in newest[:limit]:
-        item = history_item(row)
-        size = _size(item)
+        item, size = _sized_item(row)
         if items and used + size > budget:
             break
         items.append(item)
