@@ -24,11 +24,9 @@ import logging
 import secrets
 from collections.abc import Iterable
 from datetime import timedelta
-from functools import cache
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.db import connections
 from django.db.models import Q
 from django.utils import timezone
 
@@ -84,7 +82,7 @@ def token_of_secret(secret: str) -> ApiToken:
     """The token a secret is (its ``user`` loaded); ``TokenRefused`` saying why it is
     refused."""
     digest = _hash(secret)
-    token = _token_row(digest)
+    token = ApiToken.objects.select_related("user").filter(key_hash=digest).first()
     if token is None or not hmac.compare_digest(token.key_hash, digest):
         raise TokenRefused("unknown token")
     now = timezone.now()
@@ -98,42 +96,6 @@ def token_of_secret(secret: str) -> ApiToken:
     if token.last_used_at is None or now - token.last_used_at >= touch:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token
-
-
-def _token_row(digest: str) -> ApiToken | None:
-    """The token with hash ``digest``, its ``user`` loaded (None: no such token).
-
-    Every API request and every socket handshake with a token reads it, and as an ORM
-    query (``select_related``, ``first``) building and compiling the statement cost more
-    than twice the CPU of running it: the largest part of an authenticated request's own
-    work. So the two statements, each an index lookup, are written once
-    (``_token_statements``, the names taken from the models), and Django's raw queries
-    build the two model instances with every field's own conversion.
-    """
-    alias = ApiToken.objects.db
-    token_sql, user_sql = _token_statements(alias)
-    token = next(iter(ApiToken.objects.raw(token_sql, [digest], using=alias)), None)
-    if token is None:
-        return None
-    user_model = ApiToken._meta.get_field("user").related_model
-    user = next(iter(user_model._default_manager.raw(user_sql, [token.user_id], using=alias)), None)
-    if user is None:  # deleted meanwhile (its tokens go with it)
-        return None
-    token.user = user
-    return token
-
-
-@cache
-def _token_statements(alias: str) -> tuple[str, str]:
-    """The token by its hash and the user by their key, for the database ``alias``."""
-    name = connections[alias].ops.quote_name
-    user_model = ApiToken._meta.get_field("user").related_model
-    key_hash = name(ApiToken._meta.get_field("key_hash").column)
-    return (
-        f"SELECT * FROM {name(ApiToken._meta.db_table)} WHERE {key_hash} = %s",
-        f"SELECT * FROM {name(user_model._meta.db_table)} "
-        f"WHERE {name(user_model._meta.pk.column)} = %s",
-    )
 
 
 def valid_token_ids(token_ids: Iterable[int]) -> set[int]:

@@ -154,33 +154,3 @@ async def test_a_revoked_tokens_socket_is_told_and_closed_with_4401(sockets, use
     assert token_watch().token_ids == {other.pk}
     await bystander.close()
     assert token_watch().token_ids == set()  # nothing watched, no task left
-
-
-def _fields(instance) -> dict:
-    return {field.attname: getattr(instance, field.attname) for field in instance._meta.fields}
-
-
-def test_the_token_row_is_what_the_orm_reads(django_user_model):
-    """``token_of_secret`` reads the token and its user with two statements written once:
-    every field of both, converted, is what the ORM query gives, for tokens of every state
-    (used, expiring, revoked, of an inactive user, of a staff member)."""
-    from agent_app.guard.tokens import _hash, _token_row
-
-    staff = django_user_model.objects.create_user("staff", password="unused-pw", is_staff=True)
-    inactive = django_user_model.objects.create_user("gone", password="unused-pw")
-    inactive.is_active = False
-    inactive.save()
-    tokens = [
-        issue(staff, name="CI", days=3)[0],
-        issue(staff)[0],
-        issue(inactive, days=-1)[0],
-    ]
-    ApiToken.objects.filter(pk=tokens[1].pk).update(revoked=True, last_used_at=timezone.now())
-    for token in tokens:
-        orm = ApiToken.objects.select_related("user").filter(key_hash=token.key_hash).first()
-        read = _token_row(token.key_hash)
-        assert read is not None and _fields(read) == _fields(orm)
-        assert _fields(read.user) == _fields(orm.user)
-    assert _token_row(_hash("zett_unknown")) is None
-    django_user_model.objects.filter(pk=staff.pk).delete()
-    assert _token_row(tokens[0].key_hash) is None
