@@ -1,5 +1,6 @@
 """A run the sampler drops costs the tracing extension one decision, and the runtime no
-events; the sampler is asked once per run, about the trace id the run's span then gets;
+further events; with no SDK behind the API a run never calls the extension at all; the
+sampler is asked once per run, about the trace id the run's span then gets;
 ``AgentRunContext.withdraw`` leaves an extension out of one request only."""
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ async def test_the_sampler_is_asked_once_per_run_about_the_trace_id_its_span_get
     assert {trace_id for _, trace_id, _ in chats} == recorded  # asked by the SDK, as usual
 
 
-def test_with_no_provider_set_a_run_is_one_decision_until_one_is():
+def test_with_no_provider_set_a_run_calls_no_hook_until_one_is():
     output = run_python(
         """
         import asyncio
@@ -182,14 +183,14 @@ def test_with_no_provider_set_a_run_is_one_decision_until_one_is():
         asyncio.run(main())
         """
     )
-    assert output.splitlines() == ["1", "['chat', 'invoke_agent helper']"]
+    assert output.splitlines() == ["0", "['chat', 'invoke_agent helper']"]
 
 
-async def test_with_no_sdk_every_run_is_one_decision():
+async def test_with_no_sdk_a_run_calls_no_hook():
     tracing = CountingTracing(tracer_provider=NoOpTracerProvider())
     agent = await Agent.create(tool_run_model(), tools=[add], extensions=[tracing])
     await collect(agent, "1+2?", config=AgentRunConfig(session_id=SESSION))
-    assert tracing.calls == {"on_event": 1}
+    assert tracing.calls == {}
 
 
 async def test_other_listeners_still_see_every_phase_of_a_dropped_run():
@@ -197,7 +198,7 @@ async def test_other_listeners_still_see_every_phase_of_a_dropped_run():
     tracing = CountingTracing(tracer_provider=NoOpTracerProvider())
     agent = await Agent.create(tool_run_model(), tools=[add], extensions=[listener, tracing])
     await collect(agent, "1+2?", config=AgentRunConfig(session_id=SESSION))
-    assert tracing.calls == {"on_event": 1}
+    assert tracing.calls == {}
     assert listener.phases[0] is AgentPhase.LOADING_CONTEXT
     assert AgentPhase.RUNNING_TOOL in listener.phases
     assert listener.phases[-1] is AgentPhase.COMPLETED

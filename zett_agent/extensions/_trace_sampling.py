@@ -85,9 +85,18 @@ class RunSampler:
             self._resolve(provider)
 
     def unset(self) -> bool:
-        """Whether no global provider is set yet (a caller in a hurry inlines this)."""
+        """Whether no global provider is set yet."""
         probe = self.probe
         return probe is not None and type(probe(self._scope)) is self.proxy_tracer
+
+    def silent(self) -> bool:
+        """Whether no run can be recorded now: no global provider set yet (one question of
+        the API's stand-in provider), or one that records nothing."""
+        if self.probe is not None:
+            if self.unset():
+                return True
+            self._resolve(self._api.trace.get_tracer_provider())
+        return self._kind is _NOTHING
 
     def start(
         self, name: str, parent: Context | None, links: list[Link] | None, kind: Any

@@ -26,12 +26,15 @@ the open spans marked ``zett.outcome = cancelled``. A tool call the person decli
 let expire (its result says so in ``attributes["reply"]``, as the approval extension
 records it) is not an error either.
 
-Cost. The sampler decides once per run, when the run's span starts. A run it drops (and
-every run with no SDK configured) builds no attributes, no child span and no context: the
-extension withdraws from the request's hooks (``AgentRunContext.withdraw``), so the rest of
-the request neither calls it nor builds the events it would have listened to. Content
-(messages, tool arguments and results, error texts) is recorded only with
-``record_content=True``.
+Cost. With no SDK behind the API (no global provider set yet, or a ``NoOpTracerProvider``)
+a request leaves the extension out from its start (``_takes_part``, asked once when the
+request is claimed): no hook is called and no event built for it. Otherwise the sampler
+decides once per run, when the run's span starts; a run it drops builds no attributes, no
+child span and no context: the extension withdraws from the request's hooks
+(``AgentRunContext.withdraw``), so the rest of the request neither calls it nor builds the
+events it would have listened to. A recorded run hears only the phase moves that open or
+close a span, never the appended messages. Content (messages, tool arguments and results,
+error texts) is recorded only with ``record_content=True``.
 
 Context. The run span is the current span while the request runs (its model calls and tool
 bodies see it, or their own span), so instrumented HTTP clients and database drivers nest
@@ -143,7 +146,6 @@ class TracingExtension(AgentExtension):
         self.record_content = bool(record_content)
         self._api = api
         self._sampling = RunSampler(api, INSTRUMENTATION, tracer_provider)
-        self._proxy_tracer = self._sampling.proxy_tracer
         # Looked up once: every recorded span is attached and detached through them.
         self._attach = api.context.attach
         self._in_context = api.trace.set_span_in_context
@@ -172,17 +174,28 @@ class TracingExtension(AgentExtension):
 
     # -- hooks -----------------------------------------------------------------------------
 
+    #: The events this extension needs (``zett_agent._hooks``): the moves that open or close
+    #: a span, no appended messages.
+    _phase_events = frozenset(
+        {_LOADING_CONTEXT, _GENERATING, _RUNNING_TOOL, _COMPLETED_PHASE, _CANCELLED_PHASE}
+    )
+    _message_events = False
+
+    def _takes_part(self, context: AgentRunContext) -> bool:
+        """Asked when a request is claimed: False leaves this extension out of it from the
+        start, so the runtime builds no event for it. Nothing can be recorded with no SDK
+        behind the API (no provider set yet: one question of the API, each run, so a
+        provider set later is honoured), and a compaction pass has no span."""
+        if context.input_message is None and not context.resuming:
+            return False
+        return not self._sampling.silent()
+
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
         """Phase moves open and close the run's and the model call's spans."""
         kind = type(event)
         if kind is PhaseTransitionEvent:
             phase = event.current_phase  # type: ignore[attr-defined]
             if phase is _LOADING_CONTEXT:
-                # No global provider set (yet): the run costs this one question.
-                probe = self._sampling.probe
-                if probe is not None and type(probe(INSTRUMENTATION)) is self._proxy_tracer:
-                    context.withdraw(self)
-                    return
                 self._start_run(context)
             elif phase is _GENERATING:
                 self._start_chat(context)
@@ -196,16 +209,12 @@ class TracingExtension(AgentExtension):
             self._cancelled(context)  # cancelled before any phase move was announced
 
     def _start_run(self, context: AgentRunContext) -> None:
-        """Start the run's span (a compaction pass, with no input, gets none).
+        """Start the run's span.
 
         The sampler decides here, once per run, before anything is built (``RunSampler``):
-        a run it drops (or any run, with no SDK behind the API) withdraws this extension
-        from the request's hooks, so it builds no attributes, span, child spans or
-        contexts, and the runtime no events for it.
+        a run it drops withdraws this extension from the request's hooks, so it builds no
+        attributes, span, child spans or contexts, and the runtime no further events for it.
         """
-        if context.input_message is None and not context.resuming:
-            context.withdraw(self)
-            return
         metadata = context.metadata
         parent = links = None
         if metadata:
