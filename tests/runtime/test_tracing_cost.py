@@ -5,6 +5,7 @@ sampler is asked once per run, about the trace id the run's span then gets;
 
 from __future__ import annotations
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
@@ -101,7 +102,7 @@ def tool_run_model() -> ProbeModel:
     return ProbeModel(calls(call("add", "call-1", a=1, b=2)), answer("three"))
 
 
-async def test_a_dropped_run_is_one_decision_and_no_further_hook_call(exporter):
+async def test_a_dropped_run_is_one_decision_and_no_hook_call(exporter):
     switch = Switch()
     provider = TracerProvider(sampler=switch)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -115,7 +116,7 @@ async def test_a_dropped_run_is_one_decision_and_no_further_hook_call(exporter):
     agent = await Agent.create(model, tools=[add], extensions=[tracing])
 
     await collect(agent, "1+2?", config=AgentRunConfig(session_id=SESSION))
-    assert tracing.calls == {"on_event": 1}  # LOADING_CONTEXT: the sampler said no
+    assert tracing.calls == {}  # asked when the request was claimed: the sampler said no
     assert exporter.get_finished_spans() == ()
 
     switch.sample = True  # the next run of the same agent is recorded in full
@@ -226,3 +227,20 @@ async def test_withdraw_leaves_an_extension_out_of_one_request_only():
         quitter.seen.append([])
         await collect(agent, text, config=AgentRunConfig(session_id=SESSION))
     assert quitter.seen == [["before_run"], ["before_run", "after_model", "after_run"]]
+
+
+async def test_a_run_that_fails_before_its_span_starts_keeps_no_sampling_answer(exporter):
+    class Refusing(AgentExtension):
+        async def on_event(self, context, event) -> None:
+            phase = getattr(event, "current_phase", None)
+            if phase is AgentPhase.LOADING_CONTEXT:
+                raise RuntimeError("refused")
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = TracingExtension("helper", tracer_provider=provider)
+    agent = await Agent.create(tool_run_model(), tools=[add], extensions=[Refusing(), tracing])
+    with pytest.raises(RuntimeError, match="refused"):
+        await collect(agent, "1+2?", config=AgentRunConfig(session_id=SESSION))
+    assert tracing._decisions == {} and tracing._runs == {}
+    assert exporter.get_finished_spans() == ()

@@ -77,7 +77,7 @@ from zett_agent.extensions._trace_context import (
     span_links,
     traceparent_of,
 )
-from zett_agent.extensions._trace_sampling import RunSampler
+from zett_agent.extensions._trace_sampling import Decision, RunSampler
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import PhaseTransitionEvent, RunCancelledEvent
 from zett_agent.extensions.external import ExternalEventExpired
@@ -152,6 +152,8 @@ class TracingExtension(AgentExtension):
         self._internal, self._client = api.trace.SpanKind.INTERNAL, api.trace.SpanKind.CLIENT
         self._run_name = f"invoke_agent {agent_name}" if agent_name else "invoke_agent"
         self._runs: dict[AgentRunContext, _Run] = {}
+        #: The sampler's answer for a recorded run, from its claim to its start.
+        self._decisions: dict[AgentRunContext, Decision] = {}
         #: The last model seen and what its spans say of it (a request's model is usually
         #: the agent's: its identity and server are worked out once, not per span).
         self._model: tuple[object, ModelSpans] | None = None
@@ -185,10 +187,26 @@ class TracingExtension(AgentExtension):
         """Asked when a request is claimed: False leaves this extension out of it from the
         start, so the runtime builds no event for it. Nothing can be recorded with no SDK
         behind the API (no provider set yet: one question of the API, each run, so a
-        provider set later is honoured), and a compaction pass has no span."""
+        provider set later is honoured); a compaction pass has no span; and with the SDK
+        its sampler is asked here, once per run (its answer for a recorded run is kept
+        for the run's span, started when the run starts)."""
         if context.input_message is None and not context.resuming:
             return False
-        return not self._sampling.silent()
+        sampling = self._sampling
+        if sampling.silent():
+            return False
+        decide = sampling.decide
+        if decide is None:
+            return True  # asked when the run's span starts
+        try:
+            parent, links = _parents(context.metadata)
+        except TypeError:
+            return True  # refused when the run starts: the request fails there
+        decision = decide(self._run_name, parent, links, self._internal)
+        if decision is None:
+            return False
+        self._decisions[context] = decision
+        return True
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
         """Phase moves open and close the run's and the model call's spans."""
@@ -215,12 +233,12 @@ class TracingExtension(AgentExtension):
         a run it drops withdraws this extension from the request's hooks, so it builds no
         attributes, span, child spans or contexts, and the runtime no further events for it.
         """
-        metadata = context.metadata
-        parent = links = None
-        if metadata:
-            parent = parent_context(metadata.get(TRACE_PARENT))
-            links = span_links(metadata.get(TRACE_LINKS))
-        span = self._sampling.begin(self._run_name, parent, links, self._internal)
+        decision = self._decisions.pop(context, None)
+        if decision is not None:
+            span = self._sampling.start_decided(decision)
+        else:
+            parent, links = _parents(context.metadata)
+            span = self._sampling.begin(self._run_name, parent, links, self._internal)
         if span is None:
             context.withdraw(self)  # not sampled, or no SDK: nothing would be recorded
             return
@@ -285,6 +303,7 @@ class TracingExtension(AgentExtension):
 
     def _cancelled(self, context: AgentRunContext) -> None:
         """Cancellation is no error: open spans end marked ``cancelled``."""
+        self._decisions.pop(context, None)  # cancelled before the run's span started
         run = self._runs.pop(context, None)
         if run is None:
             return
@@ -378,6 +397,7 @@ class TracingExtension(AgentExtension):
         tool.end()
 
     async def on_error(self, context: AgentRunContext, error: Exception) -> None:
+        self._decisions.pop(context, None)  # failed before the run's span started
         run = self._runs.pop(context, None)
         if run is None:
             return
@@ -480,6 +500,13 @@ class _Run:
 
 
 # -- attributes --------------------------------------------------------------------------
+
+
+def _parents(metadata: Mapping[str, Any]) -> tuple[Context | None, list[Any] | None]:
+    """The run span's parent context and links, from the request's metadata."""
+    if not metadata:
+        return None, None
+    return parent_context(metadata.get(TRACE_PARENT)), span_links(metadata.get(TRACE_LINKS))
 
 
 def _running_call(context: AgentRunContext, run: _Run) -> ToolCall | None:
