@@ -311,8 +311,7 @@ class TracingExtension(AgentExtension):
             tool.span.set_attribute("zett.outcome", _CANCELLED)
         if run.chat is not None:
             run.chat.set_attribute("zett.outcome", _CANCELLED)
-        run.span.set_attribute("zett.outcome", _CANCELLED)
-        run.end()
+        run.end({"zett.outcome": _CANCELLED})
 
     async def after_model(self, context: AgentRunContext, response: ModelResponse) -> None:
         run = self._runs.get(context)
@@ -554,8 +553,7 @@ def _fail(span: Span, error: BaseException | None, record_content: bool) -> None
     """Mark ``span`` as failed: ``error.type``, ERROR status (with the text only with
     content recording: an error message may quote arguments)."""
     kind = type(error).__qualname__ if error is not None else "_OTHER"
-    span.set_attribute("error.type", kind)
-    span.set_attribute("zett.outcome", _FAILED)
+    span.set_attributes({"error.type": kind, "zett.outcome": _FAILED})
     description = str(error) if record_content and error is not None else kind
     api = otel()
     span.set_status(api.Status(api.StatusCode.ERROR, description))
