@@ -233,6 +233,22 @@ async def listening_runner(as_tracing: bool = False) -> ZettRunner:
     return ZettRunner(agent, off.counter)
 
 
+async def idle_runner() -> ZettRunner:
+    """W1 with one extension that overrides no hook: what the runtime charges per request
+    for an extension that takes part in nothing (the floor of the no-SDK variant)."""
+    from zett_agent.agent import Agent
+    from zett_agent.extensions.base import AgentExtension
+
+    class Idle(AgentExtension):
+        pass
+
+    off = await build(WORKLOADS["W1"])
+    agent = await Agent.create(
+        off._agent.model, tools=list(off._agent.tools.values()), extensions=[Idle()]
+    )
+    return ZettRunner(agent, off.counter)
+
+
 #: Extensions every Agent adds itself (passing them is refused).
 _BUILT_IN = ("InternalMessageExtension", "SteeringExtension")
 
@@ -274,6 +290,8 @@ async def variant_runner(name: str, base: str, recording: object, dropped: objec
         return await listening_runner()
     if name == "span-listener":
         return await listening_runner(as_tracing=True)
+    if name == "no-hooks":
+        return await idle_runner()
     raise ValueError(f"no variant {name!r}")
 
 
