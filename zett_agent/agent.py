@@ -408,7 +408,7 @@ class Agent:
             # Out of this request from its start (a tracer with nothing to record): no
             # event is built for it, no hook called (``zett_agent._hooks``).
             if not extension._takes_part(context):  # type: ignore[attr-defined]
-                request.withdraw(extension)
+                request.hooks = request.hooks.without(extension)  # ``withdraw``
         return request
 
     def _release(self, request: Request) -> None:

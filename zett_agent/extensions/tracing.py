@@ -146,6 +146,7 @@ class TracingExtension(AgentExtension):
         self.record_content = bool(record_content)
         self._api = api
         self._sampling = RunSampler(api, INSTRUMENTATION, tracer_provider)
+        self._proxy_tracer = self._sampling.proxy_tracer
         # Looked up once: every recorded span is attached and detached through them.
         self._attach = api.context.attach
         self._in_context = api.trace.set_span_in_context
@@ -193,6 +194,9 @@ class TracingExtension(AgentExtension):
         if context.input_message is None and not context.resuming:
             return False
         sampling = self._sampling
+        probe = sampling.probe  # ``RunSampler.silent``'s first question, without the call
+        if probe is not None and type(probe(INSTRUMENTATION)) is self._proxy_tracer:
+            return False
         if sampling.silent():
             return False
         decide = sampling.decide
