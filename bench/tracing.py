@@ -30,7 +30,9 @@ side in one process:
   the SDK's sampler once;
 - ``listener``: an extension whose ``on_event`` does nothing, what the runtime charges for
   any event listener (it builds an event per phase move and appended message once one
-  listens): the part of the bare W1 figures that is not the tracing extension's own.
+  listens); ``span-listener``: the same asking only for the events ``TracingExtension``
+  asks for (the phase moves that open or close a span, no appended messages): the part of
+  the recorded W1 figures that is the runtime's, not the tracing extension's own.
 
 The same request through the chat app, with ``ZETT_OTEL`` off and on, is timed after
 those (``bench.tracing_app``; ``--no-app`` skips it): what an operator turning tracing on
@@ -207,19 +209,42 @@ async def traced_runner(workload: str, tracer_provider: object) -> ZettRunner:
     return ZettRunner(agent, off.counter, off._memory)
 
 
-async def listening_runner() -> ZettRunner:
+async def listening_runner(as_tracing: bool = False) -> ZettRunner:
     """W1 with one extension whose ``on_event`` does nothing: what the runtime itself
-    charges for having any listener (it then builds an event per phase move and message)."""
+    charges for having any listener (it then builds an event per phase move and message),
+    or (``as_tracing``) one that asks for the events ``TracingExtension`` asks for."""
     from zett_agent.agent import Agent
     from zett_agent.extensions.base import AgentExtension
+    from zett_agent.extensions.tracing import TracingExtension
 
     class Listener(AgentExtension):
         async def on_event(self, context: object, event: object) -> None:
             return None
 
+    class TracingListener(Listener):
+        _phase_events = TracingExtension._phase_events
+        _message_events = TracingExtension._message_events
+
+    off = await build(WORKLOADS["W1"])
+    listener = TracingListener() if as_tracing else Listener()
+    agent = await Agent.create(
+        off._agent.model, tools=list(off._agent.tools.values()), extensions=[listener]
+    )
+    return ZettRunner(agent, off.counter)
+
+
+async def idle_runner() -> ZettRunner:
+    """W1 with one extension that overrides no hook: what the runtime charges per request
+    for an extension that takes part in nothing (the floor of the no-SDK variant)."""
+    from zett_agent.agent import Agent
+    from zett_agent.extensions.base import AgentExtension
+
+    class Idle(AgentExtension):
+        pass
+
     off = await build(WORKLOADS["W1"])
     agent = await Agent.create(
-        off._agent.model, tools=list(off._agent.tools.values()), extensions=[Listener()]
+        off._agent.model, tools=list(off._agent.tools.values()), extensions=[Idle()]
     )
     return ZettRunner(agent, off.counter)
 
@@ -263,12 +288,16 @@ async def variant_runner(name: str, base: str, recording: object, dropped: objec
         return FloorRunner(await build(WORKLOADS["W1"]), dropped.get_tracer("bench"), spans=1)
     if name == "listener":
         return await listening_runner()
+    if name == "span-listener":
+        return await listening_runner(as_tracing=True)
+    if name == "no-hooks":
+        return await idle_runner()
     raise ValueError(f"no variant {name!r}")
 
 
 #: The variants every base runs, then those run on W1 only.
 TRACED = ("off", "api-only", "sampled-out", "recording")
-W1_ONLY = ("floor", "full-floor", "drop-floor", "listener")
+W1_ONLY = ("floor", "full-floor", "drop-floor", "listener", "span-listener")
 
 
 async def build_variants() -> tuple[list[Variant], CountingExporter, object]:
@@ -414,7 +443,8 @@ def breakdown(found: dict, results: dict) -> str:
         f"W1 (CPU µs per request): the SDK's 4 bare spans cost {apart('floor', 'off'):,.1f}; "
         f"the same 4 spans with the attributes the extension records, each current while "
         f"open, made by bare SDK calls (full-floor), {apart('full-floor', 'off'):,.1f}; the "
-        f"runtime's events for any on_event listener {apart('listener', 'off'):,.1f}; "
+        f"runtime's events for any on_event listener {apart('listener', 'off'):,.1f}, for "
+        f"the ones tracing asks for {apart('span-listener', 'off'):,.1f}; "
         f"recording costs {apart('recording', 'full-floor'):+,.1f} beyond full-floor. "
         f"Asking the dropping sampler once (one span started and ended) costs "
         f"{apart('drop-floor', 'off'):,.1f}; the sampled-out request "

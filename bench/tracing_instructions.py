@@ -11,7 +11,9 @@ request costs. ``PYTHONHASHSEED`` is fixed so that both processes do the same st
 The variants are ``bench.tracing``'s (``off``, ``api-only``, ``sampled-out``, ``recording``,
 ``floor``: ``off`` plus 4 bare SDK spans, ``full-floor``: ``off`` plus the 4 spans as
 recorded, with their attributes and contexts, by bare SDK calls, ``drop-floor``: ``off``
-plus one span on the dropping provider, ``listener``), on W1 as the runtime benchmark runs it.
+plus one span on the dropping provider, ``listener``, ``span-listener``: one asking only
+for the events the tracing extension asks for), on W1 as the runtime benchmark runs it;
+and ``no-hooks``, W1 with one extension that overrides no hook (counted here only).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ VARIANTS = (
     "full-floor",
     "drop-floor",
     "listener",
+    "span-listener",
+    "no-hooks",
 )
 WARMUP = 30
 

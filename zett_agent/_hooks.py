@@ -8,7 +8,16 @@ as that is done before the Agent is built.
 A request may leave one extension out of every later hook (``AgentRunContext.withdraw``:
 a tracer whose run is not sampled has nothing to do for it): ``without`` gives the table
 minus that extension, built once per extension and kept, so withdrawing costs a dict
-lookup, and a request nobody listens to builds no events.
+lookup, and a request nobody listens to builds no events. An extension may also be left
+out from the request's start: one with a ``_takes_part(context)`` method (``gated``) is
+asked once, when the request is claimed, and answering False withdraws it before any event.
+
+An ``on_event`` listener may ask for fewer events than all (runtime-internal, read once per
+Agent): ``_phase_events``, the phases whose moves into it it wants (default: every phase),
+and ``_message_events`` False, no ``MessageAppendedEvent`` (default True). Events another
+extension publishes, and ``RunCancelledEvent``, still reach every listener. A move or an
+append nobody asked for builds no event, and a move is timed only while someone wants the
+appended messages' timings.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from zett_agent.extensions.base import AgentExtension
+from zett_agent.phases import AgentPhase
 
 __all__ = ["HOOK_NAMES", "HookTable"]
 
@@ -43,7 +53,13 @@ HOOK_NAMES = (
 class HookTable:
     """For each hook name, the overriding extensions in priority order."""
 
-    __slots__ = ("_without", "extensions", *HOOK_NAMES)
+    __slots__ = ("_without", "extensions", "gated", "on_appended", "on_move", *HOOK_NAMES)
+
+    #: The ``on_event`` listeners of each phase move (by the phase moved into), and of
+    #: appended messages; the extensions asked whether they take part in a request.
+    on_move: dict[AgentPhase, tuple[AgentExtension, ...]]
+    on_appended: tuple[AgentExtension, ...]
+    gated: tuple[AgentExtension, ...]
 
     def __init__(self, extensions: Sequence[AgentExtension]) -> None:
         self.extensions = tuple(extensions)
@@ -53,6 +69,8 @@ class HookTable:
             setattr(
                 self, name, tuple(ext for ext in self.extensions if _overrides(ext, name, default))
             )
+        self.gated = tuple(ext for ext in self.extensions if hasattr(ext, "_takes_part"))
+        self._listeners()
 
     def without(self, extension: AgentExtension) -> HookTable:
         """This table with ``extension`` in no hook (``extensions`` keeps every one: a
@@ -64,8 +82,25 @@ class HookTable:
             table._without = {}
             for name in HOOK_NAMES:
                 setattr(table, name, tuple(e for e in getattr(self, name) if e is not extension))
+            table.gated = tuple(e for e in self.gated if e is not extension)
+            table._listeners()
             self._without[id(extension)] = table
         return table
+
+    def _listeners(self) -> None:
+        """``on_move`` and ``on_appended`` from ``on_event`` and what each listener asks."""
+        self.on_move = {
+            phase: tuple(e for e in self.on_event if phase in _phases(e)) for phase in AgentPhase
+        }
+        self.on_appended = tuple(
+            e for e in self.on_event if getattr(e, "_message_events", True) is not False
+        )
+
+
+def _phases(extension: AgentExtension) -> frozenset[AgentPhase] | tuple[AgentPhase, ...]:
+    """The phases whose moves ``extension`` wants to hear of (every one by default)."""
+    wanted = getattr(extension, "_phase_events", None)
+    return tuple(AgentPhase) if wanted is None else frozenset(wanted)
 
 
 def _overrides(extension: AgentExtension, name: str, default: object) -> bool:

@@ -98,6 +98,11 @@ class _Nothing(tuple):
 _NOTHING = _Nothing()
 
 
+async def _clocks() -> tuple[datetime, int]:
+    """A move's wall and monotonic time, for a move no listener hears of."""
+    return datetime.now(UTC), time.monotonic_ns()
+
+
 class Request(ExtensionCalls, Endings):
     """Runs one request (or one compaction pass) of one session."""
 
@@ -145,7 +150,7 @@ class Request(ExtensionCalls, Endings):
         timing: MessageTiming | None = None,
         usage: ModelUsage | None = None,
     ) -> None:
-        listeners = self.hooks.on_event
+        listeners = self.hooks.on_appended
         if not listeners:
             return
         event = _appended(message, timing or MessageTiming.instant(), usage)
@@ -177,36 +182,45 @@ class Request(ExtensionCalls, Endings):
         state = self.context.state
         state._messages.append(message)
         state._snapshot = None
-        if not self.hooks.on_event:
+        if not self.hooks.on_appended:
             return _NOTHING
         return self._publish_appended(message, timing, usage)
 
     def move(self, target: AgentPhase) -> Awaitable[tuple[datetime, int] | None]:
         """Move to ``target`` (checked) and publish it; await the result.
 
-        It gives the move's wall and monotonic time, which timings are built from; None when
-        no extension listens (nobody would see a timing, so the clocks are not read, and no
-        coroutine is made).
+        It gives the move's wall and monotonic time, which appended messages' timings are
+        built from; None when no extension wants appended messages (nobody would see a
+        timing). A move nobody listens to reads no clock (unless timings are wanted) and
+        makes no coroutine.
         """
         state = self.context.state
         previous = state.phase
         if target not in _LEGAL_MOVES[previous]:
             check_transition(previous, target)  # raises, naming the legal moves
         state.phase = target
-        if not self.hooks.on_event:
+        hooks = self.hooks
+        if not hooks.on_event:
             return _NOTHING  # type: ignore[return-value]
-        return self._publish_move(previous, target)
+        listeners = hooks.on_move[target]
+        if listeners:
+            return self._publish_move(previous, target, listeners)
+        if hooks.on_appended:
+            return _clocks()
+        return _NOTHING  # type: ignore[return-value]
 
     async def _publish_move(
-        self, previous: AgentPhase, target: AgentPhase
+        self,
+        previous: AgentPhase,
+        target: AgentPhase,
+        listeners: tuple[AgentExtension, ...],
     ) -> tuple[datetime, int] | None:
-        listeners = self.hooks.on_event
         moved = (datetime.now(UTC), time.monotonic_ns())
         event = _moved(previous, target, *moved)
         context = self.context
         for extension in listeners:
             await extension.on_event(context, event)
-        return moved
+        return moved if self.hooks.on_appended else None
 
     def stage(
         self, extensions: tuple[AgentExtension, ...], hook: str, *args: Any

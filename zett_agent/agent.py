@@ -404,6 +404,11 @@ class Agent:
             extension.__dict__["_active_requests"] = (
                 extension.__dict__.get("_active_requests", 0) + 1
             )
+        for extension in self._hooks.gated:
+            # Out of this request from its start (a tracer with nothing to record): no
+            # event is built for it, no hook called (``zett_agent._hooks``).
+            if not extension._takes_part(context):  # type: ignore[attr-defined]
+                request.hooks = request.hooks.without(extension)  # ``withdraw``
         return request
 
     def _release(self, request: Request) -> None:

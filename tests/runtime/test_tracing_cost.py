@@ -1,9 +1,11 @@
 """A run the sampler drops costs the tracing extension one decision, and the runtime no
-events; the sampler is asked once per run, about the trace id the run's span then gets;
+further events; with no SDK behind the API a run never calls the extension at all; the
+sampler is asked once per run, about the trace id the run's span then gets;
 ``AgentRunContext.withdraw`` leaves an extension out of one request only."""
 
 from __future__ import annotations
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
@@ -100,7 +102,7 @@ def tool_run_model() -> ProbeModel:
     return ProbeModel(calls(call("add", "call-1", a=1, b=2)), answer("three"))
 
 
-async def test_a_dropped_run_is_one_decision_and_no_further_hook_call(exporter):
+async def test_a_dropped_run_is_one_decision_and_no_hook_call(exporter):
     switch = Switch()
     provider = TracerProvider(sampler=switch)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -114,7 +116,7 @@ async def test_a_dropped_run_is_one_decision_and_no_further_hook_call(exporter):
     agent = await Agent.create(model, tools=[add], extensions=[tracing])
 
     await collect(agent, "1+2?", config=AgentRunConfig(session_id=SESSION))
-    assert tracing.calls == {"on_event": 1}  # LOADING_CONTEXT: the sampler said no
+    assert tracing.calls == {}  # asked when the request was claimed: the sampler said no
     assert exporter.get_finished_spans() == ()
 
     switch.sample = True  # the next run of the same agent is recorded in full
@@ -147,7 +149,7 @@ async def test_the_sampler_is_asked_once_per_run_about_the_trace_id_its_span_get
     assert {trace_id for _, trace_id, _ in chats} == recorded  # asked by the SDK, as usual
 
 
-def test_with_no_provider_set_a_run_is_one_decision_until_one_is():
+def test_with_no_provider_set_a_run_calls_no_hook_until_one_is():
     output = run_python(
         """
         import asyncio
@@ -182,14 +184,14 @@ def test_with_no_provider_set_a_run_is_one_decision_until_one_is():
         asyncio.run(main())
         """
     )
-    assert output.splitlines() == ["1", "['chat', 'invoke_agent helper']"]
+    assert output.splitlines() == ["0", "['chat', 'invoke_agent helper']"]
 
 
-async def test_with_no_sdk_every_run_is_one_decision():
+async def test_with_no_sdk_a_run_calls_no_hook():
     tracing = CountingTracing(tracer_provider=NoOpTracerProvider())
     agent = await Agent.create(tool_run_model(), tools=[add], extensions=[tracing])
     await collect(agent, "1+2?", config=AgentRunConfig(session_id=SESSION))
-    assert tracing.calls == {"on_event": 1}
+    assert tracing.calls == {}
 
 
 async def test_other_listeners_still_see_every_phase_of_a_dropped_run():
@@ -197,7 +199,7 @@ async def test_other_listeners_still_see_every_phase_of_a_dropped_run():
     tracing = CountingTracing(tracer_provider=NoOpTracerProvider())
     agent = await Agent.create(tool_run_model(), tools=[add], extensions=[listener, tracing])
     await collect(agent, "1+2?", config=AgentRunConfig(session_id=SESSION))
-    assert tracing.calls == {"on_event": 1}
+    assert tracing.calls == {}
     assert listener.phases[0] is AgentPhase.LOADING_CONTEXT
     assert AgentPhase.RUNNING_TOOL in listener.phases
     assert listener.phases[-1] is AgentPhase.COMPLETED
@@ -225,3 +227,20 @@ async def test_withdraw_leaves_an_extension_out_of_one_request_only():
         quitter.seen.append([])
         await collect(agent, text, config=AgentRunConfig(session_id=SESSION))
     assert quitter.seen == [["before_run"], ["before_run", "after_model", "after_run"]]
+
+
+async def test_a_run_that_fails_before_its_span_starts_keeps_no_sampling_answer(exporter):
+    class Refusing(AgentExtension):
+        async def on_event(self, context, event) -> None:
+            phase = getattr(event, "current_phase", None)
+            if phase is AgentPhase.LOADING_CONTEXT:
+                raise RuntimeError("refused")
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = TracingExtension("helper", tracer_provider=provider)
+    agent = await Agent.create(tool_run_model(), tools=[add], extensions=[Refusing(), tracing])
+    with pytest.raises(RuntimeError, match="refused"):
+        await collect(agent, "1+2?", config=AgentRunConfig(session_id=SESSION))
+    assert tracing._decisions == {} and tracing._runs == {}
+    assert exporter.get_finished_spans() == ()

@@ -1,7 +1,8 @@
 """Whether a run is recorded, decided before anything is built for it.
 
-``TracingExtension`` asks once per run (``RunSampler.start``). What the answer costs
-depends on what is behind the OpenTelemetry API:
+``TracingExtension`` asks once per run, when the request is claimed (``silent``, then with
+the SDK ``decide``; ``begin`` starts the span where the answer needs one). What the answer
+costs depends on what is behind the OpenTelemetry API:
 
 - nothing (no SDK configured: the global provider never set, or a ``NoOpTracerProvider``):
   no run is ever recorded. While the global provider is not set, the API's
@@ -11,9 +12,10 @@ depends on what is behind the OpenTelemetry API:
 - the OpenTelemetry SDK's ``TracerProvider``: its sampler is asked directly, with the trace
   id the run's span would get (the parent's, else a new one from the provider's id
   generator). A run it drops costs that one call: no span object, no context. A run it
-  records gets its span from the SDK as any span, started with that trace id and that
-  answer (stand-ins for the tracer's sampler and id generator hand them over), so the
-  sampler is asked once per run and a ratio sampler keeps its ratio;
+  records gets its span from the SDK as any span (``start_decided``, when the run starts),
+  started with that trace id and that answer (stand-ins for the tracer's sampler and id
+  generator hand them over), so the sampler is asked once per run and a ratio sampler
+  keeps its ratio;
 - anything else: a span is started and asked ``is_recording()``.
 
 The global provider may be set after the extension is built (it is set once, then never
@@ -36,7 +38,11 @@ if TYPE_CHECKING:
 
     from zett_agent.extensions._trace_context import OpenTelemetry
 
-__all__ = ["RunSampler"]
+__all__ = ["Decision", "RunSampler"]
+
+#: The SDK sampler's answer about a run's span: its name, parent context, links and kind,
+#: the ``SamplingResult``, and the trace id for a root span (None with a parent).
+Decision = tuple[str, Any, Any, Any, Any, int | None]
 
 #: What a provider is, once known: nothing records, the SDK, or some other implementation.
 _NOTHING, _SDK, _OTHER = "nothing", "sdk", "other"
@@ -55,6 +61,7 @@ class RunSampler:
         "_kind",
         "_scope",
         "begin",
+        "decide",
         "probe",
         "proxy_tracer",
         "tracer",
@@ -71,6 +78,9 @@ class RunSampler:
         #: What starts a run's span: ``start``, or once the provider is known the one of its
         #: paths that applies (``start`` without its dispatch).
         self.begin: Callable[[str, Any, Any, Any], Span | None] = self.start
+        #: With the SDK: asks its sampler about a run's span before it is started (None:
+        #: dropped; else what ``start_decided`` takes). None for other providers.
+        self.decide: Callable[[str, Any, Any, Any], Decision | None] | None = None
         trace = api.trace
         self.tracer: Tracer = trace.get_tracer(scope, api.version, tracer_provider=tracer_provider)
         #: While no global provider is set: the API's stand-in provider's ``get_tracer``,
@@ -85,9 +95,18 @@ class RunSampler:
             self._resolve(provider)
 
     def unset(self) -> bool:
-        """Whether no global provider is set yet (a caller in a hurry inlines this)."""
+        """Whether no global provider is set yet."""
         probe = self.probe
         return probe is not None and type(probe(self._scope)) is self.proxy_tracer
+
+    def silent(self) -> bool:
+        """Whether no run can be recorded now: no global provider set yet (one question of
+        the API's stand-in provider), or one that records nothing."""
+        if self.probe is not None:
+            if self.unset():
+                return True
+            self._resolve(self._api.trace.get_tracer_provider())
+        return self._kind is _NOTHING
 
     def start(
         self, name: str, parent: Context | None, links: list[Link] | None, kind: Any
@@ -107,8 +126,16 @@ class RunSampler:
     def _sdk_start(
         self, name: str, parent: Context | None, links: list[Link] | None, kind: Any
     ) -> Span | None:
-        """Ask the SDK's sampler about the trace id the span would get; start it if sampled
-        (the SDK then takes that trace id and that answer instead of asking again)."""
+        """Ask the SDK's sampler, then start the span if sampled (``_sdk_decide``)."""
+        decision = self._sdk_decide(name, parent, links, kind)
+        return None if decision is None else self.start_decided(decision)
+
+    def _sdk_decide(
+        self, name: str, parent: Context | None, links: list[Link] | None, kind: Any
+    ) -> Decision | None:
+        """Ask the SDK's sampler about the trace id the span would get: None when it drops
+        the run, else what ``start_decided`` starts the span with (the SDK then takes that
+        trace id and that answer instead of asking again)."""
         decided = self._decided
         assert decided is not None
         current = self._api.trace.get_current_span(parent)
@@ -121,9 +148,14 @@ class RunSampler:
         result = decided.sampler.should_sample(parent, trace_id, name, kind, None, links)
         if result.decision is decided.drop:  # Decision.is_recording(), without the call
             return None
-        pending = decided.pending
+        return (name, parent, links, kind, result, trace_id if root else None)
+
+    def start_decided(self, decision: Decision) -> Span | None:
+        """The span the sampler's answer ``decision`` (``decide``) was about, started."""
+        name, parent, links, kind, result, trace_id = decision
+        pending = self._decided.pending  # type: ignore[union-attr]
         pending.result = result
-        pending.trace_id = trace_id if root else None
+        pending.trace_id = trace_id
         try:
             span = self.tracer.start_span(name, context=parent, kind=kind, links=links)
         finally:
@@ -144,6 +176,7 @@ class RunSampler:
             if self._kind is _SDK:
                 self._decided = _Decided.install(tracer)
                 self.begin = self._sdk_start
+                self.decide = self._sdk_decide
         else:
             self._kind = _OTHER
             if self._given is None:

@@ -26,12 +26,15 @@ the open spans marked ``zett.outcome = cancelled``. A tool call the person decli
 let expire (its result says so in ``attributes["reply"]``, as the approval extension
 records it) is not an error either.
 
-Cost. The sampler decides once per run, when the run's span starts. A run it drops (and
-every run with no SDK configured) builds no attributes, no child span and no context: the
-extension withdraws from the request's hooks (``AgentRunContext.withdraw``), so the rest of
-the request neither calls it nor builds the events it would have listened to. Content
-(messages, tool arguments and results, error texts) is recorded only with
-``record_content=True``.
+Cost. With no SDK behind the API (no global provider set yet, or a ``NoOpTracerProvider``)
+a request leaves the extension out from its start (``_takes_part``, asked once when the
+request is claimed): no hook is called and no event built for it. Otherwise the sampler
+decides once per run, when the run's span starts; a run it drops builds no attributes, no
+child span and no context: the extension withdraws from the request's hooks
+(``AgentRunContext.withdraw``), so the rest of the request neither calls it nor builds the
+events it would have listened to. A recorded run hears only the phase moves that open or
+close a span, never the appended messages. Content (messages, tool arguments and results,
+error texts) is recorded only with ``record_content=True``.
 
 Context. The run span is the current span while the request runs (its model calls and tool
 bodies see it, or their own span), so instrumented HTTP clients and database drivers nest
@@ -74,7 +77,7 @@ from zett_agent.extensions._trace_context import (
     span_links,
     traceparent_of,
 )
-from zett_agent.extensions._trace_sampling import RunSampler
+from zett_agent.extensions._trace_sampling import Decision, RunSampler
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import PhaseTransitionEvent, RunCancelledEvent
 from zett_agent.extensions.external import ExternalEventExpired
@@ -150,6 +153,8 @@ class TracingExtension(AgentExtension):
         self._internal, self._client = api.trace.SpanKind.INTERNAL, api.trace.SpanKind.CLIENT
         self._run_name = f"invoke_agent {agent_name}" if agent_name else "invoke_agent"
         self._runs: dict[AgentRunContext, _Run] = {}
+        #: The sampler's answer for a recorded run, from its claim to its start.
+        self._decisions: dict[AgentRunContext, Decision] = {}
         #: The last model seen and what its spans say of it (a request's model is usually
         #: the agent's: its identity and server are worked out once, not per span).
         self._model: tuple[object, ModelSpans] | None = None
@@ -172,17 +177,47 @@ class TracingExtension(AgentExtension):
 
     # -- hooks -----------------------------------------------------------------------------
 
+    #: The events this extension needs (``zett_agent._hooks``): the moves that open or close
+    #: a span, no appended messages.
+    _phase_events = frozenset(
+        {_LOADING_CONTEXT, _GENERATING, _RUNNING_TOOL, _COMPLETED_PHASE, _CANCELLED_PHASE}
+    )
+    _message_events = False
+
+    def _takes_part(self, context: AgentRunContext) -> bool:
+        """Asked when a request is claimed: False leaves this extension out of it from the
+        start, so the runtime builds no event for it. Nothing can be recorded with no SDK
+        behind the API (no provider set yet: one question of the API, each run, so a
+        provider set later is honoured); a compaction pass has no span; and with the SDK
+        its sampler is asked here, once per run (its answer for a recorded run is kept
+        for the run's span, started when the run starts)."""
+        if context.input_message is None and not context.resuming:
+            return False
+        sampling = self._sampling
+        probe = sampling.probe  # ``RunSampler.silent``'s first question, without the call
+        if probe is not None and type(probe(INSTRUMENTATION)) is self._proxy_tracer:
+            return False
+        if sampling.silent():
+            return False
+        decide = sampling.decide
+        if decide is None:
+            return True  # asked when the run's span starts
+        try:
+            parent, links = _parents(context.metadata)
+        except TypeError:
+            return True  # refused when the run starts: the request fails there
+        decision = decide(self._run_name, parent, links, self._internal)
+        if decision is None:
+            return False
+        self._decisions[context] = decision
+        return True
+
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
         """Phase moves open and close the run's and the model call's spans."""
         kind = type(event)
         if kind is PhaseTransitionEvent:
             phase = event.current_phase  # type: ignore[attr-defined]
             if phase is _LOADING_CONTEXT:
-                # No global provider set (yet): the run costs this one question.
-                probe = self._sampling.probe
-                if probe is not None and type(probe(INSTRUMENTATION)) is self._proxy_tracer:
-                    context.withdraw(self)
-                    return
                 self._start_run(context)
             elif phase is _GENERATING:
                 self._start_chat(context)
@@ -196,22 +231,18 @@ class TracingExtension(AgentExtension):
             self._cancelled(context)  # cancelled before any phase move was announced
 
     def _start_run(self, context: AgentRunContext) -> None:
-        """Start the run's span (a compaction pass, with no input, gets none).
+        """Start the run's span.
 
         The sampler decides here, once per run, before anything is built (``RunSampler``):
-        a run it drops (or any run, with no SDK behind the API) withdraws this extension
-        from the request's hooks, so it builds no attributes, span, child spans or
-        contexts, and the runtime no events for it.
+        a run it drops withdraws this extension from the request's hooks, so it builds no
+        attributes, span, child spans or contexts, and the runtime no further events for it.
         """
-        if context.input_message is None and not context.resuming:
-            context.withdraw(self)
-            return
-        metadata = context.metadata
-        parent = links = None
-        if metadata:
-            parent = parent_context(metadata.get(TRACE_PARENT))
-            links = span_links(metadata.get(TRACE_LINKS))
-        span = self._sampling.begin(self._run_name, parent, links, self._internal)
+        decision = self._decisions.pop(context, None)
+        if decision is not None:
+            span = self._sampling.start_decided(decision)
+        else:
+            parent, links = _parents(context.metadata)
+            span = self._sampling.begin(self._run_name, parent, links, self._internal)
         if span is None:
             context.withdraw(self)  # not sampled, or no SDK: nothing would be recorded
             return
@@ -276,6 +307,7 @@ class TracingExtension(AgentExtension):
 
     def _cancelled(self, context: AgentRunContext) -> None:
         """Cancellation is no error: open spans end marked ``cancelled``."""
+        self._decisions.pop(context, None)  # cancelled before the run's span started
         run = self._runs.pop(context, None)
         if run is None:
             return
@@ -283,8 +315,7 @@ class TracingExtension(AgentExtension):
             tool.span.set_attribute("zett.outcome", _CANCELLED)
         if run.chat is not None:
             run.chat.set_attribute("zett.outcome", _CANCELLED)
-        run.span.set_attribute("zett.outcome", _CANCELLED)
-        run.end()
+        run.end({"zett.outcome": _CANCELLED})
 
     async def after_model(self, context: AgentRunContext, response: ModelResponse) -> None:
         run = self._runs.get(context)
@@ -369,6 +400,7 @@ class TracingExtension(AgentExtension):
         tool.end()
 
     async def on_error(self, context: AgentRunContext, error: Exception) -> None:
+        self._decisions.pop(context, None)  # failed before the run's span started
         run = self._runs.pop(context, None)
         if run is None:
             return
@@ -473,6 +505,13 @@ class _Run:
 # -- attributes --------------------------------------------------------------------------
 
 
+def _parents(metadata: Mapping[str, Any]) -> tuple[Context | None, list[Any] | None]:
+    """The run span's parent context and links, from the request's metadata."""
+    if not metadata:
+        return None, None
+    return parent_context(metadata.get(TRACE_PARENT)), span_links(metadata.get(TRACE_LINKS))
+
+
 def _running_call(context: AgentRunContext, run: _Run) -> ToolCall | None:
     """The tool call being executed: from the latest answer, else (a resumed request's
     restored calls) from the history."""
@@ -518,8 +557,7 @@ def _fail(span: Span, error: BaseException | None, record_content: bool) -> None
     """Mark ``span`` as failed: ``error.type``, ERROR status (with the text only with
     content recording: an error message may quote arguments)."""
     kind = type(error).__qualname__ if error is not None else "_OTHER"
-    span.set_attribute("error.type", kind)
-    span.set_attribute("zett.outcome", _FAILED)
+    span.set_attributes({"error.type": kind, "zett.outcome": _FAILED})
     description = str(error) if record_content and error is not None else kind
     api = otel()
     span.set_status(api.Status(api.StatusCode.ERROR, description))

@@ -1,0 +1,98 @@
+"""An ``on_event`` listener that asks for fewer events hears only those, and an extension
+that does not take part in a request is called for nothing in it; every other listener
+still hears every event, with the timings it always had (``zett_agent._hooks``)."""
+
+from __future__ import annotations
+
+from tests.runtime.support import ProbeModel, answer, call, calls, collect
+from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent.extensions.base import AgentExtension
+from zett_agent.extensions.events import MessageAppendedEvent, PhaseTransitionEvent
+from zett_agent.phases import AgentPhase
+from zett_agent.tools.base import tool
+
+P = AgentPhase
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Guidelines:
+        - Use to add.
+    """
+    return a + b
+
+
+class Hearing(AgentExtension):
+    """Every event it hears: a phase moved into, or the role of an appended message."""
+
+    def __init__(self) -> None:
+        self.heard: list[object] = []
+        self.timings: list[object] = []
+
+    async def on_event(self, context, event) -> None:
+        if isinstance(event, PhaseTransitionEvent):
+            self.heard.append(event.current_phase)
+        elif isinstance(event, MessageAppendedEvent):
+            self.heard.append(event.message.role)
+            self.timings.append(event.timing)
+
+
+class MovesOnly(Hearing):
+    _phase_events = frozenset({P.GENERATING, P.COMPLETED})
+    _message_events = False
+
+
+class Gated(Hearing):
+    def __init__(self, takes_part: bool) -> None:
+        super().__init__()
+        self.takes_part = takes_part
+        self.asked = 0
+        self.ran: list[str] = []
+
+    def _takes_part(self, context) -> bool:
+        self.asked += 1
+        return self.takes_part
+
+    async def before_run(self, context) -> None:
+        self.ran.append("before_run")
+
+
+async def run_tool_request(*extensions: AgentExtension) -> None:
+    model = ProbeModel(calls(call("add", "call-1", a=1, b=2)), answer("three"))
+    agent = await Agent.create(model, tools=[add], extensions=list(extensions))
+    await collect(agent, "1+2?", config=AgentRunConfig(session_id="chat-1"))
+
+
+async def test_a_listener_hears_only_the_moves_it_asked_for_and_no_messages():
+    picky = MovesOnly()
+    await run_tool_request(picky)
+    assert picky.heard == [P.GENERATING, P.GENERATING, P.COMPLETED]
+
+
+async def test_other_listeners_hear_everything_with_timings_beside_a_picky_one():
+    alone, beside = Hearing(), Hearing()
+    await run_tool_request(alone)
+    await run_tool_request(MovesOnly(), beside)
+    assert beside.heard == alone.heard
+    assert P.READY in beside.heard and "tool" in beside.heard
+    # The streamed answer's content segment is timed beside the picky listener too.
+    timed = [timing.content_started_at is not None for timing in beside.timings]
+    assert timed == [timing.content_started_at is not None for timing in alone.timings]
+    assert any(timed)
+
+
+async def test_an_extension_that_does_not_take_part_is_called_for_nothing():
+    out, other = Gated(takes_part=False), Hearing()
+    await run_tool_request(out, other)
+    assert out.asked == 1
+    assert out.heard == [] and out.ran == []
+    assert other.heard[0] is P.LOADING_CONTEXT and other.heard[-1] is P.COMPLETED
+
+
+async def test_an_extension_that_takes_part_hears_the_whole_request():
+    taking = Gated(takes_part=True)
+    await run_tool_request(taking)
+    assert taking.asked == 1 and taking.ran == ["before_run"]
+    assert taking.heard[0] is P.LOADING_CONTEXT and taking.heard[-1] is P.COMPLETED
