@@ -34,6 +34,16 @@ case, written out in its own loop: the runtime goes from one event to the next w
 waiting for anything, so it sends into the coroutine once and an event comes straight back.
 Anything else (a future, a bare yield) is kept for ``advance``, which continues exactly
 where the fast path stopped.
+
+A shortcut for streamed text: once a model call's text segment is open it hands its further
+text deltas to a small coroutine of their own (``zett_agent._model_call``) and awaits it.
+That coroutine first yields a ``Shortcut``; from then on the driver sends straight into it,
+not through every frame of the request above it, so a delta passes one frame instead of
+four. When the stream brings anything else, ends or fails, the shortcut yields ``REJOIN``
+and the driver steps the request again, which resumes the shortcut's coroutine where it
+waits and reads its outcome. A coroutine awaited by a suspended one may be sent into
+directly as long as it does not finish meanwhile: the shortcut never returns or raises while
+the driver holds it, it always rejoins first.
 """
 
 from __future__ import annotations
@@ -47,7 +57,7 @@ from typing import Any
 
 from zett_agent.events import AgentEvent
 
-__all__ = ["FINISHED", "Driver", "Handover", "drive", "emission"]
+__all__ = ["FINISHED", "REJOIN", "Driver", "Handover", "Shortcut", "drive", "emission"]
 
 
 class Handover(tuple):
@@ -70,6 +80,20 @@ def emission(event: AgentEvent) -> Awaitable[None]:
     return Handover((event,))  # type: ignore[return-value]
 
 
+class Shortcut:
+    """Yielded by a coroutine the request awaits, with the first event it hands over: the
+    driver then sends into ``coro`` directly until it yields ``REJOIN``."""
+
+    __slots__ = ("coro", "event")
+
+    def __init__(self, event: AgentEvent) -> None:
+        self.event = event
+        self.coro: Coroutine[Any, Any, Any] | None = None
+
+
+#: Yielded by a ``Shortcut``'s coroutine when the request is to be stepped again.
+REJOIN: Any = object()
+
 #: Returned by ``Driver.advance`` once the request coroutine has returned.
 FINISHED: Any = object()
 _NO_SIGNAL: Any = object()
@@ -89,6 +113,7 @@ class Driver:
         "_held",
         "_send",
         "_signal",
+        "_target",
         "_waker",
         "aborting",
         "cancel_seen",
@@ -100,6 +125,8 @@ class Driver:
 
     def __init__(self, coro: Coroutine[Any, Any, None]) -> None:
         self.coro = coro
+        #: What is stepped: the request, or the coroutine of a ``Shortcut`` it awaits.
+        self._target: Coroutine[Any, Any, Any] = coro
         self._send = coro.send  # bound once: ``drive`` sends into it once per event
         self.context = contextvars.copy_context()
         self.finished = False
@@ -159,7 +186,7 @@ class Driver:
     @types.coroutine
     def advance(self) -> Generator[Any, Any, Any]:
         """Run the request until its next event; return it, or ``FINISHED``."""
-        coro, run = self.coro, self.context.run
+        run = self.context.run
         value: Any = None
         error: BaseException | None = None
         while True:
@@ -179,8 +206,9 @@ class Driver:
                 self._signal = _NO_SIGNAL
             else:
                 self.stepping = True
+                target = self._target
                 try:
-                    signal = run(coro.send, value) if error is None else run(coro.throw, error)
+                    signal = run(target.send, value) if error is None else run(target.throw, error)
                 except StopIteration:
                     self._finish()
                     return FINISHED
@@ -194,6 +222,13 @@ class Driver:
             if isinstance(signal, AgentEvent):
                 self._update_held()
                 return signal
+            if signal.__class__ is Shortcut:
+                self._take_shortcut(signal)
+                self._update_held()
+                return signal.event
+            if signal is REJOIN:
+                self._rejoin()
+                continue
             if getattr(signal, "_asyncio_future_blocking", False):
                 signal._asyncio_future_blocking = False  # what a task does when it takes over
                 self._blocked_on = signal
@@ -254,7 +289,7 @@ class Driver:
             return
         self.aborting = self.cancel_seen = True
         self._discard_foreign()
-        coro, run = self.coro, self.context.run
+        run = self.context.run
         cancel = asyncio.CancelledError()
         error: BaseException | None = cancel
         blocked, self._blocked_on = self._blocked_on, None
@@ -275,8 +310,9 @@ class Driver:
         try:
             while True:
                 self.stepping = True
+                target = self._target
                 try:
-                    signal = run(coro.send, value) if error is None else run(coro.throw, error)
+                    signal = run(target.send, value) if error is None else run(target.throw, error)
                 except StopIteration:
                     return
                 except asyncio.CancelledError as exc:
@@ -288,6 +324,12 @@ class Driver:
                 value = error = None
                 if isinstance(signal, AgentEvent):
                     continue
+                if signal.__class__ is Shortcut:
+                    self._take_shortcut(signal)
+                    continue
+                if signal is REJOIN:
+                    self._rejoin()
+                    continue
                 try:
                     value = yield signal
                 except BaseException as exc:
@@ -297,6 +339,15 @@ class Driver:
             # the error: drop them so that cycle does not keep the request alive.
             cancel = error = blocked = signal = None
             self._finish()
+
+    def _take_shortcut(self, shortcut: Shortcut) -> None:
+        assert shortcut.coro is not None
+        self._target = shortcut.coro
+        self._send = shortcut.coro.send
+
+    def _rejoin(self) -> None:
+        self._target = self.coro
+        self._send = self.coro.send
 
     def _update_held(self) -> None:
         self._held = (
@@ -330,6 +381,7 @@ async def drive(start: Callable[[], Driver]) -> AsyncIterator[AgentEvent]:
         while True:
             if driver._held:
                 event = await driver.advance()
+                send = driver._send  # ``advance`` may have taken or left a shortcut
                 if event is FINISHED:
                     return
             else:
@@ -345,9 +397,18 @@ async def drive(start: Callable[[], Driver]) -> AsyncIterator[AgentEvent]:
                 finally:
                     driver.stepping = False
                 if event.__class__ is not agent_event and not isinstance(event, AgentEvent):
-                    driver._signal = event  # a real suspension: ``advance`` takes it on
-                    driver._held = True
-                    continue
+                    if event.__class__ is Shortcut:
+                        driver._take_shortcut(event)
+                        send = driver._send
+                        event = event.event
+                    elif event is REJOIN:
+                        driver._rejoin()
+                        send = driver._send
+                        continue
+                    else:
+                        driver._signal = event  # a real suspension: ``advance`` takes it on
+                        driver._held = True
+                        continue
             yield event
     finally:
         await driver.abort()

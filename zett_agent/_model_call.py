@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+import types
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from zett_agent._driver import Handover
+from zett_agent._driver import REJOIN, Handover, Shortcut
 from zett_agent._interrupt import StreamWatch
 from zett_agent.events import AgentEvent, AgentEventType, streamed_event
 from zett_agent.exceptions import AgentProtocolError
@@ -100,10 +101,21 @@ async def call_model(
     stream = _open_model_stream(run, request)
     # Armed only once nothing can fail before the ``finally`` that disarms it.
     watch = StreamWatch(run.inbox, run.driver) if run.steering_interrupts_stream else None
+    # Further text deltas go through ``_text_shortcut``: stepped by the driver directly.
+    shortcut = watch is None and run.driver is not None
     steering_waits = run.inbox.has_steering
     cut = False
+    read = _READ
+    item: Any = read  # an item handed back by the shortcut is taken before reading on
     try:
-        async for item in stream:
+        items = aiter(stream)
+        next_item = items.__anext__
+        while True:
+            if item is read:
+                try:
+                    item = await next_item()
+                except StopAsyncIteration:
+                    break
             if item.__class__ is not model_event and not isinstance(item, ModelEvent):
                 raise AgentProtocolError(
                     f"A model stream must yield ModelEvent objects, got {type(item).__name__}"
@@ -125,7 +137,15 @@ async def call_model(
                 event.session_id = session_id
                 event.phase = state.phase
                 event.delta = delta
+                if shortcut and segment is content_started:
+                    handed = Shortcut(event)
+                    handed.coro = _text_shortcut(next_item, handed, session_id, state)
+                    item = await handed.coro
+                    if item is _ENDED:
+                        break
+                    continue
                 await handover((event,))
+                item = read
                 if watch is not None:
                     watch.text.append(delta)
                     if watch.armed and steering_waits():
@@ -148,6 +168,7 @@ async def call_model(
                 event.phase = state.phase
                 event.delta = delta
                 await handover((event,))
+                item = read
                 if watch is not None:
                     watch.reasoning.append(delta)
                     if watch.armed and steering_waits():
@@ -159,6 +180,7 @@ async def call_model(
                 await Handover(
                     (streamed(tool_call_delta, session_id, "", item.tool_call_delta, state.phase),)
                 )
+                item = read
             elif kind is completed:
                 if watch is not None:
                     watch.disarm()
@@ -183,8 +205,9 @@ async def call_model(
                 if watch is not None:
                     watch.disarm()
                 await _server_tool_event(run, item, open_server_calls, seen_server_calls)
+                item = read
         if response is not None:  # the stream must end with its completed event
-            async for item in stream:
+            async for item in items:
                 raise AgentProtocolError(
                     f"Model stream yielded {_kind(item)} after its completed event"
                 )
@@ -219,6 +242,58 @@ async def call_model(
         _span(spans.get(E.CONTENT_STARTED)),
     )
     return response, timing
+
+
+#: ``call_model``'s next item is to be read from the stream.
+_READ: Any = object()
+#: The stream ended while ``_text_shortcut`` read it.
+_ENDED: Any = object()
+
+
+@types.coroutine
+def _text_shortcut(
+    next_item: Callable[[], Awaitable[ModelEvent]],
+    shortcut: Shortcut,
+    session_id: str,
+    state: Any,
+) -> Generator[Any, Any, Any]:
+    """Hand over ``shortcut.event``, then every further text delta of the stream; return the
+    first other item (``_ENDED`` if the stream ends), for ``call_model`` to handle.
+
+    The driver sends into this generator directly (``zett_agent._driver``, ``Shortcut``),
+    so a delta costs this frame alone, and it yields each event bare. It must not return or
+    raise while the driver holds it: whatever happens, it yields ``REJOIN`` first and
+    finishes when the request resumes it.
+    """
+    new, event_class, model_event, text = object.__new__, AgentEvent, ModelEvent, _TEXT
+    text_delta = E.TEXT_DELTA
+    item: Any = _ENDED
+    error: BaseException | None = None
+    try:
+        yield shortcut
+        while True:
+            item = yield from next_item().__await__()
+            if item.__class__ is not model_event or item.type is not text:
+                break
+            event = new(event_class)
+            event.type = text_delta
+            event.session_id = session_id
+            event.phase = state.phase
+            event.delta = item.delta
+            yield event
+    except StopAsyncIteration:
+        item = _ENDED
+    except GeneratorExit:
+        raise
+    except BaseException as exc:
+        error = exc
+    yield REJOIN
+    if error is not None:
+        try:
+            raise error
+        finally:
+            error = None
+    return item
 
 
 def _open_span(spans: dict[AgentEventType, list[Any]], kind: AgentEventType) -> None:
