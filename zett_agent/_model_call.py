@@ -18,6 +18,7 @@ import time
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from datetime import UTC, datetime
+from types import AsyncGeneratorType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from zett_agent._driver import REJOIN, Handover, Shortcut
@@ -93,7 +94,7 @@ async def call_model(
     content_started, reasoning_started = E.CONTENT_STARTED, E.REASONING_STARTED
     text_delta, reasoning_delta = E.TEXT_DELTA, E.REASONING_DELTA
     tool_call_delta, streamed, new = E.TOOL_CALL_DELTA, streamed_event, object.__new__
-    model_event, handover = ModelEvent, Handover
+    model_event, handover, async_gen = ModelEvent, Handover, AsyncGeneratorType
     response: ModelResponse | None = None
     segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
     open_server_calls: set[str] = set()
@@ -139,7 +140,8 @@ async def call_model(
                 event.delta = delta
                 if shortcut and segment is content_started:
                     handed = Shortcut(event)
-                    handed.coro = _text_shortcut(next_item, handed, session_id, state)
+                    read_on = next_item if items.__class__ is async_gen else _awaiting(next_item)
+                    handed.coro = _text_shortcut(read_on, handed, session_id, state)
                     item = await handed.coro
                     if item is _ENDED:
                         break
@@ -252,7 +254,7 @@ _ENDED: Any = object()
 
 @types.coroutine
 def _text_shortcut(
-    next_item: Callable[[], Awaitable[ModelEvent]],
+    next_item: Callable[[], Any],
     shortcut: Shortcut,
     session_id: str,
     state: Any,
@@ -272,7 +274,7 @@ def _text_shortcut(
     try:
         yield shortcut
         while True:
-            item = yield from next_item().__await__()
+            item = yield from next_item()
             if item.__class__ is not model_event or item.type is not text:
                 break
             event = new(event_class)
@@ -294,6 +296,16 @@ def _text_shortcut(
         finally:
             error = None
     return item
+
+
+def _awaiting(next_item: Callable[[], Awaitable[ModelEvent]]) -> Callable[[], Any]:
+    """``next_item`` as ``yield from`` takes it: any awaitable's iterator (an async
+    generator's own ``__anext__`` result is one already)."""
+
+    def read() -> Any:
+        return next_item().__await__()
+
+    return read
 
 
 def _open_span(spans: dict[AgentEventType, list[Any]], kind: AgentEventType) -> None:

@@ -194,3 +194,40 @@ async def test_a_foreign_event_while_the_text_streams_is_handed_over_in_between(
     shown = [event.delta or event.name or event.type.value for event in events]
     assert shown.index("b") < shown.index("progress") < shown.index("c")
     assert shown[-1] == "run_completed"
+
+
+class Items:
+    """A model stream that is no async generator: ``__anext__`` returns a coroutine."""
+
+    def __init__(self, events: list[ModelEvent]) -> None:
+        self._events = list(events)
+        self.closed = False
+
+    def __aiter__(self) -> Items:
+        return self
+
+    async def __anext__(self) -> ModelEvent:
+        await asyncio.sleep(0)
+        if not self._events:
+            raise StopAsyncIteration
+        return self._events.pop(0)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+class IteratorModel:
+    def __init__(self, events: list[ModelEvent]) -> None:
+        self.items = Items(events)
+
+    def stream(self, request: ModelRequest) -> Items:
+        return self.items
+
+
+async def test_a_stream_that_is_no_async_generator_is_read_through_its_awaitables():
+    model = IteratorModel([ModelEvent.text(word) for word in ("a", "b", "c")] + [done("abc")])
+    agent = await Agent.create(model, extensions=[])
+    events = await collect(agent, "hi", config=CONFIG)
+    assert [event.delta for event in events if event.type is T.TEXT_DELTA] == ["a", "b", "c"]
+    assert events[-1].type is T.RUN_COMPLETED
+    assert model.items.closed
