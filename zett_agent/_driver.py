@@ -120,7 +120,6 @@ class Driver:
         "context",
         "coro",
         "finished",
-        "stepping",
     )
 
     def __init__(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -135,9 +134,6 @@ class Driver:
         #: wait: a ``CancelledError`` the runtime reads then is a real cancellation, not an
         #: ``interrupt`` (``cancelled`` adds the consumer's task being cancelled).
         self.cancel_seen = False
-        #: True while the coroutine runs: an emit seen then is the runtime's own, and one
-        #: seen while it is False comes from another task and needs a hand-off.
-        self.stepping = False
         #: The future the suspended runtime awaits, while ``advance`` waits on its behalf.
         self._blocked_on: asyncio.Future[Any] | None = None
         self._waker: asyncio.Future[None] | None = None
@@ -174,6 +170,19 @@ class Driver:
         return blocked.cancel()
 
     @property
+    def stepping(self) -> bool:
+        """The runtime runs (the request, or the shortcut it awaits): an emit seen now is
+        its own, and one seen otherwise comes from another task and needs a hand-off.
+
+        Read from the coroutine itself rather than kept in a flag, so stepping costs no
+        store per event.
+        """
+        target = self._target
+        if target is self.coro:
+            return self.coro.cr_running
+        return target.gi_running  # type: ignore[attr-defined]
+
+    @property
     def cancelled(self) -> bool:
         """A real cancellation is under way (not a steering ``interrupt``): the iterator is
         being closed, or the consumer's task is being cancelled (a timeout that already
@@ -205,7 +214,6 @@ class Driver:
             if signal is not _NO_SIGNAL:  # the fast path stopped at this suspension
                 self._signal = _NO_SIGNAL
             else:
-                self.stepping = True
                 target = self._target
                 try:
                     signal = run(target.send, value) if error is None else run(target.throw, error)
@@ -216,8 +224,6 @@ class Driver:
                     self._finish()
                     error = None  # the escaping error's traceback holds this frame: no cycle
                     raise
-                finally:
-                    self.stepping = False
                 value = error = None
             if isinstance(signal, AgentEvent):
                 self._update_held()
@@ -309,7 +315,6 @@ class Driver:
         value: Any = None
         try:
             while True:
-                self.stepping = True
                 target = self._target
                 try:
                     signal = run(target.send, value) if error is None else run(target.throw, error)
@@ -319,8 +324,6 @@ class Driver:
                     if exc is cancel:
                         return
                     raise
-                finally:
-                    self.stepping = False
                 value = error = None
                 if isinstance(signal, AgentEvent):
                     continue
@@ -385,7 +388,6 @@ async def drive(start: Callable[[], Driver]) -> AsyncIterator[AgentEvent]:
                 if event is FINISHED:
                     return
             else:
-                driver.stepping = True
                 try:
                     event = run(send, None)
                 except StopIteration:
@@ -394,8 +396,6 @@ async def drive(start: Callable[[], Driver]) -> AsyncIterator[AgentEvent]:
                 except BaseException:
                     driver._finish()
                     raise
-                finally:
-                    driver.stepping = False
                 if event.__class__ is not agent_event and not isinstance(event, AgentEvent):
                     if event.__class__ is Shortcut:
                         driver._take_shortcut(event)
