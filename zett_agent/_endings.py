@@ -68,8 +68,10 @@ class Endings:
 
     async def _finish(self, final: AssistantMessage) -> None:
         hooks = self.hooks
-        await self.stage(hooks.after_run, "after_run", final)
-        await self.stage(hooks.on_success, "on_success", final)
+        if hooks.after_run:
+            await self.stage(hooks.after_run, "after_run", final)
+        if hooks.on_success:
+            await self.stage(hooks.on_success, "on_success", final)
         await self.move(P.COMPLETED)
         # Nothing runs after RUN_COMPLETED: the session is free while the consumer holds it,
         # so a consumer that breaks out there can start the next request at once.
