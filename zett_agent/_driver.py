@@ -97,6 +97,8 @@ REJOIN: Any = object()
 #: Returned by ``Driver.advance`` once the request coroutine has returned.
 FINISHED: Any = object()
 _NO_SIGNAL: Any = object()
+#: ``Driver._foreign`` until another task emits: most requests never need the deque.
+_NO_FOREIGN: Any = ()
 
 
 def _wake(waker: asyncio.Future[None], _: object = None) -> None:
@@ -137,7 +139,8 @@ class Driver:
         #: The future the suspended runtime awaits, while ``advance`` waits on its behalf.
         self._blocked_on: asyncio.Future[Any] | None = None
         self._waker: asyncio.Future[None] | None = None
-        self._foreign: deque[tuple[AgentEvent, asyncio.Future[None]]] = deque()
+        #: Events of other tasks waiting to be handed over; a deque from the first one on.
+        self._foreign: deque[tuple[AgentEvent, asyncio.Future[None]]] = _NO_FOREIGN
         #: What the coroutine yielded on the fast path when that was not an event.
         self._signal: Any = _NO_SIGNAL
         #: The fast path must leave the next move to ``advance``: a foreign event waits, the
@@ -150,6 +153,8 @@ class Driver:
         if self.finished or self.aborting:
             return
         delivered = asyncio.get_running_loop().create_future()
+        if self._foreign is _NO_FOREIGN:
+            self._foreign = deque()
         self._foreign.append((event, delivered))
         self._held = True
         if self._waker is not None:
@@ -411,7 +416,8 @@ async def drive(start: Callable[[], Driver]) -> AsyncIterator[AgentEvent]:
                         continue
             yield event
     finally:
-        await driver.abort()
+        if not driver.finished:  # closed early: cancel the request and run its cleanup
+            await driver.abort()
 
 
 def _waker_for(waker: asyncio.Future[None]) -> Any:
