@@ -35,8 +35,9 @@ waiting for anything, so it sends into the coroutine once and an event comes str
 Anything else (a future, a bare yield) is kept for ``advance``, which continues exactly
 where the fast path stopped.
 
-A shortcut for streamed text: once a model call's text segment is open it hands its further
-text deltas to a small coroutine of their own (``zett_agent._model_call``) and awaits it.
+A shortcut for streamed deltas: once a model call's text or reasoning segment is open it
+hands the segment's further deltas to a small generator of their own
+(``zett_agent._model_call``) and awaits it.
 That coroutine first yields a ``Shortcut``; from then on the driver sends straight into it,
 not through every frame of the request above it, so a delta passes one frame instead of
 four. When the stream brings anything else, ends or fails, the shortcut yields ``REJOIN``

@@ -1,9 +1,9 @@
-"""Streamed text read by the driver's shortcut behaves as text read by the request itself.
+"""Deltas read by the driver's shortcut behave as deltas read by the request itself.
 
-Once a text segment is open, further text deltas are read by a coroutine the driver steps
-directly (``zett_agent._driver``, ``Shortcut``). These tests take the stream through every
-way out of it: other items, waits and bare yields, errors, closing, cancellation, foreign
-events and a wrapping ``on_model_request`` layer.
+Once a text or reasoning segment is open, its further deltas are read by a generator the
+driver steps directly (``zett_agent._driver``, ``Shortcut``). These tests take the stream
+through every way out of it: other items, waits and bare yields, errors, closing,
+cancellation, foreign events and a wrapping ``on_model_request`` layer.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ async def test_text_around_waits_reasoning_and_bare_yields_keeps_its_order():
         await asyncio.sleep(0)  # a bare yield
         yield ModelEvent.text("c")
         yield ModelEvent.reasoning("r")
+        await asyncio.sleep(0)
+        yield ModelEvent.reasoning("s")
+        yield ModelEvent.reasoning("t")
         yield ModelEvent.text("d")
         yield done("abcd")
 
@@ -54,6 +57,8 @@ async def test_text_around_waits_reasoning_and_bare_yields_keeps_its_order():
         (T.TEXT_DELTA, "b"),
         (T.TEXT_DELTA, "c"),
         (T.REASONING_DELTA, "r"),
+        (T.REASONING_DELTA, "s"),
+        (T.REASONING_DELTA, "t"),
         (T.TEXT_DELTA, "d"),
     ]
     kinds = [event.type for event in events if not event.type.value.endswith("delta")]
