@@ -18,7 +18,7 @@ import time
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from datetime import UTC, datetime
-from types import AsyncGeneratorType
+from types import AsyncGeneratorType, SimpleNamespace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from zett_agent._driver import REJOIN, Handover, Shortcut
@@ -55,8 +55,10 @@ class CallingRequest(Protocol):
     def move(self, target: AgentPhase) -> Awaitable[tuple[datetime, int] | None]: ...
 
 
-E = AgentEventType
-P = AgentPhase
+# The members as plain attributes: an enum class's attribute is looked up through its
+# metaclass on every read, a namespace's is a dict entry the interpreter caches.
+E: Any = SimpleNamespace(**AgentEventType.__members__)
+P: Any = SimpleNamespace(**AgentPhase.__members__)
 _TEXT = ModelEventType.TEXT
 _REASONING = ModelEventType.REASONING
 _TOOL_CALL = ModelEventType.TOOL_CALL

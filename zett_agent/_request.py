@@ -42,6 +42,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from zett_agent._context import AgentRunContext
@@ -78,8 +79,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Request"]
 
-E = AgentEventType
-P = AgentPhase
+# The members as plain attributes: an enum class's attribute is looked up through its
+# metaclass on every read, a namespace's is a dict entry the interpreter caches.
+E: Any = SimpleNamespace(**AgentEventType.__members__)
+P: Any = SimpleNamespace(**AgentPhase.__members__)
 
 SKIPPED_TOOL_CONTENT = "Superseded by a steering message"
 
