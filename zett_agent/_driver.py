@@ -34,6 +34,17 @@ case, written out in its own loop: the runtime goes from one event to the next w
 waiting for anything, so it sends into the coroutine once and an event comes straight back.
 Anything else (a future, a bare yield) is kept for ``advance``, which continues exactly
 where the fast path stopped.
+
+A shortcut for streamed deltas: once a model call's text or reasoning segment is open it
+hands the segment's further deltas to a small generator of their own
+(``zett_agent._model_call``) and awaits it.
+That coroutine first yields a ``Shortcut``; from then on the driver sends straight into it,
+not through every frame of the request above it, so a delta passes one frame instead of
+four. When the stream brings anything else, ends or fails, the shortcut yields ``REJOIN``
+and the driver steps the request again, which resumes the shortcut's coroutine where it
+waits and reads its outcome. A coroutine awaited by a suspended one may be sent into
+directly as long as it does not finish meanwhile: the shortcut never returns or raises while
+the driver holds it, it always rejoins first.
 """
 
 from __future__ import annotations
@@ -47,7 +58,7 @@ from typing import Any
 
 from zett_agent.events import AgentEvent
 
-__all__ = ["FINISHED", "Driver", "Handover", "drive", "emission"]
+__all__ = ["FINISHED", "REJOIN", "Driver", "Handover", "Shortcut", "drive", "emission"]
 
 
 class Handover(tuple):
@@ -70,9 +81,25 @@ def emission(event: AgentEvent) -> Awaitable[None]:
     return Handover((event,))  # type: ignore[return-value]
 
 
+class Shortcut:
+    """Yielded by a coroutine the request awaits, with the first event it hands over: the
+    driver then sends into ``coro`` directly until it yields ``REJOIN``."""
+
+    __slots__ = ("coro", "event")
+
+    def __init__(self, event: AgentEvent) -> None:
+        self.event = event
+        self.coro: Coroutine[Any, Any, Any] | None = None
+
+
+#: Yielded by a ``Shortcut``'s coroutine when the request is to be stepped again.
+REJOIN: Any = object()
+
 #: Returned by ``Driver.advance`` once the request coroutine has returned.
 FINISHED: Any = object()
 _NO_SIGNAL: Any = object()
+#: ``Driver._foreign`` until another task emits: most requests never need the deque.
+_NO_FOREIGN: Any = ()
 
 
 def _wake(waker: asyncio.Future[None], _: object = None) -> None:
@@ -89,17 +116,19 @@ class Driver:
         "_held",
         "_send",
         "_signal",
+        "_target",
         "_waker",
         "aborting",
         "cancel_seen",
         "context",
         "coro",
         "finished",
-        "stepping",
     )
 
     def __init__(self, coro: Coroutine[Any, Any, None]) -> None:
         self.coro = coro
+        #: What is stepped: the request, or the coroutine of a ``Shortcut`` it awaits.
+        self._target: Coroutine[Any, Any, Any] = coro
         self._send = coro.send  # bound once: ``drive`` sends into it once per event
         self.context = contextvars.copy_context()
         self.finished = False
@@ -108,13 +137,11 @@ class Driver:
         #: wait: a ``CancelledError`` the runtime reads then is a real cancellation, not an
         #: ``interrupt`` (``cancelled`` adds the consumer's task being cancelled).
         self.cancel_seen = False
-        #: True while the coroutine runs: an emit seen then is the runtime's own, and one
-        #: seen while it is False comes from another task and needs a hand-off.
-        self.stepping = False
         #: The future the suspended runtime awaits, while ``advance`` waits on its behalf.
         self._blocked_on: asyncio.Future[Any] | None = None
         self._waker: asyncio.Future[None] | None = None
-        self._foreign: deque[tuple[AgentEvent, asyncio.Future[None]]] = deque()
+        #: Events of other tasks waiting to be handed over; a deque from the first one on.
+        self._foreign: deque[tuple[AgentEvent, asyncio.Future[None]]] = _NO_FOREIGN
         #: What the coroutine yielded on the fast path when that was not an event.
         self._signal: Any = _NO_SIGNAL
         #: The fast path must leave the next move to ``advance``: a foreign event waits, the
@@ -127,6 +154,8 @@ class Driver:
         if self.finished or self.aborting:
             return
         delivered = asyncio.get_running_loop().create_future()
+        if self._foreign is _NO_FOREIGN:
+            self._foreign = deque()
         self._foreign.append((event, delivered))
         self._held = True
         if self._waker is not None:
@@ -147,6 +176,19 @@ class Driver:
         return blocked.cancel()
 
     @property
+    def stepping(self) -> bool:
+        """The runtime runs (the request, or the shortcut it awaits): an emit seen now is
+        its own, and one seen otherwise comes from another task and needs a hand-off.
+
+        Read from the coroutine itself rather than kept in a flag, so stepping costs no
+        store per event.
+        """
+        target = self._target
+        if target is self.coro:
+            return self.coro.cr_running
+        return target.gi_running  # type: ignore[attr-defined]
+
+    @property
     def cancelled(self) -> bool:
         """A real cancellation is under way (not a steering ``interrupt``): the iterator is
         being closed, or the consumer's task is being cancelled (a timeout that already
@@ -159,7 +201,7 @@ class Driver:
     @types.coroutine
     def advance(self) -> Generator[Any, Any, Any]:
         """Run the request until its next event; return it, or ``FINISHED``."""
-        coro, run = self.coro, self.context.run
+        run = self.context.run
         value: Any = None
         error: BaseException | None = None
         while True:
@@ -178,9 +220,9 @@ class Driver:
             if signal is not _NO_SIGNAL:  # the fast path stopped at this suspension
                 self._signal = _NO_SIGNAL
             else:
-                self.stepping = True
+                target = self._target
                 try:
-                    signal = run(coro.send, value) if error is None else run(coro.throw, error)
+                    signal = run(target.send, value) if error is None else run(target.throw, error)
                 except StopIteration:
                     self._finish()
                     return FINISHED
@@ -188,12 +230,17 @@ class Driver:
                     self._finish()
                     error = None  # the escaping error's traceback holds this frame: no cycle
                     raise
-                finally:
-                    self.stepping = False
                 value = error = None
             if isinstance(signal, AgentEvent):
                 self._update_held()
                 return signal
+            if signal.__class__ is Shortcut:
+                self._take_shortcut(signal)
+                self._update_held()
+                return signal.event
+            if signal is REJOIN:
+                self._rejoin()
+                continue
             if getattr(signal, "_asyncio_future_blocking", False):
                 signal._asyncio_future_blocking = False  # what a task does when it takes over
                 self._blocked_on = signal
@@ -254,7 +301,7 @@ class Driver:
             return
         self.aborting = self.cancel_seen = True
         self._discard_foreign()
-        coro, run = self.coro, self.context.run
+        run = self.context.run
         cancel = asyncio.CancelledError()
         error: BaseException | None = cancel
         blocked, self._blocked_on = self._blocked_on, None
@@ -274,19 +321,23 @@ class Driver:
         value: Any = None
         try:
             while True:
-                self.stepping = True
+                target = self._target
                 try:
-                    signal = run(coro.send, value) if error is None else run(coro.throw, error)
+                    signal = run(target.send, value) if error is None else run(target.throw, error)
                 except StopIteration:
                     return
                 except asyncio.CancelledError as exc:
                     if exc is cancel:
                         return
                     raise
-                finally:
-                    self.stepping = False
                 value = error = None
                 if isinstance(signal, AgentEvent):
+                    continue
+                if signal.__class__ is Shortcut:
+                    self._take_shortcut(signal)
+                    continue
+                if signal is REJOIN:
+                    self._rejoin()
                     continue
                 try:
                     value = yield signal
@@ -297,6 +348,15 @@ class Driver:
             # the error: drop them so that cycle does not keep the request alive.
             cancel = error = blocked = signal = None
             self._finish()
+
+    def _take_shortcut(self, shortcut: Shortcut) -> None:
+        assert shortcut.coro is not None
+        self._target = shortcut.coro
+        self._send = shortcut.coro.send
+
+    def _rejoin(self) -> None:
+        self._target = self.coro
+        self._send = self.coro.send
 
     def _update_held(self) -> None:
         self._held = (
@@ -330,10 +390,10 @@ async def drive(start: Callable[[], Driver]) -> AsyncIterator[AgentEvent]:
         while True:
             if driver._held:
                 event = await driver.advance()
+                send = driver._send  # ``advance`` may have taken or left a shortcut
                 if event is FINISHED:
                     return
             else:
-                driver.stepping = True
                 try:
                     event = run(send, None)
                 except StopIteration:
@@ -342,15 +402,23 @@ async def drive(start: Callable[[], Driver]) -> AsyncIterator[AgentEvent]:
                 except BaseException:
                     driver._finish()
                     raise
-                finally:
-                    driver.stepping = False
                 if event.__class__ is not agent_event and not isinstance(event, AgentEvent):
-                    driver._signal = event  # a real suspension: ``advance`` takes it on
-                    driver._held = True
-                    continue
+                    if event.__class__ is Shortcut:
+                        driver._take_shortcut(event)
+                        send = driver._send
+                        event = event.event
+                    elif event is REJOIN:
+                        driver._rejoin()
+                        send = driver._send
+                        continue
+                    else:
+                        driver._signal = event  # a real suspension: ``advance`` takes it on
+                        driver._held = True
+                        continue
             yield event
     finally:
-        await driver.abort()
+        if not driver.finished:  # closed early: cancel the request and run its cleanup
+            await driver.abort()
 
 
 def _waker_for(waker: asyncio.Future[None]) -> Any:

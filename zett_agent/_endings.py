@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from zett_agent._hooks import HookTable
@@ -29,8 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CANCELLED_TOOL_CONTENT", "Endings"]
 
-E = AgentEventType
-P = AgentPhase
+# The members as plain attributes: an enum class's attribute is looked up through its
+# metaclass on every read, a namespace's is a dict entry the interpreter caches.
+E: Any = SimpleNamespace(**AgentEventType.__members__)
+P: Any = SimpleNamespace(**AgentPhase.__members__)
 
 CANCELLED_TOOL_CONTENT = "Request cancelled before tool completion"
 
@@ -68,8 +71,10 @@ class Endings:
 
     async def _finish(self, final: AssistantMessage) -> None:
         hooks = self.hooks
-        await self.stage(hooks.after_run, "after_run", final)
-        await self.stage(hooks.on_success, "on_success", final)
+        if hooks.after_run:
+            await self.stage(hooks.after_run, "after_run", final)
+        if hooks.on_success:
+            await self.stage(hooks.on_success, "on_success", final)
         await self.move(P.COMPLETED)
         # Nothing runs after RUN_COMPLETED: the session is free while the consumer holds it,
         # so a consumer that breaks out there can start the next request at once.

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+import types
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from datetime import UTC, datetime
+from types import AsyncGeneratorType, SimpleNamespace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from zett_agent._driver import Handover
+from zett_agent._driver import REJOIN, Handover, Shortcut
 from zett_agent._interrupt import StreamWatch
 from zett_agent.events import AgentEvent, AgentEventType, streamed_event
 from zett_agent.exceptions import AgentProtocolError
@@ -53,12 +55,17 @@ class CallingRequest(Protocol):
     def move(self, target: AgentPhase) -> Awaitable[tuple[datetime, int] | None]: ...
 
 
-E = AgentEventType
-P = AgentPhase
+# The members as plain attributes: an enum class's attribute is looked up through its
+# metaclass on every read, a namespace's is a dict entry the interpreter caches.
+E: Any = SimpleNamespace(**AgentEventType.__members__)
+P: Any = SimpleNamespace(**AgentPhase.__members__)
 _TEXT = ModelEventType.TEXT
 _REASONING = ModelEventType.REASONING
 _TOOL_CALL = ModelEventType.TOOL_CALL
 _COMPLETED = ModelEventType.COMPLETED
+_CONTENT_STARTED, _REASONING_STARTED = E.CONTENT_STARTED, E.REASONING_STARTED
+_TEXT_DELTA, _REASONING_DELTA, _TOOL_CALL_DELTA = E.TEXT_DELTA, E.REASONING_DELTA, E.TOOL_CALL_DELTA
+_new = object.__new__
 
 
 def _open_model_stream(run: CallingRequest, request: ModelRequest) -> AsyncIterator[ModelEvent]:
@@ -87,12 +94,6 @@ async def call_model(
     # once per streamed item.
     state = run.context.state
     await emit(streamed_event(E.MODEL_STARTED, session_id))
-    # Locals, not module globals and enum attributes: this loop runs once per streamed item.
-    text, reasoning, tool_call, completed = _TEXT, _REASONING, _TOOL_CALL, _COMPLETED
-    content_started, reasoning_started = E.CONTENT_STARTED, E.REASONING_STARTED
-    text_delta, reasoning_delta = E.TEXT_DELTA, E.REASONING_DELTA
-    tool_call_delta, streamed, new = E.TOOL_CALL_DELTA, streamed_event, object.__new__
-    model_event, handover = ModelEvent, Handover
     response: ModelResponse | None = None
     segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
     open_server_calls: set[str] = set()
@@ -100,66 +101,96 @@ async def call_model(
     stream = _open_model_stream(run, request)
     # Armed only once nothing can fail before the ``finally`` that disarms it.
     watch = StreamWatch(run.inbox, run.driver) if run.steering_interrupts_stream else None
+    # Further deltas of an open segment go through ``_delta_shortcut``, stepped by the driver.
+    shortcut = watch is None and run.driver is not None
     steering_waits = run.inbox.has_steering
     cut = False
+    read = _READ
+    item: Any = read  # an item handed back by the shortcut is taken before reading on
     try:
-        async for item in stream:
-            if item.__class__ is not model_event and not isinstance(item, ModelEvent):
+        items = aiter(stream)
+        next_item = items.__anext__
+        while True:
+            if item is read:
+                try:
+                    item = await next_item()
+                except StopAsyncIteration:
+                    break
+            if item.__class__ is not ModelEvent and not isinstance(item, ModelEvent):
                 raise AgentProtocolError(
                     f"A model stream must yield ModelEvent objects, got {type(item).__name__}"
                 )
             kind = item.type
-            if kind is text:
+            if kind is _TEXT:
                 delta = item.delta
-                if delta and segment is not content_started:
-                    if segment is reasoning_started:
+                if delta and segment is not _CONTENT_STARTED:
+                    if segment is _REASONING_STARTED:
                         if spans is not None:
-                            _close_span(spans, reasoning_started)
-                        await emit(streamed(E.REASONING_COMPLETED, session_id))
-                    segment = content_started
+                            _close_span(spans, _REASONING_STARTED)
+                        await emit(streamed_event(E.REASONING_COMPLETED, session_id))
+                    segment = _CONTENT_STARTED
                     if spans is not None:
-                        _open_span(spans, content_started)
-                    await emit(streamed(content_started, session_id))
-                event = new(AgentEvent)
-                event.type = text_delta
+                        _open_span(spans, _CONTENT_STARTED)
+                    await emit(streamed_event(_CONTENT_STARTED, session_id))
+                event = _new(AgentEvent)
+                event.type = _TEXT_DELTA
                 event.session_id = session_id
                 event.phase = state.phase
                 event.delta = delta
-                await handover((event,))
+                if shortcut and segment is _CONTENT_STARTED:
+                    item = await _shortcut(items, event, _TEXT, _TEXT_DELTA, session_id, state)
+                    if item is _ENDED:
+                        break
+                    continue
+                await Handover((event,))
+                item = read
                 if watch is not None:
                     watch.text.append(delta)
                     if watch.armed and steering_waits():
                         cut = True
                         break
-            elif kind is reasoning:
+            elif kind is _REASONING:
                 delta = item.delta
-                if delta and segment is not reasoning_started:
-                    if segment is content_started:
+                if delta and segment is not _REASONING_STARTED:
+                    if segment is _CONTENT_STARTED:
                         if spans is not None:
-                            _close_span(spans, content_started)
-                        await emit(streamed(E.CONTENT_COMPLETED, session_id))
-                    segment = reasoning_started
+                            _close_span(spans, _CONTENT_STARTED)
+                        await emit(streamed_event(E.CONTENT_COMPLETED, session_id))
+                    segment = _REASONING_STARTED
                     if spans is not None:
-                        _open_span(spans, reasoning_started)
-                    await emit(streamed(reasoning_started, session_id))
-                event = new(AgentEvent)
-                event.type = reasoning_delta
+                        _open_span(spans, _REASONING_STARTED)
+                    await emit(streamed_event(_REASONING_STARTED, session_id))
+                event = _new(AgentEvent)
+                event.type = _REASONING_DELTA
                 event.session_id = session_id
                 event.phase = state.phase
                 event.delta = delta
-                await handover((event,))
+                if shortcut and segment is _REASONING_STARTED:
+                    item = await _shortcut(
+                        items, event, _REASONING, _REASONING_DELTA, session_id, state
+                    )
+                    if item is _ENDED:
+                        break
+                    continue
+                await Handover((event,))
+                item = read
                 if watch is not None:
                     watch.reasoning.append(delta)
                     if watch.armed and steering_waits():
                         cut = True
                         break
-            elif kind is tool_call:
+            elif kind is _TOOL_CALL:
                 if watch is not None:
                     watch.disarm()
                 await Handover(
-                    (streamed(tool_call_delta, session_id, "", item.tool_call_delta, state.phase),)
+                    (
+                        streamed_event(
+                            _TOOL_CALL_DELTA, session_id, "", item.tool_call_delta, state.phase
+                        ),
+                    )
                 )
-            elif kind is completed:
+                item = read
+            elif kind is _COMPLETED:
                 if watch is not None:
                     watch.disarm()
                 if not isinstance(item.response, ModelResponse):
@@ -172,19 +203,22 @@ async def call_model(
                 response = item.response
                 if segment is not None:
                     closing = (
-                        E.CONTENT_COMPLETED if segment is content_started else E.REASONING_COMPLETED
+                        E.CONTENT_COMPLETED
+                        if segment is _CONTENT_STARTED
+                        else E.REASONING_COMPLETED
                     )
                     if spans is not None:
                         _close_span(spans, segment)
                     segment = None
-                    await emit(streamed(closing, session_id))
+                    await emit(streamed_event(closing, session_id))
                 break
             else:
                 if watch is not None:
                     watch.disarm()
                 await _server_tool_event(run, item, open_server_calls, seen_server_calls)
+                item = read
         if response is not None:  # the stream must end with its completed event
-            async for item in stream:
+            async for item in items:
                 raise AgentProtocolError(
                     f"Model stream yielded {_kind(item)} after its completed event"
                 )
@@ -204,7 +238,7 @@ async def call_model(
         if segment is not None:
             if spans is not None:
                 _close_span(spans, segment)
-            closing = E.CONTENT_COMPLETED if segment is content_started else E.REASONING_COMPLETED
+            closing = E.CONTENT_COMPLETED if segment is _CONTENT_STARTED else E.REASONING_COMPLETED
             await emit(AgentEvent(closing, session_id))
     if response is None:
         raise AgentProtocolError("Model stream ended without a response")
@@ -219,6 +253,86 @@ async def call_model(
         _span(spans.get(E.CONTENT_STARTED)),
     )
     return response, timing
+
+
+def _shortcut(
+    items: AsyncIterator[ModelEvent],
+    event: AgentEvent,
+    kind: ModelEventType,
+    event_type: AgentEventType,
+    session_id: str,
+    state: Any,
+) -> Generator[Any, Any, Any]:
+    """The ``_delta_shortcut`` that hands over ``event`` and the segment's further deltas."""
+    handed = Shortcut(event)
+    next_item = items.__anext__
+    read = next_item if items.__class__ is AsyncGeneratorType else _awaiting(next_item)
+    handed.coro = _delta_shortcut(read, handed, kind, event_type, session_id, state)
+    return handed.coro
+
+
+#: ``call_model``'s next item is to be read from the stream.
+_READ: Any = object()
+#: The stream ended while ``_delta_shortcut`` read it.
+_ENDED: Any = object()
+
+
+@types.coroutine
+def _delta_shortcut(
+    next_item: Callable[[], Any],
+    shortcut: Shortcut,
+    kind: ModelEventType,
+    event_type: AgentEventType,
+    session_id: str,
+    state: Any,
+) -> Generator[Any, Any, Any]:
+    """Hand over ``shortcut.event``, then every further delta of the open segment's ``kind``
+    (text or reasoning) as an ``event_type`` event; return the first other item (``_ENDED``
+    if the stream ends), for ``call_model`` to handle.
+
+    The driver sends into this generator directly (``zett_agent._driver``, ``Shortcut``),
+    so a delta costs this frame alone, and it yields each event bare. It must not return or
+    raise while the driver holds it: whatever happens, it yields ``REJOIN`` first and
+    finishes when the request resumes it.
+    """
+    new, event_class, model_event = object.__new__, AgentEvent, ModelEvent
+    item: Any = _ENDED
+    error: BaseException | None = None
+    try:
+        yield shortcut
+        while True:
+            item = yield from next_item()
+            if item.__class__ is not model_event or item.type is not kind:
+                break
+            event = new(event_class)
+            event.type = event_type
+            event.session_id = session_id
+            event.phase = state.phase
+            event.delta = item.delta
+            yield event
+    except StopAsyncIteration:
+        item = _ENDED
+    except GeneratorExit:
+        raise
+    except BaseException as exc:
+        error = exc
+    yield REJOIN
+    if error is not None:
+        try:
+            raise error
+        finally:
+            error = None
+    return item
+
+
+def _awaiting(next_item: Callable[[], Awaitable[ModelEvent]]) -> Callable[[], Any]:
+    """``next_item`` as ``yield from`` takes it: any awaitable's iterator (an async
+    generator's own ``__anext__`` result is one already)."""
+
+    def read() -> Any:
+        return next_item().__await__()
+
+    return read
 
 
 def _open_span(spans: dict[AgentEventType, list[Any]], kind: AgentEventType) -> None:

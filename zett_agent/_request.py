@@ -42,6 +42,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from zett_agent._context import AgentRunContext
@@ -78,8 +79,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Request"]
 
-E = AgentEventType
-P = AgentPhase
+# The members as plain attributes: an enum class's attribute is looked up through its
+# metaclass on every read, a namespace's is a dict entry the interpreter caches.
+E: Any = SimpleNamespace(**AgentEventType.__members__)
+P: Any = SimpleNamespace(**AgentPhase.__members__)
 
 SKIPPED_TOOL_CONTENT = "Superseded by a steering message"
 
@@ -227,7 +230,8 @@ class Request(ExtensionCalls, Endings):
     ) -> Awaitable[None]:
         """Run one hook on every participating extension, then publish added messages.
 
-        A stage nobody takes part in (the common case) costs no coroutine.
+        A stage nobody takes part in (the common case) costs no coroutine; the hot paths
+        test the stage before calling, so it costs them no call either.
         """
         if not extensions:
             return _NOTHING
@@ -274,7 +278,8 @@ class Request(ExtensionCalls, Endings):
                 await self.flush()
                 await self.move(P.READY)
                 await self.append(message)
-                await self.stage(self.hooks.before_run, "before_run")
+                if self.hooks.before_run:
+                    await self.stage(self.hooks.before_run, "before_run")
                 await self._finish(await self._turns())
         except asyncio.CancelledError as cancel:
             await self._cancelled(cancel)
@@ -294,22 +299,26 @@ class Request(ExtensionCalls, Endings):
         self._unsettled = list(point.open_calls)
         await self.flush()
         await self.move(P.READY)
-        await self.stage(self.hooks.before_run, "before_run")
+        if self.hooks.before_run:
+            await self.stage(self.hooks.before_run, "before_run")
         await self._finish(await self._turns(resumed=point.message))
 
     async def _compaction_pass(self) -> None:
         """Restore context, run ``on_compact``, append nothing, call no primary model."""
         await self.flush()
         await self.move(P.READY)
-        await self.stage(self.hooks.on_compact, "on_compact")
+        if self.hooks.on_compact:
+            await self.stage(self.hooks.on_compact, "on_compact")
         await self.move(P.COMPLETED)
 
     async def _load_context(self) -> None:
         hooks = self.hooks
         await self.move(P.LOADING_CONTEXT)
-        await self.stage(hooks.on_tool, "on_tool")
-        await self.stage(hooks.on_state, "on_state")
-        if self.resumption is None and not self.compaction:
+        if hooks.on_tool:
+            await self.stage(hooks.on_tool, "on_tool")
+        if hooks.on_state:
+            await self.stage(hooks.on_state, "on_state")
+        if hooks.on_message and self.resumption is None and not self.compaction:
             await self.stage(hooks.on_message, "on_message")
         self._setup = False
 
@@ -334,7 +343,8 @@ class Request(ExtensionCalls, Endings):
                 raise AgentIterationLimitError(
                     f"One input needed more than max_iterations={self.max_iterations} model calls"
                 )
-            await self.stage(hooks.before_turn, "before_turn")
+            if hooks.before_turn:
+                await self.stage(hooks.before_turn, "before_turn")
             request = await self._prepare_model_request()
             response, timing = await call_model(self, request)
             message = response.message
@@ -346,7 +356,8 @@ class Request(ExtensionCalls, Endings):
             if not cut or message.content or message.reasoning:
                 # A call cut short before it said anything leaves nothing to keep.
                 await self.append(message, timing, response.usage)
-            await self.stage(hooks.after_model, "after_model", response)
+            if hooks.after_model:
+                await self.stage(hooks.after_model, "after_model", response)
             if response.stop is not None:
                 await self.emit(
                     AgentEvent(
@@ -373,7 +384,8 @@ class Request(ExtensionCalls, Endings):
             queued = self.inbox.take_steering() if cut else self.inbox.take_final()
             if queued is None:
                 await self._complete_active(message)
-                await self.stage(hooks.after_turn, "after_turn", message)
+                if hooks.after_turn:
+                    await self.stage(hooks.after_turn, "after_turn", message)
                 return message
             if isinstance(queued, list):
                 await self._start_steering(queued)
@@ -384,7 +396,8 @@ class Request(ExtensionCalls, Endings):
                 await self.emit(
                     AgentEvent(E.INTERNAL_MESSAGE_STARTED, session_id, internal_message=queued)
                 )
-            await self.stage(hooks.after_turn, "after_turn", message)
+            if hooks.after_turn:
+                await self.stage(hooks.after_turn, "after_turn", message)
             calls_for_input = 0
 
     async def _tool_phase(self, message: AssistantMessage) -> bool:
@@ -399,7 +412,8 @@ class Request(ExtensionCalls, Endings):
         if steered:
             await self._skip_unsettled()
             await self._start_steering(self.inbox.take_steering())
-        await self.stage(self.hooks.after_turn, "after_turn", message)
+        if self.hooks.after_turn:
+            await self.stage(self.hooks.after_turn, "after_turn", message)
         return steered
 
     async def _prepare_model_request(self) -> ModelRequest:
@@ -428,7 +442,8 @@ class Request(ExtensionCalls, Endings):
         token = _current_tool_call_id.set(call.id)
         context_token = _current_run_context.set(context)
         try:
-            await self.stage(hooks.before_tool, "before_tool", call)
+            if hooks.before_tool:
+                await self.stage(hooks.before_tool, "before_tool", call)
             started = await self.move(P.RUNNING_TOOL)
             await self.emit(runtime_event(E.TOOL_STARTED, context.session_id, tool_calls=[call]))
             result, error = await execute_tool(context, self.hooks.on_tool_call, call)
@@ -438,7 +453,8 @@ class Request(ExtensionCalls, Endings):
                 timing = _measured(
                     started[0], completed[0], max(completed[1] - started[1], 0), None, None
                 )
-            await self.stage(hooks.after_tool, "after_tool", call, result, error)
+            if hooks.after_tool:
+                await self.stage(hooks.after_tool, "after_tool", call, result, error)
             message = ToolMessage(
                 call.id,
                 call.name,
