@@ -163,9 +163,7 @@ class Request(ExtensionCalls, Endings):
 
     def flush(self) -> Awaitable[None]:
         """Publish messages extensions added during the stage that just ended."""
-        if not self.context._unpublished:
-            return _NOTHING
-        return self._flush()
+        return self._flush() if self.context._unpublished else _NOTHING
 
     async def _flush(self) -> None:
         context = self.context
@@ -233,9 +231,7 @@ class Request(ExtensionCalls, Endings):
         A stage nobody takes part in (the common case) costs no coroutine; the hot paths
         test the stage before calling, so it costs them no call either.
         """
-        if not extensions:
-            return _NOTHING
-        return self._run_stage(extensions, hook, args)
+        return self._run_stage(extensions, hook, args) if extensions else _NOTHING
 
     async def _run_stage(
         self, extensions: tuple[AgentExtension, ...], hook: str, args: tuple[Any, ...]
