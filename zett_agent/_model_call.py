@@ -85,7 +85,8 @@ async def call_model(
     event to its closing one (clocks are read only there, never per delta).
     """
     session_id = run.context.session_id
-    started = await run.move(P.GENERATING)  # None: nobody listens, nothing is timed
+    # None: nobody listens, nothing is timed (a false move is not awaited: it is done)
+    started = await moved if (moved := run.move(P.GENERATING)) else None
     # segment kind -> [start, start_ns, end, end_ns]; None when nothing is timed
     spans: dict[AgentEventType, list[Any]] | None = None if started is None else {}
     emit = run.emit
@@ -242,7 +243,7 @@ async def call_model(
             await emit(AgentEvent(closing, session_id))
     if response is None:
         raise AgentProtocolError("Model stream ended without a response")
-    completed = await run.move(P.READY)
+    completed = await moved if (moved := run.move(P.READY)) else None
     if started is None or completed is None or spans is None:
         return response, None
     timing = _measured(
