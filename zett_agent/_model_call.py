@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from types import AsyncGeneratorType, SimpleNamespace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from zett_agent._driver import REJOIN, Handover, Shortcut
+from zett_agent._driver import REJOIN, Shortcut, emission
 from zett_agent._interrupt import StreamWatch
 from zett_agent.events import AgentEvent, AgentEventType, streamed_event
 from zett_agent.exceptions import AgentProtocolError
@@ -91,7 +91,7 @@ async def call_model(
     spans: dict[AgentEventType, list[Any]] | None = None if started is None else {}
     emit = run.emit
     # A streamed delta is built (as ``streamed_event`` builds it), stamped with the phase
-    # and handed over by ``Handover`` right here: what ``run.emit`` does, without a call,
+    # and handed over by ``emission`` right here: what ``run.emit`` does, without a call,
     # once per streamed item.
     state = run.context.state
     await emit(streamed_event(E.MODEL_STARTED, session_id))
@@ -143,7 +143,7 @@ async def call_model(
                     if item is _ENDED:
                         break
                     continue
-                await Handover((event,))
+                await emission(event)
                 item = read
                 if watch is not None:
                     watch.text.append(delta)
@@ -173,7 +173,7 @@ async def call_model(
                     if item is _ENDED:
                         break
                     continue
-                await Handover((event,))
+                await emission(event)
                 item = read
                 if watch is not None:
                     watch.reasoning.append(delta)
@@ -183,11 +183,9 @@ async def call_model(
             elif kind is _TOOL_CALL:
                 if watch is not None:
                     watch.disarm()
-                await Handover(
-                    (
-                        streamed_event(
-                            _TOOL_CALL_DELTA, session_id, "", item.tool_call_delta, state.phase
-                        ),
+                await emission(
+                    streamed_event(
+                        _TOOL_CALL_DELTA, session_id, "", item.tool_call_delta, state.phase
                     )
                 )
                 item = read

@@ -46,7 +46,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from zett_agent._context import AgentRunContext
-from zett_agent._driver import Driver, Handover
+from zett_agent._driver import Driver, emission
 from zett_agent._endings import Endings
 from zett_agent._extension_calls import ExtensionCalls
 from zett_agent._hooks import HookTable
@@ -166,7 +166,7 @@ class Request(ExtensionCalls, Endings):
     def emit(self, event: AgentEvent) -> Awaitable[None]:
         """Stamp the current phase and hand the event to the consumer (await the result)."""
         event.phase = self.context.state.phase
-        return Handover((event,))  # type: ignore[return-value]
+        return emission(event)  # type: ignore[return-value]
 
     async def _publish_appended(
         self,
