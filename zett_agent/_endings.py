@@ -80,7 +80,9 @@ class Endings:
         # Nothing runs after RUN_COMPLETED: the session is free while the consumer holds it,
         # so a consumer that breaks out there can start the next request at once.
         self._end()
-        await self.emit(runtime_event(E.RUN_COMPLETED, self.context.session_id, message=final))
+        await self.emit(
+            runtime_event(E.RUN_COMPLETED, self.context.config.session_id, message=final)
+        )
 
     async def _cancelled(self, cancel: asyncio.CancelledError) -> None:
         state = self.context.state

@@ -84,7 +84,7 @@ async def call_model(
     The timing spans GENERATING and back to READY; a segment's span runs from its opening
     event to its closing one (clocks are read only there, never per delta).
     """
-    session_id = run.context.session_id
+    session_id = run.context.config.session_id
     # None: nobody listens, nothing is timed (a false move is not awaited: it is done)
     started = await moved if (moved := run.move(P.GENERATING)) else None
     # segment kind -> [start, start_ns, end, end_ns]; None when nothing is timed

@@ -109,7 +109,7 @@ def _model_request(context: AgentRunContext) -> ModelRequest:
         context.state.messages,
         tuple([tool.definition for tool in context.tools.values()]),
         tuple(context.server_tools.values()),
-        context.session_id,
+        context.config.session_id,
     )
 
 
@@ -350,7 +350,7 @@ class Request(ExtensionCalls, Endings):
         """
         hooks = self.hooks
         context = self.context
-        session_id = context.session_id
+        session_id = context.config.session_id
         if resumed is not None:
             await self._tool_phase(resumed)
             if self._ending:
@@ -408,7 +408,8 @@ class Request(ExtensionCalls, Endings):
             # A call a steer cut short is no answer: only that steering is taken.
             queued = self.inbox.take_steering() if cut else self.inbox.take_final()
             if queued is None:
-                await self._complete_active(message)
+                if self._answering.steering or self._answering.internal:
+                    await self._complete_active(message)
                 if hooks.after_turn:
                     await self.stage(hooks.after_turn, "after_turn", message)
                 return message
@@ -461,7 +462,8 @@ class Request(ExtensionCalls, Endings):
             if hooks.before_tool:
                 await self.stage(hooks.before_tool, "before_tool", call)
             started = await moved if (moved := self.move(P.RUNNING_TOOL)) else None
-            await self.emit(runtime_event(E.TOOL_STARTED, context.session_id, tool_calls=[call]))
+            session_id = context.config.session_id
+            await self.emit(runtime_event(E.TOOL_STARTED, session_id, tool_calls=[call]))
             result, error = await execute_tool(context, self.hooks.on_tool_call, call)
             completed = await moved if (moved := self.move(P.READY)) else None
             if hooks.after_tool:
@@ -478,7 +480,7 @@ class Request(ExtensionCalls, Endings):
             await self.emit(
                 runtime_event(
                     E.TOOL_COMPLETED if message.success else E.TOOL_FAILED,
-                    context.session_id,
+                    session_id,
                     tool_calls=[call],
                     message=message,
                     error=error,

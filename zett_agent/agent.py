@@ -412,7 +412,7 @@ class Agent:
         return request
 
     def _release(self, request: Request) -> None:
-        session_id = request.context.session_id
+        session_id = request.context.config.session_id
         with self._lock:
             if self._active.get(session_id) is request:
                 del self._active[session_id]
