@@ -54,9 +54,9 @@ class Endings:
         def move(self, target: AgentPhase) -> Awaitable[tuple[datetime, int] | None]: ...
         def stage(self, extensions: tuple[Any, ...], hook: str, *args: Any) -> Awaitable[None]: ...
         async def publish(self, event: ExtensionEvent, *, target: Any = None) -> None: ...
-        async def _settle(
+        def _settle(
             self, call: ToolCall, message: ToolMessage, timing: MessageTiming | None = None
-        ) -> None: ...
+        ) -> Awaitable[None]: ...
 
     def _end(self) -> None:
         """Give the session back, once: at the move into COMPLETED, else when ``execute`` ends."""
@@ -75,11 +75,14 @@ class Endings:
             await self.stage(hooks.after_run, "after_run", final)
         if hooks.on_success:
             await self.stage(hooks.on_success, "on_success", final)
-        await self.move(P.COMPLETED)
+        if moving := self.move(P.COMPLETED):
+            await moving
         # Nothing runs after RUN_COMPLETED: the session is free while the consumer holds it,
         # so a consumer that breaks out there can start the next request at once.
         self._end()
-        await self.emit(runtime_event(E.RUN_COMPLETED, self.context.session_id, message=final))
+        await self.emit(
+            runtime_event(E.RUN_COMPLETED, self.context.config.session_id, message=final)
+        )
 
     async def _cancelled(self, cancel: asyncio.CancelledError) -> None:
         state = self.context.state

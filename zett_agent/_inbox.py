@@ -102,6 +102,8 @@ class RequestInbox:
             return None
 
     def close(self) -> None:
+        if not (self._open or self._steering or self._internal):
+            return  # closed and empty (``take_final``): a closed inbox refuses every push
         with self._lock:
             self._open = False
             self._steering.clear()

@@ -44,7 +44,9 @@ def json_object(
 
 def request_tags(tags: Mapping[str, Any] | Iterable[str] | None) -> dict:
     """``tags`` as a JSON object; an iterable of names (the older form) maps each to True."""
-    if tags is None or isinstance(tags, Mapping):
+    if tags is None:
+        return {}
+    if isinstance(tags, Mapping):
         return json_object(tags, field="tags", nonblank_keys=True)
     if isinstance(tags, str | bytes):
         raise TypeError("tags must be a mapping (or an iterable of tag names), not a string")

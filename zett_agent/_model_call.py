@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from types import AsyncGeneratorType, SimpleNamespace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from zett_agent._driver import REJOIN, Handover, Shortcut
+from zett_agent._driver import REJOIN, Shortcut, emission
 from zett_agent._interrupt import StreamWatch
 from zett_agent.events import AgentEvent, AgentEventType, streamed_event
 from zett_agent.exceptions import AgentProtocolError
@@ -84,13 +84,14 @@ async def call_model(
     The timing spans GENERATING and back to READY; a segment's span runs from its opening
     event to its closing one (clocks are read only there, never per delta).
     """
-    session_id = run.context.session_id
-    started = await run.move(P.GENERATING)  # None: nobody listens, nothing is timed
+    session_id = run.context.config.session_id
+    # None: nobody listens, nothing is timed (a false move is not awaited: it is done)
+    started = await moved if (moved := run.move(P.GENERATING)) else None
     # segment kind -> [start, start_ns, end, end_ns]; None when nothing is timed
     spans: dict[AgentEventType, list[Any]] | None = None if started is None else {}
     emit = run.emit
     # A streamed delta is built (as ``streamed_event`` builds it), stamped with the phase
-    # and handed over by ``Handover`` right here: what ``run.emit`` does, without a call,
+    # and handed over by ``emission`` right here: what ``run.emit`` does, without a call,
     # once per streamed item.
     state = run.context.state
     await emit(streamed_event(E.MODEL_STARTED, session_id))
@@ -142,7 +143,7 @@ async def call_model(
                     if item is _ENDED:
                         break
                     continue
-                await Handover((event,))
+                await emission(event)
                 item = read
                 if watch is not None:
                     watch.text.append(delta)
@@ -172,7 +173,7 @@ async def call_model(
                     if item is _ENDED:
                         break
                     continue
-                await Handover((event,))
+                await emission(event)
                 item = read
                 if watch is not None:
                     watch.reasoning.append(delta)
@@ -182,11 +183,9 @@ async def call_model(
             elif kind is _TOOL_CALL:
                 if watch is not None:
                     watch.disarm()
-                await Handover(
-                    (
-                        streamed_event(
-                            _TOOL_CALL_DELTA, session_id, "", item.tool_call_delta, state.phase
-                        ),
+                await emission(
+                    streamed_event(
+                        _TOOL_CALL_DELTA, session_id, "", item.tool_call_delta, state.phase
                     )
                 )
                 item = read
@@ -242,7 +241,7 @@ async def call_model(
             await emit(AgentEvent(closing, session_id))
     if response is None:
         raise AgentProtocolError("Model stream ended without a response")
-    completed = await run.move(P.READY)
+    completed = await moved if (moved := run.move(P.READY)) else None
     if started is None or completed is None or spans is None:
         return response, None
     timing = _measured(

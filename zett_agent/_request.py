@@ -46,7 +46,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from zett_agent._context import AgentRunContext
-from zett_agent._driver import Driver, Handover
+from zett_agent._driver import Driver, emission
 from zett_agent._endings import Endings
 from zett_agent._extension_calls import ExtensionCalls
 from zett_agent._hooks import HookTable
@@ -91,7 +91,9 @@ class _Nothing(tuple):
     """An awaitable that is already done: what an empty hook stage returns.
 
     An empty tuple whose ``__await__`` is the tuple's own iterator: awaiting it runs no
-    Python frame at all.
+    Python frame at all. Being empty it is also false, so a hot path tests it before
+    awaiting (``if moving := self.move(...)``): even a done awaitable costs about 70 ns
+    to await, a truth test a few.
     """
 
     __slots__ = ()
@@ -99,6 +101,25 @@ class _Nothing(tuple):
 
 
 _NOTHING = _Nothing()
+
+
+def _model_request(context: AgentRunContext) -> ModelRequest:
+    """The model request of the context as it is now (hooks may have changed it)."""
+    return runtime_request(
+        context.state.messages,
+        tuple([tool.definition for tool in context.tools.values()]),
+        tuple(context.server_tools.values()),
+        context.config.session_id,
+    )
+
+
+def _tool_timing(
+    started: tuple[datetime, int] | None, completed: tuple[datetime, int] | None
+) -> MessageTiming | None:
+    """A tool result's timing, from the moves into RUNNING_TOOL and back (None: untimed)."""
+    if started is None or completed is None:
+        return None
+    return _measured(started[0], completed[0], max(completed[1] - started[1], 0), None, None)
 
 
 async def _clocks() -> tuple[datetime, int]:
@@ -145,7 +166,7 @@ class Request(ExtensionCalls, Endings):
     def emit(self, event: AgentEvent) -> Awaitable[None]:
         """Stamp the current phase and hand the event to the consumer (await the result)."""
         event.phase = self.context.state.phase
-        return Handover((event,))  # type: ignore[return-value]
+        return emission(event)  # type: ignore[return-value]
 
     async def _publish_appended(
         self,
@@ -188,12 +209,11 @@ class Request(ExtensionCalls, Endings):
         return self._publish_appended(message, timing, usage)
 
     def move(self, target: AgentPhase) -> Awaitable[tuple[datetime, int] | None]:
-        """Move to ``target`` (checked) and publish it; await the result.
+        """Move to ``target`` (checked) and publish it; await the result if it is true.
 
         It gives the move's wall and monotonic time, which appended messages' timings are
         built from; None when no extension wants appended messages (nobody would see a
-        timing). A move nobody listens to reads no clock (unless timings are wanted) and
-        makes no coroutine.
+        timing). A move nobody listens to reads no clock and gives ``_NOTHING`` (false).
         """
         state = self.context.state
         previous = state.phase
@@ -271,9 +291,12 @@ class Request(ExtensionCalls, Endings):
                         f"Request setup must produce a UserMessage (on_message left "
                         f"context.input_message as {type(message).__name__})"
                     )
-                await self.flush()
-                await self.move(P.READY)
-                await self.append(message)
+                if self.context._unpublished:
+                    await self._flush()
+                if moving := self.move(P.READY):
+                    await moving
+                if publishing := self.append(message):
+                    await publishing
                 if self.hooks.before_run:
                     await self.stage(self.hooks.before_run, "before_run")
                 await self._finish(await self._turns())
@@ -309,7 +332,8 @@ class Request(ExtensionCalls, Endings):
 
     async def _load_context(self) -> None:
         hooks = self.hooks
-        await self.move(P.LOADING_CONTEXT)
+        if moving := self.move(P.LOADING_CONTEXT):
+            await moving
         if hooks.on_tool:
             await self.stage(hooks.on_tool, "on_tool")
         if hooks.on_state:
@@ -326,7 +350,7 @@ class Request(ExtensionCalls, Endings):
         """
         hooks = self.hooks
         context = self.context
-        session_id = context.session_id
+        session_id = context.config.session_id
         if resumed is not None:
             await self._tool_phase(resumed)
             if self._ending:
@@ -341,7 +365,10 @@ class Request(ExtensionCalls, Endings):
                 )
             if hooks.before_turn:
                 await self.stage(hooks.before_turn, "before_turn")
-            request = await self._prepare_model_request()
+            if hooks.before_model:
+                request = await self._prepare_model_request()
+            else:
+                request = _model_request(context)
             response, timing = await call_model(self, request)
             message = response.message
             runs_tools = bool(message.tool_calls) and response.stop is None
@@ -351,7 +378,9 @@ class Request(ExtensionCalls, Endings):
             cut = self.steering_interrupts_stream and was_cut(response)
             if not cut or message.content or message.reasoning:
                 # A call cut short before it said anything leaves nothing to keep.
-                await self.append(message, timing, response.usage)
+                publishing = self.append(message, timing, response.usage)
+                if publishing:
+                    await publishing
             if hooks.after_model:
                 await self.stage(hooks.after_model, "after_model", response)
             if response.stop is not None:
@@ -379,7 +408,8 @@ class Request(ExtensionCalls, Endings):
             # A call a steer cut short is no answer: only that steering is taken.
             queued = self.inbox.take_steering() if cut else self.inbox.take_final()
             if queued is None:
-                await self._complete_active(message)
+                if self._answering.steering or self._answering.internal:
+                    await self._complete_active(message)
                 if hooks.after_turn:
                     await self.stage(hooks.after_turn, "after_turn", message)
                 return message
@@ -414,21 +444,12 @@ class Request(ExtensionCalls, Endings):
 
     async def _prepare_model_request(self) -> ModelRequest:
         hooks = self.hooks
-        request = self._build_model_request()
+        request = _model_request(self.context)
         for extension in hooks.before_model:
             await extension.before_model(self.context, request)
             await self._stage_ended()
-            request = self._build_model_request()
+            request = _model_request(self.context)
         return request
-
-    def _build_model_request(self) -> ModelRequest:
-        context = self.context
-        return runtime_request(
-            context.state.messages,
-            tuple([tool.definition for tool in context.tools.values()]),
-            tuple(context.server_tools.values()),
-            context.session_id,
-        )
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -440,15 +461,11 @@ class Request(ExtensionCalls, Endings):
         try:
             if hooks.before_tool:
                 await self.stage(hooks.before_tool, "before_tool", call)
-            started = await self.move(P.RUNNING_TOOL)
-            await self.emit(runtime_event(E.TOOL_STARTED, context.session_id, tool_calls=[call]))
+            started = await moved if (moved := self.move(P.RUNNING_TOOL)) else None
+            session_id = context.config.session_id
+            await self.emit(runtime_event(E.TOOL_STARTED, session_id, tool_calls=[call]))
             result, error = await execute_tool(context, self.hooks.on_tool_call, call)
-            completed = await self.move(P.READY)
-            timing = None
-            if started is not None and completed is not None:
-                timing = _measured(
-                    started[0], completed[0], max(completed[1] - started[1], 0), None, None
-                )
+            completed = await moved if (moved := self.move(P.READY)) else None
             if hooks.after_tool:
                 await self.stage(hooks.after_tool, "after_tool", call, result, error)
             message = ToolMessage(
@@ -458,11 +475,12 @@ class Request(ExtensionCalls, Endings):
                 success=result.success,
                 attributes=dict(result.attributes),
             )
-            await self._settle(call, message, timing)
+            if settling := self._settle(call, message, _tool_timing(started, completed)):
+                await settling
             await self.emit(
                 runtime_event(
                     E.TOOL_COMPLETED if message.success else E.TOOL_FAILED,
-                    context.session_id,
+                    session_id,
                     tool_calls=[call],
                     message=message,
                     error=error,
@@ -482,13 +500,14 @@ class Request(ExtensionCalls, Endings):
                 AgentEvent(E.TOOL_SKIPPED, session_id, tool_calls=[call], message=message)
             )
 
-    async def _settle(
+    def _settle(
         self, call: ToolCall, message: ToolMessage, timing: MessageTiming | None = None
-    ) -> None:
-        """Append a call's result; from here on cancellation no longer closes the call."""
+    ) -> Awaitable[None]:
+        """Append a call's result (await the result if it is true); from here on
+        cancellation no longer closes the call."""
         if self._unsettled and self._unsettled[0] is call:
             self._unsettled.pop(0)
-        await self.append(message, timing)
+        return self.append(message, timing)
 
     # -- steering and internal messages ------------------------------------------------
 

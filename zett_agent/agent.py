@@ -315,8 +315,8 @@ class Agent:
         config: AgentRunConfig | None,
         model: AgentModel | None,
         message: UserMessage | None,
-        metadata: Mapping[str, Any] | None,
-        tags: Iterable[str] | None,
+        metadata: dict[str, Any] | None,
+        tags: dict[str, Any] | None,
         resumption: Resumption | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Claim the session when iteration starts, then drive the request in the
@@ -355,8 +355,8 @@ class Agent:
         config: AgentRunConfig | None,
         model: AgentModel | None,
         message: UserMessage | None,
-        metadata: Mapping[str, Any] | None,
-        tags: Iterable[str] | None,
+        metadata: dict[str, Any] | None,
+        tags: dict[str, Any] | None,
         resumption: Resumption | None,
     ) -> Request:
         resolved = self._resolve_config(config)
@@ -381,8 +381,9 @@ class Agent:
             input_message=message,
             tools=dict(self.tools),
             extensions=self.extensions,
-            metadata=dict(metadata or {}),
-            tags=dict(tags or {}),
+            # ``request_metadata`` / ``request_tags`` made these dicts for this request
+            metadata={} if metadata is None else metadata,
+            tags={} if tags is None else tags,
             resumption=resumption,
         )
         if self.system_prompt:
@@ -412,7 +413,7 @@ class Agent:
         return request
 
     def _release(self, request: Request) -> None:
-        session_id = request.context.session_id
+        session_id = request.context.config.session_id
         with self._lock:
             if self._active.get(session_id) is request:
                 del self._active[session_id]
