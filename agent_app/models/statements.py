@@ -246,11 +246,7 @@ def _joined_shape(model: type[models.Model], relation: str, vendor: str) -> _Joi
         + f"{quote(joined)}.{quote(field.target_field.column)})"
         + f" WHERE {quote(table)}.{quote(meta.pk.column)} = %s"
     )
-    converters = []
-    for index, col in enumerate(columns):
-        found = db.ops.get_db_converters(col) + col.get_db_converters(db)
-        if found:
-            converters.append((index, found, col))
+    converters = _converters(columns, db)
     return _Joined(
         sql,
         field,
@@ -259,6 +255,17 @@ def _joined_shape(model: type[models.Model], relation: str, vendor: str) -> _Joi
         related_fields.index(related.pk),
         converters,
     )
+
+
+def _converters(columns: list[Any], db: Any) -> list[tuple[int, list[Any], Any]]:
+    """``(index, converters, column)`` for each column that has converters, as the ORM's
+    compiler applies them to a row it read."""
+    converters = []
+    for index, col in enumerate(columns):
+        found = db.ops.get_db_converters(col) + col.get_db_converters(db)
+        if found:
+            converters.append((index, found, col))
+    return converters
 
 
 def pk_exists(manager: models.Manager, pk: Any) -> bool:
@@ -298,11 +305,7 @@ def returned_columns(model: type[models.Model], vendor: str) -> Returned:
     quote = db.ops.quote_name
     fields = list(model._meta.concrete_fields)
     columns = [field.get_col(model._meta.db_table) for field in fields]
-    converters = []
-    for index, col in enumerate(columns):
-        found = db.ops.get_db_converters(col) + col.get_db_converters(db)
-        if found:
-            converters.append((index, found, col))
+    converters = _converters(columns, db)
     return Returned(
         ", ".join(quote(col.target.column) for col in columns),
         [field.attname for field in fields],
