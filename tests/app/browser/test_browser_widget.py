@@ -280,6 +280,9 @@ def test_a_widget_whose_chat_was_deleted_starts_a_new_one_on_the_next_visit(
     other = page.context.new_page()
     other.goto(f"{widget_host.url}/chat/s/{remembered[0]}/delete/")
     other.get_by_role("button", name="Delete").click()
+    # The deletion answers with a redirect to the chat list: closing the tab while that
+    # page is still loading could hang Chromium's close on a loaded machine.
+    other.wait_for_load_state("load")
     other.close()
     expect(chat.locator(".connection__label")).to_have_text("Disconnected")
     page.reload()
