@@ -192,6 +192,16 @@ async def lookup(key: str) -> str:
     return f"value of {key}"
 
 
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Guidelines:
+        - Use to add.
+    """
+    return a + b
+
+
 def counting_tool(counted: list[int]) -> AgentTool:
     """A tool ``count(number=0)`` that appends every number its handler receives."""
 

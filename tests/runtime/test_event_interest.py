@@ -4,24 +4,13 @@ still hears every event, with the timings it always had (``zett_agent._hooks``).
 
 from __future__ import annotations
 
-from tests.runtime.support import ProbeModel, answer, call, calls, collect
+from tests.runtime.support import ProbeModel, add, answer, call, calls, collect
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import MessageAppendedEvent, PhaseTransitionEvent
 from zett_agent.phases import AgentPhase
-from zett_agent.tools.base import tool
 
 P = AgentPhase
-
-
-@tool
-async def add(a: int, b: int) -> int:
-    """Add two numbers.
-
-    Guidelines:
-        - Use to add.
-    """
-    return a + b
 
 
 class Hearing(AgentExtension):

@@ -11,26 +11,15 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import NoOpTracerProvider, get_current_span
 
-from tests.runtime.support import ProbeModel, answer, call, calls, collect
+from tests.runtime.support import ProbeModel, add, answer, call, calls, collect
 from tests.runtime.test_tracing_context import run_python
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import PhaseTransitionEvent
 from zett_agent.extensions.tracing import TracingExtension
 from zett_agent.phases import AgentPhase
-from zett_agent.tools.base import tool
 
 SESSION = "chat-7"
-
-
-@tool
-async def add(a: int, b: int) -> int:
-    """Add two numbers.
-
-    Guidelines:
-        - Use to add.
-    """
-    return a + b
 
 
 class Switch(Sampler):
