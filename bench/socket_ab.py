@@ -7,15 +7,15 @@ Each side is a tree (a path, or a commit checked out into a temporary worktree, 
 ``bench.ab`` does) served by its own ``tests/app/live_daphne.py`` on daphne, a throw-away
 SQLite database each, the socket benchmark's model (``bench.zett_model:socket_model``)
 and lifted limits (``bench.serve``).
-Both servers run at once; the rounds alternate which side goes first. In each round, on
-one fresh socket per shape and side: ``--short-runs`` runs of ``stream 1`` and
-``--long-runs`` of ``stream <--deltas>``, and the server process's CPU time (every thread,
-``/proc/<pid>/task/*/schedstat``) around each. CPU per run = fixed + per event x events
-gives the two terms, as ``bench.socket``'s cost model does; "all in" is the long runs' CPU
-per event. Printed as ``bench.ab`` prints its figures (whose trees, figures and table this
-shares): each side's median, and B/A per round with its median, interquartile range and
-range. CPU time, not wall time: on a shared machine it moves far less, and the two sides
-share whatever the machine does during a round.
+Both servers run at once; the rounds alternate which side goes first. In each round, on one
+fresh socket per shape and side: ``--short-runs`` runs of ``stream 1`` and ``--long-runs``
+of ``stream <--deltas>``, and the server process's CPU time (every thread, ended ones
+included: ``bench.serve.cpu_seconds_of``) around each. CPU per run = fixed + per event x
+events gives the two terms, as ``bench.socket``'s cost model does; "all in" is the long
+runs' CPU per event. Printed as ``bench.ab`` prints its figures (whose trees, figures and
+table this shares): each side's median, and B/A per round with its median, interquartile
+range and range. CPU time, not wall time: on a shared machine it moves far less, and the two
+sides share whatever the machine does during a round.
 """
 
 from __future__ import annotations
