@@ -29,6 +29,7 @@ from agent_app.durable.store import message_from_row
 from agent_app.durable.support import Support, support_of
 from agent_app.durable.waits import pending_items
 from agent_app.models import STAFF_ROLE, ChatMessage, ChatRun, ChatSession
+from agent_app.models.statements import instance_from, returned_columns
 from zett_agent.serialization import message_to_dict
 
 __all__ = [
@@ -282,6 +283,19 @@ def _shown_stamps(session_id: str, before_request: str | None, limit: int) -> li
         return [tuple(row) for row in cursor.fetchall()]
 
 
+def _rows_by_pk(pks: list[int]) -> list[ChatMessage]:
+    """``ChatMessage.objects.filter(pk__in=pks)``, written out (``returned_columns``:
+    the same columns, through the same converters)."""
+    quote = connection.ops.quote_name
+    meta = ChatMessage._meta
+    columns = returned_columns(ChatMessage, connection.vendor).sql
+    marks = ", ".join(["%s"] * len(pks))
+    sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} IN ({marks})"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, pks)
+        return [instance_from(ChatMessage, row) for row in cursor.fetchall()]
+
+
 class _ShownItems:
     """``_sized_item`` of the rows ``shown_path`` read, per session, by primary key.
 
@@ -312,7 +326,7 @@ class _ShownItems:
         missing = [stamp[0] for stamp in window if known.get(stamp[0], ((),))[0] != stamp]
         if missing:
             stamps = {stamp[0]: stamp for stamp in window}
-            for row in ChatMessage.objects.filter(pk__in=missing):
+            for row in _rows_by_pk(missing):
                 stamp = stamps[row.pk]
                 if (row.position, row.version, row.versions) != stamp[1:4]:
                     return None  # changed between the two reads
