@@ -48,8 +48,9 @@ class LiveSessions:
 
     def __init__(self, factory: AgentFactory | None = None, cluster_url: str | None = None):
         self._sessions: dict[str, LiveSession] = {}
-        #: The agents of sessions dropped lately, by session, with when (``session``).
-        self._agents: OrderedDict[str, tuple[float, Any]] = OrderedDict()
+        #: The agents of sessions dropped lately, by session, with when and by which
+        #: factory they were built (another factory since: built again; ``session``).
+        self._agents: OrderedDict[str, tuple[float, Any, Any]] = OrderedDict()
         self.factory = factory or build_agent
         self.bus: SessionBus = LocalBus(WORKER_ID)
         if cluster_url:
@@ -69,13 +70,14 @@ class LiveSessions:
 
     def session(self, session_id: str) -> LiveSession:
         """The live session of ``session_id``, brought up if needed (with the agent it had
-        when it was last dropped here, if that was at most ``AGENT_KEPT_SECONDS`` ago)."""
+        when it was last dropped here, if that was at most ``AGENT_KEPT_SECONDS`` ago and
+        the factory is the one that built it)."""
         live = self._sessions.get(session_id)
         if live is None:
             live = self._sessions[session_id] = LiveSession(self, session_id)
             kept = self._agents.pop(session_id, None)
-            if kept is not None and time.monotonic() - kept[0] <= AGENT_KEPT_SECONDS:
-                live.agent = kept[1]
+            if kept is not None and kept[1] is self.factory:
+                live.agent = kept[2] if time.monotonic() - kept[0] <= AGENT_KEPT_SECONDS else None
         return live
 
     async def is_live(self, session_id: str, request_id: str) -> bool:
@@ -87,7 +89,7 @@ class LiveSessions:
             return
         del self._sessions[live.session_id]
         if live.agent is not None:
-            self._agents[live.session_id] = (time.monotonic(), live.agent)
+            self._agents[live.session_id] = (time.monotonic(), self.factory, live.agent)
             while len(self._agents) > AGENTS_KEPT:
                 self._agents.popitem(last=False)
         live.follower.stop()
