@@ -5,9 +5,10 @@ what the thread holds as the run starts — the path the chat shows, never anoth
 (docs/protocol.md, *Versions of a turn*) — so an edit or a switch made in the page is what
 the next run's client reads too. It is built from the history items a ``session`` frame
 would carry (``agent_app.durable.history.shown_path``: the newest messages, the same
-bound) without the run's own, read once the stream's ``RUN_STARTED`` is out (one query,
-off the way to the first byte); the run's own message comes from its ``run_started``
-frame. Each message's ``id`` is the stored message's id; messages that are no
+bound) without the run's own, read once the stream's ``RUN_STARTED`` is out (off the way
+to the first byte; only rows the worker has not read before are read whole, so a thread's
+next run reads its new rows, not its whole page); the run's own message comes from its
+``run_started`` frame. Each message's ``id`` is the stored message's id; messages that are no
 conversation for a client (the application's instructions) are left out.
 """
 

@@ -16,7 +16,10 @@ messages come along, so a page can say how each request ended (docs/protocol.md)
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from typing import Any
+
+from django.db import connection
 
 from agent_app import conf
 from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
@@ -26,6 +29,7 @@ from agent_app.durable.store import message_from_row
 from agent_app.durable.support import Support, support_of
 from agent_app.durable.waits import pending_items
 from agent_app.models import STAFF_ROLE, ChatMessage, ChatRun, ChatSession
+from agent_app.models.statements import instance_from, returned_columns
 from zett_agent.serialization import message_to_dict
 
 __all__ = [
@@ -228,16 +232,119 @@ def shown_path(session_id: str, *, before_request: str | None = None) -> list[di
     """The newest messages of the shown path, as the ``history`` of a ``session`` frame
     has them (one page, its attachments' references), without the frame's other fields'
     queries: what an AG-UI ``MESSAGES_SNAPSHOT`` shows. ``before_request``: without that
-    run's messages (the path as it was before the run started)."""
+    run's messages (the path as it was before the run started).
+
+    Every new message's stream reads it, and a thread's next one mostly the same rows
+    again, so the items are kept (``_ShownItems``): one narrow read says which rows the
+    page holds now, and only rows not seen before are read whole and encoded."""
     limit = max(1, int(conf.ZETT_HISTORY_PAGE))
-    items, _ = _page(
-        session_id,
-        before=None,
-        limit=limit,
-        budget=SESSION_FRAME_BUDGET,
-        exclude_request=before_request,
-    )
+    sized = _SHOWN.items_of(session_id, _shown_stamps(session_id, before_request, limit))
+    if sized is None:  # a row changed between the two reads: read the page whole
+        return _page(
+            session_id,
+            before=None,
+            limit=limit,
+            budget=SESSION_FRAME_BUDGET,
+            exclude_request=before_request,
+        )[0]
+    items: list[dict[str, Any]] = []
+    used = 0
+    for item, size in sized:
+        if items and used + size > SESSION_FRAME_BUDGET:
+            break
+        items.append(dict(item))  # a copy: the page adds attachments to its own
+        used += size
+    items.reverse()
+    _add_attachment_refs(session_id, items)
     return items
+
+
+def _shown_stamps(session_id: str, before_request: str | None, limit: int) -> list[tuple[Any, ...]]:
+    """``_ShownItems.STAMP`` of the newest ``limit`` shown rows, newest first: the narrow
+    read, written out (the query is the same every time; building it was most of it)."""
+    meta = ChatMessage._meta
+    quote = connection.ops.quote_name
+    column = {name: quote(meta.get_field(name).column) for name in _ShownItems.STAMP[1:]}
+    sql = (
+        f"SELECT {quote(meta.pk.column)}, {column['position']}, {column['version']}, "
+        f"{column['versions']}, {column['created_at']} FROM {quote(meta.db_table)} "
+        f"WHERE {quote(meta.get_field('session').column)} = %s "
+        f"AND {quote(meta.get_field('superseded').column)} = %s"
+    )
+    session = meta.get_field("session").get_db_prep_value(session_id, connection)
+    params: list[Any] = [session, False]
+    if before_request:
+        sql += f" AND NOT ({quote(meta.get_field('request_id').column)} = %s)"
+        params.append(before_request)
+    sql += f" ORDER BY {column['position']} DESC LIMIT %s"
+    params.append(limit)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [tuple(row) for row in cursor.fetchall()]
+
+
+def _rows_by_pk(pks: list[int]) -> list[ChatMessage]:
+    """``ChatMessage.objects.filter(pk__in=pks)``, written out (``returned_columns``:
+    the same columns, through the same converters)."""
+    quote = connection.ops.quote_name
+    meta = ChatMessage._meta
+    columns = returned_columns(ChatMessage, connection.vendor).sql
+    marks = ", ".join(["%s"] * len(pks))
+    sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} IN ({marks})"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, pks)
+        return [instance_from(ChatMessage, row) for row in cursor.fetchall()]
+
+
+class _ShownItems:
+    """``_sized_item`` of the rows ``shown_path`` read, per session, by primary key.
+
+    A row is written once, by its run, and rewritten only while that run goes on (an
+    atomic tool's result, ``agent_app.durable.store.update_tool_result``) or by a new
+    version of its turn, which changes its ``version`` and ``versions``
+    (``agent_app.durable.branches``). A snapshot is read when a new run of the thread
+    begins, so no other run of it is going on: a row is kept with those columns, its
+    position and its time as the database gives them (``STAMP``, the narrow read), and
+    read again when they differ.
+    Only the rows of a session's last page are kept, for at most ``SESSIONS`` sessions.
+    Touched only from the thread ORM work runs in (``database_sync_to_async``)."""
+
+    STAMP = ("pk", "position", "version", "versions", "created_at")
+    SESSIONS = 256
+
+    def __init__(self) -> None:
+        self._sessions: OrderedDict[str, dict[int, tuple[tuple[Any, ...], dict[str, Any], int]]]
+        self._sessions = OrderedDict()
+
+    def items_of(
+        self, session_id: str, window: list[tuple[Any, ...]]
+    ) -> list[tuple[dict[str, Any], int]] | None:
+        """The items and sizes of ``window`` (stamps, newest first), in its order; None
+        when a row of it changed before it was read whole."""
+        known = self._sessions.pop(session_id, {})
+        kept: dict[int, tuple[tuple[Any, ...], dict[str, Any], int]] = {}
+        missing = [stamp[0] for stamp in window if known.get(stamp[0], ((),))[0] != stamp]
+        if missing:
+            stamps = {stamp[0]: stamp for stamp in window}
+            for row in _rows_by_pk(missing):
+                stamp = stamps[row.pk]
+                if (row.position, row.version, row.versions) != stamp[1:4]:
+                    return None  # changed between the two reads
+                known[row.pk] = (stamp, *_sized_item(row))
+        out = []
+        for stamp in window:
+            entry = known.get(stamp[0])
+            if entry is None or entry[0] != stamp:
+                return None  # gone between the two reads
+            kept[stamp[0]] = entry
+            out.append((entry[1], entry[2]))
+        self._sessions[session_id] = kept
+        while len(self._sessions) > self.SESSIONS:
+            self._sessions.popitem(last=False)
+        return out
+
+
+_SHOWN = _ShownItems()
 
 
 def replayed_from_start(active_request_id: str | None) -> str | None:

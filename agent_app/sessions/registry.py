@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,11 +36,21 @@ __all__ = [
 ]
 
 
+#: A session dropped here keeps its agent this long for its next arrival: a program that
+#: posts runs one after another (an AG-UI client, a new request each) reuses it as a
+#: connected socket does, and the run checks it serves the chat's assistant as then.
+AGENT_KEPT_SECONDS = 30.0
+AGENTS_KEPT = 256
+
+
 class LiveSessions:
     """The live sessions of one event loop, by session id, and their bus."""
 
     def __init__(self, factory: AgentFactory | None = None, cluster_url: str | None = None):
         self._sessions: dict[str, LiveSession] = {}
+        #: The agents of sessions dropped lately, by session, with when and by which
+        #: factory they were built (another factory since: built again; ``session``).
+        self._agents: OrderedDict[str, tuple[float, Any, Any]] = OrderedDict()
         self.factory = factory or build_agent
         self.bus: SessionBus = LocalBus(WORKER_ID)
         if cluster_url:
@@ -57,10 +69,15 @@ class LiveSessions:
         return self._sessions.get(session_id)
 
     def session(self, session_id: str) -> LiveSession:
-        """The live session of ``session_id``, brought up if needed."""
+        """The live session of ``session_id``, brought up if needed (with the agent it had
+        when it was last dropped here, if that was at most ``AGENT_KEPT_SECONDS`` ago and
+        the factory is the one that built it)."""
         live = self._sessions.get(session_id)
         if live is None:
             live = self._sessions[session_id] = LiveSession(self, session_id)
+            kept = self._agents.pop(session_id, None)
+            if kept is not None and kept[1] is self.factory:
+                live.agent = kept[2] if time.monotonic() - kept[0] <= AGENT_KEPT_SECONDS else None
         return live
 
     async def is_live(self, session_id: str, request_id: str) -> bool:
@@ -71,6 +88,10 @@ class LiveSessions:
         if not live.idle or self._sessions.get(live.session_id) is not live:
             return
         del self._sessions[live.session_id]
+        if live.agent is not None:
+            self._agents[live.session_id] = (time.monotonic(), self.factory, live.agent)
+            while len(self._agents) > AGENTS_KEPT:
+                self._agents.popitem(last=False)
         live.follower.stop()
         if live.follower.subscribed:
             task = asyncio.create_task(self.bus.unsubscribe(live.session_id))

@@ -568,3 +568,45 @@ async def test_a_re_attachment_inside_merged_deltas_repeats_no_text(http, use_mo
     assert rest[1].data["messageId"] == next(
         e.data["messageId"] for e in seen if e.type == "TEXT_MESSAGE_START"
     )
+
+
+@pytest.mark.parametrize(
+    ("kept_seconds", "change_model", "builds"),
+    [(30.0, False, 1), (-1.0, False, 2), (30.0, True, 2)],
+    ids=["kept", "kept-too-long", "another-factory"],
+)
+async def test_a_threads_next_post_brings_its_agent_back_while_it_is_kept(
+    http, use_model, monkeypatch, kept_seconds, change_model, builds
+):
+    """A thread's live session is dropped after each stream; its agent is kept for the
+    next POST (``AGENT_KEPT_SECONDS``) unless the registry builds agents otherwise now."""
+    from agent_app.sessions import registry as registry_module
+    from agent_app.sessions.registry import live_sessions
+
+    monkeypatch.setattr(registry_module, "AGENT_KEPT_SECONDS", kept_seconds)
+    built: list[str] = []
+
+    def counted():
+        factory = live_sessions().factory
+
+        async def build(session_id: str):
+            built.append(session_id)
+            return await factory(session_id)
+
+        live_sessions().factory = build
+
+    use_model(ScriptedModel([say("One."), say("Two.")]))
+    counted()
+    _, secret = await make_token("ada")
+    thread_id = str(uuid.uuid4())
+    for number, text in enumerate(("One?", "Two?")):
+        if number and change_model:
+            use_model(ScriptedModel([say("Two.")]))
+            counted()
+        events = await SseReader(await post_run(http, secret, run_input(thread_id, text))).rest()
+        assert types(events)[-1] == "RUN_FINISHED"
+        live = live_sessions().get(thread_id)
+        if live is not None:
+            await live.wait_for_run()
+        assert live_sessions().get(thread_id) is None  # dropped: the next POST brings it up
+    assert built == [thread_id] * builds

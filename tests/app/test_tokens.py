@@ -154,3 +154,20 @@ async def test_a_revoked_tokens_socket_is_told_and_closed_with_4401(sockets, use
     assert token_watch().token_ids == {other.pk}
     await bystander.close()
     assert token_watch().token_ids == set()  # nothing watched, no task left
+
+
+def test_a_secret_reads_its_token_and_user_as_the_orm_does(django_user_model):
+    from agent_app.guard.tokens import TokenRefused, token_of_secret
+
+    user = django_user_model.objects.create_user("reader", password="unused-pw")
+    token, secret = issue(user, name="reads", days=2)
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    read = token_of_secret(secret)
+    orm = ApiToken.objects.select_related("user").get(pk=token.pk)
+    for field in ApiToken._meta.concrete_fields:
+        assert getattr(read, field.attname) == getattr(orm, field.attname), field.name
+    for field in django_user_model._meta.concrete_fields:
+        assert getattr(read.user, field.attname) == getattr(orm.user, field.attname), field.name
+    assert read.user == user and read.expires_at > timezone.now()
+    with pytest.raises(TokenRefused):
+        token_of_secret(secret + "x")
