@@ -307,7 +307,10 @@ class _ShownItems:
     position and its time as the database gives them (``STAMP``, the narrow read), and
     read again when they differ.
     Only the rows of a session's last page are kept, for at most ``SESSIONS`` sessions.
-    Touched only from the thread ORM work runs in (``database_sync_to_async``)."""
+    An HTTP request's ORM calls run in a thread of that request's own, so two snapshots may
+    read at once: each takes its session's rows out while it reads and puts back what it
+    found, so the later of two concurrent reads of one session reads its rows whole, and
+    none ever sees another's half-made entry."""
 
     STAMP = ("pk", "position", "version", "versions", "created_at")
     SESSIONS = 256
