@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -24,8 +24,6 @@ from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
 from zett_agent.phases import AgentPhase
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
-
     from zett_agent._context import AgentRunContext
 
 __all__ = ["CANCELLED_TOOL_CONTENT", "Endings"]
@@ -69,7 +67,22 @@ class Endings:
             self.inbox.close()
             self._release(self)
 
-    async def _finish(self, final: AssistantMessage) -> None:
+    def _finish(self, final: AssistantMessage) -> Awaitable[None]:
+        """Complete the request with ``final`` (await the result).
+
+        With no hook and no listener to call, nothing is awaited but the hand-over of
+        RUN_COMPLETED: no coroutine of its own.
+        """
+        hooks = self.hooks
+        if hooks.after_run or hooks.on_success or hooks.on_event:
+            return self._finish_with_hooks(final)
+        self.move(P.COMPLETED)  # nobody listens: nothing to await
+        self._end()
+        return self.emit(
+            runtime_event(E.RUN_COMPLETED, self.context.config.session_id, message=final)
+        )
+
+    async def _finish_with_hooks(self, final: AssistantMessage) -> None:
         hooks = self.hooks
         if hooks.after_run:
             await self.stage(hooks.after_run, "after_run", final)
