@@ -97,8 +97,9 @@ async def call_model(
     await emit(streamed_event(E.MODEL_STARTED, session_id))
     response: ModelResponse | None = None
     segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
-    open_server_calls: set[str] = set()
-    seen_server_calls: set[str] = set()
+    # Made at the first server tool event: most calls have none.
+    open_server_calls: set[str] | None = None
+    seen_server_calls: set[str] = _NO_CALLS
     stream = _open_model_stream(run, request)
     # Armed only once nothing can fail before the ``finally`` that disarms it.
     watch = StreamWatch(run.inbox, run.driver) if run.steering_interrupts_stream else None
@@ -214,6 +215,8 @@ async def call_model(
             else:
                 if watch is not None:
                     watch.disarm()
+                if open_server_calls is None:
+                    open_server_calls, seen_server_calls = set(), set()
                 await _server_tool_event(run, item, open_server_calls, seen_server_calls)
                 item = read
         if response is not None:  # the stream must end with its completed event
@@ -228,9 +231,12 @@ async def call_model(
     finally:
         if watch is not None:
             watch.disarm()
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        # An async generator that ran to its end (as a complete stream does) has nothing
+        # left to close: its ``aclose`` would do nothing but cost a call and an awaitable.
+        if stream.__class__ is not AsyncGeneratorType or stream.ag_frame is not None:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
     if cut and response is None:
         assert watch is not None
         response = watch.response()
@@ -270,6 +276,8 @@ def _shortcut(
     return handed.coro
 
 
+#: ``call_model``'s server tool calls before the first server tool event: none.
+_NO_CALLS: Any = frozenset()
 #: ``call_model``'s next item is to be read from the stream.
 _READ: Any = object()
 #: The stream ended while ``_delta_shortcut`` read it.
