@@ -89,12 +89,10 @@ async def call_model(
     started = await moved if (moved := run.move(P.GENERATING)) else None
     # segment kind -> [start, start_ns, end, end_ns]; None when nothing is timed
     spans: dict[AgentEventType, list[Any]] | None = None if started is None else {}
-    emit = run.emit
-    # A streamed delta is built (as ``streamed_event`` builds it), stamped with the phase
-    # and handed over by ``emission`` right here: what ``run.emit`` does, without a call,
-    # once per streamed item.
+    # Every event of the stream is built stamped with the phase and handed over by
+    # ``emission`` right here: what ``run.emit`` does, without a call, once per event.
     state = run.context.state
-    await emit(streamed_event(E.MODEL_STARTED, session_id))
+    await emission(streamed_event(E.MODEL_STARTED, session_id, "", None, state.phase))
     response: ModelResponse | None = None
     segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
     # Made at the first server tool event: most calls have none.
@@ -129,11 +127,15 @@ async def call_model(
                     if segment is _REASONING_STARTED:
                         if spans is not None:
                             _close_span(spans, _REASONING_STARTED)
-                        await emit(streamed_event(E.REASONING_COMPLETED, session_id))
+                        await emission(
+                            streamed_event(E.REASONING_COMPLETED, session_id, "", None, state.phase)
+                        )
                     segment = _CONTENT_STARTED
                     if spans is not None:
                         _open_span(spans, _CONTENT_STARTED)
-                    await emit(streamed_event(_CONTENT_STARTED, session_id))
+                    await emission(
+                        streamed_event(_CONTENT_STARTED, session_id, "", None, state.phase)
+                    )
                 event = _new(AgentEvent)
                 event.type = _TEXT_DELTA
                 event.session_id = session_id
@@ -157,11 +159,15 @@ async def call_model(
                     if segment is _CONTENT_STARTED:
                         if spans is not None:
                             _close_span(spans, _CONTENT_STARTED)
-                        await emit(streamed_event(E.CONTENT_COMPLETED, session_id))
+                        await emission(
+                            streamed_event(E.CONTENT_COMPLETED, session_id, "", None, state.phase)
+                        )
                     segment = _REASONING_STARTED
                     if spans is not None:
                         _open_span(spans, _REASONING_STARTED)
-                    await emit(streamed_event(_REASONING_STARTED, session_id))
+                    await emission(
+                        streamed_event(_REASONING_STARTED, session_id, "", None, state.phase)
+                    )
                 event = _new(AgentEvent)
                 event.type = _REASONING_DELTA
                 event.session_id = session_id
@@ -210,7 +216,7 @@ async def call_model(
                     if spans is not None:
                         _close_span(spans, segment)
                     segment = None
-                    await emit(streamed_event(closing, session_id))
+                    await emission(streamed_event(closing, session_id, "", None, state.phase))
                 break
             else:
                 if watch is not None:
@@ -244,7 +250,7 @@ async def call_model(
             if spans is not None:
                 _close_span(spans, segment)
             closing = E.CONTENT_COMPLETED if segment is _CONTENT_STARTED else E.REASONING_COMPLETED
-            await emit(AgentEvent(closing, session_id))
+            await run.emit(AgentEvent(closing, session_id))
     if response is None:
         raise AgentProtocolError("Model stream ended without a response")
     completed = await moved if (moved := run.move(P.READY)) else None
