@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from zett_agent._driver import emission
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
 from zett_agent.events import AgentEvent, AgentEventType, runtime_event
@@ -78,8 +79,14 @@ class Endings:
             return self._finish_with_hooks(final)
         self.move(P.COMPLETED)  # nobody listens: nothing to await
         self._end()
-        return self.emit(
-            runtime_event(E.RUN_COMPLETED, self.context.config.session_id, message=final)
+        context = self.context
+        return emission(
+            runtime_event(
+                E.RUN_COMPLETED,
+                context.config.session_id,
+                message=final,
+                phase=context.state.phase,
+            )
         )
 
     async def _finish_with_hooks(self, final: AssistantMessage) -> None:

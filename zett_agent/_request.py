@@ -348,6 +348,7 @@ class Request(ToolTurns, ExtensionCalls, Endings):
         hooks = self.hooks
         context = self.context
         session_id = context.config.session_id
+        state = context.state
         if resumed is not None:
             await self._tool_phase(resumed)
             if self._ending:
@@ -391,7 +392,11 @@ class Request(ToolTurns, ExtensionCalls, Endings):
                     )
                 )
             else:
-                await self.emit(runtime_event(E.MODEL_COMPLETED, session_id, response=response))
+                await emission(
+                    runtime_event(
+                        E.MODEL_COMPLETED, session_id, response=response, phase=state.phase
+                    )
+                )
 
             if runs_tools:
                 if await self._tool_phase(message):

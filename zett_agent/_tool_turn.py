@@ -15,6 +15,7 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from zett_agent._driver import emission
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
 from zett_agent._tool_call import execute_tool, failed_result, find_tool
@@ -73,6 +74,7 @@ class ToolTurns:
         hooks = self.hooks
         context = self.context
         session_id = context.config.session_id
+        state = context.state
         has_steering = self.inbox.has_steering
         while self._unsettled and not has_steering():
             call = self._unsettled[0]
@@ -82,7 +84,9 @@ class ToolTurns:
                 if hooks.before_tool:
                     await self.stage(hooks.before_tool, "before_tool", call)
                 started = await moved if (moved := self.move(P.RUNNING_TOOL)) else None
-                await self.emit(runtime_event(E.TOOL_STARTED, session_id, tool_calls=[call]))
+                await emission(
+                    runtime_event(E.TOOL_STARTED, session_id, tool_calls=[call], phase=state.phase)
+                )
                 if hooks.on_tool_call:
                     result, error = await execute_tool(context, hooks.on_tool_call, call)
                 else:  # no layer: the tool is awaited here, without a coroutine between
@@ -102,16 +106,17 @@ class ToolTurns:
                     success=result.success,
                     attributes=dict(result.attributes),
                 )
-                timing = _tool_timing(started, completed)
+                timing = None if completed is None else _tool_timing(started, completed)
                 if settling := self._settle(call, message_of_call, timing):
                     await settling
-                await self.emit(
+                await emission(
                     runtime_event(
                         E.TOOL_COMPLETED if message_of_call.success else E.TOOL_FAILED,
                         session_id,
                         tool_calls=[call],
                         message=message_of_call,
                         error=error,
+                        phase=state.phase,
                     )
                 )
             finally:
