@@ -218,13 +218,7 @@ class Agent:
         elif not isinstance(message, UserMessage):
             raise TypeError(f"message must be a str or a UserMessage, got {type(message).__name__}")
         self._require_initialized()
-        return self._events(
-            config,
-            model,
-            message,
-            None if metadata is None else request_metadata(metadata),
-            None if tags is None else request_tags(tags),
-        )
+        return self._events(config, model, message, request_metadata(metadata), request_tags(tags))
 
     async def run(
         self,
