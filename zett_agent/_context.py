@@ -59,56 +59,73 @@ class _Deadlines(Protocol):
 
 
 class _Entropy:
-    """Random hex digits for ids, drawn from ``os.urandom`` a block at a time.
+    """The random part of ids, drawn from ``os.urandom`` a block at a time.
 
     One system call per ``_IDS_PER_BLOCK`` ids instead of one per id (the call costs more
-    than building the id). ``take`` is safe across threads without a lock: a block and its
-    counter are read as one tuple, and a counter hands each index out once, so two ids never
-    share digits. A forked child draws a block of its own (``os.register_at_fork``), so
-    parent and child never hand out the same digits.
+    than building the id), and each id's random part (version and variant digits included)
+    formatted with the block, in one comprehension. ``take`` is safe across threads
+    without a lock: a block and its counter are read as one tuple, and a counter hands each
+    index out once, so two ids never share digits. A forked child draws a block of its own
+    (``os.register_at_fork``), so parent and child never hand out the same digits.
     """
 
     __slots__ = ("current",)
 
     def __init__(self) -> None:
-        self.current: tuple[str, Callable[[], int]] = self._draw()
+        self.current: tuple[list[str], Callable[[], int]] = self._draw()
 
     @staticmethod
-    def _draw() -> tuple[str, Callable[[], int]]:
-        return os.urandom(_ID_RANDOM_BYTES * _IDS_PER_BLOCK).hex(), itertools.count().__next__
+    def _draw() -> tuple[list[str], Callable[[], int]]:
+        digits = os.urandom(_ID_RANDOM_BYTES * _IDS_PER_BLOCK).hex()
+        width = 2 * _ID_RANDOM_BYTES
+        # Of twenty random hex digits: 12 bits after the version, the variant's two low
+        # bits and 62 more after it (the first digit is left unused).
+        tails = [
+            f"7{digits[at + 1 : at + 4]}-{_VARIANT[digits[at + 4]]}{digits[at + 5 : at + 8]}"
+            f"-{digits[at + 8 : at + width]}"
+            for at in range(0, len(digits), width)
+        ]
+        return tails, itertools.count().__next__
 
     def refill(self) -> None:
         self.current = self._draw()
 
     def take(self) -> str:
-        """Twenty fresh random hex digits (ten bytes)."""
+        """The random part of a fresh id: ``7xxx-yxxx-xxxxxxxxxxxx``."""
         while True:
-            block, counter = self.current
-            start = counter() * 2 * _ID_RANDOM_BYTES
-            if start < len(block):
-                return block[start : start + 2 * _ID_RANDOM_BYTES]
+            tails, counter = self.current
+            index = counter()
+            if index < _IDS_PER_BLOCK:
+                return tails[index]
             self.refill()
 
 
 _ID_RANDOM_BYTES = 10
 _IDS_PER_BLOCK = 256
+#: A random hex digit -> one with the variant bits 0b10 and the digit's two low bits.
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
 _ENTROPY = _Entropy()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_ENTROPY.refill)
-#: A random hex digit -> one with the variant bits 0b10 and the digit's two low bits.
-_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+#: The last millisecond an id was made in, and its text (``xxxxxxxx-xxxx-``): ids made in
+#: the same millisecond share it. Replaced as one tuple, so threads read a consistent pair.
+_millis_text: tuple[int, str] = (-1, "")
 
 
 def uuid7() -> str:
     """A time-ordered UUID (RFC 9562 version 7) as a string.
 
     48 bits of Unix milliseconds, the version (7), 12 random bits, the variant (0b10) and
-    62 random bits, formatted as ``str(uuid.UUID(...))`` would; the random bits are hex
-    digits already, so the id is built from slices.
+    62 random bits, formatted as ``str(uuid.UUID(...))`` would: the time part is formatted
+    once per millisecond, the random part with its block (``_Entropy``).
     """
-    rand = _ENTROPY.take()
-    millis = f"{time.time_ns() // 1_000_000 & 0xFFFF_FFFF_FFFF:012x}"
-    return f"{millis[:8]}-{millis[8:]}-7{rand[1:4]}-{_VARIANT[rand[4]]}{rand[5:8]}-{rand[8:]}"
+    global _millis_text
+    millis = time.time_ns() // 1_000_000 & 0xFFFF_FFFF_FFFF
+    cached = _millis_text
+    if cached[0] != millis:
+        text = f"{millis:012x}"
+        cached = _millis_text = (millis, f"{text[:8]}-{text[8:]}-")
+    return cached[1] + _ENTROPY.take()
 
 
 def _normalise_id(value: str | None, field: str) -> str | None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from zett_agent._driver import emission
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
 from zett_agent.events import AgentEvent, AgentEventType, runtime_event
@@ -24,8 +25,6 @@ from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
 from zett_agent.phases import AgentPhase
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
-
     from zett_agent._context import AgentRunContext
 
 __all__ = ["CANCELLED_TOOL_CONTENT", "Endings"]
@@ -69,7 +68,28 @@ class Endings:
             self.inbox.close()
             self._release(self)
 
-    async def _finish(self, final: AssistantMessage) -> None:
+    def _finish(self, final: AssistantMessage) -> Awaitable[None]:
+        """Complete the request with ``final`` (await the result).
+
+        With no hook and no listener to call, nothing is awaited but the hand-over of
+        RUN_COMPLETED: no coroutine of its own.
+        """
+        hooks = self.hooks
+        if hooks.after_run or hooks.on_success or hooks.on_event:
+            return self._finish_with_hooks(final)
+        self.move(P.COMPLETED)  # nobody listens: nothing to await
+        self._end()
+        context = self.context
+        return emission(
+            runtime_event(
+                E.RUN_COMPLETED,
+                context.config.session_id,
+                message=final,
+                phase=context.state.phase,
+            )
+        )
+
+    async def _finish_with_hooks(self, final: AssistantMessage) -> None:
         hooks = self.hooks
         if hooks.after_run:
             await self.stage(hooks.after_run, "after_run", final)

@@ -89,16 +89,15 @@ async def call_model(
     started = await moved if (moved := run.move(P.GENERATING)) else None
     # segment kind -> [start, start_ns, end, end_ns]; None when nothing is timed
     spans: dict[AgentEventType, list[Any]] | None = None if started is None else {}
-    emit = run.emit
-    # A streamed delta is built (as ``streamed_event`` builds it), stamped with the phase
-    # and handed over by ``emission`` right here: what ``run.emit`` does, without a call,
-    # once per streamed item.
+    # Every event of the stream is built stamped with the phase and handed over by
+    # ``emission`` right here: what ``run.emit`` does, without a call, once per event.
     state = run.context.state
-    await emit(streamed_event(E.MODEL_STARTED, session_id))
+    await emission(streamed_event(E.MODEL_STARTED, session_id, "", None, state.phase))
     response: ModelResponse | None = None
     segment: AgentEventType | None = None  # REASONING_STARTED or CONTENT_STARTED
-    open_server_calls: set[str] = set()
-    seen_server_calls: set[str] = set()
+    # Made at the first server tool event: most calls have none.
+    open_server_calls: set[str] | None = None
+    seen_server_calls: set[str] = _NO_CALLS
     stream = _open_model_stream(run, request)
     # Armed only once nothing can fail before the ``finally`` that disarms it.
     watch = StreamWatch(run.inbox, run.driver) if run.steering_interrupts_stream else None
@@ -128,11 +127,15 @@ async def call_model(
                     if segment is _REASONING_STARTED:
                         if spans is not None:
                             _close_span(spans, _REASONING_STARTED)
-                        await emit(streamed_event(E.REASONING_COMPLETED, session_id))
+                        await emission(
+                            streamed_event(E.REASONING_COMPLETED, session_id, "", None, state.phase)
+                        )
                     segment = _CONTENT_STARTED
                     if spans is not None:
                         _open_span(spans, _CONTENT_STARTED)
-                    await emit(streamed_event(_CONTENT_STARTED, session_id))
+                    await emission(
+                        streamed_event(_CONTENT_STARTED, session_id, "", None, state.phase)
+                    )
                 event = _new(AgentEvent)
                 event.type = _TEXT_DELTA
                 event.session_id = session_id
@@ -156,11 +159,15 @@ async def call_model(
                     if segment is _CONTENT_STARTED:
                         if spans is not None:
                             _close_span(spans, _CONTENT_STARTED)
-                        await emit(streamed_event(E.CONTENT_COMPLETED, session_id))
+                        await emission(
+                            streamed_event(E.CONTENT_COMPLETED, session_id, "", None, state.phase)
+                        )
                     segment = _REASONING_STARTED
                     if spans is not None:
                         _open_span(spans, _REASONING_STARTED)
-                    await emit(streamed_event(_REASONING_STARTED, session_id))
+                    await emission(
+                        streamed_event(_REASONING_STARTED, session_id, "", None, state.phase)
+                    )
                 event = _new(AgentEvent)
                 event.type = _REASONING_DELTA
                 event.session_id = session_id
@@ -209,11 +216,13 @@ async def call_model(
                     if spans is not None:
                         _close_span(spans, segment)
                     segment = None
-                    await emit(streamed_event(closing, session_id))
+                    await emission(streamed_event(closing, session_id, "", None, state.phase))
                 break
             else:
                 if watch is not None:
                     watch.disarm()
+                if open_server_calls is None:
+                    open_server_calls, seen_server_calls = set(), set()
                 await _server_tool_event(run, item, open_server_calls, seen_server_calls)
                 item = read
         if response is not None:  # the stream must end with its completed event
@@ -228,9 +237,12 @@ async def call_model(
     finally:
         if watch is not None:
             watch.disarm()
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        # An async generator that ran to its end (as a complete stream does) has nothing
+        # left to close: its ``aclose`` would do nothing but cost a call and an awaitable.
+        if stream.__class__ is not AsyncGeneratorType or stream.ag_frame is not None:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
     if cut and response is None:
         assert watch is not None
         response = watch.response()
@@ -238,7 +250,7 @@ async def call_model(
             if spans is not None:
                 _close_span(spans, segment)
             closing = E.CONTENT_COMPLETED if segment is _CONTENT_STARTED else E.REASONING_COMPLETED
-            await emit(AgentEvent(closing, session_id))
+            await run.emit(AgentEvent(closing, session_id))
     if response is None:
         raise AgentProtocolError("Model stream ended without a response")
     completed = await moved if (moved := run.move(P.READY)) else None
@@ -270,6 +282,8 @@ def _shortcut(
     return handed.coro
 
 
+#: ``call_model``'s server tool calls before the first server tool event: none.
+_NO_CALLS: Any = frozenset()
 #: ``call_model``'s next item is to be read from the stream.
 _READ: Any = object()
 #: The stream ended while ``_delta_shortcut`` read it.

@@ -3,7 +3,7 @@
 Order (docs/runtime.md, Hooks): setup stages run as barriers (every ``on_tool`` before any
 ``on_state``); each turn calls the model through the ``on_model_request`` onion, appends its
 answer, then runs the requested tools one at a time through the ``on_tool_call`` onion
-(``zett_agent._tool_call``).
+(``zett_agent._tool_turn``, ``zett_agent._tool_call``).
 Checkpoints after every model response and every tool let steering supersede the rest of a turn.
 
 Three kinds of request share this loop: a new input (``Agent.stream``); a resume
@@ -54,25 +54,22 @@ from zett_agent._inbox import AnsweredInputs, RequestInbox
 from zett_agent._interrupt import was_cut
 from zett_agent._model_call import call_model
 from zett_agent._resume import Resumption, resume_point
-from zett_agent._tool_call import execute_tool
+from zett_agent._tool_turn import ToolTurns
 from zett_agent.events import AgentEvent, AgentEventType, runtime_event
 from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.events import (
     MessageTiming,
     _appended,
-    _measured,
     _moved,
 )
 from zett_agent.messages import (
     AnyMessage,
     AssistantMessage,
     ToolCall,
-    ToolMessage,
     UserMessage,
 )
 from zett_agent.model import ModelRequest, ModelUsage, runtime_request
 from zett_agent.phases import _LEGAL_MOVES, AgentPhase, check_transition
-from zett_agent.tools.base import _current_run_context, _current_tool_call_id
 
 if TYPE_CHECKING:
     from zett_agent.extensions.base import AgentExtension
@@ -83,8 +80,6 @@ __all__ = ["Request"]
 # metaclass on every read, a namespace's is a dict entry the interpreter caches.
 E: Any = SimpleNamespace(**AgentEventType.__members__)
 P: Any = SimpleNamespace(**AgentPhase.__members__)
-
-SKIPPED_TOOL_CONTENT = "Superseded by a steering message"
 
 
 class _Nothing(tuple):
@@ -113,21 +108,12 @@ def _model_request(context: AgentRunContext) -> ModelRequest:
     )
 
 
-def _tool_timing(
-    started: tuple[datetime, int] | None, completed: tuple[datetime, int] | None
-) -> MessageTiming | None:
-    """A tool result's timing, from the moves into RUNNING_TOOL and back (None: untimed)."""
-    if started is None or completed is None:
-        return None
-    return _measured(started[0], completed[0], max(completed[1] - started[1], 0), None, None)
-
-
 async def _clocks() -> tuple[datetime, int]:
     """A move's wall and monotonic time, for a move no listener hears of."""
     return datetime.now(UTC), time.monotonic_ns()
 
 
-class Request(ExtensionCalls, Endings):
+class Request(ToolTurns, ExtensionCalls, Endings):
     """Runs one request (or one compaction pass) of one session."""
 
     def __init__(
@@ -278,7 +264,8 @@ class Request(ExtensionCalls, Endings):
         event of the request passes up through this frame, and one frame fewer is felt.
         """
         try:
-            await self._load_context()
+            if loading := self._load_context():
+                await loading
             if self.resumption is not None:
                 await self._resume()
             elif self.compaction:
@@ -330,9 +317,19 @@ class Request(ExtensionCalls, Endings):
             await self.stage(self.hooks.on_compact, "on_compact")
         await self.move(P.COMPLETED)
 
-    async def _load_context(self) -> None:
+    def _load_context(self) -> Awaitable[None]:
+        """Move into LOADING_CONTEXT and run the setup stages (await the result if it is
+        true); with no listener and no stage there is nothing to await and no coroutine."""
         hooks = self.hooks
-        if moving := self.move(P.LOADING_CONTEXT):
+        moving = self.move(P.LOADING_CONTEXT)
+        if moving or hooks.on_tool or hooks.on_state or hooks.on_message:
+            return self._setup_stages(moving)
+        self._setup = False
+        return _NOTHING
+
+    async def _setup_stages(self, moving: Awaitable[Any]) -> None:
+        hooks = self.hooks
+        if moving:
             await moving
         if hooks.on_tool:
             await self.stage(hooks.on_tool, "on_tool")
@@ -351,6 +348,7 @@ class Request(ExtensionCalls, Endings):
         hooks = self.hooks
         context = self.context
         session_id = context.config.session_id
+        state = context.state
         if resumed is not None:
             await self._tool_phase(resumed)
             if self._ending:
@@ -394,7 +392,11 @@ class Request(ExtensionCalls, Endings):
                     )
                 )
             else:
-                await self.emit(runtime_event(E.MODEL_COMPLETED, session_id, response=response))
+                await emission(
+                    runtime_event(
+                        E.MODEL_COMPLETED, session_id, response=response, phase=state.phase
+                    )
+                )
 
             if runs_tools:
                 if await self._tool_phase(message):
@@ -426,22 +428,6 @@ class Request(ExtensionCalls, Endings):
                 await self.stage(hooks.after_turn, "after_turn", message)
             calls_for_input = 0
 
-    async def _tool_phase(self, message: AssistantMessage) -> bool:
-        """Run ``message``'s unsettled calls in order, then ``after_turn``; True if steered.
-
-        A steering message found after any tool skips the remaining calls and is appended
-        before ``after_turn``, so the next turn answers it.
-        """
-        while self._unsettled and not self.inbox.has_steering():
-            await self._run_tool(self._unsettled[0])
-        steered = bool(self._unsettled) or self.inbox.has_steering()
-        if steered:
-            await self._skip_unsettled()
-            await self._start_steering(self.inbox.take_steering())
-        if self.hooks.after_turn:
-            await self.stage(self.hooks.after_turn, "after_turn", message)
-        return steered
-
     async def _prepare_model_request(self) -> ModelRequest:
         hooks = self.hooks
         request = _model_request(self.context)
@@ -450,64 +436,6 @@ class Request(ExtensionCalls, Endings):
             await self._stage_ended()
             request = _model_request(self.context)
         return request
-
-    # -- tools ---------------------------------------------------------------------------
-
-    async def _run_tool(self, call: ToolCall) -> None:
-        hooks = self.hooks
-        context = self.context
-        token = _current_tool_call_id.set(call.id)
-        context_token = _current_run_context.set(context)
-        try:
-            if hooks.before_tool:
-                await self.stage(hooks.before_tool, "before_tool", call)
-            started = await moved if (moved := self.move(P.RUNNING_TOOL)) else None
-            session_id = context.config.session_id
-            await self.emit(runtime_event(E.TOOL_STARTED, session_id, tool_calls=[call]))
-            result, error = await execute_tool(context, self.hooks.on_tool_call, call)
-            completed = await moved if (moved := self.move(P.READY)) else None
-            if hooks.after_tool:
-                await self.stage(hooks.after_tool, "after_tool", call, result, error)
-            message = ToolMessage(
-                call.id,
-                call.name,
-                result.content,
-                success=result.success,
-                attributes=dict(result.attributes),
-            )
-            if settling := self._settle(call, message, _tool_timing(started, completed)):
-                await settling
-            await self.emit(
-                runtime_event(
-                    E.TOOL_COMPLETED if message.success else E.TOOL_FAILED,
-                    session_id,
-                    tool_calls=[call],
-                    message=message,
-                    error=error,
-                )
-            )
-        finally:
-            _current_run_context.reset(context_token)
-            _current_tool_call_id.reset(token)
-
-    async def _skip_unsettled(self) -> None:
-        session_id = self.context.session_id
-        while self._unsettled:
-            call = self._unsettled[0]
-            message = ToolMessage(call.id, call.name, SKIPPED_TOOL_CONTENT, success=False)
-            await self._settle(call, message)
-            await self.emit(
-                AgentEvent(E.TOOL_SKIPPED, session_id, tool_calls=[call], message=message)
-            )
-
-    def _settle(
-        self, call: ToolCall, message: ToolMessage, timing: MessageTiming | None = None
-    ) -> Awaitable[None]:
-        """Append a call's result (await the result if it is true); from here on
-        cancellation no longer closes the call."""
-        if self._unsettled and self._unsettled[0] is call:
-            self._unsettled.pop(0)
-        return self.append(message, timing)
 
     # -- steering and internal messages ------------------------------------------------
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from zett_agent.messages import ToolCall
     from zett_agent.tools.base import AgentTool
 
-__all__ = ["execute_tool"]
+__all__ = ["execute_tool", "failed_result", "find_tool"]
 
 
 async def execute_tool(
@@ -37,21 +37,26 @@ async def execute_tool(
         if layers:
 
             async def invoke(requested: ToolCall) -> Any:
-                return await _tool(context, requested.name).invoke(requested.arguments)
+                return await find_tool(context, requested.name).invoke(requested.arguments)
 
             run: Callable[[ToolCall], Awaitable[Any]] = invoke
             for extension in reversed(layers):
                 run = _layer(extension, context, run)
             value = await run(call)
         else:
-            value = await _tool(context, call.name).invoke(call.arguments)
+            value = await find_tool(context, call.name).invoke(call.arguments)
         result = to_tool_result(value)
     except Exception as error:
-        return ToolResult(error_text(error), success=False), error
+        return failed_result(error), error
     return result, None
 
 
-def _tool(context: AgentRunContext, name: str) -> AgentTool:
+def failed_result(error: Exception) -> ToolResult:
+    """The result of a call that raised ``error``."""
+    return ToolResult(error_text(error), success=False)
+
+
+def find_tool(context: AgentRunContext, name: str) -> AgentTool:
     """The request's tool of that name; ``LookupError`` (a failed call) when there is none."""
     tool = context.tools.get(name)
     if tool is None:

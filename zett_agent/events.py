@@ -234,17 +234,19 @@ def runtime_event(
     response: ModelResponse | None = None,
     message: AssistantMessage | ToolMessage | None = None,
     error: Exception | None = None,
+    phase: AgentPhase | None = None,
 ) -> AgentEvent:
     """``AgentEvent(kind, session_id, ...)`` for the runtime's own non-CUSTOM events, faster.
 
     Built as by ``streamed_event`` (only the fields given are set, no generated
     ``__init__``, no check), with the payload fields a tool, model or run event carries;
     ``tests/runtime/test_events.py`` compares it with the dataclass field by field.
+    ``phase`` stamps it already, for an event handed over by ``emission`` directly.
     """
     event = _new(AgentEvent)
     event.type = kind
     event.session_id = session_id
-    event.phase = None
+    event.phase = phase
     if tool_calls is not None:
         event.tool_calls = tool_calls
     if response is not None:
