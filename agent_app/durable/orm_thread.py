@@ -9,8 +9,9 @@ every variable copied back. A run makes two calls that are its own (``begin_run`
 
 ``orm_call(fn)`` makes a function that submits ``fn`` to the same thread and returns the
 future (a ``shielded`` write awaits it with no task of its own). There ``fn`` runs in a
-copy of the caller's context (what the caller set is seen, what ``fn`` sets stays there:
-the calls made this way set nothing their callers read), between two closings of Django's
+copy of the caller's context (what the caller set is seen, its ``asgiref.local.Local``
+values moved to that thread as asgiref moves them; what ``fn`` sets stays there: the calls
+made this way set nothing their callers read), between two closings of Django's
 stale connections, as Channels does around every call (on PostgreSQL the one after hands
 the pooled connection back), and with asgiref's thread-local pointing at the caller's
 loop, so ``async_to_sync`` inside still finds it. When asgiref would pick another thread,
@@ -27,7 +28,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
-from asgiref.sync import AsyncToSync, SyncToAsync
+from asgiref.sync import AsyncToSync, SyncToAsync, _restore_context
 from channels.db import database_sync_to_async
 from django.db import close_old_connections
 
@@ -49,7 +50,7 @@ def orm_call(fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
         threadlocal.main_event_loop_pid = pid
         close_old_connections()
         try:
-            return context.run(fn, *args, **kwargs)
+            return context.run(_in_context, context, fn, args, kwargs)
         finally:
             close_old_connections()  # PostgreSQL's pooled connection goes back to the pool
 
@@ -62,6 +63,14 @@ def orm_call(fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
         return loop.run_in_executor(executor, in_thread, context, loop, args, kwargs)
 
     return call
+
+
+def _in_context(context: contextvars.Context, fn: Callable[..., R], args: Any, kwargs: Any) -> R:
+    """Call ``fn`` with the caller's ``asgiref.local.Local`` values moved to this thread, as
+    asgiref does (else a ``Local`` that isolates threads, such as Django's script prefix
+    set for the socket, reads as unset here)."""
+    _restore_context(context)
+    return fn(*args, **kwargs)
 
 
 def _elsewhere(loop: asyncio.AbstractEventLoop) -> bool:
