@@ -45,7 +45,7 @@ from agent_app.durable.store import (
 )
 from agent_app.durable.support import TakenOver
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
-from agent_app.models.statements import insert, update
+from agent_app.models.statements import execute, insert, new, update
 from agent_app.webhooks.run_events import run_ended
 from zett_agent.messages import AnyMessage, UserMessage
 
@@ -141,17 +141,15 @@ def _store_run(
 ) -> None:
     """Insert the run's row; a continuation marks the paused run it takes over ``resumed``
     (``AlreadyContinued`` when it is not paused any more)."""
-    insert(
-        [
-            ChatRun(
-                request_id=request_id,
-                session_id=session_id,
-                kind=kind,
-                resumed_from=resumed_from,
-                worker=worker,
-            )
-        ]
+    run = new(
+        ChatRun,
+        request_id=request_id,
+        session_id=session_id,
+        kind=kind,
+        resumed_from=resumed_from,
+        worker=worker,
     )
+    insert([run])
     if resumed_from and not _take_paused_run(resumed_from, now):
         raise AlreadyContinued(resumed_from)  # rolls back: nothing is stored
 
@@ -369,7 +367,7 @@ def end_run(
         else:
             with db.cursor() as cursor:
                 params = [ending[0], *ending, db_session_pk(session_id, db)]
-                cursor.execute(_end_session_sql(db.vendor), params)
+                execute(cursor, _end_session_sql(db.vendor), params)
         if ended:  # the run's webhook message, in the transaction of its end
             written = [message for message, _ in rows or ()]
             run_ended(session_id, request_id, status, error=error, usage=usage, written=written)

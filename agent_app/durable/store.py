@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,7 +49,7 @@ from agent_app.models import (
     ChatSession,
     RunStatus,
 )
-from agent_app.models.statements import insert
+from agent_app.models.statements import execute, insert, new, uuid_param
 from zett_agent.history import valid_history
 from zett_agent.messages import (
     AgentMessage,
@@ -269,7 +268,7 @@ def bump_version(
         params += more
     with db.cursor() as cursor:
         sql = _bump_sql(db.vendor, count_unsettled, ending is not None, expressions)
-        cursor.execute(sql, params)
+        execute(cursor, sql, params)
         row = cursor.fetchone()
     if row is None:
         raise ChatSession.DoesNotExist(f"Session {session_id} is not stored")
@@ -332,9 +331,7 @@ def _bump_sql(vendor: str, count_unsettled: bool, ending: bool = False, also: st
 
 def db_session_pk(session_id: str, db: Any = None) -> Any:
     """``session_id`` as the database stores a session's primary key (for raw SQL)."""
-    return ChatSession._meta.pk.get_db_prep_value(
-        uuid.UUID(str(session_id)), db or connections[DEFAULT_DB_ALIAS]
-    )
+    return uuid_param(session_id, db or connections[DEFAULT_DB_ALIAS])
 
 
 def _db_time(moment: datetime, db: Any) -> Any:
@@ -367,7 +364,8 @@ def insert_rows(
     if follows is LOOK_UP:
         follows = _shown_id(session_id, after)
     rows = [
-        ChatMessage(
+        new(
+            ChatMessage,
             session_id=session_id,
             position=start + offset,
             request_id=request_id,

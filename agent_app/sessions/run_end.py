@@ -19,6 +19,7 @@ from channels.db import database_sync_to_async
 from agent_app.budgets.ledger import BudgetExceeded
 from agent_app.bus.base import Marker
 from agent_app.durable import recovery
+from agent_app.durable.orm_thread import orm_call
 from agent_app.durable.persistence import shielded, write_pending
 from agent_app.durable.runs import end_run
 from agent_app.models import RunStatus
@@ -33,8 +34,9 @@ __all__ = ["RunEnding", "write_end"]
 
 logger = logging.getLogger(__name__)
 
-#: Built once (every run ends here); also the seam a test observes the writes through.
-write_end = database_sync_to_async(end_run)
+#: Built once (every run ends here; the lean hop of ``agent_app.durable.orm_thread``); also
+#: the seam a test observes the writes through.
+write_end = orm_call(end_run)
 
 
 class RunEnding:

@@ -31,6 +31,7 @@ from channels.db import database_sync_to_async
 from agent_app.assistants import Entry, entry_from, entry_returning
 from agent_app.bus.base import WORKER_ID, Marker, SessionBus
 from agent_app.durable import recovery
+from agent_app.durable.orm_thread import orm_call
 from agent_app.durable.persistence import shielded
 from agent_app.durable.runs import Begun, StaleRuns, begin_run
 from agent_app.models import RunStatus
@@ -44,7 +45,6 @@ from agent_app.telemetry.waits import expired_waits
 __all__ = ["LEASE_ATTEMPTS", "Settler", "SettlerHost", "take_lease"]
 
 
-#: Built once (every run starts here).
 def _begin_and_enter(session_id: str, request_id: str, **fields: Any) -> tuple[Begun, Any]:
     """``begin_run``, then what the run's top checks (``read_entry``'s ``Entry``, read by
     the statement that locks the chat's row; what it raised instead, raised there), in
@@ -56,7 +56,8 @@ def _begin_and_enter(session_id: str, request_id: str, **fields: Any) -> tuple[B
         return begun, error
 
 
-_begin_run = database_sync_to_async(_begin_and_enter)
+#: Built once (every run starts here); the lean hop of ``agent_app.durable.orm_thread``.
+_begin_run = orm_call(_begin_and_enter)
 
 #: Tries to take a lease that an ending run (or a settling) is about to let go.
 LEASE_ATTEMPTS = 40

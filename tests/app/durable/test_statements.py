@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import warnings
 
 import pytest
 
@@ -196,10 +197,15 @@ def _compared(value: object) -> object:
 
 
 def test_insert_sends_each_field_what_the_field_itself_would():
-    """The fast paths of text, boolean and integer fields (``_converter``) give exactly
-    ``get_db_prep_save(pre_save(row, True))``: enum members, None, lazy text, and values
-    of another type (which take the field's own path)."""
+    """The fast paths of text, boolean, integer, JSON and date-time fields and of a key to a
+    UUID (``_converter``) give exactly ``get_db_prep_save(pre_save(row, True))``: enum
+    members, None, lazy text, and values of another type (which take the field's own
+    path)."""
+    import uuid
+    from datetime import datetime
+
     from django.db import connection
+    from django.utils import timezone
     from django.utils.functional import lazy
 
     from agent_app.models import ChatMessage, ChatRun, RunKind, RunStatus
@@ -214,6 +220,23 @@ def test_insert_sends_each_field_what_the_field_itself_would():
         ChatRun(request_id=lazy_text, session_id=session, error_message=None, attempts=3),
         ChatMessage(session_id=session, position=4, role="user", success=None, follows=None),
         ChatMessage(session_id=session, position="5", role="user", success=1, version=True),
+        ChatRun(
+            request_id="r2",
+            session_id=uuid.UUID(session),
+            ended_at=timezone.now(),
+            usage={"input_tokens": 3, "nested": [1, "two", None]},
+        ),
+        ChatRun(request_id="r3", session_id="", ended_at=datetime(2026, 12, 6, 5, 0), usage=[]),
+        ChatMessage(
+            session_id=session,
+            position=6,
+            role="assistant",
+            content=[{"type": "text", "text": "Hi"}],
+            tool_calls=[{"id": "c1", "name": "f", "arguments": {}}],
+            usage=None,
+            extra=lazy_text,
+        ),
+        ChatMessage(session_id=session, position=7, content=7, tool_calls=1.5, extra=True),
     ]
     checked = 0
     for row in rows:
@@ -222,12 +245,59 @@ def test_insert_sends_each_field_what_the_field_itself_would():
         for field, convert in zip(fields, converters, strict=True):
             if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
                 continue  # ``pre_save`` reads the clock: a new value each time
-            expected = field.get_db_prep_save(field.pre_save(row, True), connection)
-            got = convert(row, connection)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # the naive date, twice
+                expected = field.get_db_prep_save(field.pre_save(row, True), connection)
+                got = convert(row, connection)
             assert type(got) is type(expected), (field.name, got, expected)
             assert _compared(got) == _compared(expected), (field.name, got, expected)
             checked += 1
-    assert checked > 40
+    assert checked > 100
+
+
+def test_a_clock_field_is_set_on_the_row_and_sent_as_the_field_sends_it():
+    """``auto_now_add`` (``pre_save`` reads the clock): the fast path sets the row's value
+    and sends what the field would send for that value."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from agent_app.models import ChatMessage
+    from agent_app.models.statements import _insert_sql
+
+    row = ChatMessage(session_id="5f0b7e4e-4a43-4c1e-9d55-1f1d2b6c9a10", position=1)
+    fields = [field for field in ChatMessage._meta.concrete_fields if not field.primary_key]
+    _, converters = _insert_sql(ChatMessage, 1, False, connection.vendor)
+    (index,) = [i for i, field in enumerate(fields) if field.name == "created_at"]
+    got = converters[index](row, connection)
+    assert row.created_at is not None and timezone.is_aware(row.created_at)
+    assert got == fields[index].get_db_prep_value(row.created_at, connection)
+
+
+def test_new_builds_the_instance_the_keyword_form_builds():
+    """``new(model, **values)`` is ``model(**values)``: every field's value, defaults
+    included (a fresh one for a callable default), and an unknown name refused."""
+    from agent_app.models import ChatMessage, ChatRun
+    from agent_app.models.statements import new
+
+    def state(row: object) -> dict:
+        return {key: value for key, value in vars(row).items() if key != "_state"}
+
+    values = {
+        "session_id": "5f0b7e4e-4a43-4c1e-9d55-1f1d2b6c9a10",
+        "position": 3,
+        "request_id": "r",
+        "role": "user",
+        "content": "Hi",
+        "usage": None,
+        "steering": False,
+    }
+    fast, plain = new(ChatMessage, **values), ChatMessage(**values)
+    assert state(fast) == state(plain) and fast._state.adding and fast._state.db is None
+    assert new(ChatMessage).extra is not new(ChatMessage).extra  # ``default=dict``: fresh
+    run = {"request_id": "r", "session_id": values["session_id"], "kind": "message"}
+    assert state(new(ChatRun, **run)) == state(ChatRun(**run))
+    with pytest.raises(TypeError):
+        new(ChatRun, no_such_field=1)
 
 
 def test_what_a_run_reads_with_its_chats_row_is_what_read_entry_reads(

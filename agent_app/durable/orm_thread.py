@@ -1,0 +1,84 @@
+"""A run's start and end on the ORM thread, with less machinery than a general hop.
+
+Every ORM call of a socket goes through Channels' ``database_sync_to_async``, which asgiref
+runs in one thread (``SyncToAsync.single_thread_executor``) unless the caller is inside
+``async_to_sync`` or a ``ThreadSensitiveContext``. That hop does much more than move the
+call: a task around it (``shielded``), a shield of its own, the context copied there and
+every variable copied back. A run makes two calls that are its own (``begin_run``,
+``end_run``), and the socket benchmark counts each hop's microseconds on both threads.
+
+``orm_call(fn)`` makes a function that submits ``fn`` to the same thread and returns the
+future (a ``shielded`` write awaits it with no task of its own). There ``fn`` runs in a
+copy of the caller's context (what the caller set is seen, its ``asgiref.local.Local``
+values moved to that thread as asgiref moves them; what ``fn`` sets stays there: the calls
+made this way set nothing their callers read), between two closings of Django's
+stale connections, as Channels does around every call (on PostgreSQL the one after hands
+the pooled connection back), and with asgiref's thread-local pointing at the caller's
+loop, so ``async_to_sync`` inside still finds it. When asgiref would pick another thread,
+the call goes through ``database_sync_to_async`` itself: the ORM's calls of one socket stay
+in one thread whichever way they go, one at a time (the executor has one worker), which is
+what ``agent_app.durable.store``'s history cache relies on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar
+
+from asgiref.sync import AsyncToSync, SyncToAsync, _restore_context
+from channels.db import database_sync_to_async
+from django.db import close_old_connections
+
+__all__ = ["orm_call"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def orm_call(fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    """``fn`` as a function whose call runs it in the ORM thread (see the module docstring)
+    and returns what to await for its result."""
+    general = database_sync_to_async(fn)
+    threadlocal = SyncToAsync.threadlocal
+    pid = os.getpid()
+
+    def in_thread(context: contextvars.Context, loop: Any, args: Any, kwargs: Any) -> R:
+        threadlocal.main_event_loop = loop
+        threadlocal.main_event_loop_pid = pid
+        close_old_connections()
+        try:
+            return context.run(_in_context, context, fn, args, kwargs)
+        finally:
+            close_old_connections()  # PostgreSQL's pooled connection goes back to the pool
+
+    def call(*args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
+        loop = asyncio.get_running_loop()
+        if _elsewhere(loop):
+            return general(*args, **kwargs)
+        context = contextvars.copy_context()
+        executor = SyncToAsync.single_thread_executor
+        return loop.run_in_executor(executor, in_thread, context, loop, args, kwargs)
+
+    return call
+
+
+def _in_context(context: contextvars.Context, fn: Callable[..., R], args: Any, kwargs: Any) -> R:
+    """Call ``fn`` with the caller's ``asgiref.local.Local`` values moved to this thread, as
+    asgiref does (else a ``Local`` that isolates threads, such as Django's script prefix
+    set for the socket, reads as unset here)."""
+    _restore_context(context)
+    return fn(*args, **kwargs)
+
+
+def _elsewhere(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether asgiref would run a thread-sensitive call in another thread than its
+    ``single_thread_executor`` (the order of its own checks in ``SyncToAsync.__call__``)."""
+    return (
+        getattr(AsyncToSync.executors, "current", None) is not None
+        or SyncToAsync.thread_sensitive_context.get(None) is not None
+        or loop in AsyncToSync.loop_thread_executors
+        or SyncToAsync.deadlock_context.get(False)
+    )

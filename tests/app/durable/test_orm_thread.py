@@ -1,0 +1,63 @@
+"""``orm_call``: a run's start and end go to the thread Channels' hop would use."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+
+import pytest
+from asgiref.local import Local
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext
+from channels.db import database_sync_to_async
+
+from agent_app.durable.orm_thread import orm_call
+
+#: The hop closes the ORM thread's stale connections around each call, as Channels' does.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+_seen: contextvars.ContextVar[str] = contextvars.ContextVar("test_orm_thread_seen", default="")
+
+
+def _where() -> tuple[int, str]:
+    return threading.get_ident(), _seen.get()
+
+
+async def test_a_call_runs_in_the_thread_of_database_sync_to_async_and_sees_the_context():
+    token = _seen.set("the caller's")
+    try:
+        fast = await orm_call(_where)()
+        plain = await database_sync_to_async(_where)()
+    finally:
+        _seen.reset(token)
+    assert fast == plain
+    assert fast[0] != threading.get_ident()
+    assert fast[1] == "the caller's"
+
+
+async def test_what_the_function_raises_reaches_the_caller():
+    def fails() -> None:
+        raise LookupError("nothing here")
+
+    with pytest.raises(LookupError, match="nothing here"):
+        await orm_call(fails)()
+
+
+async def test_inside_a_thread_sensitive_context_the_call_goes_where_asgiref_sends_it():
+    async with ThreadSensitiveContext():
+        fast = await orm_call(_where)()
+        plain = await database_sync_to_async(_where)()
+    assert fast == plain
+    main = SyncToAsync.single_thread_executor.submit(threading.get_ident).result()
+    assert fast[0] != main  # that context's own thread, not the shared one
+
+
+async def test_a_local_the_caller_set_is_read_there_as_through_database_sync_to_async():
+    """An ``asgiref.local.Local`` (Django's script prefix is one) set by the caller reads
+    the same in the ORM's thread, as it does through Channels' hop."""
+    local = Local()
+    local.prefix = "/shop/"
+
+    def read() -> str:
+        return getattr(local, "prefix", "unset")
+
+    assert await orm_call(read)() == await database_sync_to_async(read)() == "/shop/"
