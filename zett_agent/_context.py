@@ -20,7 +20,7 @@ from datetime import datetime
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, Protocol
 
-from zett_agent._held import HeldExtension, HeldTool
+from zett_agent._held import HeldExtension, HeldTool, is_held_tool
 from zett_agent.events import AgentEvent, AgentEventType, RelayedEvent, relayed
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.messages import AnyMessage, Message, SystemMessage, UserMessage
@@ -465,7 +465,7 @@ class AgentRunContext:
 
     def register_tool(self, tool: HeldTool) -> None:
         """Offer a local tool for this request only."""
-        if not isinstance(tool, HeldTool):
+        if not is_held_tool(tool):
             raise TypeError(f"register_tool needs an AgentTool (use @tool), got {tool!r}")
         if tool.name in self.tools:
             raise ValueError(f"Tool {tool.name!r} is already registered")

@@ -15,9 +15,11 @@ made this way set nothing their callers read), between two closings of Django's
 stale connections, as Channels does around every call (on PostgreSQL the one after hands
 the pooled connection back), and with asgiref's thread-local pointing at the caller's
 loop, so ``async_to_sync`` inside still finds it. When asgiref would pick another thread,
-the call goes through ``database_sync_to_async`` itself: the ORM's calls of one socket stay
-in one thread whichever way they go, one at a time (the executor has one worker), which is
-what ``agent_app.durable.store``'s history cache relies on.
+the call goes through ``database_sync_to_async`` itself (and so does every call if the
+installed asgiref lacks the helper that moves ``Local`` values: requirements.txt pins the
+one this follows): the ORM's calls of one socket stay in one thread whichever way they go,
+one at a time (the executor has one worker), which is what
+``agent_app.durable.store``'s history cache relies on.
 """
 
 from __future__ import annotations
@@ -28,9 +30,14 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
-from asgiref.sync import AsyncToSync, SyncToAsync, _restore_context
+from asgiref.sync import AsyncToSync, SyncToAsync
 from channels.db import database_sync_to_async
 from django.db import close_old_connections
+
+try:  # asgiref's own way of moving Local values; without it, every call takes its hop
+    from asgiref.sync import _restore_context
+except ImportError:  # pragma: no cover - another asgiref than requirements.txt pins
+    _restore_context = None
 
 __all__ = ["orm_call"]
 
@@ -56,7 +63,7 @@ def orm_call(fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
 
     def call(*args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
         loop = asyncio.get_running_loop()
-        if _elsewhere(loop):
+        if _restore_context is None or _elsewhere(loop):
             return general(*args, **kwargs)
         context = contextvars.copy_context()
         executor = SyncToAsync.single_thread_executor

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from zett_agent._held import is_held_tool
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.extensions.base import AgentExtension
@@ -468,3 +469,23 @@ async def test_a_hook_set_on_the_instance_before_the_agent_is_built_runs():
     agent = await Agent.create(ProbeModel(answer("done")), extensions=[plain])
     await agent.run("hi", config=AgentRunConfig(session_id="s"))
     assert seen == [("before_run", "s"), ("on_success", "done")]
+
+
+async def test_register_tool_refuses_a_plain_function_after_it_accepted_tools():
+    """The check behind ``register_tool`` remembers a tool's class, never a refusal."""
+    assert is_held_tool(lookup) and is_held_tool(lookup)
+    assert not is_held_tool(lookup.handler)
+    assert not is_held_tool(lookup.definition)
+
+    class Registers(AgentExtension):
+        async def on_tool(self, context):
+            context.register_tool(lookup)
+            with pytest.raises(TypeError, match="register_tool needs an AgentTool"):
+                context.register_tool(lookup.handler)
+
+    model = ProbeModel(answer("one"), answer("two"))
+    agent = await Agent.create(model, extensions=[Registers()])
+    config = AgentRunConfig(session_id="s")
+    await agent.run("first", config=config)
+    await agent.run("second", config=config)
+    assert [[t.name for t in request.tools] for request in model.requests] == [["lookup"]] * 2
