@@ -27,12 +27,12 @@ from datetime import timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.db import connections, router
 from django.db.models import Q
 from django.utils import timezone
 
 from agent_app import conf
 from agent_app.models import ApiToken
+from agent_app.models.statements import get_joined
 
 __all__ = [
     "BearerTokenMiddleware",
@@ -100,67 +100,13 @@ def token_of_secret(secret: str) -> ApiToken:
 
 
 def _token_with_user(digest: str) -> ApiToken | None:
-    """The token of ``digest`` with its user, as ``select_related("user")`` gives them,
-    by one indexed lookup whose SQL is written once (``_TokenRead``): building the ORM's
-    query was most of a request's token check. A user model that inherits from another
-    concrete model keeps some columns in its parent's table: the ORM reads that one."""
-    if ApiToken._meta.get_field("user").related_model._meta.parents:
-        return ApiToken.objects.select_related("user").filter(key_hash=digest).first()
-    connection = connections[router.db_for_read(ApiToken)]  # this thread's
-    read = _READS.get(connection.alias)
-    if read is None:
-        read = _READS[connection.alias] = _TokenRead(connection)
-    return read.token(connection, digest)
-
-
-class _TokenRead:
-    """The SQL of ``_token_with_user`` on one database, and the ORM's converters of its
-    columns (what a queryset applies to the values it reads). Built with the connection of
-    the thread that first asks; used with each asking thread's own."""
-
-    def __init__(self, connection: Any) -> None:
-        user_field = ApiToken._meta.get_field("user")
-        self.user_field = user_field
-        self.user_model = user_field.related_model
-        self.token_fields = list(ApiToken._meta.concrete_fields)
-        self.user_fields = list(self.user_model._meta.concrete_fields)
-        quote = connection.ops.quote_name
-        columns = [f"t.{quote(field.column)}" for field in self.token_fields]
-        columns += [f"u.{quote(field.column)}" for field in self.user_fields]
-        self.sql = (
-            f"SELECT {', '.join(columns)} FROM {quote(ApiToken._meta.db_table)} t "
-            f"INNER JOIN {quote(self.user_model._meta.db_table)} u "
-            f"ON t.{quote(user_field.column)} = u.{quote(self.user_model._meta.pk.column)} "
-            f"WHERE t.{quote(ApiToken._meta.get_field('key_hash').column)} = %s"
-        )
-        self.converters = []
-        for alias, field in [("t", f) for f in self.token_fields] + [
-            ("u", f) for f in self.user_fields
-        ]:
-            column = field.get_col(alias)
-            found = connection.ops.get_db_converters(column)
-            found += column.get_db_converters(connection)
-            self.converters.append((found, column))
-
-    def token(self, connection: Any, digest: str) -> ApiToken | None:
-        with connection.cursor() as cursor:
-            cursor.execute(self.sql, [digest])
-            row = cursor.fetchone()
-        if row is None:
-            return None
-        values = list(row)
-        for index, (converters, column) in enumerate(self.converters):
-            for converter in converters:
-                values[index] = converter(values[index], column, connection)
-        split = len(self.token_fields)
-        alias = connection.alias
-        token = ApiToken.from_db(alias, [f.attname for f in self.token_fields], values[:split])
-        user = self.user_model.from_db(alias, [f.attname for f in self.user_fields], values[split:])
-        self.user_field.set_cached_value(token, user)
-        return token
-
-
-_READS: dict[str, _TokenRead] = {}
+    """The token of ``digest`` with its user, as ``select_related("user")`` gives them, by
+    one indexed lookup whose statement is built once (``statements.get_joined``): building
+    the ORM's query was most of a request's token check."""
+    try:
+        return get_joined(ApiToken, "user", digest, by="key_hash")
+    except ApiToken.DoesNotExist:
+        return None
 
 
 def valid_token_ids(token_ids: Iterable[int]) -> set[int]:

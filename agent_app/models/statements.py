@@ -323,8 +323,9 @@ def _update_sql(
     )
 
 
-def get_joined(model: type[models.Model], relation: str, pk: Any) -> Any:
-    """``model.objects.select_related(relation).get(pk=pk)`` in one statement built once.
+def get_joined(model: type[models.Model], relation: str, pk: Any, *, by: str = "pk") -> Any:
+    """``model.objects.select_related(relation).get(pk=pk)`` in one statement built once;
+    ``by``: another unique field to look the row up by (``pk`` is then its value).
 
     ``relation``: a forward foreign key of ``model``; its row comes with the same query
     (``None`` cached when the key is empty). ``model.DoesNotExist`` when there is no row.
@@ -332,11 +333,11 @@ def get_joined(model: type[models.Model], relation: str, pk: Any) -> Any:
     filters nothing.
     """
     db = connections[DEFAULT_DB_ALIAS]
-    shape = _joined_shape(model, relation, db.vendor)
+    shape = _joined_shape(model, relation, by, db.vendor)
     if shape is None:
-        return model._default_manager.select_related(relation).get(pk=pk)
+        return model._default_manager.select_related(relation).get(**{by: pk})
     with db.cursor() as cursor:
-        execute(cursor, shape.sql, [model._meta.pk.get_db_prep_value(pk, db)])
+        execute(cursor, shape.sql, [shape.key.get_db_prep_value(pk, db)])
         row = cursor.fetchone()
     if row is None:
         raise model.DoesNotExist(f"{model._meta.object_name} matching query does not exist.")
@@ -360,6 +361,8 @@ def get_joined(model: type[models.Model], relation: str, pk: Any) -> Any:
 class _Joined:
     sql: str
     field: Any
+    #: The field the row is looked up by.
+    key: Any
     names: list[str]
     related_names: list[str]
     #: The related model's primary key among its columns.
@@ -369,7 +372,7 @@ class _Joined:
 
 
 @functools.cache
-def _joined_shape(model: type[models.Model], relation: str, vendor: str) -> _Joined | None:
+def _joined_shape(model: type[models.Model], relation: str, by: str, vendor: str) -> _Joined | None:
     """The statement of ``get_joined`` for one model and relation on one backend; None
     for a shape it does not write out (a table joined to itself, a model whose fields
     live in more than one table): the ORM reads those."""
@@ -378,7 +381,8 @@ def _joined_shape(model: type[models.Model], relation: str, vendor: str) -> _Joi
     meta, field = model._meta, model._meta.get_field(relation)
     related = field.related_model._meta
     table, joined = meta.db_table, related.db_table
-    if table == joined or meta.parents or related.parents:
+    key = meta.pk if by == "pk" else meta.get_field(by)
+    if table == joined or meta.parents or related.parents or not key.unique:
         return None
     fields, related_fields = list(meta.concrete_fields), list(related.concrete_fields)
     columns = [field_.get_col(table) for field_ in fields]
@@ -390,12 +394,13 @@ def _joined_shape(model: type[models.Model], relation: str, vendor: str) -> _Joi
         + f" FROM {quote(table)} {join} {quote(joined)} ON ("
         + f"{quote(table)}.{quote(field.column)} = "
         + f"{quote(joined)}.{quote(field.target_field.column)})"
-        + f" WHERE {quote(table)}.{quote(meta.pk.column)} = %s"
+        + f" WHERE {quote(table)}.{quote(key.column)} = %s"
     )
     converters = _converters(columns, db)
     return _Joined(
         sql,
         field,
+        key,
         [field_.attname for field_ in fields],
         [field_.attname for field_ in related_fields],
         related_fields.index(related.pk),

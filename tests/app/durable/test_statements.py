@@ -150,6 +150,25 @@ def test_get_joined_reads_the_row_and_its_relation_as_select_related_does(
         get_joined(ChatSession, "owner", "00000000-0000-0000-0000-000000000000")
 
 
+def test_get_joined_by_another_field_reads_one_row_and_leaves_non_unique_ones_to_the_orm(
+    django_assert_num_queries,
+):
+    from django.contrib.auth import get_user_model
+
+    from agent_app.models import ApiToken
+
+    user = get_user_model().objects.create_user("lin", password="pw")
+    token = ApiToken.objects.create(user=user, name="t", key_hash="h" * 64, prefix="p")
+    with django_assert_num_queries(1):
+        fast = get_joined(ApiToken, "user", "h" * 64, by="key_hash")
+        assert fast.user.username == "lin"
+    _same_instance(fast, ApiToken.objects.get(pk=token.pk))
+    with pytest.raises(ApiToken.DoesNotExist):
+        get_joined(ApiToken, "user", "x" * 64, by="key_hash")
+    chat = ChatSession.objects.create(owner=user, title="only one", assistant="demo")
+    assert get_joined(ChatSession, "owner", "only one", by="title").pk == chat.pk  # the ORM's
+
+
 def test_has_documents_finds_what_the_orm_form_finds():
     from agent_app.attachments.reading import has_documents, has_documents_orm
     from agent_app.models import ChatAttachment
