@@ -13,13 +13,13 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from zett_agent._driver import emission
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
-from zett_agent.events import AgentEvent, AgentEventType, runtime_event
+from zett_agent._members import E, P
+from zett_agent.events import AgentEvent, runtime_event
 from zett_agent.extensions.events import ExtensionEvent, MessageTiming, RunCancelledEvent
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage
 from zett_agent.phases import AgentPhase
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CANCELLED_TOOL_CONTENT", "Endings"]
 
-# The members as plain attributes: an enum class's attribute is looked up through its
-# metaclass on every read, a namespace's is a dict entry the interpreter caches.
-E: Any = SimpleNamespace(**AgentEventType.__members__)
-P: Any = SimpleNamespace(**AgentPhase.__members__)
 
 CANCELLED_TOOL_CONTENT = "Request cancelled before tool completion"
 

@@ -18,11 +18,12 @@ import time
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from datetime import UTC, datetime
-from types import AsyncGeneratorType, SimpleNamespace
+from types import AsyncGeneratorType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from zett_agent._driver import REJOIN, Shortcut, emission
 from zett_agent._interrupt import StreamWatch
+from zett_agent._members import E, P
 from zett_agent.events import AgentEvent, AgentEventType, streamed_event
 from zett_agent.exceptions import AgentProtocolError
 from zett_agent.extensions.events import MessageTiming, _measured
@@ -55,10 +56,6 @@ class CallingRequest(Protocol):
     def move(self, target: AgentPhase) -> Awaitable[tuple[datetime, int] | None]: ...
 
 
-# The members as plain attributes: an enum class's attribute is looked up through its
-# metaclass on every read, a namespace's is a dict entry the interpreter caches.
-E: Any = SimpleNamespace(**AgentEventType.__members__)
-P: Any = SimpleNamespace(**AgentPhase.__members__)
 _TEXT = ModelEventType.TEXT
 _REASONING = ModelEventType.REASONING
 _TOOL_CALL = ModelEventType.TOOL_CALL

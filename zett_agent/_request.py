@@ -42,7 +42,6 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from zett_agent._context import AgentRunContext
@@ -52,10 +51,11 @@ from zett_agent._extension_calls import ExtensionCalls
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import AnsweredInputs, RequestInbox
 from zett_agent._interrupt import was_cut
+from zett_agent._members import E, P
 from zett_agent._model_call import call_model
 from zett_agent._resume import Resumption, resume_point
 from zett_agent._tool_turn import ToolTurns
-from zett_agent.events import AgentEvent, AgentEventType, runtime_event
+from zett_agent.events import AgentEvent, runtime_event
 from zett_agent.exceptions import AgentIterationLimitError, AgentProtocolError
 from zett_agent.extensions.events import (
     MessageTiming,
@@ -75,11 +75,6 @@ if TYPE_CHECKING:
     from zett_agent.extensions.base import AgentExtension
 
 __all__ = ["Request"]
-
-# The members as plain attributes: an enum class's attribute is looked up through its
-# metaclass on every read, a namespace's is a dict entry the interpreter caches.
-E: Any = SimpleNamespace(**AgentEventType.__members__)
-P: Any = SimpleNamespace(**AgentPhase.__members__)
 
 
 class _Nothing(tuple):

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from datetime import datetime
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from zett_agent._driver import emission
 from zett_agent._hooks import HookTable
 from zett_agent._inbox import RequestInbox
+from zett_agent._members import E, P
 from zett_agent._tool_call import execute_tool, failed_result, find_tool
-from zett_agent.events import AgentEvent, AgentEventType, runtime_event
+from zett_agent.events import AgentEvent, runtime_event
 from zett_agent.extensions.events import MessageTiming, _measured
 from zett_agent.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from zett_agent.phases import AgentPhase
@@ -30,10 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SKIPPED_TOOL_CONTENT", "ToolTurns"]
 
-# The members as plain attributes: an enum class's attribute is looked up through its
-# metaclass on every read, a namespace's is a dict entry the interpreter caches.
-E: Any = SimpleNamespace(**AgentEventType.__members__)
-P: Any = SimpleNamespace(**AgentPhase.__members__)
 
 SKIPPED_TOOL_CONTENT = "Superseded by a steering message"
 
