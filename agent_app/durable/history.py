@@ -15,6 +15,7 @@ messages come along, so a page can say how each request ended (docs/protocol.md)
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import OrderedDict
 from typing import Any
@@ -29,7 +30,7 @@ from agent_app.durable.store import message_from_row
 from agent_app.durable.support import Support, support_of
 from agent_app.durable.waits import pending_items
 from agent_app.models import STAFF_ROLE, ChatMessage, ChatRun, ChatSession
-from agent_app.models.statements import instance_from, returned_columns
+from agent_app.models.statements import execute, instance_from, returned_columns
 from zett_agent.serialization import message_to_dict
 
 __all__ = [
@@ -261,7 +262,20 @@ def shown_path(session_id: str, *, before_request: str | None = None) -> list[di
 
 def _shown_stamps(session_id: str, before_request: str | None, limit: int) -> list[tuple[Any, ...]]:
     """``_ShownItems.STAMP`` of the newest ``limit`` shown rows, newest first: the narrow
-    read, written out (the query is the same every time; building it was most of it)."""
+    read, written out once (``_stamps_sql``)."""
+    session = ChatMessage._meta.get_field("session").get_db_prep_value(session_id, connection)
+    params: list[Any] = [session, False]
+    if before_request:
+        params.append(before_request)
+    params.append(limit)
+    with connection.cursor() as cursor:
+        execute(cursor, _stamps_sql(connection.vendor, bool(before_request)), params)
+        return [tuple(row) for row in cursor.fetchall()]
+
+
+@functools.cache
+def _stamps_sql(vendor: str, before_request: bool) -> str:
+    """The statement of ``_shown_stamps`` on one backend, with or without a run left out."""
     meta = ChatMessage._meta
     quote = connection.ops.quote_name
     column = {name: quote(meta.get_field(name).column) for name in _ShownItems.STAMP[1:]}
@@ -271,16 +285,9 @@ def _shown_stamps(session_id: str, before_request: str | None, limit: int) -> li
         f"WHERE {quote(meta.get_field('session').column)} = %s "
         f"AND {quote(meta.get_field('superseded').column)} = %s"
     )
-    session = meta.get_field("session").get_db_prep_value(session_id, connection)
-    params: list[Any] = [session, False]
     if before_request:
         sql += f" AND NOT ({quote(meta.get_field('request_id').column)} = %s)"
-        params.append(before_request)
-    sql += f" ORDER BY {column['position']} DESC LIMIT %s"
-    params.append(limit)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [tuple(row) for row in cursor.fetchall()]
+    return sql + f" ORDER BY {column['position']} DESC LIMIT %s"
 
 
 def _rows_by_pk(pks: list[int]) -> list[ChatMessage]:
@@ -292,7 +299,7 @@ def _rows_by_pk(pks: list[int]) -> list[ChatMessage]:
     marks = ", ".join(["%s"] * len(pks))
     sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} IN ({marks})"
     with connection.cursor() as cursor:
-        cursor.execute(sql, pks)
+        execute(cursor, sql, pks)
         return [instance_from(ChatMessage, row) for row in cursor.fetchall()]
 
 
