@@ -267,15 +267,22 @@ async def daphne_sockets(server: Daphne, batches: list[list[str | bytes]], tally
         ) as socket:
             first = json.loads(await asyncio.wait_for(socket.recv(), ANSWER_TIMEOUT))
             assert first["type"] == "session", first
+            stopped = completed = False
             while first["active_request_id"] is not None:
                 frame = json.loads(await asyncio.wait_for(socket.recv(), ANSWER_TIMEOUT))
                 event = frame.get("event", {})
-                if event.get("type") == "custom":
+                if event.get("type") == "custom" and not stopped:
                     await socket.send(json.dumps({"type": "cancel"}))
-                if event.get("type") == "run_completed" or frame["type"] == "run_cancelled":
+                    stopped = True
+                completed = event.get("type") == "run_completed"
+                if completed or frame["type"] == "run_cancelled":
                     break
             await socket.send(json.dumps({"type": "user_message", "content": "hello"}))
             started = json.loads(await asyncio.wait_for(socket.recv(), ANSWER_TIMEOUT))
+            if stopped and completed and started.get("code") == "not_running":
+                # The run ended by itself right after its custom event, before the Stop
+                # arrived: this is the Stop's answer, and the message's comes next.
+                started = json.loads(await asyncio.wait_for(socket.recv(), ANSWER_TIMEOUT))
             assert started["type"] == "run_started", f"the chat stayed busy: {started}"
 
 
