@@ -14,7 +14,10 @@ runtime's behalf: ``advance`` waits on a small wake-up future that completes whe
 runtime's future does, or when another task emits an event for this request (a tool's
 subtask reporting progress through ``context.emit``). Such foreign events are handed to the
 consumer while the runtime stays suspended, and each emitter resumes once its event was
-taken, so they get the same back-pressure as the runtime's own events.
+taken, so they get the same back-pressure as the runtime's own events. A sync tool's
+``ThreadFuture`` completes the wake-up future itself as it settles
+(``zett_agent._threads``); any other future does so through a done callback, which asyncio
+runs one loop iteration later.
 
 Cancellation:
 
@@ -56,6 +59,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator
 from typing import Any
 
+from zett_agent._threads import ThreadFuture
 from zett_agent.events import AgentEvent
 
 __all__ = ["FINISHED", "REJOIN", "Driver", "Shortcut", "drive", "emission"]
@@ -272,13 +276,22 @@ class Driver:
                 return
             waker = self._waker = blocked.get_loop().create_future()
             waker._asyncio_future_blocking = True  # type: ignore[attr-defined]
-            callback = _waker_for(waker)
-            blocked.add_done_callback(callback)
-            try:
-                yield waker
-            finally:
-                blocked.remove_done_callback(callback)
-                self._waker = None
+            if blocked.__class__ is ThreadFuture:
+                # Woken in the callback that settles it, not one loop iteration later.
+                blocked.waiter = waker  # type: ignore[attr-defined]
+                try:
+                    yield waker
+                finally:
+                    blocked.waiter = None  # type: ignore[attr-defined]
+                    self._waker = None
+            else:
+                callback = _waker_for(waker)
+                blocked.add_done_callback(callback)
+                try:
+                    yield waker
+                finally:
+                    blocked.remove_done_callback(callback)
+                    self._waker = None
             if waker.cancelled():
                 self.cancel_seen = True
                 # Cancelled by whoever waited on our behalf: another driver stepping this
