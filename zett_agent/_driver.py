@@ -14,10 +14,9 @@ runtime's behalf: ``advance`` waits on a small wake-up future that completes whe
 runtime's future does, or when another task emits an event for this request (a tool's
 subtask reporting progress through ``context.emit``). Such foreign events are handed to the
 consumer while the runtime stays suspended, and each emitter resumes once its event was
-taken, so they get the same back-pressure as the runtime's own events. A sync tool's
-``ThreadFuture`` completes the wake-up future itself as it settles
-(``zett_agent._threads``); any other future does so through a done callback, which asyncio
-runs one loop iteration later.
+taken, so they get the same back-pressure as the runtime's own events. The wake-up is a
+``zett_agent._wait.Wait``: the task steps in the loop iteration right after the runtime's
+future settles, as it would had it awaited that future itself.
 
 Cancellation:
 
@@ -59,7 +58,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator
 from typing import Any
 
-from zett_agent._threads import ThreadFuture
+from zett_agent._wait import Wait
 from zett_agent.events import AgentEvent
 
 __all__ = ["FINISHED", "REJOIN", "Driver", "Shortcut", "drive", "emission"]
@@ -135,7 +134,7 @@ class Driver:
         self.cancel_seen = False
         #: The future the suspended runtime awaits, while ``advance`` waits on its behalf.
         self._blocked_on: asyncio.Future[Any] | None = None
-        self._waker: asyncio.Future[None] | None = None
+        self._waker: Wait | None = None
         #: Events of other tasks waiting to be handed over; a deque from the first one on.
         self._foreign: deque[tuple[AgentEvent, asyncio.Future[None]]] = _NO_FOREIGN
         #: What the coroutine yielded on the fast path when that was not an event.
@@ -155,7 +154,7 @@ class Driver:
         self._foreign.append((event, delivered))
         self._held = True
         if self._waker is not None:
-            _wake(self._waker)
+            self._waker.wake()
         await delivered
 
     def interrupt(self) -> bool:
@@ -274,24 +273,12 @@ class Driver:
         while not blocked.done():
             if foreign_wakes and self._foreign:
                 return
-            waker = self._waker = blocked.get_loop().create_future()
-            waker._asyncio_future_blocking = True  # type: ignore[attr-defined]
-            if blocked.__class__ is ThreadFuture:
-                # Woken in the callback that settles it, not one loop iteration later.
-                blocked.waiter = waker  # type: ignore[attr-defined]
-                try:
-                    yield waker
-                finally:
-                    blocked.waiter = None  # type: ignore[attr-defined]
-                    self._waker = None
-            else:
-                callback = _waker_for(waker)
-                blocked.add_done_callback(callback)
-                try:
-                    yield waker
-                finally:
-                    blocked.remove_done_callback(callback)
-                    self._waker = None
+            waker = self._waker = Wait(blocked)
+            try:
+                yield waker
+            finally:
+                waker.detach()
+                self._waker = None
             if waker.cancelled():
                 self.cancel_seen = True
                 # Cancelled by whoever waited on our behalf: another driver stepping this
@@ -424,10 +411,3 @@ async def drive(start: Callable[[], Driver]) -> AsyncIterator[AgentEvent]:
     finally:
         if not driver.finished:  # closed early: cancel the request and run its cleanup
             await driver.abort()
-
-
-def _waker_for(waker: asyncio.Future[None]) -> Any:
-    def callback(_: asyncio.Future[Any]) -> None:
-        _wake(waker)
-
-    return callback

@@ -20,12 +20,6 @@ Concurrency story:
   the worker's last step before it blocks again (releasing the GIL): the woken loop thread
   rarely finds the GIL still held, which saves a context switch per call (about 4 to 3
   voluntary switches per round trip, measured with ``getrusage``);
-- the future is a ``ThreadFuture``: a driver that waits on the runtime's behalf
-  (``zett_agent._driver``) names its own wake-up future as the ``waiter``, and ``_settle``
-  (or a cancel) completes that waiter in the same loop callback. Through a done callback
-  the waiter would complete one loop iteration later (the callback is scheduled, not run),
-  and each extra iteration polls epoll once more: a sync tool's round trip then takes
-  two iterations, as for a task awaiting the future itself;
 - cancelling the awaiting task cancels the future at once; the function itself runs on to
   its end in its thread (a thread cannot be interrupted) and its outcome is dropped, as with
   ``asyncio.to_thread``. A loop closed meanwhile is ignored the same way;
@@ -45,36 +39,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_WORKERS", "ThreadFuture", "run_in_thread"]
+__all__ = ["MAX_WORKERS", "run_in_thread"]
 
 #: Most worker threads ever started (the default executor's rule).
 MAX_WORKERS = min(32, (os.cpu_count() or 1) + 4)
-
-
-class ThreadFuture(asyncio.Future[Any]):
-    """The future of one call: completes its ``waiter`` too, when one is set, as it settles
-    or is cancelled, without waiting for a scheduled callback."""
-
-    #: A future to complete at once when this one is done (a class default: most have none).
-    waiter: asyncio.Future[None] | None = None
-
-    def cancel(self, msg: Any | None = None) -> bool:
-        if not super().cancel(msg):
-            return False
-        _wake(self.waiter)
-        return True
-
-
-def _wake(waiter: asyncio.Future[None] | None) -> None:
-    if waiter is not None and not waiter.done():
-        waiter.set_result(None)
-
 
 _Item = tuple[
     Callable[..., Any],
     dict[str, Any],
     contextvars.Context,
-    ThreadFuture,
+    asyncio.Future[Any],
     asyncio.AbstractEventLoop,
     bool,  # a worker was reserved (or started) for it
 ]
@@ -85,11 +59,11 @@ _workers = 0
 _idle = 0
 
 
-def run_in_thread(function: Callable[..., Any], /, **kwargs: Any) -> ThreadFuture:
+def run_in_thread(function: Callable[..., Any], /, **kwargs: Any) -> asyncio.Future[Any]:
     """Run ``function(**kwargs)`` in a worker thread; await the returned future."""
     global _workers, _idle
     loop = asyncio.get_running_loop()
-    future = ThreadFuture(loop=loop)
+    future = loop.create_future()
     with _lock:
         start = False
         reserved = True
@@ -139,12 +113,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _settle(future: ThreadFuture, result: Any, error: BaseException | None) -> None:
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
     if future.done():  # cancelled while the function ran
         return
     if error is not None:
         future.set_exception(error)
     else:
         future.set_result(result)
-    if future.waiter is not None:
-        _wake(future.waiter)
