@@ -3,6 +3,12 @@ that callgrind does not count.
 
     python -m bench.request_costs                      # W1 and W1-sync-tool, zett and floor
     python -m bench.request_costs --workloads W2 --requests 5000
+    python -m bench.request_costs --future-per-event   # each model event waits for a future
+
+``--future-per-event`` makes both sides' model double await a future settled on the loop's
+next turn before every event, as a network read does (variant (c) yields a bare loop turn
+instead, which a driver passes straight to the task): it shows what waiting on a future
+costs each side in loop iterations.
 
 For each runner and workload, per request: CPU time split into user and system
 (``getrusage``: every thread), voluntary and involuntary context switches, event-loop
@@ -35,6 +41,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from bench import zett_model
 from bench.workloads import WORKLOADS
 
 RUNNERS = {"zett": "bench.zett_runner", "floor": "bench.floor"}
@@ -70,6 +77,20 @@ class _Polls:
 
     def restore(self) -> None:
         del self._selector.select
+
+
+async def _future_per_event(events: Any) -> Any:
+    """``events``, each after a future the loop settles on its next turn."""
+    loop = asyncio.get_running_loop()
+    async for event in events:
+        arrived = loop.create_future()
+        loop.call_soon(arrived.set_result, None)
+        await arrived
+        yield event
+
+
+def _awaiting_futures(self: zett_model.WorkloadModel, request: Any) -> Any:
+    return _future_per_event(self._events(request))
 
 
 async def measure(module: str, workload: str, requests: int, traced: int) -> Costs:
@@ -156,7 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=10_000)
     parser.add_argument("--traced", type=int, default=50, help="requests of the bytecode count")
     parser.add_argument("--smoke", action="store_true", help="a few requests, no figure to trust")
+    parser.add_argument(
+        "--future-per-event", action="store_true", help="the model awaits a future per event"
+    )
     args = parser.parse_args(argv)
+    if args.future_per_event:  # both runners' doubles are this class (bench.floor reuses it)
+        zett_model.WorkloadModel.stream = _awaiting_futures  # type: ignore[method-assign]
     if args.smoke:
         args.requests, args.traced = 20, 2
     rows = []
@@ -165,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
             costs = asyncio.run(measure(module, workload, args.requests, args.traced))
             rows.append((workload, name, costs))
     print(render(rows))
-    print(f"\nper request, {args.requests:,} requests each (bytecodes: {args.traced})")
+    waits = ", a future awaited before every model event" if args.future_per_event else ""
+    print(f"\nper request, {args.requests:,} requests each (bytecodes: {args.traced}){waits}")
     return 0
 
 
