@@ -117,10 +117,17 @@ class Wait:
         self._done = True
         callbacks, self._callbacks = self._callbacks, []
         for fn, context in callbacks:
-            if context is None:
-                fn(self)
-            else:
-                context.run(fn, self)
+            try:
+                if context is None:
+                    fn(self)
+                else:
+                    context.run(fn, self)
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as error:  # reported as a callback's own handle would
+                self.get_loop().call_exception_handler(
+                    {"message": f"Exception in callback {fn!r}", "exception": error}
+                )
 
     def _cancelled_error(self) -> asyncio.CancelledError:
         """A new error each time, as a future makes it: one kept here would hold, through

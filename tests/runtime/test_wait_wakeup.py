@@ -202,3 +202,25 @@ async def test_a_future_cancelled_by_an_interrupt_wakes_the_waiting_driver():
     finally:
         gate.set()
         await events.aclose()
+
+
+async def test_a_failing_callback_of_a_wait_is_reported_and_the_next_still_runs():
+    loop = asyncio.get_running_loop()
+    reported: list[BaseException] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context["exception"]))
+    try:
+        blocked = loop.create_future()
+        wait = Wait(blocked)
+        ran: list[str] = []
+
+        def failing(_: object) -> None:
+            raise ValueError("broken callback")
+
+        wait.add_done_callback(failing)
+        wait.add_done_callback(lambda _: ran.append("next"))
+        blocked.set_result(None)
+        await asyncio.sleep(0)
+        assert ran == ["next"]
+        assert [str(error) for error in reported] == ["broken callback"]
+    finally:
+        loop.set_exception_handler(None)
