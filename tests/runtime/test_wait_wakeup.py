@@ -3,8 +3,10 @@ it itself: the driver hands the task a ``zett_agent._wait.Wait`` whose callbacks
 the future's own done callback, not from a wake-up future that callback would complete one
 loop iteration later.
 
-Each loop iteration polls the selector once, so the polls between a tool's start and its
-result are what the wait costs in iterations.
+Each loop iteration polls the selector once. Counted from the moment the future settles
+(a thread's return reaches the loop whenever the worker gets there, and its wake-up byte
+may be read one iteration later), the polls until the awaiting code runs again are what the
+wait costs in iterations: one, for a task awaiting the future itself.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from contextlib import aclosing
 
 import pytest
 
+import zett_agent._threads as threads
 from zett_agent._driver import Driver, drive, emission
 from zett_agent._threads import run_in_thread
 from zett_agent._wait import Wait
@@ -51,20 +54,28 @@ def _add(a: int, b: int) -> int:
     return a + b
 
 
-async def _polls_of_a_bare_hop(loop: asyncio.AbstractEventLoop) -> int:
-    polls = SelectorPolls(loop)
-    try:
-        await run_in_thread(_add, a=1, b=1)  # the worker exists before counting
+def _counting_from_settling(monkeypatch: pytest.MonkeyPatch, polls: SelectorPolls) -> None:
+    """Start counting when a thread's outcome settles its future on the loop."""
+    settle = threads._settle
+
+    def settling(*args: object) -> None:
         polls.counting = True
-        assert await run_in_thread(_add, a=2, b=3) == 5
-        return polls.polls
-    finally:
-        polls.restore()
+        settle(*args)
+
+    monkeypatch.setattr(threads, "_settle", settling)
 
 
-async def test_a_sync_tool_result_costs_no_more_loop_iterations_than_a_bare_thread_hop():
+async def test_a_sync_tool_result_costs_no_more_loop_iterations_than_a_bare_thread_hop(
+    monkeypatch: pytest.MonkeyPatch,
+):
     loop = asyncio.get_running_loop()
-    bare = await _polls_of_a_bare_hop(loop)
+    assert await run_in_thread(_add, a=1, b=1) == 2  # the worker exists before counting
+    bare = SelectorPolls(loop)
+    try:
+        _counting_from_settling(monkeypatch, bare)
+        assert await run_in_thread(_add, a=2, b=3) == 5
+    finally:
+        bare.restore()
 
     @tool
     def plus(a: int, b: int) -> int:
@@ -78,35 +89,35 @@ async def test_a_sync_tool_result_costs_no_more_loop_iterations_than_a_bare_thre
     model = ProbeModel(calls(call("plus", "c1", a=2, b=3)), answer("five"))
     agent = await Agent.create(model, tools=[plus], extensions=[])
     polls = SelectorPolls(loop)
+    _counting_from_settling(monkeypatch, polls)
     try:
         async with aclosing(agent.stream("add", config=CONFIG)) as events:
             async for event in events:
-                if event.type is E.TOOL_STARTED:
-                    polls.counting = True
-                elif event.type is E.TOOL_COMPLETED:
+                if event.type is E.TOOL_COMPLETED:
                     polls.counting = False
                     assert event.message.content == "5"
     finally:
         polls.restore()
-    assert polls.polls == bare
-    assert bare <= 2
-
-
-async def _polls_of_a_bare_await(loop: asyncio.AbstractEventLoop) -> int:
-    polls = SelectorPolls(loop)
-    try:
-        polls.counting = True
-        settled = loop.create_future()
-        loop.call_soon(settled.set_result, 5)
-        assert await settled == 5
-        return polls.polls
-    finally:
-        polls.restore()
+    assert bare.polls == 1
+    assert polls.polls == bare.polls
 
 
 async def test_any_future_a_tool_awaits_costs_no_more_loop_iterations_than_awaiting_it_bare():
     loop = asyncio.get_running_loop()
-    bare = await _polls_of_a_bare_await(loop)
+    bare = SelectorPolls(loop)
+
+    def settle(future: asyncio.Future[int], value: int, polls: SelectorPolls) -> None:
+        polls.counting = True
+        future.set_result(value)
+
+    try:
+        settled = loop.create_future()
+        loop.call_soon(settle, settled, 5, bare)
+        assert await settled == 5
+    finally:
+        bare.restore()
+
+    polls = SelectorPolls(loop)
 
     @tool
     async def later(a: int, b: int) -> int:
@@ -115,25 +126,22 @@ async def test_any_future_a_tool_awaits_costs_no_more_loop_iterations_than_await
         Guidelines:
             - Use in tests.
         """
-        settled = asyncio.get_running_loop().create_future()
-        loop.call_soon(settled.set_result, a + b)
-        return await settled
+        result = loop.create_future()
+        loop.call_soon(settle, result, a + b, polls)
+        return await result
 
     model = ProbeModel(calls(call("later", "c1", a=2, b=3)), answer("five"))
     agent = await Agent.create(model, tools=[later], extensions=[])
-    polls = SelectorPolls(loop)
     try:
         async with aclosing(agent.stream("add", config=CONFIG)) as events:
             async for event in events:
-                if event.type is E.TOOL_STARTED:
-                    polls.counting = True
-                elif event.type is E.TOOL_COMPLETED:
+                if event.type is E.TOOL_COMPLETED:
                     polls.counting = False
                     assert event.message.content == "5"
     finally:
         polls.restore()
-    assert polls.polls == bare
-    assert bare <= 2
+    assert bare.polls == 1
+    assert polls.polls == bare.polls
 
 
 async def test_a_wait_calls_its_callbacks_when_its_future_settles_and_schedules_them_otherwise():
