@@ -14,7 +14,9 @@ runtime's behalf: ``advance`` waits on a small wake-up future that completes whe
 runtime's future does, or when another task emits an event for this request (a tool's
 subtask reporting progress through ``context.emit``). Such foreign events are handed to the
 consumer while the runtime stays suspended, and each emitter resumes once its event was
-taken, so they get the same back-pressure as the runtime's own events.
+taken, so they get the same back-pressure as the runtime's own events. The wake-up is a
+``zett_agent._wait.Wait``: the task steps in the loop iteration right after the runtime's
+future settles, as it would had it awaited that future itself.
 
 Cancellation:
 
@@ -56,6 +58,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator
 from typing import Any
 
+from zett_agent._wait import Wait
 from zett_agent.events import AgentEvent
 
 __all__ = ["FINISHED", "REJOIN", "Driver", "Shortcut", "drive", "emission"]
@@ -131,7 +134,7 @@ class Driver:
         self.cancel_seen = False
         #: The future the suspended runtime awaits, while ``advance`` waits on its behalf.
         self._blocked_on: asyncio.Future[Any] | None = None
-        self._waker: asyncio.Future[None] | None = None
+        self._waker: Wait | None = None
         #: Events of other tasks waiting to be handed over; a deque from the first one on.
         self._foreign: deque[tuple[AgentEvent, asyncio.Future[None]]] = _NO_FOREIGN
         #: What the coroutine yielded on the fast path when that was not an event.
@@ -151,7 +154,7 @@ class Driver:
         self._foreign.append((event, delivered))
         self._held = True
         if self._waker is not None:
-            _wake(self._waker)
+            self._waker.wake()
         await delivered
 
     def interrupt(self) -> bool:
@@ -270,14 +273,11 @@ class Driver:
         while not blocked.done():
             if foreign_wakes and self._foreign:
                 return
-            waker = self._waker = blocked.get_loop().create_future()
-            waker._asyncio_future_blocking = True  # type: ignore[attr-defined]
-            callback = _waker_for(waker)
-            blocked.add_done_callback(callback)
+            waker = self._waker = Wait(blocked)
             try:
                 yield waker
             finally:
-                blocked.remove_done_callback(callback)
+                waker.detach()
                 self._waker = None
             if waker.cancelled():
                 self.cancel_seen = True
@@ -411,10 +411,3 @@ async def drive(start: Callable[[], Driver]) -> AsyncIterator[AgentEvent]:
     finally:
         if not driver.finished:  # closed early: cancel the request and run its cleanup
             await driver.abort()
-
-
-def _waker_for(waker: asyncio.Future[None]) -> Any:
-    def callback(_: asyncio.Future[Any]) -> None:
-        _wake(waker)
-
-    return callback
