@@ -1,14 +1,18 @@
 """The pieces of the request guards that need no server: which endpoints have a body limit
-(``agent_app.guard.bodies.limit_for``), and what the access log shows of a URL
+(``agent_app.guard.bodies.limit_for``), that the guarded request leaves a posted form's
+parsing to the application, and what the access log shows of a URL
 (``agent_app.telemetry.access_log.without_query``). Against daphne: tests/app/processes/."""
 
 from __future__ import annotations
 
 import uuid
 
+import pytest
 from django.test import override_settings
+from twisted.internet.address import IPv4Address
+from twisted.web.http import Request
 
-from agent_app.guard.bodies import API_MAX_BODY_BYTES, limit_for
+from agent_app.guard.bodies import API_MAX_BODY_BYTES, _guarded, limit_for
 from agent_app.telemetry.access_log import without_query
 
 
@@ -30,3 +34,44 @@ def test_the_access_log_shows_a_path_and_never_its_query():
     assert without_query("/api/chats/?token=zett_secret&page=2") == "/api/chats/?[redacted]"
     assert without_query("/api/chats/?") == "/api/chats/?[redacted]"
     assert without_query("/s/1/") == "/s/1/"
+
+
+class _Channel:
+    """What Twisted's ``Request`` asks of its connection before it answers."""
+
+    transport = None
+    _path = b"/form/"
+
+    def getPeer(self) -> IPv4Address:
+        return IPv4Address("TCP", "127.0.0.1", 40000)
+
+    def getHost(self) -> IPv4Address:
+        return IPv4Address("TCP", "127.0.0.1", 8000)
+
+
+class _Recorded(Request):
+    """Twisted's request as daphne's extends it: ``process`` sees it once it is whole."""
+
+    seen: dict | None = None
+
+    def process(self) -> None:
+        self.seen = {"args": dict(self.args), "body": self.content.read()}
+
+
+@pytest.mark.parametrize(
+    "content_type, body",
+    [
+        (b"application/x-www-form-urlencoded", b"a=1&b=2"),
+        (
+            b"multipart/form-data; boundary=x",
+            b'--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--x--\r\n',
+        ),
+    ],
+)
+def test_the_guarded_request_leaves_a_posted_form_to_the_application(content_type, body):
+    request = _guarded(_Recorded)(_Channel())
+    request.requestHeaders.setRawHeaders(b"Content-Type", [content_type])
+    request.gotLength(len(body))
+    request.handleContentChunk(body)
+    request.requestReceived(b"POST", b"/form/", b"HTTP/1.1")
+    assert request.seen == {"args": {}, "body": body}
