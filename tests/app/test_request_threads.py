@@ -1,0 +1,104 @@
+"""The site's HTTP handler keeps its request threads (``agent_app.process.request_threads``).
+
+A request's sync work (here the ``request_started`` signal, which Django's handler sends
+from the request's thread) runs in a thread of that request alone, as under Django's own
+handler, but one kept for the next requests: requests one after another share one;
+requests at the same time each have their own (they wait for each other here, which a
+shared thread would turn into a deadlock); a request that failed never hands its thread
+to another, and at most ``KEEP_IDLE`` threads wait idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+from django.core.signals import request_started
+
+from agent_app.process.request_threads import KEEP_IDLE, RequestThreadsHandler
+from tests.app.asgi_http import HttpCall
+
+WAIT = 10.0
+
+
+@pytest.fixture
+def started() -> Iterator[list[Callable[[], None]]]:
+    """Hooks called, in the request's thread, as each request starts (appended by a test)."""
+    hooks: list[Callable[[], None]] = []
+
+    def on_start(**kwargs: object) -> None:
+        for hook in hooks:
+            hook()
+
+    request_started.connect(on_start, dispatch_uid="test-request-threads")
+    try:
+        yield hooks
+    finally:
+        request_started.disconnect(dispatch_uid="test-request-threads")
+
+
+def threads_seen(hooks: list[Callable[[], None]]) -> list[threading.Thread]:
+    seen: list[threading.Thread] = []
+    hooks.append(lambda: seen.append(threading.current_thread()))
+    return seen
+
+
+@pytest.fixture
+def handler() -> Iterator[RequestThreadsHandler]:
+    handler = RequestThreadsHandler()
+    try:
+        yield handler
+    finally:
+        handler.close()
+
+
+async def get(handler: RequestThreadsHandler) -> int:
+    call = await HttpCall(handler, "GET", "/no/such/page/").start()
+    await call.read()
+    return call.status
+
+
+async def test_requests_one_after_another_share_one_thread_kept_for_them(started, handler):
+    seen = threads_seen(started)
+    assert [await get(handler) for _ in range(3)] == [404, 404, 404]
+    assert len(seen) == 3 and len(set(seen)) == 1
+    assert seen[0] is not threading.current_thread() and seen[0].is_alive()
+    assert handler.idle_threads == 1
+    handler.close()
+    assert handler.idle_threads == 0 and not seen[0].is_alive()
+
+
+async def test_requests_at_the_same_time_each_have_a_thread_and_a_few_are_kept(started, handler):
+    seen = threads_seen(started)
+    together = KEEP_IDLE + 2
+    # Every request's sync work waits for all the others': one shared thread would hang.
+    barrier = threading.Barrier(together, timeout=WAIT)
+    started.append(barrier.wait)
+    statuses = await asyncio.gather(*(get(handler) for _ in range(together)))
+    assert statuses == [404] * together
+    assert len(set(seen)) == together
+    assert handler.idle_threads == KEEP_IDLE
+    kept = {thread for executor in handler._idle for thread in executor._threads}
+    assert len(kept) == KEEP_IDLE and kept <= set(seen)
+    for thread in set(seen) - kept:  # the others end after their request
+        thread.join(WAIT)
+        assert not thread.is_alive()
+
+
+async def test_a_request_that_failed_does_not_hand_its_thread_on(started, handler):
+    seen = threads_seen(started)
+
+    def fail() -> None:
+        raise RuntimeError("the request fails in its thread")
+
+    started.append(fail)
+    with pytest.raises(RuntimeError, match="fails in its thread"):
+        await get(handler)
+    assert handler.idle_threads == 0
+    seen[0].join(WAIT)
+    assert not seen[0].is_alive()
+    started.remove(fail)
+    assert await get(handler) == 404
+    assert seen[1] is not seen[0]
