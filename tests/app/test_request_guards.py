@@ -12,7 +12,7 @@ from django.test import override_settings
 from twisted.internet.address import IPv4Address
 from twisted.web.http import Request
 
-from agent_app.guard.bodies import API_MAX_BODY_BYTES, _guarded, limit_for
+from agent_app.guard.bodies import API_MAX_BODY_BYTES, _guarded, api_body_limit, limit_for
 from agent_app.telemetry.access_log import without_query
 
 
@@ -28,6 +28,11 @@ def test_zett_endpoints_have_body_limits_and_other_views_none():
     assert limit_for("/") is None
     assert limit_for("/admin/login/") is None
     assert limit_for("/no/such/page/") is None
+    # The views are kept per URLconf: another one sends the same path elsewhere.
+    with override_settings(ROOT_URLCONF="tests.app.prefixed_urls"):
+        assert limit_for("/api/ag-ui/demo/") is None
+        assert limit_for("/support/chat/api/ag-ui/demo/") == api_body_limit()
+    assert limit_for("/api/ag-ui/demo/") == api_body_limit()
 
 
 def test_the_access_log_shows_a_path_and_never_its_query():
