@@ -5,7 +5,9 @@ from the request's thread) runs in a thread of that request alone, as under Djan
 handler, but one kept for the next requests: requests one after another share one;
 requests at the same time each have their own (they wait for each other here, which a
 shared thread would turn into a deadlock); a request that failed never hands its thread
-to another, and at most ``KEEP_IDLE`` threads wait idle.
+to another, and at most ``KEEP_IDLE`` threads wait idle. Django's CSRF check of a view
+exempt from it is answered without a trip to the request's thread; any other view is
+checked there, and refused without a token, as before.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from django.core.signals import request_started
+from django.middleware.csrf import CsrfViewMiddleware
 
 from agent_app.process.request_threads import KEEP_IDLE, RequestThreadsHandler
 from tests.app.asgi_http import HttpCall
@@ -42,6 +45,21 @@ def started() -> Iterator[list[Callable[[], None]]]:
 def threads_seen(hooks: list[Callable[[], None]]) -> list[threading.Thread]:
     seen: list[threading.Thread] = []
     hooks.append(lambda: seen.append(threading.current_thread()))
+    return seen
+
+
+@pytest.fixture
+def csrf_checks(monkeypatch) -> list[tuple[str, threading.Thread]]:
+    """Django's CSRF check of a view, recording the path and the thread it ran in (set
+    before the handler is built: the handler takes the method when it loads)."""
+    seen: list[tuple[str, threading.Thread]] = []
+    check = CsrfViewMiddleware.process_view
+
+    def recording(self, request, callback, args, kwargs):  # type: ignore[no-untyped-def]
+        seen.append((request.path, threading.current_thread()))
+        return check(self, request, callback, args, kwargs)
+
+    monkeypatch.setattr(CsrfViewMiddleware, "process_view", recording)
     return seen
 
 
@@ -102,3 +120,18 @@ async def test_a_request_that_failed_does_not_hand_its_thread_on(started, handle
     started.remove(fail)
     assert await get(handler) == 404
     assert seen[1] is not seen[0]
+
+
+@pytest.mark.django_db
+async def test_only_views_not_exempt_from_csrf_are_checked_in_the_request_thread(
+    csrf_checks, handler
+):
+    exempt = await HttpCall(handler, "GET", "/api/ag-ui/demo/capabilities").start()
+    await exempt.read()
+    assert exempt.status == 401  # the view ran: no credentials
+    assert csrf_checks == []
+    checked = await HttpCall(handler, "POST", "/accounts/logout/").start()
+    await checked.read()
+    assert checked.status == 403  # no CSRF token
+    assert [path for path, _ in csrf_checks] == ["/accounts/logout/"]
+    assert csrf_checks[0][1] is not threading.current_thread()
