@@ -107,7 +107,8 @@ async def detached(work: Coroutine[Any, Any, T]) -> T:
     What a view starts in a live session — a run, a continuation, a lease watcher —
     outlives the request, but a task inherits the context it was created in, and a
     request's context carries the executor Django runs its ORM calls in for that request
-    (asgiref's ``ThreadSensitiveContext``), which is shut down when the response ends.
+    (asgiref's ``ThreadSensitiveContext``), which serves that request alone and is taken
+    out of the context when the response ends (``agent_app.process.request_threads``).
     Started from here, those tasks use the ORM the way the chat socket's tasks do.
     Cancelling the caller cancels ``work``.
     """
