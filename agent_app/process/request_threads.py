@@ -18,9 +18,12 @@ last call) and never given to another request. At most ``KEEP_IDLE`` wait idle; 
 others are shut down as they come back. A task that inherited a request's context and
 outlives it gets an executor of its own at its next sync call, as under Django's handler.
 
-Django's own database handling is that of any server that reuses threads: a thread's
-connection is closed or kept at the end of each request by ``close_old_connections``
-(``CONN_MAX_AGE``; with a connection pool, handed back).
+A kept thread carries no database connection from one request into the next: at the end
+of each request (Django's ``request_finished``, sent from the request's thread) its
+connections are closed, as they were when the thread ended with its request. A connection
+kept open in a thread that serves requests one after another could otherwise carry a
+read snapshot (SQLite's write-ahead log) or a connection's state into a later request;
+``CONN_MAX_AGE`` keeps the connections of the runs' own ORM thread.
 
 It also answers Django's own ``CsrfViewMiddleware.process_view`` for a view exempt from
 CSRF (``csrf_exempt``: the HTTP API's views) on the event loop: that method returns
@@ -38,6 +41,8 @@ from typing import Any
 
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext
 from django.core.handlers.asgi import ASGIHandler
+from django.core.signals import request_finished
+from django.db import connections
 from django.middleware.csrf import CsrfViewMiddleware
 
 __all__ = ["KEEP_IDLE", "RequestThreadsHandler"]
@@ -100,6 +105,15 @@ class RequestThreadsHandler(ASGIHandler):
         for executor in idle:
             executor.shutdown(wait=True)
 
+
+def _close_connections(**kwargs: Any) -> None:
+    """A request of ``RequestThreadsHandler`` ended: its thread's connections close."""
+    connections.close_all()
+
+
+request_finished.connect(
+    _close_connections, sender=RequestThreadsHandler, dispatch_uid="zett-request-threads"
+)
 
 ViewMiddleware = Callable[..., Awaitable[Any]]
 

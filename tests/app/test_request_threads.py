@@ -5,7 +5,8 @@ from the request's thread) runs in a thread of that request alone, as under Djan
 handler, but one kept for the next requests: requests one after another share one;
 requests at the same time each have their own (they wait for each other here, which a
 shared thread would turn into a deadlock); a request that failed never hands its thread
-to another, and at most ``KEEP_IDLE`` threads wait idle. Django's CSRF check of a view
+to another, and at most ``KEEP_IDLE`` threads wait idle. A kept thread's database
+connections are closed at the end of each of its requests. Django's CSRF check of a view
 exempt from it is answered without a trip to the request's thread; any other view is
 checked there, and refused without a token, as before.
 """
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from django.core.signals import request_started
+from django.db import connections
 from django.middleware.csrf import CsrfViewMiddleware
 
 from agent_app.process.request_threads import KEEP_IDLE, RequestThreadsHandler
@@ -135,3 +137,13 @@ async def test_only_views_not_exempt_from_csrf_are_checked_in_the_request_thread
     assert checked.status == 403  # no CSRF token
     assert [path for path, _ in csrf_checks] == ["/accounts/logout/"]
     assert csrf_checks[0][1] is not threading.current_thread()
+
+
+async def test_each_request_closes_its_threads_connections_at_its_end(
+    started, handler, monkeypatch
+):
+    closed: list[threading.Thread] = []
+    monkeypatch.setattr(connections, "close_all", lambda: closed.append(threading.current_thread()))
+    seen = threads_seen(started)
+    assert [await get(handler), await get(handler)] == [404, 404]
+    assert closed == seen and seen[0] is seen[1]  # once per request, in the kept thread
