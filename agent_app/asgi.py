@@ -2,9 +2,12 @@
 ASGI ``ProtocolTypeRouter``::
 
     application = ProtocolTypeRouter({
-        "http": get_asgi_application(),
+        "http": http_application(),  # or Django's get_asgi_application()
         "websocket": websocket_application(),
     })
+
+``http_application()`` is Django's ASGI handler with its request threads kept from one
+request to the next (``agent_app.process.request_threads``).
 
 Layers, outermost first: the origin check (``agent_app.guard.origins``: scheme, host and port
 of a page allowed to open a socket; a refusal is logged with its reason), cookies, the
@@ -28,7 +31,12 @@ from typing import Any
 from channels.auth import AuthMiddleware
 from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionMiddleware
 
-__all__ = ["SocketSessionMiddleware", "lifespan_application", "websocket_application"]
+__all__ = [
+    "SocketSessionMiddleware",
+    "http_application",
+    "lifespan_application",
+    "websocket_application",
+]
 
 
 class SocketSessionMiddleware(SessionMiddleware):
@@ -66,6 +74,16 @@ def websocket_application(*, check_settings: bool = True) -> Any:
             )
         )
     )
+
+
+def http_application() -> Any:
+    """Django's ASGI handler for HTTP, with each request's thread for sync work kept for
+    the next requests instead of started and joined per request
+    (``agent_app.process.request_threads``). Call it once Django is set up, in place of
+    ``get_asgi_application()``."""
+    from agent_app.process.request_threads import RequestThreadsHandler
+
+    return RequestThreadsHandler()
 
 
 def lifespan_application() -> Any:

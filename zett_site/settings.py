@@ -140,8 +140,9 @@ DATABASES = {"default": dj_database_url.config(default=f"sqlite:///{BASE_DIR / '
 # Connections. Every socket's ORM work runs in one worker thread (Channels'
 # ``database_sync_to_async``), several times per agent request: opening a connection for
 # each call was a sizeable share of a request's cost. But under ASGI each HTTP request runs
-# its ORM calls in a thread of its own, where a persistent connection (CONN_MAX_AGE) is
-# never reused and is only dropped when the thread ends. So PostgreSQL uses Django's
+# its ORM calls in a thread of its own (kept for later requests by the site's handler,
+# ``agent_app.process.request_threads``, which closes its connections at each request's
+# end), where a persistent connection (CONN_MAX_AGE) is never reused. So PostgreSQL uses Django's
 # psycopg pool (CONN_MAX_AGE stays 0: closing hands the connection back to the pool), and
 # SQLite, which has no pool and whose connection is a file handle, keeps connections open
 # with a health check before reuse.

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -48,11 +47,12 @@ from agent_app.api.common import (
     own_chat,
     refusal,
 )
-from agent_app.api.stream import ThreadStream, detached
+from agent_app.api.stream import ThreadStream, detached, on_orm_thread
 from agent_app.api.thread_row import chat_with_waits
 from agent_app.assistants import Assistant, registry
 from agent_app.budgets import BudgetExceeded
 from agent_app.durable.chat_records import ChatDeleted
+from agent_app.durable.orm_thread import orm_call
 from agent_app.durable.runs import Creator
 from agent_app.guard.access import Creation, chat_quota_message, ensure_session
 from agent_app.guard.bodies import api_body_limit, body_limit
@@ -77,9 +77,8 @@ async def run(request: HttpRequest, assistant_id: str) -> HttpResponse:
     if request.method != "POST":
         return _not_allowed("POST")
     try:
-        # On the thread the runs' ORM work runs in (``detached``), whose connection stays
-        # open: the request's own thread is new, and would open a database connection.
-        post = await detached(database_sync_to_async(_read_post)(request, assistant_id))
+        # On the thread the runs' ORM work runs in, whose connection stays open.
+        post = await on_orm_thread(_read_post_call, request, assistant_id)
         await charge(post.caller)
         if post.refused is not None:
             raise post.refused
@@ -131,6 +130,10 @@ def _read_post(request: HttpRequest, assistant_id: str) -> _Post:
         return _Post(caller, wanted, _thread_of(caller, assistant_id, wanted))
     except AguiError as error:
         return _Post(caller, refused=error)
+
+
+#: ``_read_post`` by the lean hop to the runs' ORM thread (``on_orm_thread``).
+_read_post_call = orm_call(_read_post)
 
 
 def _thread_of(caller: Caller, assistant_id: str, wanted: RunRequest) -> _Thread:

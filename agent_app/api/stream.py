@@ -47,15 +47,14 @@ import contextvars
 import json
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
-
-from channels.db import database_sync_to_async
 
 from agent_app import conf
 from agent_app.agui.encoder import RunEncoder
 from agent_app.agui.sse import KEEP_ALIVE, SseEvent
 from agent_app.durable.history import shown_path
+from agent_app.durable.orm_thread import orm_call
 from agent_app.guard.limits import SocketTicket, limiter
 from agent_app.guard.token_watch import Watched, token_watch
 from agent_app.protocol.text import encode_delta_frame
@@ -63,7 +62,14 @@ from agent_app.sessions.backpressure import buffered_bytes, send_buffer_cap
 from agent_app.sessions.live import LiveSession
 from agent_app.sessions.registry import live_sessions
 
-__all__ = ["MAX_QUEUED", "TERMINAL_EVENTS", "TOKEN_ENDED_EVENT", "ThreadStream", "detached"]
+__all__ = [
+    "MAX_QUEUED",
+    "TERMINAL_EVENTS",
+    "TOKEN_ENDED_EVENT",
+    "ThreadStream",
+    "detached",
+    "on_orm_thread",
+]
 
 T = TypeVar("T")
 
@@ -101,11 +107,23 @@ async def detached(work: Coroutine[Any, Any, T]) -> T:
     What a view starts in a live session — a run, a continuation, a lease watcher —
     outlives the request, but a task inherits the context it was created in, and a
     request's context carries the executor Django runs its ORM calls in for that request
-    (asgiref's ``ThreadSensitiveContext``), which is shut down when the response ends.
+    (asgiref's ``ThreadSensitiveContext``), which serves that request alone and is taken
+    out of the context when the response ends (``agent_app.process.request_threads``).
     Started from here, those tasks use the ORM the way the chat socket's tasks do.
     Cancelling the caller cancels ``work``.
     """
     return await asyncio.create_task(work, context=contextvars.Context())
+
+
+async def on_orm_thread(call: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    """Await ``call`` (an ``orm_call``: ``agent_app.durable.orm_thread``) made outside the
+    request's context, so it takes the lean hop to the thread the runs' ORM work runs in
+    (whose connection stays open) instead of the request's own thread: what ``detached``
+    does for a ``database_sync_to_async`` call, without a task and asgiref's hop."""
+    pending = contextvars.Context().run(call, *args, **kwargs)
+    if asyncio.isfuture(pending):
+        return await pending
+    return await detached(pending)  # type: ignore[arg-type]  # asgiref's hop after all
 
 
 class ThreadStream:
@@ -308,7 +326,8 @@ class ThreadStream:
             self._before = []
             if snapshot and run_id is not None:
                 yield encoder.begin(run_id).encode()  # the first byte: nothing to wait for
-                encoder.show(await detached(_shown_before(self.thread_id, run_id)))
+                shown = await on_orm_thread(_shown_before, self.thread_id, before_request=run_id)
+                encoder.show(shown)
             keepalive = float(conf.ZETT_SSE_KEEPALIVE_SECONDS)
             frames = self._frames
             batch = _Batch(encoder, run_id)
@@ -467,12 +486,11 @@ _DELTA_KINDS = frozenset({"text_delta", "reasoning_delta"})
 _DELTA_KEYS = frozenset({"type", "session_id", "phase", "delta"})
 
 
-async def _shown_before(thread_id: str, run_id: str) -> list[dict[str, Any]]:
-    """The thread's shown path without the run's messages, read on the connection the
-    run writes on (``detached``: the run's tasks' thread, not the request's), so after or
-    before each of its writes and never beside one (SQLite would refuse the read while
-    another connection's write holds the table)."""
-    return await database_sync_to_async(shown_path)(thread_id, before_request=run_id)
+#: The thread's shown path without the run's messages, read on the connection the run
+#: writes on (the runs' ORM thread, not the request's), so after or before each of its
+#: writes and never beside one (SQLite would refuse the read while another connection's
+#: write holds the table).
+_shown_before = orm_call(shown_path)
 
 
 def _wake(wakeup: asyncio.Future[None]) -> None:

@@ -30,6 +30,7 @@ module's ``WebRequest`` at that moment, so the subclass replaces that name.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
@@ -38,7 +39,7 @@ from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from django.conf import settings
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, URLResolver, get_resolver, get_urlconf
 
 from agent_app import conf
 
@@ -76,9 +77,8 @@ def api_body_limit() -> int:
 
 def limit_for(path: str) -> int | None:
     """The most bytes a body sent to ``path`` may hold (None: not zett's to say)."""
-    try:
-        view = resolve(path).func
-    except (Resolver404, ValueError):
+    view = _view_at(get_resolver(get_urlconf()), path)
+    if view is None:
         return None
     limit = getattr(view, _ATTRIBUTE, None)
     if limit is not None:
@@ -86,6 +86,17 @@ def limit_for(path: str) -> int | None:
     if getattr(view, "__module__", "").startswith("agent_app.api."):
         return api_body_limit()
     return None
+
+
+@functools.lru_cache(maxsize=512)
+def _view_at(resolver: URLResolver, path: str) -> Callable[..., Any] | None:
+    """The view ``resolver`` sends ``path`` to (None: none), kept per URLconf and path:
+    every request with a body asks before Django resolves it again (about 0.1 ms a
+    ``POST`` of the site's URLs), and a changed URLconf is another resolver."""
+    try:
+        return resolver.resolve(path).func
+    except (Resolver404, ValueError):
+        return None
 
 
 def body_timeout() -> float:
@@ -110,7 +121,13 @@ def _guarded(base: type) -> type:
 
 class BodyGuard:
     """The methods of Twisted's ``Request`` that see a body arrive, refusing a too large
-    or stalled one before it is read (a mixin in front of daphne's ``WebRequest``)."""
+    or stalled one before it is read (a mixin in front of daphne's ``WebRequest``).
+
+    It also turns off Twisted's parsing of a POST's form arguments: daphne hands the
+    application the raw body and never reads them, and Twisted parsed every POST's
+    ``Content-Type`` through the ``email`` package (about 0.2 ms of an AG-UI POST's CPU)
+    and a form's whole body for nothing; a malformed form is Django's to answer.
+    """
 
     zett_guarded = True
     _limit: int | None = None
@@ -118,6 +135,10 @@ class BodyGuard:
     _stall: Any = None
     _refused = False
     channel: Any
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._parsePOSTFormSubmission = False  # Twisted's ``Request`` sets it True
 
     def gotLength(self, length: int | None) -> None:
         """The headers are in: ``length`` is the declared body size (None: chunked)."""

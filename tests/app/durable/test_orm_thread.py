@@ -7,9 +7,10 @@ import threading
 
 import pytest
 from asgiref.local import Local
-from asgiref.sync import SyncToAsync, ThreadSensitiveContext
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from channels.db import database_sync_to_async
 
+from agent_app.api.stream import on_orm_thread
 from agent_app.durable.orm_thread import orm_call
 
 #: The hop closes the ORM thread's stale connections around each call, as Channels' does.
@@ -61,3 +62,24 @@ async def test_a_local_the_caller_set_is_read_there_as_through_database_sync_to_
         return getattr(local, "prefix", "unset")
 
     assert await orm_call(read)() == await database_sync_to_async(read)() == "/shop/"
+
+
+async def test_on_orm_thread_takes_the_shared_thread_from_inside_a_request_context():
+    """A view's read (``agent_app.api.stream.on_orm_thread``) goes to the thread the runs'
+    ORM work runs in, not to the request's own thread, and what it raises comes back."""
+    main = SyncToAsync.single_thread_executor.submit(threading.get_ident).result()
+    token = _seen.set("the request's")
+    try:
+        async with ThreadSensitiveContext():
+            request_thread = await sync_to_async(threading.get_ident)()
+            where = await on_orm_thread(orm_call(_where))
+            with pytest.raises(LookupError, match="nothing here"):
+                await on_orm_thread(orm_call(_fails))
+    finally:
+        _seen.reset(token)
+    assert where == (main, "")  # and none of the request's context
+    assert request_thread != main
+
+
+def _fails() -> None:
+    raise LookupError("nothing here")
