@@ -45,7 +45,7 @@ from agent_app.durable.store import (
 )
 from agent_app.durable.support import TakenOver
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
-from agent_app.models.statements import execute, insert, new, update
+from agent_app.models.statements import insert, new, run, update
 from agent_app.webhooks.run_events import run_ended
 from zett_agent.messages import AnyMessage, UserMessage
 
@@ -365,9 +365,8 @@ def end_run(
                 session_id, request_id, rows, after=bumped.last_position, follows=bumped.last_id
             )
         else:
-            with db.cursor() as cursor:
-                params = [ending[0], *ending, db_session_pk(session_id, db)]
-                execute(cursor, _end_session_sql(db.vendor), params)
+            params = [ending[0], *ending, db_session_pk(session_id, db)]
+            run(db, _end_session_sql(db.vendor), params)
         if ended:  # the run's webhook message, in the transaction of its end
             written = [message for message, _ in rows or ()]
             run_ended(session_id, request_id, status, error=error, usage=usage, written=written)

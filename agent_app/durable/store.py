@@ -49,7 +49,7 @@ from agent_app.models import (
     ChatSession,
     RunStatus,
 )
-from agent_app.models.statements import execute, insert, new, uuid_param
+from agent_app.models.statements import ONE, insert, new, run, uuid_param
 from zett_agent.history import valid_history
 from zett_agent.messages import (
     AgentMessage,
@@ -266,10 +266,8 @@ def bump_version(
     if also is not None:
         expressions, more = also
         params += more
-    with db.cursor() as cursor:
-        sql = _bump_sql(db.vendor, count_unsettled, ending is not None, expressions)
-        execute(cursor, sql, params)
-        row = cursor.fetchone()
+    sql = _bump_sql(db.vendor, count_unsettled, ending is not None, expressions)
+    row = run(db, sql, params, ONE)
     if row is None:
         raise ChatSession.DoesNotExist(f"Session {session_id} is not stored")
     unsettled = row[6] if count_unsettled else 0

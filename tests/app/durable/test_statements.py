@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import warnings
 
 import pytest
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from agent_app.models import ChatSession, ExternalEventRecord, ReplyWait, WaitKind, WaitStatus
-from agent_app.models.statements import get_joined, insert, pk_exists, update
+from agent_app.models.statements import ALL, ONE, get_joined, insert, pk_exists, run, update
 
 pytestmark = pytest.mark.django_db
 
@@ -351,3 +354,26 @@ def test_what_a_run_reads_with_its_chats_row_is_what_read_entry_reads(
         assert fast.chat.owner == plain.chat.owner
         assert (fast.assistant, fast.allowed) == (plain.assistant, plain.allowed)
         assert fast.documents is plain.documents is ("text/plain" in kinds)
+
+
+@pytest.mark.parametrize("watched", [False, True], ids=["straight", "django-cursor"])
+def test_run_answers_the_same_straight_to_the_driver_as_through_djangos_cursor(watched):
+    """``run`` on SQLite with nobody watching goes to the driver; with a debug cursor
+    (queries logged) through Django's: the same rows, counts and error types either way,
+    and a watched statement is logged."""
+    if connection.vendor != "sqlite":
+        pytest.skip("the straight path is SQLite's")
+    first, second = ChatSession.objects.create(title="a"), ChatSession.objects.create(title="b")
+    table = ChatSession._meta.db_table
+    keys = [ChatSession._meta.pk.get_db_prep_value(row.pk, connection) for row in (first, second)]
+    with CaptureQueriesContext(connection) if watched else contextlib.nullcontext() as seen:
+        changed = run(
+            connection, f'UPDATE "{table}" SET "title" = %s WHERE "id" IN (%s, %s)', ["c", *keys]
+        )
+        one = run(connection, f'SELECT "title" FROM "{table}" WHERE "id" = %s', keys[:1], ONE)
+        rows = run(connection, f'SELECT "title", \'50%%\' FROM "{table}" ORDER BY "title"', [], ALL)
+        with pytest.raises(IntegrityError), transaction.atomic():
+            run(connection, f'INSERT INTO "{table}" ("id") VALUES (%s)', keys[:1])
+    assert (changed, one, rows) == (2, ("c",), [("c", "50%"), ("c", "50%")])
+    if watched:
+        assert sum(table in query["sql"] for query in seen.captured_queries) == 4
