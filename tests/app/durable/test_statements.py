@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.db.models.signals import post_init
 from django.test.utils import CaptureQueriesContext
 
 from agent_app.models import ChatSession, ExternalEventRecord, ReplyWait, WaitKind, WaitStatus
@@ -320,6 +321,19 @@ def test_new_builds_the_instance_the_keyword_form_builds():
     assert state(new(ChatRun, **run)) == state(ChatRun(**run))
     with pytest.raises(TypeError):
         new(ChatRun, no_such_field=1)
+    # With a listener to a model's ``post_init``, the instance is built by ``__init__``.
+    heard: list[object] = []
+
+    def listener(sender: type, instance: object, **kwargs: object) -> None:
+        heard.append(instance)
+
+    post_init.connect(listener, sender=ChatRun)
+    try:
+        built = new(ChatRun, **run)
+    finally:
+        post_init.disconnect(listener, sender=ChatRun)
+    assert heard == [built] and state(built) == state(ChatRun(**run))
+    assert heard == [built]  # the listener is gone again
 
 
 def test_what_a_run_reads_with_its_chats_row_is_what_read_entry_reads(
