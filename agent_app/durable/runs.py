@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.utils import timezone
 
 from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
@@ -46,6 +46,7 @@ from agent_app.durable.store import (
 from agent_app.durable.support import TakenOver
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
 from agent_app.models.statements import insert, new, run, update
+from agent_app.models.transactions import atomic
 from agent_app.webhooks.run_events import run_ended
 from zett_agent.messages import AnyMessage, UserMessage
 
@@ -188,7 +189,7 @@ def begin_run(
     title = title_from(content) if content else ""
     options = {"seq_block": SEQ_BLOCK, "count_unsettled": refuse_stale, "also": also}
     bump = functools.partial(bump_version, session_id, now, **options)
-    with transaction.atomic():
+    with atomic():
         bumped = _lock_session(session_id, bump, creator or Creator(), title)
         if bumped.unsettled_runs:
             raise StaleRuns(session_id)  # rolls the bump back: nothing is stored
@@ -348,7 +349,7 @@ def end_run(
         fields["trace_context"] = trace_context
     db = connections[DEFAULT_DB_ALIAS]
     bumped = None
-    with transaction.atomic():
+    with atomic():
         # The run's row is locked before the session's, the order recovery takes them in
         # (``recover_session``): the other order deadlocked with a worker settling the
         # session's runs at the same moment.

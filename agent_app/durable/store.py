@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import F
 from django.utils import timezone
 
@@ -50,6 +50,7 @@ from agent_app.models import (
     RunStatus,
 )
 from agent_app.models.statements import ONE, insert, new, run, uuid_param
+from agent_app.models.transactions import atomic
 from zett_agent.history import valid_history
 from zett_agent.messages import (
     AgentMessage,
@@ -194,7 +195,7 @@ def append_rows(
 ) -> Appended:
     """Store ``entries`` after the session's last message, in one transaction."""
     now = timezone.now()
-    with transaction.atomic():
+    with atomic():
         bumped = bump_version(session_id, now)
         rows = insert_rows(
             session_id, request_id, entries, after=bumped.last_position, follows=bumped.last_id
