@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import threading
+import time
 
 import pytest
 from asgiref.local import Local
@@ -61,3 +63,28 @@ async def test_a_local_the_caller_set_is_read_there_as_through_database_sync_to_
         return getattr(local, "prefix", "unset")
 
     assert await orm_call(read)() == await database_sync_to_async(read)() == "/shop/"
+
+
+async def test_the_hop_closes_an_obsolete_connection_before_and_after_the_call():
+    """As Channels' hop: a connection past its age is closed before the call (it opens a
+    new one) and after it (PostgreSQL's goes back to its pool)."""
+    from django.db import connection
+
+    if connection.vendor == "sqlite" and connection.is_in_memory_db():
+        pytest.skip("Django never closes an in-memory SQLite database")
+
+    def obsolete() -> object:
+        connection.ensure_connection()
+        connection.close_at = time.monotonic() - 1
+        return connection.connection
+
+    def opened() -> object:
+        connection.ensure_connection()
+        return connection.connection
+
+    loop = asyncio.get_running_loop()
+    executor = SyncToAsync.single_thread_executor
+    old = await loop.run_in_executor(executor, obsolete)  # no hop: nothing closes it
+    assert await orm_call(opened)() is not old  # closed before the call, a new one opened
+    await orm_call(obsolete)()
+    assert await loop.run_in_executor(executor, lambda: connection.connection) is None
