@@ -24,11 +24,9 @@ from datetime import datetime
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
-from django.db.models.base import ModelState
-from django.db.models.fields.related_descriptors import ForeignKeyDeferredAttribute
-from django.db.models.query_utils import DeferredAttribute
-from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
+
+from agent_app.models.instances import loaded, new
 
 __all__ = [
     "execute",
@@ -282,76 +280,6 @@ def _uuid_param(text: str, native: bool) -> Any:
     return key if native else key.hex
 
 
-def new(model: type[models.Model], **values: Any) -> Any:
-    """``model(**values)`` (``values`` by field ``attname``; the other fields get their
-    defaults), its fields' values stored straight into the instance's ``__dict__``, as
-    ``Model.__init__`` leaves them, when nothing listens to its ``pre_init`` or
-    ``post_init``: ``__init__``'s loop over every field (a ``setattr`` each) and a call of
-    ``get_default`` for each field not given were most of building a message row (about
-    86,000 instructions, now 42,000). A default that is the same value every time (no
-    callable, no database default) is read once per model. Otherwise ``__init__``'s
-    positional form."""
-    fields = _fields(model)
-    if fields is None:
-        return model(**values)
-    args = [
-        values.pop(attname)
-        if attname in values
-        else (default if default is not _CALLED else field.get_default())
-        for attname, field, default in fields
-    ]
-    if values:
-        raise TypeError(f"{model.__name__} has no field {', '.join(values)}")
-    attnames = _plain_attnames(model)
-    if attnames is None or (
-        (pre_init.receivers or post_init.receivers)
-        and (pre_init.has_listeners(model) or post_init.has_listeners(model))
-    ):
-        return model(*args)
-    row = model.__new__(model)
-    row._state = ModelState()
-    row.__dict__.update(zip(attnames, args, strict=True))
-    return row
-
-
-@functools.cache
-def _plain_attnames(model: type[models.Model]) -> tuple[str, ...] | None:
-    """The concrete fields' attnames, when ``__init__`` would store each value in the
-    instance's ``__dict__`` as it is: no attribute of the class but Django's deferred ones
-    (a foreign key's id sets only that, on a new instance); else None (a file field's
-    descriptor, say)."""
-    plain = (DeferredAttribute, ForeignKeyDeferredAttribute)
-    attnames = tuple(attname for attname, _, _ in _fields(model) or ())
-    if all(type(getattr(model, name, None)) in (*plain, type(None)) for name in attnames):
-        return attnames
-    return None
-
-
-@functools.cache
-def _fields(model: type[models.Model]) -> list[tuple[str, models.Field, Any]] | None:
-    """``(attname, field, its default)`` of the concrete fields, in ``__init__``'s order
-    (``_CALLED``: ``get_default`` is called for each row); None when a field is generated
-    (the keyword form leaves those out)."""
-    fields = model._meta.concrete_fields
-    if any(getattr(field, "generated", False) for field in fields):
-        return None
-    return [(field.attname, field, _constant_default(field)) for field in fields]
-
-
-def _constant_default(field: models.Field) -> Any:
-    """``field.get_default()`` when it is the same object every time (Django's own method,
-    a default that is no callable, no database default), else ``_CALLED``."""
-    if type(field).get_default is not models.Field.get_default or field.has_db_default():
-        return _CALLED
-    if field.has_default() and callable(field.default):
-        return _CALLED
-    return field.get_default()
-
-
-#: ``_fields``' mark of a default that ``new`` asks the field for, row by row.
-_CALLED = object()
-
-
 #: What a row's ``__dict__`` holds for a field it does not hold (deferred): no fast path.
 _UNSET = object()
 _TEXT_METHODS = (
@@ -561,4 +489,4 @@ def instance_from(model: type[models.Model], values: Sequence[Any]) -> Any:
     for index, converters, expression in shape.converters:
         for converter in converters:
             values[index] = converter(values[index], expression, db)
-    return model.from_db(db.alias, shape.names, values)
+    return loaded(model, db.alias, values)

@@ -336,6 +336,27 @@ def test_new_builds_the_instance_the_keyword_form_builds():
     assert heard == [built]  # the listener is gone again
 
 
+def test_loaded_builds_the_instance_from_db_builds():
+    """``instances.loaded`` is ``Model.from_db`` with every concrete field: the same
+    values, a stored instance of that database."""
+    from agent_app.models import ChatMessage
+    from agent_app.models.instances import loaded
+
+    session = ChatSession.objects.create(title="read back")
+    fields = ChatSession._meta.concrete_fields
+    values = [getattr(session, field.attname) for field in fields]
+    names = [field.attname for field in fields]
+    fast = loaded(ChatSession, "default", values)
+    plain = ChatSession.from_db("default", names, values)
+    assert vars(fast).keys() == vars(plain).keys()
+    assert {key: value for key, value in vars(fast).items() if key != "_state"} == {
+        key: value for key, value in vars(plain).items() if key != "_state"
+    }
+    assert (fast._state.adding, fast._state.db) == (False, "default") and fast == session
+    message = loaded(ChatMessage, "default", [None] * len(ChatMessage._meta.concrete_fields))
+    assert message.session_id is None and not message._state.adding
+
+
 def test_what_a_run_reads_with_its_chats_row_is_what_read_entry_reads(
     django_assert_num_queries,
 ):
