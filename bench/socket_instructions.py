@@ -13,8 +13,10 @@ consumer (``bench.bare_channels``) instead, replaying the frames the site sent f
 such run. ``--keep DIR`` keeps the callgrind files there, for
 ``callgrind_annotate --inclusive=yes DIR/callgrind.out.<pid>-<thread>``.
 
-The counts follow the wall time a little: the site's background loops run per second,
-not per run, and valgrind runs the worker some fifty times slower than it runs alone.
+The site's background loops (webhook deliveries, schedules, expiries) run per second, not
+per run, and valgrind runs the worker some fifty times slower than it runs alone: on a
+loaded machine they came to a quarter of the count. So after the runs
+the worker is counted as long again with no run (a second dump), and that is taken out.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,28 +44,33 @@ READY = "LISTENING "
 _TOTALS = re.compile(r"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
 
 
-def thread_counts(directory: Path, pid: int) -> dict[str, int]:
-    """Instructions each thread's callgrind file counts (``-<n>`` suffix → count)."""
+def thread_counts(directory: Path, pid: int, part: int) -> dict[str, int]:
+    """Instructions each thread's callgrind file of dump ``part`` counts (thread → count)."""
     counts = {}
-    for path in sorted(directory.glob(f"callgrind.out.{pid}*")):
+    for path in sorted(directory.glob(f"callgrind.out.{pid}.{part}-*")):
         found = _TOTALS.findall(path.read_text(errors="replace"))
         if found:
             counts[path.name.rsplit("-", 1)[-1]] = int(found[-1])
     return counts
 
 
-def _instrument(pid: int, state: str) -> None:
-    subprocess.run(["callgrind_control", "-i", state, str(pid)], check=True, capture_output=True)
+def _control(pid: int, *options: str) -> None:
+    subprocess.run(["callgrind_control", *options, str(pid)], check=True, capture_output=True)
 
 
 async def drive(base: str, cookie: str | None, pid: int, warmup: int, runs: int) -> None:
+    """The runs, counted (dump 1); then as long with no run, counted too (dump 2)."""
     session = await Session.open(base, 600.0, cookie)
     for _ in range(warmup):
         await session.run("stream 1")
-    await asyncio.to_thread(_instrument, pid, "on")
+    await asyncio.to_thread(_control, pid, "-i", "on")
+    started = time.monotonic()
     for _ in range(runs):
         await session.run("stream 1")
-    await asyncio.to_thread(_instrument, pid, "off")
+    await asyncio.to_thread(_control, pid, "--dump=runs")
+    await asyncio.sleep(time.monotonic() - started)
+    await asyncio.to_thread(_control, pid, "--dump=idle")
+    await asyncio.to_thread(_control, pid, "-i", "off")
     await session.close()
 
 
@@ -91,9 +99,11 @@ def served(
             process.wait(timeout=300)
 
 
-def measure(tree: Path, out: Path, warmup: int, runs: int, bare: bool) -> dict[str, int]:
+def measure(
+    tree: Path, out: Path, warmup: int, runs: int, bare: bool
+) -> tuple[dict[str, int], dict[str, int]]:
     """Instructions by thread of ``runs`` short runs on the site (or, ``bare``, on the
-    bare consumer replaying the frames the site sent for one)."""
+    bare consumer replaying the frames the site sent for one), and of as long idle."""
     database = Path(scratch_dir() or out) / f"zett-instr-{free_port()}.sqlite3"
     env = site_env(f"sqlite:///{database}", PYTHONPATH=str(tree), PYTHONHASHSEED="0")
     valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--instr-atstart=no"]
@@ -125,7 +135,7 @@ def measure(tree: Path, out: Path, warmup: int, runs: int, bare: bool) -> dict[s
             asyncio.run(drive(f"ws://127.0.0.1:{port}", cookie, pid, warmup, runs))
     finally:
         database.unlink(missing_ok=True)
-    return thread_counts(out, pid)
+    return thread_counts(out, pid, 1), thread_counts(out, pid, 2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,16 +150,24 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.keep or tempfile.mkdtemp(prefix="zett-instr-"))
     out.mkdir(parents=True, exist_ok=True)
     try:
-        counts = measure(Path(args.tree).resolve(), out, args.warmup, args.runs, args.bare)
+        counts, idle = measure(Path(args.tree).resolve(), out, args.warmup, args.runs, args.bare)
     finally:
         if not args.keep:
             shutil.rmtree(out, ignore_errors=True)
-    per_run = {thread: count / args.runs for thread, count in counts.items() if count}
+    per_run = {
+        thread: (count - idle.get(thread, 0)) / args.runs
+        for thread, count in counts.items()
+        if count
+    }
     for thread, count in sorted(per_run.items(), key=lambda item: -item[1]):
-        print(f"thread {thread}: {count / 1e6:.3f} M instructions a run")
+        background = idle.get(thread, 0) / args.runs
+        print(
+            f"thread {thread}: {count / 1e6:.3f} M instructions a run "
+            f"({background / 1e6:.3f} M of idle time's own taken out)"
+        )
     print(f"all threads: {sum(per_run.values()) / 1e6:.3f} M instructions a run")
     if args.json:
-        Path(args.json).write_text(json.dumps(per_run, indent=2))
+        Path(args.json).write_text(json.dumps({"per_run": per_run, "idle": idle}, indent=2))
     return 0
 
 
