@@ -52,7 +52,7 @@ class _Outermost:
         self.db = db
         db.commit_on_exit = True
         db.needs_rollback = False
-        mode = db.transaction_mode
+        mode = getattr(db, "transaction_mode", None)  # Django 5.1+: the OPTIONS mode
         with db.wrap_database_errors:
             statements._send(db.connection, "BEGIN" if mode is None else f"BEGIN {mode}", ())
         db.autocommit = False
