@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING
 
@@ -58,7 +58,7 @@ class AttachmentExtension(AgentExtension):
     ) -> AsyncIterator[ModelEvent]:
         """A request with no attachment is the model's stream itself: no layer per
         streamed event."""
-        if not any(_attachment_ids(message) for message in request.messages):
+        if not _names_attachments(request.messages):
             return call_next(request)
         return self._expanded(context, request, call_next)
 
@@ -105,6 +105,18 @@ class AttachmentExtension(AgentExtension):
                 read_tool=read_tool,
             )
         return dataclasses.replace(message, content=content)
+
+
+def _names_attachments(messages: Sequence[AnyMessage]) -> bool:
+    """Whether a user message of ``messages`` names an attachment.
+
+    Asked of the whole conversation at every model call: a message with no attributes at
+    all (most of them) is passed over with one test, no call.
+    """
+    for message in messages:
+        if message.attributes and isinstance(message, UserMessage) and _attachment_ids(message):
+            return True
+    return False
 
 
 def _attachment_ids(message: AnyMessage) -> list[str]:

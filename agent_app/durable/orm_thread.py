@@ -32,7 +32,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import AsyncToSync, SyncToAsync
 from channels.db import database_sync_to_async
-from django.db import close_old_connections
+from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 
 try:  # asgiref's own way of moving Local values; without it, every call takes its hop
     from asgiref.sync import _restore_context
@@ -55,11 +55,11 @@ def orm_call(fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     def in_thread(context: contextvars.Context, loop: Any, args: Any, kwargs: Any) -> R:
         threadlocal.main_event_loop = loop
         threadlocal.main_event_loop_pid = pid
-        close_old_connections()
+        _close_stale()
         try:
             return context.run(_in_context, context, fn, args, kwargs)
         finally:
-            close_old_connections()  # PostgreSQL's pooled connection goes back to the pool
+            _close_stale()  # PostgreSQL's pooled connection goes back to the pool
 
     def call(*args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
         loop = asyncio.get_running_loop()
@@ -70,6 +70,18 @@ def orm_call(fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
         return loop.run_in_executor(executor, in_thread, context, loop, args, kwargs)
 
     return call
+
+
+def _close_stale() -> None:
+    """``close_old_connections()``: with one database configured, asked of its connection
+    alone, without building the list of every initialized one (about a third of the
+    call's 32,000 instructions; four calls a run)."""
+    if len(connections.settings) != 1:
+        close_old_connections()
+        return
+    db = connections[DEFAULT_DB_ALIAS]
+    if db.connection is not None:  # an unconnected one has nothing to close
+        db.close_if_unusable_or_obsolete()
 
 
 def _in_context(context: contextvars.Context, fn: Callable[..., R], args: Any, kwargs: Any) -> R:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.utils import timezone
 
 from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
@@ -45,7 +45,8 @@ from agent_app.durable.store import (
 )
 from agent_app.durable.support import TakenOver
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
-from agent_app.models.statements import execute, insert, new, update
+from agent_app.models.statements import insert, new, run, update
+from agent_app.models.transactions import atomic
 from agent_app.webhooks.run_events import run_ended
 from zett_agent.messages import AnyMessage, UserMessage
 
@@ -188,7 +189,7 @@ def begin_run(
     title = title_from(content) if content else ""
     options = {"seq_block": SEQ_BLOCK, "count_unsettled": refuse_stale, "also": also}
     bump = functools.partial(bump_version, session_id, now, **options)
-    with transaction.atomic():
+    with atomic():
         bumped = _lock_session(session_id, bump, creator or Creator(), title)
         if bumped.unsettled_runs:
             raise StaleRuns(session_id)  # rolls the bump back: nothing is stored
@@ -348,7 +349,7 @@ def end_run(
         fields["trace_context"] = trace_context
     db = connections[DEFAULT_DB_ALIAS]
     bumped = None
-    with transaction.atomic():
+    with atomic():
         # The run's row is locked before the session's, the order recovery takes them in
         # (``recover_session``): the other order deadlocked with a worker settling the
         # session's runs at the same moment.
@@ -365,9 +366,8 @@ def end_run(
                 session_id, request_id, rows, after=bumped.last_position, follows=bumped.last_id
             )
         else:
-            with db.cursor() as cursor:
-                params = [ending[0], *ending, db_session_pk(session_id, db)]
-                execute(cursor, _end_session_sql(db.vendor), params)
+            params = [ending[0], *ending, db_session_pk(session_id, db)]
+            run(db, _end_session_sql(db.vendor), params)
         if ended:  # the run's webhook message, in the transaction of its end
             written = [message for message, _ in rows or ()]
             run_ended(session_id, request_id, status, error=error, usage=usage, written=written)

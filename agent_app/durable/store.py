@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import F
 from django.utils import timezone
 
@@ -49,7 +49,8 @@ from agent_app.models import (
     ChatSession,
     RunStatus,
 )
-from agent_app.models.statements import execute, insert, new, uuid_param
+from agent_app.models.statements import ONE, insert, new, run, uuid_param
+from agent_app.models.transactions import atomic
 from zett_agent.history import valid_history
 from zett_agent.messages import (
     AgentMessage,
@@ -194,7 +195,7 @@ def append_rows(
 ) -> Appended:
     """Store ``entries`` after the session's last message, in one transaction."""
     now = timezone.now()
-    with transaction.atomic():
+    with atomic():
         bumped = bump_version(session_id, now)
         rows = insert_rows(
             session_id, request_id, entries, after=bumped.last_position, follows=bumped.last_id
@@ -266,10 +267,8 @@ def bump_version(
     if also is not None:
         expressions, more = also
         params += more
-    with db.cursor() as cursor:
-        sql = _bump_sql(db.vendor, count_unsettled, ending is not None, expressions)
-        execute(cursor, sql, params)
-        row = cursor.fetchone()
+    sql = _bump_sql(db.vendor, count_unsettled, ending is not None, expressions)
+    row = run(db, sql, params, ONE)
     if row is None:
         raise ChatSession.DoesNotExist(f"Session {session_id} is not stored")
     unsettled = row[6] if count_unsettled else 0

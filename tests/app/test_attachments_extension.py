@@ -142,3 +142,21 @@ async def test_a_request_without_references_is_sent_as_it_was():
     await agent.run(malformed, config=AgentRunConfig(session_id="chat-1"))
     assert [m.content for m in sent_user_messages(model, 1)] == ["hello", "again"]
     assert storage.lookups == []
+
+
+async def test_only_a_user_message_naming_files_makes_a_request_read_them():
+    """The check runs over the whole conversation at each call: messages with other
+    attributes, or an assistant's ``attachments`` attribute, read nothing; a user message
+    far back that names a file still does."""
+    storage = Storage()
+    storage.add("chat-1", "img-1", image_bytes(), "cat.png")
+    model = SeeingModel([AssistantMessage(content=str(n)) for n in range(3)])
+    agent, memory = await agent_for(model, storage)
+    config = AgentRunConfig(session_id="chat-1")
+    await agent.run(UserMessage("tagged", attributes={"source": "api"}), config=config)
+    answer = memory.messages("chat-1")[-1]
+    answer.attributes[ATTACHMENTS_ATTRIBUTE] = ["img-1"]  # an assistant's: names no file
+    await agent.run("plain", config=config)
+    assert storage.lookups == []
+    await agent.run(referring("look", "img-1"), config=config)
+    assert storage.lookups == [("chat-1", "img-1")]

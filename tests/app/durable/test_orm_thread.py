@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import threading
+import time
 
 import pytest
 from asgiref.local import Local
@@ -83,3 +85,62 @@ async def test_on_orm_thread_takes_the_shared_thread_from_inside_a_request_conte
 
 def _fails() -> None:
     raise LookupError("nothing here")
+
+
+async def test_the_hop_closes_an_obsolete_connection_before_and_after_the_call():
+    """As Channels' hop: a connection past its age is closed before the call (it opens a
+    new one) and after it (PostgreSQL's goes back to its pool)."""
+    from django.db import connection
+
+    if connection.vendor == "sqlite" and connection.is_in_memory_db():
+        await _checked_before_and_after()  # Django never closes an in-memory database
+        return
+
+    def obsolete() -> object:
+        connection.ensure_connection()
+        connection.close_at = time.monotonic() - 1
+        return connection.connection
+
+    def opened() -> object:
+        connection.ensure_connection()
+        return connection.connection
+
+    loop = asyncio.get_running_loop()
+    executor = SyncToAsync.single_thread_executor
+    old = await loop.run_in_executor(executor, obsolete)  # no hop: nothing closes it
+    assert await orm_call(opened)() is not old  # closed before the call, a new one opened
+    await orm_call(obsolete)()
+    assert await loop.run_in_executor(executor, lambda: connection.connection) is None
+
+
+async def _checked_before_and_after() -> None:
+    """Where nothing can be closed: the hop asks the ORM thread's connection before and
+    after the call, as ``close_old_connections`` would."""
+    from django.db import connection
+
+    asked: list[str] = []
+
+    def watch() -> None:
+        connection.ensure_connection()
+        check = connection.close_if_unusable_or_obsolete
+
+        def counted() -> None:
+            asked.append("checked")
+            check()
+
+        connection.close_if_unusable_or_obsolete = counted
+
+    def call() -> int:
+        return len(asked)
+
+    executor = SyncToAsync.single_thread_executor
+    await asyncio.get_running_loop().run_in_executor(executor, watch)
+    try:
+        assert await orm_call(call)() == 1  # checked before the call
+        assert len(asked) == 2  # and after it
+    finally:
+
+        def unwatch() -> None:
+            del connection.close_if_unusable_or_obsolete  # the class's method again
+
+        await asyncio.get_running_loop().run_in_executor(executor, unwatch)

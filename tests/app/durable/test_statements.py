@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import warnings
 
 import pytest
+from django.db import IntegrityError, connection, transaction
+from django.db.models.signals import post_init
+from django.test.utils import CaptureQueriesContext
 
 from agent_app.models import ChatSession, ExternalEventRecord, ReplyWait, WaitKind, WaitStatus
-from agent_app.models.statements import get_joined, insert, pk_exists, update
+from agent_app.models.statements import ALL, ONE, get_joined, insert, pk_exists, run, update
 
 pytestmark = pytest.mark.django_db
 
@@ -317,6 +321,40 @@ def test_new_builds_the_instance_the_keyword_form_builds():
     assert state(new(ChatRun, **run)) == state(ChatRun(**run))
     with pytest.raises(TypeError):
         new(ChatRun, no_such_field=1)
+    # With a listener to a model's ``post_init``, the instance is built by ``__init__``.
+    heard: list[object] = []
+
+    def listener(sender: type, instance: object, **kwargs: object) -> None:
+        heard.append(instance)
+
+    post_init.connect(listener, sender=ChatRun)
+    try:
+        built = new(ChatRun, **run)
+    finally:
+        post_init.disconnect(listener, sender=ChatRun)
+    assert heard == [built] and state(built) == state(ChatRun(**run))
+    assert heard == [built]  # the listener is gone again
+
+
+def test_loaded_builds_the_instance_from_db_builds():
+    """``instances.loaded`` is ``Model.from_db`` with every concrete field: the same
+    values, a stored instance of that database."""
+    from agent_app.models import ChatMessage
+    from agent_app.models.instances import loaded
+
+    session = ChatSession.objects.create(title="read back")
+    fields = ChatSession._meta.concrete_fields
+    values = [getattr(session, field.attname) for field in fields]
+    names = [field.attname for field in fields]
+    fast = loaded(ChatSession, "default", values)
+    plain = ChatSession.from_db("default", names, values)
+    assert vars(fast).keys() == vars(plain).keys()
+    assert {key: value for key, value in vars(fast).items() if key != "_state"} == {
+        key: value for key, value in vars(plain).items() if key != "_state"
+    }
+    assert (fast._state.adding, fast._state.db) == (False, "default") and fast == session
+    message = loaded(ChatMessage, "default", [None] * len(ChatMessage._meta.concrete_fields))
+    assert message.session_id is None and not message._state.adding
 
 
 def test_what_a_run_reads_with_its_chats_row_is_what_read_entry_reads(
@@ -351,3 +389,26 @@ def test_what_a_run_reads_with_its_chats_row_is_what_read_entry_reads(
         assert fast.chat.owner == plain.chat.owner
         assert (fast.assistant, fast.allowed) == (plain.assistant, plain.allowed)
         assert fast.documents is plain.documents is ("text/plain" in kinds)
+
+
+@pytest.mark.parametrize("watched", [False, True], ids=["straight", "django-cursor"])
+def test_run_answers_the_same_straight_to_the_driver_as_through_djangos_cursor(watched):
+    """``run`` on SQLite with nobody watching goes to the driver; with a debug cursor
+    (queries logged) through Django's: the same rows, counts and error types either way,
+    and a watched statement is logged."""
+    if connection.vendor != "sqlite":
+        pytest.skip("the straight path is SQLite's")
+    first, second = ChatSession.objects.create(title="a"), ChatSession.objects.create(title="b")
+    table = ChatSession._meta.db_table
+    keys = [ChatSession._meta.pk.get_db_prep_value(row.pk, connection) for row in (first, second)]
+    with CaptureQueriesContext(connection) if watched else contextlib.nullcontext() as seen:
+        changed = run(
+            connection, f'UPDATE "{table}" SET "title" = %s WHERE "id" IN (%s, %s)', ["c", *keys]
+        )
+        one = run(connection, f'SELECT "title" FROM "{table}" WHERE "id" = %s', keys[:1], ONE)
+        rows = run(connection, f'SELECT "title", \'50%%\' FROM "{table}" ORDER BY "title"', [], ALL)
+        with pytest.raises(IntegrityError), transaction.atomic():
+            run(connection, f'INSERT INTO "{table}" ("id") VALUES (%s)', keys[:1])
+    assert (changed, one, rows) == (2, ("c",), [("c", "50%"), ("c", "50%")])
+    if watched:
+        assert sum(table in query["sql"] for query in seen.captured_queries) == 4

@@ -19,6 +19,7 @@ import pytest
 from django.db import connection
 from django.db.backends import utils
 
+from agent_app.models import statements as sql_statements
 from tests.app.llm_doubles import call_tool, say
 from zett_agent.testing import ScriptedModel
 
@@ -44,7 +45,8 @@ def _shape(sql: str) -> str:
 
 @pytest.fixture
 def statements() -> Any:
-    """``with statements() as sent:`` every statement sent meanwhile, in order, as a shape."""
+    """``with statements() as sent:`` every statement sent meanwhile, in order, as a shape:
+    through Django's cursor, or straight to the driver (``statements.run``)."""
 
     @contextlib.contextmanager
     def counting() -> Any:
@@ -62,10 +64,17 @@ def statements() -> Any:
                 sent.append("many " + _shape(sql))
             return execute_many(self, sql, param_list)
 
+        def counted_send(connection: Any, sql: str, params: Any) -> Any:
+            with lock:
+                sent.append(_shape(sql))
+            return send(connection, sql, params)
+
         execute_many = utils.CursorWrapper.executemany
+        send = sql_statements._send
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(utils.CursorWrapper, "execute", counted)
             patch.setattr(utils.CursorWrapper, "executemany", counted_many)
+            patch.setattr(sql_statements, "_send", counted_send)
             yield sent
 
     return counting

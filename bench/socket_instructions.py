@@ -1,0 +1,175 @@
+"""Instructions of a short run on daphne, by thread: what the machine's load does not move.
+
+    python -m bench.socket_instructions                      # this tree, 30 + 100 runs
+    python -m bench.socket_instructions --tree /path/to/tree --runs 100 --keep /tmp/cg
+
+One daphne worker (``tests/app/live_daphne.py``, the site with the socket benchmark's model
+and a throw-away SQLite database, as ``bench.socket_ab`` serves it) runs under
+``valgrind --tool=callgrind --separate-threads=yes``, instrumentation off. One socket runs
+``--warmup`` runs of ``stream 1``; then instrumentation is switched on
+(``callgrind_control -i on``) for ``--runs`` more, and off again. Printed: instructions per
+run of each thread that did work, and of all of them. ``--bare`` counts the bare Channels
+consumer (``bench.bare_channels``) instead, replaying the frames the site sent for one
+such run. ``--keep DIR`` keeps the callgrind files there, for
+``callgrind_annotate --inclusive=yes DIR/callgrind.out.<pid>-<thread>``.
+
+The site's background loops (webhook deliveries, schedules, expiries) run per second, not
+per run, and valgrind runs the worker some fifty times slower than it runs alone: on a
+loaded machine they came to a quarter of the count. So after the runs
+the worker is counted as long again with no run (a second dump), and that is taken out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from bench.serve import REPO, browser_cookie, free_port, scratch_dir, site_env
+from bench.socket import BARE_APP, run_client
+from bench.socket_client import Session
+
+SITE_APP = "zett_site.asgi:application"
+
+READY = "LISTENING "
+_TOTALS = re.compile(r"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
+
+
+def thread_counts(directory: Path, pid: int, part: int) -> dict[str, int]:
+    """Instructions each thread's callgrind file of dump ``part`` counts (thread → count)."""
+    counts = {}
+    for path in sorted(directory.glob(f"callgrind.out.{pid}.{part}-*")):
+        found = _TOTALS.findall(path.read_text(errors="replace"))
+        if found:
+            counts[path.name.rsplit("-", 1)[-1]] = int(found[-1])
+    return counts
+
+
+def _control(pid: int, *options: str) -> None:
+    subprocess.run(["callgrind_control", *options, str(pid)], check=True, capture_output=True)
+
+
+async def drive(base: str, cookie: str | None, pid: int, warmup: int, runs: int) -> None:
+    """The runs, counted (dump 1); then as long with no run, counted too (dump 2)."""
+    session = await Session.open(base, 600.0, cookie)
+    for _ in range(warmup):
+        await session.run("stream 1")
+    await asyncio.to_thread(_control, pid, "-i", "on")
+    started = time.monotonic()
+    for _ in range(runs):
+        await session.run("stream 1")
+    await asyncio.to_thread(_control, pid, "--dump=runs")
+    await asyncio.sleep(time.monotonic() - started)
+    await asyncio.to_thread(_control, pid, "--dump=idle")
+    await asyncio.to_thread(_control, pid, "-i", "off")
+    await session.close()
+
+
+@contextlib.contextmanager
+def served(
+    tree: Path, env: dict[str, str], app: str, log: Path, valgrind: list[str]
+) -> Iterator[tuple[int, int]]:
+    """``(port, pid)`` of ``app`` on daphne (under ``valgrind`` when given), stopped on exit."""
+    port = free_port()
+    command = [*valgrind, sys.executable, str(tree / "tests/app/live_daphne.py")]
+    command += ["--port", str(port), "--no-migrate", "--app", app, "--quiet"]
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            command, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=errors, text=True
+        )
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                if line.startswith(READY):
+                    break
+            else:
+                raise RuntimeError(f"the server did not start; see {log}")
+            yield port, process.pid
+        finally:
+            process.terminate()
+            process.wait(timeout=300)
+
+
+def measure(
+    tree: Path, out: Path, warmup: int, runs: int, bare: bool
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Instructions by thread of ``runs`` short runs on the site (or, ``bare``, on the
+    bare consumer replaying the frames the site sent for one), and of as long idle."""
+    database = Path(scratch_dir() or out) / f"zett-instr-{free_port()}.sqlite3"
+    env = site_env(f"sqlite:///{database}", PYTHONPATH=str(tree), PYTHONHASHSEED="0")
+    valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--instr-atstart=no"]
+    valgrind += [f"--callgrind-out-file={out}/callgrind.out.%p", "--quiet"]
+    try:
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+            cwd=tree,
+            env=env,
+            check=True,
+            timeout=300,
+        )
+        app = SITE_APP
+        if bare:
+            with served(tree, env, SITE_APP, out / "site.log", []) as (port, _):
+                (line,) = run_client(
+                    f"ws://127.0.0.1:{port}",
+                    "record",
+                    120,
+                    deltas=1,
+                    wait=30,
+                    cookie=browser_cookie(port),
+                )
+            frames = out / "frames.json"
+            frames.write_text(json.dumps({"stream 1": line["frames"]}))
+            env, app = {**env, "BENCH_FRAMES": str(frames)}, BARE_APP
+        with served(tree, env, app, out / "server.log", valgrind) as (port, pid):
+            cookie = None if bare else browser_cookie(port, timeout=300)
+            asyncio.run(drive(f"ws://127.0.0.1:{port}", cookie, pid, warmup, runs))
+    finally:
+        database.unlink(missing_ok=True)
+    return thread_counts(out, pid, 1), thread_counts(out, pid, 2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", default=str(REPO), help="the tree to serve (default: this)")
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--bare", action="store_true", help="the bare Channels consumer")
+    parser.add_argument("--keep", help="a directory to keep the callgrind files in")
+    parser.add_argument("--json", help="also write the counts as JSON")
+    args = parser.parse_args(argv)
+    out = Path(args.keep or tempfile.mkdtemp(prefix="zett-instr-"))
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        counts, idle = measure(Path(args.tree).resolve(), out, args.warmup, args.runs, args.bare)
+    finally:
+        if not args.keep:
+            shutil.rmtree(out, ignore_errors=True)
+    per_run = {
+        thread: (count - idle.get(thread, 0)) / args.runs
+        for thread, count in counts.items()
+        if count
+    }
+    for thread, count in sorted(per_run.items(), key=lambda item: -item[1]):
+        background = idle.get(thread, 0) / args.runs
+        print(
+            f"thread {thread}: {count / 1e6:.3f} M instructions a run "
+            f"({background / 1e6:.3f} M of idle time's own taken out)"
+        )
+    print(f"all threads: {sum(per_run.values()) / 1e6:.3f} M instructions a run")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"per_run": per_run, "idle": idle}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
