@@ -57,12 +57,12 @@ def new(model: type[models.Model], **values: Any) -> Any:
 def _plain_attnames(model: type[models.Model]) -> tuple[str, ...] | None:
     """The concrete fields' attnames, when ``__init__`` would store each value in the
     instance's ``__dict__`` as it is: no attribute of the class but Django's deferred ones
-    (a foreign key's id sets only that, on a new instance); else None (a file field's
-    descriptor, say)."""
+    (a foreign key's id sets only that, on a new instance), and no ``__init__`` of the
+    model's own; else None (a file field's descriptor, say)."""
     plain = (DeferredAttribute, ForeignKeyDeferredAttribute)
     fields = _fields(model)
-    if fields is None:
-        return None
+    if fields is None or model.__init__ is not models.Model.__init__:
+        return None  # a generated field, or a constructor of the model's own
     attnames = tuple(attname for attname, _, _ in fields)
     if all(type(getattr(model, name, None)) in (*plain, type(None)) for name in attnames):
         return attnames

@@ -336,6 +336,29 @@ def test_new_builds_the_instance_the_keyword_form_builds():
     assert heard == [built]  # the listener is gone again
 
 
+def test_new_leaves_a_model_with_its_own_constructor_to_it(monkeypatch):
+    """A model whose ``__init__`` is its own is built by it: ``new`` cannot know what else
+    that constructor does."""
+    from agent_app.models import ChatRun, instances
+    from agent_app.models.statements import new
+
+    called: list[tuple] = []
+    plain_init = ChatRun.__init__
+
+    def own_init(self: ChatRun, *args: object, **kwargs: object) -> None:
+        called.append(args)
+        plain_init(self, *args, **kwargs)
+
+    instances._plain_attnames.cache_clear()
+    monkeypatch.setattr(ChatRun, "__init__", own_init)
+    try:
+        row = new(ChatRun, request_id="r", kind="message")
+    finally:
+        monkeypatch.undo()
+        instances._plain_attnames.cache_clear()
+    assert len(called) == 1 and row.request_id == "r"
+
+
 def test_loaded_builds_the_instance_from_db_builds():
     """``instances.loaded`` is ``Model.from_db`` with every concrete field: the same
     values, a stored instance of that database."""
