@@ -26,7 +26,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -55,6 +55,8 @@ REPO = Path(__file__).resolve().parent.parent
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SITE_APP = "zett_site.asgi:application"
+#: What ``tests/app/live_daphne.py`` prints once it listens.
+READY = "LISTENING "
 DEFAULT_POSTGRES = os.environ.get(
     "BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres"
 )
@@ -73,6 +75,36 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def daphne_of(
+    tree: Path, env: dict[str, str], app: str, log: Path, prefix: Sequence[str] = ()
+) -> Iterator[tuple[int, int]]:
+    """``(port, pid)`` of ``app`` of ``tree`` on daphne (run under ``prefix``, a valgrind
+    command say), ready for connections; stopped on exit (killed when it does not stop)."""
+    port = free_port()
+    command = [*prefix, sys.executable, str(tree / "tests/app/live_daphne.py")]
+    command += ["--port", str(port), "--no-migrate", "--app", app, "--quiet"]
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            command, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=errors, text=True
+        )
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                if line.startswith(READY):
+                    break
+            else:
+                raise RuntimeError(f"the server did not start; see {log}")
+            yield port, process.pid
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=300 if prefix else 30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=30)
 
 
 def rss_of(pid: int) -> int:

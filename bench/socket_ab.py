@@ -30,10 +30,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench.ab import Figure, checked_out, describe, render
-from bench.serve import browser_cookie, free_port, scratch_dir, site_env
+from bench.serve import SITE_APP, browser_cookie, daphne_of, scratch_dir, site_env
 from bench.socket import run_client
 
-READY = "LISTENING "
 #: What each round measures on each side: key in ``measure``'s result → the figure's name.
 FIGURES = {
     "fixed_us": "per run, whatever its length (µs)",
@@ -53,29 +52,8 @@ def served(tree: Path, workdir: Path, label: str) -> Iterator[tuple[int, int]]:
         check=True,
         timeout=300,
     )
-    port = free_port()
-    command = [sys.executable, str(tree / "tests/app/live_daphne.py"), "--port", str(port)]
-    command += ["--no-migrate", "--app", "zett_site.asgi:application", "--quiet"]
-    log = (workdir / f"{label}.log").open("w")
-    process = subprocess.Popen(
-        command, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=log, text=True
-    )
-    try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            if line.startswith(READY):
-                break
-        else:
-            raise RuntimeError(f"{label} did not start; see {workdir / f'{label}.log'}")
-        yield port, process.pid
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=30)
-        log.close()
+    with daphne_of(tree, env, SITE_APP, workdir / f"{label}.log") as served_at:
+        yield served_at
 
 
 def measure(port: int, pid: int, args: argparse.Namespace) -> dict[str, float]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import re
 import shutil
@@ -31,16 +30,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-from bench.serve import REPO, browser_cookie, free_port, scratch_dir, site_env
+from bench.serve import REPO, SITE_APP, browser_cookie, daphne_of, free_port, scratch_dir, site_env
 from bench.socket import BARE_APP, run_client
 from bench.socket_client import Session
 
-SITE_APP = "zett_site.asgi:application"
-
-READY = "LISTENING "
 _TOTALS = re.compile(r"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
 
 
@@ -74,31 +69,6 @@ async def drive(base: str, cookie: str | None, pid: int, warmup: int, runs: int)
     await session.close()
 
 
-@contextlib.contextmanager
-def served(
-    tree: Path, env: dict[str, str], app: str, log: Path, valgrind: list[str]
-) -> Iterator[tuple[int, int]]:
-    """``(port, pid)`` of ``app`` on daphne (under ``valgrind`` when given), stopped on exit."""
-    port = free_port()
-    command = [*valgrind, sys.executable, str(tree / "tests/app/live_daphne.py")]
-    command += ["--port", str(port), "--no-migrate", "--app", app, "--quiet"]
-    with log.open("w") as errors:
-        process = subprocess.Popen(
-            command, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=errors, text=True
-        )
-        try:
-            assert process.stdout is not None
-            for line in process.stdout:
-                if line.startswith(READY):
-                    break
-            else:
-                raise RuntimeError(f"the server did not start; see {log}")
-            yield port, process.pid
-        finally:
-            process.terminate()
-            process.wait(timeout=300)
-
-
 def measure(
     tree: Path, out: Path, warmup: int, runs: int, bare: bool
 ) -> tuple[dict[str, int], dict[str, int]]:
@@ -118,7 +88,7 @@ def measure(
         )
         app = SITE_APP
         if bare:
-            with served(tree, env, SITE_APP, out / "site.log", []) as (port, _):
+            with daphne_of(tree, env, SITE_APP, out / "site.log") as (port, _):
                 (line,) = run_client(
                     f"ws://127.0.0.1:{port}",
                     "record",
@@ -130,7 +100,7 @@ def measure(
             frames = out / "frames.json"
             frames.write_text(json.dumps({"stream 1": line["frames"]}))
             env, app = {**env, "BENCH_FRAMES": str(frames)}, BARE_APP
-        with served(tree, env, app, out / "server.log", valgrind) as (port, pid):
+        with daphne_of(tree, env, app, out / "server.log", valgrind) as (port, pid):
             cookie = None if bare else browser_cookie(port, timeout=300)
             asyncio.run(drive(f"ws://127.0.0.1:{port}", cookie, pid, warmup, runs))
     finally:

@@ -65,6 +65,22 @@ def _counting_from_settling(monkeypatch: pytest.MonkeyPatch, polls: SelectorPoll
     monkeypatch.setattr(threads, "_settle", settling)
 
 
+async def _add_through_the_tool(adder: object, polls: SelectorPolls) -> None:
+    """A request whose model calls ``adder`` (2 + 3) once: ``polls`` stops counting when
+    the tool's result is out, and its selector is restored however the request ends."""
+    name = adder.name  # type: ignore[attr-defined]
+    model = ProbeModel(calls(call(name, "c1", a=2, b=3)), answer("five"))
+    agent = await Agent.create(model, tools=[adder], extensions=[])
+    try:
+        async with aclosing(agent.stream("add", config=CONFIG)) as events:
+            async for event in events:
+                if event.type is E.TOOL_COMPLETED:
+                    polls.counting = False
+                    assert event.message.content == "5"
+    finally:
+        polls.restore()
+
+
 async def test_a_sync_tool_result_costs_no_more_loop_iterations_than_a_bare_thread_hop(
     monkeypatch: pytest.MonkeyPatch,
 ):
@@ -86,18 +102,9 @@ async def test_a_sync_tool_result_costs_no_more_loop_iterations_than_a_bare_thre
         """
         return a + b
 
-    model = ProbeModel(calls(call("plus", "c1", a=2, b=3)), answer("five"))
-    agent = await Agent.create(model, tools=[plus], extensions=[])
     polls = SelectorPolls(loop)
     _counting_from_settling(monkeypatch, polls)
-    try:
-        async with aclosing(agent.stream("add", config=CONFIG)) as events:
-            async for event in events:
-                if event.type is E.TOOL_COMPLETED:
-                    polls.counting = False
-                    assert event.message.content == "5"
-    finally:
-        polls.restore()
+    await _add_through_the_tool(plus, polls)
     assert bare.polls == 1
     assert polls.polls == bare.polls
 
@@ -130,16 +137,7 @@ async def test_any_future_a_tool_awaits_costs_no_more_loop_iterations_than_await
         loop.call_soon(settle, result, a + b, polls)
         return await result
 
-    model = ProbeModel(calls(call("later", "c1", a=2, b=3)), answer("five"))
-    agent = await Agent.create(model, tools=[later], extensions=[])
-    try:
-        async with aclosing(agent.stream("add", config=CONFIG)) as events:
-            async for event in events:
-                if event.type is E.TOOL_COMPLETED:
-                    polls.counting = False
-                    assert event.message.content == "5"
-    finally:
-        polls.restore()
+    await _add_through_the_tool(later, polls)
     assert bare.polls == 1
     assert polls.polls == bare.polls
 
