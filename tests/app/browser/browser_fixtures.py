@@ -135,5 +135,6 @@ def page(browser: Browser, probe: PageProbe, request: pytest.FixtureRequest) -> 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     context.close()
-    assert probe.errors == [], f"the page logged errors: {probe.errors}"
+    errors = probe.unforgiven()
+    assert errors == [], f"the page logged errors: {errors}"
     assert probe.dialogs == [], f"the page opened dialogs: {probe.dialogs}"

@@ -192,10 +192,19 @@ class PageProbe:
     errors: list[str] = field(default_factory=list)
     frames: list[dict] = field(default_factory=list)
     dialogs: list[str] = field(default_factory=list)
+    #: Texts of errors the test causes on purpose, dropped whenever they are logged.
+    forgiven: list[str] = field(default_factory=list)
 
     def forgive(self, text: str) -> None:
-        """Drop the logged errors that contain ``text`` (ones the test caused on purpose)."""
-        self.errors[:] = [error for error in self.errors if text not in error]
+        """Drop the logged errors that contain ``text`` (ones the test caused on purpose),
+        those logged already and those the browser reports later (its console messages
+        reach the test asynchronously, sometimes after the step that caused them)."""
+        self.forgiven.append(text)
+        self.errors[:] = self.unforgiven()
+
+    def unforgiven(self) -> list[str]:
+        """The logged errors no ``forgive`` covers."""
+        return [e for e in self.errors if not any(text in e for text in self.forgiven)]
 
     def frames_of(self, event_type: str) -> list[dict]:
         return [
