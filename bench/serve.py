@@ -172,14 +172,15 @@ def site_env(database_url: str, *, redis_url: str | None = None, **extra: str) -
     return env
 
 
-def migrate(env: dict[str, str]) -> None:
-    """Migrate the database ``env`` names, once, before its workers start."""
+def migrate(env: dict[str, str], tree: Path = REPO) -> None:
+    """Migrate the database ``env`` names with ``tree``'s migrations, once, before its
+    workers start."""
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=REPO,
+        cwd=tree,
         env=env,
         check=True,
-        timeout=180,
+        timeout=300,
     )
 
 

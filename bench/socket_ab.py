@@ -23,14 +23,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from bench.ab import Figure, checked_out, describe, render
-from bench.serve import SITE_APP, browser_cookie, daphne_of, scratch_dir, site_env
+from bench.serve import SITE_APP, browser_cookie, daphne_of, migrate, scratch_dir, site_env
 from bench.socket import run_client
 
 #: What each round measures on each side: key in ``measure``'s result → the figure's name.
@@ -45,13 +44,7 @@ FIGURES = {
 def served(tree: Path, workdir: Path, label: str) -> Iterator[tuple[int, int]]:
     """``(port, pid)`` of ``tree``'s site on daphne, stopped on exit."""
     env = site_env(f"sqlite:///{workdir / f'{label}.sqlite3'}", PYTHONPATH=str(tree))
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=tree,
-        env=env,
-        check=True,
-        timeout=300,
-    )
+    migrate(env, tree)
     with daphne_of(tree, env, SITE_APP, workdir / f"{label}.log") as served_at:
         yield served_at
 

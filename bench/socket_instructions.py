@@ -27,12 +27,20 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.serve import REPO, SITE_APP, browser_cookie, daphne_of, free_port, scratch_dir, site_env
+from bench.serve import (
+    REPO,
+    SITE_APP,
+    browser_cookie,
+    daphne_of,
+    free_port,
+    migrate,
+    scratch_dir,
+    site_env,
+)
 from bench.socket import BARE_APP, run_client
 from bench.socket_client import Session
 
@@ -79,13 +87,7 @@ def measure(
     valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--instr-atstart=no"]
     valgrind += [f"--callgrind-out-file={out}/callgrind.out.%p", "--quiet"]
     try:
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-            cwd=tree,
-            env=env,
-            check=True,
-            timeout=300,
-        )
+        migrate(env, tree)
         app = SITE_APP
         if bare:
             with daphne_of(tree, env, SITE_APP, out / "site.log") as (port, _):
