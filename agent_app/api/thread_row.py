@@ -22,7 +22,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from agent_app.models import ChatRun, ChatSession, ReplyWait, RunStatus, WaitStatus
-from agent_app.models.statements import execute, instance_from, returned_columns
+from agent_app.models.statements import ONE, instance_from, returned_columns, run
 
 __all__ = ["chat_with_waits"]
 
@@ -63,9 +63,7 @@ def chat_with_waits(thread_id: str) -> ChatSession | None:
         RunStatus.PAUSED.value,
         ChatSession._meta.pk.get_db_prep_value(uuid.UUID(thread_id), db),
     ]
-    with db.cursor() as cursor:
-        execute(cursor, _statement(db.vendor), params)
-        row = cursor.fetchone()
+    row = run(db, _statement(db.vendor), params, ONE)
     if row is None:
         return None
     chat = instance_from(ChatSession, row[:-2])

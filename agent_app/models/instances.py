@@ -42,10 +42,7 @@ def new(model: type[models.Model], **values: Any) -> Any:
     if values:
         raise TypeError(f"{model.__name__} has no field {', '.join(values)}")
     attnames = _plain_attnames(model)
-    if attnames is None or (
-        (pre_init.receivers or post_init.receivers)
-        and (pre_init.has_listeners(model) or post_init.has_listeners(model))
-    ):
+    if attnames is None or _listened(model):
         return model(*args)
     row = model.__new__(model)
     row._state = ModelState()
@@ -101,10 +98,7 @@ def loaded(model: type[models.Model], alias: str, values: Sequence[Any]) -> Any:
     if (
         attnames is None
         or model.from_db.__func__ is not models.Model.from_db.__func__
-        or (
-            (pre_init.receivers or post_init.receivers)
-            and (pre_init.has_listeners(model) or post_init.has_listeners(model))
-        )
+        or _listened(model)
     ):
         names = [attname for attname, _, _ in _fields(model) or ()]
         return model.from_db(
@@ -115,3 +109,11 @@ def loaded(model: type[models.Model], alias: str, values: Sequence[Any]) -> Any:
     state.adding, state.db = False, alias
     row.__dict__.update(zip(attnames, values, strict=True))
     return row
+
+
+def _listened(model: type[models.Model]) -> bool:
+    """Whether something listens to ``model``'s ``pre_init`` or ``post_init``, which only
+    ``__init__`` sends (the receivers' lists are read first: nearly always empty)."""
+    return bool(pre_init.receivers or post_init.receivers) and (
+        pre_init.has_listeners(model) or post_init.has_listeners(model)
+    )
