@@ -151,3 +151,17 @@ async def test_the_extension_is_pending_only_during_a_request():
     agent.emit_external_event(reply(), config=CONFIG)
     await session.task
     assert extension.pending is False
+
+
+async def test_an_extension_given_to_two_agents_is_pending_while_either_runs():
+    extension = ConfirmationExtension()
+    idle = await Agent.create(confirming_model(), config=CONFIG, extensions=[extension])
+    agent = await Agent.create(confirming_model(), config=CONFIG, extensions=[extension])
+    session = await Session.parked(agent, CONFIG)
+    assert idle.pending is False
+    assert extension.pending is True
+    agent.emit_external_event(reply(), config=CONFIG)
+    await session.task
+    assert extension.pending is False
+    del idle  # an agent gone is no longer asked
+    assert extension.pending is False

@@ -5,7 +5,10 @@ sampler is asked once per run, about the trace id the run's span then gets;
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
@@ -14,6 +17,7 @@ from opentelemetry.trace import NoOpTracerProvider, get_current_span
 from tests.runtime.support import ProbeModel, add, answer, call, calls, collect
 from tests.runtime.test_tracing_context import run_python
 from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent.extensions._trace_sampling import _unset_question
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import PhaseTransitionEvent
 from zett_agent.extensions.tracing import TracingExtension
@@ -233,3 +237,23 @@ async def test_a_run_that_fails_before_its_span_starts_keeps_no_sampling_answer(
         await collect(agent, "1+2?", config=AgentRunConfig(session_id=SESSION))
     assert tracing._decisions == {} and tracing._runs == {}
     assert exporter.get_finished_spans() == ()
+
+
+def test_whether_a_global_provider_is_set_is_read_from_the_api_or_asked_of_its_stand_in():
+    api = SimpleNamespace(_TRACER_PROVIDER=None, ProxyTracer=trace.ProxyTracer)
+    unset = _unset_question(api, None, "zett_agent")
+    assert unset() is True
+    api._TRACER_PROVIDER = TracerProvider()
+    assert unset() is False
+
+    class StandIn:  # an API without the provider slot: its stand-in provider is asked
+        real = None
+
+        def get_tracer(self, scope):
+            return self.real if self.real is not None else trace.ProxyTracer(scope)
+
+    stand_in = StandIn()
+    asked = _unset_question(SimpleNamespace(ProxyTracer=trace.ProxyTracer), stand_in, "zett")
+    assert asked() is True
+    stand_in.real = TracerProvider().get_tracer("zett")
+    assert asked() is False

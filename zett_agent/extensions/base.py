@@ -142,8 +142,10 @@ class AgentExtension(_SetupHooks, _TurnHooks, _ToolHooks, _EndHooks):
 
     @property
     def pending(self) -> bool:
-        """Return whether this extension is participating in an active request."""
-        return self.__dict__.get("_active_requests", 0) > 0
+        """Return whether this extension is participating in an active request (of any
+        agent it was given to)."""
+        agents = self.__dict__.get("_agents")
+        return agents is not None and any(agent.pending for agent in list(agents))
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
         """Observe a notification published during a request."""

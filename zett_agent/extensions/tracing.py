@@ -146,7 +146,6 @@ class TracingExtension(AgentExtension):
         self.record_content = bool(record_content)
         self._api = api
         self._sampling = RunSampler(api, INSTRUMENTATION, tracer_provider)
-        self._proxy_tracer = self._sampling.proxy_tracer
         # Looked up once: every recorded span is attached and detached through them.
         self._attach = api.context.attach
         self._in_context = api.trace.set_span_in_context
@@ -187,25 +186,29 @@ class TracingExtension(AgentExtension):
     def _takes_part(self, context: AgentRunContext) -> bool:
         """Asked when a request is claimed: False leaves this extension out of it from the
         start, so the runtime builds no event for it. Nothing can be recorded with no SDK
-        behind the API (no provider set yet: one question of the API, each run, so a
-        provider set later is honoured); a compaction pass has no span; and with the SDK
-        its sampler is asked here, once per run (its answer for a recorded run is kept
-        for the run's span, started when the run starts)."""
-        if context.input_message is None and not context.resuming:
-            return False
+        behind the API (no provider set yet: asked each run, so a provider set later is
+        honoured); a compaction pass has no span; and with the SDK its sampler is asked
+        here, once per run (its answer for a recorded run is kept for the run's span,
+        started when the run starts)."""
         sampling = self._sampling
-        probe = sampling.probe  # ``RunSampler.silent``'s first question, without the call
-        if probe is not None and type(probe(INSTRUMENTATION)) is self._proxy_tracer:
-            return False
-        if sampling.silent():
-            return False
+        unset = sampling.unset
+        if unset is not None:
+            if unset():
+                return False
+            sampling.settle()
+        if context.input_message is None and not context.resuming:
+            return False  # a compaction pass
         decide = sampling.decide
         if decide is None:
             return True  # asked when the run's span starts
-        try:
-            parent, links = _parents(context.metadata)
-        except TypeError:
-            return True  # refused when the run starts: the request fails there
+        metadata = context.metadata
+        if metadata:
+            try:
+                parent, links = _parents(metadata)
+            except TypeError:
+                return True  # refused when the run starts: the request fails there
+        else:
+            parent = links = None
         decision = decide(self._run_name, parent, links, self._internal)
         if decision is None:
             return False
