@@ -31,8 +31,9 @@ side in one process:
 - ``listener``: an extension whose ``on_event`` does nothing, what the runtime charges for
   any event listener (it builds an event per phase move and appended message once one
   listens); ``span-listener``: the same asking only for the events ``TracingExtension``
-  asks for (the phase moves that open or close a span, no appended messages): the part of
-  the recorded W1 figures that is the runtime's, not the tracing extension's own.
+  asks for (the phase moves that open or close a span, no appended messages), heard as it
+  hears them (``_on_move``: no event object): the part of the recorded W1 figures that is
+  the runtime's, not the tracing extension's own.
 
 The same request through the chat app, with ``ZETT_OTEL`` off and on, is timed after
 those (``bench.tracing_app``; ``--no-app`` skips it): what an operator turning tracing on
@@ -212,7 +213,8 @@ async def traced_runner(workload: str, tracer_provider: object) -> ZettRunner:
 async def listening_runner(as_tracing: bool = False) -> ZettRunner:
     """W1 with one extension whose ``on_event`` does nothing: what the runtime itself
     charges for having any listener (it then builds an event per phase move and message),
-    or (``as_tracing``) one that asks for the events ``TracingExtension`` asks for."""
+    or (``as_tracing``) one that asks for the moves ``TracingExtension`` asks for and
+    hears them as it does (``_on_move``, no event built)."""
     from zett_agent.agent import Agent
     from zett_agent.extensions.base import AgentExtension
     from zett_agent.extensions.tracing import TracingExtension
@@ -224,6 +226,9 @@ async def listening_runner(as_tracing: bool = False) -> ZettRunner:
     class TracingListener(Listener):
         _phase_events = TracingExtension._phase_events
         _message_events = TracingExtension._message_events
+
+        def _on_move(self, context: object, phase: object) -> None:
+            return None  # heard as the tracing extension hears them: no event built
 
     off = await build(WORKLOADS["W1"])
     listener = TracingListener() if as_tracing else Listener()

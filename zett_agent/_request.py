@@ -206,7 +206,12 @@ class Request(ToolTurns, ExtensionCalls, Endings):
             return _NOTHING  # type: ignore[return-value]
         listeners = hooks.on_move[target]
         if listeners:
-            return self._publish_move(previous, target, listeners)
+            movers = hooks.movers[target]
+            if not movers:
+                return self._publish_move(previous, target, listeners)
+            context = self.context
+            for mover in movers:  # heard without an event (``zett_agent._hooks``)
+                mover(context, target)
         if hooks.on_appended:
             return _clocks()
         return _NOTHING  # type: ignore[return-value]
