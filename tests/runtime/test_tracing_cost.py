@@ -12,7 +12,14 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
-from opentelemetry.trace import NoOpTracerProvider, get_current_span
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    NoOpTracerProvider,
+    SpanContext,
+    TraceFlags,
+    get_current_span,
+    use_span,
+)
 
 from tests.runtime.support import ProbeModel, add, answer, call, calls, collect
 from tests.runtime.test_tracing_context import run_python
@@ -140,6 +147,26 @@ async def test_the_sampler_is_asked_once_per_run_about_the_trace_id_its_span_get
     assert 0 < len(recorded) < 24  # both answers came up
     chats = [entry for entry in sampler.asked if entry[0] == "chat"]
     assert {trace_id for _, trace_id, _ in chats} == recorded  # asked by the SDK, as usual
+
+
+async def test_under_the_consumers_current_span_the_sampler_is_asked_about_its_trace(exporter):
+    sampler = Asked()
+    provider = TracerProvider(sampler=sampler)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    agent = await Agent.create(
+        ProbeModel(answer("one")),
+        extensions=[TracingExtension("helper", tracer_provider=provider)],
+    )
+    trace_id = 0x5B8AA5A2D2C872E8321CF37308D69DF3  # odd: a root with it would be dropped
+    parent = NonRecordingSpan(
+        SpanContext(trace_id, 0x51, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    )
+    with use_span(parent):
+        await collect(agent, "hi", config=AgentRunConfig(session_id=SESSION))
+    runs = [entry for entry in sampler.asked if entry[0] == "invoke_agent helper"]
+    assert runs == [("invoke_agent helper", trace_id, True)]
+    (run,) = [span for span in exporter.get_finished_spans() if span.name == runs[0][0]]
+    assert (run.context.trace_id, run.parent.span_id) == (trace_id, 0x51)
 
 
 def test_with_no_provider_set_a_run_calls_no_hook_until_one_is():

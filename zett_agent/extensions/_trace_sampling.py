@@ -193,9 +193,19 @@ class _Decided:
     the span being started the trace id and sampling result already decided for it (in
     this thread; anything else is asked of them as before)."""
 
-    __slots__ = ("current_span", "drop", "ids", "new_trace_id", "no_span", "pending", "sampler")
+    __slots__ = (
+        "current",
+        "current_span",
+        "drop",
+        "ids",
+        "new_trace_id",
+        "no_span",
+        "pending",
+        "sampler",
+    )
 
     def __init__(self, sampler: Any, ids: Any, current_span: Callable[[Any], Any]) -> None:
+        from opentelemetry.context import get_current
         from opentelemetry.sdk.trace.sampling import Decision
         from opentelemetry.trace import INVALID_SPAN
 
@@ -203,6 +213,7 @@ class _Decided:
         self.ids = ids
         self.new_trace_id = ids.generate_trace_id
         self.current_span = current_span
+        self.current = get_current
         self.pending = _Pending()
         self.drop = Decision.DROP
         #: What ``get_current_span`` gives where no span is current.
@@ -225,8 +236,13 @@ class _Decided:
         """Ask the sampler about the trace id the span would get: None when it drops the
         run, else what ``RunSampler.start_decided`` starts the span with (the SDK then
         takes that trace id and that answer instead of asking again)."""
-        current = self.current_span(parent)
-        if current is self.no_span:  # no parent: the common case, known at once
+        if parent is None:
+            parent_context = self.current()
+            # An empty context holds no span: the common case, known without a lookup.
+            current = self.current_span(parent_context) if parent_context else self.no_span
+        else:
+            current = self.current_span(parent)
+        if current is self.no_span:  # no parent: a root span
             trace_id = self.new_trace_id()
             root = True
         else:
