@@ -24,9 +24,9 @@ A listener may also hear the moves it asked for without any event (runtime-inter
 moves, instead of building a ``PhaseTransitionEvent`` and awaiting ``on_event`` with it
 (a tracer, which only reads the phase, so costs no event, clock or coroutine per move). It
 is used only while the extension's ``on_event`` is the one written beside ``_on_move`` (a
-subclass or an instance that overrides ``on_event`` hears its moves there), and only for a
-move every listener of which has one: otherwise the event is built and every listener,
-this one too, gets it through ``on_event``, in priority order as always.
+subclass or an instance that overrides ``on_event`` hears its moves there). A move every
+listener of which has one builds no event; otherwise the event is built for the others,
+and every listener is called in priority order as always, each the way it hears moves.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ class HookTable:
         "completes_quietly",
         "extensions",
         "gated",
+        "mixed_moves",
         "movers",
         "on_appended",
         "on_move",
@@ -80,6 +81,9 @@ class HookTable:
     #: Of each phase move: its listeners' ``_on_move`` functions when every one has one,
     #: else an empty tuple (the move builds its event).
     movers: dict[AgentPhase, tuple[Callable[[Any, AgentPhase], None], ...]]
+    #: Of each phase move that builds its event while some listener has ``_on_move``: each
+    #: listener with its ``_on_move`` or None (which gets the event); absent otherwise.
+    mixed_moves: dict[AgentPhase, tuple[tuple[AgentExtension, Any], ...]]
     on_appended: tuple[AgentExtension, ...]
     gated: tuple[AgentExtension, ...]
 
@@ -118,9 +122,15 @@ class HookTable:
             e for e in self.on_event if getattr(e, "_message_events", True) is not False
         )
         self.movers = {}
+        self.mixed_moves = {}
         for phase, listeners in self.on_move.items():
             movers = tuple(_mover(e) for e in listeners)
-            self.movers[phase] = movers if None not in movers else ()  # type: ignore[assignment]
+            if None not in movers:
+                self.movers[phase] = movers  # type: ignore[assignment]
+                continue
+            self.movers[phase] = ()
+            if any(movers):
+                self.mixed_moves[phase] = tuple(zip(listeners, movers, strict=True))
         completed = AgentPhase.COMPLETED
         #: Whether the move into COMPLETED leaves nothing to await: no listener hears it
         #: but through ``_on_move``, and none wants appended messages (their timings).

@@ -117,12 +117,32 @@ async def test_a_mover_hears_its_moves_where_they_happen_without_events():
     assert mover.moved == [(P.GENERATING, P.GENERATING)] * 2 + [(P.COMPLETED, P.COMPLETED)]
 
 
-async def test_a_mover_beside_a_listener_of_the_same_moves_hears_them_as_events():
-    mover, other = Mover(), Hearing()
-    await run_tool_request(other, mover)
-    assert mover.moved == []
-    assert mover.heard == [P.GENERATING, P.GENERATING, P.COMPLETED]
-    assert other.heard[0] is P.LOADING_CONTEXT and other.heard[-1] is P.COMPLETED
+async def test_a_mover_beside_a_listener_of_the_same_moves_hears_them_in_order():
+    order: list[str] = []
+
+    class Labelled(Hearing):
+        def __init__(self, label: str, priority: int) -> None:
+            super().__init__()
+            self.label, self.priority, self.name = label, priority, label
+
+        async def on_event(self, context, event) -> None:
+            await super().on_event(context, event)
+            if getattr(event, "current_phase", None) is P.COMPLETED:
+                order.append(self.label)
+
+    class Ordered(Mover):
+        def _on_move(self, context, phase) -> None:
+            super()._on_move(context, phase)
+            if phase is P.COMPLETED:
+                order.append("mover")
+
+    before, mover, after = Labelled("before", 10), Ordered(), Labelled("after", 2000)
+    await run_tool_request(after, mover, before)
+    assert mover.heard == []  # no event reached it: it heard the moves in ``_on_move``
+    assert mover.moved == [(P.GENERATING, P.GENERATING)] * 2 + [(P.COMPLETED, P.COMPLETED)]
+    assert before.heard[0] is P.LOADING_CONTEXT and before.heard[-1] is P.COMPLETED
+    assert after.heard == before.heard
+    assert order == ["before", "mover", "after"]
 
 
 async def test_a_mover_whose_on_event_is_overridden_hears_events():
