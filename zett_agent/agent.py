@@ -26,7 +26,6 @@ nothing waits for them) and the turn loop goes on. ``zett_agent._resume`` has th
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from datetime import datetime
@@ -107,8 +106,7 @@ class Agent:
         for extension in self.extensions:
             # ``AgentExtension.pending`` asks its agents (weakly held): no count is kept
             # per extension and request.
-            agents = extension.__dict__.setdefault("_agents", weakref.WeakSet())
-            agents.add(self)
+            extension._given_to(self)
 
     @classmethod
     async def create(
