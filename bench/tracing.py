@@ -27,12 +27,16 @@ side in one process:
   SDK charges for what is recorded, whatever records it; and the sampled-out variant's
   (``drop-floor``): ``off`` requests each
   followed by one span started and ended on the dropping provider, the price of asking
-  the SDK's sampler once;
+  the SDK's sampler once through a span; ``sampler-floor``: ``off`` requests each followed
+  by the one question the extension asks of that provider's sampler (a new trace id from
+  its id generator, then ``should_sample`` about it, as the SDK asks them for a root
+  span), the least any tracer can pay to have a run's sampling decided;
 - ``listener``: an extension whose ``on_event`` does nothing, what the runtime charges for
   any event listener (it builds an event per phase move and appended message once one
   listens); ``span-listener``: the same asking only for the events ``TracingExtension``
-  asks for (the phase moves that open or close a span, no appended messages): the part of
-  the recorded W1 figures that is the runtime's, not the tracing extension's own.
+  asks for (the phase moves that open or close a span, no appended messages), heard as it
+  hears them (``_on_move``: no event object): the part of the recorded W1 figures that is
+  the runtime's, not the tracing extension's own.
 
 The same request through the chat app, with ``ZETT_OTEL`` off and on, is timed after
 those (``bench.tracing_app``; ``--no-app`` skips it): what an operator turning tracing on
@@ -127,6 +131,26 @@ class FloorRunner:
             span.end()
 
 
+class SamplerFloorRunner:
+    """``off`` requests, each followed by one question of the provider's sampler about a
+    new root span (``sampler-floor``): what deciding a run costs with nothing around it."""
+
+    def __init__(self, runner: ZettRunner, provider: object) -> None:
+        from opentelemetry.trace import SpanKind
+
+        self.name = "sampler-floor"
+        self.counter = runner.counter
+        self._runner = runner
+        self._sampler = provider.sampler
+        self._ids = provider.id_generator
+        self._kind = SpanKind.INTERNAL
+
+    async def request(self) -> None:
+        await self._runner.request()
+        trace_id = self._ids.generate_trace_id()
+        self._sampler.should_sample(None, trace_id, FloorRunner.NAMES[0], self._kind, None, None)
+
+
 #: Attributes a recorded span gets when it ends (the rest it gets when it starts).
 _END_KEYS = ("gen_ai.usage.", "gen_ai.response.", "zett.outcome")
 
@@ -212,7 +236,8 @@ async def traced_runner(workload: str, tracer_provider: object) -> ZettRunner:
 async def listening_runner(as_tracing: bool = False) -> ZettRunner:
     """W1 with one extension whose ``on_event`` does nothing: what the runtime itself
     charges for having any listener (it then builds an event per phase move and message),
-    or (``as_tracing``) one that asks for the events ``TracingExtension`` asks for."""
+    or (``as_tracing``) one that asks for the moves ``TracingExtension`` asks for and
+    hears them as it does (``_on_move``, no event built)."""
     from zett_agent.agent import Agent
     from zett_agent.extensions.base import AgentExtension
     from zett_agent.extensions.tracing import TracingExtension
@@ -224,6 +249,9 @@ async def listening_runner(as_tracing: bool = False) -> ZettRunner:
     class TracingListener(Listener):
         _phase_events = TracingExtension._phase_events
         _message_events = TracingExtension._message_events
+
+        def _on_move(self, context: object, phase: object) -> None:
+            return None  # heard as the tracing extension hears them: no event built
 
     off = await build(WORKLOADS["W1"])
     listener = TracingListener() if as_tracing else Listener()
@@ -268,7 +296,7 @@ def providers() -> tuple[CountingExporter, object, object]:
 
 
 async def variant_runner(name: str, base: str, recording: object, dropped: object) -> object:
-    """The runner of one variant (``floor``, ``drop-floor`` and ``listener`` on W1 only)."""
+    """The runner of one variant (the floors and listeners on W1 only)."""
     if name == "off":
         return await build(WORKLOADS[base])
     if name == "api-only":
@@ -286,6 +314,8 @@ async def variant_runner(name: str, base: str, recording: object, dropped: objec
         return FullFloorRunner(await build(WORKLOADS["W1"]), recording.get_tracer("bench"), spans)
     if name == "drop-floor":
         return FloorRunner(await build(WORKLOADS["W1"]), dropped.get_tracer("bench"), spans=1)
+    if name == "sampler-floor":
+        return SamplerFloorRunner(await build(WORKLOADS["W1"]), dropped)
     if name == "listener":
         return await listening_runner()
     if name == "span-listener":
@@ -297,7 +327,7 @@ async def variant_runner(name: str, base: str, recording: object, dropped: objec
 
 #: The variants every base runs, then those run on W1 only.
 TRACED = ("off", "api-only", "sampled-out", "recording")
-W1_ONLY = ("floor", "full-floor", "drop-floor", "listener", "span-listener")
+W1_ONLY = ("floor", "full-floor", "drop-floor", "sampler-floor", "listener", "span-listener")
 
 
 async def build_variants() -> tuple[list[Variant], CountingExporter, object]:
@@ -414,6 +444,7 @@ def render(results: dict, *, judge: bool) -> str:
         # inside each repetition against its ``off`` block.
         for name, floor_name in (
             ("sampled-out", "drop-floor"),
+            ("sampled-out", "sampler-floor"),
             ("recording", "floor"),
             ("recording", "full-floor"),
         ):
@@ -447,8 +478,9 @@ def breakdown(found: dict, results: dict) -> str:
         f"the ones tracing asks for {apart('span-listener', 'off'):,.1f}; "
         f"recording costs {apart('recording', 'full-floor'):+,.1f} beyond full-floor. "
         f"Asking the dropping sampler once (one span started and ended) costs "
-        f"{apart('drop-floor', 'off'):,.1f}; the sampled-out request "
-        f"{apart('sampled-out', 'drop-floor'):+,.1f} beyond that. Load average "
+        f"{apart('drop-floor', 'off'):,.1f}, the bare question of its sampler "
+        f"(sampler-floor) {apart('sampler-floor', 'off'):,.1f}; the sampled-out request "
+        f"{apart('sampled-out', 'sampler-floor'):+,.1f} beyond the bare question. Load average "
         f"{low:.2f}-{high:.2f} on {results['machine']['cores']} cores."
     )
 

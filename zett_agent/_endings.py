@@ -67,13 +67,14 @@ class Endings:
     def _finish(self, final: AssistantMessage) -> Awaitable[None]:
         """Complete the request with ``final`` (await the result).
 
-        With no hook and no listener to call, nothing is awaited but the hand-over of
+        With no hook to call and no listener to await (one that hears the move through
+        ``_on_move`` is called in it), nothing is awaited but the hand-over of
         RUN_COMPLETED: no coroutine of its own.
         """
         hooks = self.hooks
-        if hooks.after_run or hooks.on_success or hooks.on_event:
+        if hooks.after_run or hooks.on_success or not hooks.completes_quietly:
             return self._finish_with_hooks(final)
-        self.move(P.COMPLETED)  # nobody listens: nothing to await
+        self.move(P.COMPLETED)  # nobody listens but through ``_on_move``: nothing to await
         self._end()
         context = self.context
         return emission(

@@ -18,11 +18,21 @@ and ``_message_events`` False, no ``MessageAppendedEvent`` (default True). Event
 extension publishes, and ``RunCancelledEvent``, still reach every listener. A move or an
 append nobody asked for builds no event, and a move is timed only while someone wants the
 appended messages' timings.
+
+A listener may also hear the moves it asked for without any event (runtime-internal too):
+``_on_move(context, phase)``, a plain function the runtime calls right where the phase
+moves, instead of building a ``PhaseTransitionEvent`` and awaiting ``on_event`` with it
+(a tracer, which only reads the phase, so costs no event, clock or coroutine per move). It
+is used only while the extension's ``on_event`` is the one written beside ``_on_move`` (a
+subclass or an instance that overrides ``on_event`` hears its moves there). A move every
+listener of which has one builds no event; otherwise the event is built for the others,
+and every listener is called in priority order as always, each the way it hears moves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.phases import AgentPhase
@@ -53,11 +63,27 @@ HOOK_NAMES = (
 class HookTable:
     """For each hook name, the overriding extensions in priority order."""
 
-    __slots__ = ("_without", "extensions", "gated", "on_appended", "on_move", *HOOK_NAMES)
+    __slots__ = (
+        "_without",
+        "completes_quietly",
+        "extensions",
+        "gated",
+        "mixed_moves",
+        "movers",
+        "on_appended",
+        "on_move",
+        *HOOK_NAMES,
+    )
 
     #: The ``on_event`` listeners of each phase move (by the phase moved into), and of
     #: appended messages; the extensions asked whether they take part in a request.
     on_move: dict[AgentPhase, tuple[AgentExtension, ...]]
+    #: Of each phase move: its listeners' ``_on_move`` functions when every one has one,
+    #: else an empty tuple (the move builds its event).
+    movers: dict[AgentPhase, tuple[Callable[[Any, AgentPhase], None], ...]]
+    #: Of each phase move that builds its event while some listener has ``_on_move``: each
+    #: listener with its ``_on_move`` or None (which gets the event); absent otherwise.
+    mixed_moves: dict[AgentPhase, tuple[tuple[AgentExtension, Any], ...]]
     on_appended: tuple[AgentExtension, ...]
     gated: tuple[AgentExtension, ...]
 
@@ -95,12 +121,41 @@ class HookTable:
         self.on_appended = tuple(
             e for e in self.on_event if getattr(e, "_message_events", True) is not False
         )
+        self.movers = {}
+        self.mixed_moves = {}
+        for phase, listeners in self.on_move.items():
+            movers = tuple(_mover(e) for e in listeners)
+            if None not in movers:
+                self.movers[phase] = movers  # type: ignore[assignment]
+                continue
+            self.movers[phase] = ()
+            if any(movers):
+                self.mixed_moves[phase] = tuple(zip(listeners, movers, strict=True))
+        completed = AgentPhase.COMPLETED
+        #: Whether the move into COMPLETED leaves nothing to await: no listener hears it
+        #: but through ``_on_move``, and none wants appended messages (their timings).
+        self.completes_quietly = not self.on_appended and (
+            not self.on_move[completed] or bool(self.movers[completed])
+        )
 
 
 def _phases(extension: AgentExtension) -> frozenset[AgentPhase] | tuple[AgentPhase, ...]:
     """The phases whose moves ``extension`` wants to hear of (every one by default)."""
     wanted = getattr(extension, "_phase_events", None)
     return tuple(AgentPhase) if wanted is None else frozenset(wanted)
+
+
+def _mover(extension: AgentExtension) -> Callable[[Any, AgentPhase], None] | None:
+    """``extension._on_move``, where moves may reach it instead of ``on_event``: only while
+    ``on_event`` is the one of the class that wrote ``_on_move`` (see the module)."""
+    if "on_event" in vars(extension):
+        return None
+    for klass in type(extension).__mro__:
+        if "_on_move" in vars(klass):
+            if type(extension).on_event is not klass.on_event:
+                return None  # overridden below the class that wrote ``_on_move``
+            return extension._on_move  # type: ignore[attr-defined]
+    return None
 
 
 def _overrides(extension: AgentExtension, name: str, default: object) -> bool:

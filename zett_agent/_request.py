@@ -206,7 +206,12 @@ class Request(ToolTurns, ExtensionCalls, Endings):
             return _NOTHING  # type: ignore[return-value]
         listeners = hooks.on_move[target]
         if listeners:
-            return self._publish_move(previous, target, listeners)
+            movers = hooks.movers[target]
+            if not movers:
+                return self._publish_move(previous, target, listeners)
+            context = self.context
+            for mover in movers:  # heard without an event (``zett_agent._hooks``)
+                mover(context, target)
         if hooks.on_appended:
             return _clocks()
         return _NOTHING  # type: ignore[return-value]
@@ -220,8 +225,16 @@ class Request(ToolTurns, ExtensionCalls, Endings):
         moved = (datetime.now(UTC), time.monotonic_ns())
         event = _moved(previous, target, *moved)
         context = self.context
-        for extension in listeners:
-            await extension.on_event(context, event)
+        mixed = self.hooks.mixed_moves.get(target)
+        if mixed is None:
+            for extension in listeners:
+                await extension.on_event(context, event)
+        else:  # some hear it in ``_on_move`` (``zett_agent._hooks``), in the same order
+            for extension, mover in mixed:
+                if mover is None:
+                    await extension.on_event(context, event)
+                else:
+                    mover(context, target)
         return moved if self.hooks.on_appended else None
 
     def stage(

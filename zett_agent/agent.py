@@ -103,6 +103,10 @@ class Agent:
         self._lock = threading.Lock()
         self._active: dict[str, Request] = {}
         self._last_state: dict[str, AgentState] = {}
+        for extension in self.extensions:
+            # ``AgentExtension.pending`` asks its agents (weakly held): no count is kept
+            # per extension and request.
+            extension._given_to(self)
 
     @classmethod
     async def create(
@@ -401,10 +405,6 @@ class Agent:
             self._active[session_id] = request
             self._inboxes[session_id] = inbox
             self._latest = context.state
-        for extension in self.extensions:
-            extension.__dict__["_active_requests"] = (
-                extension.__dict__.get("_active_requests", 0) + 1
-            )
         for extension in self._hooks.gated:
             # Out of this request from its start (a tracer with nothing to record): no
             # event is built for it, no hook called (``zett_agent._hooks``).
@@ -424,10 +424,6 @@ class Agent:
             finished[session_id] = request.context.state
             if len(finished) > FINISHED_STATES_KEPT:
                 del finished[next(iter(finished))]
-        for extension in self.extensions:
-            extension.__dict__["_active_requests"] = (
-                extension.__dict__.get("_active_requests", 1) - 1
-            )
 
     # -- external events -----------------------------------------------------------------
 

@@ -1,8 +1,12 @@
 """An ``on_event`` listener that asks for fewer events hears only those, and an extension
 that does not take part in a request is called for nothing in it; every other listener
-still hears every event, with the timings it always had (``zett_agent._hooks``)."""
+still hears every event, with the timings it always had; a listener with ``_on_move``
+hears its moves there, without events, unless another listener of the move needs the
+event or its ``on_event`` is overridden (``zett_agent._hooks``)."""
 
 from __future__ import annotations
+
+import pytest
 
 from tests.runtime.support import ProbeModel, add, answer, call, calls, collect
 from zett_agent.agent import Agent, AgentRunConfig
@@ -31,6 +35,25 @@ class Hearing(AgentExtension):
 class MovesOnly(Hearing):
     _phase_events = frozenset({P.GENERATING, P.COMPLETED})
     _message_events = False
+
+
+class Mover(MovesOnly):
+    """Hears its moves in ``_on_move`` where the runtime builds no event for them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.moved: list[object] = []
+
+    async def on_event(self, context, event) -> None:
+        await super().on_event(context, event)
+
+    def _on_move(self, context, phase) -> None:
+        self.moved.append((phase, context.state.phase))
+
+
+class OverridingMover(Mover):
+    async def on_event(self, context, event) -> None:
+        await super().on_event(context, event)
 
 
 class Gated(Hearing):
@@ -85,3 +108,63 @@ async def test_an_extension_that_takes_part_hears_the_whole_request():
     await run_tool_request(taking)
     assert taking.asked == 1 and taking.ran == ["before_run"]
     assert taking.heard[0] is P.LOADING_CONTEXT and taking.heard[-1] is P.COMPLETED
+
+
+async def test_a_mover_hears_its_moves_where_they_happen_without_events():
+    mover = Mover()
+    await run_tool_request(mover)
+    assert mover.heard == []  # no event was built for it
+    assert mover.moved == [(P.GENERATING, P.GENERATING)] * 2 + [(P.COMPLETED, P.COMPLETED)]
+
+
+async def test_a_mover_beside_a_listener_of_the_same_moves_hears_them_in_order():
+    order: list[str] = []
+
+    class Labelled(Hearing):
+        def __init__(self, label: str, priority: int) -> None:
+            super().__init__()
+            self.label, self.priority, self.name = label, priority, label
+
+        async def on_event(self, context, event) -> None:
+            await super().on_event(context, event)
+            if getattr(event, "current_phase", None) is P.COMPLETED:
+                order.append(self.label)
+
+    class Ordered(Mover):
+        def _on_move(self, context, phase) -> None:
+            super()._on_move(context, phase)
+            if phase is P.COMPLETED:
+                order.append("mover")
+
+    before, mover, after = Labelled("before", 10), Ordered(), Labelled("after", 2000)
+    await run_tool_request(after, mover, before)
+    assert mover.heard == []  # no event reached it: it heard the moves in ``_on_move``
+    assert mover.moved == [(P.GENERATING, P.GENERATING)] * 2 + [(P.COMPLETED, P.COMPLETED)]
+    assert before.heard[0] is P.LOADING_CONTEXT and before.heard[-1] is P.COMPLETED
+    assert after.heard == before.heard
+    assert order == ["before", "mover", "after"]
+
+
+async def test_a_mover_whose_on_event_is_overridden_hears_events():
+    overriding = OverridingMover()
+    await run_tool_request(overriding)
+    assert overriding.moved == []
+    assert overriding.heard == [P.GENERATING, P.GENERATING, P.COMPLETED]
+
+
+async def test_a_mover_that_raises_fails_the_request():
+    class Failing(Mover):
+        def _on_move(self, context, phase) -> None:
+            if phase is P.COMPLETED:
+                raise RuntimeError("refused")
+
+    failing = Failing()
+    errors: list[Exception] = []
+
+    class Witness(AgentExtension):
+        async def on_error(self, context, error) -> None:
+            errors.append(error)
+
+    with pytest.raises(RuntimeError, match="refused"):
+        await run_tool_request(Witness(), failing)
+    assert [str(error) for error in errors] == ["refused"]

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import pickle
 
 import pytest
 
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.external import ExternalEvent, ExternalEventExtension
 from zett_agent.tools.base import tool
 
@@ -151,3 +154,42 @@ async def test_the_extension_is_pending_only_during_a_request():
     agent.emit_external_event(reply(), config=CONFIG)
     await session.task
     assert extension.pending is False
+
+
+async def test_an_extension_given_to_two_agents_is_pending_while_either_runs():
+    extension = ConfirmationExtension()
+    idle = await Agent.create(confirming_model(), config=CONFIG, extensions=[extension])
+    agent = await Agent.create(confirming_model(), config=CONFIG, extensions=[extension])
+    session = await Session.parked(agent, CONFIG)
+    assert idle.pending is False
+    assert extension.pending is True
+    agent.emit_external_event(reply(), config=CONFIG)
+    await session.task
+    assert extension.pending is False
+    del idle  # an agent gone is no longer asked
+    assert extension.pending is False
+
+
+class Watching(AgentExtension):
+    """Says, while its request runs, whether it and copies of it are pending."""
+
+    seen: tuple[bool, ...] = ()
+    original: Watching | None = None
+
+    async def before_run(self, context) -> None:
+        copies = (copy.copy(self), copy.deepcopy(self), pickle.loads(pickle.dumps(self)))
+        self.seen = (self.pending, *(c.pending for c in copies))
+        if self.original is not None:
+            self.seen += (self.original.pending,)
+
+
+async def test_a_copy_of_an_extension_was_given_to_no_agent():
+    extension = Watching()
+    agent = await Agent.create(ProbeModel(answer("one")), extensions=[extension])
+    await agent.run("hi", config=CONFIG)
+    assert extension.seen == (True, False, False, False)
+    shallow = copy.copy(extension)  # shares the original's attributes, not its agents
+    shallow.original = extension
+    other = await Agent.create(ProbeModel(answer("two")), extensions=[shallow])
+    await other.run("hi", config=CONFIG)
+    assert shallow.seen == (True, False, False, False, False)

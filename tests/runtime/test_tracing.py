@@ -443,3 +443,19 @@ async def test_a_tool_the_agent_does_not_have_is_named_other_unless_content_is_r
     exporter.clear()
     await run_with_tool(provider)
     assert one(exporter, "execute_tool add").attributes["gen_ai.tool.name"] == "add"
+
+
+async def test_a_model_that_states_another_name_or_server_is_described_anew(exporter, provider):
+    model = LocalModel(reply("hi", usage=USAGE), reply("again", usage=USAGE))
+    agent, _ = await traced_agent(model, provider)
+    await collect(agent, "hello", config=AgentRunConfig(session_id=SESSION))
+    model.model = "gpt-other"
+    model.base_url = "http://10.0.0.7:8000/v1"
+    await collect(agent, "hello", config=AgentRunConfig(session_id=SESSION))
+    first, second = one(exporter, "chat gpt-test"), one(exporter, "chat gpt-other")
+    assert first.attributes["server.address"] == "127.0.0.1"
+    assert second.attributes["gen_ai.request.model"] == "gpt-other"
+    assert (second.attributes["server.address"], second.attributes["server.port"]) == (
+        "10.0.0.7",
+        8000,
+    )

@@ -5,15 +5,26 @@ sampler is asked once per run, about the trace id the run's span then gets;
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
-from opentelemetry.trace import NoOpTracerProvider, get_current_span
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    NoOpTracerProvider,
+    SpanContext,
+    TraceFlags,
+    get_current_span,
+    use_span,
+)
 
 from tests.runtime.support import ProbeModel, add, answer, call, calls, collect
 from tests.runtime.test_tracing_context import run_python
 from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent.extensions._trace_sampling import _unset_question
 from zett_agent.extensions.base import AgentExtension
 from zett_agent.extensions.events import PhaseTransitionEvent
 from zett_agent.extensions.tracing import TracingExtension
@@ -138,6 +149,26 @@ async def test_the_sampler_is_asked_once_per_run_about_the_trace_id_its_span_get
     assert {trace_id for _, trace_id, _ in chats} == recorded  # asked by the SDK, as usual
 
 
+async def test_under_the_consumers_current_span_the_sampler_is_asked_about_its_trace(exporter):
+    sampler = Asked()
+    provider = TracerProvider(sampler=sampler)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    agent = await Agent.create(
+        ProbeModel(answer("one")),
+        extensions=[TracingExtension("helper", tracer_provider=provider)],
+    )
+    trace_id = 0x5B8AA5A2D2C872E8321CF37308D69DF3  # odd: a root with it would be dropped
+    parent = NonRecordingSpan(
+        SpanContext(trace_id, 0x51, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    )
+    with use_span(parent):
+        await collect(agent, "hi", config=AgentRunConfig(session_id=SESSION))
+    runs = [entry for entry in sampler.asked if entry[0] == "invoke_agent helper"]
+    assert runs == [("invoke_agent helper", trace_id, True)]
+    (run,) = [span for span in exporter.get_finished_spans() if span.name == runs[0][0]]
+    assert (run.context.trace_id, run.parent.span_id) == (trace_id, 0x51)
+
+
 def test_with_no_provider_set_a_run_calls_no_hook_until_one_is():
     output = run_python(
         """
@@ -233,3 +264,23 @@ async def test_a_run_that_fails_before_its_span_starts_keeps_no_sampling_answer(
         await collect(agent, "1+2?", config=AgentRunConfig(session_id=SESSION))
     assert tracing._decisions == {} and tracing._runs == {}
     assert exporter.get_finished_spans() == ()
+
+
+def test_whether_a_global_provider_is_set_is_read_from_the_api_or_asked_of_its_stand_in():
+    api = SimpleNamespace(_TRACER_PROVIDER=None, ProxyTracer=trace.ProxyTracer)
+    unset = _unset_question(api, None, "zett_agent")
+    assert unset() is True
+    api._TRACER_PROVIDER = TracerProvider()
+    assert unset() is False
+
+    class StandIn:  # an API without the provider slot: its stand-in provider is asked
+        real = None
+
+        def get_tracer(self, scope):
+            return self.real if self.real is not None else trace.ProxyTracer(scope)
+
+    stand_in = StandIn()
+    asked = _unset_question(SimpleNamespace(ProxyTracer=trace.ProxyTracer), stand_in, "zett")
+    assert asked() is True
+    stand_in.real = TracerProvider().get_tracer("zett")
+    assert asked() is False

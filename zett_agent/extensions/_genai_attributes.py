@@ -25,12 +25,13 @@ class ModelSpans:
     """What spans say of one model: its provider, requested name and server attributes
     (``base_url`` parsed once), and its model calls' span name."""
 
-    __slots__ = ("attributes", "base_url", "chat_name", "provider", "requested")
+    __slots__ = ("attributes", "chat_name", "provider", "requested", "stated")
 
     def __init__(self, model: object) -> None:
         provider, requested = model_identity(model)
         self.provider, self.requested = provider, requested
-        self.base_url = getattr(model, "base_url", None)
+        #: What the model stated, as read (``describes`` compares it without checking it).
+        self.stated = _stated(model)
         attributes: dict[str, Any] = {}
         if provider is not None:
             attributes["gen_ai.provider.name"] = provider
@@ -42,10 +43,16 @@ class ModelSpans:
 
     def describes(self, model: object) -> bool:
         """Whether ``model`` still says what it said (its attributes may be reassigned)."""
-        return getattr(model, "base_url", None) == self.base_url and model_identity(model) == (
-            self.provider,
-            self.requested,
-        )
+        return _stated(model) == self.stated
+
+
+def _stated(model: object) -> tuple[object, object, object]:
+    """The model's ``base_url``, ``provider`` and ``model`` as it states them."""
+    return (
+        getattr(model, "base_url", None),
+        getattr(model, "provider", None),
+        getattr(model, "model", None),
+    )
 
 
 def chat_input(messages: Sequence[AnyMessage]) -> dict[str, Any]:

@@ -1,14 +1,14 @@
 """Whether a run is recorded, decided before anything is built for it.
 
-``TracingExtension`` asks once per run, when the request is claimed (``silent``, then with
-the SDK ``decide``; ``begin`` starts the span where the answer needs one). What the answer
-costs depends on what is behind the OpenTelemetry API:
+``TracingExtension`` asks once per run, when the request is claimed (``unset`` while no
+global provider is set, then ``decide``; ``begin`` starts the span where the answer needs
+one). What the answer costs depends on what is behind the OpenTelemetry API:
 
 - nothing (no SDK configured: the global provider never set, or a ``NoOpTracerProvider``):
-  no run is ever recorded. While the global provider is not set, the API's
-  ``get_tracer_provider()`` gives its ``ProxyTracerProvider``, whose ``get_tracer`` hands
-  out a ``ProxyTracer`` until a provider is set and the provider's own tracer after: that
-  one call (no span, no context) is what a run asks;
+  no run is ever recorded. While the global provider is not set, a run asks whether it is
+  set yet (``_unset_question``: one read of the API module's provider slot, the one the
+  API's stand-in ``ProxyTracerProvider`` reads itself before handing out a proxy tracer;
+  no span, no tracer, no context);
 - the OpenTelemetry SDK's ``TracerProvider``: its sampler is asked directly, with the trace
   id the run's span would get (the parent's, else a new one from the provider's id
   generator). A run it drops costs that one call: no span object, no context. A run it
@@ -19,9 +19,9 @@ costs depends on what is behind the OpenTelemetry API:
 - anything else: a span is started and asked ``is_recording()``.
 
 The global provider may be set after the extension is built (it is set once, then never
-replaced): until it is, each run looks again, through public API only
-(``get_tracer_provider`` itself is not asked per run: with the provider unset it looks up
-``OTEL_PYTHON_TRACER_PROVIDER`` in ``os.environ`` and pays a ``KeyError`` each time).
+replaced): until it is, each run looks again (``get_tracer_provider`` itself is not asked
+per run: with the provider unset it looks up ``OTEL_PYTHON_TRACER_PROVIDER`` in
+``os.environ`` and pays a ``KeyError`` each time), then the provider is read once.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ if TYPE_CHECKING:
 __all__ = ["Decision", "RunSampler"]
 
 #: The SDK sampler's answer about a run's span: its name, parent context, links and kind,
-#: the ``SamplingResult``, and the trace id for a root span (None with a parent).
-Decision = tuple[str, Any, Any, Any, Any, int | None]
+#: the ``SamplingResult``, the trace id for a root span (None with a parent), and where the
+#: tracer's stand-ins find the answer when the span is started.
+Decision = tuple[str, Any, Any, Any, Any, int | None, Any]
 
 #: What a provider is, once known: nothing records, the SDK, or some other implementation.
 _NOTHING, _SDK, _OTHER = "nothing", "sdk", "other"
@@ -54,18 +55,7 @@ class RunSampler:
     ``tracer`` is the tracer every span of a recorded run comes from (the provider's own,
     once the provider is known)."""
 
-    __slots__ = (
-        "_api",
-        "_decided",
-        "_given",
-        "_kind",
-        "_scope",
-        "begin",
-        "decide",
-        "probe",
-        "proxy_tracer",
-        "tracer",
-    )
+    __slots__ = ("_api", "_given", "_kind", "_scope", "begin", "decide", "tracer", "unset")
 
     def __init__(
         self, api: OpenTelemetry, scope: str, tracer_provider: TracerProvider | None
@@ -74,86 +64,56 @@ class RunSampler:
         self._scope = scope
         self._given = tracer_provider
         self._kind: str | None = None
-        self._decided: _Decided | None = None
         #: What starts a run's span: ``start``, or once the provider is known the one of its
         #: paths that applies (``start`` without its dispatch).
         self.begin: Callable[[str, Any, Any, Any], Span | None] = self.start
-        #: With the SDK: asks its sampler about a run's span before it is started (None:
-        #: dropped; else what ``start_decided`` takes). None for other providers.
+        #: Once the provider is known, what asks about a run before its span is started:
+        #: with the SDK its sampler (None: dropped; else what ``start_decided`` takes), where
+        #: nothing records a function that always says None; None for other providers.
         self.decide: Callable[[str, Any, Any, Any], Decision | None] | None = None
         trace = api.trace
         self.tracer: Tracer = trace.get_tracer(scope, api.version, tracer_provider=tracer_provider)
-        #: While no global provider is set: the API's stand-in provider's ``get_tracer``,
-        #: which gives a ``proxy_tracer`` until one is set (``unset`` asks it); else None.
-        self.probe: Callable[[str], object] | None = None
-        self.proxy_tracer = trace.ProxyTracer
+        #: While no global provider is set: whether that is still so (``_unset_question``);
+        #: None once the provider is known (``settle``).
+        self.unset: Callable[[], bool] | None = None
         # Read once here (the provider an OTEL_PYTHON_TRACER_PROVIDER names is built now).
         provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         if isinstance(provider, trace.ProxyTracerProvider):
-            self.probe = provider.get_tracer
+            self.unset = _unset_question(trace, provider, scope)
         else:
             self._resolve(provider)
 
-    def unset(self) -> bool:
-        """Whether no global provider is set yet."""
-        probe = self.probe
-        return probe is not None and type(probe(self._scope)) is self.proxy_tracer
-
-    def silent(self) -> bool:
-        """Whether no run can be recorded now: no global provider set yet (one question of
-        the API's stand-in provider), or one that records nothing."""
-        if self.probe is not None:
-            if self.unset():
-                return True
-            self._resolve(self._api.trace.get_tracer_provider())
-        return self._kind is _NOTHING
+    def settle(self) -> None:
+        """The global provider is set (``unset`` said so): what it is, remembered."""
+        self._resolve(self._api.trace.get_tracer_provider())
 
     def start(
         self, name: str, parent: Context | None, links: list[Link] | None, kind: Any
     ) -> Span | None:
         """The run's span, started (no attributes), when the run is recorded; else None."""
-        what = self._kind
-        if what is None:
-            if self.unset():
+        unset = self.unset
+        if unset is not None:
+            if unset():
                 return None
-            what = self._resolve(self._api.trace.get_tracer_provider())
-        if what is _NOTHING:
-            return None
-        if what is _SDK:
-            return self._sdk_start(name, parent, links, kind)
-        return _recording(self.tracer.start_span(name, context=parent, kind=kind, links=links))
+            self.settle()
+        return self.begin(name, parent, links, kind)
 
     def _sdk_start(
         self, name: str, parent: Context | None, links: list[Link] | None, kind: Any
     ) -> Span | None:
-        """Ask the SDK's sampler, then start the span if sampled (``_sdk_decide``)."""
-        decision = self._sdk_decide(name, parent, links, kind)
+        """Ask the SDK's sampler, then start the span if sampled (``_Decided.decide``)."""
+        decision = self.decide(name, parent, links, kind)  # type: ignore[misc]
         return None if decision is None else self.start_decided(decision)
 
-    def _sdk_decide(
+    def _other_start(
         self, name: str, parent: Context | None, links: list[Link] | None, kind: Any
-    ) -> Decision | None:
-        """Ask the SDK's sampler about the trace id the span would get: None when it drops
-        the run, else what ``start_decided`` starts the span with (the SDK then takes that
-        trace id and that answer instead of asking again)."""
-        decided = self._decided
-        assert decided is not None
-        current = self._api.trace.get_current_span(parent)
-        if current is decided.no_span:  # no parent: the common case, known at once
-            root, trace_id = True, decided.ids.generate_trace_id()
-        else:
-            span_context = current.get_span_context()
-            root = not span_context.is_valid
-            trace_id = decided.ids.generate_trace_id() if root else span_context.trace_id
-        result = decided.sampler.should_sample(parent, trace_id, name, kind, None, links)
-        if result.decision is decided.drop:  # Decision.is_recording(), without the call
-            return None
-        return (name, parent, links, kind, result, trace_id if root else None)
+    ) -> Span | None:
+        """A provider other than the SDK's: its span, kept when it records."""
+        return _recording(self.tracer.start_span(name, context=parent, kind=kind, links=links))
 
     def start_decided(self, decision: Decision) -> Span | None:
         """The span the sampler's answer ``decision`` (``decide``) was about, started."""
-        name, parent, links, kind, result, trace_id = decision
-        pending = self._decided.pending  # type: ignore[union-attr]
+        name, parent, links, kind, result, trace_id, pending = decision
         pending.result = result
         pending.trace_id = trace_id
         try:
@@ -164,24 +124,47 @@ class RunSampler:
 
     def _resolve(self, provider: TracerProvider) -> str:
         """What ``provider`` is, remembered: it is never replaced."""
-        self.probe = None
+        self.unset = None
         trace = self._api.trace
         sdk = sys.modules.get("opentelemetry.sdk.trace")  # an SDK provider imported it
         if isinstance(provider, trace.NoOpTracerProvider):
             self._kind = _NOTHING
-            self.begin = _nothing
-        elif sdk is not None and isinstance(provider, sdk.TracerProvider):
+            self.begin = self.decide = _nothing
+            return self._kind
+        if sdk is not None and isinstance(provider, sdk.TracerProvider):
             self.tracer = tracer = provider.get_tracer(self._scope, self._api.version)
-            self._kind = _SDK if isinstance(tracer, sdk.Tracer) else _OTHER  # a shut-down one
-            if self._kind is _SDK:
-                self._decided = _Decided.install(tracer)
+            if isinstance(tracer, sdk.Tracer):  # else a shut-down provider's
+                self._kind = _SDK
+                self.decide = _Decided.install(tracer, trace.get_current_span).decide
                 self.begin = self._sdk_start
-                self.decide = self._sdk_decide
-        else:
-            self._kind = _OTHER
-            if self._given is None:
-                self.tracer = provider.get_tracer(self._scope, self._api.version)
+                return self._kind
+        elif self._given is None:
+            self.tracer = provider.get_tracer(self._scope, self._api.version)
+        self._kind = _OTHER
+        self.begin = self._other_start
         return self._kind
+
+
+def _unset_question(trace: Any, provider: Any, scope: str) -> Callable[[], bool]:
+    """Whether no global provider is set yet, asked each run until one is.
+
+    The answer is what the API's stand-in provider reads before it hands out a proxy: the
+    API module's provider slot (``_TRACER_PROVIDER``, a private name: one attribute read
+    instead of a proxy tracer built per run). An API without that slot is asked through
+    its public stand-in: ``get_tracer`` gives a ``ProxyTracer`` until a provider is set.
+    """
+    if hasattr(trace, "_TRACER_PROVIDER"):
+
+        def unset() -> bool:
+            return not trace._TRACER_PROVIDER
+
+        return unset
+    get_tracer, proxy = provider.get_tracer, trace.ProxyTracer
+
+    def asked() -> bool:
+        return type(get_tracer(scope)) is proxy
+
+    return asked
 
 
 def _nothing(name: str, parent: Any, links: Any, kind: Any) -> None:
@@ -210,29 +193,66 @@ class _Decided:
     the span being started the trace id and sampling result already decided for it (in
     this thread; anything else is asked of them as before)."""
 
-    __slots__ = ("drop", "ids", "no_span", "pending", "sampler")
+    __slots__ = (
+        "current",
+        "current_span",
+        "drop",
+        "ids",
+        "new_trace_id",
+        "no_span",
+        "pending",
+        "sampler",
+    )
 
-    def __init__(self, sampler: Any, ids: Any) -> None:
+    def __init__(self, sampler: Any, ids: Any, current_span: Callable[[Any], Any]) -> None:
+        from opentelemetry.context import get_current
         from opentelemetry.sdk.trace.sampling import Decision
         from opentelemetry.trace import INVALID_SPAN
 
         self.sampler = sampler
         self.ids = ids
+        self.new_trace_id = ids.generate_trace_id
+        self.current_span = current_span
+        self.current = get_current
         self.pending = _Pending()
         self.drop = Decision.DROP
         #: What ``get_current_span`` gives where no span is current.
         self.no_span = INVALID_SPAN
 
     @classmethod
-    def install(cls, tracer: Any) -> _Decided:
+    def install(cls, tracer: Any, current_span: Callable[[Any], Any]) -> _Decided:
         """Put the stand-ins on ``tracer`` (once: the SDK shares a tracer per scope)."""
         sampler = tracer.sampler
         if isinstance(sampler, _DecidedSampler):
             return sampler.decided
-        decided = cls(sampler, tracer.id_generator)
+        decided = cls(sampler, tracer.id_generator, current_span)
         tracer.id_generator = _DecidedIds(decided)
         tracer.sampler = _DecidedSampler(decided)
         return decided
+
+    def decide(
+        self, name: str, parent: Context | None, links: list[Link] | None, kind: Any
+    ) -> Decision | None:
+        """Ask the sampler about the trace id the span would get: None when it drops the
+        run, else what ``RunSampler.start_decided`` starts the span with (the SDK then
+        takes that trace id and that answer instead of asking again)."""
+        if parent is None:
+            parent_context = self.current()
+            # An empty context holds no span: the common case, known without a lookup.
+            current = self.current_span(parent_context) if parent_context else self.no_span
+        else:
+            current = self.current_span(parent)
+        if current is self.no_span:  # no parent: a root span
+            trace_id = self.new_trace_id()
+            root = True
+        else:
+            span_context = current.get_span_context()
+            root = not span_context.is_valid
+            trace_id = self.new_trace_id() if root else span_context.trace_id
+        result = self.sampler.should_sample(parent, trace_id, name, kind, None, links)
+        if result.decision is self.drop:  # Decision.is_recording(), without the call
+            return None
+        return (name, parent, links, kind, result, trace_id if root else None, self.pending)
 
 
 class _DecidedSampler:

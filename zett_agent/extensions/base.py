@@ -22,6 +22,7 @@ extension does not override, so an unused hook costs nothing.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
@@ -142,8 +143,19 @@ class AgentExtension(_SetupHooks, _TurnHooks, _ToolHooks, _EndHooks):
 
     @property
     def pending(self) -> bool:
-        """Return whether this extension is participating in an active request."""
-        return self.__dict__.get("_active_requests", 0) > 0
+        """Return whether this extension is participating in an active request (of any
+        agent it was given to)."""
+        agents = self.__dict__.get("_agents")
+        if agents is None or agents.owner != id(self):  # none, or a copied extension's
+            return False
+        return any(agent.pending for agent in list(agents))
+
+    def _given_to(self, agent: Any) -> None:
+        """Registered by an ``Agent`` built with this extension (``pending`` asks it)."""
+        agents = self.__dict__.get("_agents")
+        if agents is None or agents.owner != id(self):
+            agents = self.__dict__["_agents"] = _Agents(id(self))
+        agents.add(agent)
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
         """Observe a notification published during a request."""
@@ -154,3 +166,22 @@ class AgentExtension(_SetupHooks, _TurnHooks, _ToolHooks, _EndHooks):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} priority={self.priority}>"
+
+
+class _Agents(weakref.WeakSet):  # type: ignore[type-arg]
+    """The agents an extension (``owner``, its id) was given to, held weakly. A copy of the
+    extension, deep or shallow, or one pickled and loaded, has none: it was given to no
+    agent yet (a shallow copy shares this set, whose owner it is not)."""
+
+    def __init__(self, owner: int = 0) -> None:
+        super().__init__()
+        self.owner = owner
+
+    def __copy__(self) -> _Agents:
+        return type(self)()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Agents:
+        return type(self)()
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        return (type(self), ())

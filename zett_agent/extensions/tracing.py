@@ -29,12 +29,15 @@ records it) is not an error either.
 Cost. With no SDK behind the API (no global provider set yet, or a ``NoOpTracerProvider``)
 a request leaves the extension out from its start (``_takes_part``, asked once when the
 request is claimed): no hook is called and no event built for it. Otherwise the sampler
-decides once per run, when the run's span starts; a run it drops builds no attributes, no
-child span and no context: the extension withdraws from the request's hooks
-(``AgentRunContext.withdraw``), so the rest of the request neither calls it nor builds the
-events it would have listened to. A recorded run hears only the phase moves that open or
-close a span, never the appended messages. Content (messages, tool arguments and results,
-error texts) is recorded only with ``record_content=True``.
+decides once per run: the SDK's when the request is claimed (a run it drops is left out
+the same way), another implementation's when the run's span starts. A dropped run builds
+no attributes, no child span and no context, and the extension is out of the request's
+hooks (from its start, or withdrawn, ``AgentRunContext.withdraw``), so the rest of the
+request neither calls it nor builds the events it would have listened to. A recorded run
+hears only the phase moves that open or close a span, never the appended messages, and
+hears them in ``_on_move``, called where the phase moves: no event object, clock read or
+coroutine for a move no other listener hears (``zett_agent._hooks``). Content (messages,
+tool arguments and results, error texts) is recorded only with ``record_content=True``.
 
 Context. The run span is the current span while the request runs (its model calls and tool
 bodies see it, or their own span), so instrumented HTTP clients and database drivers nest
@@ -146,7 +149,6 @@ class TracingExtension(AgentExtension):
         self.record_content = bool(record_content)
         self._api = api
         self._sampling = RunSampler(api, INSTRUMENTATION, tracer_provider)
-        self._proxy_tracer = self._sampling.proxy_tracer
         # Looked up once: every recorded span is attached and detached through them.
         self._attach = api.context.attach
         self._in_context = api.trace.set_span_in_context
@@ -187,25 +189,29 @@ class TracingExtension(AgentExtension):
     def _takes_part(self, context: AgentRunContext) -> bool:
         """Asked when a request is claimed: False leaves this extension out of it from the
         start, so the runtime builds no event for it. Nothing can be recorded with no SDK
-        behind the API (no provider set yet: one question of the API, each run, so a
-        provider set later is honoured); a compaction pass has no span; and with the SDK
-        its sampler is asked here, once per run (its answer for a recorded run is kept
-        for the run's span, started when the run starts)."""
-        if context.input_message is None and not context.resuming:
-            return False
+        behind the API (no provider set yet: asked each run, so a provider set later is
+        honoured); a compaction pass has no span; and with the SDK its sampler is asked
+        here, once per run (its answer for a recorded run is kept for the run's span,
+        started when the run starts)."""
         sampling = self._sampling
-        probe = sampling.probe  # ``RunSampler.silent``'s first question, without the call
-        if probe is not None and type(probe(INSTRUMENTATION)) is self._proxy_tracer:
-            return False
-        if sampling.silent():
-            return False
+        unset = sampling.unset
+        if unset is not None:
+            if unset():
+                return False
+            sampling.settle()
+        if context.input_message is None and not context.resuming:
+            return False  # a compaction pass
         decide = sampling.decide
         if decide is None:
             return True  # asked when the run's span starts
-        try:
-            parent, links = _parents(context.metadata)
-        except TypeError:
-            return True  # refused when the run starts: the request fails there
+        metadata = context.metadata
+        if metadata:
+            try:
+                parent, links = _parents(metadata)
+            except TypeError:
+                return True  # refused when the run starts: the request fails there
+        else:
+            parent = links = None
         decision = decide(self._run_name, parent, links, self._internal)
         if decision is None:
             return False
@@ -213,22 +219,27 @@ class TracingExtension(AgentExtension):
         return True
 
     async def on_event(self, context: AgentRunContext, event: ExtensionEvent) -> None:
-        """Phase moves open and close the run's and the model call's spans."""
+        """Phase moves open and close the run's and the model call's spans (where another
+        listener hears the same move: else ``_on_move`` hears it, without an event)."""
         kind = type(event)
         if kind is PhaseTransitionEvent:
-            phase = event.current_phase  # type: ignore[attr-defined]
-            if phase is _LOADING_CONTEXT:
-                self._start_run(context)
-            elif phase is _GENERATING:
-                self._start_chat(context)
-            elif phase is _RUNNING_TOOL:
-                self._start_tool(context)
-            elif phase is _COMPLETED_PHASE:
-                self._completed(context)
-            elif phase is _CANCELLED_PHASE:
-                self._cancelled(context)
+            self._on_move(context, event.current_phase)  # type: ignore[attr-defined]
         elif kind is RunCancelledEvent:
             self._cancelled(context)  # cancelled before any phase move was announced
+
+    def _on_move(self, context: AgentRunContext, phase: AgentPhase) -> None:
+        """A move into one of ``_phase_events``, heard where it happens
+        (``zett_agent._hooks``): no event is built for it."""
+        if phase is _GENERATING:
+            self._start_chat(context)
+        elif phase is _RUNNING_TOOL:
+            self._start_tool(context)
+        elif phase is _LOADING_CONTEXT:
+            self._start_run(context)
+        elif phase is _COMPLETED_PHASE:
+            self._completed(context)
+        elif phase is _CANCELLED_PHASE:
+            self._cancelled(context)
 
     def _start_run(self, context: AgentRunContext) -> None:
         """Start the run's span.
