@@ -57,8 +57,20 @@ def thread_counts(directory: Path, pid: int, part: int) -> dict[str, int]:
     return counts
 
 
-def _control(pid: int, *options: str) -> None:
+def control(pid: int, *options: str) -> None:
+    """``callgrind_control`` on the worker: switch counting on or off, dump the counts."""
     subprocess.run(["callgrind_control", *options, str(pid)], check=True, capture_output=True)
+
+
+def counted_worker(tree: Path, out: Path, name: str) -> tuple[Path, dict[str, str], list[str]]:
+    """A throw-away SQLite database for a worker of ``tree``, the site's environment for
+    it, and the valgrind command that counts the worker's threads apart into ``out``,
+    instrumentation off until ``control`` switches it on."""
+    database = Path(scratch_dir() or out) / f"{name}-{free_port()}.sqlite3"
+    env = site_env(f"sqlite:///{database}", PYTHONPATH=str(tree), PYTHONHASHSEED="0")
+    valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--instr-atstart=no"]
+    valgrind += [f"--callgrind-out-file={out}/callgrind.out.%p", "--quiet"]
+    return database, env, valgrind
 
 
 async def drive(base: str, cookie: str | None, pid: int, warmup: int, runs: int) -> None:
@@ -66,14 +78,14 @@ async def drive(base: str, cookie: str | None, pid: int, warmup: int, runs: int)
     session = await Session.open(base, 600.0, cookie)
     for _ in range(warmup):
         await session.run("stream 1")
-    await asyncio.to_thread(_control, pid, "-i", "on")
+    await asyncio.to_thread(control, pid, "-i", "on")
     started = time.monotonic()
     for _ in range(runs):
         await session.run("stream 1")
-    await asyncio.to_thread(_control, pid, "--dump=runs")
+    await asyncio.to_thread(control, pid, "--dump=runs")
     await asyncio.sleep(time.monotonic() - started)
-    await asyncio.to_thread(_control, pid, "--dump=idle")
-    await asyncio.to_thread(_control, pid, "-i", "off")
+    await asyncio.to_thread(control, pid, "--dump=idle")
+    await asyncio.to_thread(control, pid, "-i", "off")
     await session.close()
 
 
@@ -82,10 +94,7 @@ def measure(
 ) -> tuple[dict[str, int], dict[str, int]]:
     """Instructions by thread of ``runs`` short runs on the site (or, ``bare``, on the
     bare consumer replaying the frames the site sent for one), and of as long idle."""
-    database = Path(scratch_dir() or out) / f"zett-instr-{free_port()}.sqlite3"
-    env = site_env(f"sqlite:///{database}", PYTHONPATH=str(tree), PYTHONHASHSEED="0")
-    valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--instr-atstart=no"]
-    valgrind += [f"--callgrind-out-file={out}/callgrind.out.%p", "--quiet"]
+    database, env, valgrind = counted_worker(tree, out, "zett-instr")
     try:
         migrate(env, tree)
         app = SITE_APP

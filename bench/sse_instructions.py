@@ -27,23 +27,17 @@ import argparse
 import asyncio
 import json
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from bench.serve import REPO, SITE_APP, daphne_of, free_port, migrate, scratch_dir, site_env
-from bench.socket_instructions import thread_counts
+from bench.serve import REPO, SITE_APP, daphne_of, migrate
+from bench.socket_instructions import control, counted_worker, thread_counts
 from bench.sse import Plan, issue_token, socket_runs, sse_runs
 
 #: The batches, in the order they are run and dumped (dump numbers 1-4), then the idle one.
 BATCHES = (("sse", "long"), ("sse", "short"), ("socket", "long"), ("socket", "short"))
 RUNNERS = {"sse": sse_runs, "socket": socket_runs}
-
-
-def control(pid: int, *options: str) -> None:
-    """``callgrind_control`` on the worker: switch counting on or off, dump the counts."""
-    subprocess.run(["callgrind_control", *options, str(pid)], check=True, capture_output=True)
 
 
 async def drive(port: int, secret: str, pid: int, lengths: dict[str, int], runs: int) -> dict:
@@ -68,10 +62,7 @@ async def drive(port: int, secret: str, pid: int, lengths: dict[str, int], runs:
 
 def measure(tree: Path, out: Path, lengths: dict[str, int], runs: int) -> dict:
     """Instructions a run of each batch, by thread and in all, background taken out."""
-    database = Path(scratch_dir() or out) / f"zett-sse-instr-{free_port()}.sqlite3"
-    env = site_env(f"sqlite:///{database}", PYTHONPATH=str(tree), PYTHONHASHSEED="0")
-    valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--instr-atstart=no"]
-    valgrind += [f"--callgrind-out-file={out}/callgrind.out.%p", "--quiet"]
+    database, env, valgrind = counted_worker(tree, out, "zett-sse-instr")
     try:
         migrate(env, tree)
         secret = issue_token(env)
