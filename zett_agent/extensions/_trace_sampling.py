@@ -45,9 +45,6 @@ __all__ = ["Decision", "RunSampler"]
 #: tracer's stand-ins find the answer when the span is started.
 Decision = tuple[str, Any, Any, Any, Any, int | None, Any]
 
-#: What a provider is, once known: nothing records, the SDK, or some other implementation.
-_NOTHING, _SDK, _OTHER = "nothing", "sdk", "other"
-
 
 class RunSampler:
     """Starts a run's span when the run is to be recorded; says None, cheaply, when not.
@@ -55,7 +52,7 @@ class RunSampler:
     ``tracer`` is the tracer every span of a recorded run comes from (the provider's own,
     once the provider is known)."""
 
-    __slots__ = ("_api", "_given", "_kind", "_scope", "begin", "decide", "tracer", "unset")
+    __slots__ = ("_api", "_given", "_scope", "begin", "decide", "tracer", "unset")
 
     def __init__(
         self, api: OpenTelemetry, scope: str, tracer_provider: TracerProvider | None
@@ -63,7 +60,6 @@ class RunSampler:
         self._api = api
         self._scope = scope
         self._given = tracer_provider
-        self._kind: str | None = None
         #: What starts a run's span: ``start``, or once the provider is known the one of its
         #: paths that applies (``start`` without its dispatch).
         self.begin: Callable[[str, Any, Any, Any], Span | None] = self.start
@@ -122,27 +118,24 @@ class RunSampler:
             pending.result = pending.trace_id = None
         return _recording(span)
 
-    def _resolve(self, provider: TracerProvider) -> str:
-        """What ``provider`` is, remembered: it is never replaced."""
+    def _resolve(self, provider: TracerProvider) -> None:
+        """What ``provider`` is (nothing records, the SDK, or another implementation),
+        remembered as the paths ``begin`` and ``decide`` take: it is never replaced."""
         self.unset = None
         trace = self._api.trace
         sdk = sys.modules.get("opentelemetry.sdk.trace")  # an SDK provider imported it
         if isinstance(provider, trace.NoOpTracerProvider):
-            self._kind = _NOTHING
             self.begin = self.decide = _nothing
-            return self._kind
+            return
         if sdk is not None and isinstance(provider, sdk.TracerProvider):
             self.tracer = tracer = provider.get_tracer(self._scope, self._api.version)
             if isinstance(tracer, sdk.Tracer):  # else a shut-down provider's
-                self._kind = _SDK
                 self.decide = _Decided.install(tracer, trace.get_current_span).decide
                 self.begin = self._sdk_start
-                return self._kind
+                return
         elif self._given is None:
             self.tracer = provider.get_tracer(self._scope, self._api.version)
-        self._kind = _OTHER
         self.begin = self._other_start
-        return self._kind
 
 
 def _unset_question(trace: Any, provider: Any, scope: str) -> Callable[[], bool]:
