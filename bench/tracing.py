@@ -11,8 +11,12 @@ side in one process:
 - ``api-only``: ``TracingExtension`` with no SDK behind the API (the global tracer provider
   never set: what an application gets when tracing is on but nothing is configured to
   record);
-- ``sampled-out``: the SDK with a sampler that drops every trace (what most requests of a
-  sampled production set-up cost);
+- ``sampled-out``: the SDK with a sampler that drops every trace (``ALWAYS_OFF``: tracing
+  wired in but switched off by the sampler; the extension knows that sampler's answer for
+  a run with no parent without asking it);
+- ``ratio-out``: the SDK with a ratio sampler that keeps about one trace in 10^12
+  (``ParentBased(TraceIdRatioBased(1e-12))``: what most requests of a sampled production
+  set-up cost, a trace id drawn and the sampler asked about it each run);
 - ``recording``: the SDK recording every span (4 per W1 request: ``invoke_agent``, two
   ``chat``, ``execute_tool``) through a ``SimpleSpanProcessor`` into an exporter that counts
   and drops them, so no network or disk is timed. The processor hands each span over as it
@@ -28,9 +32,9 @@ side in one process:
   (``drop-floor``): ``off`` requests each
   followed by one span started and ended on the dropping provider, the price of asking
   the SDK's sampler once through a span; ``sampler-floor``: ``off`` requests each followed
-  by the one question the extension asks of that provider's sampler (a new trace id from
-  its id generator, then ``should_sample`` about it, as the SDK asks them for a root
-  span), the least any tracer can pay to have a run's sampling decided;
+  by the one question the extension asks of the ratio provider's sampler (a new trace id
+  from its id generator, then ``should_sample`` about it, as the SDK asks them for a root
+  span), the least any tracer can pay to have a ratio sampler decide a run;
 - ``listener``: an extension whose ``on_event`` does nothing, what the runtime charges for
   any event listener (it builds an event per phase move and appended message once one
   listens); ``span-listener``: the same asking only for the events ``TracingExtension``
@@ -51,8 +55,8 @@ deltas; ``recording`` exported exactly 4 spans per request). Each repetition tim
 block of every variant back to back, in a rotated order, and each overhead is taken inside
 one repetition against that repetition's ``off`` block; CPU time of the whole process (the
 batch processor's thread included) is what the target is judged on, wall time is shown
-beside it. The targets (``TARGETS``): api-only ≤ 1.03x off, sampled-out ≤ 1.05x,
-recording ≤ 2x.
+beside it. The targets (``TARGETS``): api-only ≤ 1.03x off, sampled-out and ratio-out
+≤ 1.05x, recording ≤ 2x.
 """
 
 from __future__ import annotations
@@ -80,7 +84,7 @@ from bench.zett_runner import ZettRunner, build
 #: What each variant may cost on top of ``off`` (CPU time): the API with no SDK almost
 #: nothing, a run the sampler drops little, a recorded run at most as much again as the
 #: request (most of it the SDK's own, the ``floor`` variant).
-TARGETS = {"api-only": 0.03, "sampled-out": 0.05, "recording": 1.00}
+TARGETS = {"api-only": 0.03, "sampled-out": 0.05, "ratio-out": 0.05, "recording": 1.00}
 SPANS_PER_REQUEST = 4
 DISTRIBUTIONS = ["opentelemetry-api", "opentelemetry-sdk"]
 
@@ -281,22 +285,42 @@ async def idle_runner() -> ZettRunner:
 _BUILT_IN = ("InternalMessageExtension", "SteeringExtension")
 
 
-def providers() -> tuple[CountingExporter, object, object]:
-    """The counting exporter, the recording provider feeding it, and the dropping one."""
+@dataclass(frozen=True, slots=True)
+class Providers:
+    """The SDK providers the variants trace through."""
+
+    #: Records every span, into the counting exporter.
+    recording: object
+    #: ``ALWAYS_OFF``: drops every trace.
+    dropped: object
+    #: A ratio sampler that keeps about one trace in 10^12: asked about each one.
+    ratio: object
+
+
+#: ``ratio-out``'s sampling ratio: asked each run, it keeps none in any bench's lifetime.
+RATIO = 1e-12
+
+
+def providers() -> tuple[CountingExporter, Providers]:
+    """The counting exporter, and the providers: the recording one feeding it, the
+    dropping one and the ratio one."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased, TraceIdRatioBased
 
     exporter = CountingExporter()
     recording = TracerProvider()
     recording.add_span_processor(SimpleSpanProcessor(exporter))
     dropped = TracerProvider(sampler=ALWAYS_OFF)
     dropped.add_span_processor(SimpleSpanProcessor(CountingExporter()))
-    return exporter, recording, dropped
+    ratio = TracerProvider(sampler=ParentBased(TraceIdRatioBased(RATIO)))
+    ratio.add_span_processor(SimpleSpanProcessor(CountingExporter()))
+    return exporter, Providers(recording, dropped, ratio)
 
 
-async def variant_runner(name: str, base: str, recording: object, dropped: object) -> object:
+async def variant_runner(name: str, base: str, given: Providers) -> object:
     """The runner of one variant (the floors and listeners on W1 only)."""
+    recording, dropped = given.recording, given.dropped
     if name == "off":
         return await build(WORKLOADS[base])
     if name == "api-only":
@@ -305,8 +329,9 @@ async def variant_runner(name: str, base: str, recording: object, dropped: objec
         if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
             raise VerificationError("api-only needs the global tracer provider unset")
         return await traced_runner(base, None)  # the global provider, never set
-    if name in ("sampled-out", "recording"):
-        return await traced_runner(base, dropped if name == "sampled-out" else recording)
+    if name in ("sampled-out", "ratio-out", "recording"):
+        traced_by = {"sampled-out": dropped, "ratio-out": given.ratio, "recording": recording}
+        return await traced_runner(base, traced_by[name])
     if name == "floor":
         return FloorRunner(await build(WORKLOADS["W1"]), recording.get_tracer("bench"))
     if name == "full-floor":
@@ -315,7 +340,7 @@ async def variant_runner(name: str, base: str, recording: object, dropped: objec
     if name == "drop-floor":
         return FloorRunner(await build(WORKLOADS["W1"]), dropped.get_tracer("bench"), spans=1)
     if name == "sampler-floor":
-        return SamplerFloorRunner(await build(WORKLOADS["W1"]), dropped)
+        return SamplerFloorRunner(await build(WORKLOADS["W1"]), given.ratio)
     if name == "listener":
         return await listening_runner()
     if name == "span-listener":
@@ -326,20 +351,20 @@ async def variant_runner(name: str, base: str, recording: object, dropped: objec
 
 
 #: The variants every base runs, then those run on W1 only.
-TRACED = ("off", "api-only", "sampled-out", "recording")
+TRACED = ("off", "api-only", "sampled-out", "ratio-out", "recording")
 W1_ONLY = ("floor", "full-floor", "drop-floor", "sampler-floor", "listener", "span-listener")
 
 
 async def build_variants() -> tuple[list[Variant], CountingExporter, object]:
-    exporter, recording, dropped = providers()
+    exporter, given = providers()
     variants = [
-        Variant(name, base, await variant_runner(name, base, recording, dropped))
+        Variant(name, base, await variant_runner(name, base, given))
         for base in BASES
         for name in TRACED
     ]
     for name in W1_ONLY:
-        variants.append(Variant(name, "W1", await variant_runner(name, "W1", recording, dropped)))
-    return variants, exporter, recording
+        variants.append(Variant(name, "W1", await variant_runner(name, "W1", given)))
+    return variants, exporter, given.recording
 
 
 async def verify(variant: Variant, exporter: CountingExporter, provider: object) -> None:
@@ -444,7 +469,7 @@ def render(results: dict, *, judge: bool) -> str:
         # inside each repetition against its ``off`` block.
         for name, floor_name in (
             ("sampled-out", "drop-floor"),
-            ("sampled-out", "sampler-floor"),
+            ("ratio-out", "sampler-floor"),
             ("recording", "floor"),
             ("recording", "full-floor"),
         ):
@@ -478,9 +503,10 @@ def breakdown(found: dict, results: dict) -> str:
         f"the ones tracing asks for {apart('span-listener', 'off'):,.1f}; "
         f"recording costs {apart('recording', 'full-floor'):+,.1f} beyond full-floor. "
         f"Asking the dropping sampler once (one span started and ended) costs "
-        f"{apart('drop-floor', 'off'):,.1f}, the bare question of its sampler "
-        f"(sampler-floor) {apart('sampler-floor', 'off'):,.1f}; the sampled-out request "
-        f"{apart('sampled-out', 'sampler-floor'):+,.1f} beyond the bare question. Load average "
+        f"{apart('drop-floor', 'off'):,.1f}; the sampled-out request "
+        f"{apart('sampled-out', 'off'):+,.1f}. The bare question of the ratio sampler "
+        f"(sampler-floor) costs {apart('sampler-floor', 'off'):,.1f}; the ratio-out request "
+        f"{apart('ratio-out', 'sampler-floor'):+,.1f} beyond the bare question. Load average "
         f"{low:.2f}-{high:.2f} on {results['machine']['cores']} cores."
     )
 

@@ -8,11 +8,12 @@ Each variant runs in two processes under ``valgrind --tool=callgrind``, both bui
 same runner and warming it up alike, one then running ``--requests`` requests and the other
 none; the difference of their instruction counts, divided by ``--requests``, is what one
 request costs. ``PYTHONHASHSEED`` is fixed so that both processes do the same start-up work.
-The variants are ``bench.tracing``'s (``off``, ``api-only``, ``sampled-out``, ``recording``,
+The variants are ``bench.tracing``'s (``off``, ``api-only``, ``sampled-out``, ``ratio-out``,
+``recording``,
 ``floor``: ``off`` plus 4 bare SDK spans, ``full-floor``: ``off`` plus the 4 spans as
 recorded, with their attributes and contexts, by bare SDK calls, ``drop-floor``: ``off``
 plus one span on the dropping provider, ``sampler-floor``: ``off`` plus one question of
-the dropping provider's sampler, ``listener``, ``span-listener``: one asking only
+the ratio provider's sampler, ``listener``, ``span-listener``: one asking only
 for the moves the tracing extension asks for, heard as it hears them), on W1 as the
 runtime benchmark runs it;
 and ``no-hooks``, W1 with one extension that overrides no hook (counted here only).
@@ -39,6 +40,7 @@ VARIANTS = (
     "off",
     "api-only",
     "sampled-out",
+    "ratio-out",
     "recording",
     "floor",
     "full-floor",
@@ -55,8 +57,8 @@ async def _runner(variant: str, base: str) -> object:
     """The runner of one ``bench.tracing`` variant on ``base``, built alone."""
     from bench.tracing import providers, variant_runner
 
-    _, recording, dropped = providers()
-    return await variant_runner(variant, base, recording, dropped)
+    _, given = providers()
+    return await variant_runner(variant, base, given)
 
 
 async def _child(variant: str, requests: int, base: str) -> None:

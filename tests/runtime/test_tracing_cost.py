@@ -11,8 +11,19 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    DEFAULT_OFF,
+    Decision,
+    ParentBased,
+    Sampler,
+    SamplingResult,
+    StaticSampler,
+    TraceIdRatioBased,
+)
 from opentelemetry.trace import (
+    INVALID_SPAN,
     NonRecordingSpan,
     NoOpTracerProvider,
     SpanContext,
@@ -167,6 +178,91 @@ async def test_under_the_consumers_current_span_the_sampler_is_asked_about_its_t
     assert runs == [("invoke_agent helper", trace_id, True)]
     (run,) = [span for span in exporter.get_finished_spans() if span.name == runs[0][0]]
     assert (run.context.trace_id, run.parent.span_id) == (trace_id, 0x51)
+
+
+class CountedIds(RandomIdGenerator):
+    """The SDK's id generator, counting the trace ids it draws."""
+
+    def __init__(self) -> None:
+        self.trace_ids = 0
+
+    def generate_trace_id(self) -> int:
+        self.trace_ids += 1
+        return super().generate_trace_id()
+
+
+class AskedOff(StaticSampler):
+    """Drops every span as ``ALWAYS_OFF`` does, but is a subclass: its answer is asked."""
+
+    def __init__(self) -> None:
+        super().__init__(Decision.DROP)
+        self.asked = 0
+
+    def should_sample(self, *args, **kwargs):
+        self.asked += 1
+        return super().should_sample(*args, **kwargs)
+
+
+async def traced_runs(sampler, exporter, runs: int = 3, parent=None) -> CountedIds:
+    """``runs`` one-answer runs traced through a provider with ``sampler``, under
+    ``parent`` as the current span when given; the provider's id generator."""
+    ids = CountedIds()
+    provider = TracerProvider(sampler=sampler, id_generator=ids)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    agent = await Agent.create(
+        ProbeModel(*[answer(f"answer {n}") for n in range(runs)]),
+        extensions=[TracingExtension("helper", tracer_provider=provider)],
+    )
+    for n in range(runs):
+        if parent is None:
+            await collect(agent, f"question {n}", config=AgentRunConfig(session_id=SESSION))
+        else:
+            with use_span(parent):
+                await collect(agent, f"question {n}", config=AgentRunConfig(session_id=SESSION))
+    return ids
+
+
+@pytest.mark.parametrize(
+    "sampler",
+    [ALWAYS_OFF, DEFAULT_OFF, TraceIdRatioBased(0.0), ParentBased(TraceIdRatioBased(0.0))],
+    ids=["always-off", "parent-based-off", "ratio-0", "parent-based-ratio-0"],
+)
+async def test_a_sampler_that_drops_every_root_is_not_asked_and_draws_no_trace_id(
+    sampler, exporter
+):
+    ids = await traced_runs(sampler, exporter)
+    assert ids.trace_ids == 0
+    assert exporter.get_finished_spans() == ()
+
+
+async def test_a_ratio_sampler_that_may_keep_a_root_is_asked_about_each_trace_id(exporter):
+    ids = await traced_runs(ParentBased(TraceIdRatioBased(1e-12)), exporter)
+    assert ids.trace_ids == 3  # one per run: the ratio reads it
+    assert exporter.get_finished_spans() == ()
+
+
+async def test_a_subclass_of_the_sdks_own_sampler_is_asked_each_run(exporter):
+    sampler = AskedOff()
+    ids = await traced_runs(sampler, exporter)
+    assert (sampler.asked, ids.trace_ids) == (3, 3)
+    assert exporter.get_finished_spans() == ()
+
+
+async def test_a_sampled_parent_is_followed_when_only_roots_are_dropped(exporter):
+    trace_id = 0x5B8AA5A2D2C872E8321CF37308D69DF3
+    parent = NonRecordingSpan(
+        SpanContext(trace_id, 0x51, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    )
+    ids = await traced_runs(DEFAULT_OFF, exporter, runs=1, parent=parent)
+    assert ids.trace_ids == 0  # the parent's trace
+    runs = [span for span in exporter.get_finished_spans() if span.name == "invoke_agent helper"]
+    assert [(span.context.trace_id, span.parent.span_id) for span in runs] == [(trace_id, 0x51)]
+
+
+async def test_an_invalid_current_span_leaves_a_run_a_root_that_is_dropped(exporter):
+    ids = await traced_runs(DEFAULT_OFF, exporter, runs=2, parent=INVALID_SPAN)
+    assert ids.trace_ids == 0
+    assert exporter.get_finished_spans() == ()
 
 
 def test_with_no_provider_set_a_run_calls_no_hook_until_one_is():

@@ -15,7 +15,10 @@ one). What the answer costs depends on what is behind the OpenTelemetry API:
   records gets its span from the SDK as any span (``start_decided``, when the run starts),
   started with that trace id and that answer (stand-ins for the tracer's sampler and id
   generator hand them over), so the sampler is asked once per run and a ratio sampler
-  keeps its ratio;
+  keeps its ratio. A sampler whose answer about a root span is known without asking (the
+  SDK's ``ALWAYS_OFF``, a ``TraceIdRatioBased`` of rate 0, or a ``ParentBased`` whose root
+  is one of those: ``_drops_roots``) is not asked about a run with no parent, and no trace
+  id is drawn for it: such a run costs a look at the current span;
 - anything else: a span is started and asked ``is_recording()``.
 
 The global provider may be set after the extension is built (it is set once, then never
@@ -190,6 +193,7 @@ class _Decided:
         "current",
         "current_span",
         "drop",
+        "drops_roots",
         "ids",
         "new_trace_id",
         "no_span",
@@ -209,6 +213,8 @@ class _Decided:
         self.current = get_current
         self.pending = _Pending()
         self.drop = Decision.DROP
+        #: The sampler drops every root span whatever its trace id (``_drops_roots``).
+        self.drops_roots = _drops_roots(sampler)
         #: What ``get_current_span`` gives where no span is current.
         self.no_span = INVALID_SPAN
 
@@ -236,16 +242,41 @@ class _Decided:
         else:
             current = self.current_span(parent)
         if current is self.no_span:  # no parent: a root span
+            if self.drops_roots:
+                return None
             trace_id = self.new_trace_id()
             root = True
         else:
             span_context = current.get_span_context()
             root = not span_context.is_valid
+            if root and self.drops_roots:
+                return None
             trace_id = self.new_trace_id() if root else span_context.trace_id
         result = self.sampler.should_sample(parent, trace_id, name, kind, None, links)
         if result.decision is self.drop:  # Decision.is_recording(), without the call
             return None
         return (name, parent, links, kind, result, trace_id if root else None, self.pending)
+
+
+def _drops_roots(sampler: Any) -> bool:
+    """Whether ``sampler`` drops every span without a valid parent, whatever its trace id:
+    the SDK's own samplers of exactly these classes, whose answers their classes fix.
+
+    A subclass may answer differently, so only the exact classes count; ``ParentBased``
+    keeps its root sampler in a private attribute, read with a default so that an SDK
+    without it is simply asked each run.
+    """
+    from opentelemetry.sdk.trace import sampling
+
+    kind = type(sampler)
+    if kind is sampling.ParentBased:
+        root = getattr(sampler, "_root", None)
+        return root is not None and type(root) is not sampling.ParentBased and _drops_roots(root)
+    if kind is sampling.StaticSampler:
+        return sampler.get_description() == "AlwaysOffSampler"  # its decision, told
+    if kind is sampling.TraceIdRatioBased:
+        return sampler.bound == 0
+    return False
 
 
 class _DecidedSampler:
