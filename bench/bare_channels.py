@@ -11,24 +11,60 @@ server); a message that was not recorded gets the first recording.
 
 Nothing else from Django is used: minimal settings are configured here, before the
 Channels imports that need them.
+
+With ``BENCH_STORE`` naming a SQLite file it is the durable floor instead: each run is
+also stored the way the site's contract asks for and no cheaper, in two transactions, each
+through one hop to Channels' database thread (``database_sync_to_async``): before the
+first frame, the chat's row bumped, the run and the user's message inserted; before the
+last frame, the run's status and the chat's row updated and the answer inserted. Three
+narrow tables of its own, no ORM models: what storing a run costs a consumer with nothing
+else around it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
 
 if not settings.configured:
-    settings.configure(ALLOWED_HOSTS=["*"], INSTALLED_APPS=[], USE_TZ=True)
+    _store = os.environ.get("BENCH_STORE")
+    settings.configure(
+        ALLOWED_HOSTS=["*"],
+        INSTALLED_APPS=[],
+        USE_TZ=True,
+        # The site's own SQLite settings (``zett_site.settings``).
+        DATABASES={
+            "default": {
+                "ENGINE": "django.db.backends.sqlite3",
+                "NAME": _store,
+                "CONN_MAX_AGE": 600,
+                "CONN_HEALTH_CHECKS": True,
+                "OPTIONS": {
+                    "timeout": 20,
+                    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                    "transaction_mode": "IMMEDIATE",
+                },
+            }
+        }
+        if _store
+        else {},
+    )
 
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.routing import ProtocolTypeRouter, URLRouter
+from django.db import connection, transaction
 from django.urls import path
 
 __all__ = ["BareConsumer", "application"]
+
+#: The durable floor's SQLite file, when it stores runs.
+STORE = os.environ.get("BENCH_STORE")
 
 
 def _load_frames() -> dict[str, list[dict[str, Any]]]:
@@ -45,6 +81,69 @@ def _load_frames() -> dict[str, list[dict[str, Any]]]:
             raise RuntimeError(f"{source} must map messages to JSON lists of frame objects")
     return recorded
 
+
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS chat (id TEXT PRIMARY KEY, version INTEGER NOT NULL, "
+    "last_seq INTEGER NOT NULL, tokens INTEGER NOT NULL, updated TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS run (id TEXT PRIMARY KEY, chat_id TEXT NOT NULL, "
+    "status TEXT NOT NULL, started TEXT NOT NULL, ended TEXT, tokens INTEGER)",
+    "CREATE TABLE IF NOT EXISTS message (id INTEGER PRIMARY KEY, chat_id TEXT NOT NULL, "
+    "run_id TEXT NOT NULL, seq INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS message_chat_seq ON message (chat_id, seq)",
+)
+
+
+def _begin_run(chat_id: str, run_id: str, content: str) -> int:
+    """The run's start, one transaction: the chat's row bumped (inserted the first time),
+    the run and the user's message inserted; the chat's version."""
+    now = datetime.now(UTC).isoformat()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO chat (id, version, last_seq, tokens, updated) VALUES (%s, 1, 0, 0, %s) "
+            "ON CONFLICT (id) DO UPDATE SET version = version + 1, updated = excluded.updated "
+            "RETURNING version",
+            [chat_id, now],
+        )
+        (version,) = cursor.fetchone()
+        cursor.execute(
+            "INSERT INTO run (id, chat_id, status, started) VALUES (%s, %s, 'running', %s)",
+            [run_id, chat_id, now],
+        )
+        cursor.execute(
+            "INSERT INTO message (chat_id, run_id, seq, role, content) "
+            "VALUES (%s, %s, %s, 'user', %s)",
+            [chat_id, run_id, version, content],
+        )
+    return version
+
+
+def _end_run(chat_id: str, run_id: str, seq: int, answer: str) -> None:
+    """The run's end, one transaction: its status, the chat's row, the answer."""
+    now = datetime.now(UTC).isoformat()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE run SET status = 'completed', ended = %s, tokens = 1 WHERE id = %s",
+            [now, run_id],
+        )
+        cursor.execute(
+            "UPDATE chat SET version = version + 1, last_seq = %s, tokens = tokens + 1, "
+            "updated = %s WHERE id = %s",
+            [seq, now, chat_id],
+        )
+        cursor.execute(
+            "INSERT INTO message (chat_id, run_id, seq, role, content) "
+            "VALUES (%s, %s, %s, 'assistant', %s)",
+            [chat_id, run_id, seq, answer],
+        )
+
+
+if STORE:
+    with connection.cursor() as cursor:
+        for statement in _TABLES:
+            cursor.execute(statement)
+    connection.close()  # the database thread opens its own
+    begin_run = database_sync_to_async(_begin_run)
+    end_run = database_sync_to_async(_end_run)
 
 RECORDINGS = _load_frames()
 #: For a message that was not recorded: the first recording.
@@ -71,10 +170,16 @@ class BareConsumer(AsyncJsonWebsocketConsumer):
         if not isinstance(content, dict) or content.get("type") != "user_message":
             await self.send_json({"type": "error", "code": "unknown_type", "message": "bench"})
             return
-        for frame in RECORDINGS.get(content.get("content"), FIRST):
+        frames = RECORDINGS.get(content.get("content"), FIRST)
+        run_id = str(uuid.uuid4())
+        if STORE:
+            await begin_run(self.session_id, run_id, str(content.get("content")))
+        for index, frame in enumerate(frames):
             if "seq" in frame:  # ``run_started`` and every ``agent_event``
                 self.seq += 1
                 frame = {**frame, "seq": self.seq}
+            if STORE and index == len(frames) - 1:
+                await end_run(self.session_id, run_id, self.seq, "the answer")
             await self.send_json(frame)
 
 

@@ -97,6 +97,7 @@ def daphne_of(
                     break
             else:
                 raise RuntimeError(f"the server did not start; see {log}")
+            pin_server(process.pid)
             yield port, process.pid
         finally:
             process.terminate()
@@ -105,6 +106,17 @@ def daphne_of(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=30)
+
+
+def pin_server(pid: int) -> None:
+    """Pin every thread of server ``pid`` to the CPUs ``ZETT_BENCH_SERVER_CPUS`` lists
+    (``0`` or ``0,1``), when it is set: threads started later inherit it from theirs."""
+    cpus = os.environ.get("ZETT_BENCH_SERVER_CPUS")
+    if not cpus:
+        return
+    chosen = {int(cpu) for cpu in cpus.split(",")}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        os.sched_setaffinity(int(task), chosen)
 
 
 def rss_of(pid: int) -> int:
@@ -268,6 +280,7 @@ class Server:
             name=self.label,
         )
         self.process = self.launched.process
+        pin_server(self.process.pid)
         return self
 
     def log_text(self) -> str:

@@ -15,8 +15,8 @@ included), recorded at the start of the run.
 Measured:
 (a) agent events per second and server CPU per agent event through our consumer, 1 and 100
     connections, against the bare consumer sending the same frames (repetitions alternate
-    the two servers); and the cost model: CPU per event and per run apart, from runs of two
-    lengths;
+    the two servers); and the cost model: CPU per event (from runs of two lengths) and per
+    run, whatever its length (from one-delta runs, less their few events);
 (b) an ``external_event`` reply until the tool runs: in process through the runtime
     (``emit_external_event`` to the tool's first line) and over the socket (reply frame
     sent until the ``tool_started`` frame arrives);
@@ -87,9 +87,12 @@ class Plan:
     held_connections: int
     cluster_connections_many: int
     cluster_requests_many: int
-    #: The cost model's long runs (per-run and per-event cost): deltas and runs.
+    #: The cost model's long runs (per-event cost, against ``deltas``): deltas and runs.
     long_deltas: int
     long_requests: int
+    #: The cost model's short runs (per-run cost): deltas and runs.
+    short_deltas: int
+    short_requests: int
 
 
 FULL = Plan(
@@ -104,6 +107,8 @@ FULL = Plan(
     cluster_requests_many=2,
     long_deltas=2000,
     long_requests=10,
+    short_deltas=1,
+    short_requests=200,
 )
 SMOKE = Plan(
     deltas=20,
@@ -117,6 +122,8 @@ SMOKE = Plan(
     cluster_requests_many=1,
     long_deltas=40,
     long_requests=1,
+    short_deltas=1,
+    short_requests=3,
 )
 
 
@@ -317,31 +324,46 @@ def measure_throughput(site: Server, bare: Server, plan: Plan, timeout: float) -
 
 
 def record_frames(site: Server, plan: Plan, path: Path, timeout: float) -> int:
-    """Record the site's frames for ``stream <deltas>`` and the cost model's long runs."""
+    """Record the site's frames for ``stream <deltas>`` and the cost model's other runs."""
     cookie = browser_cookie(site.port)
     recordings = {}
-    for deltas in (plan.deltas, plan.long_deltas):
+    for deltas in (plan.deltas, plan.long_deltas, plan.short_deltas):
         (line,) = run_client(site.base, "record", timeout, deltas=deltas, wait=30, cookie=cookie)
         recordings[f"stream {deltas}"] = line["frames"]
     path.write_text(json.dumps(recordings))
     return len(recordings[f"stream {plan.deltas}"])
 
 
-def measure_cost_model(site: Server, bare: Server, plan: Plan, timeout: float) -> dict:
-    """Server CPU per run and per event: 1 connection, runs of two lengths, both servers.
+def measure_cost_model(
+    site: Server, bare: Server, plan: Plan, timeout: float, floor: Server | None = None
+) -> dict:
+    """Server CPU per run and per event: 1 connection, runs of three lengths, both servers.
 
-    CPU per run = fixed + per_event x events: the short runs (``deltas``) and the long ones
-    (``long_deltas``), taken back to back on one server, give both terms; what each run
-    costs whatever its length (storing it, starting it) then stops hiding the frame path.
+    CPU per run = fixed + per_event x events. The per-event term is the slope between the
+    ``deltas`` runs and the ``long_deltas`` ones: what each run costs whatever its length
+    (storing it, starting it) then stops hiding the frame path. The fixed term is what a
+    one-delta run (``short_deltas``: six frames) costs less its events at that slope.
+
+    Not the intercept of the two long lengths' line: a frame does not cost the same in a
+    500-delta run as in a 2,000-delta one (how frames batch into writes and reads moves
+    with the length), and that line put the bare consumer's fixed cost at several times
+    the whole CPU of its one-delta run; a run of a few frames measures it directly, and
+    with a twentieth of the spread.
+
+    ``floor``, the bare consumer storing each run as the site must (``BENCH_STORE``), is
+    measured alike when given: what the run's two transactions and their hops cost alone.
     """
     found: dict[str, dict[str, list[float]]] = {}
     for repetition in range(plan.repetitions):
         order = [("zett consumer", site), ("bare consumer", bare)]
+        if floor is not None:
+            order.append(("durable floor", floor))
         if repetition % 2:
             order.reverse()
         for label, server in order:
             per_run = []
             for deltas, requests in (
+                (plan.short_deltas, plan.short_requests),
                 (plan.deltas, plan.requests_one),
                 (plan.long_deltas, plan.long_requests),
             ):
@@ -357,12 +379,15 @@ def measure_cost_model(site: Server, bare: Server, plan: Plan, timeout: float) -
                     server_pids=server.pid,
                 )
                 per_run.append((line["server_cpu_seconds"] / requests, line["events"] / requests))
-            (short_cpu, short_events), (long_cpu, long_events) = per_run
-            per_event = (long_cpu - short_cpu) / (long_events - short_events)
+            (short_cpu, short_events), (mid_cpu, mid_events), (long_cpu, long_events) = per_run
+            per_event = (long_cpu - mid_cpu) / (long_events - mid_events)
             fixed = short_cpu - per_event * short_events
-            row = found.setdefault(label, {"per_event_us": [], "per_run_ms": [], "load": []})
+            row = found.setdefault(
+                label, {"per_event_us": [], "per_run_ms": [], "short_run_ms": [], "load": []}
+            )
             row["per_event_us"].append(per_event * 1e6)
             row["per_run_ms"].append(fixed * 1e3)
+            row["short_run_ms"].append(short_cpu * 1e3)
             row["load"].append(load())
             print(
                 f"  (a) cost model, {label}: {per_event * 1e6:.1f} µs per event + "
@@ -478,9 +503,13 @@ def run(plan: Plan, timeout: float, parts: set[str], postgres: str, redis: str) 
                 count = record_frames(site, plan, frames_path, timeout)
                 print(f"recorded {count} frames for 'stream {plan.deltas}'", flush=True)
                 if "throughput" in parts:
-                    with Server(bare_env, workdir, "bare", app=BARE_APP) as bare:
+                    floor_env = {**bare_env, "BENCH_STORE": str(workdir / "floor.sqlite3")}
+                    with (
+                        Server(bare_env, workdir, "bare", app=BARE_APP) as bare,
+                        Server(floor_env, workdir, "floor", app=BARE_APP) as floor,
+                    ):
                         results["throughput"] = measure_throughput(site, bare, plan, timeout)
-                        results["cost_model"] = measure_cost_model(site, bare, plan, timeout)
+                        results["cost_model"] = measure_cost_model(site, bare, plan, timeout, floor)
                 if "reply" in parts:
                     print(f"(b) over the socket: {plan.reply_samples} replies", flush=True)
                     results["reply_socket"] = measure_reply(site, plan, timeout)
@@ -507,7 +536,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--postgres", default=DEFAULT_POSTGRES, help="server for (d)")
     parser.add_argument("--redis", default=DEFAULT_REDIS, help="Redis database for (d)")
+    parser.add_argument(
+        "--server-cpus",
+        metavar="CPUS",
+        help="pin every server's threads to these CPUs (e.g. 0), to see what thread wake-ups "
+        "across cores cost; run the bench itself under taskset on the others",
+    )
     args = parser.parse_args(argv)
+    if args.server_cpus:
+        os.environ["ZETT_BENCH_SERVER_CPUS"] = args.server_cpus
     parts = {part.strip() for part in args.parts.split(",") if part.strip()}
     if parts - set(PARTS):
         parser.error(f"unknown parts: {sorted(parts - set(PARTS))}")

@@ -10,7 +10,8 @@ and a throw-away SQLite database, as ``bench.socket_ab`` serves it) runs under
 (``callgrind_control -i on``) for ``--runs`` more, and off again. Printed: instructions per
 run of each thread that did work, and of all of them. ``--bare`` counts the bare Channels
 consumer (``bench.bare_channels``) instead, replaying the frames the site sent for one
-such run. ``--keep DIR`` keeps the callgrind files there, for
+such run, and ``--floor`` the durable floor (the bare consumer storing each run as the site
+must, ``BENCH_STORE``). ``--keep DIR`` keeps the callgrind files there, for
 ``callgrind_annotate --inclusive=yes DIR/callgrind.out.<pid>-<thread>``.
 
 The site's background loops (webhook deliveries, schedules, expiries) run per second, not
@@ -90,10 +91,11 @@ async def drive(base: str, cookie: str | None, pid: int, warmup: int, runs: int)
 
 
 def measure(
-    tree: Path, out: Path, warmup: int, runs: int, bare: bool
+    tree: Path, out: Path, warmup: int, runs: int, bare: bool, floor: bool = False
 ) -> tuple[dict[str, int], dict[str, int]]:
     """Instructions by thread of ``runs`` short runs on the site (or, ``bare``, on the
-    bare consumer replaying the frames the site sent for one), and of as long idle."""
+    bare consumer replaying the frames the site sent for one; ``floor``, on it storing each
+    run), and of as long idle."""
     database, env, valgrind = counted_worker(tree, out, "zett-instr")
     try:
         migrate(env, tree)
@@ -111,6 +113,8 @@ def measure(
             frames = out / "frames.json"
             frames.write_text(json.dumps({"stream 1": line["frames"]}))
             env, app = {**env, "BENCH_FRAMES": str(frames)}, BARE_APP
+            if floor:
+                env["BENCH_STORE"] = str(out / "floor.sqlite3")
         with daphne_of(tree, env, app, out / "server.log", valgrind) as (port, pid):
             cookie = None if bare else browser_cookie(port, timeout=300)
             asyncio.run(drive(f"ws://127.0.0.1:{port}", cookie, pid, warmup, runs))
@@ -125,13 +129,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--bare", action="store_true", help="the bare Channels consumer")
+    parser.add_argument(
+        "--floor", action="store_true", help="the durable floor: the bare consumer, storing runs"
+    )
     parser.add_argument("--keep", help="a directory to keep the callgrind files in")
     parser.add_argument("--json", help="also write the counts as JSON")
     args = parser.parse_args(argv)
     out = Path(args.keep or tempfile.mkdtemp(prefix="zett-instr-"))
     out.mkdir(parents=True, exist_ok=True)
     try:
-        counts, idle = measure(Path(args.tree).resolve(), out, args.warmup, args.runs, args.bare)
+        counts, idle = measure(
+            Path(args.tree).resolve(),
+            out,
+            args.warmup,
+            args.runs,
+            args.bare or args.floor,
+            args.floor,
+        )
     finally:
         if not args.keep:
             shutil.rmtree(out, ignore_errors=True)
