@@ -109,11 +109,7 @@ def _begin_run(chat_id: str, run_id: str, content: str) -> int:
             "INSERT INTO run (id, chat_id, status, started) VALUES (%s, %s, 'running', %s)",
             [run_id, chat_id, now],
         )
-        cursor.execute(
-            "INSERT INTO message (chat_id, run_id, seq, role, content) "
-            "VALUES (%s, %s, %s, 'user', %s)",
-            [chat_id, run_id, version, content],
-        )
+        _insert_message(cursor, chat_id, run_id, version, "user", content)
     return version
 
 
@@ -130,11 +126,14 @@ def _end_run(chat_id: str, run_id: str, seq: int, answer: str) -> None:
             "updated = %s WHERE id = %s",
             [seq, now, chat_id],
         )
-        cursor.execute(
-            "INSERT INTO message (chat_id, run_id, seq, role, content) "
-            "VALUES (%s, %s, %s, 'assistant', %s)",
-            [chat_id, run_id, seq, answer],
-        )
+        _insert_message(cursor, chat_id, run_id, seq, "assistant", answer)
+
+
+def _insert_message(cursor: Any, chat_id: str, run_id: str, seq: int, role: str, text: str) -> None:
+    cursor.execute(
+        "INSERT INTO message (chat_id, run_id, seq, role, content) VALUES (%s, %s, %s, %s, %s)",
+        [chat_id, run_id, seq, role, text],
+    )
 
 
 if STORE:
