@@ -34,6 +34,8 @@ from asgiref.sync import AsyncToSync, SyncToAsync
 from channels.db import database_sync_to_async
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 
+from agent_app.process import connection
+
 try:  # asgiref's own way of moving Local values; without it, every call takes its hop
     from asgiref.sync import _restore_context
 except ImportError:  # pragma: no cover - another asgiref than requirements.txt pins
@@ -55,11 +57,15 @@ def orm_call(fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     def in_thread(context: contextvars.Context, loop: Any, args: Any, kwargs: Any) -> R:
         threadlocal.main_event_loop = loop
         threadlocal.main_event_loop_pid = pid
-        _close_stale()
+        db = _close_stale()
+        if db is not None:
+            connection.pin(db)
         try:
             return context.run(_in_context, context, fn, args, kwargs)
         finally:
-            _close_stale()  # PostgreSQL's pooled connection goes back to the pool
+            if db is not None:
+                connection.unpin()
+            _close_stale(db)  # PostgreSQL's pooled connection goes back to the pool
 
     def call(*args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
         loop = asyncio.get_running_loop()
@@ -72,16 +78,19 @@ def orm_call(fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     return call
 
 
-def _close_stale() -> None:
+def _close_stale(db: Any = None) -> Any:
     """``close_old_connections()``: with one database configured, asked of its connection
-    alone, without building the list of every initialized one (about a third of the
-    call's 32,000 instructions; four calls a run)."""
+    alone (``db``, when the caller has it), without building the list of every initialized
+    one (about a third of the call's 32,000 instructions; four calls a run). Returns that
+    connection (None with several databases): the call pins it (``agent_app.models.connection``)."""
     if len(connections.settings) != 1:
         close_old_connections()
-        return
-    db = connections[DEFAULT_DB_ALIAS]
+        return None
+    if db is None:
+        db = connections[DEFAULT_DB_ALIAS]
     if db.connection is not None:  # an unconnected one has nothing to close
         db.close_if_unusable_or_obsolete()
+    return db
 
 
 def _in_context(context: contextvars.Context, fn: Callable[..., R], args: Any, kwargs: Any) -> R:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db import DatabaseError
 from django.utils import timezone
 
 from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
@@ -47,6 +47,7 @@ from agent_app.durable.support import TakenOver
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
 from agent_app.models.statements import insert, new, run, update
 from agent_app.models.transactions import atomic
+from agent_app.process.connection import default_connection
 from agent_app.webhooks.run_events import run_ended
 from zett_agent.messages import AnyMessage, UserMessage
 
@@ -347,7 +348,7 @@ def end_run(
         fields["usage"] = usage
     if trace_context:  # a traced run's traceparent (``agent_app.telemetry.context``)
         fields["trace_context"] = trace_context
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_connection()
     bumped = None
     with atomic():
         # The run's row is locked before the session's, the order recovery takes them in
@@ -378,7 +379,7 @@ def end_run(
 @functools.cache
 def _end_session_sql(vendor: str) -> str:
     """``end_run``'s session statement when it stores no message (built once)."""
-    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    quote = default_connection().ops.quote_name
     return (
         f"UPDATE {quote(ChatSession._meta.db_table)} SET {session_end_sql(quote)} "
         f"WHERE {quote(ChatSession._meta.pk.column)} = %s"
