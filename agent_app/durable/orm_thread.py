@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -88,7 +89,18 @@ def _close_stale(db: Any = None) -> Any:
         return None
     if db is None:
         db = connections[DEFAULT_DB_ALIAS]
-    if db.connection is not None:  # an unconnected one has nothing to close
+    if db.connection is None:  # an unconnected one has nothing to close
+        return db
+    if (
+        db.autocommit == db.settings_dict["AUTOCOMMIT"]
+        and not db.errors_occurred
+        and (db.close_at is None or time.monotonic() < db.close_at)
+    ):
+        # What ``close_if_unusable_or_obsolete`` does to a connection it keeps, without its
+        # ``get_autocommit``'s check for an event loop (a ``RuntimeError`` raised and caught
+        # in this thread, which has none); any other state takes Django's own method.
+        db.health_check_done = False
+    else:
         db.close_if_unusable_or_obsolete()
     return db
 

@@ -114,33 +114,30 @@ async def test_the_hop_closes_an_obsolete_connection_before_and_after_the_call()
 
 
 async def _checked_before_and_after() -> None:
-    """Where nothing can be closed: the hop asks the ORM thread's connection before and
-    after the call, as ``close_old_connections`` would."""
+    """Where nothing can be closed: the hop checks the ORM thread's connection before and
+    after the call, as ``close_old_connections`` would: a kept connection is marked for a
+    health check before its next use, and one that saw an error is asked whether it works."""
     from django.db import connection
 
-    asked: list[str] = []
-
-    def watch() -> None:
+    def leave(errors: bool) -> None:
         connection.ensure_connection()
-        check = connection.close_if_unusable_or_obsolete
+        connection.health_check_done = True
+        connection.errors_occurred = errors
 
-        def counted() -> None:
-            asked.append("checked")
-            check()
+    def seen() -> tuple[bool, bool]:
+        return connection.health_check_done, connection.errors_occurred
 
-        connection.close_if_unusable_or_obsolete = counted
-
-    def call() -> int:
-        return len(asked)
+    def left(errors: bool) -> tuple[bool, bool]:
+        found = seen()
+        leave(errors)
+        return found
 
     executor = SyncToAsync.single_thread_executor
-    await asyncio.get_running_loop().run_in_executor(executor, watch)
-    try:
-        assert await orm_call(call)() == 1  # checked before the call
-        assert len(asked) == 2  # and after it
-    finally:
-
-        def unwatch() -> None:
-            del connection.close_if_unusable_or_obsolete  # the class's method again
-
-        await asyncio.get_running_loop().run_in_executor(executor, unwatch)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(executor, leave, False)
+    assert await orm_call(left)(False) == (False, False)  # checked before the call
+    assert await loop.run_in_executor(executor, seen) == (False, False)  # and after it
+    await loop.run_in_executor(executor, leave, True)
+    # An error since the last commit: the connection is asked whether it works (it does).
+    assert await orm_call(left)(True) == (True, False)
+    assert await loop.run_in_executor(executor, seen) == (True, False)
