@@ -9,11 +9,17 @@ import time
 
 import pytest
 from asgiref.local import Local
-from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
+from asgiref.sync import (
+    AsyncToSync,
+    SyncToAsync,
+    ThreadSensitiveContext,
+    async_to_sync,
+    sync_to_async,
+)
 from channels.db import database_sync_to_async
 
 from agent_app.api.stream import on_orm_thread
-from agent_app.durable.orm_thread import orm_call
+from agent_app.durable.orm_thread import _current_executor, orm_call
 
 #: The hop closes the ORM thread's stale connections around each call, as Channels' does.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -52,6 +58,24 @@ async def test_inside_a_thread_sensitive_context_the_call_goes_where_asgiref_sen
     assert fast == plain
     main = SyncToAsync.single_thread_executor.submit(threading.get_ident).result()
     assert fast[0] != main  # that context's own thread, not the shared one
+
+
+def test_inside_async_to_sync_the_call_goes_where_asgiref_sends_it():
+    """From a sync thread's ``async_to_sync``, the call runs where asgiref runs a
+    thread-sensitive call: in that sync thread, not the shared one."""
+
+    async def both() -> tuple[object, object, tuple[int, str], tuple[int, str]]:
+        seen = _current_executor(), getattr(AsyncToSync.executors, "current", None)
+        return *seen, await orm_call(_where)(), await database_sync_to_async(_where)()
+
+    read, asgirefs, fast, plain = async_to_sync(both)()
+    assert read is asgirefs is not None
+    assert fast == plain
+    assert fast[0] == threading.get_ident()
+
+
+async def test_outside_async_to_sync_no_executor_is_read():
+    assert _current_executor() is getattr(AsyncToSync.executors, "current", None) is None
 
 
 async def test_a_local_the_caller_set_is_read_there_as_through_database_sync_to_async():
