@@ -48,7 +48,7 @@ from agent_app.models import (
     ChatSession,
     RunStatus,
 )
-from agent_app.models.statements import ONE, insert, new, run, uuid_param
+from agent_app.models.statements import ONE, insert, moment_param, new, run, uuid_param
 from agent_app.models.transactions import atomic
 from agent_app.process.connection import default_connection
 from zett_agent.history import valid_history
@@ -334,6 +334,8 @@ def db_session_pk(session_id: str, db: Any = None) -> Any:
 
 
 def _db_time(moment: datetime, db: Any) -> Any:
+    if type(moment) is datetime and moment.utcoffset() is not None:
+        return moment_param(moment, db)  # what the field's ``get_db_prep_value`` sends
     return ChatSession._meta.get_field("updated_at").get_db_prep_value(moment, db)
 
 

@@ -20,7 +20,7 @@ import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import models
@@ -34,6 +34,7 @@ __all__ = [
     "get_joined",
     "insert",
     "instance_from",
+    "moment_param",
     "new",
     "pk_exists",
     "returned_columns",
@@ -242,10 +243,10 @@ def _special_converter(
             if auto:  # ``pre_save`` sets the row's value: an aware time with ``USE_TZ``
                 value = timezone.now()
                 setattr(row, attname, value)
-                return db.ops.adapt_datetimefield_value(value)
+                return moment_param(value, db)
             value = row.__dict__.get(attname, _UNSET)
             if type(value) is datetime and value.utcoffset() is not None:
-                return db.ops.adapt_datetimefield_value(value)
+                return moment_param(value, db)
             return full(row, db)
 
         return moment
@@ -264,6 +265,20 @@ def _special_converter(
         return key
     return None
 
+
+def moment_param(value: datetime, db: Any) -> Any:
+    """``db.ops.adapt_datetimefield_value(value)`` for an aware ``datetime``.
+
+    On SQLite, with the connection's time zone UTC (``USE_TZ`` and no database
+    ``TIME_ZONE``), a time in UTC is sent as its text without the offset: what Django's
+    ``make_naive`` and ``str`` make of it, without their calls (about 4 µs a value, seven
+    values a run)."""
+    if value.tzinfo is _UTC and db.vendor == "sqlite" and db.timezone is _UTC:
+        return str(value)[:-6]  # "+00:00"
+    return db.ops.adapt_datetimefield_value(value)
+
+
+_UTC = UTC
 
 #: Values a JSON field adapts as they are (``get_prep_value`` only casts lazy text).
 _JSON_TYPES = frozenset({dict, list, str, int, float, bool})
@@ -305,7 +320,7 @@ def update(model: type[models.Model], values: dict[str, Any], **where: Any) -> i
         return 0  # ``IN ()``: no row can match
     db = default_connection()
     sql = _update_sql(model, tuple(values), conditions, db.vendor)
-    params = [meta.get_field(name).get_db_prep_save(value, db) for name, value in values.items()]
+    params = [_save_param(meta.get_field(name), value, db) for name, value in values.items()]
     for name, value in where.items():
         if name.endswith("__in"):
             field = meta.get_field(name[:-4])
@@ -313,6 +328,18 @@ def update(model: type[models.Model], values: dict[str, Any], **where: Any) -> i
         else:
             params.append(meta.get_field(name).get_db_prep_value(value, db))
     return run(db, sql, params)
+
+
+def _save_param(field: models.Field, value: Any, db: Any) -> Any:
+    """``field.get_db_prep_save(value, db)``; an aware time for a ``DateTimeField`` as
+    ``moment_param`` sends it."""
+    if (
+        type(field) is models.DateTimeField
+        and type(value) is datetime
+        and value.utcoffset() is not None
+    ):
+        return moment_param(value, db)
+    return field.get_db_prep_save(value, db)
 
 
 @functools.cache
