@@ -128,13 +128,14 @@ class Begun:
 
 
 def _lock_session(
-    session_id: str, bump: Callable[[], Bumped], creator: Creator, title: str
+    session_id: str, bump: Callable[[], Bumped], creator: Creator, content: str | None
 ) -> Bumped:
-    """Lock the session row for the rest of the transaction; store a first-time session."""
+    """Lock the session row for the rest of the transaction; store a first-time session,
+    titled after ``content``."""
     try:
         return bump()
     except ChatSession.DoesNotExist:
-        _store_session(session_id, creator, title)
+        _store_session(session_id, creator, title_from(content) if content else "")
         return bump()
 
 
@@ -187,17 +188,16 @@ def begin_run(
     ``also``: expressions that statement returns too (``bump_version``; in ``Begun.also``).
     """
     now = timezone.now()
-    title = title_from(content) if content else ""
     options = {"seq_block": SEQ_BLOCK, "count_unsettled": refuse_stale, "also": also}
     bump = functools.partial(bump_version, session_id, now, **options)
     with atomic():
-        bumped = _lock_session(session_id, bump, creator or Creator(), title)
+        bumped = _lock_session(session_id, bump, creator or Creator(), content)
         if bumped.unsettled_runs:
             raise StaleRuns(session_id)  # rolls the bump back: nothing is stored
         if bumped.taken_over:
             raise TakenOver  # a person answers here now (rolls the bump back)
         version, reserved = bumped.history_version, bumped.seq_reserved
-        title = _name_new_chat(session_id, bumped.title, title)
+        title = _name_new_chat(session_id, bumped.title, content)
         _store_run(session_id, request_id, kind, resumed_from, worker, now)
         if replace_last_turn:
             row = _new_version(session_id, request_id, turn_position, content)
@@ -218,11 +218,15 @@ def begin_run(
     return Begun(*done, bumped.also)
 
 
-def _name_new_chat(session_id: str, current: str, title: str) -> str:
-    """Give an untitled chat ``title`` (a person's own title stays); the chat's title."""
-    if title and not current:
+def _name_new_chat(session_id: str, current: str, content: str | None) -> str:
+    """Give an untitled chat a title from ``content`` (a person's own title stays); the
+    chat's title. Made only for an untitled chat: a titled one (most runs) needs none."""
+    if current or not content:
+        return current
+    title = title_from(content)
+    if title:
         ChatSession.objects.filter(pk=session_id, title="").update(title=title)
-    return current or title
+    return title
 
 
 def _store_message(
