@@ -84,7 +84,8 @@ def _close_stale(db: Any = None) -> Any:
     """``close_old_connections()``: with one database configured, asked of its connection
     alone (``db``, when the caller has it), without building the list of every initialized
     one (about a third of the call's 32,000 instructions; four calls a run). Returns that
-    connection (None with several databases): the call pins it (``agent_app.models.connection``)."""
+    connection (None with several databases): the call pins it
+    (``agent_app.process.connection``)."""
     if len(connections.settings) != 1:
         close_old_connections()
         return None

@@ -17,12 +17,18 @@ from django.db import DEFAULT_DB_ALIAS, connections
 
 __all__ = ["default_connection", "pin", "unpin"]
 
-_pinned = threading.local()
+
+class _Pinned(threading.local):
+    #: None: nothing pinned in this thread (a class default: reading it raises nothing).
+    db: Any = None
+
+
+_pinned = _Pinned()
 
 
 def default_connection() -> Any:
     """``connections[DEFAULT_DB_ALIAS]``: the one pinned in this thread, if any."""
-    db = getattr(_pinned, "db", None)
+    db = _pinned.db
     return connections[DEFAULT_DB_ALIAS] if db is None else db
 
 

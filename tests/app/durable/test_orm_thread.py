@@ -74,6 +74,19 @@ def test_inside_async_to_sync_the_call_goes_where_asgiref_sends_it():
     assert fast[0] == threading.get_ident()
 
 
+async def test_the_call_reads_its_threads_own_connection_pinned_only_during_the_call():
+    from django.db import connections
+
+    from agent_app.process.connection import _pinned, default_connection
+
+    def inside() -> bool:
+        return _pinned.db is not None and default_connection() is connections["default"]
+
+    assert await orm_call(inside)()
+    executor = SyncToAsync.single_thread_executor
+    assert await asyncio.get_running_loop().run_in_executor(executor, lambda: _pinned.db) is None
+
+
 async def test_outside_async_to_sync_no_executor_is_read():
     assert _current_executor() is getattr(AsyncToSync.executors, "current", None) is None
 
