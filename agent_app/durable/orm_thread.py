@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import os
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
@@ -119,27 +118,8 @@ def _elsewhere(loop: asyncio.AbstractEventLoop) -> bool:
     """Whether asgiref would run a thread-sensitive call in another thread than its
     ``single_thread_executor`` (the order of its own checks in ``SyncToAsync.__call__``)."""
     return (
-        _current_executor() is not None
+        getattr(AsyncToSync.executors, "current", None) is not None
         or SyncToAsync.thread_sensitive_context.get(None) is not None
         or loop in AsyncToSync.loop_thread_executors
         or SyncToAsync.deadlock_context.get(False)
     )
-
-
-#: The context variable behind ``AsyncToSync.executors`` (an ``asgiref.local.Local``), when
-#: asgiref keeps its values as the version requirements.txt pins does; else None.
-_EXECUTORS = getattr(getattr(AsyncToSync.executors, "_storage", None), "_data", None)
-if not isinstance(_EXECUTORS, contextvars.ContextVar):  # pragma: no cover - another asgiref
-    _EXECUTORS = None
-
-
-def _current_executor() -> Any:
-    """``getattr(AsyncToSync.executors, "current", None)``, read as the ``Local`` reads its
-    value (this thread's, from its context variable), without the ``KeyError`` and
-    ``AttributeError`` that reading an unset value raises and catches: twice a run."""
-    if _EXECUTORS is None:  # pragma: no cover - another asgiref
-        return getattr(AsyncToSync.executors, "current", None)
-    storage = _EXECUTORS.get(None)
-    if storage is None or storage.thread_id != threading.get_ident():
-        return None
-    return storage.data.get("current")

@@ -9,17 +9,11 @@ import time
 
 import pytest
 from asgiref.local import Local
-from asgiref.sync import (
-    AsyncToSync,
-    SyncToAsync,
-    ThreadSensitiveContext,
-    async_to_sync,
-    sync_to_async,
-)
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext, async_to_sync, sync_to_async
 from channels.db import database_sync_to_async
 
 from agent_app.api.stream import on_orm_thread
-from agent_app.durable.orm_thread import _current_executor, orm_call
+from agent_app.durable.orm_thread import orm_call
 
 #: The hop closes the ORM thread's stale connections around each call, as Channels' does.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -64,12 +58,10 @@ def test_inside_async_to_sync_the_call_goes_where_asgiref_sends_it():
     """From a sync thread's ``async_to_sync``, the call runs where asgiref runs a
     thread-sensitive call: in that sync thread, not the shared one."""
 
-    async def both() -> tuple[object, object, tuple[int, str], tuple[int, str]]:
-        seen = _current_executor(), getattr(AsyncToSync.executors, "current", None)
-        return *seen, await orm_call(_where)(), await database_sync_to_async(_where)()
+    async def both() -> tuple[tuple[int, str], tuple[int, str]]:
+        return await orm_call(_where)(), await database_sync_to_async(_where)()
 
-    read, asgirefs, fast, plain = async_to_sync(both)()
-    assert read is asgirefs is not None
+    fast, plain = async_to_sync(both)()
     assert fast == plain
     assert fast[0] == threading.get_ident()
 
@@ -85,10 +77,6 @@ async def test_the_call_reads_its_threads_own_connection_pinned_only_during_the_
     assert await orm_call(inside)()
     executor = SyncToAsync.single_thread_executor
     assert await asyncio.get_running_loop().run_in_executor(executor, lambda: _pinned.db) is None
-
-
-async def test_outside_async_to_sync_no_executor_is_read():
-    assert _current_executor() is getattr(AsyncToSync.executors, "current", None) is None
 
 
 async def test_a_local_the_caller_set_is_read_there_as_through_database_sync_to_async():
