@@ -326,17 +326,13 @@ def update(model: type[models.Model], values: dict[str, Any], **where: Any) -> i
             field = meta.get_field(name[:-4])
             params += [field.get_db_prep_value(item, db) for item in value]
         else:
-            field = meta.get_field(name)
-            plain = isinstance(value, str) and _plain_text(field)
-            params.append(value if plain else field.get_db_prep_value(value, db))
+            params.append(meta.get_field(name).get_db_prep_value(value, db))
     return run(db, sql, params)
 
 
 def _save_param(field: models.Field, value: Any, db: Any) -> Any:
     """``field.get_db_prep_save(value, db)``; an aware time for a ``DateTimeField`` as
-    ``moment_param`` sends it, text for Django's own text fields as it is."""
-    if isinstance(value, str) and _plain_text(field):
-        return value
+    ``moment_param`` sends it."""
     if (
         type(field) is models.DateTimeField
         and type(value) is datetime
@@ -344,19 +340,6 @@ def _save_param(field: models.Field, value: Any, db: Any) -> Any:
     ):
         return moment_param(value, db)
     return field.get_db_prep_save(value, db)
-
-
-@functools.cache
-def _plain_text(field: models.Field) -> bool:
-    """Whether ``field`` sends a text value (a ``str``, a text enum's member) as it is:
-    Django's own ``CharField`` or ``TextField`` conversions, none overridden (as
-    ``_converter``'s ``text`` path)."""
-    cls, base = type(field), models.Field
-    return (
-        cls.get_db_prep_save is base.get_db_prep_save
-        and cls.get_db_prep_value is base.get_db_prep_value
-        and (cls.get_prep_value, cls.to_python) in _TEXT_METHODS
-    )
 
 
 @functools.cache

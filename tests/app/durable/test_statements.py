@@ -312,25 +312,6 @@ def test_a_time_is_sent_as_the_backend_adapts_it(moment):
     assert moment_param(moment, connection) == field.get_db_prep_save(moment, connection)
 
 
-@pytest.mark.parametrize(
-    ("name", "value"),
-    [
-        ("status", WaitStatus.ANSWERED),  # a text enum's member
-        ("tool_call_id", "c1"),
-        ("tool_call_id", ""),
-        ("reply", {"answer": "yes"}),
-        ("answered_at", dt.datetime(2026, 12, 1, 3, 4, 5, tzinfo=dt.UTC)),
-    ],
-)
-def test_update_sends_each_value_what_the_field_itself_would(name, value):
-    from agent_app.models.statements import _save_param
-
-    field = ReplyWait._meta.get_field(name)
-    sent = _save_param(field, value, connection)
-    assert sent == field.get_db_prep_save(value, connection)
-    assert type(sent) is type(field.get_db_prep_save(value, connection))
-
-
 def test_new_builds_the_instance_the_keyword_form_builds():
     """``new(model, **values)`` is ``model(**values)``: every field's value, defaults
     included (a fresh one for a callable default), and an unknown name refused."""
