@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from channels.db import database_sync_to_async
 from django.core.exceptions import ImproperlyConfigured
-from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils.module_loading import autodiscover_modules, import_string
 
 from agent_app import conf
@@ -50,6 +49,7 @@ from agent_app.attachments.reading import (
     has_documents,
     note_documents,
 )
+from agent_app.process.connection import default_connection
 
 if TYPE_CHECKING:
     from agent_app.models import ChatSession
@@ -330,7 +330,7 @@ def entry_returning() -> tuple[str, tuple[Any, ...]]:
     """What ``read_entry`` reads of a chat, as expressions of the statement that locks its
     row as a run is stored (``begin_run``'s ``also``), and their parameters: the chat's
     columns and whether it holds a document. ``entry_from`` makes the ``Entry`` of them."""
-    return _entry_sql(connections[DEFAULT_DB_ALIAS].vendor), (documents_parameter(),)
+    return _entry_sql(default_connection().vendor), (documents_parameter(),)
 
 
 @functools.cache
@@ -339,7 +339,7 @@ def _entry_sql(vendor: str) -> str:
     from agent_app.models import ChatSession
     from agent_app.models.statements import returned_columns
 
-    meta, quote = ChatSession._meta, connections[DEFAULT_DB_ALIAS].ops.quote_name
+    meta, quote = ChatSession._meta, default_connection().ops.quote_name
     key = f"{quote(meta.db_table)}.{quote(meta.pk.column)}"
     return f"{returned_columns(ChatSession, vendor).sql}, {documents_exists_sql(vendor, key)}"
 

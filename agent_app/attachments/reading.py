@@ -16,9 +16,9 @@ import uuid
 from contextvars import ContextVar
 
 from django.apps import apps
-from django.db import DEFAULT_DB_ALIAS, connections
 
 from agent_app.attachments.content import AttachmentFile
+from agent_app.process.connection import default_connection
 
 __all__ = [
     "documents_exists_sql",
@@ -68,7 +68,7 @@ def has_documents(session_id: str) -> bool:
     Every run asks it: one statement written out once per backend (``_documents_sql``),
     the same as ``has_documents_orm``'s query, which a test checks it against.
     """
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_connection()
     model = _attachments().model
     session = model._meta.get_field("session")
     params = [session.get_db_prep_value(session_id, db), documents_parameter()]
@@ -103,12 +103,12 @@ def documents_exists_sql(vendor: str, session: str) -> str:
 
 def documents_parameter() -> str:
     """The parameter of ``documents_exists_sql`` (the image types it leaves out)."""
-    return connections[DEFAULT_DB_ALIAS].ops.prep_for_like_query(_IMAGES) + "%"
+    return default_connection().ops.prep_for_like_query(_IMAGES) + "%"
 
 
 def _documents_of(vendor: str, session: str) -> str:
     """``FROM … WHERE …``: the attachments of the chat ``session`` that are no image."""
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_connection()
     meta, quote = _attachments().model._meta, db.ops.quote_name
     media_type = quote(meta.get_field("media_type").column)
     return (

@@ -16,7 +16,9 @@ import logging
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, OperationalError, connections
+from django.db import OperationalError
+
+from agent_app.process.connection import default_connection
 
 __all__ = ["ATTEMPTS", "is_deadlock", "retried_on_deadlock"]
 
@@ -45,7 +47,7 @@ def retried_on_deadlock(function: Callable[P, T]) -> Callable[P, T]:
             try:
                 return function(*args, **kwargs)
             except OperationalError as error:
-                outer = connections[DEFAULT_DB_ALIAS].in_atomic_block
+                outer = default_connection().in_atomic_block
                 if attempt == ATTEMPTS or outer or not is_deadlock(error):
                     raise
                 logger.info("%s deadlocked; running it again", function.__qualname__)

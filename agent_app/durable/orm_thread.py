@@ -27,12 +27,15 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import AsyncToSync, SyncToAsync
 from channels.db import database_sync_to_async
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
+
+from agent_app.process import connection
 
 try:  # asgiref's own way of moving Local values; without it, every call takes its hop
     from asgiref.sync import _restore_context
@@ -55,11 +58,15 @@ def orm_call(fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     def in_thread(context: contextvars.Context, loop: Any, args: Any, kwargs: Any) -> R:
         threadlocal.main_event_loop = loop
         threadlocal.main_event_loop_pid = pid
-        _close_stale()
+        db = _close_stale()
+        if db is not None:
+            connection.pin(db)
         try:
             return context.run(_in_context, context, fn, args, kwargs)
         finally:
-            _close_stale()  # PostgreSQL's pooled connection goes back to the pool
+            if db is not None:
+                connection.unpin()
+            _close_stale(db)  # PostgreSQL's pooled connection goes back to the pool
 
     def call(*args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
         loop = asyncio.get_running_loop()
@@ -72,16 +79,31 @@ def orm_call(fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     return call
 
 
-def _close_stale() -> None:
+def _close_stale(db: Any = None) -> Any:
     """``close_old_connections()``: with one database configured, asked of its connection
-    alone, without building the list of every initialized one (about a third of the
-    call's 32,000 instructions; four calls a run)."""
+    alone (``db``, when the caller has it), without building the list of every initialized
+    one (about a third of the call's 32,000 instructions; four calls a run). Returns that
+    connection (None with several databases): the call pins it
+    (``agent_app.process.connection``)."""
     if len(connections.settings) != 1:
         close_old_connections()
-        return
-    db = connections[DEFAULT_DB_ALIAS]
-    if db.connection is not None:  # an unconnected one has nothing to close
+        return None
+    if db is None:
+        db = connections[DEFAULT_DB_ALIAS]
+    if db.connection is None:  # an unconnected one has nothing to close
+        return db
+    if (
+        db.autocommit == db.settings_dict["AUTOCOMMIT"]
+        and not db.errors_occurred
+        and (db.close_at is None or time.monotonic() < db.close_at)
+    ):
+        # What ``close_if_unusable_or_obsolete`` does to a connection it keeps, without its
+        # ``get_autocommit``'s check for an event loop (a ``RuntimeError`` raised and caught
+        # in this thread, which has none); any other state takes Django's own method.
+        db.health_check_done = False
+    else:
         db.close_if_unusable_or_obsolete()
+    return db
 
 
 def _in_context(context: contextvars.Context, fn: Callable[..., R], args: Any, kwargs: Any) -> R:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db import DatabaseError
 from django.utils import timezone
 
 from agent_app.attachments.extension import ATTACHMENTS_ATTRIBUTE
@@ -47,6 +47,7 @@ from agent_app.durable.support import TakenOver
 from agent_app.models import ChatMessage, ChatRun, ChatSession, RunKind, RunStatus
 from agent_app.models.statements import insert, new, run, update
 from agent_app.models.transactions import atomic
+from agent_app.process.connection import default_connection
 from agent_app.webhooks.run_events import run_ended
 from zett_agent.messages import AnyMessage, UserMessage
 
@@ -127,13 +128,14 @@ class Begun:
 
 
 def _lock_session(
-    session_id: str, bump: Callable[[], Bumped], creator: Creator, title: str
+    session_id: str, bump: Callable[[], Bumped], creator: Creator, content: str | None
 ) -> Bumped:
-    """Lock the session row for the rest of the transaction; store a first-time session."""
+    """Lock the session row for the rest of the transaction; store a first-time session,
+    titled after ``content``."""
     try:
         return bump()
     except ChatSession.DoesNotExist:
-        _store_session(session_id, creator, title)
+        _store_session(session_id, creator, title_from(content) if content else "")
         return bump()
 
 
@@ -186,17 +188,16 @@ def begin_run(
     ``also``: expressions that statement returns too (``bump_version``; in ``Begun.also``).
     """
     now = timezone.now()
-    title = title_from(content) if content else ""
     options = {"seq_block": SEQ_BLOCK, "count_unsettled": refuse_stale, "also": also}
     bump = functools.partial(bump_version, session_id, now, **options)
     with atomic():
-        bumped = _lock_session(session_id, bump, creator or Creator(), title)
+        bumped = _lock_session(session_id, bump, creator or Creator(), content)
         if bumped.unsettled_runs:
             raise StaleRuns(session_id)  # rolls the bump back: nothing is stored
         if bumped.taken_over:
             raise TakenOver  # a person answers here now (rolls the bump back)
         version, reserved = bumped.history_version, bumped.seq_reserved
-        title = _name_new_chat(session_id, bumped.title, title)
+        title = _name_new_chat(session_id, bumped.title, content)
         _store_run(session_id, request_id, kind, resumed_from, worker, now)
         if replace_last_turn:
             row = _new_version(session_id, request_id, turn_position, content)
@@ -217,11 +218,15 @@ def begin_run(
     return Begun(*done, bumped.also)
 
 
-def _name_new_chat(session_id: str, current: str, title: str) -> str:
-    """Give an untitled chat ``title`` (a person's own title stays); the chat's title."""
-    if title and not current:
+def _name_new_chat(session_id: str, current: str, content: str | None) -> str:
+    """Give an untitled chat a title from ``content`` (a person's own title stays); the
+    chat's title. Made only for an untitled chat: a titled one (most runs) needs none."""
+    if current or not content:
+        return current
+    title = title_from(content)
+    if title:
         ChatSession.objects.filter(pk=session_id, title="").update(title=title)
-    return current or title
+    return title
 
 
 def _store_message(
@@ -347,7 +352,7 @@ def end_run(
         fields["usage"] = usage
     if trace_context:  # a traced run's traceparent (``agent_app.telemetry.context``)
         fields["trace_context"] = trace_context
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_connection()
     bumped = None
     with atomic():
         # The run's row is locked before the session's, the order recovery takes them in
@@ -378,7 +383,7 @@ def end_run(
 @functools.cache
 def _end_session_sql(vendor: str) -> str:
     """``end_run``'s session statement when it stores no message (built once)."""
-    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    quote = default_connection().ops.quote_name
     return (
         f"UPDATE {quote(ChatSession._meta.db_table)} SET {session_end_sql(quote)} "
         f"WHERE {quote(ChatSession._meta.pk.column)} = %s"

@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import F
 from django.utils import timezone
 
@@ -49,8 +48,9 @@ from agent_app.models import (
     ChatSession,
     RunStatus,
 )
-from agent_app.models.statements import ONE, insert, new, run, uuid_param
+from agent_app.models.statements import ONE, insert, moment_param, new, run, uuid_param
 from agent_app.models.transactions import atomic
+from agent_app.process.connection import default_connection
 from zett_agent.history import valid_history
 from zett_agent.messages import (
     AgentMessage,
@@ -255,7 +255,7 @@ def bump_version(
     ``also``: ``(expressions, their parameters)`` the statement returns as well, read under
     the row's lock (``Bumped.also``): what ``begin_run``'s caller reads of the chat.
     """
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_connection()
     params = [seq_block, _db_time(now, db)]
     if ending is not None:
         last_seq, tokens_in, tokens_out = ending
@@ -295,7 +295,7 @@ def session_end_sql(quote: Callable[[str], str]) -> str:
 @functools.cache
 def _bump_sql(vendor: str, count_unsettled: bool, ending: bool = False, also: str = "") -> str:
     """The statement of ``bump_version`` on one database backend (built once)."""
-    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    quote = default_connection().ops.quote_name
     version, reserved = quote("history_version"), quote("seq_reserved")
     session, message, run = ChatSession._meta, ChatMessage._meta, ChatRun._meta
     table, pk, position = quote(session.db_table), quote(session.pk.column), quote("position")
@@ -330,10 +330,12 @@ def _bump_sql(vendor: str, count_unsettled: bool, ending: bool = False, also: st
 
 def db_session_pk(session_id: str, db: Any = None) -> Any:
     """``session_id`` as the database stores a session's primary key (for raw SQL)."""
-    return uuid_param(session_id, db or connections[DEFAULT_DB_ALIAS])
+    return uuid_param(session_id, db or default_connection())
 
 
 def _db_time(moment: datetime, db: Any) -> Any:
+    if type(moment) is datetime and moment.utcoffset() is not None:
+        return moment_param(moment, db)  # what the field's ``get_db_prep_value`` sends
     return ChatSession._meta.get_field("updated_at").get_db_prep_value(moment, db)
 
 

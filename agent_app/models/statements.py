@@ -20,19 +20,21 @@ import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.db import models
 from django.utils import timezone
 
 from agent_app.models.instances import loaded, new
+from agent_app.process.connection import default_connection
 
 __all__ = [
     "execute",
     "get_joined",
     "insert",
     "instance_from",
+    "moment_param",
     "new",
     "pk_exists",
     "returned_columns",
@@ -131,7 +133,7 @@ def insert(rows: list[Any], *, returning_pk: bool = False) -> None:
     """
     if not rows:
         return
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_connection()
     model = type(rows[0])
     sql, converters = _insert_sql(model, len(rows), returning_pk, db.vendor)
     params = [convert(row, db) for row in rows for convert in converters]
@@ -148,7 +150,7 @@ def _insert_sql(
 ) -> tuple[str, tuple[Callable[[Any, Any], Any], ...]]:
     """The statement of ``insert`` for ``count`` rows of ``model`` on one backend, and the
     converters of the fields whose values it takes, in order (built once per shape)."""
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_connection()
     meta = model._meta
     fields = [field for field in meta.concrete_fields if not field.primary_key]
     quote = db.ops.quote_name
@@ -241,10 +243,10 @@ def _special_converter(
             if auto:  # ``pre_save`` sets the row's value: an aware time with ``USE_TZ``
                 value = timezone.now()
                 setattr(row, attname, value)
-                return db.ops.adapt_datetimefield_value(value)
+                return moment_param(value, db)
             value = row.__dict__.get(attname, _UNSET)
             if type(value) is datetime and value.utcoffset() is not None:
-                return db.ops.adapt_datetimefield_value(value)
+                return moment_param(value, db)
             return full(row, db)
 
         return moment
@@ -263,6 +265,20 @@ def _special_converter(
         return key
     return None
 
+
+def moment_param(value: datetime, db: Any) -> Any:
+    """``db.ops.adapt_datetimefield_value(value)`` for an aware ``datetime``.
+
+    On SQLite, with the connection's time zone UTC (``USE_TZ`` and no database
+    ``TIME_ZONE``), a time in UTC is sent as its text without the offset: what Django's
+    ``make_naive`` and ``str`` make of it, without their calls (about 4 µs a value, seven
+    values a run)."""
+    if value.tzinfo is _UTC and db.vendor == "sqlite" and db.timezone is _UTC:
+        return str(value)[:-6]  # "+00:00"
+    return db.ops.adapt_datetimefield_value(value)
+
+
+_UTC = UTC
 
 #: Values a JSON field adapts as they are (``get_prep_value`` only casts lazy text).
 _JSON_TYPES = frozenset({dict, list, str, int, float, bool})
@@ -302,9 +318,9 @@ def update(model: type[models.Model], values: dict[str, Any], **where: Any) -> i
     )
     if any(count == 0 for _, count in conditions):
         return 0  # ``IN ()``: no row can match
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_connection()
     sql = _update_sql(model, tuple(values), conditions, db.vendor)
-    params = [meta.get_field(name).get_db_prep_save(value, db) for name, value in values.items()]
+    params = [_save_param(meta.get_field(name), value, db) for name, value in values.items()]
     for name, value in where.items():
         if name.endswith("__in"):
             field = meta.get_field(name[:-4])
@@ -312,6 +328,18 @@ def update(model: type[models.Model], values: dict[str, Any], **where: Any) -> i
         else:
             params.append(meta.get_field(name).get_db_prep_value(value, db))
     return run(db, sql, params)
+
+
+def _save_param(field: models.Field, value: Any, db: Any) -> Any:
+    """``field.get_db_prep_save(value, db)``; an aware time for a ``DateTimeField`` as
+    ``moment_param`` sends it."""
+    if (
+        type(field) is models.DateTimeField
+        and type(value) is datetime
+        and value.utcoffset() is not None
+    ):
+        return moment_param(value, db)
+    return field.get_db_prep_save(value, db)
 
 
 @functools.cache
@@ -323,7 +351,7 @@ def _update_sql(
 ) -> str:
     """The statement of ``update`` for one shape of call on one backend (built once)."""
     meta = model._meta
-    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    quote = default_connection().ops.quote_name
 
     def column(name: str) -> str:
         return quote(meta.get_field(name).column)
@@ -351,7 +379,7 @@ def get_joined(model: type[models.Model], relation: str, pk: Any, *, by: str = "
     The default manager's queryset is not consulted: only for models whose manager
     filters nothing.
     """
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_connection()
     shape = _joined_shape(model, relation, by, db.vendor)
     if shape is None:
         return model._default_manager.select_related(relation).get(**{by: pk})
@@ -393,7 +421,7 @@ def _joined_shape(model: type[models.Model], relation: str, by: str, vendor: str
     """The statement of ``get_joined`` for one model and relation on one backend; None
     for a shape it does not write out (a table joined to itself, a model whose fields
     live in more than one table): the ORM reads those."""
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_connection()
     quote = db.ops.quote_name
     meta, field = model._meta, model._meta.get_field(relation)
     related = field.related_model._meta
@@ -442,14 +470,14 @@ def pk_exists(manager: models.Manager, pk: Any) -> bool:
     model = manager.model
     if type(manager).get_queryset is not models.Manager.get_queryset:
         return manager.filter(pk=pk).exists()
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_connection()
     params = [model._meta.pk.get_db_prep_value(pk, db)]
     return run(db, _exists_sql(model, db.vendor), params, ONE) is not None
 
 
 @functools.cache
 def _exists_sql(model: type[models.Model], vendor: str) -> str:
-    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    quote = default_connection().ops.quote_name
     meta = model._meta
     return f"SELECT 1 FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} = %s LIMIT 1"
 
@@ -468,7 +496,7 @@ class Returned:
 def returned_columns(model: type[models.Model], vendor: str) -> Returned:
     """The columns of ``model``'s row for a statement that returns it (such as an
     ``UPDATE … RETURNING`` that also locks it), in ``instance_from``'s order."""
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_connection()
     quote = db.ops.quote_name
     fields = list(model._meta.concrete_fields)
     columns = [field.get_col(model._meta.db_table) for field in fields]
@@ -483,7 +511,7 @@ def returned_columns(model: type[models.Model], vendor: str) -> Returned:
 def instance_from(model: type[models.Model], values: Sequence[Any]) -> Any:
     """The ``model`` instance of a row a statement returned (``returned_columns``' order),
     through the same converters as the ORM's reads."""
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_connection()
     shape = returned_columns(model, db.vendor)
     values = list(values)
     for index, converters, expression in shape.converters:

@@ -22,9 +22,10 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, Error, connections, transaction
+from django.db import DatabaseError, Error, transaction
 
 from agent_app.models import statements
+from agent_app.process.connection import default_connection
 
 __all__ = ["atomic"]
 
@@ -43,7 +44,7 @@ class _Outermost:
         self.django: Any = None
 
     def __enter__(self) -> None:
-        db = connections[DEFAULT_DB_ALIAS]
+        db = default_connection()
         db.close_if_health_check_failed()  # as ``set_autocommit`` does first
         if not _lean(db):
             self.django = transaction.atomic()

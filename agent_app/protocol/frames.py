@@ -52,6 +52,7 @@ from agent_app.protocol.outbound import (
     RunFailedFrame,
     RunStartedFrame,
     SessionFrame,
+    run_started_frame,
 )
 from agent_app.protocol.text import (
     MAX_OUTBOUND_BYTES,
@@ -111,6 +112,7 @@ __all__ = [
     "encode_frame",
     "fit_event",
     "parse_frame",
+    "run_started_frame",
     "steering_refusal",
 ]
 

@@ -32,6 +32,7 @@ __all__ = [
     "RunFailedFrame",
     "RunStartedFrame",
     "SessionFrame",
+    "run_started_frame",
 ]
 
 
@@ -151,6 +152,39 @@ class RunStartedFrame(OutboundFrame):
     attachments: list[dict[str, Any]] = []
     #: The chat's title now: a new chat is named after its first message (``durable.titles``).
     title: str = ""
+
+
+def run_started_frame(
+    *,
+    seq: int,
+    request_id: str,
+    content: str | None,
+    kind: str,
+    resumed_from: str | None,
+    position: int | None,
+    message_id: int | None,
+    superseded_from: int | None,
+    created_at: str,
+    attachments: list[dict[str, Any]],
+    title: str,
+) -> dict[str, Any]:
+    """``RunStartedFrame(...).dump()``, built as a plain dict: sent once a run, where the
+    model's validation and dump cost about ten times the dict. The model documents the
+    shape; a test holds the two equal."""
+    return {
+        "type": "run_started",
+        "seq": seq,
+        "request_id": request_id,
+        "content": content,
+        "kind": kind,
+        "resumed_from": resumed_from,
+        "position": position,
+        "message_id": message_id,
+        "superseded_from": superseded_from,
+        "created_at": created_at,
+        "attachments": attachments,
+        "title": title,
+    }
 
 
 class AgentEventFrame(OutboundFrame):

@@ -54,7 +54,7 @@ from agent_app.durable import continuation, recovery, waits
 from agent_app.durable.persistence import RunSeams, shielded
 from agent_app.durable.runs import Begun, user_message_for
 from agent_app.models import RunKind, RunStatus
-from agent_app.protocol.frames import RunStartedFrame
+from agent_app.protocol.frames import run_started_frame
 from agent_app.protocol.text import encode_frame
 from agent_app.sessions.branching import announce_version
 from agent_app.sessions.fanout import STREAK_SECONDS, TEXT_DELTAS, let_the_loop_write
@@ -146,7 +146,7 @@ class Run(RunWaits, RunEnding):
         feed.replay.clear()
         seq = await feed.seq.take()
         message = begun.message
-        frame = RunStartedFrame(
+        frame = run_started_frame(
             seq=seq,
             request_id=self.request_id,
             content=None if message is None else content_text(message.content),
@@ -160,7 +160,7 @@ class Run(RunWaits, RunEnding):
             title=begun.title,
         )
         await feed.broadcast(
-            seq, encode_frame(frame.dump()), marker=Marker.START, request_id=self.request_id
+            seq, encode_frame(frame), marker=Marker.START, request_id=self.request_id
         )
         await announce_version(feed, self.request_id, begun)
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from asgiref.local import Local
-from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext, async_to_sync, sync_to_async
 from channels.db import database_sync_to_async
 
 from agent_app.api.stream import on_orm_thread
@@ -52,6 +52,31 @@ async def test_inside_a_thread_sensitive_context_the_call_goes_where_asgiref_sen
     assert fast == plain
     main = SyncToAsync.single_thread_executor.submit(threading.get_ident).result()
     assert fast[0] != main  # that context's own thread, not the shared one
+
+
+def test_inside_async_to_sync_the_call_goes_where_asgiref_sends_it():
+    """From a sync thread's ``async_to_sync``, the call runs where asgiref runs a
+    thread-sensitive call: in that sync thread, not the shared one."""
+
+    async def both() -> tuple[tuple[int, str], tuple[int, str]]:
+        return await orm_call(_where)(), await database_sync_to_async(_where)()
+
+    fast, plain = async_to_sync(both)()
+    assert fast == plain
+    assert fast[0] == threading.get_ident()
+
+
+async def test_the_call_reads_its_threads_own_connection_pinned_only_during_the_call():
+    from django.db import connections
+
+    from agent_app.process.connection import _pinned, default_connection
+
+    def inside() -> bool:
+        return _pinned.db is not None and default_connection() is connections["default"]
+
+    assert await orm_call(inside)()
+    executor = SyncToAsync.single_thread_executor
+    assert await asyncio.get_running_loop().run_in_executor(executor, lambda: _pinned.db) is None
 
 
 async def test_a_local_the_caller_set_is_read_there_as_through_database_sync_to_async():
@@ -114,33 +139,30 @@ async def test_the_hop_closes_an_obsolete_connection_before_and_after_the_call()
 
 
 async def _checked_before_and_after() -> None:
-    """Where nothing can be closed: the hop asks the ORM thread's connection before and
-    after the call, as ``close_old_connections`` would."""
+    """Where nothing can be closed: the hop checks the ORM thread's connection before and
+    after the call, as ``close_old_connections`` would: a kept connection is marked for a
+    health check before its next use, and one that saw an error is asked whether it works."""
     from django.db import connection
 
-    asked: list[str] = []
-
-    def watch() -> None:
+    def leave(errors: bool) -> None:
         connection.ensure_connection()
-        check = connection.close_if_unusable_or_obsolete
+        connection.health_check_done = True
+        connection.errors_occurred = errors
 
-        def counted() -> None:
-            asked.append("checked")
-            check()
+    def seen() -> tuple[bool, bool]:
+        return connection.health_check_done, connection.errors_occurred
 
-        connection.close_if_unusable_or_obsolete = counted
-
-    def call() -> int:
-        return len(asked)
+    def left(errors: bool) -> tuple[bool, bool]:
+        found = seen()
+        leave(errors)
+        return found
 
     executor = SyncToAsync.single_thread_executor
-    await asyncio.get_running_loop().run_in_executor(executor, watch)
-    try:
-        assert await orm_call(call)() == 1  # checked before the call
-        assert len(asked) == 2  # and after it
-    finally:
-
-        def unwatch() -> None:
-            del connection.close_if_unusable_or_obsolete  # the class's method again
-
-        await asyncio.get_running_loop().run_in_executor(executor, unwatch)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(executor, leave, False)
+    assert await orm_call(left)(False) == (False, False)  # checked before the call
+    assert await loop.run_in_executor(executor, seen) == (False, False)  # and after it
+    await loop.run_in_executor(executor, leave, True)
+    # An error since the last commit: the connection is asked whether it works (it does).
+    assert await orm_call(left)(True) == (True, False)
+    assert await loop.run_in_executor(executor, seen) == (True, False)

@@ -296,6 +296,22 @@ def test_a_clock_field_is_set_on_the_row_and_sent_as_the_field_sends_it():
     assert got == fields[index].get_db_prep_value(row.created_at, connection)
 
 
+@pytest.mark.parametrize(
+    "moment",
+    [
+        dt.datetime(2026, 12, 6, 15, 4, 5, 123456, tzinfo=dt.UTC),
+        dt.datetime(2026, 12, 6, 15, 4, 5, tzinfo=dt.UTC),  # no microseconds
+        dt.datetime(2026, 12, 6, 16, 4, 5, 7, tzinfo=dt.timezone(dt.timedelta(hours=1))),
+    ],
+)
+def test_a_time_is_sent_as_the_backend_adapts_it(moment):
+    from agent_app.models.statements import moment_param
+
+    assert moment_param(moment, connection) == connection.ops.adapt_datetimefield_value(moment)
+    field = ChatSession._meta.get_field("updated_at")
+    assert moment_param(moment, connection) == field.get_db_prep_save(moment, connection)
+
+
 def test_new_builds_the_instance_the_keyword_form_builds():
     """``new(model, **values)`` is ``model(**values)``: every field's value, defaults
     included (a fresh one for a callable default), and an unknown name refused."""

@@ -28,6 +28,7 @@ from agent_app.protocol.frames import (
     agent_event_frame,
     encode_frame,
     parse_frame,
+    run_started_frame,
     steering_refusal,
 )
 from zett_agent.events import AgentEvent, AgentEventType
@@ -353,3 +354,45 @@ def test_encoding_never_fails_and_always_gives_utf8_json():
         "text": "é \U0001f600",
     }
     assert encode_frame({"a": "\udc00x"}) == '{"a": "\\udc00x"}'
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"content": "hi", "resumed_from": None, "position": 0, "message_id": 7},
+        {"content": None, "resumed_from": "r0", "position": None, "message_id": None},
+        {
+            "content": "edited",
+            "resumed_from": None,
+            "position": 4,
+            "message_id": 9,
+            "superseded_from": 2,
+            "attachments": [
+                {
+                    "id": "a1",
+                    "name": "x.pdf",
+                    "media_type": "application/pdf",
+                    "size": 3,
+                    "url": "/a/1",
+                }
+            ],
+            "title": "Edited",
+        },
+    ],
+)
+def test_run_started_is_built_as_the_model_dumps_it(fields):
+    """``run_started_frame`` (the plain dict a run sends) holds to ``RunStartedFrame``."""
+    full = {
+        "seq": 3,
+        "request_id": "r",
+        "kind": "message",
+        "created_at": "2026-11-30T12:00:00Z",
+        "superseded_from": None,
+        "attachments": [],
+        "title": "",
+        **fields,
+    }
+    built = run_started_frame(**full)
+    dumped = RunStartedFrame(**full).dump()
+    assert built == dumped
+    assert list(built) == list(dumped)  # the same text on the socket, key for key
