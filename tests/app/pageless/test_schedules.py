@@ -174,13 +174,15 @@ def test_worker_processes_fire_each_due_time_exactly_once(tmp_path):
                     first.isoformat(),
                     str(count),
                     str(go),
+                    str(index),
+                    "3",
                 ],
                 cwd=ROOT,
                 env=env,
                 stdout=subprocess.PIPE,
                 text=True,
             )
-            for _ in range(3)
+            for index in range(3)
         ]
         for worker in workers:  # each is set up and connected: none starts ahead
             assert worker.stdout is not None and worker.stdout.readline() == "ready\n"
